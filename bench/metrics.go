@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/montanaflynn/stats"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Summarize computes a phase's metrics from its records alone, so any report
+// can be recomputed offline from requests.jsonl.
+func Summarize(spec Spec, records []schema.Record, status string) schema.PhaseResult {
+	r := schema.PhaseResult{
+		Phase: spec.Name, BatchSize: len(records), InputLen: spec.In, OutputLen: spec.Out,
+		ErrorKinds: map[string]int{}, ByClass: map[schema.Class]int{}, NSources: map[schema.NSource]int{},
+		Status: status,
+	}
+	var lat, ttft, tpot, itl []float64
+	var inTok, outTok, events int
+	firstSend, lastDone := math.Inf(1), math.Inf(-1)
+	lastEnd := math.Inf(-1)
+	for i := range records {
+		rec := &records[i]
+		if !rec.NotSent {
+			firstSend = math.Min(firstSend, rec.SendOffset)
+			r.MaxSendLag = math.Max(r.MaxSendLag, rec.SendLag)
+			if rec.TEnd != nil {
+				lastEnd = math.Max(lastEnd, rec.SendOffset+*rec.TEnd)
+			}
+		}
+		switch {
+		case rec.NotSent:
+			r.NotSent++
+			continue
+		case rec.Cancelled != "":
+			r.Cancelled++
+			r.CancelledOutTokens += len(rec.Events)
+			continue
+		case rec.Class != "":
+			r.Errors++
+			r.ByClass[rec.Class]++
+			r.ErrorKinds[ErrorKind(rec)]++
+			continue
+		}
+		r.Completed++
+		r.NSources[rec.NSource]++
+		if rec.N < spec.Out {
+			r.Short++
+		}
+		inTok += rec.Prompt
+		outTok += rec.N
+		events += len(rec.Events)
+		if rec.TEnd != nil {
+			lat = append(lat, *rec.TEnd)
+			lastDone = math.Max(lastDone, rec.SendOffset+*rec.TEnd)
+		}
+		if rec.TFirst != nil {
+			ttft = append(ttft, *rec.TFirst)
+		}
+		if rec.TFirst != nil && rec.TLast != nil && rec.N >= 2 {
+			tpot = append(tpot, (*rec.TLast-*rec.TFirst)/float64(rec.N-1))
+		}
+		for k := 1; k < len(rec.Events); k++ {
+			itl = append(itl, rec.Events[k]-rec.Events[k-1])
+		}
+	}
+	switch {
+	case r.Completed > 0:
+		r.WallSec = lastDone - firstSend
+	case !math.IsInf(lastEnd, -1):
+		r.WallSec = lastEnd - firstSend
+	}
+	if r.WallSec > 0 {
+		r.InTput = float64(inTok) / r.WallSec
+		r.OutTput = float64(outTok) / r.WallSec
+	}
+	if r.BatchSize > 0 {
+		r.ErrorRate = float64(r.Errors) / float64(r.BatchSize)
+	}
+	if events > 0 {
+		r.TokensPerEvent = ptr(float64(outTok) / float64(events))
+	}
+	if r.Completed > 0 {
+		r.PromptTokensMean = ptr(float64(inTok) / float64(r.Completed))
+	}
+	d := dist(lat)
+	r.LatMean, r.LatMed, r.LatP90, r.LatP99, r.LatP999 = d.mean, d.p50, d.p90, d.p99, d.p999
+	d = dist(ttft)
+	r.TTFTMean, r.TTFTMed, r.TTFTP90, r.TTFTP99, r.TTFTP999 = d.mean, d.p50, d.p90, d.p99, d.p999
+	d = dist(tpot)
+	r.TPOTMean, r.TPOTMed, r.TPOTP90, r.TPOTP99, r.TPOTP999 = d.mean, d.p50, d.p90, d.p99, d.p999
+	d = dist(itl)
+	r.ITLMean, r.ITLMed, r.ITLP90, r.ITLP99, r.ITLP999 = d.mean, d.p50, d.p90, d.p99, d.p999
+	return r
+}
+
+type summary struct{ mean, p50, p90, p99, p999 *float64 }
+
+// dist summarises a sample; every value is nil for an empty one.
+func dist(xs []float64) summary {
+	if len(xs) == 0 {
+		return summary{}
+	}
+	slices.Sort(xs) // montanaflynn sorts a copy; sorted input makes that copy's sort cheap
+	pct := func(p float64) *float64 {
+		v, err := stats.Percentile(xs, p)
+		if err != nil || math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	mean, err := stats.Mean(xs)
+	s := summary{p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9)}
+	if err == nil {
+		s.mean = &mean
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ErrorKind is a failed record's key in error_kinds, in the older harness's
+// style: "HTTP 429: " and the first 60 characters of the server's message,
+// or the class and the harness's own account.
+func ErrorKind(rec *schema.Record) string {
+	switch {
+	case rec.Status != 0 && rec.Status != 200:
+		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(endpoints.ErrorMessage([]byte(rec.Body)), 60))
+	case rec.Class == schema.QueueFull || rec.Class == schema.StreamError:
+		return fmt.Sprintf("stream error event: %s", first(endpoints.ErrorMessage([]byte(rec.Body)), 60))
+	}
+	return fmt.Sprintf("%s: %s", rec.Class, first(rec.Detail, 60))
+}
+
+func first(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary.
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

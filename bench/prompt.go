@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+
+	"github.com/glmbench/glmbench/endpoints"
+)
+
+// NewNonce returns 8 random hex characters. Every user message of a run
+// starts with it, so no prefix cache holds a request before the run sends it.
+func NewNonce() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Prefix is what starts request i's user message: "<nonce>-<i:06d> ".
+func Prefix(nonce string, i int) string { return fmt.Sprintf("%s-%06d ", nonce, i) }
+
+// fillerWords are plain English words; the filler is a fixed pseudo-random
+// sequence of them, so prompts tokenize like ordinary text under any
+// tokenizer and are the same from run to run.
+var fillerWords = strings.Fields(`the of and to in is was that for on with as by at from
+his her they this which are be have had one not but all were when there can an your what
+said each she do how their if will up other about out many then them these so some would
+make like him into time has look two more write go see number no way could people my than
+first water been call who oil its now find long down day did get come made may part over
+new sound take only little work know place year live me back give most very after thing
+our just name good sentence man think say great where help through much before line right
+too mean old any same tell boy follow came want show also around form three small set put
+end does another well large must big even such because turn here why ask went men read need
+land different home us move try kind hand picture again change off play spell air away
+animal house point page letter mother answer found study still learn should world high
+every near add food between own below country plant last school father keep tree never
+start city earth eye light thought head under story saw left few while along might close
+something seem next hard open example begin life always those both paper together got
+group often run important until children side feet car mile night walk white sea began grow
+took river four carry state once book hear stop without second later miss idea enough eat
+face watch far really almost let above girl sometimes mountain cut young talk soon list
+song being leave family river garden window morning evening quiet music bridge winter
+summer harbor valley lantern meadow kitchen journey silver copper marble orchard`)
+
+// filler is a deterministic text source that grows on demand.
+type filler struct {
+	rng  *mrand.Rand
+	text strings.Builder
+}
+
+func newFiller() *filler { return &filler{rng: mrand.New(mrand.NewPCG(0x676c6d62, 0x656e6368))} }
+
+// Text returns the first n bytes of the filler (n ≥ 0). The filler is ASCII,
+// so any cut is valid text.
+func (f *filler) Text(n int) string {
+	for f.text.Len() < n {
+		w := fillerWords[f.rng.IntN(len(fillerWords))]
+		if f.text.Len() > 0 {
+			if f.rng.IntN(14) == 0 {
+				f.text.WriteString(". ")
+			} else {
+				f.text.WriteByte(' ')
+			}
+		}
+		f.text.WriteString(w)
+	}
+	return f.text.String()[:n]
+}
+
+// Shape is what every request body of a run has in common.
+type Shape struct {
+	Model     string
+	IgnoreEOS bool
+}
+
+// chatBody builds the JSON body of a streamed chat request whose user message
+// is prefix + text. The load and its probes share this one builder, so a
+// probe has exactly the load's shape.
+func (s Shape) chatBody(prefix, text string, maxTokens int, stream bool) []byte {
+	req := endpoints.ChatRequest{
+		Model:     s.Model,
+		Messages:  []endpoints.Message{{Role: "user", Content: prefix + text}},
+		MaxTokens: maxTokens,
+		Stream:    stream,
+	}
+	if stream {
+		req.StreamOptions = &endpoints.StreamOptions{IncludeUsage: true}
+	}
+	if s.IgnoreEOS {
+		t := true
+		req.IgnoreEOS = &t
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		panic(err) // strings and ints always marshal
+	}
+	return b
+}
+
+// template makes the request bodies of a phase from one marshalled body,
+// patching only the six index digits of each prefix.
+type template struct {
+	b  []byte
+	at int // offset of the index digits in b
+}
+
+func newTemplate(s Shape, nonce, text string, maxTokens int) template {
+	b := s.chatBody(Prefix(nonce, 0), text, maxTokens, true)
+	at := bytes.Index(b, []byte(Prefix(nonce, 0)))
+	if at < 0 {
+		panic("bench: prefix not found in body template")
+	}
+	return template{b: b, at: at + len(nonce) + 1}
+}
+
+// body returns request i's body (0 ≤ i < 1,000,000).
+func (t template) body(i int) []byte {
+	b := bytes.Clone(t.b)
+	for k := t.at + 5; k >= t.at; k-- {
+		b[k] = byte('0' + i%10)
+		i /= 10
+	}
+	return b
+}

@@ -1,0 +1,356 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Causes a phase's requests are cancelled with.
+var (
+	// ErrPhaseCap ends a phase that outlived its cap.
+	ErrPhaseCap = errors.New("phase cap reached")
+	// ErrInterrupted ends a run the user interrupted (Ctrl-C).
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// SaturationLag is the send lag beyond which the client itself may have
+// shaped the figures.
+const SaturationLag = 10 * time.Millisecond
+
+// Options configure a run's phases.
+type Options struct {
+	Endpoint *endpoints.Endpoint
+	Shape    Shape
+	// Limits bound each request (TTFT, stall, total).
+	Limits         endpoints.StreamLimits
+	ConnectTimeout time.Duration
+	// PhaseCap ends a phase after this long, cancelling requests in flight (0: none).
+	PhaseCap time.Duration
+	// RequestRate, when > 0, sends requests as a Poisson process of this many
+	// per second instead of all at once.
+	RequestRate float64
+	// MaxConcurrency, when > 0, bounds requests in flight.
+	MaxConcurrency int
+	// Seed drives the Poisson arrivals.
+	Seed int64
+	// Nonce starts every prompt; see NewNonce.
+	Nonce string
+	// Progress, when set, is updated live for a display to poll.
+	Progress *Progress
+}
+
+// Plan is a phase ready to run: its shape and its calibrated filler.
+type Plan struct {
+	Spec Spec
+	Cal  Calibration
+}
+
+// PhaseRun is what one phase produced.
+type PhaseRun struct {
+	// Start is the phase start that records' send_offset counts from.
+	Start   time.Time
+	Result  schema.PhaseResult
+	Records []schema.Record
+	// CPUSeconds is the glmbench process's CPU time during the phase.
+	CPUSeconds float64
+}
+
+// Prepare calibrates every phase's prompt and checks that the endpoint
+// accepts a request of each phase's exact shape, all before any load is
+// sent. An endpoint that refuses a probe gives a *ProbeError (bad input).
+// Warnings (an endpoint without usage, a calibration out of tolerance) are
+// returned beside the plans.
+func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, error) {
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
+	defer tr.CloseIdleConnections()
+	client := endpoints.NewClient(o.Endpoint, tr)
+	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: o.Limits, sleep: sleepCtx}
+	cals := map[int]Calibration{}
+	var plans []Plan
+	var warns []string
+	for _, s := range specs {
+		p.phase = s.Name
+		cal, ok := cals[s.In]
+		if !ok {
+			var err error
+			p.probes = 0
+			cal, err = p.calibrate(ctx, s.In)
+			if err != nil {
+				return nil, warns, err
+			}
+			cals[s.In] = cal
+			if cal.Warning != "" {
+				warns = append(warns, "phase "+s.Name+": "+cal.Warning)
+			}
+		}
+		// The load's exact body (max_tokens and all), stopped at the first token.
+		var res endpoints.StreamResult
+		body := o.Shape.chatBody(Prefix(p.nonce, ProbeIndex), p.fill.Text(cal.Chars), s.Out, true)
+		client.StreamChatUntilFirst(ctx, body, o.Limits, &res)
+		if res.Cancelled != nil {
+			return nil, warns, res.Cancelled
+		}
+		if res.Class != "" {
+			return nil, warns, p.fail("probe of the load's request shape", &res)
+		}
+		plans = append(plans, Plan{Spec: s, Cal: cal})
+	}
+	return plans, warns, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// RunPhase sends one phase's requests and waits for all of them to end. It
+// never fails: every request, sent or not, becomes a record, and the result
+// is computed from the records. Cancelling ctx with ErrInterrupted ends the
+// phase early with status interrupted.
+func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
+	spec := plan.Spec
+	conc := spec.N
+	if o.MaxConcurrency > 0 {
+		conc = min(conc, o.MaxConcurrency)
+	}
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
+	defer tr.CloseIdleConnections()
+	client := endpoints.NewClient(o.Endpoint, tr)
+	tmpl := newTemplate(o.Shape, o.Nonce, newFiller().Text(plan.Cal.Chars), spec.Out)
+	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
+
+	prog := o.Progress
+	if prog == nil {
+		prog = &Progress{}
+	}
+	prog.begin(spec)
+
+	phaseCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if o.PhaseCap > 0 {
+		var cancelCap context.CancelFunc
+		phaseCtx, cancelCap = context.WithTimeoutCause(phaseCtx, o.PhaseCap, ErrPhaseCap)
+		defer cancelCap()
+	}
+	var sem chan struct{}
+	if o.MaxConcurrency > 0 && o.MaxConcurrency < spec.N {
+		sem = make(chan struct{}, o.MaxConcurrency)
+	}
+	evCap := min(spec.Out+8, 1<<16)
+
+	records := make([]schema.Record, spec.N)
+	cpu0 := cpuSeconds()
+	start := time.Now()
+	var wg sync.WaitGroup
+	sent := 0
+dispatch:
+	for i := range spec.N {
+		planned := start.Add(arrivals[i])
+		if wait := time.Until(planned); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-phaseCtx.Done():
+				t.Stop()
+				break dispatch
+			}
+		}
+		if phaseCtx.Err() != nil {
+			break
+		}
+		var queued time.Duration
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			case <-phaseCtx.Done():
+				break dispatch
+			}
+			// Waiting for a slot is client-side queueing, reported apart; the
+			// send is planned for when the slot freed.
+			if now := time.Now(); now.After(planned) {
+				queued = now.Sub(planned)
+				planned = now
+			}
+		}
+		sent++
+		wg.Add(1)
+		go func(i int, planned time.Time, queued time.Duration) {
+			defer wg.Done()
+			if sem != nil {
+				defer func() { <-sem }()
+			}
+			res := endpoints.StreamResult{Events: make([]time.Duration, 0, evCap)}
+			prog.Sent.Add(1)
+			client.StreamChat(phaseCtx, tmpl.body(i), o.Limits, &prog.Events, &res)
+			records[i] = record(spec, i, start, planned, queued, &res)
+			prog.end(&records[i])
+		}(i, planned, queued)
+	}
+	for i := sent; i < spec.N; i++ {
+		records[i] = schema.Record{Phase: spec.Name, I: i, NotSent: true}
+		prog.end(&records[i])
+	}
+	wg.Wait()
+	status := schema.StatusComplete
+	if phaseCtx.Err() != nil {
+		if errors.Is(context.Cause(phaseCtx), ErrPhaseCap) {
+			status = schema.StatusCapped
+		} else if ctx.Err() != nil {
+			status = schema.StatusInterrupted
+		}
+	}
+	// A cap that fired after every request had ended cut nothing off.
+	if status == schema.StatusCapped && !anyCut(records) {
+		status = schema.StatusComplete
+	}
+	run := PhaseRun{Start: start, Records: records, CPUSeconds: cpuSeconds() - cpu0}
+	run.Result = Summarize(spec, records, status)
+	if plan.Cal.PromptTokens >= 0 {
+		run.Result.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
+	}
+	run.Result.Concurrency = o.MaxConcurrency
+	run.Result.RequestRate = o.RequestRate
+	return run
+}
+
+func anyCut(records []schema.Record) bool {
+	for i := range records {
+		if records[i].NotSent || records[i].Cancelled != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// record turns a stream's raw result into the phase's record of request i.
+func record(spec Spec, i int, start, planned time.Time, queued time.Duration, res *endpoints.StreamResult) schema.Record {
+	rec := schema.Record{
+		Phase:      spec.Name,
+		I:          i,
+		SendOffset: res.T0.Sub(start).Seconds(),
+		SendLag:    math.Max(0, res.T0.Sub(planned).Seconds()),
+		QueueWait:  queued.Seconds(),
+		Prompt:     res.PromptTokens,
+		Finish:     res.Finish,
+		Class:      res.Class,
+		Status:     res.Status,
+		RetryAfter: res.RetryAfter,
+		Detail:     res.Detail,
+	}
+	if len(res.Events) > 0 {
+		rec.Events = make([]float64, len(res.Events))
+		for k, d := range res.Events {
+			rec.Events[k] = d.Seconds()
+		}
+		rec.TFirst = ptr(rec.Events[0])
+		rec.TLast = ptr(rec.Events[len(rec.Events)-1])
+	}
+	rec.TEnd = ptr(res.End.Seconds())
+	if res.Usage {
+		rec.N, rec.NSource = res.CompletionTokens, schema.NFromUsage
+	} else {
+		rec.N, rec.NSource = len(res.Events), schema.NFromEvents
+	}
+	if res.Class != "" {
+		rec.Body = string(res.Body)
+	}
+	if res.Cancelled != nil {
+		rec.Cancelled = schema.CancelInterrupt
+		if errors.Is(res.Cancelled, ErrPhaseCap) {
+			rec.Cancelled = schema.CancelCap
+		}
+	}
+	return rec
+}
+
+// arrivalOffsets returns when each request is planned, from the phase start:
+// all at zero (burst), or a Poisson process of rate per second seeded by seed.
+func arrivalOffsets(n int, rate float64, seed int64) []time.Duration {
+	out := make([]time.Duration, n)
+	if rate <= 0 {
+		return out
+	}
+	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	var t float64
+	for i := 1; i < n; i++ {
+		t += rng.ExpFloat64() / rate
+		out[i] = time.Duration(t * float64(time.Second))
+	}
+	return out
+}
+
+// Progress is a live view of the phase in flight, safe to read from another
+// goroutine while the phase runs.
+type Progress struct {
+	mu    sync.Mutex
+	spec  Spec
+	start time.Time
+
+	Sent      atomic.Int64
+	Done      atomic.Int64
+	Completed atomic.Int64
+	Cancelled atomic.Int64
+	// Events counts content events received so far.
+	Events  atomic.Int64
+	classes [16]atomic.Int64 // by index in schema.Classes
+}
+
+func (p *Progress) begin(s Spec) {
+	p.mu.Lock()
+	p.spec, p.start = s, time.Now()
+	p.mu.Unlock()
+	p.Sent.Store(0)
+	p.Done.Store(0)
+	p.Completed.Store(0)
+	p.Cancelled.Store(0)
+	p.Events.Store(0)
+	for i := range p.classes {
+		p.classes[i].Store(0)
+	}
+}
+
+func (p *Progress) end(rec *schema.Record) {
+	p.Done.Add(1)
+	switch {
+	case rec.Completed():
+		p.Completed.Add(1)
+	case rec.Class != "":
+		for k, c := range schema.Classes {
+			if c == rec.Class {
+				p.classes[k].Add(1)
+			}
+		}
+	default:
+		p.Cancelled.Add(1)
+	}
+}
+
+// Phase returns the phase in flight and when it started.
+func (p *Progress) Phase() (Spec, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spec, p.start
+}
+
+// Errors returns the error count of each class seen so far.
+func (p *Progress) Errors() map[schema.Class]int64 {
+	out := map[schema.Class]int64{}
+	for k, c := range schema.Classes {
+		if n := p.classes[k].Load(); n > 0 {
+			out[c] = n
+		}
+	}
+	return out
+}

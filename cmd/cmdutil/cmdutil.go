@@ -1,0 +1,153 @@
+// Package cmdutil holds what every glmbench command shares: the injected
+// I/O and process state (Factory), exit codes and the errors that carry them.
+package cmdutil
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+)
+
+// Exit codes, as DESIGN.md fixes them. Precedence: 2 > 1 > 99.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitBadInput    = 2
+	ExitThresholds  = 99
+	ExitInterrupted = 130
+)
+
+// ErrInterrupted is the cause of the Factory's context after SIGINT or SIGTERM.
+var ErrInterrupted = errors.New("interrupted")
+
+// IOStreams are the command's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// ErrTTY is true when ErrOut is a terminal: progress is drawn live then.
+	ErrTTY bool
+}
+
+// Factory carries the process state commands use, so tests can replace it.
+type Factory struct {
+	IO      *IOStreams
+	Getenv  func(string) string
+	Now     func() time.Time
+	Version string
+	// Context is cancelled with cause ErrInterrupted on Ctrl-C.
+	Context context.Context
+}
+
+// System returns a Factory over the real process.
+func System(ctx context.Context, version string) *Factory {
+	return &Factory{
+		IO:      &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: isTerminal(os.Stderr)},
+		Getenv:  os.Getenv,
+		Now:     time.Now,
+		Version: version,
+		Context: ctx,
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// ExitError is an error that says which exit code it means. A nil Err with a
+// code exits silently (the command already said what happened).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// BadInput marks err as bad usage or input (exit 2).
+func BadInput(format string, args ...any) error {
+	return &ExitError{Code: ExitBadInput, Err: fmt.Errorf(format, args...)}
+}
+
+// Silent returns an error that exits with code without printing anything.
+func Silent(code int) error { return &ExitError{Code: code} }
+
+// ExitCode maps an error to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	if errors.Is(err, endpoints.ErrBadInput) {
+		return ExitBadInput
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return ExitInterrupted
+	}
+	return ExitFailed
+}
+
+// Message is what to print for err: its text, without the bad-input marker,
+// or "" for a silent exit.
+func Message(err error) string {
+	var ee *ExitError
+	if errors.As(err, &ee) && ee.Err == nil {
+		return ""
+	}
+	msg := err.Error()
+	const marker = "bad input: "
+	if len(msg) > len(marker) && msg[:len(marker)] == marker {
+		msg = msg[len(marker):]
+	}
+	return msg
+}
+
+// TestFactory returns a Factory over buffers, for tests: out and errOut
+// collect what the command prints; getenv answers from env.
+func TestFactory(ctx context.Context, env map[string]string) (f *Factory, out, errOut *SyncBuffer) {
+	out, errOut = &SyncBuffer{}, &SyncBuffer{}
+	return &Factory{
+		IO:      &IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut},
+		Getenv:  func(k string) string { return env[k] },
+		Now:     time.Now,
+		Version: "test",
+		Context: ctx,
+	}, out, errOut
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers (progress lines
+// come from their own goroutine).
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,102 @@
+// Package root builds glmbench's command tree and runs it as a process:
+// signals, exit codes and the one-line error message.
+package root
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/run"
+	"github.com/glmbench/glmbench/cmd/version"
+)
+
+// Version is set at build time with -ldflags "-X github.com/glmbench/glmbench/cmd/root.Version=…";
+// otherwise it comes from the module's build info.
+var Version = ""
+
+func toolVersion() string {
+	if Version != "" {
+		return Version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += "+" + s.Value[:12]
+		}
+	}
+	return v
+}
+
+// NewCmdRoot returns the glmbench command with all its subcommands.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "glmbench <command>",
+		Short: "Benchmark OpenAI-compatible LLM serving endpoints",
+		Long: `glmbench measures OpenAI-compatible serving endpoints (SGLang, vLLM, hosted
+providers): how fast they serve under four fixed load phases, with every
+failure kept apart by kind, and writes report.json, report.md and
+requests.jsonl for side-by-side comparison.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	cmd.SetOut(f.IO.Out)
+	cmd.SetErr(f.IO.ErrOut)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cmdutil.BadInput("%s: %v (see %s --help)", c.CommandPath(), err, c.CommandPath())
+	})
+	cmd.AddCommand(run.NewCmdRun(f, nil))
+	cmd.AddCommand(version.NewCmdVersion(f))
+	return cmd
+}
+
+// Execute runs the command tree with args and returns the exit code,
+// printing a failure as one line on f's error stream.
+func Execute(f *cmdutil.Factory, args []string) int {
+	cmd := NewCmdRoot(f)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(f.Context)
+	if err == nil {
+		return cmdutil.ExitOK
+	}
+	code := cmdutil.ExitCode(err)
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+		strings.Contains(err.Error(), "arg(s)") {
+		code = cmdutil.ExitBadInput
+	}
+	if msg := cmdutil.Message(err); msg != "" {
+		fmt.Fprintf(f.IO.ErrOut, "glmbench: %s\n", strings.Join(strings.Fields(msg), " "))
+	}
+	return code
+}
+
+// Main runs glmbench as a process. The first SIGINT or SIGTERM cancels the
+// run, which writes what it has and exits 130; a second one exits at once.
+func Main() int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		fmt.Fprintln(os.Stderr, "\nglmbench: interrupted; writing what finished (press Ctrl-C again to quit at once)")
+		cancel(cmdutil.ErrInterrupted)
+		<-sig
+		os.Exit(cmdutil.ExitInterrupted)
+	}()
+	return Execute(cmdutil.System(ctx, toolVersion()), os.Args[1:])
+}

@@ -1,0 +1,350 @@
+// Package run is `glmbench run`: the load phases against an endpoint.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Options are run's parsed flags and injected state.
+type Options struct {
+	F *cmdutil.Factory
+
+	Endpoint    endpoints.Flags
+	Phases      string
+	PhasesGiven bool
+	Custom      []string
+
+	RequestRate    float64
+	MaxConcurrency int
+	Seed           int64
+
+	PhaseCap       time.Duration
+	ConnectTimeout time.Duration
+	TTFTTimeout    time.Duration
+	StallTimeout   time.Duration
+	RequestTimeout time.Duration
+	IgnoreEOS      bool
+
+	Label string
+	Out   string
+	// ProgressEvery is how often plain progress lines are printed when
+	// stderr is not a terminal.
+	ProgressEvery time.Duration
+}
+
+// NewCmdRun binds run's flags. runF replaces the run function in tests.
+func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the load phases against an endpoint",
+		Long: `Run sends the load phases to an OpenAI-compatible endpoint and measures them.
+
+Phases (requests, input tokens, output tokens):
+  single          1 request,    256 in /  256 out
+  decode_medium 512 at once,    256 in /  256 out
+  decode_long    16 at once,   8192 in /  256 out
+  throughput_8k 929 at once,   8192 in / 1024 out
+
+Before any load, each phase's prompt is calibrated against the endpoint's own
+usage.prompt_tokens and a request of the load's exact shape is probed. Every
+request streams /chat/completions with usage and ignore_eos; none is retried.
+Each failed request gets one error class (rate_limited, queue_full, http_5xx,
+http_4xx, connect, ttft_timeout, stalled, total_timeout, stream_error,
+truncated, empty). The report is written even when every request failed, at
+the phase cap, or on Ctrl-C (exit 130).`,
+		Example: `  glmbench run --phases all --endpoint http://127.0.0.1:30000/v1
+  glmbench run --endpoint https://api.example.com/v1 --model glm-5 --phases single,decode_medium
+  glmbench run --endpoints endpoints.yaml --name hosted --phase burst=64/1024/128 --max-concurrency 16`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.PhasesGiven = cmd.Flags().Changed("phases")
+			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
+			if runF != nil {
+				return runF(o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	AddEndpointFlags(cmd, &o.Endpoint)
+	fl.StringVar(&o.Phases, "phases", "all", "phases to run: all, or a comma list of single,decode_medium,decode_long,throughput_8k")
+	fl.StringArrayVar(&o.Custom, "phase", nil, "add a custom phase NAME=N/IN/OUT (repeatable)")
+	fl.Float64Var(&o.RequestRate, "request-rate", 0, "send requests as a Poisson process of R per second (0: all at once)")
+	fl.IntVar(&o.MaxConcurrency, "max-concurrency", 0, "at most C requests in flight (0: no limit)")
+	fl.Int64Var(&o.Seed, "seed", 1, "seed of the Poisson arrivals")
+	fl.DurationVar(&o.PhaseCap, "phase-cap", 30*time.Minute, "end a phase after this long, cancelling requests in flight (0: no cap)")
+	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 10*time.Second, "limit on a dial plus TLS handshake")
+	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
+	fl.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "limit on silence after the first content event (0: none)")
+	fl.DurationVar(&o.RequestTimeout, "request-timeout", 0, "limit on a whole request (0: none)")
+	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
+	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
+	return cmd
+}
+
+// AddEndpointFlags binds the endpoint flags every endpoint command shares.
+func AddEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.Endpoint, "endpoint", "", "API base URL, e.g. http://127.0.0.1:30000/v1 (none: the built-in engine)")
+	fl.StringVar(&f.Model, "model", "", "model id (default: the first that /v1/models lists)")
+	fl.StringVar(&f.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the API key")
+	fl.StringArrayVar(&f.Headers, "header", nil, "extra request header K=V (repeatable; values never appear in output)")
+	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers}]")
+	fl.StringVar(&f.Name, "name", "", "which endpoint of --endpoints to use")
+}
+
+// validate checks the flags that need no endpoint; it runs before anything is sent.
+func (o *Options) validate() ([]bench.Spec, error) {
+	specs, err := bench.Select(o.Phases, o.PhasesGiven, o.Custom)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--phase-cap", o.PhaseCap}, {"--connect-timeout", o.ConnectTimeout}, {"--ttft-timeout", o.TTFTTimeout}, {"--stall-timeout", o.StallTimeout}, {"--request-timeout", o.RequestTimeout}} {
+		if d.v < 0 {
+			return nil, cmdutil.BadInput("%s must not be negative", d.name)
+		}
+	}
+	if o.RequestRate < 0 {
+		return nil, cmdutil.BadInput("--request-rate must not be negative")
+	}
+	if o.MaxConcurrency < 0 {
+		return nil, cmdutil.BadInput("--max-concurrency must not be negative")
+	}
+	return specs, nil
+}
+
+// Run is the run command's work.
+func Run(ctx context.Context, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	io := o.F.IO
+	specs, err := o.validate()
+	if err != nil {
+		return err
+	}
+	if !o.Endpoint.Given() {
+		return cmdutil.BadInput("no --endpoint given, and the built-in engine is not built yet (issue 4); pass --endpoint URL or --endpoints FILE --name N")
+	}
+	ep, err := endpoints.Resolve(o.Endpoint, o.F.Getenv)
+	if err != nil {
+		return err
+	}
+	if err := resolveModel(ctx, ep, o.ConnectTimeout, io.ErrOut); err != nil {
+		return redactErr(ep, err)
+	}
+	label := o.Label
+	if label == "" {
+		label = ep.Model
+	}
+	started := o.F.Now()
+	out := o.Out
+	if out == "" {
+		out = filepath.Join("glmbench-results", started.UTC().Format("20060102T150405Z")+"-"+pathSafe(label))
+	}
+
+	bo := &bench.Options{
+		Endpoint: ep,
+		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS},
+		Limits: endpoints.StreamLimits{
+			TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout,
+		},
+		ConnectTimeout: o.ConnectTimeout,
+		PhaseCap:       o.PhaseCap,
+		RequestRate:    o.RequestRate,
+		MaxConcurrency: o.MaxConcurrency,
+		Seed:           o.Seed,
+		Nonce:          bench.NewNonce(),
+		Progress:       &bench.Progress{},
+	}
+	fmt.Fprintf(io.ErrOut, "glmbench: %s, model %s: calibrating %d phase(s)\n", ep, ep.Model, len(specs))
+	plans, warns, err := bench.Prepare(ctx, bo, specs)
+	for _, w := range warns {
+		fmt.Fprintf(io.ErrOut, "glmbench: warning: %s\n", w)
+	}
+	if err != nil {
+		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
+			return cmdutil.Silent(cmdutil.ExitInterrupted) // nothing measured yet
+		}
+		return redactErr(ep, err)
+	}
+
+	rep := &schema.Report{
+		Schema:    schema.ReportSchema,
+		Tool:      schema.Tool{Name: "glmbench", Version: o.F.Version},
+		Label:     label,
+		StartedAt: started.UTC(),
+		Nonce:     bo.Nonce,
+		Options: schema.Options{
+			Phases:         phaseList(specs),
+			IgnoreEOS:      o.IgnoreEOS,
+			Timeouts:       timeouts(o),
+			Arrival:        arrivalName(o),
+			RequestRate:    o.RequestRate,
+			MaxConcurrency: o.MaxConcurrency,
+			Seed:           o.Seed,
+			Percentiles:    schema.PercentileMethod,
+		},
+		Endpoint: schema.Endpoint{
+			BaseURL: redactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin,
+			Headers: ep.HeaderNames(), ServerInfo: serverInfo(ctx, ep, o.ConnectTimeout),
+		},
+		Phases: []schema.PhaseResult{},
+	}
+	var records []schema.Record
+	write := func() error {
+		rep.FinishedAt = o.F.Now().UTC()
+		if err := reports.WriteDir(out, rep, records); err != nil {
+			return fmt.Errorf("writing the report to %s: %w", out, err)
+		}
+		return nil
+	}
+	completed := 0
+	for _, pl := range plans {
+		if ctx.Err() != nil {
+			break
+		}
+		stop := startProgress(io, bo.Progress, o.ProgressEvery)
+		run := bench.RunPhase(ctx, bo, pl)
+		stop()
+		rep.Phases = append(rep.Phases, run.Result)
+		records = append(records, run.Records...)
+		rep.Client.CPUSeconds += run.CPUSeconds
+		rep.Client.MaxSendLag = max(rep.Client.MaxSendLag, run.Result.MaxSendLag)
+		rep.Client.Saturated = rep.Client.MaxSendLag > bench.SaturationLag.Seconds()
+		completed += run.Result.Completed
+		fmt.Fprintln(io.ErrOut, phaseLine(&run.Result))
+		// Write after every phase, so a killed run keeps what it measured.
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	rep.Interrupted = ctx.Err() != nil
+	if err := write(); err != nil {
+		return err
+	}
+	if err := reports.WriteSummary(io.Out, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(io.ErrOut, "glmbench: report written to %s\n", out)
+	switch {
+	case rep.Interrupted:
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case completed == 0:
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("every request failed (see the failures in the report)")}
+	}
+	return nil
+}
+
+// resolveModel checks the endpoint answers and, without --model, takes the
+// first model it lists. It speaks before any load, so problems are bad input.
+func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn interface{ Write([]byte) (int, error) }) error {
+	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
+	defer cancel()
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
+	defer tr.CloseIdleConnections()
+	ids, err := endpoints.NewClient(ep, tr).ListModels(ctx)
+	status := endpoints.HTTPStatus(err)
+	switch {
+	case err == nil && ep.Model == "" && len(ids) == 0:
+		return cmdutil.BadInput("%s/models lists no model; pass --model", ep.BaseURL)
+	case err == nil:
+		if ep.Model == "" {
+			ep.Model = ids[0]
+		}
+		return nil
+	case status == 401 || status == 403:
+		key := "no API key was sent; set $" + ep.APIKeyEnv + " or --api-key-env"
+		if ep.HasKey() {
+			key = "check the key in $" + ep.APIKeyEnv
+		}
+		return cmdutil.BadInput("the endpoint refused the credentials (HTTP %d): %s", status, key)
+	case status != 0 && ep.Model != "":
+		// Some providers have no /models; with --model given that is fine.
+		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d; using --model %s\n", status, ep.Model)
+		return nil
+	case status != 0:
+		return cmdutil.BadInput("GET %s/models answered HTTP %d; pass --model", ep.BaseURL, status)
+	}
+	return cmdutil.BadInput("the endpoint %s is unreachable: %s", ep, oneLine(err.Error()))
+}
+
+// serverInfo fetches SGLang's /get_server_info beside the API base, when the
+// endpoint has one; anything else is left out.
+func serverInfo(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration) map[string]any {
+	ctx, cancel := context.WithTimeout(ctx, connect+5*time.Second)
+	defer cancel()
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
+	defer tr.CloseIdleConnections()
+	info, _ := endpoints.NewClient(ep, tr).ServerInfo(ctx)
+	return info
+}
+
+func redactErr(ep *endpoints.Endpoint, err error) error {
+	msg := ep.Redact(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &cmdutil.ExitError{Code: cmdutil.ExitCode(err), Err: errors.New(msg)}
+}
+
+func redactedURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
+}
+
+var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func pathSafe(s string) string {
+	s = strings.Trim(unsafePath.ReplaceAllString(s, "-"), "-.")
+	if s == "" {
+		return "run"
+	}
+	return s
+}
+
+func phaseList(specs []bench.Spec) string {
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.String())
+	}
+	return strings.Join(names, ",")
+}
+
+func timeouts(o *Options) map[string]float64 {
+	return map[string]float64{
+		"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(), "stall": o.StallTimeout.Seconds(),
+		"request": o.RequestTimeout.Seconds(), "phase_cap": o.PhaseCap.Seconds(),
+	}
+}
+
+func arrivalName(o *Options) string {
+	if o.RequestRate > 0 {
+		return "poisson"
+	}
+	return "burst"
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

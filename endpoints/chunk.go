@@ -1,0 +1,518 @@
+package endpoints
+
+import (
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Chunk is what the load runner needs from one streamed JSON event of
+// /v1/chat/completions (or /v1/completions). It is filled by ParseChunk
+// without allocating, so parsing keeps pace with thousands of streams.
+type Chunk struct {
+	// Content is true when any choice carries non-empty text: delta.content,
+	// delta.reasoning_content (SGLang, DeepSeek), delta.reasoning (vLLM since
+	// late 2025, ollama) or, for completions, text.
+	Content bool
+	// ContentBytes is the raw JSON length of those strings (escapes included).
+	ContentBytes int
+	// Choices is the number of entries in "choices".
+	Choices int
+	// Finish is the last non-null finish_reason of any choice, "" when none.
+	// It aliases the parsed input.
+	Finish []byte
+	// Usage is true when a non-null "usage" object was present.
+	Usage            bool
+	PromptTokens     int
+	CompletionTokens int
+	// Error is true for an error event: a non-null top-level "error" (object
+	// or string), or a top-level "object": "error" as vLLM and SGLang send it.
+	Error bool
+	// ErrorCode is the error's numeric "code" (or "status"), 0 when none.
+	ErrorCode int
+	// ErrorType is the error's "type", aliasing the input.
+	ErrorType []byte
+}
+
+// ErrBadJSON is returned by ParseChunk for input that is not one JSON object.
+var ErrBadJSON = errors.New("endpoints: event is not a JSON object")
+
+// ParseChunk scans one event's JSON. Duplicate keys resolve as encoding/json
+// does, last one wins. Strings are compared undecoded except keys that contain
+// escapes, which are decoded first.
+func ParseChunk(b []byte, c *Chunk) error {
+	*c = Chunk{}
+	s := scanner{b: b}
+	s.ws()
+	topIsErrorObject := false
+	err := s.object(func(key []byte) error {
+		switch string(key) {
+		case "choices":
+			c.Content, c.ContentBytes, c.Choices, c.Finish = false, 0, 0, nil
+			return s.choices(c)
+		case "usage":
+			c.Usage, c.PromptTokens, c.CompletionTokens = false, 0, 0
+			if s.null() {
+				return nil
+			}
+			c.Usage = true
+			return s.object(func(k []byte) error {
+				switch string(k) {
+				case "prompt_tokens":
+					return s.int(&c.PromptTokens)
+				case "completion_tokens":
+					return s.int(&c.CompletionTokens)
+				}
+				return s.skip()
+			})
+		case "error":
+			c.Error = false
+			if s.null() {
+				return nil
+			}
+			c.Error = true
+			if s.peek() == '"' {
+				_, _, err := s.str()
+				return err
+			}
+			if s.peek() != '{' {
+				return s.skip()
+			}
+			return s.object(func(k []byte) error { return s.errorField(k, c) })
+		case "object":
+			v, _, err := s.strOrSkip()
+			topIsErrorObject = string(v) == "error"
+			return err
+		case "code", "type", "status":
+			// Top-level error fields of {"object": "error", ...}: keep them in
+			// case this turns out to be one.
+			return s.errorField(key, c)
+		}
+		return s.skip()
+	})
+	if err != nil {
+		return err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return ErrBadJSON
+	}
+	if topIsErrorObject {
+		c.Error = true
+	}
+	return nil
+}
+
+// errorField reads one field of an error object.
+func (s *scanner) errorField(k []byte, c *Chunk) error {
+	switch string(k) {
+	case "code", "status":
+		switch s.peek() {
+		case '"':
+			v, _, err := s.str()
+			if err != nil {
+				return err
+			}
+			if n, ok := atoi(v); ok {
+				c.ErrorCode = n
+			}
+			return nil
+		case 'n':
+			return s.skip()
+		}
+		if s.peek() == '-' || (s.peek() >= '0' && s.peek() <= '9') {
+			return s.int(&c.ErrorCode)
+		}
+		return s.skip()
+	case "type":
+		v, isStr, err := s.strOrSkip()
+		if isStr {
+			c.ErrorType = v
+		}
+		return err
+	}
+	return s.skip()
+}
+
+// choices reads the "choices" array.
+func (s *scanner) choices(c *Chunk) error {
+	if s.null() {
+		return nil
+	}
+	return s.array(func() error {
+		c.Choices++
+		if s.peek() != '{' {
+			return s.skip()
+		}
+		var text, content, reasoningContent, reasoning int // raw lengths, last key wins
+		var finish []byte
+		err := s.object(func(k []byte) error {
+			switch string(k) {
+			case "delta", "message":
+				content, reasoningContent, reasoning = 0, 0, 0
+				if s.peek() != '{' {
+					return s.skip()
+				}
+				return s.object(func(k []byte) error {
+					switch string(k) {
+					case "content":
+						return s.textLen(&content)
+					case "reasoning_content":
+						return s.textLen(&reasoningContent)
+					case "reasoning":
+						return s.textLen(&reasoning)
+					}
+					return s.skip()
+				})
+			case "text":
+				return s.textLen(&text)
+			case "finish_reason":
+				finish = nil
+				v, isStr, err := s.strOrSkip()
+				if isStr && len(v) > 0 {
+					finish = v
+				}
+				return err
+			}
+			return s.skip()
+		})
+		if n := text + content + reasoningContent + reasoning; n > 0 {
+			c.Content = true
+			c.ContentBytes += n
+		}
+		if finish != nil {
+			c.Finish = finish
+		}
+		return err
+	})
+}
+
+// textLen reads a string or null and stores its raw length (0 for null or "").
+func (s *scanner) textLen(n *int) error {
+	v, isStr, err := s.strOrSkip()
+	*n = 0
+	if isStr {
+		*n = len(v)
+	}
+	return err
+}
+
+// scanner walks JSON without building values.
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+// maxDepth bounds nesting as encoding/json does, so hostile input cannot
+// exhaust the stack.
+const maxDepth = 10000
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) null() bool {
+	if s.peek() == 'n' && s.lit("null") == nil {
+		return true
+	}
+	return false
+}
+
+func (s *scanner) lit(w string) error {
+	if len(s.b)-s.i < len(w) || string(s.b[s.i:s.i+len(w)]) != w {
+		return ErrBadJSON
+	}
+	s.i += len(w)
+	return nil
+}
+
+// object reads an object, calling field with each key (decoded when it holds
+// escapes) positioned at the value, which field must consume.
+func (s *scanner) object(field func(key []byte) error) error {
+	if s.peek() != '{' {
+		return ErrBadJSON
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		if s.peek() != '"' {
+			return ErrBadJSON
+		}
+		key, esc, err := s.str()
+		if err != nil {
+			return err
+		}
+		if esc {
+			key = unescape(key)
+		}
+		if s.peek() != ':' {
+			return ErrBadJSON
+		}
+		s.i++
+		s.ws()
+		if err := field(key); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return ErrBadJSON
+		}
+	}
+}
+
+// array reads an array, calling elem positioned at each element.
+func (s *scanner) array(elem func() error) error {
+	if s.peek() != '[' {
+		return ErrBadJSON
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if err := elem(); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return ErrBadJSON
+		}
+	}
+}
+
+// str reads a string and returns its raw contents (between the quotes) and
+// whether it holds escapes. It checks escapes and UTF-8 as encoding/json would
+// accept them.
+func (s *scanner) str() (raw []byte, escaped bool, err error) {
+	if s.peek() != '"' {
+		return nil, false, ErrBadJSON
+	}
+	s.i++
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw = s.b[start:s.i]
+			s.i++
+			return raw, escaped, nil
+		case c == '\\':
+			escaped = true
+			if s.i+1 >= len(s.b) {
+				return nil, false, ErrBadJSON
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.b) || !isHex4(s.b[s.i+2:s.i+6]) {
+					return nil, false, ErrBadJSON
+				}
+				s.i += 6
+			default:
+				return nil, false, ErrBadJSON
+			}
+		case c < 0x20:
+			return nil, false, ErrBadJSON
+		default:
+			s.i++
+		}
+	}
+	return nil, false, ErrBadJSON
+}
+
+// strOrSkip reads a string, or skips any other value and reports it was none.
+func (s *scanner) strOrSkip() ([]byte, bool, error) {
+	if s.peek() == '"' {
+		v, _, err := s.str()
+		return v, err == nil, err
+	}
+	return nil, false, s.skip()
+}
+
+// int reads a number into n (fractions are truncated, as a count must be whole).
+func (s *scanner) int(n *int) error {
+	s.ws()
+	start := s.i
+	if err := s.number(); err != nil {
+		return err
+	}
+	if v, ok := atoi(s.b[start:s.i]); ok {
+		*n = v
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	if err == nil && f >= -1e15 && f <= 1e15 {
+		*n = int(f)
+	}
+	return nil
+}
+
+func (s *scanner) number() error {
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := func() int {
+		d := 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			d++
+		}
+		return d
+	}
+	intStart := s.i
+	if digits() == 0 || (s.b[intStart] == '0' && s.i-intStart > 1) {
+		return ErrBadJSON
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return ErrBadJSON
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return ErrBadJSON
+		}
+	}
+	if s.i == start {
+		return ErrBadJSON
+	}
+	return nil
+}
+
+// skip consumes one value of any kind.
+func (s *scanner) skip() error {
+	switch s.peek() {
+	case '{', '[':
+		s.depth++
+		defer func() { s.depth-- }()
+		if s.depth > maxDepth {
+			return ErrBadJSON
+		}
+		if s.b[s.i] == '[' {
+			return s.array(s.skip)
+		}
+		return s.object(func([]byte) error { return s.skip() })
+	case '"':
+		_, _, err := s.str()
+		return err
+	case 't':
+		return s.lit("true")
+	case 'f':
+		return s.lit("false")
+	case 'n':
+		return s.lit("null")
+	}
+	return s.number()
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// atoi parses a plain decimal integer of up to 15 digits.
+func atoi(b []byte) (int, bool) {
+	neg := false
+	if len(b) > 0 && b[0] == '-' {
+		neg, b = true, b[1:]
+	}
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// unescape decodes a JSON string body already checked by str. Only keys with
+// escapes come here, which no real server sends, so it may allocate.
+func unescape(raw []byte) []byte {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, _ := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
+			i += 4
+			rr := rune(r)
+			if 0xD800 <= rr && rr < 0xDC00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if lo, err := strconv.ParseUint(string(raw[i+3:i+7]), 16, 32); err == nil && 0xDC00 <= lo && lo < 0xE000 {
+					rr = (rr-0xD800)<<10 + (rune(lo) - 0xDC00) + 0x10000
+					i += 6
+				}
+			}
+			if 0xD800 <= rr && rr < 0xE000 {
+				rr = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, rr)
+		default:
+			out = append(out, raw[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,266 @@
+package endpoints
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"testing"
+)
+
+func TestParseChunkReadsWhatServersSend(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		in   string
+		want Chunk
+	}{
+		{
+			name: "SGLang role chunk has no content",
+			in:   `{"id":"1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}`,
+			want: Chunk{Choices: 1},
+		},
+		{
+			name: "content delta",
+			in:   `{"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`,
+			want: Chunk{Content: true, ContentBytes: 5, Choices: 1},
+		},
+		{
+			name: "reasoning_content counts as content (SGLang, DeepSeek)",
+			in:   `{"choices":[{"delta":{"content":null,"reasoning_content":"hm"}}]}`,
+			want: Chunk{Content: true, ContentBytes: 2, Choices: 1},
+		},
+		{
+			name: "reasoning counts as content (vLLM, ollama)",
+			in:   `{"choices":[{"delta":{"reasoning":"abc"}}]}`,
+			want: Chunk{Content: true, ContentBytes: 3, Choices: 1},
+		},
+		{
+			name: "completions text",
+			in:   `{"choices":[{"text":" x","index":0,"finish_reason":null}]}`,
+			want: Chunk{Content: true, ContentBytes: 2, Choices: 1},
+		},
+		{
+			name: "finish with usage in the same chunk",
+			in:   `{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":256,"completion_tokens":255,"total_tokens":511}}`,
+			want: Chunk{Choices: 1, Finish: []byte("length"), Usage: true, PromptTokens: 256, CompletionTokens: 255},
+		},
+		{
+			name: "include_usage final chunk has empty choices",
+			in:   `{"id":"x","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":3,"total_tokens":11,"prompt_tokens_details":null}}`,
+			want: Chunk{Usage: true, PromptTokens: 8, CompletionTokens: 3},
+		},
+		{
+			name: "SGLang queue-full error event",
+			in:   `{"error": {"object":"error","message":"The request queue is full.","type":"SERVICE_UNAVAILABLE","param":null,"code":503}}`,
+			want: Chunk{Error: true, ErrorCode: 503, ErrorType: []byte("SERVICE_UNAVAILABLE")},
+		},
+		{
+			name: "top-level object error (vLLM)",
+			in:   `{"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400}`,
+			want: Chunk{Error: true, ErrorCode: 400, ErrorType: []byte("BadRequestError")},
+		},
+		{
+			name: "string error (ollama)",
+			in:   `{"error":"model not found"}`,
+			want: Chunk{Error: true},
+		},
+		{
+			name: "error code given as a string",
+			in:   `{"error":{"message":"overloaded","code":"503"}}`,
+			want: Chunk{Error: true, ErrorCode: 503},
+		},
+		{
+			name: "null error is no error",
+			in:   `{"error":null,"choices":[{"delta":{"content":"a"}}]}`,
+			want: Chunk{Content: true, ContentBytes: 1, Choices: 1},
+		},
+		{
+			name: "a key named content inside a string is not content",
+			in:   `{"choices":[{"delta":{"role":"\"content\":\"x\""}}]}`,
+			want: Chunk{Choices: 1},
+		},
+		{
+			name: "escaped key is decoded",
+			in:   `{"choices":[{"delta":{"c\u006fntent":"a"}}]}`,
+			want: Chunk{Content: true, ContentBytes: 1, Choices: 1},
+		},
+		{
+			name: "duplicate keys: last wins",
+			in:   `{"choices":[{"delta":{"content":"a","content":""}}]}`,
+			want: Chunk{Choices: 1},
+		},
+		{
+			name: "several choices add up",
+			in:   `{"choices":[{"delta":{"content":"ab"}},{"delta":{"content":"c"},"finish_reason":"stop"}]}`,
+			want: Chunk{Content: true, ContentBytes: 3, Choices: 2, Finish: []byte("stop")},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var c Chunk
+			if err := ParseChunk([]byte(tc.in), &c); err != nil {
+				t.Fatalf("ParseChunk: %v", err)
+			}
+			if !chunkEqual(c, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", c, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseChunkRejectsWhatIsNotAnObject(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"", "[DONE]", "[]", `{"a":1}x`, `{"a":}`, `{"a":01}`, `{"a":"\x01"}`, `{"a" 1}`, `{"a":tru}`, `{"a":"\q"}`} {
+		var c Chunk
+		if err := ParseChunk([]byte(in), &c); err == nil {
+			t.Errorf("ParseChunk(%q) accepted it", in)
+		}
+	}
+}
+
+func TestParseChunkDoesNotAllocate(t *testing.T) {
+	in := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" token","reasoning_content":null},"logprobs":null,"finish_reason":null}],"usage":null}`)
+	var c Chunk
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := ParseChunk(in, &c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("ParseChunk allocates %.1f times per event", allocs)
+	}
+}
+
+func chunkEqual(a, b Chunk) bool {
+	return a.Content == b.Content && a.ContentBytes == b.ContentBytes && a.Choices == b.Choices &&
+		string(a.Finish) == string(b.Finish) && a.Usage == b.Usage && a.PromptTokens == b.PromptTokens &&
+		a.CompletionTokens == b.CompletionTokens && a.Error == b.Error && a.ErrorCode == b.ErrorCode &&
+		string(a.ErrorType) == string(b.ErrorType)
+}
+
+// refChunk derives the fields of Chunk that survive decoding from the
+// encoding/json view of the same input.
+func refChunk(m map[string]any) (c Chunk) {
+	if ch, ok := m["choices"].([]any); ok {
+		c.Choices = len(ch)
+		for _, e := range ch {
+			o, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			n := 0
+			if s, ok := o["text"].(string); ok {
+				n += len(s)
+			}
+			for _, key := range []string{"delta", "message"} {
+				if _, present := o[key]; !present {
+					continue
+				}
+				d, _ := o[key].(map[string]any) // the later of delta and message wins in the scanner; tests avoid both
+				for _, k := range []string{"content", "reasoning_content", "reasoning"} {
+					if s, ok := d[k].(string); ok {
+						n += len(s)
+					}
+				}
+			}
+			if n > 0 {
+				c.Content = true
+			}
+			if s, ok := o["finish_reason"].(string); ok && s != "" {
+				c.Finish = []byte(s)
+			}
+		}
+	}
+	if u, ok := m["usage"].(map[string]any); ok {
+		c.Usage = true
+		c.PromptTokens = refInt(u["prompt_tokens"])
+		c.CompletionTokens = refInt(u["completion_tokens"])
+	}
+	switch e := m["error"].(type) {
+	case string:
+		c.Error = true
+	case map[string]any:
+		c.Error = true
+		c.ErrorCode = refCode(e)
+	case nil:
+	default:
+		c.Error = true
+	}
+	if o, _ := m["object"].(string); o == "error" {
+		c.Error = true
+		if _, isObj := m["error"].(map[string]any); !isObj {
+			c.ErrorCode = refCode(m)
+		}
+	}
+	return c
+}
+
+func refInt(v any) int {
+	if f, ok := v.(float64); ok && math.Abs(f) <= 1e15 {
+		return int(f)
+	}
+	return 0
+}
+
+// refCode reads "code" or "status", whichever comes last in the scanner's
+// order; the fuzz comparison only checks it when just one is present.
+func refCode(m map[string]any) int {
+	for _, k := range []string{"code", "status"} {
+		switch v := m[k].(type) {
+		case float64:
+			return refInt(v)
+		case string:
+			if n, err := strconv.Atoi(v); err == nil && len(v) <= 15 {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// FuzzParseChunk checks the scanner against encoding/json: whatever
+// encoding/json accepts as an object, the scanner accepts and reads alike;
+// whatever the scanner accepts is valid JSON.
+func FuzzParseChunk(f *testing.F) {
+	for _, s := range []string{
+		`{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`{"error":{"code":503,"type":"x"}}`, `{"object":"error","code":"429"}`, `{"choices":[{"text":"\u00e9"}]}`,
+		`{"choices":null,"usage":null}`, `{"a":[1,-2.5e3,true,false,null,{"b":"c"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var c Chunk
+		err := ParseChunk(in, &c)
+		if err == nil && !json.Valid(in) {
+			t.Fatalf("scanner accepted invalid JSON %q", in)
+		}
+		var m map[string]any
+		if json.Unmarshal(in, &m) != nil || m == nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("scanner rejected %q: %v", in, err)
+		}
+		want := refChunk(m)
+		if c.Content != want.Content || c.Choices != want.Choices || c.Usage != want.Usage || c.Error != want.Error {
+			t.Fatalf("%q: got %+v, want %+v", in, c, want)
+		}
+		if c.Usage && (c.PromptTokens != want.PromptTokens || c.CompletionTokens != want.CompletionTokens) {
+			t.Fatalf("%q: usage %d/%d, want %d/%d", in, c.PromptTokens, c.CompletionTokens, want.PromptTokens, want.CompletionTokens)
+		}
+	})
+}
+
+func TestParseChunkBoundsNesting(t *testing.T) {
+	t.Parallel()
+	deep := make([]byte, 0, 40010)
+	deep = append(deep, `{"a":`...)
+	for range 20000 {
+		deep = append(deep, '[')
+	}
+	var c Chunk
+	if err := ParseChunk(deep, &c); err == nil {
+		t.Fatal("accepted 20000 levels of nesting")
+	}
+}

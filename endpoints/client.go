@@ -1,0 +1,625 @@
+package endpoints
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/glmbench/glmbench/endpoints/sse"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// BodyLimit is how many bytes of a failed response's body a record keeps.
+const BodyLimit = 200
+
+// TransportOptions size the HTTP connection pool for one phase.
+type TransportOptions struct {
+	// Conns is the most requests in flight at once; the pool keeps that many
+	// idle keep-alive connections so no request waits for a dial it need not.
+	Conns int
+	// ConnectTimeout bounds a dial plus TLS handshake.
+	ConnectTimeout time.Duration
+}
+
+// NewTransport returns an HTTP/1.1 keep-alive transport sized for opts. HTTP/2
+// is off on purpose: one TCP connection per stream is what serving engines
+// see from real clients, and it keeps one slow stream from holding up others'
+// frames. Compression is off so bytes are timed as they arrive.
+func NewTransport(opts TransportOptions) *http.Transport {
+	conns := max(opts.Conns, 1)
+	timeout := opts.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		TLSHandshakeTimeout:   timeout,
+		Protocols:             http1Only(),
+		MaxIdleConns:          conns + 8,
+		MaxIdleConnsPerHost:   conns + 8,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true,
+		ResponseHeaderTimeout: 0, // the TTFT timeout covers a server that never answers
+		ExpectContinueTimeout: 0,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        32 << 10,
+	}
+}
+
+func http1Only() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	return p
+}
+
+// Client talks to one endpoint.
+type Client struct {
+	ep   *Endpoint
+	http *http.Client
+	chat string
+}
+
+// NewClient returns a client for ep over rt (a transport from NewTransport, or
+// any RoundTripper in tests). The http.Client has no overall timeout: streams
+// are bounded by StreamLimits instead.
+func NewClient(ep *Endpoint, rt http.RoundTripper) *Client {
+	return &Client{ep: ep, http: &http.Client{Transport: rt}, chat: ep.BaseURL + "/chat/completions"}
+}
+
+// Endpoint returns the client's endpoint.
+func (c *Client) Endpoint() *Endpoint { return c.ep }
+
+// ListModels returns the ids of GET /models, through go-openai.
+func (c *Client) ListModels(ctx context.Context) ([]string, error) {
+	cfg := openai.DefaultConfig(c.ep.apiKey)
+	cfg.BaseURL = c.ep.BaseURL
+	cfg.HTTPClient = &http.Client{Transport: headerTransport{c.ep, c.http.Transport}}
+	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(list.Models))
+	for _, m := range list.Models {
+		ids = append(ids, m.ID)
+	}
+	return ids, nil
+}
+
+// headerTransport adds the endpoint's extra headers (go-openai sets only the key).
+type headerTransport struct {
+	ep *Endpoint
+	rt http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for _, kv := range h.ep.headers {
+		r.Header.Set(kv.name, kv.value)
+	}
+	return h.rt.RoundTrip(r)
+}
+
+// HTTPStatus returns the HTTP status carried by an error from go-openai, or 0.
+func HTTPStatus(err error) int {
+	var ae *openai.APIError
+	if errors.As(err, &ae) {
+		return ae.HTTPStatusCode
+	}
+	var re *openai.RequestError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode
+	}
+	return 0
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// StreamOptions is the OpenAI stream_options object.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// ChatRequest is the body of POST /chat/completions as glmbench sends it. It
+// is its own struct because go-openai cannot express ignore_eos, and its
+// omitempty would drop temperature 0.
+type ChatRequest struct {
+	Model         string         `json:"model"`
+	Messages      []Message      `json:"messages"`
+	MaxTokens     int            `json:"max_tokens"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	// IgnoreEOS asks SGLang and vLLM to generate exactly max_tokens.
+	IgnoreEOS *bool `json:"ignore_eos,omitempty"`
+}
+
+// StreamLimits bound one streamed request. Zero disables a limit.
+type StreamLimits struct {
+	// TTFT is the longest wait from t0 for the first content event.
+	TTFT time.Duration
+	// Stall is the longest silence (no bytes at all) after the first content event.
+	Stall time.Duration
+	// Total is the longest a request may take.
+	Total time.Duration
+}
+
+// StreamResult is the raw account of one streamed request. Times are
+// durations from T0, the moment just before the request was handed to the
+// HTTP client.
+type StreamResult struct {
+	T0 time.Time
+	// Status is the HTTP status, 0 when no response came.
+	Status     int
+	RetryAfter string
+	// Body holds up to BodyLimit bytes: of the response on failure, or of the
+	// error event inside a stream.
+	Body []byte
+	// Events are the arrival times of content events. The caller may preset
+	// its capacity to avoid growth.
+	Events []time.Duration
+	// End is when the stream ended: [DONE], EOF, the error event, or the failure.
+	End time.Duration
+	// Usage reports whether any event carried usage, with its counts.
+	Usage            bool
+	PromptTokens     int
+	CompletionTokens int
+	Finish           string
+	Done             bool
+	// Class is the error class of a failed request; empty when it completed
+	// or was cancelled from outside.
+	Class schema.Class
+	// Detail is a one-line account of a failure.
+	Detail string
+	// Cancelled is the cause when the caller's context was cancelled, nil otherwise.
+	Cancelled error
+	// Bytes is the response body size read.
+	Bytes int64
+}
+
+// Reset clears r for reuse, keeping the Events capacity.
+func (r *StreamResult) Reset() {
+	ev := r.Events[:0]
+	*r = StreamResult{Events: ev}
+}
+
+// Causes a request's own context is cancelled with when a limit expires.
+var (
+	errTTFT  = errors.New("no content event within the TTFT timeout")
+	errStall = errors.New("no bytes within the stall timeout after the first content event")
+	errTotal = errors.New("request exceeded the request timeout")
+)
+
+// liveness is shared between the reading goroutine and the watchdog timers.
+type liveness struct {
+	first atomic.Bool  // a content event has arrived
+	last  atomic.Int64 // monotonic nanos (since epoch) of the last read
+	done  atomic.Bool  // the stream is over; limits no longer apply
+}
+
+var epoch = time.Now()
+
+func mono(t time.Time) int64 { return int64(t.Sub(epoch)) }
+
+// watchdog enforces the TTFT and stall limits of one request by cancelling
+// its context with the limit as the cause. The stall timer is not reset on
+// every read: it fires once per stall period and re-arms for the time left
+// since the last read, so a fast stream costs nothing per event.
+type watchdog struct {
+	lv     *liveness
+	lim    StreamLimits
+	cancel context.CancelCauseFunc
+	ttft   *time.Timer
+	stall  atomic.Pointer[time.Timer]
+	drain  *time.Timer
+}
+
+var errDrained = errors.New("stream over; stopped draining")
+
+func startWatchdog(lv *liveness, lim StreamLimits, cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{lv: lv, lim: lim, cancel: cancel}
+	if lim.TTFT > 0 {
+		w.ttft = time.AfterFunc(lim.TTFT, func() {
+			if !lv.first.Load() && !lv.done.Load() {
+				cancel(errTTFT)
+			}
+		})
+	}
+	return w
+}
+
+// firstContent switches from the TTFT limit to the stall limit. It runs on
+// the reading goroutine, after lv.first is set.
+func (w *watchdog) firstContent() {
+	if w.ttft != nil {
+		w.ttft.Stop()
+	}
+	if w.lim.Stall <= 0 {
+		return
+	}
+	t := time.AfterFunc(time.Hour, w.checkStall)
+	t.Stop()
+	w.stall.Store(t)
+	t.Reset(w.lim.Stall)
+}
+
+func (w *watchdog) checkStall() {
+	if w.lv.done.Load() {
+		return
+	}
+	idle := time.Duration(mono(time.Now()) - w.lv.last.Load())
+	if idle >= w.lim.Stall {
+		w.cancel(errStall)
+		return
+	}
+	w.stall.Load().Reset(w.lim.Stall - idle)
+}
+
+// drainDeadline cancels the request d from now: reading past the end of a
+// finished stream must not hang.
+func (w *watchdog) drainDeadline(d time.Duration) {
+	w.drain = time.AfterFunc(d, func() { w.cancel(errDrained) })
+}
+
+func (w *watchdog) stop() {
+	if w.ttft != nil {
+		w.ttft.Stop()
+	}
+	if t := w.stall.Load(); t != nil {
+		t.Stop()
+	}
+	if w.drain != nil {
+		w.drain.Stop()
+	}
+}
+
+// StreamChat posts body (a JSON ChatRequest with stream true) and reads the
+// stream to its end, filling res. It never retries and never returns an
+// error: failures are classified into res.Class. live, when not nil, is
+// incremented once per content event (for progress displays).
+func (c *Client) StreamChat(ctx context.Context, body []byte, lim StreamLimits, live *atomic.Int64, res *StreamResult) {
+	c.stream(ctx, c.chat, body, lim, live, res, false)
+}
+
+// StreamChatUntilFirst is StreamChat that hangs up after the first content
+// event (or the end): it checks that a request of this exact shape is
+// accepted without paying for the whole generation.
+func (c *Client) StreamChatUntilFirst(ctx context.Context, body []byte, lim StreamLimits, res *StreamResult) {
+	c.stream(ctx, c.chat, body, lim, nil, res, true)
+}
+
+func (c *Client) stream(parent context.Context, url string, body []byte, lim StreamLimits, live *atomic.Int64, res *StreamResult, untilFirst bool) {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	if lim.Total > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, lim.Total, errTotal)
+		defer cancelT()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		res.Class, res.Detail = schema.Connect, err.Error()
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	c.ep.Apply(req.Header)
+
+	var lv liveness
+	wd := startWatchdog(&lv, lim, cancel)
+	defer wd.stop()
+
+	res.T0 = time.Now()
+	lv.last.Store(mono(res.T0))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		res.End = time.Since(res.T0)
+		c.failBeforeResponse(ctx, parent, err, res)
+		return
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	res.RetryAfter = resp.Header.Get("Retry-After")
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, BodyLimit))
+		res.End = time.Since(res.T0)
+		res.Body = b
+		res.Class = ClassifyStatus(resp.StatusCode, b)
+		res.Detail = fmt.Sprintf("HTTP %d", resp.StatusCode)
+		c.overrideByCause(ctx, parent, res)
+		return
+	}
+
+	cap := &prefix{r: resp.Body}
+	rd := sse.NewReader(cap)
+	rd.SetClock(func() time.Time {
+		t := time.Now()
+		lv.last.Store(mono(t))
+		return t
+	})
+	readErr, over := readEvents(rd, res, live, untilFirst, func() {
+		lv.first.Store(true)
+		wd.firstContent()
+	})
+	if over {
+		lv.done.Store(true)
+		return
+	}
+	lv.done.Store(true)
+	res.Bytes = rd.Bytes
+	if res.Done {
+		// Read what little follows [DONE] (the chunked terminator) so the
+		// connection can be reused, but never wait long for it.
+		wd.drainDeadline(time.Second)
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+	}
+	switch {
+	case readErr != nil && ctx.Err() != nil:
+		c.overrideByCause(ctx, parent, res)
+		if res.Class == "" && res.Cancelled == nil {
+			res.Class, res.Detail = schema.Truncated, "stream cut: "+readErr.Error()
+		}
+		if res.Class != "" || res.Cancelled != nil {
+			res.Body = clip(cap.b)
+		}
+	case len(res.Events) == 0:
+		res.Class, res.Detail = schema.Empty, "200 with no content event"
+		res.Body = clip(cap.b)
+	case !res.Done && res.Finish == "":
+		res.Class = schema.Truncated
+		res.Detail = "stream ended with neither [DONE] nor a finish reason"
+		if readErr != nil {
+			res.Detail = "stream cut: " + readErr.Error()
+		}
+		res.Body = clip(cap.b)
+	}
+}
+
+// readEvents reads a 200 stream's events into res until [DONE], an error
+// event, the end of the stream or, with untilFirst, the first content event.
+// onFirst runs at the first content event. It returns the read error that
+// ended the stream, if any, and over = true when the stream was settled
+// before its end (an error event, classified here, or untilFirst).
+//
+// This is the client's hot path: per event it takes no lock and allocates
+// nothing beyond the growth of res.Events.
+func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirst bool, onFirst func()) (readErr error, over bool) {
+	var ch Chunk
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			res.End = time.Since(res.T0)
+			return readErr, false
+		}
+		at := ev.Time.Sub(res.T0)
+		if isDone(ev.Data) {
+			res.Done = true
+			res.End = at
+			return nil, false
+		}
+		if ParseChunk(ev.Data, &ch) != nil {
+			continue // not JSON: ignored, as OpenAI's clients do with unknown events
+		}
+		if ch.Error {
+			res.End = at
+			res.Body = clip(ev.Data)
+			res.Class, res.Detail = classifyErrorEvent(&ch)
+			return nil, true
+		}
+		if ch.Content {
+			res.Events = append(res.Events, at)
+			if len(res.Events) == 1 && onFirst != nil {
+				onFirst()
+			}
+			if live != nil {
+				live.Add(1)
+			}
+			if untilFirst {
+				res.End = at
+				return nil, true
+			}
+		}
+		if len(ch.Finish) > 0 && res.Finish != string(ch.Finish) {
+			res.Finish = string(ch.Finish)
+		}
+		if ch.Usage {
+			res.Usage = true
+			res.PromptTokens, res.CompletionTokens = ch.PromptTokens, ch.CompletionTokens
+		}
+	}
+}
+
+// failBeforeResponse classifies a request that got no response at all.
+func (c *Client) failBeforeResponse(ctx, parent context.Context, err error, res *StreamResult) {
+	c.overrideByCause(ctx, parent, res)
+	if res.Class != "" || res.Cancelled != nil {
+		return
+	}
+	res.Class = schema.Connect
+	res.Detail = c.ep.Redact(oneLine(unwrapURLError(err).Error()))
+}
+
+// overrideByCause sets the class (or the outside cancellation) from why the
+// request's context ended, if it did.
+func (c *Client) overrideByCause(ctx, parent context.Context, res *StreamResult) {
+	if ctx.Err() == nil {
+		return
+	}
+	if parent.Err() != nil {
+		res.Class, res.Detail = "", ""
+		res.Cancelled = context.Cause(parent)
+		return
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTTFT):
+		res.Class, res.Detail = schema.TTFTTimeout, cause.Error()
+	case errors.Is(cause, errStall):
+		res.Class, res.Detail = schema.Stalled, cause.Error()
+	case errors.Is(cause, errTotal):
+		res.Class, res.Detail = schema.TotalTimeout, cause.Error()
+	}
+}
+
+// ClassifyStatus maps a non-200 HTTP status to its error class.
+func ClassifyStatus(status int, body []byte) schema.Class {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return schema.RateLimited
+	case status == http.StatusServiceUnavailable:
+		return schema.QueueFull
+	case status >= 500:
+		return schema.HTTP5xx
+	case status >= 400:
+		return schema.HTTP4xx
+	}
+	// 1xx/3xx/other 2xx: not a stream the client can read.
+	return schema.HTTP4xx
+}
+
+// classifyErrorEvent classes an error event inside a 200 stream. SGLang sends
+// queue overflow this way once streaming has begun: code 503, type
+// SERVICE_UNAVAILABLE.
+func classifyErrorEvent(c *Chunk) (schema.Class, string) {
+	if c.ErrorCode == http.StatusServiceUnavailable || string(c.ErrorType) == "SERVICE_UNAVAILABLE" {
+		return schema.QueueFull, "error event with code 503 inside a 200 stream"
+	}
+	if c.ErrorCode != 0 {
+		return schema.StreamError, fmt.Sprintf("error event with code %d inside a 200 stream", c.ErrorCode)
+	}
+	return schema.StreamError, "error event inside a 200 stream"
+}
+
+// ErrorMessage extracts the human message from an error body: the "message"
+// of an OpenAI-shaped error (or a top-level "message"/"detail"), else the text.
+func ErrorMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  any             `json:"detail"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		if len(v.Error) > 0 && json.Unmarshal(v.Error, &inner) == nil && inner.Message != "" {
+			return oneLine(inner.Message)
+		}
+		var s string
+		if len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil && s != "" {
+			return oneLine(s)
+		}
+		if v.Message != "" {
+			return oneLine(v.Message)
+		}
+		if d, ok := v.Detail.(string); ok && d != "" {
+			return oneLine(d)
+		}
+	}
+	return oneLine(strings.ToValidUTF8(string(body), "?"))
+}
+
+func isDone(b []byte) bool {
+	return string(bytes.TrimSpace(b)) == "[DONE]"
+}
+
+func clip(b []byte) []byte {
+	if len(b) > BodyLimit {
+		b = b[:BodyLimit]
+	}
+	return bytes.Clone(b)
+}
+
+// prefix keeps the first BodyLimit bytes that pass through it.
+type prefix struct {
+	r io.Reader
+	b []byte
+}
+
+func (p *prefix) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if room := BodyLimit - len(p.b); room > 0 && n > 0 {
+		p.b = append(p.b, b[:min(n, room)]...)
+	}
+	return n, err
+}
+
+// Response is a whole (non-streamed) answer.
+type Response struct {
+	Status     int
+	RetryAfter string
+	Body       []byte
+}
+
+// maxResponse bounds a non-streamed answer read into memory.
+const maxResponse = 64 << 20
+
+// Post sends a JSON body to path (relative to the base URL, e.g.
+// "/chat/completions") and reads the whole answer. err is only for a request
+// that got no answer; an HTTP error status is a Response.
+func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ep.BaseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c.ep.Apply(req.Header)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s", c.ep.Redact(oneLine(unwrapURLError(err).Error())))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return nil, fmt.Errorf("reading answer: %s", c.ep.Redact(err.Error()))
+	}
+	return &Response{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: b}, nil
+}
+
+// Usage is the OpenAI usage object.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// ServerInfo fetches SGLang's GET /get_server_info, which sits beside the
+// /v1 API base, and returns it when the endpoint has one (nil otherwise).
+func (c *Client) ServerInfo(ctx context.Context) (map[string]any, error) {
+	root := strings.TrimSuffix(c.ep.BaseURL, "/v1")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/get_server_info", nil)
+	if err != nil {
+		return nil, err
+	}
+	c.ep.Apply(req.Header)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	var info map[string]any
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&info); err != nil {
+		return nil, err
+	}
+	return info, nil
+}

@@ -1,0 +1,307 @@
+// Package endpoints knows how to reach an OpenAI-compatible serving endpoint:
+// its configuration (flags or a YAML file), a streaming chat client with its
+// own SSE reader and arrival timestamps, and the classification of every
+// failed request into exactly one error class.
+package endpoints
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultAPIKeyEnv is the environment variable an API key is read from unless told otherwise.
+const DefaultAPIKeyEnv = "OPENAI_API_KEY"
+
+// Endpoint is a resolved target. Its secrets (the API key and header values)
+// are unexported and never appear in its String form, in reports or in errors.
+type Endpoint struct {
+	// Name is the entry's name in an endpoints file, empty when given by flags.
+	Name string
+	// BaseURL is the API base, such as https://host/v1, without a trailing slash.
+	BaseURL string
+	// Model is the model id to request; empty means "the first of /v1/models".
+	Model string
+	// APIKeyEnv names the variable the key came from.
+	APIKeyEnv string
+	// Builtin is true for the engine glmbench starts itself.
+	Builtin bool
+
+	apiKey  string
+	headers []header
+}
+
+type header struct{ name, value string }
+
+// HeaderNames lists the extra headers by name only, as reports record them.
+func (e *Endpoint) HeaderNames() []string {
+	names := make([]string, 0, len(e.headers))
+	for _, h := range e.headers {
+		names = append(names, h.name)
+	}
+	return names
+}
+
+// HasKey reports whether an API key will be sent.
+func (e *Endpoint) HasKey() bool { return e.apiKey != "" }
+
+// Apply sets the authorization and extra headers on a request.
+func (e *Endpoint) Apply(h http.Header) {
+	if e.apiKey != "" {
+		h.Set("Authorization", "Bearer "+e.apiKey)
+	}
+	for _, kv := range e.headers {
+		h.Set(kv.name, kv.value)
+	}
+}
+
+// Redact replaces every secret of the endpoint found in s with "***", so an
+// error message that quotes a server's answer cannot leak a key.
+func (e *Endpoint) Redact(s string) string {
+	if e == nil {
+		return s
+	}
+	for _, secret := range e.secrets() {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, "***")
+		}
+	}
+	return s
+}
+
+func (e *Endpoint) secrets() []string {
+	out := []string{e.apiKey}
+	for _, h := range e.headers {
+		out = append(out, h.value)
+	}
+	if u, err := url.Parse(e.BaseURL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// String names the endpoint without secrets.
+func (e *Endpoint) String() string {
+	u := e.BaseURL
+	if pu, err := url.Parse(u); err == nil {
+		u = pu.Redacted()
+	}
+	if e.Model != "" {
+		return u + " (" + e.Model + ")"
+	}
+	return u
+}
+
+// Flags are the endpoint flags shared by every command that talks to an endpoint.
+type Flags struct {
+	Endpoint  string
+	Model     string
+	APIKeyEnv string
+	// APIKeyEnvSet is true when --api-key-env was given: then the variable must be set.
+	APIKeyEnvSet bool
+	Headers      []string
+	File         string
+	Name         string
+}
+
+// Given reports whether any endpoint was named; if not, the built-in engine is meant.
+func (f Flags) Given() bool { return f.Endpoint != "" || f.File != "" || f.Name != "" }
+
+// ErrBadInput marks errors in what the user gave (flags, files), which exit 2.
+var ErrBadInput = errors.New("bad input")
+
+func badf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadInput}, args...)...)
+}
+
+// fileEntry is one endpoint of an endpoints YAML file.
+type fileEntry struct {
+	Name      string            `json:"name"`
+	BaseURL   string            `json:"base_url"`
+	Model     string            `json:"model"`
+	APIKeyEnv string            `json:"api_key_env"`
+	Headers   map[string]string `json:"headers"`
+}
+
+type fileDoc struct {
+	Endpoints []fileEntry `json:"endpoints"`
+}
+
+// Resolve turns the flags into an Endpoint, reading the YAML file when one is
+// named and the API key from the environment through getenv. Every error
+// wraps ErrBadInput and names the problem in one line.
+func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var entry fileEntry
+	switch {
+	case f.File != "" && f.Endpoint != "":
+		return nil, badf("give either --endpoint or --endpoints/--name, not both")
+	case f.File != "":
+		if f.Name == "" {
+			return nil, badf("--endpoints %s needs --name to pick an entry", f.File)
+		}
+		e, err := loadEntry(f.File, f.Name)
+		if err != nil {
+			return nil, err
+		}
+		entry = e
+	case f.Name != "":
+		return nil, badf("--name needs --endpoints FILE")
+	default:
+		entry = fileEntry{BaseURL: f.Endpoint}
+	}
+	if f.Model != "" {
+		entry.Model = f.Model
+	}
+	keyEnv, mustHaveKey := entry.APIKeyEnv, entry.APIKeyEnv != ""
+	if f.APIKeyEnvSet {
+		keyEnv, mustHaveKey = f.APIKeyEnv, true
+	}
+	if keyEnv == "" {
+		keyEnv = DefaultAPIKeyEnv
+	}
+	base, err := checkBaseURL(entry.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	ep := &Endpoint{Name: entry.Name, BaseURL: base, Model: entry.Model, APIKeyEnv: keyEnv}
+	ep.apiKey = strings.TrimSpace(getenv(keyEnv))
+	if mustHaveKey && ep.apiKey == "" {
+		return nil, badf("environment variable %s (the API key) is empty or unset", keyEnv)
+	}
+	names := make([]string, 0, len(entry.Headers))
+	for k := range entry.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if err := ep.addHeader(k, entry.Headers[k]); err != nil {
+			return nil, err
+		}
+	}
+	for _, kv := range f.Headers {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, badf("--header %q: want NAME=VALUE", redactHeaderArg(kv))
+		}
+		if err := ep.addHeader(strings.TrimSpace(k), v); err != nil {
+			return nil, err
+		}
+	}
+	return ep, nil
+}
+
+func redactHeaderArg(kv string) string {
+	if k, _, ok := strings.Cut(kv, "="); ok {
+		return k + "=***"
+	}
+	if len(kv) > 8 {
+		return kv[:4] + "…"
+	}
+	return kv
+}
+
+func (e *Endpoint) addHeader(name, value string) error {
+	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+		return badf("header name %q is not a valid HTTP header name", name)
+	}
+	if strings.ContainsAny(value, "\r\n") {
+		return badf("header %s: value holds a line break", name)
+	}
+	name = http.CanonicalHeaderKey(name)
+	e.headers = slices.DeleteFunc(e.headers, func(h header) bool { return h.name == name })
+	e.headers = append(e.headers, header{name, value})
+	return nil
+}
+
+// checkBaseURL validates a base URL and trims its trailing slash.
+func checkBaseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", badf("no endpoint URL given")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", badf("endpoint URL %q is malformed: %v", redactURL(raw), unwrapURLError(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", badf("endpoint URL %q: scheme must be http or https", redactURL(raw))
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "", badf("endpoint URL %q has no host", redactURL(raw))
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", badf("endpoint URL %q: give the API base (e.g. https://host/v1) without query or fragment", redactURL(raw))
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	if i := strings.Index(raw, "@"); i >= 0 {
+		return "***" + raw[i:]
+	}
+	return raw
+}
+
+func loadEntry(path, name string) (fileEntry, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fileEntry{}, badf("endpoints file: %v", err)
+	}
+	var doc fileDoc
+	if err := yaml.UnmarshalStrict(b, &doc); err != nil {
+		return fileEntry{}, badf("endpoints file %s: %v", path, oneLine(err.Error()))
+	}
+	var names []string
+	var found *fileEntry
+	for i := range doc.Endpoints {
+		e := &doc.Endpoints[i]
+		if e.Name == "" {
+			return fileEntry{}, badf("endpoints file %s: entry %d has no name", path, i+1)
+		}
+		if slices.Contains(names, e.Name) {
+			return fileEntry{}, badf("endpoints file %s: name %q appears twice", path, e.Name)
+		}
+		names = append(names, e.Name)
+		if e.Name == name {
+			found = e
+		}
+	}
+	if found == nil {
+		if len(names) == 0 {
+			return fileEntry{}, badf("endpoints file %s lists no endpoints (want endpoints: [{name, base_url, ...}])", path)
+		}
+		return fileEntry{}, badf("endpoints file %s has no endpoint named %q (it has: %s)", path, name, strings.Join(names, ", "))
+	}
+	if found.BaseURL == "" {
+		return fileEntry{}, badf("endpoints file %s: endpoint %q has no base_url", path, name)
+	}
+	return *found, nil
+}
+
+// oneLine folds a multi-line message into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,355 @@
+// Package endpointstest provides a fake OpenAI-compatible chat server for
+// tests: it streams like SGLang or vLLM, fails in any of the ways real
+// endpoints fail, on purpose and per request, and records when it sent every
+// content event, so a client's timings can be checked against the server's.
+package endpointstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Request is what the server understood of one chat request.
+type Request struct {
+	Nonce     string
+	I         int // the <i:06d> of the prompt prefix, -1 when none
+	MaxTokens int
+	Stream    bool
+	Usage     bool // stream_options.include_usage
+	IgnoreEOS bool
+	Content   string
+}
+
+// Fail says how a request fails. The zero value succeeds.
+type Fail int
+
+// Failure modes.
+const (
+	OK Fail = iota
+	// Status answers with Behavior.Status, Behavior.Body and Behavior.RetryAfter.
+	Status
+	// Reset closes the connection before any response.
+	Reset
+	// Hang never answers (until the client goes away).
+	Hang
+	// Stall stops sending (keeping the connection open) after FailAfter content events.
+	Stall
+	// ErrorEvent sends an error event with ErrorCode after FailAfter content events, then [DONE].
+	ErrorEvent
+	// Truncate ends the stream after FailAfter content events with neither finish reason nor [DONE].
+	Truncate
+	// Empty answers 200 and ends the stream with no event at all.
+	Empty
+	// NoDone ends after a finish reason but without [DONE].
+	NoDone
+)
+
+// UsageMode says where a stream carries usage.
+type UsageMode int
+
+const (
+	// UsageFinal sends the include_usage chunk with empty choices (SGLang, vLLM, OpenAI).
+	UsageFinal UsageMode = iota
+	// UsageInFinish puts usage on the chunk that carries finish_reason.
+	UsageInFinish
+	// UsageNone sends no usage anywhere.
+	UsageNone
+)
+
+// Behavior is how the server answers one request.
+type Behavior struct {
+	Fail       Fail
+	Status     int
+	Body       string
+	RetryAfter string
+	ErrorCode  int
+	FailAfter  int
+	// TTFT is the delay before the first content event.
+	TTFT time.Duration
+	// Gap is the delay between content events; Jitter adds up to ±Jitter at random.
+	Gap, Jitter time.Duration
+	// TokensPerEvent packs several tokens into each content event (spec decode, batching gateways).
+	TokensPerEvent int
+	Usage          UsageMode
+	// Reasoning sends the text as reasoning_content (or, with ReasoningField set, that field).
+	Reasoning      bool
+	ReasoningField string
+}
+
+// Send is the server's record of one request: when it arrived and when each
+// content event was written and flushed.
+type Send struct {
+	Req     Request
+	Arrival time.Time
+	Events  []time.Time
+	Tokens  int
+}
+
+// Server is a running fake endpoint.
+type Server struct {
+	*httptest.Server
+	// Behave decides each request's behaviour; nil means plain success.
+	Behave func(Request) Behavior
+	// PromptTokens counts a prompt's tokens; nil means 10 + ceil(len/4).
+	PromptTokens func(content string) int
+	// Models is what /v1/models lists; nil means ["fake-model"].
+	Models []string
+	// ModelsStatus, when set, answers /v1/models with that status.
+	ModelsStatus int
+
+	mu    sync.Mutex
+	sends []*Send
+}
+
+// New starts a fake endpoint; its base URL is s.URL + "/v1". Each option
+// configures the server before it starts (set fields there, not after).
+func New(behave func(Request) Behavior, opts ...func(*Server)) *Server {
+	s := &Server{Behave: behave}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.chat)
+	mux.HandleFunc("/v1/models", s.models)
+	s.Server = httptest.NewUnstartedServer(mux)
+	for _, o := range opts {
+		o(s)
+	}
+	s.Start()
+	return s
+}
+
+// BaseURL is the API base to give a client.
+func (s *Server) BaseURL() string { return s.URL + "/v1" }
+
+// Sends returns the server's records of the requests of one nonce, by index.
+func (s *Server) Sends(nonce string) map[int]*Send {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]*Send{}
+	for _, snd := range s.sends {
+		if snd.Req.Nonce == nonce {
+			c := *snd
+			c.Events = append([]time.Time(nil), snd.Events...)
+			out[snd.Req.I] = &c
+		}
+	}
+	return out
+}
+
+// Count returns how many chat requests arrived, of any nonce.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sends)
+}
+
+// Nonces lists the nonces of the requests seen, in order of first arrival.
+func (s *Server) Nonces() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	seen := map[string]bool{}
+	for _, snd := range s.sends {
+		if !seen[snd.Req.Nonce] {
+			seen[snd.Req.Nonce] = true
+			out = append(out, snd.Req.Nonce)
+		}
+	}
+	return out
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if s.ModelsStatus != 0 {
+		w.WriteHeader(s.ModelsStatus)
+		fmt.Fprintf(w, `{"error":{"message":"models says %d","type":"x","code":%d}}`, s.ModelsStatus, s.ModelsStatus)
+		return
+	}
+	ids := s.Models
+	if ids == nil {
+		ids = []string{"fake-model"}
+	}
+	var data []string
+	for _, id := range ids {
+		data = append(data, fmt.Sprintf(`{"id":%q,"object":"model","created":0,"owned_by":"test"}`, id))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"object":"list","data":[%s]}`, strings.Join(data, ","))
+}
+
+func parse(r *http.Request) (Request, error) {
+	var body struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+		MaxTokens     int  `json:"max_tokens"`
+		Stream        bool `json:"stream"`
+		IgnoreEOS     bool `json:"ignore_eos"`
+		StreamOptions *struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		return Request{}, err
+	}
+	req := Request{MaxTokens: body.MaxTokens, Stream: body.Stream, IgnoreEOS: body.IgnoreEOS, I: -1}
+	req.Usage = body.StreamOptions != nil && body.StreamOptions.IncludeUsage
+	if len(body.Messages) > 0 {
+		req.Content = body.Messages[len(body.Messages)-1].Content
+	}
+	// "<nonce>-<i:06d> " starts the prompt.
+	if head, _, ok := strings.Cut(req.Content, " "); ok {
+		if nonce, idx, ok := strings.Cut(head, "-"); ok {
+			if n, err := strconv.Atoi(idx); err == nil {
+				req.Nonce, req.I = nonce, n
+			}
+		}
+	}
+	return req, nil
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	arrival := time.Now()
+	req, err := parse(r)
+	if err != nil {
+		http.Error(w, `{"error":{"message":"bad json","code":400}}`, 400)
+		return
+	}
+	b := Behavior{}
+	if s.Behave != nil {
+		b = s.Behave(req)
+	}
+	snd := &Send{Req: req, Arrival: arrival}
+	s.mu.Lock()
+	s.sends = append(s.sends, snd)
+	s.mu.Unlock()
+
+	prompt := 10 + (len(req.Content)+3)/4
+	if s.PromptTokens != nil {
+		prompt = s.PromptTokens(req.Content)
+	}
+	switch b.Fail {
+	case Status:
+		if b.RetryAfter != "" {
+			w.Header().Set("Retry-After", b.RetryAfter)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(b.Status)
+		io.WriteString(w, b.Body)
+		return
+	case Reset:
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	case Hang:
+		<-r.Context().Done()
+		return
+	}
+	n := max(req.MaxTokens, 1)
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"length"}]`, strings.Repeat("a", n))
+		if b.Usage != UsageNone {
+			fmt.Fprintf(w, `,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, n, prompt+n)
+		}
+		io.WriteString(w, "}")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	rc := http.NewResponseController(w)
+	flush := func() time.Time {
+		_ = rc.Flush()
+		return time.Now()
+	}
+	if b.Fail == Empty {
+		flush()
+		return
+	}
+	// SGLang and vLLM open with a role chunk that carries no content.
+	io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n")
+	flush()
+	per := max(b.TokensPerEvent, 1)
+	field := "content"
+	if b.Reasoning {
+		field = "reasoning_content"
+		if b.ReasoningField != "" {
+			field = b.ReasoningField
+		}
+	}
+	rng := uint64(arrival.UnixNano())
+	sleepUntil := func(t time.Time) bool {
+		d := time.Until(t)
+		if d <= 0 {
+			return true
+		}
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		select {
+		case <-tm.C:
+			return true
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	next := arrival.Add(b.TTFT)
+	sent, events := 0, 0
+	usage := func() string {
+		return fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, sent, prompt+sent)
+	}
+	for sent < n {
+		if !sleepUntil(next) {
+			return
+		}
+		if events == b.FailAfter && b.Fail != OK && b.Fail != NoDone {
+			switch b.Fail {
+			case Stall:
+				<-r.Context().Done()
+				return
+			case ErrorEvent:
+				fmt.Fprintf(w, "data: {\"error\":{\"object\":\"error\",\"message\":\"injected failure\",\"type\":\"x\",\"param\":null,\"code\":%d}}\n\ndata: [DONE]\n\n", b.ErrorCode)
+				flush()
+				return
+			case Truncate:
+				flush()
+				return
+			}
+		}
+		k := min(per, n-sent)
+		text := strings.Repeat("tok ", k)
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{%q:%q},\"finish_reason\":null}]}\n\n", field, text)
+		at := flush()
+		sent += k
+		events++
+		s.mu.Lock()
+		snd.Events = append(snd.Events, at)
+		snd.Tokens = sent
+		s.mu.Unlock()
+		gap := b.Gap
+		if b.Jitter > 0 {
+			rng = rng*6364136223846793005 + 1442695040888963407
+			f := float64(rng>>11)/float64(1<<53)*2 - 1
+			gap += time.Duration(math.Round(f * float64(b.Jitter)))
+		}
+		next = at.Add(gap)
+	}
+	if b.Usage == UsageInFinish {
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":%s}\n\n", usage())
+	} else {
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
+	}
+	if b.Usage == UsageFinal && req.Usage {
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":%s}\n\n", usage())
+	}
+	if b.Fail != NoDone {
+		io.WriteString(w, "data: [DONE]\n\n")
+	}
+	flush()
+}

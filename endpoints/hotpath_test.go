@@ -1,0 +1,129 @@
+package endpoints
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints/sse"
+)
+
+// sglangStream builds n content events as SGLang streams them, with the role
+// chunk first and the usage chunk and [DONE] last.
+func sglangStream(n int) []byte {
+	var buf bytes.Buffer
+	buf.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"glm-5\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n")
+	for range n {
+		buf.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"glm-5\",\"choices\":[{\"index\":0,\"delta\":{\"role\":null,\"content\":\" token\",\"reasoning_content\":null,\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null,\"matched_stop\":null}],\"usage\":null}\n\n")
+	}
+	buf.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"glm-5\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":null}\n\n")
+	buf.WriteString("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"glm-5\",\"choices\":[],\"usage\":{\"prompt_tokens\":256,\"total_tokens\":512,\"completion_tokens\":256}}\n\ndata: [DONE]\n\n")
+	return buf.Bytes()
+}
+
+func TestReadEventsAllocatesNothingPerEvent(t *testing.T) {
+	stream := sglangStream(256)
+	rd := sse.NewReader(nil)
+	res := &StreamResult{Events: make([]time.Duration, 0, 300)}
+	src := bytes.NewReader(stream)
+	allocs := testing.AllocsPerRun(50, func() {
+		src.Reset(stream)
+		rd.Reset(src)
+		res.Reset()
+		res.T0 = time.Now()
+		if _, over := readEvents(rd, res, nil, false, nil); over || len(res.Events) != 256 || !res.Done || res.CompletionTokens != 256 {
+			t.Fatalf("%+v", res)
+		}
+	})
+	// One allocation per stream is the finish reason's string.
+	if allocs > 1 {
+		t.Fatalf("%.1f allocations per 256-event stream", allocs)
+	}
+}
+
+// BenchmarkReadEvents measures the client's hot path alone: SSE framing,
+// arrival stamps and chunk parsing of an SGLang stream from memory.
+func BenchmarkReadEvents(b *testing.B) {
+	const n = 1024
+	stream := sglangStream(n)
+	rd := sse.NewReader(nil)
+	res := &StreamResult{Events: make([]time.Duration, 0, n)}
+	src := bytes.NewReader(stream)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for b.Loop() {
+		src.Reset(stream)
+		rd.Reset(src)
+		res.Reset()
+		res.T0 = time.Now()
+		readEvents(rd, res, nil, false, nil)
+		if len(res.Events) != n {
+			b.Fatalf("%d events", len(res.Events))
+		}
+	}
+	runtime.ReadMemStats(&m1)
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N*n), "allocs/event")
+}
+
+// BenchmarkReadEventsNaive is the reference for BenchmarkReadEvents: what a
+// plain Go client does with the same stream (bufio.Scanner over lines,
+// encoding/json into a struct with both reasoning fields), timed the same way.
+func BenchmarkReadEventsNaive(b *testing.B) {
+	const n = 1024
+	stream := sglangStream(n)
+	type delta struct {
+		Content          *string `json:"content"`
+		ReasoningContent *string `json:"reasoning_content"`
+		Reasoning        *string `json:"reasoning"`
+	}
+	type chunk struct {
+		Choices []struct {
+			Delta        delta   `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *Usage `json:"usage"`
+	}
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for b.Loop() {
+		sc := bufio.NewScanner(bytes.NewReader(stream))
+		t0 := time.Now()
+		var events []time.Duration
+		for sc.Scan() {
+			line := sc.Bytes()
+			if !bytes.HasPrefix(line, []byte("data: ")) {
+				continue
+			}
+			at := time.Since(t0)
+			data := line[6:]
+			if string(data) == "[DONE]" {
+				break
+			}
+			var c chunk
+			if json.Unmarshal(data, &c) != nil {
+				continue
+			}
+			for _, ch := range c.Choices {
+				d := ch.Delta
+				if (d.Content != nil && *d.Content != "") || (d.ReasoningContent != nil && *d.ReasoningContent != "") || (d.Reasoning != nil && *d.Reasoning != "") {
+					events = append(events, at)
+					break
+				}
+			}
+		}
+		if len(events) != n {
+			b.Fatalf("%d events", len(events))
+		}
+	}
+	runtime.ReadMemStats(&m1)
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N*n), "allocs/event")
+}

@@ -1,0 +1,297 @@
+// Package schema holds the types every part of glmbench shares: the per-request
+// record, the error classes, phase/eval/check results and the report itself.
+//
+// It is the leaf of the project: it imports no other glmbench package, so the
+// load runner, the evals, the report writers and outside tools can all agree on
+// one shape. The JSON names are a contract (DESIGN.md): fields may be added,
+// never renamed.
+package schema
+
+import "time"
+
+// ReportSchema is the value of Report.Schema for this layout.
+const ReportSchema = "glmbench/report/v1"
+
+// PercentileMethod names how every percentile in a report is computed.
+const PercentileMethod = "linear interpolation between closest ranks (Hyndman-Fan type 7, NumPy's default), montanaflynn/stats.Percentile"
+
+// Formula is one metric's definition.
+type Formula struct{ Metric, Formula string }
+
+// Formulas states what each metric means, for reports to print beside it.
+var Formulas = []Formula{
+	{"ttft", "first content event − t0 (t0: just before the request is written; a content event has non-empty content, reasoning_content or reasoning)"},
+	{"tpot", "(last content event − first content event) / (n − 1), per request with n ≥ 2"},
+	{"itl", "every gap between consecutive content events, pooled over completed requests"},
+	{"lat", "end of stream ([DONE], or EOF after a finish reason) − t0"},
+	{"n", "usage.completion_tokens; without usage, the number of content events (n_source: events)"},
+	{"in_tput", "Σ usage.prompt_tokens of completed requests / wall_sec"},
+	{"out_tput", "Σ n of completed requests / wall_sec"},
+	{"wall_sec", "first send of the phase → its last completion"},
+	{"error_rate", "errors / batch_size; batch_size = completed + errors + cancelled_at_cap + not_sent"},
+	{"tokens_per_event", "Σ n / Σ content events over completed requests"},
+	{"percentiles", PercentileMethod},
+}
+
+// Class is the reason a request failed; the empty Class means it completed (or
+// was never an error: cancelled at the cap, or not sent).
+type Class string
+
+// The error classes. Exactly one is given to each failed request.
+const (
+	// RateLimited is an HTTP 429.
+	RateLimited Class = "rate_limited"
+	// QueueFull is an HTTP 503, or a 503 error event inside a 200 stream.
+	// SGLang answers queue overflow with 503 "The request queue is full.".
+	QueueFull Class = "queue_full"
+	// HTTP5xx is any other 5xx status.
+	HTTP5xx Class = "http_5xx"
+	// HTTP4xx is any other 4xx status.
+	HTTP4xx Class = "http_4xx"
+	// Connect is a dial or TLS failure, or a reset before any response.
+	Connect Class = "connect"
+	// TTFTTimeout is no content event within the TTFT timeout.
+	TTFTTimeout Class = "ttft_timeout"
+	// Stalled is a hang: after the first content event, no bytes for the stall timeout.
+	Stalled Class = "stalled"
+	// TotalTimeout is a request that outlived the request timeout.
+	TotalTimeout Class = "total_timeout"
+	// StreamError is an error event inside a 200 stream (other than 503).
+	StreamError Class = "stream_error"
+	// Truncated is a stream that ended with neither [DONE] nor a finish reason.
+	Truncated Class = "truncated"
+	// Empty is a 200 answer that carried no content event.
+	Empty Class = "empty"
+	// Unclassified appears only in imported legacy files whose message fits no class.
+	Unclassified Class = "unclassified"
+)
+
+// Classes lists every error class in the order reports show them.
+var Classes = []Class{
+	RateLimited, QueueFull, HTTP5xx, HTTP4xx, Connect, TTFTTimeout, Stalled,
+	TotalTimeout, StreamError, Truncated, Empty, Unclassified,
+}
+
+// Cancel says why a request that was in flight was cut off by the harness itself.
+type Cancel string
+
+const (
+	// CancelCap is a request in flight when the phase cap expired.
+	CancelCap Cancel = "cap"
+	// CancelInterrupt is a request in flight when the user interrupted the run.
+	CancelInterrupt Cancel = "interrupt"
+)
+
+// NSource says where a record's output token count came from.
+type NSource string
+
+const (
+	// NFromUsage is usage.completion_tokens reported by the endpoint.
+	NFromUsage NSource = "usage"
+	// NFromEvents is the count of content events, used when no usage came.
+	NFromEvents NSource = "events"
+)
+
+// Record is one request of a phase, as written to requests.jsonl. Times are
+// seconds; t_* and events are measured from t0, the moment just before the
+// request was written. Every figure of a phase can be recomputed from these.
+type Record struct {
+	Phase string `json:"phase"`
+	// I is the request's index within the phase (the <i:06d> of its prompt).
+	I int `json:"i"`
+	// SendOffset is seconds from the phase start to t0.
+	SendOffset float64 `json:"send_offset"`
+	// SendLag is seconds between the planned send time and t0: the client's
+	// own delay.
+	SendLag float64 `json:"send_lag"`
+	// QueueWait is seconds a request waited for a slot under
+	// --max-concurrency: client-side queueing, not in any latency.
+	QueueWait float64 `json:"queue_wait,omitempty"`
+	// TFirst is seconds from t0 to the first content event.
+	TFirst *float64 `json:"t_first,omitempty"`
+	// TLast is seconds from t0 to the last content event.
+	TLast *float64 `json:"t_last,omitempty"`
+	// TEnd is seconds from t0 to the end of the stream ([DONE], EOF or failure).
+	TEnd *float64 `json:"t_end,omitempty"`
+	// Events holds seconds from t0 of every content event.
+	Events []float64 `json:"events,omitempty"`
+	// N is the output token count: usage.completion_tokens, else the number of content events.
+	N          int     `json:"n"`
+	NSource    NSource `json:"n_source,omitempty"`
+	Prompt     int     `json:"prompt_tokens"`
+	Finish     string  `json:"finish_reason,omitempty"`
+	Class      Class   `json:"class,omitempty"`
+	Status     int     `json:"status,omitempty"`
+	RetryAfter string  `json:"retry_after,omitempty"`
+	// Body is the first 200 bytes of the response body (or of the error event) on failure.
+	Body string `json:"body,omitempty"`
+	// Detail is the harness's own one-line account of a failure (a Go error, a timeout).
+	Detail string `json:"detail,omitempty"`
+	// Cancelled is set when the harness cut the request off (cap or interrupt).
+	Cancelled Cancel `json:"cancelled,omitempty"`
+	// NotSent is set for a request the phase ended before sending.
+	NotSent bool `json:"not_sent,omitempty"`
+}
+
+// Completed reports whether the record counts as a completed request.
+func (r *Record) Completed() bool {
+	return r.Class == "" && r.Cancelled == "" && !r.NotSent
+}
+
+// PhaseResult is one phase of a report. The first fifteen fields are exactly
+// those of the older harness's rows (same names and units). Times are seconds,
+// rates tokens per second. A metric over an empty sample is null, never NaN.
+//
+// Distribution fields are named <metric>_<stat>: lat (latency), ttft, tpot and
+// itl, each with mean, med (p50), p90, p99 and p999 (p99.9).
+type PhaseResult struct {
+	Phase      string         `json:"phase"`
+	BatchSize  int            `json:"batch_size"`
+	InputLen   int            `json:"input_len"`
+	OutputLen  int            `json:"output_len"`
+	Completed  int            `json:"completed"`
+	Errors     int            `json:"errors"`
+	WallSec    float64        `json:"wall_sec"`
+	LatMed     *float64       `json:"lat_med"`
+	LatP99     *float64       `json:"lat_p99"`
+	TTFTMed    *float64       `json:"ttft_med"`
+	TTFTP99    *float64       `json:"ttft_p99"`
+	TPOTMed    *float64       `json:"tpot_med"`
+	InTput     float64        `json:"in_tput"`
+	OutTput    float64        `json:"out_tput"`
+	ErrorKinds map[string]int `json:"error_kinds"`
+
+	ByClass   map[Class]int `json:"errors_by_class"`
+	ErrorRate float64       `json:"error_rate"`
+	Status    string        `json:"status"`
+	// Cancelled counts requests in flight when the phase was cut off: by its
+	// cap, or (status interrupted) by the user.
+	Cancelled int `json:"cancelled_at_cap"`
+	NotSent   int `json:"not_sent"`
+	// Short counts completed requests with fewer output tokens than asked.
+	Short int `json:"short_output"`
+
+	LatMean  *float64 `json:"lat_mean"`
+	LatP90   *float64 `json:"lat_p90"`
+	LatP999  *float64 `json:"lat_p999"`
+	TTFTMean *float64 `json:"ttft_mean"`
+	TTFTP90  *float64 `json:"ttft_p90"`
+	TTFTP999 *float64 `json:"ttft_p999"`
+	TPOTMean *float64 `json:"tpot_mean"`
+	TPOTP90  *float64 `json:"tpot_p90"`
+	TPOTP99  *float64 `json:"tpot_p99"`
+	TPOTP999 *float64 `json:"tpot_p999"`
+	ITLMean  *float64 `json:"itl_mean"`
+	ITLMed   *float64 `json:"itl_med"`
+	ITLP90   *float64 `json:"itl_p90"`
+	ITLP99   *float64 `json:"itl_p99"`
+	ITLP999  *float64 `json:"itl_p999"`
+
+	// TokensPerEvent is output tokens per content event over completed
+	// requests: above 1 when a server packs several tokens into one event.
+	TokensPerEvent *float64 `json:"tokens_per_event"`
+	// NSources counts completed requests by where their n came from.
+	NSources map[NSource]int `json:"n_sources"`
+	// CalibratedInputLen is the usage.prompt_tokens the calibration probe got
+	// for the filler every request uses; null when the endpoint gave no usage.
+	CalibratedInputLen *int `json:"calibrated_input_len"`
+	// PromptTokensMean is the mean usage.prompt_tokens of completed requests.
+	PromptTokensMean *float64 `json:"prompt_tokens_mean"`
+	// CancelledOutTokens counts content events streamed by requests cancelled
+	// at the cap: work the server did that out_tput does not include.
+	CancelledOutTokens int `json:"cancelled_out_tokens"`
+	// MaxSendLag is the largest lag in seconds between a planned and an actual send.
+	MaxSendLag float64 `json:"max_send_lag_sec"`
+	// Concurrency and RequestRate echo the phase's arrival (0: unlimited, burst).
+	Concurrency int     `json:"max_concurrency,omitempty"`
+	RequestRate float64 `json:"request_rate,omitempty"`
+}
+
+// Phase statuses.
+const (
+	StatusComplete    = "complete"
+	StatusCapped      = "capped"
+	StatusInterrupted = "interrupted"
+)
+
+// EvalResult is one quality eval of a report.
+type EvalResult struct {
+	Name    string             `json:"name"`
+	Status  string             `json:"status"`
+	Method  string             `json:"method,omitempty"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	N       int                `json:"n"`
+	Failure *EvalFailure       `json:"failure,omitempty"`
+}
+
+// EvalFailure says why an eval gave no score.
+type EvalFailure struct {
+	Kind       string         `json:"kind"`
+	HTTPStatus int            `json:"http_status,omitempty"`
+	Body       string         `json:"body,omitempty"`
+	Request    map[string]any `json:"request,omitempty"`
+	Detail     string         `json:"detail,omitempty"`
+}
+
+// CheckResult is one conformance check of a report.
+type CheckResult struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Tool names the program that wrote a report.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Options echoes how a run was configured.
+type Options struct {
+	Phases         string             `json:"phases"`
+	IgnoreEOS      bool               `json:"ignore_eos"`
+	Timeouts       map[string]float64 `json:"timeouts"`
+	Arrival        string             `json:"arrival"`
+	RequestRate    float64            `json:"request_rate,omitempty"`
+	MaxConcurrency int                `json:"max_concurrency,omitempty"`
+	Seed           int64              `json:"seed,omitempty"`
+	Percentiles    string             `json:"percentile_method,omitempty"`
+}
+
+// Endpoint describes what was measured. Headers are recorded by name only.
+type Endpoint struct {
+	BaseURL    string         `json:"base_url"`
+	Model      string         `json:"model"`
+	Builtin    bool           `json:"builtin"`
+	Headers    []string       `json:"headers"`
+	ServerInfo map[string]any `json:"server_info,omitempty"`
+}
+
+// Client is the harness's account of its own load during the run.
+type Client struct {
+	// CPUSeconds is user+system CPU time of the glmbench process during the phases.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// MaxSendLag is the largest lag in seconds between a planned and an actual send.
+	MaxSendLag float64 `json:"max_send_lag_sec"`
+	// Saturated is true when MaxSendLag exceeded 10 ms: the client, not only the
+	// server, may have shaped the figures.
+	Saturated bool `json:"client_saturated"`
+}
+
+// Report is report.json.
+type Report struct {
+	Schema      string        `json:"schema"`
+	Tool        Tool          `json:"tool"`
+	Label       string        `json:"label"`
+	StartedAt   time.Time     `json:"started_at"`
+	FinishedAt  time.Time     `json:"finished_at"`
+	Nonce       string        `json:"nonce,omitempty"`
+	Options     Options       `json:"options"`
+	Endpoint    Endpoint      `json:"endpoint"`
+	Client      Client        `json:"client"`
+	Interrupted bool          `json:"interrupted,omitempty"`
+	Phases      []PhaseResult `json:"phases"`
+	Evals       []EvalResult  `json:"evals,omitempty"`
+	Conformance []CheckResult `json:"conformance,omitempty"`
+}

@@ -1,0 +1,297 @@
+// Package reports writes and reads glmbench's outputs: report.json, the
+// per-request records of requests.jsonl and the Markdown report. Everything
+// here is a pure function of its inputs; nothing makes a request.
+package reports
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// File names inside a run's output folder.
+const (
+	ReportJSON   = "report.json"
+	ReportMD     = "report.md"
+	RecordsJSONL = "requests.jsonl"
+)
+
+// WriteJSON writes r as indented JSON.
+func WriteJSON(w io.Writer, r *schema.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// WriteRecords writes one JSON object per record.
+func WriteRecords(w io.Writer, recs []schema.Record) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadRecords reads requests.jsonl.
+func ReadRecords(r io.Reader) ([]schema.Record, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	var out []schema.Record
+	for line := 1; ; line++ {
+		var rec schema.Record
+		if err := dec.Decode(&rec); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("record %d: %w", line, err)
+		}
+		out = append(out, rec)
+	}
+}
+
+// WriteDir writes report.json, report.md and requests.jsonl into dir,
+// creating it. Each file is written to a temporary name and renamed, so an
+// interrupted write never leaves half a report.
+func WriteDir(dir string, r *schema.Report, recs []schema.Record) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, fill func(io.Writer) error) error {
+		tmp, err := os.CreateTemp(dir, "."+name+".*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name())
+		if err := fill(tmp); err != nil {
+			tmp.Close()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := tmp.Close(); err != nil {
+			return err
+		}
+		return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	}
+	if err := write(RecordsJSONL, func(w io.Writer) error { return WriteRecords(w, recs) }); err != nil {
+		return err
+	}
+	if err := write(ReportJSON, func(w io.Writer) error { return WriteJSON(w, r) }); err != nil {
+		return err
+	}
+	return write(ReportMD, func(w io.Writer) error { return WriteMarkdown(w, r) })
+}
+
+// WriteMarkdown renders one report: what was measured, a phase table, the
+// error classes as columns, the servers' error messages and the formulas.
+func WriteMarkdown(w io.Writer, r *schema.Report) error {
+	p := &printer{w: w}
+	p.f("# glmbench report: %s\n\n", r.Label)
+	target := r.Endpoint.BaseURL
+	if r.Endpoint.Builtin {
+		target += " (built-in engine)"
+	}
+	p.f("- endpoint: %s, model `%s`\n", target, r.Endpoint.Model)
+	if len(r.Endpoint.Headers) > 0 {
+		p.f("- extra headers (names only): %s\n", strings.Join(r.Endpoint.Headers, ", "))
+	}
+	p.f("- run: %s → %s, nonce `%s`, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Nonce, r.Tool.Name, r.Tool.Version)
+	p.f("- arrival: %s, ignore_eos %t, timeouts %s\n", arrival(r.Options), r.Options.IgnoreEOS, timeouts(r.Options.Timeouts))
+	sat := "no"
+	if r.Client.Saturated {
+		sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"
+	}
+	p.f("- client: %.2f CPU s, largest send lag %s, saturated: %s\n", r.Client.CPUSeconds, ms(r.Client.MaxSendLag), sat)
+	if r.Interrupted {
+		p.f("- **interrupted**: phases after the interrupted one did not run\n")
+	}
+	p.phaseTables(r)
+	if len(r.Evals) > 0 {
+		p.f("\n## Evals\n\n")
+		p.table([]string{"eval", "status", "method", "n", "metrics", "failure"}, func(add func(...string)) {
+			for _, e := range r.Evals {
+				var ms []string
+				for _, k := range sortedKeys(e.Metrics) {
+					ms = append(ms, fmt.Sprintf("%s=%.4g", k, e.Metrics[k]))
+				}
+				fail := ""
+				if e.Failure != nil {
+					fail = e.Failure.Kind
+					if e.Failure.HTTPStatus != 0 {
+						fail += fmt.Sprintf(" (HTTP %d)", e.Failure.HTTPStatus)
+					}
+				}
+				add(e.Name, e.Status, e.Method, strconv.Itoa(e.N), strings.Join(ms, " "), fail)
+			}
+		})
+	}
+	if len(r.Conformance) > 0 {
+		p.f("\n## Conformance\n\n")
+		p.table([]string{"check", "status", "title", "detail"}, func(add func(...string)) {
+			for _, c := range r.Conformance {
+				add(c.ID, c.Status, c.Title, c.Detail)
+			}
+		})
+	}
+	if len(r.Phases) > 0 {
+		p.f("\n## Formulas\n\n")
+		for _, f := range schema.Formulas {
+			p.f("- **%s** = %s\n", f.Metric, f.Formula)
+		}
+	}
+	return p.err
+}
+
+// WriteSummary writes the phase and failure tables of r, for a terminal.
+func WriteSummary(w io.Writer, r *schema.Report) error {
+	p := &printer{w: w}
+	p.phaseTables(r)
+	return p.err
+}
+
+// phaseTables renders the phase table, the failures by class and the
+// servers' messages.
+func (p *printer) phaseTables(r *schema.Report) {
+	if len(r.Phases) == 0 {
+		return
+	}
+	p.f("\n## Phases\n\nTimes in seconds (ms where marked), throughput in tokens/s.\n\n")
+	p.table([]string{"phase", "N/IN/OUT", "status", "completed", "wall s", "out tok/s", "in tok/s",
+		"TTFT med", "TTFT p99", "TPOT med ms", "TPOT p99 ms", "ITL p99 ms", "lat med", "lat p99", "tok/event", "prompt tok"},
+		func(add func(...string)) {
+			for _, ph := range r.Phases {
+				add(ph.Phase, fmt.Sprintf("%d/%d/%d", ph.BatchSize, ph.InputLen, ph.OutputLen), ph.Status,
+					fmt.Sprintf("%d/%d", ph.Completed, ph.BatchSize), num(ph.WallSec, 2), num(ph.OutTput, 1), num(ph.InTput, 1),
+					opt(ph.TTFTMed, 1, 3), opt(ph.TTFTP99, 1, 3), opt(ph.TPOTMed, 1e3, 2), opt(ph.TPOTP99, 1e3, 2), opt(ph.ITLP99, 1e3, 2),
+					opt(ph.LatMed, 1, 3), opt(ph.LatP99, 1, 3), opt(ph.TokensPerEvent, 1, 2), opt(ph.PromptTokensMean, 1, 0))
+			}
+		})
+	p.f("\n## Failures by class\n\nEvery failed request has exactly one class. Cancelled, not sent and short output are counted but are not errors.\n\n")
+	head := []string{"phase", "error_rate"}
+	for _, c := range schema.Classes {
+		if c != schema.Unclassified {
+			head = append(head, string(c))
+		}
+	}
+	head = append(head, "cancelled_at_cap", "not_sent", "short_output")
+	p.table(head, func(add func(...string)) {
+		for _, ph := range r.Phases {
+			row := []string{ph.Phase, num(ph.ErrorRate, 4)}
+			for _, c := range schema.Classes {
+				if c != schema.Unclassified {
+					row = append(row, strconv.Itoa(ph.ByClass[c]))
+				}
+			}
+			row = append(row, strconv.Itoa(ph.Cancelled), strconv.Itoa(ph.NotSent), strconv.Itoa(ph.Short))
+			add(row...)
+		}
+	})
+	var kinds []string
+	for _, ph := range r.Phases {
+		for _, k := range sortedKeys(ph.ErrorKinds) {
+			kinds = append(kinds, fmt.Sprintf("- %s: %d × `%s`\n", ph.Phase, ph.ErrorKinds[k], strings.ReplaceAll(k, "`", "'")))
+		}
+	}
+	if len(kinds) > 0 {
+		p.f("\n### What the failures said\n\n%s", strings.Join(kinds, ""))
+	}
+}
+
+// printer remembers the first write error so rendering code stays linear.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+// table renders a Markdown table through tablewriter.
+func (p *printer) table(head []string, rows func(add func(...string))) {
+	if p.err != nil {
+		return
+	}
+	t := tablewriter.NewTable(p.w,
+		tablewriter.WithRenderer(renderer.NewMarkdown()),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+	)
+	t.Header(anys(head)...)
+	rows(func(cells ...string) {
+		for i := range cells {
+			cells[i] = mdCell(cells[i])
+		}
+		if err := t.Append(anys(cells)...); err != nil && p.err == nil {
+			p.err = err
+		}
+	})
+	if err := t.Render(); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// mdCell keeps a cell on one line and its pipes from splitting the row.
+func mdCell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+func num(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+
+// opt prints v×scale, or "—" for a metric over an empty sample.
+func opt(v *float64, scale float64, prec int) string {
+	if v == nil {
+		return "—"
+	}
+	return num(*v*scale, prec)
+}
+
+func ms(sec float64) string { return num(sec*1e3, 2) + " ms" }
+
+func arrival(o schema.Options) string {
+	s := o.Arrival
+	if o.RequestRate > 0 {
+		s += fmt.Sprintf(" %.4g req/s", o.RequestRate)
+	}
+	if o.MaxConcurrency > 0 {
+		s += fmt.Sprintf(", at most %d in flight", o.MaxConcurrency)
+	}
+	return s
+}
+
+func timeouts(t map[string]float64) string {
+	var parts []string
+	for _, k := range sortedKeys(t) {
+		v := "off"
+		if t[k] > 0 {
+			v = (time.Duration(t[k] * float64(time.Second))).String()
+		}
+		parts = append(parts, k+" "+v)
+	}
+	return strings.Join(parts, ", ")
+}
