@@ -70,7 +70,7 @@ type PhaseRun struct {
 // returned beside the plans.
 func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, error) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
-	defer tr.CloseIdleConnections()
+	defer tr.Close()
 	client := endpoints.NewClient(o.Endpoint, tr)
 	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: o.Limits, sleep: sleepCtx}
 	cals := map[int]Calibration{}
@@ -125,9 +125,8 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	if o.MaxConcurrency > 0 {
 		conc = min(conc, o.MaxConcurrency)
 	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
-	defer tr.CloseIdleConnections()
-	client := endpoints.NewClient(o.Endpoint, tr)
+	pool := endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
+	defer pool.Close()
 	tmpl := newTemplate(o.Shape, o.Nonce, newFiller().Text(plan.Cal.Chars), spec.Out)
 	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
 
@@ -136,6 +135,12 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 		prog = &Progress{}
 	}
 	prog.begin(spec)
+
+	// Open the phase's connections first, so the burst is not a queue of
+	// dials; this is set-up, before the phase's clock and cap start.
+	warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
+	pool.Warm(warmCtx, conc)
+	cancelWarm()
 
 	phaseCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -151,56 +156,81 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	evCap := min(spec.Out+8, 1<<16)
 
 	records := make([]schema.Record, spec.N)
-	cpu0 := cpuSeconds()
-	start := time.Now()
 	var wg sync.WaitGroup
-	sent := 0
-dispatch:
-	for i := range spec.N {
-		planned := start.Add(arrivals[i])
-		if wait := time.Until(planned); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-phaseCtx.Done():
-				t.Stop()
-				break dispatch
-			}
-		}
-		if phaseCtx.Err() != nil {
-			break
-		}
-		var queued time.Duration
-		if sem != nil {
-			select {
-			case sem <- struct{}{}:
-			case <-phaseCtx.Done():
-				break dispatch
-			}
-			// Waiting for a slot is client-side queueing, reported apart; the
-			// send is planned for when the slot freed.
-			if now := time.Now(); now.After(planned) {
-				queued = now.Sub(planned)
-				planned = now
-			}
-		}
-		sent++
-		wg.Add(1)
-		go func(i int, planned time.Time, queued time.Duration) {
+	var start time.Time
+	// ready makes request i ready to send (body, context, result buffer), so
+	// that none of it counts as send lag; the returned func sends it.
+	ready := func(i int) func(planned time.Time, queued time.Duration) {
+		st := pool.Client(i).PrepareChat(phaseCtx, tmpl.body(i), o.Limits)
+		res := &endpoints.StreamResult{Events: make([]time.Duration, 0, evCap)}
+		return func(planned time.Time, queued time.Duration) {
 			defer wg.Done()
-			if sem != nil {
-				defer func() { <-sem }()
-			}
-			res := endpoints.StreamResult{Events: make([]time.Duration, 0, evCap)}
 			prog.Sent.Add(1)
-			client.StreamChat(phaseCtx, tmpl.body(i), o.Limits, &prog.Events, &res)
-			records[i] = record(spec, i, start, planned, queued, &res)
+			st.Run(&prog.Events, res)
+			records[i] = record(spec, i, start, planned, queued, res)
 			prog.end(&records[i])
-		}(i, planned, queued)
+		}
 	}
-	for i := sent; i < spec.N; i++ {
-		records[i] = schema.Record{Phase: spec.Name, I: i, NotSent: true}
-		prog.end(&records[i])
+	cpu0 := cpuSeconds()
+	if o.RequestRate <= 0 && sem == nil {
+		// Burst: every request is made ready, then all are released at once.
+		gate := make(chan struct{})
+		wg.Add(spec.N)
+		for i := range spec.N {
+			send := ready(i)
+			go func() {
+				<-gate
+				send(start, 0)
+			}()
+		}
+		start = time.Now()
+		close(gate)
+	} else {
+		start = time.Now()
+		sent := 0
+	dispatch:
+		for i := range spec.N {
+			send := ready(i)
+			planned := start.Add(arrivals[i])
+			if wait := time.Until(planned); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-phaseCtx.Done():
+					t.Stop()
+					break dispatch
+				}
+			}
+			if phaseCtx.Err() != nil {
+				break
+			}
+			var queued time.Duration
+			if sem != nil {
+				select {
+				case sem <- struct{}{}:
+				case <-phaseCtx.Done():
+					break dispatch
+				}
+				// Waiting for a slot is client-side queueing, reported apart;
+				// the send is planned for when the slot freed.
+				if now := time.Now(); now.After(planned) {
+					queued = now.Sub(planned)
+					planned = now
+				}
+			}
+			sent++
+			wg.Add(1)
+			go func() {
+				if sem != nil {
+					defer func() { <-sem }()
+				}
+				send(planned, queued)
+			}()
+		}
+		for i := sent; i < spec.N; i++ {
+			records[i] = schema.Record{Phase: spec.Name, I: i, NotSent: true}
+			prog.end(&records[i])
+		}
 	}
 	wg.Wait()
 	status := schema.StatusComplete

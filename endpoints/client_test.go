@@ -217,3 +217,47 @@ func BenchmarkClientStream(b *testing.B) {
 	// Client and fake server share the process, so this counts both sides.
 	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N*n), "allocs/event")
 }
+
+func TestPoolWarmsTheConnectionsABurstUses(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	srv := endpointstest.New(nil, func(s *endpointstest.Server) {
+		s.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+	})
+	defer srv.Close()
+	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL()}, env(nil))
+	const n = 40
+	pool := endpoints.NewPool(ep, endpoints.TransportOptions{Conns: n, ConnectTimeout: 2 * time.Second})
+	defer pool.Close()
+	pool.Warm(context.Background(), n)
+	// The server counts a connection when it accepts it, which may trail the dial.
+	deadline := time.Now().Add(5 * time.Second)
+	for conns.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := conns.Load(); got != n {
+		t.Fatalf("warmed %d connections, want %d", got, n)
+	}
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"x-000001 hi"}],"max_tokens":2,"stream":true}`)
+	done := make(chan endpoints.StreamResult, n)
+	for i := range n {
+		st := pool.Client(i).PrepareChat(context.Background(), body, endpoints.StreamLimits{TTFT: 5 * time.Second})
+		go func() {
+			var res endpoints.StreamResult
+			st.Run(nil, &res)
+			done <- res
+		}()
+	}
+	for range n {
+		if res := <-done; res.Class != "" || !res.Done {
+			t.Fatalf("%+v", res)
+		}
+	}
+	if got := conns.Load(); got != n {
+		t.Fatalf("a burst of %d on %d warmed connections opened %d in all", n, n, got)
+	}
+}

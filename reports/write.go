@@ -77,6 +77,10 @@ func WriteDir(dir string, r *schema.Report, recs []schema.Record) error {
 			return err
 		}
 		defer os.Remove(tmp.Name())
+		if err := tmp.Chmod(0o644); err != nil {
+			tmp.Close()
+			return err
+		}
 		if err := fill(tmp); err != nil {
 			tmp.Close()
 			return fmt.Errorf("%s: %w", name, err)

@@ -262,7 +262,7 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
 	defer cancel()
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
-	defer tr.CloseIdleConnections()
+	defer tr.Close()
 	ids, err := endpoints.NewClient(ep, tr).ListModels(ctx)
 	status := endpoints.HTTPStatus(err)
 	switch {
@@ -295,7 +295,7 @@ func serverInfo(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 	ctx, cancel := context.WithTimeout(ctx, connect+5*time.Second)
 	defer cancel()
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
-	defer tr.CloseIdleConnections()
+	defer tr.Close()
 	info, _ := endpoints.NewClient(ep, tr).ServerInfo(ctx)
 	return info
 }
