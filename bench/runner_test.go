@@ -1,12 +1,16 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +20,7 @@ import (
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-func testOptions(t *testing.T, srv *endpointstest.Server, nonce string) *Options {
+func testOptions(t testing.TB, srv *endpointstest.Server, nonce string) *Options {
 	t.Helper()
 	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL(), Model: "fake-model"}, func(string) string { return "" })
 	if err != nil {
@@ -509,4 +513,75 @@ func deref(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// BenchmarkBurstSendLag sends a decode_medium-sized burst (512 requests at
+// once) to an in-process fake endpoint that holds every first token for a
+// second, and reports how late the client's sends were against the plan
+// (all at the phase start): the client's own share of TTFT.
+func BenchmarkBurstSendLag(b *testing.B) {
+	srv := endpointstest.New(func(endpointstest.Request) endpointstest.Behavior {
+		return endpointstest.Behavior{TTFT: time.Second}
+	})
+	defer srv.Close()
+	o := testOptions(b, srv, "b0b0b0b0")
+	var lags []float64
+	for b.Loop() {
+		run := RunPhase(context.Background(), o, plan(512, 64, 2))
+		if run.Result.Completed != 512 {
+			b.Fatalf("completed %d", run.Result.Completed)
+		}
+		for _, r := range run.Records {
+			lags = append(lags, r.SendLag)
+		}
+	}
+	b.ReportMetric(median(lags)*1e3, "p50-lag-ms")
+	b.ReportMetric(slices.Max(lags)*1e3, "max-lag-ms")
+}
+
+// BenchmarkBurstSendLagPlain is the reference for BenchmarkBurstSendLag: a
+// plain Go client (one shared http.Transport, each request's context
+// derived from the phase's at send time, 512 goroutines started at once)
+// against the same fake endpoint, with lag measured the same way.
+func BenchmarkBurstSendLagPlain(b *testing.B) {
+	srv := endpointstest.New(func(endpointstest.Request) endpointstest.Behavior {
+		return endpointstest.Behavior{TTFT: time.Second}
+	})
+	defer srv.Close()
+	const n = 512
+	body := Shape{Model: "m", IgnoreEOS: true}.chatBody(Prefix("b0b0b0b1", 1), newFiller().Text(256), 2, true)
+	var lags []float64
+	for b.Loop() {
+		tr := &http.Transport{MaxIdleConnsPerHost: n}
+		client := &http.Client{Transport: tr}
+		phase, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		start := time.Now()
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancelReq := context.WithCancel(phase)
+				defer cancelReq()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.BaseURL()+"/chat/completions", bytes.NewReader(body))
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				lags = append(lags, t0.Sub(start).Seconds())
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		cancel()
+		tr.CloseIdleConnections()
+	}
+	b.ReportMetric(median(lags)*1e3, "p50-lag-ms")
+	b.ReportMetric(slices.Max(lags)*1e3, "max-lag-ms")
 }
