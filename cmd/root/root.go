@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/model"
 	"github.com/glmbench/glmbench/cmd/run"
 	"github.com/glmbench/glmbench/cmd/version"
 )
@@ -60,6 +61,7 @@ requests.jsonl for side-by-side comparison.`,
 		return cmdutil.BadInput("%s: %v (see %s --help)", c.CommandPath(), err, c.CommandPath())
 	})
 	cmd.AddCommand(run.NewCmdRun(f, nil))
+	cmd.AddCommand(model.NewCmdModel(f))
 	cmd.AddCommand(version.NewCmdVersion(f))
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	enginemodel "github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -227,5 +228,20 @@ func TestVersion(t *testing.T) {
 	code, out, _ := execute(t, context.Background(), "version")
 	if code != 0 || out != "glmbench test\n" {
 		t.Fatalf("%d %q", code, out)
+	}
+}
+
+func TestModelSynthWritesALoadableCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, out, stderr := execute(t, context.Background(), "model", "synth", "--preset", "nano", "--out", dir, "--seed", "3")
+	if code != 0 || !strings.Contains(out, "preset nano, seed 3") {
+		t.Fatalf("exit %d: %s %s", code, out, stderr)
+	}
+	if _, _, err := enginemodel.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := execute(t, context.Background(), "model", "synth", "--preset", "huge", "--out", dir); code != 2 || !strings.Contains(stderr, "nano, tiny") {
+		t.Fatalf("bad preset: exit %d, %s", code, stderr)
 	}
 }

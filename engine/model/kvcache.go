@@ -1,0 +1,88 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/glmbench/glmbench/kernels"
+)
+
+// KVCache is the paged KV pool: for every layer (the main ones and MTP) and
+// every token slot, the MLA latent c (kv_lora_rank), the shared rope key
+// (qk_rope_head_dim) and the indexer key (index_head_dim), side by side so
+// one slot is one contiguous row. Slots come in pages of PageSize; a
+// sequence owns pages and its position t lives in slot
+// pages[t/PageSize]·PageSize + t%PageSize.
+type KVCache struct {
+	Width    int // floats per slot per layer
+	PageSize int
+	Pages    int
+
+	layers [][]float32 // [layer][Pages·PageSize·Width]
+	free   []int32     // free page ids, a stack
+}
+
+// NewKVCache allocates a pool of pages·pageSize token slots for cfg's main
+// layers and its MTP layer.
+func NewKVCache(cfg *Config, pages, pageSize int) *KVCache {
+	return newKVCache(cfg, pages, pageSize, cfg.Layers())
+}
+
+// NewKVCacheNoMTP allocates a pool for the main layers only, for serving
+// without speculative decoding (the MTP layer's cache would go unused).
+func NewKVCacheNoMTP(cfg *Config, pages, pageSize int) *KVCache {
+	return newKVCache(cfg, pages, pageSize, cfg.NumHiddenLayers)
+}
+
+func newKVCache(cfg *Config, pages, pageSize, layers int) *KVCache {
+	if pages <= 0 || pageSize <= 0 {
+		panic(fmt.Sprintf("model: NewKVCache(%d pages of %d)", pages, pageSize))
+	}
+	kv := &KVCache{Width: cfg.KVWidth(), PageSize: pageSize, Pages: pages}
+	for range layers {
+		kv.layers = append(kv.layers, make([]float32, pages*pageSize*kv.Width))
+	}
+	kv.free = make([]int32, pages)
+	for i := range kv.free {
+		kv.free[i] = int32(pages - 1 - i) // pop order 0, 1, 2, …
+	}
+	return kv
+}
+
+// Layers is the number of layers the pool caches.
+func (kv *KVCache) Layers() int { return len(kv.layers) }
+
+// Slots is the pool's size in tokens.
+func (kv *KVCache) Slots() int { return kv.Pages * kv.PageSize }
+
+// FreePages is the number of pages not owned by any sequence.
+func (kv *KVCache) FreePages() int { return len(kv.free) }
+
+// Alloc takes n pages, or returns false (taking none) if fewer are free.
+func (kv *KVCache) Alloc(n int) ([]int32, bool) {
+	if n > len(kv.free) {
+		return nil, false
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = kv.free[len(kv.free)-1-i]
+	}
+	kv.free = kv.free[:len(kv.free)-n]
+	return out, true
+}
+
+// Release returns pages to the pool.
+func (kv *KVCache) Release(pages []int32) { kv.free = append(kv.free, pages...) }
+
+// Layer is layer l's pool as a Slots × Width matrix.
+func (kv *KVCache) Layer(l int) kernels.Mat {
+	return kernels.NewMat(kv.layers[l], kv.Slots(), kv.Width)
+}
+
+// SlotsFor appends to dst the slots of positions [from, to) of a sequence
+// that owns pages.
+func (kv *KVCache) SlotsFor(dst []int32, pages []int32, from, to int) []int32 {
+	for t := from; t < to; t++ {
+		dst = append(dst, pages[t/kv.PageSize]*int32(kv.PageSize)+int32(t%kv.PageSize))
+	}
+	return dst
+}

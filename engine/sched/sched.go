@@ -1,0 +1,779 @@
+package sched
+
+import (
+	"context"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/engine/sampler"
+)
+
+// Config holds the scheduler's settings, named as SGLang's server args.
+type Config struct {
+	// MaxRunningRequests caps requests in the running batch.
+	MaxRunningRequests int `json:"max_running_requests"`
+	// MaxQueuedRequests caps the waiting queue; 0 is unbounded. Beyond it a
+	// request is refused with 503 "The request queue is full.".
+	MaxQueuedRequests int `json:"max_queued_requests"`
+	// ChunkedPrefillSize is the most prompt tokens of one request per prefill
+	// batch (-1: no chunking).
+	ChunkedPrefillSize int `json:"chunked_prefill_size"`
+	// MaxPrefillTokens is the most new tokens in one prefill batch.
+	MaxPrefillTokens int `json:"max_prefill_tokens"`
+	// PageSize is tokens per KV page.
+	PageSize int `json:"page_size"`
+	// MaxTotalTokens is the KV pool's size in tokens.
+	MaxTotalTokens int `json:"max_total_tokens"`
+	// SchedulePolicy is fcfs or lpm (longest prefix match first).
+	SchedulePolicy string `json:"schedule_policy"`
+	// DisableRadixCache turns the prefix cache off.
+	DisableRadixCache bool `json:"disable_radix_cache"`
+	// StreamInterval is how many tokens a stream event carries at most.
+	StreamInterval int `json:"stream_interval"`
+	// ScheduleConservativeness scales the KV reserved for running requests' future tokens.
+	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
+	// ContextLength is the longest sequence (prompt + output).
+	ContextLength int `json:"context_length"`
+}
+
+// SGLang's constants for the admission budget (schedule_policy.py, environ.py).
+const (
+	clipMaxNewTokens     = 4096 // CLIP_MAX_NEW_TOKENS_ESTIMATION
+	initNewTokenRatio    = 0.7  // SGLANG_INIT_NEW_TOKEN_RATIO
+	minNewTokenFactor    = 0.14 // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+	newTokenRatioDecay   = 600  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+	retractDecodeSteps   = 20   // SGLANG_RETRACT_DECODE_STEPS
+	lpmFallbackQueueSize = 128  // lpm becomes fcfs beyond this many waiting
+)
+
+// Defaults fills unset fields with SGLang's defaults (chunked prefill 4096
+// as when GPU memory is unknown, max prefill 16384, page size 1, fcfs,
+// stream interval 1, conservativeness 1).
+func (c *Config) Defaults() {
+	if c.ChunkedPrefillSize == 0 {
+		c.ChunkedPrefillSize = 4096
+	}
+	if c.MaxPrefillTokens == 0 {
+		c.MaxPrefillTokens = 16384
+	}
+	if c.PageSize == 0 {
+		c.PageSize = 1
+	}
+	if c.SchedulePolicy == "" {
+		c.SchedulePolicy = "fcfs"
+	}
+	if c.StreamInterval == 0 {
+		c.StreamInterval = 1
+	}
+	if c.ScheduleConservativeness == 0 {
+		c.ScheduleConservativeness = 1
+	}
+	if c.MaxRunningRequests == 0 {
+		c.MaxRunningRequests = min(2048, max(1, c.MaxTotalTokens/2))
+	}
+}
+
+// Validate checks a config after Defaults.
+func (c *Config) Validate() error {
+	switch {
+	case c.PageSize < 1:
+		return fmt.Errorf("page_size must be at least 1")
+	case c.ChunkedPrefillSize != -1 && (c.ChunkedPrefillSize < c.PageSize || c.ChunkedPrefillSize%c.PageSize != 0):
+		return fmt.Errorf("chunked_prefill_size %d must be -1 or a positive multiple of page_size %d", c.ChunkedPrefillSize, c.PageSize)
+	case c.MaxPrefillTokens < 1:
+		return fmt.Errorf("max_prefill_tokens must be positive")
+	case c.MaxTotalTokens < c.PageSize:
+		return fmt.Errorf("max_total_tokens %d holds no page of %d", c.MaxTotalTokens, c.PageSize)
+	case c.SchedulePolicy != "fcfs" && c.SchedulePolicy != "lpm":
+		return fmt.Errorf("schedule_policy %q: want fcfs or lpm", c.SchedulePolicy)
+	case c.MaxRunningRequests < 1 || c.MaxQueuedRequests < 0 || c.StreamInterval < 1:
+		return fmt.Errorf("max_running_requests, max_queued_requests and stream_interval must be positive")
+	case c.ScheduleConservativeness <= 0:
+		return fmt.Errorf("schedule_conservativeness must be positive")
+	}
+	return nil
+}
+
+// Executor runs batches: the model, or a simulation of its timing.
+type Executor interface {
+	Forward(seqs []model.Seq) *model.Output
+	Pool() *model.KVCache
+}
+
+// Observer hears the scheduler's timings (for Prometheus); nil hears nothing.
+type Observer interface {
+	FirstToken(ttft time.Duration)
+	InterToken(gap time.Duration)
+	Tokens(prompt, generated int)
+}
+
+// Stats is a snapshot of the scheduler's state.
+type Stats struct {
+	Waiting, Running int
+	KVUsedTokens     int
+	KVTotalTokens    int
+	CachedTokens     int // tokens held by the prefix cache
+	Retractions      int64
+	NewTokenRatio    float64
+}
+
+// req is the scheduler's state of one request.
+type req struct {
+	r       *Request
+	stream  *Stream
+	arrival time.Time
+	last    time.Time // when the last token was emitted
+
+	out    []int32 // generated tokens
+	pages  []int32 // KV pages: the shared prefix's first, then its own
+	shared int     // leading pages owned by the radix cache
+	node   *radixNode
+	cached int // prompt tokens served by the prefix cache at the first admission
+	filled int // positions whose KV is computed
+	// target is how many positions prefill must fill: the prompt, plus the
+	// output so far for a request retracted and re-admitted.
+	target int
+
+	sampler *sampler.Sampler
+	stops   map[int32]bool
+
+	pending   []int32 // tokens not yet streamed (stream interval)
+	pendingLP []TokenLogprob
+	promptLP  []*TokenLogprob
+	retracted bool
+}
+
+func (q *req) tokens() []int32 {
+	if len(q.out) == 0 {
+		return q.r.Prompt
+	}
+	return append(slices.Clip(q.r.Prompt), q.out...)
+}
+
+// Scheduler runs requests on an executor.
+type Scheduler struct {
+	cfg   Config
+	exec  Executor
+	kv    *model.KVCache
+	radix *RadixCache
+	obs   Observer
+	eos   []int32
+	vocab int // ids at and above it are padding: never sampled
+
+	mu       sync.Mutex // guards inbox and closing
+	inbox    []*req
+	wake     chan struct{}
+	closing  bool
+	shutdown chan struct{}
+	done     chan struct{}
+
+	waiting  []*req
+	running  []*req
+	chunked  *req
+	ratio    float64
+	retracts atomic.Int64
+	stats    atomic.Pointer[Stats]
+	rng      *mrand.Rand
+	logp     []float32
+}
+
+// New returns a scheduler over exec; eos lists the stop tokens every request
+// has unless it ignores EOS; ids from vocab on are padding of the model's
+// vocabulary and are never sampled (0: none).
+func New(cfg Config, exec Executor, eos []int32, vocab int, obs Observer) (*Scheduler, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	kv := exec.Pool()
+	if kv.PageSize != cfg.PageSize {
+		return nil, fmt.Errorf("KV cache pages of %d tokens, page_size %d", kv.PageSize, cfg.PageSize)
+	}
+	s := &Scheduler{
+		cfg: cfg, exec: exec, kv: kv, obs: obs, eos: eos, vocab: vocab,
+		wake: make(chan struct{}, 1), shutdown: make(chan struct{}), done: make(chan struct{}),
+		rng: mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1)),
+	}
+	s.ratio = s.initRatio()
+	if !cfg.DisableRadixCache {
+		s.radix = NewRadixCache(cfg.PageSize)
+	}
+	s.publish()
+	return s, nil
+}
+
+// Config returns the effective settings.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+func (s *Scheduler) initRatio() float64 {
+	return min(initNewTokenRatio*s.cfg.ScheduleConservativeness, 1)
+}
+
+// Stats returns the latest snapshot.
+func (s *Scheduler) Stats() Stats { return *s.stats.Load() }
+
+// Submit queues a request and returns its stream. It refuses a request that
+// can never fit (prompt and output beyond the context, or beyond the KV
+// pool) and, once Shutdown began, every request.
+func (s *Scheduler) Submit(r *Request) (*Stream, error) {
+	n := len(r.Prompt)
+	switch {
+	case n == 0:
+		return nil, &RequestError{Status: 400, Message: "the prompt is empty"}
+	case n+r.Params.MaxNewTokens > s.cfg.ContextLength:
+		return nil, &RequestError{Status: 400, Message: fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.cfg.ContextLength, n+r.Params.MaxNewTokens, n, r.Params.MaxNewTokens)}
+	case n+r.Params.MaxNewTokens+s.cfg.PageSize > s.cfg.MaxTotalTokens:
+		return nil, &RequestError{Status: 400, Message: fmt.Sprintf("the request needs %d tokens of KV cache; the pool holds %d", n+r.Params.MaxNewTokens, s.cfg.MaxTotalTokens)}
+	}
+	q := &req{r: r, stream: newStream(), arrival: time.Now(), target: n, stops: map[int32]bool{}}
+	for _, t := range r.Params.StopTokens {
+		q.stops[t] = true
+	}
+	if !r.Params.IgnoreEOS {
+		for _, t := range s.eos {
+			q.stops[t] = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, ErrShuttingDown
+	}
+	seed := r.Params.Seed
+	if !r.Params.HasSeed {
+		seed = s.rng.Uint64()
+	}
+	// The request is whole before the scheduler's goroutine can see it.
+	q.sampler = sampler.New(r.Params.Sampling, seed)
+	s.inbox = append(s.inbox, q)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return q.stream, nil
+}
+
+// RequestError is a request the scheduler refuses, with its HTTP status.
+type RequestError struct {
+	Status  int
+	Message string
+}
+
+func (e *RequestError) Error() string { return e.Message }
+
+// Run is the scheduler's loop; it returns after Shutdown has drained it.
+func (s *Scheduler) Run() {
+	defer close(s.done)
+	for {
+		s.takeInbox()
+		s.dropAborted()
+		if s.stopping() {
+			s.abortAll("the server is shutting down")
+			return
+		}
+		if s.prefillStep() || s.decodeStep() {
+			s.publish()
+			continue
+		}
+		s.publish()
+		s.ratio = s.initRatio() // idle: SGLang resets the ratio
+		select {
+		case <-s.wake:
+		case <-s.shutdown:
+		}
+	}
+}
+
+// Shutdown stops accepting requests, ends the running ones with an abort
+// finish, and waits for the loop to return (or ctx to end).
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		close(s.shutdown)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Scheduler) stopping() bool {
+	select {
+	case <-s.shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// takeInbox moves submitted requests to the waiting queue, refusing those
+// beyond max_queued_requests as SGLang does: "len(waiting_queue) + 1 <=
+// max_queued_requests", running requests not counted.
+func (s *Scheduler) takeInbox() {
+	s.mu.Lock()
+	in := s.inbox
+	s.inbox = nil
+	s.mu.Unlock()
+	for _, q := range in {
+		if s.cfg.MaxQueuedRequests > 0 && len(s.waiting)+1 > s.cfg.MaxQueuedRequests {
+			// SGLang answers queue overflow with 503, not 429.
+			q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: ErrQueueFull.Error()}, PromptTokens: len(q.r.Prompt)})
+			continue
+		}
+		s.waiting = append(s.waiting, q)
+	}
+}
+
+// dropAborted removes requests whose client went away, freeing their KV.
+func (s *Scheduler) dropAborted() {
+	keep := func(list []*req) []*req {
+		return slices.DeleteFunc(list, func(q *req) bool {
+			if !q.stream.isAborted() {
+				return false
+			}
+			s.release(q, false)
+			q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1}, PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out)})
+			return true
+		})
+	}
+	s.waiting = keep(s.waiting)
+	s.running = keep(s.running)
+	if s.chunked != nil && s.chunked.stream.isAborted() {
+		s.release(s.chunked, false)
+		s.chunked.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1}, PromptTokens: len(s.chunked.r.Prompt)})
+		s.chunked = nil
+	}
+}
+
+func (s *Scheduler) abortAll(msg string) {
+	for _, list := range [][]*req{s.waiting, s.running} {
+		for _, q := range list {
+			s.release(q, false)
+			q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: msg}, PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out)})
+		}
+	}
+	if s.chunked != nil {
+		s.release(s.chunked, false)
+		s.chunked.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: msg}, PromptTokens: len(s.chunked.r.Prompt)})
+	}
+	s.waiting, s.running, s.chunked = nil, nil, nil
+	s.takeInbox()
+	for _, q := range s.waiting {
+		q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: msg}, PromptTokens: len(q.r.Prompt)})
+	}
+	s.waiting = nil
+}
+
+// release gives back a request's pages: its prefix lock, and either its own
+// pages to the pool or, when insert is set (it finished), its KV to the
+// prefix cache keyed by its tokens.
+func (s *Scheduler) release(q *req, insert bool) {
+	ps := s.cfg.PageSize
+	own := q.pages[q.shared:]
+	if insert && s.radix != nil {
+		toks := q.tokens()[:q.filled]
+		full := len(toks) / ps
+		dup := s.radix.Insert(toks[:full*ps], q.pages[:full])
+		s.kv.Release(dup)
+		own = q.pages[max(full, q.shared):]
+	}
+	if q.node != nil {
+		s.radix.Unlock(q.node)
+		q.node = nil
+	}
+	s.kv.Release(own)
+	q.pages, q.shared, q.filled = nil, 0, 0
+}
+
+// alloc takes n pages, evicting from the prefix cache if it must.
+func (s *Scheduler) alloc(n int) ([]int32, bool) {
+	if n > s.kv.FreePages() && s.radix != nil {
+		s.kv.Release(s.radix.Evict(n - s.kv.FreePages()))
+	}
+	return s.kv.Alloc(n)
+}
+
+func (s *Scheduler) freeTokens() int {
+	n := s.kv.FreePages()
+	if s.radix != nil {
+		n += s.radix.Evictable()
+	}
+	return n * s.cfg.PageSize
+}
+
+// reserved is the KV the running requests will still need, as SGLang
+// estimates it: Σ min(max_new − generated, 4096) × new_token_ratio.
+func (s *Scheduler) reserved() float64 {
+	var r float64
+	for _, q := range s.running {
+		r += float64(min(q.r.Params.MaxNewTokens-len(q.out), clipMaxNewTokens)) * s.ratio
+	}
+	return r
+}
+
+// order sorts the waiting queue by the policy: fcfs keeps arrival order;
+// lpm puts the longest cached prefix first (fcfs beyond 128 waiting, or
+// without a prefix cache, as SGLang falls back).
+func (s *Scheduler) order() {
+	if s.cfg.SchedulePolicy != "lpm" || s.radix == nil || len(s.waiting) > lpmFallbackQueueSize {
+		return
+	}
+	match := make(map[*req]int, len(s.waiting))
+	for _, q := range s.waiting {
+		_, n, _ := s.radix.Match(q.tokens()[:q.target])
+		match[q] = n
+	}
+	sort.SliceStable(s.waiting, func(i, j int) bool { return match[s.waiting[i]] > match[s.waiting[j]] })
+}
+
+// prefillStep forms and runs a prefill batch if it can (SGLang runs prefill
+// first when possible).
+func (s *Scheduler) prefillStep() bool {
+	if len(s.waiting) == 0 && s.chunked == nil {
+		return false
+	}
+	ps := s.cfg.PageSize
+	remTotal := float64(s.freeTokens()) - s.reserved()
+	remInput := s.cfg.MaxPrefillTokens
+	remChunk := s.cfg.ChunkedPrefillSize
+	if remChunk < 0 {
+		remChunk = math.MaxInt
+	}
+	slots := s.cfg.MaxRunningRequests - len(s.running)
+	var batch []*req
+	var seqs []model.Seq
+	var sizes []int
+
+	add := func(q *req, extend int) bool {
+		need := (q.filled + extend + ps - 1) / ps
+		if need > len(q.pages) {
+			more, ok := s.alloc(need - len(q.pages))
+			if !ok {
+				return false
+			}
+			q.pages = append(q.pages, more...)
+		}
+		batch = append(batch, q)
+		sizes = append(sizes, extend)
+		remInput -= extend
+		remChunk -= extend
+		return true
+	}
+	// The request being prefilled in chunks goes first.
+	if q := s.chunked; q != nil {
+		extend := min(q.target-q.filled, remChunk)
+		if extend < q.target-q.filled {
+			extend = extend / ps * ps
+		}
+		if extend > 0 && add(q, extend) {
+			s.chunked = nil
+			if q.filled+extend < q.target {
+				s.chunked = q
+			}
+			slots--
+		}
+	}
+	s.order()
+	admitted := 0
+	for _, q := range s.waiting {
+		if slots <= 0 || remInput <= 0 || remChunk <= 0 || s.chunked != nil {
+			break
+		}
+		if q.pages == nil && s.radix != nil && !q.r.Params.PromptLogprobs {
+			// Reuse a cached prefix; at least the last token is computed, for its logits.
+			pages, n, node := s.radix.Match(q.tokens()[:q.target-1])
+			if n > 0 {
+				q.pages, q.shared, q.node, q.filled = slices.Clone(pages), len(pages), node, n
+				s.radix.Lock(node)
+				if !q.retracted {
+					q.cached = n
+				}
+			}
+		}
+		extend := q.target - q.filled
+		need := float64(extend + min(q.r.Params.MaxNewTokens-len(q.out), clipMaxNewTokens))
+		if need > remTotal && (len(s.running) > 0 || admitted > 0) {
+			s.unshare(q)
+			break // not enough KV for it and its future tokens: the batch is full
+		}
+		if extend > remChunk {
+			extend = remChunk / ps * ps
+			if extend == 0 {
+				s.unshare(q)
+				break
+			}
+		}
+		if extend > remInput && admitted > 0 {
+			s.unshare(q)
+			break
+		}
+		if !add(q, extend) {
+			s.unshare(q)
+			break
+		}
+		remTotal -= need
+		admitted++
+		slots--
+		if q.filled+extend < q.target {
+			s.chunked = q
+		}
+	}
+	s.waiting = s.waiting[admitted:]
+	if len(batch) == 0 {
+		return false
+	}
+	for i, q := range batch {
+		rows := model.NoRows
+		if q.filled+sizes[i] == q.target {
+			rows = model.LastRow
+		}
+		if q.r.Params.PromptLogprobs {
+			rows = model.AllRows
+		}
+		toks := q.tokens()
+		seqs = append(seqs, model.Seq{
+			Tokens: toks[q.filled : q.filled+sizes[i]],
+			Pos:    q.filled,
+			Slots:  s.kv.SlotsFor(nil, q.pages, 0, q.filled+sizes[i]),
+			Logits: rows,
+		})
+	}
+	out := s.exec.Forward(seqs)
+	for i, q := range batch {
+		logits, _ := out.SeqRows(i)
+		q.filled += sizes[i]
+		if q.r.Params.PromptLogprobs {
+			s.promptLogprobs(q, seqs[i], logits)
+		}
+		if q.filled < q.target {
+			continue // more chunks to come
+		}
+		if q.r.Params.MaxNewTokens == 0 {
+			s.finish(q, &Finish{Reason: "length", Matched: -1})
+			continue
+		}
+		q.retracted = false
+		s.running = append(s.running, q)
+		s.emit(q, logits.Row(logits.Rows-1))
+	}
+	return true
+}
+
+// unshare drops the prefix a request matched but was not admitted with.
+func (s *Scheduler) unshare(q *req) {
+	if q.node != nil && q.filled == len(q.pages)*s.cfg.PageSize && len(q.pages) == q.shared {
+		s.radix.Unlock(q.node)
+		q.pages, q.shared, q.node, q.filled = nil, 0, nil, 0
+	}
+}
+
+// promptLogprobs records the logprob of each prompt token that a row of
+// this chunk predicts: row i gives the token at Pos+i+1.
+func (s *Scheduler) promptLogprobs(q *req, seq model.Seq, logits interface {
+	Row(int) []float32
+}) {
+	if q.promptLP == nil {
+		q.promptLP = make([]*TokenLogprob, len(q.r.Prompt))
+	}
+	for i := range seq.Tokens {
+		p := seq.Pos + i + 1
+		if p >= len(q.r.Prompt) {
+			break
+		}
+		lp := s.logprobs(logits.Row(i), q.r.Prompt[p], q.r.Params.PromptTopLogprobs)
+		q.promptLP[p] = &lp
+	}
+}
+
+// logprobs computes a token's log probability and the top alternatives.
+func (s *Scheduler) logprobs(row []float32, id int32, top int) TokenLogprob {
+	if cap(s.logp) < len(row) {
+		s.logp = make([]float32, len(row))
+	}
+	lp := s.logp[:len(row)]
+	s.maskPadding(row)
+	sampler.LogSoftmax(lp, row)
+	out := TokenLogprob{ID: id, Logprob: lp[id]}
+	if top > 0 {
+		ids, vals := sampler.TopLogprobs(lp, top)
+		for i := range ids {
+			out.Top = append(out.Top, TopLogprob{ID: ids[i], Logprob: vals[i]})
+		}
+	}
+	return out
+}
+
+// maskPadding sets the logits of padding ids to −Inf: they decode to
+// nothing, and a random-weight model would otherwise pick them.
+func (s *Scheduler) maskPadding(row []float32) {
+	if s.vocab > 0 && s.vocab < len(row) {
+		for i := range row[s.vocab:] {
+			row[s.vocab+i] = float32(math.Inf(-1))
+		}
+	}
+}
+
+// emit samples a running request's next token from its logits row, streams
+// it and retires the request if it is done.
+func (s *Scheduler) emit(q *req, row []float32) {
+	s.maskPadding(row)
+	tok := q.sampler.Sample(row)
+	now := time.Now()
+	q.out = append(q.out, tok)
+	q.pending = append(q.pending, tok)
+	if q.r.Params.Logprobs {
+		q.pendingLP = append(q.pendingLP, s.logprobs(row, tok, q.r.Params.TopLogprobs))
+	}
+	if s.obs != nil {
+		if len(q.out) == 1 {
+			s.obs.FirstToken(now.Sub(q.arrival))
+		} else {
+			s.obs.InterToken(now.Sub(q.last))
+		}
+	}
+	q.last = now
+	switch {
+	case q.stops[tok] && len(q.out) >= q.r.Params.MinNewTokens:
+		s.retire(q, &Finish{Reason: "stop", Matched: tok})
+	case len(q.out) >= q.r.Params.MaxNewTokens:
+		s.retire(q, &Finish{Reason: "length", Matched: -1})
+	case len(q.pending) >= s.cfg.StreamInterval:
+		s.flush(q, nil)
+	}
+}
+
+// retire removes a finished request from the running batch.
+func (s *Scheduler) retire(q *req, f *Finish) {
+	s.running = slices.DeleteFunc(s.running, func(r *req) bool { return r == q })
+	s.finish(q, f)
+}
+
+// finish streams the last event and hands the request's KV to the prefix cache.
+func (s *Scheduler) finish(q *req, f *Finish) {
+	s.release(q, true)
+	s.flush(q, f)
+	if s.obs != nil {
+		s.obs.Tokens(len(q.r.Prompt), len(q.out))
+	}
+}
+
+func (s *Scheduler) flush(q *req, f *Finish) {
+	ev := Event{Tokens: q.pending, Logprobs: q.pendingLP, Finish: f,
+		PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out), CachedTokens: q.cached}
+	if q.promptLP != nil {
+		ev.PromptLogprobs, q.promptLP = q.promptLP, nil
+	}
+	q.pending, q.pendingLP = nil, nil
+	q.stream.push(ev)
+}
+
+// decodeStep runs one decode step of the running batch, making room first.
+func (s *Scheduler) decodeStep() bool {
+	if len(s.running) == 0 {
+		return false
+	}
+	s.makeRoom()
+	seqs := make([]model.Seq, len(s.running))
+	for i, q := range s.running {
+		toks := q.tokens()
+		p := len(toks) - 1 // the last generated token is new to the cache
+		seqs[i] = model.Seq{Tokens: toks[p:], Pos: p, Slots: s.kv.SlotsFor(nil, q.pages, 0, p+1), Logits: model.LastRow}
+	}
+	out := s.exec.Forward(seqs)
+	batch := slices.Clone(s.running)
+	for i, q := range batch {
+		q.filled = len(q.r.Prompt) + len(q.out)
+		logits, _ := out.SeqRows(i)
+		s.emit(q, logits.Row(0))
+	}
+	// The ratio decays toward its floor with every decode step.
+	floor := s.initRatio() * minNewTokenFactor
+	s.ratio = max(floor, s.ratio-(s.initRatio()-floor)/newTokenRatioDecay)
+	return true
+}
+
+// makeRoom gives every running request the page its next token needs,
+// evicting the prefix cache and then retracting requests as SGLang does:
+// fewest generated tokens first, then longest prompt, never the last one,
+// until the rest have room for 20 more steps.
+func (s *Scheduler) makeRoom() {
+	ps := s.cfg.PageSize
+	need := func() int {
+		n := 0
+		for _, q := range s.running {
+			pos := len(q.r.Prompt) + len(q.out) - 1
+			if pos/ps >= len(q.pages) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := need(); n > s.kv.FreePages() && s.radix != nil {
+		s.kv.Release(s.radix.Evict(n - s.kv.FreePages()))
+	}
+	if need() > s.kv.FreePages() {
+		sort.SliceStable(s.running, func(i, j int) bool {
+			a, b := s.running[i], s.running[j]
+			if len(a.out) != len(b.out) {
+				return len(a.out) > len(b.out)
+			}
+			return len(a.r.Prompt) < len(b.r.Prompt)
+		})
+		for len(s.running) > 1 && s.kv.FreePages()*ps < len(s.running)*retractDecodeSteps {
+			q := s.running[len(s.running)-1]
+			s.running = s.running[:len(s.running)-1]
+			s.release(q, false)
+			q.retracted = true
+			q.target = len(q.r.Prompt) + len(q.out)
+			s.waiting = append([]*req{q}, s.waiting...)
+			s.retracts.Add(1)
+		}
+		// SGLang re-estimates the ratio after retracting.
+		var decoded, total int
+		for _, q := range s.running {
+			decoded += len(q.out)
+			total += q.r.Params.MaxNewTokens
+		}
+		if total > 0 {
+			s.ratio = min(1, float64(decoded+retractDecodeSteps*len(s.running))/float64(total))
+		}
+	}
+	for _, q := range s.running {
+		pos := len(q.r.Prompt) + len(q.out) - 1
+		if pos/ps >= len(q.pages) {
+			more, ok := s.alloc(1)
+			if !ok {
+				panic("sched: no KV page for a running request after retraction")
+			}
+			q.pages = append(q.pages, more...)
+		}
+	}
+}
+
+func (s *Scheduler) publish() {
+	used := s.kv.Slots() - s.kv.FreePages()*s.cfg.PageSize
+	st := &Stats{
+		Waiting: len(s.waiting), Running: len(s.running), KVUsedTokens: used, KVTotalTokens: s.kv.Slots(),
+		Retractions: s.retracts.Load(), NewTokenRatio: s.ratio,
+	}
+	if s.chunked != nil {
+		st.Running++
+	}
+	if s.radix != nil {
+		st.CachedTokens = s.radix.Pages() * s.cfg.PageSize
+	}
+	s.stats.Store(st)
+}

@@ -1,0 +1,315 @@
+package sched
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/engine/sampler"
+	"github.com/glmbench/glmbench/kernels"
+)
+
+const vocabLimit = 273 // bytes + GLM specials; above is padding
+
+type harness struct {
+	m *model.Model
+	s *Scheduler
+}
+
+func start(t *testing.T, cfg Config, pages, pageSize int) *harness {
+	t.Helper()
+	mc, _ := model.Preset("nano")
+	mc.IndexTopK = 8 // so that DSA prunes at test lengths
+	m := model.New(mc, model.Synth(mc, 1), kernels.Default(), model.NewKVCache(mc, pages, pageSize))
+	cfg.MaxTotalTokens, cfg.PageSize = pages*pageSize, pageSize
+	cfg.ContextLength = mc.MaxPositionEmbeddings
+	s, err := New(cfg, m, []int32{262}, vocabLimit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Run()
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	return &harness{m: m, s: s}
+}
+
+func prompt(n, salt int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32((i*31 + salt*17 + 3) % 256)
+	}
+	return out
+}
+
+// collect reads a stream to its end.
+func collect(t *testing.T, st *Stream) ([]int32, []Event) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var toks []int32
+	var all []Event
+	for {
+		evs, err := st.Next(ctx)
+		if err != nil {
+			if err == errStreamDone {
+				return toks, all
+			}
+			t.Fatalf("stream: %v", err)
+		}
+		for _, ev := range evs {
+			toks = append(toks, ev.Tokens...)
+			all = append(all, ev)
+			if ev.Finish != nil {
+				return toks, all
+			}
+		}
+	}
+}
+
+func greedy(n int) Params {
+	return Params{MaxNewTokens: n, IgnoreEOS: true, Sampling: sampler.Params{Temperature: 0}}
+}
+
+// direct decodes greedily with the model alone, one token per forward pass.
+func direct(t *testing.T, h *harness, p []int32, n int) []int32 {
+	t.Helper()
+	mc := h.m.Cfg
+	m := model.New(mc, h.m.W, kernels.Default(), model.NewKVCache(mc, (len(p)+n)/4+2, 4))
+	pages, _ := m.KV.Alloc(m.KV.Pages)
+	toks := slices.Clone(p)
+	var out []int32
+	pos := 0
+	for range n {
+		o := m.Forward([]model.Seq{{Tokens: toks[pos:], Pos: pos, Slots: m.KV.SlotsFor(nil, pages, 0, len(toks)), Logits: model.LastRow}})
+		row := o.Logits.Row(0)
+		for i := vocabLimit; i < len(row); i++ {
+			row[i] = float32(math.Inf(-1))
+		}
+		next := sampler.Argmax(row)
+		pos = len(toks)
+		toks = append(toks, next)
+		out = append(out, next)
+	}
+	return out
+}
+
+func TestGreedyOutputEqualsTheModelAlone(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, 256, 4)
+	p := prompt(30, 1)
+	st, err := h.s.Submit(&Request{Prompt: p, Params: greedy(12)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, evs := collect(t, st)
+	if want := direct(t, h, p, 12); !slices.Equal(got, want) {
+		t.Fatalf("scheduler %v, model alone %v", got, want)
+	}
+	last := evs[len(evs)-1]
+	if last.Finish.Reason != "length" || last.PromptTokens != 30 || last.CompletionTokens != 12 {
+		t.Fatalf("last event %+v", last)
+	}
+}
+
+func TestTemperatureZeroIsTheSameAloneAndAmong64(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{ChunkedPrefillSize: 64}, 2048, 1)
+	p := prompt(40, 2)
+	st, _ := h.s.Submit(&Request{Prompt: p, Params: greedy(10)})
+	alone, _ := collect(t, st)
+	var wg sync.WaitGroup
+	results := make([][]int32, 64)
+	for i := range results {
+		pr := p
+		if i%2 == 1 {
+			pr = prompt(25+i, 100+i) // others, of other lengths
+		}
+		st, err := h.s.Submit(&Request{Prompt: pr, Params: greedy(10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], _ = collect(t, st)
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 64; i += 2 {
+		if !slices.Equal(results[i], alone) {
+			t.Fatalf("request %d among 64 gave %v, alone %v", i, results[i], alone)
+		}
+	}
+}
+
+func TestChunkedPrefillGivesTheSameTokens(t *testing.T) {
+	t.Parallel()
+	p := prompt(90, 3)
+	whole := start(t, Config{ChunkedPrefillSize: -1}, 256, 1)
+	st, _ := whole.s.Submit(&Request{Prompt: p, Params: greedy(8)})
+	want, _ := collect(t, st)
+	chunked := start(t, Config{ChunkedPrefillSize: 16}, 256, 1)
+	st, _ = chunked.s.Submit(&Request{Prompt: p, Params: greedy(8)})
+	got, _ := collect(t, st)
+	if !slices.Equal(got, want) {
+		t.Fatalf("chunked %v, whole %v", got, want)
+	}
+}
+
+func TestPrefixCacheHitsOnASharedPrefixAndMissesOnDistinctOnes(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, 512, 1)
+	base := prompt(64, 4)
+	st, _ := h.s.Submit(&Request{Prompt: base, Params: greedy(4)})
+	first, evs := collect(t, st)
+	if evs[len(evs)-1].CachedTokens != 0 {
+		t.Fatal("the first request hit the cache")
+	}
+	shared := append(slices.Clone(base[:48]), prompt(20, 5)...)
+	st, _ = h.s.Submit(&Request{Prompt: shared, Params: greedy(4)})
+	_, evs = collect(t, st)
+	if c := evs[len(evs)-1].CachedTokens; c != 48 {
+		t.Fatalf("shared prefix: %d cached tokens, want 48", c)
+	}
+	st, _ = h.s.Submit(&Request{Prompt: prompt(64, 6), Params: greedy(4)})
+	_, evs = collect(t, st)
+	if c := evs[len(evs)-1].CachedTokens; c != 0 {
+		t.Fatalf("distinct prompt: %d cached tokens", c)
+	}
+	// The same prompt again is served from the cache and gives the same tokens.
+	st, _ = h.s.Submit(&Request{Prompt: base, Params: greedy(4)})
+	again, evs := collect(t, st)
+	if !slices.Equal(again, first) || evs[len(evs)-1].CachedTokens != 63 {
+		t.Fatalf("repeat: %v (cached %d), first %v", again, evs[len(evs)-1].CachedTokens, first)
+	}
+}
+
+func TestQueueOverflowIsAnsweredWith503(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{MaxQueuedRequests: 1, MaxRunningRequests: 1}, 256, 1)
+	var streams []*Stream
+	for i := range 6 {
+		st, err := h.s.Submit(&Request{Prompt: prompt(20, i), Params: greedy(30)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	full := 0
+	for _, st := range streams {
+		_, evs := collect(t, st)
+		f := evs[len(evs)-1].Finish
+		if f.Status == 503 {
+			if f.Message != "The request queue is full." {
+				t.Fatalf("message %q", f.Message)
+			}
+			full++
+		}
+	}
+	if full == 0 || full == 6 {
+		t.Fatalf("%d of 6 refused as queue full", full)
+	}
+}
+
+func TestAbortFreesTheKVCache(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{DisableRadixCache: true}, 512, 1)
+	st, _ := h.s.Submit(&Request{Prompt: prompt(50, 7), Params: greedy(400)})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := st.Next(ctx); err != nil { // generating now
+		t.Fatal(err)
+	}
+	if h.s.Stats().KVUsedTokens == 0 {
+		t.Fatal("a running request holds no KV")
+	}
+	st.Abort()
+	_, evs := collect(t, st)
+	if evs[len(evs)-1].Finish.Reason != "abort" {
+		t.Fatalf("finish %+v", evs[len(evs)-1].Finish)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.s.Stats().KVUsedTokens != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if used := h.s.Stats().KVUsedTokens; used != 0 {
+		t.Fatalf("%d KV tokens still used after the abort", used)
+	}
+}
+
+func TestRetractionUnderKVPressureKeepsOutputsExact(t *testing.T) {
+	t.Parallel()
+	// 16 requests of 20 + 40 tokens need 960 slots; the pool has 320, so
+	// decode runs out and retracts, and retracted requests re-prefill.
+	h := start(t, Config{DisableRadixCache: true}, 320, 1)
+	var wg sync.WaitGroup
+	got := make([][]int32, 16)
+	for i := range got {
+		st, err := h.s.Submit(&Request{Prompt: prompt(20, 10+i), Params: greedy(40)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = collect(t, st)
+		}()
+	}
+	wg.Wait()
+	if h.s.Stats().Retractions == 0 {
+		t.Fatal("no request was retracted")
+	}
+	for i := range got {
+		if want := direct(t, h, prompt(20, 10+i), 40); !slices.Equal(got[i], want) {
+			t.Fatalf("request %d: %v, alone %v", i, got[i], want)
+		}
+	}
+}
+
+func TestEchoPromptLogprobsMatchTheModel(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{ChunkedPrefillSize: 8}, 256, 1)
+	p := prompt(21, 8)
+	st, _ := h.s.Submit(&Request{Prompt: p, Params: Params{MaxNewTokens: 0, PromptLogprobs: true, PromptTopLogprobs: 2}})
+	_, evs := collect(t, st)
+	lp := evs[0].PromptLogprobs
+	if len(lp) != 21 || lp[0] != nil {
+		t.Fatalf("%d prompt logprobs, first %v", len(lp), lp[0])
+	}
+	// The model's own forward pass over the prompt, in one piece.
+	mc := h.m.Cfg
+	m := model.New(mc, h.m.W, kernels.Default(), model.NewKVCache(mc, 8, 4))
+	pages, _ := m.KV.Alloc(8)
+	out := m.Forward([]model.Seq{{Tokens: p, Slots: m.KV.SlotsFor(nil, pages, 0, 21), Logits: model.AllRows}})
+	for i := 1; i < 21; i++ {
+		row := out.Logits.Row(i - 1)
+		for j := vocabLimit; j < len(row); j++ {
+			row[j] = float32(math.Inf(-1))
+		}
+		ls := make([]float32, len(row))
+		sampler.LogSoftmax(ls, row)
+		if d := math.Abs(float64(ls[p[i]] - lp[i].Logprob)); d > 1e-4 {
+			t.Fatalf("prompt token %d: logprob %v, model %v", i, lp[i].Logprob, ls[p[i]])
+		}
+		if len(lp[i].Top) != 2 || lp[i].Top[0].Logprob < lp[i].Top[1].Logprob {
+			t.Fatalf("top logprobs %+v", lp[i].Top)
+		}
+	}
+	if f := evs[len(evs)-1].Finish; f.Reason != "length" || evs[len(evs)-1].CompletionTokens != 0 {
+		t.Fatalf("finish %+v", f)
+	}
+}
+
+func TestSubmitRefusesWhatCanNeverFit(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, 64, 1)
+	if _, err := h.s.Submit(&Request{Prompt: prompt(60, 1), Params: greedy(10)}); err == nil {
+		t.Fatal("a request larger than the KV pool was accepted")
+	}
+	if _, err := h.s.Submit(&Request{Prompt: make([]int32, 16380), Params: greedy(10)}); err == nil {
+		t.Fatal("a request beyond the context was accepted")
+	}
+}

@@ -1,0 +1,344 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The AVX2 kernels follow the same scheme as the AVX-512 ones (see
+// gemm_avx512_amd64.s) with 8 lanes: lane l sums x[i]·w[i] for i ≡ l (mod 8)
+// with FMA, the k%8 tail is loaded with VMASKMOVPS (zeros in unused lanes),
+// and REDUCE8 folds lane l with l+4, then l+2, then l+1. After REDUCE8 a set
+// of 8 accumulators A0..A7 ends as one vector [A0 A2 A4 A6 | A1 A3 A5 A7].
+
+// REDUCE8 folds Y0..Y7 into Y0, using Y10 and Y11 as scratch.
+#define REDUCE8 \
+	VPERM2F128 $0x20, Y1, Y0, Y10; \
+	VPERM2F128 $0x31, Y1, Y0, Y11; \
+	VADDPS     Y11, Y10, Y0; \
+	VPERM2F128 $0x20, Y3, Y2, Y10; \
+	VPERM2F128 $0x31, Y3, Y2, Y11; \
+	VADDPS     Y11, Y10, Y1; \
+	VPERM2F128 $0x20, Y5, Y4, Y10; \
+	VPERM2F128 $0x31, Y5, Y4, Y11; \
+	VADDPS     Y11, Y10, Y2; \
+	VPERM2F128 $0x20, Y7, Y6, Y10; \
+	VPERM2F128 $0x31, Y7, Y6, Y11; \
+	VADDPS     Y11, Y10, Y3; \
+	VUNPCKLPD  Y1, Y0, Y10; \
+	VUNPCKHPD  Y1, Y0, Y11; \
+	VADDPS     Y11, Y10, Y0; \
+	VUNPCKLPD  Y3, Y2, Y10; \
+	VUNPCKHPD  Y3, Y2, Y11; \
+	VADDPS     Y11, Y10, Y1; \
+	VSHUFPS    $0x88, Y1, Y0, Y10; \
+	VSHUFPS    $0xDD, Y1, Y0, Y11; \
+	VADDPS     Y11, Y10, Y0
+
+#define ZERO8 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+// func gemm4x2AVX2(dst *float32, ldd int, x *float32, ldx int, w *float32, ldw int, n2 int, k int, kmask *int32)
+//
+// gemm4x2AVX2 sets dst[r*ldd+j] = x[r*ldx:][:k] · w[j*ldw:][:k] for rows
+// r < 4 and columns j < 2*n2, in tiles of 4 rows × 2 columns. (row r,
+// column c) sits in slot 4(r&1) + 2c + (r>>1), so the reduced vector is the
+// tile's results row by row. kmask points at 8 int32 lane masks for the
+// k%8 tail.
+TEXT ·gemm4x2AVX2(SB), NOSPLIT, $0-72
+	MOVQ    x+16(FP), R8
+	MOVQ    ldx+24(FP), AX
+	SHLQ    $2, AX
+	LEAQ    (R8)(AX*1), R9
+	LEAQ    (R9)(AX*1), R10
+	LEAQ    (R10)(AX*1), R11
+	MOVQ    w+32(FP), SI
+	MOVQ    ldw+40(FP), BX
+	SHLQ    $2, BX
+	MOVQ    dst+0(FP), DI
+	MOVQ    n2+48(FP), DX
+	MOVQ    k+56(FP), CX
+	MOVQ    CX, R13
+	ANDQ    $7, R13
+	ANDQ    $-8, CX
+	SHLQ    $2, CX
+	MOVQ    kmask+64(FP), AX
+	VMOVDQU (AX), Y13
+	TESTQ   DX, DX
+	JEQ     a4done
+
+a4tile:
+	LEAQ (SI)(BX*1), R12
+	ZERO8
+	XORQ AX, AX
+	CMPQ AX, CX
+	JGE  a4tail
+
+a4loop:
+	VMOVUPS     (R8)(AX*1), Y8
+	VMOVUPS     (R9)(AX*1), Y9
+	VMOVUPS     (R10)(AX*1), Y10
+	VMOVUPS     (R11)(AX*1), Y11
+	VMOVUPS     (SI)(AX*1), Y12
+	VFMADD231PS Y12, Y8, Y0
+	VFMADD231PS Y12, Y9, Y4
+	VFMADD231PS Y12, Y10, Y1
+	VFMADD231PS Y12, Y11, Y5
+	VMOVUPS     (R12)(AX*1), Y12
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y12, Y9, Y6
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y12, Y11, Y7
+	ADDQ        $32, AX
+	CMPQ        AX, CX
+	JLT         a4loop
+
+a4tail:
+	TESTQ       R13, R13
+	JEQ         a4reduce
+	VMASKMOVPS  (R8)(AX*1), Y13, Y8
+	VMASKMOVPS  (R9)(AX*1), Y13, Y9
+	VMASKMOVPS  (R10)(AX*1), Y13, Y10
+	VMASKMOVPS  (R11)(AX*1), Y13, Y11
+	VMASKMOVPS  (SI)(AX*1), Y13, Y12
+	VFMADD231PS Y12, Y8, Y0
+	VFMADD231PS Y12, Y9, Y4
+	VFMADD231PS Y12, Y10, Y1
+	VFMADD231PS Y12, Y11, Y5
+	VMASKMOVPS  (R12)(AX*1), Y13, Y12
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y12, Y9, Y6
+	VFMADD231PS Y12, Y10, Y3
+	VFMADD231PS Y12, Y11, Y7
+
+a4reduce:
+	REDUCE8
+	MOVQ         ldd+8(FP), AX
+	SHLQ         $2, AX
+	VMOVLPS      X0, (DI)
+	VMOVHPS      X0, (DI)(AX*1)
+	VEXTRACTF128 $1, Y0, X1
+	LEAQ         (DI)(AX*2), R14
+	VMOVLPS      X1, (R14)
+	VMOVHPS      X1, (R14)(AX*1)
+	ADDQ         $8, DI
+	LEAQ         (SI)(BX*2), SI
+	DECQ         DX
+	JNZ          a4tile
+
+a4done:
+	VZEROUPPER
+	RET
+
+// func gemv8AVX2(dst *float32, x *float32, w *float32, ldw int, idx *int32, n8 int, k int, kmask *int32)
+//
+// gemv8AVX2 sets dst[j] = x[:k] · row_j[:k] for j < 8*n8, where row_j is
+// w[j*ldw:] when idx is nil and w[idx[j]*ldw:] otherwise, in tiles of 8
+// columns. Column c sits in slot 2(c&3) + (c>>2), so the reduced vector is
+// the tile's results in order.
+TEXT ·gemv8AVX2(SB), NOSPLIT, $24-64
+	MOVQ    dst+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    ldw+24(FP), AX
+	SHLQ    $2, AX
+	MOVQ    AX, ldb-24(SP)
+	MOVQ    w+16(FP), AX
+	MOVQ    AX, wcur-8(SP)
+	MOVQ    idx+32(FP), AX
+	MOVQ    AX, icur-16(SP)
+	MOVQ    n8+40(FP), DX
+	MOVQ    k+48(FP), CX
+	ANDQ    $-8, CX
+	SHLQ    $2, CX
+	MOVQ    kmask+56(FP), AX
+	VMOVDQU (AX), Y9
+	TESTQ   DX, DX
+	JEQ     a8done
+
+a8tile:
+	MOVQ  icur-16(SP), AX
+	TESTQ AX, AX
+	JNE   a8gather
+	MOVQ  wcur-8(SP), R8
+	MOVQ  ldb-24(SP), AX
+	LEAQ  (R8)(AX*1), R9
+	LEAQ  (R9)(AX*1), R10
+	LEAQ  (R10)(AX*1), R11
+	LEAQ  (R11)(AX*1), R12
+	LEAQ  (R12)(AX*1), R13
+	LEAQ  (R13)(AX*1), R14
+	LEAQ  (R14)(AX*1), BX
+	LEAQ  (BX)(AX*1), AX
+	MOVQ  AX, wcur-8(SP)
+	JMP   a8compute
+
+a8gather:
+	MOVLQSX 0(AX), R8
+	IMULQ   ldb-24(SP), R8
+	ADDQ    w+16(FP), R8
+	MOVLQSX 4(AX), R9
+	IMULQ   ldb-24(SP), R9
+	ADDQ    w+16(FP), R9
+	MOVLQSX 8(AX), R10
+	IMULQ   ldb-24(SP), R10
+	ADDQ    w+16(FP), R10
+	MOVLQSX 12(AX), R11
+	IMULQ   ldb-24(SP), R11
+	ADDQ    w+16(FP), R11
+	MOVLQSX 16(AX), R12
+	IMULQ   ldb-24(SP), R12
+	ADDQ    w+16(FP), R12
+	MOVLQSX 20(AX), R13
+	IMULQ   ldb-24(SP), R13
+	ADDQ    w+16(FP), R13
+	MOVLQSX 24(AX), R14
+	IMULQ   ldb-24(SP), R14
+	ADDQ    w+16(FP), R14
+	MOVLQSX 28(AX), BX
+	IMULQ   ldb-24(SP), BX
+	ADDQ    w+16(FP), BX
+	ADDQ    $32, AX
+	MOVQ    AX, icur-16(SP)
+
+a8compute:
+	ZERO8
+	XORQ AX, AX
+	CMPQ AX, CX
+	JGE  a8tail
+
+a8loop:
+	VMOVUPS     (SI)(AX*1), Y8
+	VFMADD231PS (R8)(AX*1), Y8, Y0
+	VFMADD231PS (R9)(AX*1), Y8, Y2
+	VFMADD231PS (R10)(AX*1), Y8, Y4
+	VFMADD231PS (R11)(AX*1), Y8, Y6
+	VFMADD231PS (R12)(AX*1), Y8, Y1
+	VFMADD231PS (R13)(AX*1), Y8, Y3
+	VFMADD231PS (R14)(AX*1), Y8, Y5
+	VFMADD231PS (BX)(AX*1), Y8, Y7
+	ADDQ        $32, AX
+	CMPQ        AX, CX
+	JLT         a8loop
+
+a8tail:
+	VTESTPS     Y9, Y9
+	JEQ         a8reduce
+	VMASKMOVPS  (SI)(AX*1), Y9, Y8
+	VMASKMOVPS  (R8)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y0
+	VMASKMOVPS  (R9)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y2
+	VMASKMOVPS  (R10)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y4
+	VMASKMOVPS  (R11)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y6
+	VMASKMOVPS  (R12)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y1
+	VMASKMOVPS  (R13)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y3
+	VMASKMOVPS  (R14)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y5
+	VMASKMOVPS  (BX)(AX*1), Y9, Y10
+	VFMADD231PS Y10, Y8, Y7
+
+a8reduce:
+	REDUCE8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	DECQ    DX
+	JNZ     a8tile
+
+a8done:
+	VZEROUPPER
+	RET
+
+// func vecMatAVX2(dst *float32, x *float32, w *float32, ldw int, idx *int32, k int, masks *int32)
+//
+// vecMatAVX2 sets dst[j] = Σ_{p<k} x[p]·row_p[j] for the columns j < 32 whose
+// int32 lane mask in masks[0:32] is set, where row_p is w[p*ldw:] when idx is
+// nil and w[idx[p]*ldw:] otherwise. Each output is summed in two FMA chains,
+// even p (Y0-Y3) and odd p (Y10-Y13), each in increasing p, then even + odd,
+// as in vecMatAVX512.
+TEXT ·vecMatAVX2(SB), NOSPLIT, $0-56
+	MOVQ    dst+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    w+16(FP), R9
+	MOVQ    ldw+24(FP), BX
+	SHLQ    $2, BX
+	MOVQ    idx+32(FP), DX
+	MOVQ    k+40(FP), CX
+	MOVQ    masks+48(FP), AX
+	VMOVDQU (AX), Y4
+	VMOVDQU 32(AX), Y5
+	VMOVDQU 64(AX), Y6
+	VMOVDQU 96(AX), Y7
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
+	VXORPS  Y12, Y12, Y12
+	VXORPS  Y13, Y13, Y13
+	XORQ    AX, AX
+	MOVQ    R9, R8
+	TESTQ   CX, CX
+	JEQ     avsum
+
+avloop:
+	TESTQ   DX, DX
+	JEQ     aveven
+	MOVLQSX (DX)(AX*4), R8
+	IMULQ   BX, R8
+	ADDQ    R9, R8
+
+aveven:
+	VBROADCASTSS (SI)(AX*4), Y8
+	VMASKMOVPS   (R8), Y4, Y9
+	VFMADD231PS  Y9, Y8, Y0
+	VMASKMOVPS   32(R8), Y5, Y9
+	VFMADD231PS  Y9, Y8, Y1
+	VMASKMOVPS   64(R8), Y6, Y9
+	VFMADD231PS  Y9, Y8, Y2
+	VMASKMOVPS   96(R8), Y7, Y9
+	VFMADD231PS  Y9, Y8, Y3
+	ADDQ         BX, R8
+	INCQ         AX
+	CMPQ         AX, CX
+	JGE          avsum
+	TESTQ        DX, DX
+	JEQ          avodd
+	MOVLQSX      (DX)(AX*4), R8
+	IMULQ        BX, R8
+	ADDQ         R9, R8
+
+avodd:
+	VBROADCASTSS (SI)(AX*4), Y8
+	VMASKMOVPS   (R8), Y4, Y9
+	VFMADD231PS  Y9, Y8, Y10
+	VMASKMOVPS   32(R8), Y5, Y9
+	VFMADD231PS  Y9, Y8, Y11
+	VMASKMOVPS   64(R8), Y6, Y9
+	VFMADD231PS  Y9, Y8, Y12
+	VMASKMOVPS   96(R8), Y7, Y9
+	VFMADD231PS  Y9, Y8, Y13
+	ADDQ         BX, R8
+	INCQ         AX
+	CMPQ         AX, CX
+	JLT          avloop
+
+avsum:
+	VADDPS     Y10, Y0, Y0
+	VADDPS     Y11, Y1, Y1
+	VADDPS     Y12, Y2, Y2
+	VADDPS     Y13, Y3, Y3
+	VMASKMOVPS Y0, Y4, (DI)
+	VMASKMOVPS Y1, Y5, 32(DI)
+	VMASKMOVPS Y2, Y6, 64(DI)
+	VMASKMOVPS Y3, Y7, 96(DI)
+	VZEROUPPER
+	RET

@@ -1,0 +1,405 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Every dot product here follows one fixed order, which is what makes the
+// kernels batch-invariant: lane l of a 16-wide accumulator sums
+// x[i]·w[i] for i ≡ l (mod 16) in increasing i with FMA; the k%16 tail is
+// loaded with zero-masking so the unused lanes add fma(0, 0, acc); then the
+// 16 lanes are folded by REDUCE steps that add lane l to lane l+8, then l+4,
+// l+2 and l+1. Both kernels below reduce several accumulators at once with a
+// transpose-and-add, but each accumulator goes through exactly those steps,
+// so an output element has the same bits whichever kernel, tile or batch
+// produced it.
+//
+// Slot numbering: after the four steps, a set of 16 accumulators A0..A15
+// ends as one vector whose element 4L+j holds A(4j+L). The kernels place
+// their accumulators so that this lands every result where it is stored.
+
+// Step 1: fold 8 lanes of a pair (A, B) into one vector [A(8) | B(8)].
+#define FOLD8(A, B, DST) \
+	VSHUFF32X4 $0x44, B, A, Z16; \
+	VSHUFF32X4 $0xEE, B, A, Z17; \
+	VADDPS     Z17, Z16, DST
+
+// Step 2: fold 4 lanes of each half.
+#define FOLD4(A, B, DST) \
+	VSHUFF32X4 $0x88, B, A, Z16; \
+	VSHUFF32X4 $0xDD, B, A, Z17; \
+	VADDPS     Z17, Z16, DST
+
+// func gemm4x4AVX512(dst *float32, ldd int, x *float32, ldx int, w *float32, ldw int, n4 int, k int, kmask uint64)
+//
+// gemm4x4AVX512 sets dst[r*ldd+j] = x[r*ldx:][:k] · w[j*ldw:][:k] for rows
+// r < 4 and columns j < 4*n4, in tiles of 4 rows × 4 columns (16
+// accumulators). kmask has the low k%16 bits set. Strides are in elements.
+TEXT ·gemm4x4AVX512(SB), NOSPLIT, $0-72
+	MOVQ x+16(FP), R8
+	MOVQ ldx+24(FP), AX
+	SHLQ $2, AX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	MOVQ w+32(FP), SI
+	MOVQ ldw+40(FP), BX
+	SHLQ $2, BX
+	MOVQ dst+0(FP), DI
+	MOVQ n4+48(FP), R14
+	MOVQ k+56(FP), CX
+	ANDQ $-16, CX
+	SHLQ $2, CX          // CX = bytes of the unmasked part of a row
+	MOVQ kmask+64(FP), AX
+	KMOVW AX, K1
+	TESTQ R14, R14
+	JEQ   g4done
+
+g4tile:
+	// Column c of the tile reads w row c; accumulator slot 4c+r holds (row r, column c).
+	LEAQ   (SI)(BX*1), R12
+	LEAQ   (R12)(BX*1), R13
+	LEAQ   (R13)(BX*1), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	XORQ   AX, AX
+	CMPQ   AX, CX
+	JGE    g4tail
+
+g4loop:
+	VMOVUPS     (R8)(AX*1), Z16
+	VMOVUPS     (R9)(AX*1), Z17
+	VMOVUPS     (R10)(AX*1), Z18
+	VMOVUPS     (R11)(AX*1), Z19
+	VMOVUPS     (SI)(AX*1), Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z1
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z3
+	VMOVUPS     (R12)(AX*1), Z21
+	VFMADD231PS Z21, Z16, Z4
+	VFMADD231PS Z21, Z17, Z5
+	VFMADD231PS Z21, Z18, Z6
+	VFMADD231PS Z21, Z19, Z7
+	VMOVUPS     (R13)(AX*1), Z22
+	VFMADD231PS Z22, Z16, Z8
+	VFMADD231PS Z22, Z17, Z9
+	VFMADD231PS Z22, Z18, Z10
+	VFMADD231PS Z22, Z19, Z11
+	VMOVUPS     (DX)(AX*1), Z23
+	VFMADD231PS Z23, Z16, Z12
+	VFMADD231PS Z23, Z17, Z13
+	VFMADD231PS Z23, Z18, Z14
+	VFMADD231PS Z23, Z19, Z15
+	ADDQ        $64, AX
+	CMPQ        AX, CX
+	JLT         g4loop
+
+g4tail:
+	KORTESTW    K1, K1
+	JZ          g4reduce
+	VMOVUPS.Z   (R8)(AX*1), K1, Z16
+	VMOVUPS.Z   (R9)(AX*1), K1, Z17
+	VMOVUPS.Z   (R10)(AX*1), K1, Z18
+	VMOVUPS.Z   (R11)(AX*1), K1, Z19
+	VMOVUPS.Z   (SI)(AX*1), K1, Z20
+	VFMADD231PS Z20, Z16, Z0
+	VFMADD231PS Z20, Z17, Z1
+	VFMADD231PS Z20, Z18, Z2
+	VFMADD231PS Z20, Z19, Z3
+	VMOVUPS.Z   (R12)(AX*1), K1, Z21
+	VFMADD231PS Z21, Z16, Z4
+	VFMADD231PS Z21, Z17, Z5
+	VFMADD231PS Z21, Z18, Z6
+	VFMADD231PS Z21, Z19, Z7
+	VMOVUPS.Z   (R13)(AX*1), K1, Z22
+	VFMADD231PS Z22, Z16, Z8
+	VFMADD231PS Z22, Z17, Z9
+	VFMADD231PS Z22, Z18, Z10
+	VFMADD231PS Z22, Z19, Z11
+	VMOVUPS.Z   (DX)(AX*1), K1, Z23
+	VFMADD231PS Z23, Z16, Z12
+	VFMADD231PS Z23, Z17, Z13
+	VFMADD231PS Z23, Z18, Z14
+	VFMADD231PS Z23, Z19, Z15
+
+g4reduce:
+	FOLD8(Z0, Z1, Z0)
+	FOLD8(Z2, Z3, Z1)
+	FOLD8(Z4, Z5, Z2)
+	FOLD8(Z6, Z7, Z3)
+	FOLD8(Z8, Z9, Z4)
+	FOLD8(Z10, Z11, Z5)
+	FOLD8(Z12, Z13, Z6)
+	FOLD8(Z14, Z15, Z7)
+	FOLD4(Z0, Z1, Z0)
+	FOLD4(Z2, Z3, Z1)
+	FOLD4(Z4, Z5, Z2)
+	FOLD4(Z6, Z7, Z3)
+	VUNPCKLPD Z1, Z0, Z16
+	VUNPCKHPD Z1, Z0, Z17
+	VADDPS    Z17, Z16, Z0
+	VUNPCKLPD Z3, Z2, Z16
+	VUNPCKHPD Z3, Z2, Z17
+	VADDPS    Z17, Z16, Z1
+	VSHUFPS   $0x88, Z1, Z0, Z16
+	VSHUFPS   $0xDD, Z1, Z0, Z17
+	VADDPS    Z17, Z16, Z0
+
+	// 128-bit lane r of Z0 is row r's four results.
+	MOVQ          ldd+8(FP), AX
+	SHLQ          $2, AX
+	VMOVUPS       X0, (DI)
+	VEXTRACTF32X4 $1, Z0, X16
+	VMOVUPS       X16, (DI)(AX*1)
+	LEAQ          (DI)(AX*2), R12
+	VEXTRACTF32X4 $2, Z0, X17
+	VMOVUPS       X17, (R12)
+	VEXTRACTF32X4 $3, Z0, X18
+	VMOVUPS       X18, (R12)(AX*1)
+	ADDQ          $16, DI
+	LEAQ          (SI)(BX*4), SI
+	DECQ          R14
+	JNZ           g4tile
+
+g4done:
+	VZEROUPPER
+	RET
+
+// func gemv8AVX512(dst *float32, x *float32, w *float32, ldw int, idx *int32, n8 int, k int, kmask uint64)
+//
+// gemv8AVX512 sets dst[j] = x[:k] · row_j[:k] for j < 8*n8, where row_j is
+// w[j*ldw:] when idx is nil and w[idx[j]*ldw:] otherwise, in tiles of 8
+// columns (8 accumulators). Column c of a tile sits in slot (c>>1)+4(c&1), so
+// the reduced vector, compressed to its lanes 0,1,4,5,8,9,12,13, is the
+// tile's 8 results in order.
+TEXT ·gemv8AVX512(SB), NOSPLIT, $24-64
+	MOVQ  dst+0(FP), DI
+	MOVQ  x+8(FP), SI
+	MOVQ  ldw+24(FP), AX
+	SHLQ  $2, AX
+	MOVQ  AX, ldb-24(SP)
+	MOVQ  w+16(FP), AX
+	MOVQ  AX, wcur-8(SP)
+	MOVQ  idx+32(FP), AX
+	MOVQ  AX, icur-16(SP)
+	MOVQ  n8+40(FP), DX
+	MOVQ  k+48(FP), CX
+	ANDQ  $-16, CX
+	SHLQ  $2, CX
+	MOVQ  kmask+56(FP), AX
+	KMOVW AX, K1
+	MOVL  $0x3333, AX
+	KMOVW AX, K2
+	TESTQ DX, DX
+	JEQ   g8done
+
+g8tile:
+	MOVQ  icur-16(SP), AX
+	TESTQ AX, AX
+	JNE   g8gather
+	MOVQ  wcur-8(SP), R8
+	MOVQ  ldb-24(SP), AX
+	LEAQ  (R8)(AX*1), R9
+	LEAQ  (R9)(AX*1), R10
+	LEAQ  (R10)(AX*1), R11
+	LEAQ  (R11)(AX*1), R12
+	LEAQ  (R12)(AX*1), R13
+	LEAQ  (R13)(AX*1), R14
+	LEAQ  (R14)(AX*1), BX
+	LEAQ  (BX)(AX*1), AX
+	MOVQ  AX, wcur-8(SP)
+	JMP   g8compute
+
+g8gather:
+	MOVLQSX 0(AX), R8
+	IMULQ   ldb-24(SP), R8
+	ADDQ    w+16(FP), R8
+	MOVLQSX 4(AX), R9
+	IMULQ   ldb-24(SP), R9
+	ADDQ    w+16(FP), R9
+	MOVLQSX 8(AX), R10
+	IMULQ   ldb-24(SP), R10
+	ADDQ    w+16(FP), R10
+	MOVLQSX 12(AX), R11
+	IMULQ   ldb-24(SP), R11
+	ADDQ    w+16(FP), R11
+	MOVLQSX 16(AX), R12
+	IMULQ   ldb-24(SP), R12
+	ADDQ    w+16(FP), R12
+	MOVLQSX 20(AX), R13
+	IMULQ   ldb-24(SP), R13
+	ADDQ    w+16(FP), R13
+	MOVLQSX 24(AX), R14
+	IMULQ   ldb-24(SP), R14
+	ADDQ    w+16(FP), R14
+	MOVLQSX 28(AX), BX
+	IMULQ   ldb-24(SP), BX
+	ADDQ    w+16(FP), BX
+	ADDQ    $32, AX
+	MOVQ    AX, icur-16(SP)
+
+g8compute:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ   AX, AX
+	CMPQ   AX, CX
+	JGE    g8tail
+
+g8loop:
+	VMOVUPS     (SI)(AX*1), Z16
+	VFMADD231PS (R8)(AX*1), Z16, Z0
+	VFMADD231PS (R9)(AX*1), Z16, Z4
+	VFMADD231PS (R10)(AX*1), Z16, Z1
+	VFMADD231PS (R11)(AX*1), Z16, Z5
+	VFMADD231PS (R12)(AX*1), Z16, Z2
+	VFMADD231PS (R13)(AX*1), Z16, Z6
+	VFMADD231PS (R14)(AX*1), Z16, Z3
+	VFMADD231PS (BX)(AX*1), Z16, Z7
+	ADDQ        $64, AX
+	CMPQ        AX, CX
+	JLT         g8loop
+
+g8tail:
+	KORTESTW    K1, K1
+	JZ          g8reduce
+	VMOVUPS.Z   (SI)(AX*1), K1, Z16
+	VMOVUPS.Z   (R8)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z0
+	VMOVUPS.Z   (R9)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z4
+	VMOVUPS.Z   (R10)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z1
+	VMOVUPS.Z   (R11)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z5
+	VMOVUPS.Z   (R12)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z2
+	VMOVUPS.Z   (R13)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z6
+	VMOVUPS.Z   (R14)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z3
+	VMOVUPS.Z   (BX)(AX*1), K1, Z17
+	VFMADD231PS Z17, Z16, Z7
+
+g8reduce:
+	FOLD8(Z0, Z1, Z0)
+	FOLD8(Z2, Z3, Z1)
+	FOLD8(Z4, Z5, Z2)
+	FOLD8(Z6, Z7, Z3)
+	FOLD4(Z0, Z1, Z0)
+	FOLD4(Z2, Z3, Z1)
+	VUNPCKLPD   Z1, Z0, Z16
+	VUNPCKHPD   Z1, Z0, Z17
+	VADDPS      Z17, Z16, Z0
+	VSHUFPS     $0x88, Z0, Z0, Z16
+	VSHUFPS     $0xDD, Z0, Z0, Z17
+	VADDPS      Z17, Z16, Z0
+	VCOMPRESSPS Z0, K2, Z1
+	VMOVUPS     Y1, (DI)
+	ADDQ        $32, DI
+	DECQ        DX
+	JNZ         g8tile
+
+g8done:
+	VZEROUPPER
+	RET
+
+// func vecMatAVX512(dst *float32, x *float32, w *float32, ldw int, idx *int32, k int, masks uint64)
+//
+// vecMatAVX512 sets dst[j] = Σ_{p<k} x[p]·row_p[j] for the columns j < 64
+// that masks selects (16 bits per vector of 16 columns), where row_p is
+// w[p*ldw:] when idx is nil and w[idx[p]*ldw:] otherwise. Each output is
+// summed in two FMA chains, even p (Z0-Z3) and odd p (Z4-Z7), each in
+// increasing p, then even + odd: two chains halve the wait on FMA latency.
+TEXT ·vecMatAVX512(SB), NOSPLIT, $0-56
+	MOVQ   dst+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   w+16(FP), R9
+	MOVQ   ldw+24(FP), BX
+	SHLQ   $2, BX
+	MOVQ   idx+32(FP), DX
+	MOVQ   k+40(FP), CX
+	MOVQ   masks+48(FP), AX
+	KMOVW  AX, K1
+	SHRQ   $16, AX
+	KMOVW  AX, K2
+	SHRQ   $16, AX
+	KMOVW  AX, K3
+	SHRQ   $16, AX
+	KMOVW  AX, K4
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ   AX, AX
+	MOVQ   R9, R8
+	TESTQ  CX, CX
+	JEQ    vmsum
+
+vmloop:
+	TESTQ        DX, DX
+	JEQ          vmeven
+	MOVLQSX      (DX)(AX*4), R8
+	IMULQ        BX, R8
+	ADDQ         R9, R8
+
+vmeven:
+	VBROADCASTSS (SI)(AX*4), Z16
+	VFMADD231PS  (R8), Z16, K1, Z0
+	VFMADD231PS  64(R8), Z16, K2, Z1
+	VFMADD231PS  128(R8), Z16, K3, Z2
+	VFMADD231PS  192(R8), Z16, K4, Z3
+	ADDQ         BX, R8
+	INCQ         AX
+	CMPQ         AX, CX
+	JGE          vmsum
+	TESTQ        DX, DX
+	JEQ          vmodd
+	MOVLQSX      (DX)(AX*4), R8
+	IMULQ        BX, R8
+	ADDQ         R9, R8
+
+vmodd:
+	VBROADCASTSS (SI)(AX*4), Z17
+	VFMADD231PS  (R8), Z17, K1, Z4
+	VFMADD231PS  64(R8), Z17, K2, Z5
+	VFMADD231PS  128(R8), Z17, K3, Z6
+	VFMADD231PS  192(R8), Z17, K4, Z7
+	ADDQ         BX, R8
+	INCQ         AX
+	CMPQ         AX, CX
+	JLT          vmloop
+
+vmsum:
+	VADDPS  Z4, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z6, Z2, Z2
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS Z0, K1, (DI)
+	VMOVUPS Z1, K2, 64(DI)
+	VMOVUPS Z2, K3, 128(DI)
+	VMOVUPS Z3, K4, 192(DI)
+	VZEROUPPER
+	RET
