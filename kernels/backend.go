@@ -25,6 +25,9 @@ type Backend interface {
 	// MatVec sets dst = w · x: dst [n], w n×k, x [k]. It is bit-identical to
 	// the matching row of MatMulT.
 	MatVec(dst []float32, w Mat, x []float32)
+	// GatherMatVec sets dst[j] = w.Row(rows[j]) · x, bit-identical to
+	// MatVec over those rows copied out (decode over a paged cache).
+	GatherMatVec(dst []float32, w Mat, rows []int32, x []float32)
 	// MatMul sets dst = x · w: dst m×n, x m×k, w k×n (no transpose, e.g. the
 	// absorbed-MLA product q_nope · W_UK).
 	MatMul(dst, x, w Mat)
@@ -58,6 +61,8 @@ type Backend interface {
 	Add(dst, a, b []float32)
 	// AddScaled sets dst += alpha · x elementwise.
 	AddScaled(dst []float32, alpha float32, x []float32)
+	// ReluAXPY sets dst += alpha · max(x, 0) elementwise (DSA's indexer).
+	ReluAXPY(dst []float32, alpha float32, x []float32)
 	// Sigmoid sets dst = 1 / (1 + e^−x) elementwise.
 	Sigmoid(dst, x []float32)
 	// SiLUMul sets dst = silu(gate) ⊙ up elementwise, silu(g) = g·sigmoid(g).

@@ -37,6 +37,30 @@ func (c *CPU) MatVec(dst []float32, w Mat, x []float32) {
 		Mat{Data: x, Rows: 1, Cols: len(x), Stride: len(x)}, w)
 }
 
+// GatherMatVec sets dst[j] = w.Row(rows[j]) · x for every j: MatVec over
+// the listed rows of w, such as the rows of a paged KV cache that one
+// sequence owns. Each result is bit-identical to MatVec (and so to MatMulT)
+// over the same row copied out. dst must not overlap x or w.
+func (c *CPU) GatherMatVec(dst []float32, w Mat, rows []int32, x []float32) {
+	w.check("GatherMatVec")
+	if len(dst) != len(rows) || len(x) != w.Cols {
+		panic(fmt.Sprintf("kernels: GatherMatVec: dst [%d] for %d rows, x [%d] for %d columns", len(dst), len(rows), len(x), w.Cols))
+	}
+	for _, r := range rows {
+		if r < 0 || int(r) >= w.Rows {
+			panic(fmt.Sprintf("kernels: GatherMatVec: row %d outside %d rows", r, w.Rows))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	if len(x) == 0 {
+		clear(dst)
+		return
+	}
+	c.dots(dst, x, w, rows, 0, len(rows))
+}
+
 // MatMul sets dst = x · w: dst is m×n, x is m×k and w is k×n. Each element is
 // summed over k in a fixed order (see vecMat). dst must not overlap x or w.
 func (c *CPU) MatMul(dst, x, w Mat) {

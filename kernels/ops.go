@@ -270,3 +270,29 @@ func checkLens(op string, n, a, b int) {
 		panic(fmt.Sprintf("kernels: %s: lengths %d, %d, %d differ", op, n, a, b))
 	}
 }
+
+// ReluAXPY sets dst += alpha · max(x, 0) elementwise (a NaN in x counts as
+// 0): one head's term of DSA's indexer score Σ_h w_h · ReLU(q_h · k). On the
+// SIMD paths every element, tail included, gets the same fused multiply-add,
+// so an element's result does not depend on its index or the slice length.
+func (c *CPU) ReluAXPY(dst []float32, alpha float32, x []float32) {
+	if len(x) != len(dst) {
+		panic(fmt.Sprintf("kernels: ReluAXPY: dst [%d], x [%d]", len(dst), len(x)))
+	}
+	n := len(dst)
+	if n == 0 {
+		return
+	}
+	switch c.path {
+	case PathAVX512:
+		reluAXPYAVX512(&dst[0], &x[0], n, alpha)
+	case PathAVX2:
+		reluAXPYAVX2(&dst[0], &x[0], n, alpha, avx2Mask(n%8))
+	default:
+		for i, v := range x {
+			if v > 0 {
+				dst[i] += alpha * v
+			}
+		}
+	}
+}

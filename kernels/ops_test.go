@@ -472,3 +472,67 @@ func TestSoftmaxGivesTheSameBitsOnEveryPath(t *testing.T) {
 		}
 	}
 }
+
+func TestGatherMatVecEqualsMatVecOverTheSameRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, c := range backends(t) {
+		for _, k := range oddSizes {
+			for _, n := range []int{1, 3, 7, 8, 9, 17, 100} {
+				const pool = 130
+				w := randMat(rng, pool, k, k+5)
+				rows := make([]int32, n)
+				for i := range rows {
+					rows[i] = int32(rng.IntN(pool))
+				}
+				x := randVec(rng, k)
+				got := make([]float32, n)
+				c.GatherMatVec(got, w, rows, x)
+				dense := NewMat(make([]float32, n*k), n, k)
+				for i, r := range rows {
+					copy(dense.Row(i), w.Row(int(r)))
+				}
+				want := make([]float32, n)
+				c.MatVec(want, dense, x)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s k=%d n=%d: row %d gathered %v, copied %v", c.Name(), k, n, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestReluAXPYMatchesReferenceAndIgnoresLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, c := range backends(t) {
+		for _, n := range append(oddSizes, 0, 250) {
+			x := randVec(rng, n)
+			if n > 2 {
+				x[1] = float32(math.NaN())
+			}
+			base := randVec(rng, n)
+			dst := append([]float32(nil), base...)
+			c.ReluAXPY(dst, 0.75, x)
+			for i := range dst {
+				want := float64(base[i])
+				if v := float64(x[i]); v > 0 {
+					want += 0.75 * v
+				}
+				if math.Abs(float64(dst[i])-want) > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("%s n=%d: dst[%d] = %v, want %v", c.Name(), n, i, dst[i], want)
+				}
+			}
+			// Every prefix length gives each element the same bits.
+			for m := range min(n, 20) {
+				part := append([]float32(nil), base[:m]...)
+				c.ReluAXPY(part, 0.75, x[:m])
+				for i := range part {
+					if math.Float32bits(part[i]) != math.Float32bits(dst[i]) {
+						t.Fatalf("%s: element %d of a %d-long call differs from the %d-long one", c.Name(), i, m, n)
+					}
+				}
+			}
+		}
+	}
+}

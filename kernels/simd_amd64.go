@@ -55,3 +55,9 @@ func maxAVX512(x *float32, n int) float32
 
 //go:noescape
 func maxAVX2(x *float32, n int, tailMask *int32) float32
+
+//go:noescape
+func reluAXPYAVX512(dst *float32, x *float32, n int, alpha float32)
+
+//go:noescape
+func reluAXPYAVX2(dst *float32, x *float32, n int, alpha float32, tailMask *int32)

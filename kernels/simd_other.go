@@ -65,3 +65,11 @@ func maxAVX512(x *float32, n int) float32 {
 func maxAVX2(x *float32, n int, tailMask *int32) float32 {
 	panic("kernels: AVX2 kernel called on a build without it")
 }
+
+func reluAXPYAVX512(dst *float32, x *float32, n int, alpha float32) {
+	panic("kernels: AVX-512 kernel called on a build without it")
+}
+
+func reluAXPYAVX2(dst *float32, x *float32, n int, alpha float32, tailMask *int32) {
+	panic("kernels: AVX2 kernel called on a build without it")
+}

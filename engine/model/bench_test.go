@@ -8,7 +8,7 @@ import (
 // BenchmarkPrefill runs one sequence's prefill of n tokens and reports tokens/s.
 func BenchmarkPrefill(b *testing.B) {
 	for _, preset := range []string{"nano", "tiny"} {
-		for _, n := range []int{512, 2048} {
+		for _, n := range []int{512, 2048, 8192} {
 			b.Run(fmt.Sprintf("%s/%d", preset, n), func(b *testing.B) {
 				cfg, _ := Preset(preset)
 				m := newTestModel(b, cfg, 1, n/4+1)

@@ -437,8 +437,8 @@ func (m *Model) indexRows(ws *workspace, cache, iq, iw kernels.Mat, s *Seq, it i
 		clear(score)
 		keys := cache.Slice(0, cache.Rows, off, off+di)
 		for h := range hi {
-			gatherDots(m.K, dots, keys, s.Slots[:n], iq.Row(t)[h*di:(h+1)*di])
-			reluAXPY(score, iw.Row(t)[h], dots)
+			m.K.GatherMatVec(dots, keys, s.Slots[:n], iq.Row(t)[h*di:(h+1)*di])
+			m.K.ReluAXPY(score, iw.Row(t)[h], dots)
 		}
 		m.keepTop(ws, score, s.Slots, picked[t*topk:(t+1)*topk])
 		m.rowsOf[t] = picked[t*topk : (t+1)*topk]
@@ -459,7 +459,7 @@ func (m *Model) indexRows(ws *workspace, cache, iq, iw kernels.Mat, s *Seq, it i
 		sc := score[:p+1]
 		clear(sc)
 		for h := range hi {
-			reluAXPY(sc, iw.Row(t)[h], S.Row(r*hi + h)[:p+1])
+			m.K.ReluAXPY(sc, iw.Row(t)[h], S.Row(r*hi + h)[:p+1])
 		}
 		m.keepTop(ws, sc, s.Slots, picked[t*topk:(t+1)*topk])
 		m.rowsOf[t] = picked[t*topk : (t+1)*topk]
@@ -476,45 +476,59 @@ func (m *Model) indexRows(ws *workspace, cache, iq, iw kernels.Mat, s *Seq, it i
 // least k pass; otherwise it uses every score).
 func (m *Model) keepTop(ws *workspace, score []float32, slots, out []int32) {
 	k, n := len(out), len(score)
-	work := ws.get("topk_work", n)
-	cand := score
+	vals := ws.get("topk_vals", n)
+	idx := int32s(ws, "topk_idx", n)
+	c := 0
 	if n >= 16*k {
 		sample := ws.get("topk_sample", (n+15)/16)
 		for i := range sample {
 			sample[i] = score[16*i]
 		}
-		r := min(len(sample), 2*((k+15)/16)+2)
-		thr := kthLargest(sample, r)
-		c := 0
-		for _, v := range score {
-			if v >= thr {
-				work[c] = v
-				c++
+		// A threshold at rank r of the sample passes about 16·r scores; if it
+		// passes fewer than k, try once more four times lower.
+		for _, r := range [2]int{2*((k+15)/16) + 2, 8*((k+15)/16) + 8} {
+			if r > len(sample) {
+				break
+			}
+			thr := kthLargest(sample, r)
+			c = 0
+			for i, v := range score {
+				if v >= thr {
+					vals[c], idx[c] = v, int32(i)
+					c++
+				}
+			}
+			if c >= k {
+				break
 			}
 		}
-		if c >= k {
-			cand = work[:c]
+	}
+	if c < k { // no useful threshold: every score is a candidate
+		copy(vals, score)
+		for i := range idx {
+			idx[i] = int32(i)
 		}
+		c = n
 	}
-	if &cand[0] == &score[0] {
-		copy(work, score)
-		cand = work[:n]
-	}
-	theta := kthLargest(cand, k)
+	vals, idx = vals[:c], idx[:c]
+	// The candidates are in position order; θ is the k-th largest of them.
+	work := ws.get("topk_work", c)
+	copy(work, vals)
+	theta := kthLargest(work, k)
 	above := 0
-	for _, v := range score {
+	for _, v := range vals {
 		if v > theta {
 			above++
 		}
 	}
 	ties := k - above // how many scores equal to θ make the cut, earliest first
 	j := 0
-	for p, v := range score {
+	for i, v := range vals {
 		if v > theta || (v == theta && ties > 0) {
 			if v == theta {
 				ties--
 			}
-			out[j] = slots[p]
+			out[j] = slots[idx[i]]
 			j++
 		}
 	}
@@ -559,24 +573,6 @@ func kthLargest(x []float32, k int) float32 {
 		}
 	}
 	return x[want]
-}
-
-// reluAXPY sets dst += alpha · max(x, 0) elementwise: one indexer head's
-// contribution to the scores.
-func reluAXPY(dst []float32, alpha float32, x []float32) {
-	x = x[:len(dst)]
-	for i, v := range x {
-		if v > 0 {
-			dst[i] += alpha * v
-		}
-	}
-}
-
-// gatherDots sets dst[k] = keys.Row(rows[k]) · q.
-func gatherDots(kb kernels.Backend, dst []float32, keys kernels.Mat, rows []int32, q []float32) {
-	for k, s := range rows {
-		kb.MatVec(dst[k:k+1], keys.Slice(int(s), int(s)+1, 0, keys.Cols), q)
-	}
 }
 
 // moe is the routed mixture of experts plus the shared expert, on the
