@@ -223,8 +223,12 @@ func TestAbortFreesTheKVCache(t *testing.T) {
 	if _, err := st.Next(ctx); err != nil { // generating now
 		t.Fatal(err)
 	}
-	if h.s.Stats().KVUsedTokens == 0 {
-		t.Fatal("a running request holds no KV")
+	// Stats are published after each step: wait for one that shows the request.
+	for deadline := time.Now().Add(5 * time.Second); h.s.Stats().KVUsedTokens == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("a running request holds no KV")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	st.Abort()
 	_, evs := collect(t, st)
