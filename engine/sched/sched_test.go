@@ -216,8 +216,8 @@ func TestQueueOverflowIsAnsweredWith503(t *testing.T) {
 
 func TestAbortFreesTheKVCache(t *testing.T) {
 	t.Parallel()
-	h := start(t, Config{DisableRadixCache: true}, 512, 1)
-	st, _ := h.s.Submit(&Request{Prompt: prompt(50, 7), Params: greedy(400)})
+	h := start(t, Config{DisableRadixCache: true}, 8192, 1)
+	st, _ := h.s.Submit(&Request{Prompt: prompt(50, 7), Params: greedy(8000)}) // long enough to abort mid-way
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := st.Next(ctx); err != nil { // generating now
