@@ -50,6 +50,9 @@ type Backend interface {
 	// largest elements of x, largest first; equal values come in index
 	// order and NaN ranks below every number.
 	TopK(idx []int32, val []float32, x []float32)
+	// FilterGE writes every x[i] ≥ thr and its index i, in order, into vals
+	// and idx, and returns how many (NaN never passes).
+	FilterGE(vals []float32, idx []int32, x []float32, thr float32) int
 	// GatherAttention sets out [dv] to one query's attention over the rows of
 	// keys (n×dk) and values (n×dv) that rows names (every row when rows is
 	// nil): p = softmax(scale · (q · keys_r)), out = Σ p_r · values_r. It

@@ -536,3 +536,36 @@ func TestReluAXPYMatchesReferenceAndIgnoresLength(t *testing.T) {
 		}
 	}
 }
+
+func TestFilterGEKeepsExactlyWhatPassesInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, c := range backends(t) {
+		for _, n := range append(oddSizes, 0, 1000) {
+			x := randVec(rng, n)
+			for i := range x {
+				if i%7 == 3 {
+					x[i] = 0.25 // ties at the threshold pass
+				}
+				if i%11 == 5 {
+					x[i] = float32(math.NaN())
+				}
+			}
+			vals, idx := make([]float32, n), make([]int32, n)
+			k := c.FilterGE(vals, idx, x, 0.25)
+			var want []int32
+			for i, v := range x {
+				if v >= 0.25 {
+					want = append(want, int32(i))
+				}
+			}
+			if k != len(want) {
+				t.Fatalf("%s n=%d: %d passed, want %d", c.Name(), n, k, len(want))
+			}
+			for j := range want {
+				if idx[j] != want[j] || vals[j] != x[want[j]] {
+					t.Fatalf("%s n=%d: entry %d is (%d, %v), want (%d, %v)", c.Name(), n, j, idx[j], vals[j], want[j], x[want[j]])
+				}
+			}
+		}
+	}
+}

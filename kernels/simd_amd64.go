@@ -61,3 +61,6 @@ func reluAXPYAVX512(dst *float32, x *float32, n int, alpha float32)
 
 //go:noescape
 func reluAXPYAVX2(dst *float32, x *float32, n int, alpha float32, tailMask *int32)
+
+//go:noescape
+func filterGEAVX512(vals *float32, idx *int32, x *float32, n int, thr float32) int

@@ -73,3 +73,7 @@ func reluAXPYAVX512(dst *float32, x *float32, n int, alpha float32) {
 func reluAXPYAVX2(dst *float32, x *float32, n int, alpha float32, tailMask *int32) {
 	panic("kernels: AVX2 kernel called on a build without it")
 }
+
+func filterGEAVX512(vals *float32, idx *int32, x *float32, n int, thr float32) int {
+	panic("kernels: AVX-512 kernel called on a build without it")
+}

@@ -90,3 +90,28 @@ func (h topHeap) down(i, n int) {
 		i = worst
 	}
 }
+
+// FilterGE writes every x[i] ≥ thr (NaN never passes), in order, into vals
+// and its index i into idx, and returns how many passed. vals and idx hold at
+// least len(x) elements. It is the cheap first pass of an exact top-k: keep
+// what can make the cut, then select among few.
+func (c *CPU) FilterGE(vals []float32, idx []int32, x []float32, thr float32) int {
+	n := len(x)
+	if len(vals) < n || len(idx) < n {
+		panic(fmt.Sprintf("kernels: FilterGE: %d elements into vals [%d], idx [%d]", n, len(vals), len(idx)))
+	}
+	if n == 0 {
+		return 0
+	}
+	if c.path == PathAVX512 {
+		return filterGEAVX512(&vals[0], &idx[0], &x[0], n, thr)
+	}
+	k := 0
+	for i, v := range x {
+		if v >= thr {
+			vals[k], idx[k] = v, int32(i)
+			k++
+		}
+	}
+	return k
+}

@@ -490,14 +490,7 @@ func (m *Model) keepTop(ws *workspace, score []float32, slots, out []int32) {
 			if r > len(sample) {
 				break
 			}
-			thr := kthLargest(sample, r)
-			c = 0
-			for i, v := range score {
-				if v >= thr {
-					vals[c], idx[c] = v, int32(i)
-					c++
-				}
-			}
+			c = m.K.FilterGE(vals, idx, score, kthLargest(sample, r))
 			if c >= k {
 				break
 			}
@@ -535,8 +528,27 @@ func (m *Model) keepTop(ws *workspace, score []float32, slots, out []int32) {
 }
 
 // kthLargest returns the k-th largest value of x (1-based), reordering x. NaN
-// counts as −Inf.
+// counts as −Inf. A small k keeps the best k in a short sorted list (one
+// comparison for most elements); a larger one runs quickselect.
 func kthLargest(x []float32, k int) float32 {
+	if k <= 32 {
+		var best [32]float32
+		top := best[:k]
+		for i := range top {
+			top[i] = float32(math.Inf(-1))
+		}
+		for _, v := range x {
+			if v > top[k-1] { // false for NaN
+				j := k - 1
+				for j > 0 && top[j-1] < v {
+					top[j] = top[j-1]
+					j--
+				}
+				top[j] = v
+			}
+		}
+		return top[k-1]
+	}
 	for i, v := range x {
 		if v != v {
 			x[i] = float32(math.Inf(-1))
