@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -185,11 +186,25 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 	lo, tlo := 0, base // tlo < target
 	hi, thi := -1, 0   // thi > target, once found
 	best, tbest := 0, base
-	c := (target - base) * charsPerTokenGuess
+	// First guess: one character per token. The filler is ASCII and no
+	// tokenizer makes more than one token of a byte, so this cannot
+	// overshoot (and so cannot ask for more than the context holds); the
+	// probe then measures the real ratio.
+	c := target - base
 	for p.probes < maxProbes {
 		t, err := p.tokens(ctx, c)
 		if err != nil {
-			return cal, err
+			var pe *ProbeError
+			if !errors.As(err, &pe) || pe.Status != 400 || hi >= 0 && c >= hi {
+				return cal, err
+			}
+			// Refused as too long: an overshoot past the context. Bisect down.
+			hi, thi = c, math.MaxInt
+			c = lo + (c-lo)/2
+			if c <= lo {
+				return cal, err
+			}
+			continue
 		}
 		if abs(t-target) < abs(tbest-target) {
 			best, tbest = c, t
@@ -210,9 +225,11 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 			if slope > 0 {
 				next = lo + int(float64(target-tlo)/slope) + 1
 			}
-			c = min(max(next, lo+1), lo*4+64)
+			c = min(max(next, lo+1), lo*8+64)
 		case hi-lo <= 1:
 			return done(best, tbest)
+		case thi == math.MaxInt:
+			c = lo + (hi-lo)/2
 		default:
 			next := lo + int(float64(target-tlo)*float64(hi-lo)/float64(thi-tlo))
 			c = min(max(next, lo+1), hi-1)

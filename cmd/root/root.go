@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/model"
 	"github.com/glmbench/glmbench/cmd/run"
+	"github.com/glmbench/glmbench/cmd/serve"
 	"github.com/glmbench/glmbench/cmd/version"
 )
 
@@ -62,6 +63,7 @@ requests.jsonl for side-by-side comparison.`,
 	})
 	cmd.AddCommand(run.NewCmdRun(f, nil))
 	cmd.AddCommand(model.NewCmdModel(f))
+	cmd.AddCommand(serve.NewCmdServe(f, nil))
 	cmd.AddCommand(version.NewCmdVersion(f))
 	return cmd
 }

@@ -195,7 +195,6 @@ func TestBadInputExitsTwoBeforeAnyLoad(t *testing.T) {
 		{"refused credentials", []string{"--endpoint", unauthorized.BaseURL()}, "HTTP 401"},
 		{"probe rejected", []string{"--endpoint", rejecting.BaseURL(), "--phase", "x=3/40/4"}, "HTTP 400: Unsupported param: ignore_eos"},
 		{"missing endpoints file", []string{"--endpoints", "/nonexistent.yaml", "--name", "a"}, "endpoints file"},
-		{"no endpoint yet", nil, "built-in engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -244,4 +243,33 @@ func TestModelSynthWritesALoadableCheckpoint(t *testing.T) {
 	if code, _, stderr := execute(t, context.Background(), "model", "synth", "--preset", "huge", "--out", dir); code != 2 || !strings.Contains(stderr, "nano, tiny") {
 		t.Fatalf("bad preset: exit %d, %s", code, stderr)
 	}
+}
+
+func TestRunWithoutAnEndpointBenchmarksTheBuiltInEngine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, _, stderr := execute(t, context.Background(), "run", "--phase", "tiny=3/64/8", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rep, recs, _ := readReport(t, dir)
+	ph := rep.Phases[0]
+	if !rep.Endpoint.Builtin || rep.Endpoint.Model != "glmbench-nano" || ph.Completed != 3 || ph.Errors != 0 || len(recs) != 3 {
+		t.Fatalf("endpoint %+v, phase %+v", rep.Endpoint, ph)
+	}
+	if ph.CalibratedInputLen == nil || abs(*ph.CalibratedInputLen-64) > 4 || rep.Endpoint.ServerInfo["page_size"] == nil {
+		t.Fatalf("calibrated %v, server info %v", ph.CalibratedInputLen, rep.Endpoint.ServerInfo)
+	}
+	for _, r := range recs {
+		if r.N != 8 || r.NSource != schema.NFromUsage {
+			t.Fatalf("record %+v", r)
+		}
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

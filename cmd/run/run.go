@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -143,15 +144,29 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if !o.Endpoint.Given() {
-		return cmdutil.BadInput("no --endpoint given, and the built-in engine is not built yet (issue 4); pass --endpoint URL or --endpoints FILE --name N")
-	}
-	ep, err := endpoints.Resolve(o.Endpoint, o.F.Getenv)
-	if err != nil {
-		return err
-	}
-	if err := resolveModel(ctx, ep, o.ConnectTimeout, io.ErrOut); err != nil {
-		return redactErr(ep, err)
+	var ep *endpoints.Endpoint
+	if o.Endpoint.Given() {
+		var err error
+		if ep, err = endpoints.Resolve(o.Endpoint, o.F.Getenv); err != nil {
+			return err
+		}
+		if err := resolveModel(ctx, ep, o.ConnectTimeout, io.ErrOut); err != nil {
+			return redactErr(ep, err)
+		}
+	} else {
+		eo := engine.DefaultOptions()
+		eo.Version = o.F.Version
+		b, err := endpoints.StartBuiltin(eo)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			b.Stop(sctx)
+		}()
+		ep = b.Endpoint
+		fmt.Fprintf(io.ErrOut, "glmbench: no --endpoint: benchmarking the built-in engine (%s) at %s\n", ep.Model, ep.BaseURL)
 	}
 	label := o.Label
 	if label == "" {

@@ -7,18 +7,20 @@ import (
 )
 
 // KVCache is the paged KV pool: for every layer (the main ones and MTP) and
-// every token slot, the MLA latent c (kv_lora_rank), the shared rope key
-// (qk_rope_head_dim) and the indexer key (index_head_dim), side by side so
-// one slot is one contiguous row. Slots come in pages of PageSize; a
-// sequence owns pages and its position t lives in slot
-// pages[t/PageSize]·PageSize + t%PageSize.
+// every token slot, the MLA latent c (kv_lora_rank) beside the shared rope
+// key (qk_rope_head_dim) in one row, and the indexer key (index_head_dim) in
+// a separate dense array, so that the indexer's scan over every visible key
+// reads only indexer keys. Slots come in pages of PageSize; a sequence owns
+// pages and its position t lives in slot pages[t/PageSize]·PageSize + t%PageSize.
 type KVCache struct {
-	Width    int // floats per slot per layer
+	Width    int // MLA floats per slot per layer: latent + rope key
+	IndexDim int // indexer floats per slot per layer
 	PageSize int
 	Pages    int
 
-	layers [][]float32 // [layer][Pages·PageSize·Width]
-	free   []int32     // free page ids, a stack
+	mla  [][]float32 // [layer][slots·Width]
+	idx  [][]float32 // [layer][slots·IndexDim]
+	free []int32     // free page ids, a stack
 }
 
 // NewKVCache allocates a pool of pages·pageSize token slots for cfg's main
@@ -37,9 +39,10 @@ func newKVCache(cfg *Config, pages, pageSize, layers int) *KVCache {
 	if pages <= 0 || pageSize <= 0 {
 		panic(fmt.Sprintf("model: NewKVCache(%d pages of %d)", pages, pageSize))
 	}
-	kv := &KVCache{Width: cfg.KVWidth(), PageSize: pageSize, Pages: pages}
+	kv := &KVCache{Width: cfg.KVLoraRank + cfg.QKRopeHeadDim, IndexDim: cfg.IndexHeadDim, PageSize: pageSize, Pages: pages}
 	for range layers {
-		kv.layers = append(kv.layers, make([]float32, pages*pageSize*kv.Width))
+		kv.mla = append(kv.mla, make([]float32, pages*pageSize*kv.Width))
+		kv.idx = append(kv.idx, make([]float32, pages*pageSize*kv.IndexDim))
 	}
 	kv.free = make([]int32, pages)
 	for i := range kv.free {
@@ -49,7 +52,7 @@ func newKVCache(cfg *Config, pages, pageSize, layers int) *KVCache {
 }
 
 // Layers is the number of layers the pool caches.
-func (kv *KVCache) Layers() int { return len(kv.layers) }
+func (kv *KVCache) Layers() int { return len(kv.mla) }
 
 // Slots is the pool's size in tokens.
 func (kv *KVCache) Slots() int { return kv.Pages * kv.PageSize }
@@ -73,9 +76,14 @@ func (kv *KVCache) Alloc(n int) ([]int32, bool) {
 // Release returns pages to the pool.
 func (kv *KVCache) Release(pages []int32) { kv.free = append(kv.free, pages...) }
 
-// Layer is layer l's pool as a Slots × Width matrix.
+// Layer is layer l's MLA pool as a Slots × Width matrix: [c | k_rope] per slot.
 func (kv *KVCache) Layer(l int) kernels.Mat {
-	return kernels.NewMat(kv.layers[l], kv.Slots(), kv.Width)
+	return kernels.NewMat(kv.mla[l], kv.Slots(), kv.Width)
+}
+
+// IndexKeys is layer l's indexer keys as a Slots × IndexDim matrix.
+func (kv *KVCache) IndexKeys(l int) kernels.Mat {
+	return kernels.NewMat(kv.idx[l], kv.Slots(), kv.IndexDim)
 }
 
 // SlotsFor appends to dst the slots of positions [from, to) of a sequence

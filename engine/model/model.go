@@ -302,17 +302,17 @@ func (m *Model) attention(l int, a *Attention, xn, out kernels.Mat, seqs []Seq, 
 		iw.Data[i] *= wscale
 	}
 
-	// Write the new tokens' cache rows: [c | k_rope | indexer key].
-	cache := m.KV.Layer(l)
+	// Write the new tokens' cache rows: [c | k_rope] and the indexer key.
+	cache, ikeys := m.KV.Layer(l), m.KV.IndexKeys(l)
 	for t := range T {
 		row := cache.Row(int(ri.slot[t]))
 		copy(row[:r], c.Row(t))
 		copy(row[r:r+dr], kpe.Row(t))
-		copy(row[r+dr:], ik.Row(t))
+		copy(ikeys.Row(int(ri.slot[t])), ik.Row(t))
 	}
 
 	// Each row's keys: all visible ones, or the indexer's top-k.
-	m.selectKeys(cache, iq, iw, seqs)
+	m.selectKeys(ikeys, iq, iw, seqs)
 
 	vo := m.ws.mat("vo", T, heads*dv)
 	scale := float32(1 / math.Sqrt(float64(dn+dr)))
@@ -387,7 +387,7 @@ func (m *Model) attendNaive(a *Attention, q, cache, vo kernels.Mat, scale float3
 // shared among workers. An item gathers its sequence's visible indexer keys
 // into a dense matrix once, scores all its rows in one product, then keeps
 // each row's top-k.
-func (m *Model) selectKeys(cache, iq, iw kernels.Mat, seqs []Seq) {
+func (m *Model) selectKeys(ikeys, iq, iw kernels.Mat, seqs []Seq) {
 	cfg := m.Cfg
 	topk := cfg.IndexTopK
 	if cap(m.rowsOf) < iq.Rows {
@@ -412,7 +412,7 @@ func (m *Model) selectKeys(cache, iq, iw kernels.Mat, seqs []Seq) {
 	}
 	parallelFor(len(m.items), func(worker, k int) {
 		it := m.items[k]
-		m.indexRows(m.worker(worker), cache, iq, iw, &seqs[it.seq], it, picked)
+		m.indexRows(m.worker(worker), ikeys, iq, iw, &seqs[it.seq], it, picked)
 	})
 }
 
@@ -423,36 +423,25 @@ const indexBlock = 32
 type indexItem struct{ seq, row, first, n int32 }
 
 // indexRows runs the indexer for one block of rows.
-func (m *Model) indexRows(ws *workspace, cache, iq, iw kernels.Mat, s *Seq, it indexItem, picked []int32) {
+func (m *Model) indexRows(ws *workspace, ikeys, iq, iw kernels.Mat, s *Seq, it indexItem, picked []int32) {
 	cfg := m.Cfg
 	topk, hi, di := cfg.IndexTopK, cfg.IndexNHeads, cfg.IndexHeadDim
-	off := cfg.KVLoraRank + cfg.QKRopeHeadDim
-	lastPos := s.Pos + int(it.first+it.n) - 1
-	n := lastPos + 1
-	score := ws.get("index_score", n)
-	if it.n == 1 {
-		// One row (decode): dot products straight from the cache rows.
-		t := int(it.row)
-		dots := ws.get("index_dots", n)
-		clear(score)
-		keys := cache.Slice(0, cache.Rows, off, off+di)
-		for h := range hi {
-			m.K.GatherMatVec(dots, keys, s.Slots[:n], iq.Row(t)[h*di:(h+1)*di])
-			m.K.ReluAXPY(score, iw.Row(t)[h], dots)
-		}
-		m.keepTop(ws, score, s.Slots, picked[t*topk:(t+1)*topk])
-		m.rowsOf[t] = picked[t*topk : (t+1)*topk]
-		return
-	}
-	// A block: gather the visible keys once, score every row in one product.
-	keys := ws.mat("index_keys", n, di)
-	for p, slot := range s.Slots[:n] {
-		copy(keys.Row(p), cache.Row(int(slot))[off:off+di])
-	}
+	n := s.Pos + int(it.first+it.n) // keys visible to the block's last row
 	rows := int(it.n)
 	q := kernels.NewMat(iq.Data[int(it.row)*hi*di:(int(it.row)+rows)*hi*di], rows*hi, di)
 	S := ws.mat("index_S", rows*hi, n)
-	m.K.MatMulT(S, q, keys)
+	// Score every visible key for every row and head, one product per run of
+	// consecutive slots: such a run is a dense block of the indexer-key pool,
+	// and the pool hands out pages in order, so a sequence is a few long runs.
+	for a := 0; a < n; {
+		b := a + 1
+		for b < n && s.Slots[b] == s.Slots[b-1]+1 {
+			b++
+		}
+		m.K.MatMulT(S.Slice(0, rows*hi, a, b), q, ikeys.Slice(int(s.Slots[a]), int(s.Slots[a])+b-a, 0, di))
+		a = b
+	}
+	score := ws.get("index_score", n)
 	for r := range rows {
 		t := int(it.row) + r
 		p := s.Pos + int(it.first) + r

@@ -41,6 +41,10 @@ type Config struct {
 	ScheduleConservativeness float64 `json:"schedule_conservativeness"`
 	// ContextLength is the longest sequence (prompt + output).
 	ContextLength int `json:"context_length"`
+	// EnableMixedChunk runs the running requests' decode tokens in the same
+	// batch as a prefill (SGLang's --enable-mixed-chunk) instead of pausing
+	// them while prefills keep coming.
+	EnableMixedChunk bool `json:"enable_mixed_chunk"`
 }
 
 // SGLang's constants for the admission budget (schedule_policy.py, environ.py).
@@ -445,6 +449,13 @@ func (s *Scheduler) prefillStep() bool {
 	if len(s.waiting) == 0 && s.chunked == nil {
 		return false
 	}
+	// With mixed chunks the running requests decode in this batch too; their
+	// pages come first, so that admission sees what is left.
+	var decoding []*req
+	if s.cfg.EnableMixedChunk && len(s.running) > 0 {
+		s.makeRoom()
+		decoding = slices.Clone(s.running)
+	}
 	ps := s.cfg.PageSize
 	remTotal := float64(s.freeTokens()) - s.reserved()
 	remInput := s.cfg.MaxPrefillTokens
@@ -533,7 +544,7 @@ func (s *Scheduler) prefillStep() bool {
 	}
 	s.waiting = s.waiting[admitted:]
 	if len(batch) == 0 {
-		return false
+		return false // with mixed chunks, the decode step will run them
 	}
 	for i, q := range batch {
 		rows := model.NoRows
@@ -551,7 +562,9 @@ func (s *Scheduler) prefillStep() bool {
 			Logits: rows,
 		})
 	}
+	seqs = append(seqs, s.decodeSeqs(decoding)...)
 	out := s.exec.Forward(seqs)
+	s.decoded(decoding, out, len(batch))
 	for i, q := range batch {
 		logits, _ := out.SeqRows(i)
 		q.filled += sizes[i]
@@ -686,23 +699,38 @@ func (s *Scheduler) decodeStep() bool {
 		return false
 	}
 	s.makeRoom()
-	seqs := make([]model.Seq, len(s.running))
-	for i, q := range s.running {
+	batch := slices.Clone(s.running)
+	out := s.exec.Forward(s.decodeSeqs(batch))
+	s.decoded(batch, out, 0)
+	return true
+}
+
+// decodeSeqs is one decode token for each request: its last generated
+// token, new to the cache.
+func (s *Scheduler) decodeSeqs(batch []*req) []model.Seq {
+	seqs := make([]model.Seq, len(batch))
+	for i, q := range batch {
 		toks := q.tokens()
-		p := len(toks) - 1 // the last generated token is new to the cache
+		p := len(toks) - 1
 		seqs[i] = model.Seq{Tokens: toks[p:], Pos: p, Slots: s.kv.SlotsFor(nil, q.pages, 0, p+1), Logits: model.LastRow}
 	}
-	out := s.exec.Forward(seqs)
-	batch := slices.Clone(s.running)
+	return seqs
+}
+
+// decoded takes the decode results of batch, whose sequences start at
+// sequence first of out.
+func (s *Scheduler) decoded(batch []*req, out *model.Output, first int) {
+	if len(batch) == 0 {
+		return
+	}
 	for i, q := range batch {
 		q.filled = len(q.r.Prompt) + len(q.out)
-		logits, _ := out.SeqRows(i)
+		logits, _ := out.SeqRows(first + i)
 		s.emit(q, logits.Row(0))
 	}
 	// The ratio decays toward its floor with every decode step.
 	floor := s.initRatio() * minNewTokenFactor
 	s.ratio = max(floor, s.ratio-(s.initRatio()-floor)/newTokenRatioDecay)
-	return true
 }
 
 // makeRoom gives every running request the page its next token needs,

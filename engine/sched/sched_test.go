@@ -116,7 +116,12 @@ func TestGreedyOutputEqualsTheModelAlone(t *testing.T) {
 
 func TestTemperatureZeroIsTheSameAloneAndAmong64(t *testing.T) {
 	t.Parallel()
-	h := start(t, Config{ChunkedPrefillSize: 64}, 2048, 1)
+	t.Run("prefill first", func(t *testing.T) { t.Parallel(); sameAmong64(t, false) })
+	t.Run("mixed chunks", func(t *testing.T) { t.Parallel(); sameAmong64(t, true) })
+}
+
+func sameAmong64(t *testing.T, mixed bool) {
+	h := start(t, Config{ChunkedPrefillSize: 64, EnableMixedChunk: mixed}, 2048, 1)
 	p := prompt(40, 2)
 	st, _ := h.s.Submit(&Request{Prompt: p, Params: greedy(10)})
 	alone, _ := collect(t, st)
@@ -315,5 +320,69 @@ func TestSubmitRefusesWhatCanNeverFit(t *testing.T) {
 	}
 	if _, err := h.s.Submit(&Request{Prompt: make([]int32, 16380), Params: greedy(10)}); err == nil {
 		t.Fatal("a request beyond the context was accepted")
+	}
+}
+
+// countingExec counts prefill batches and those that also carry decode tokens.
+type countingExec struct {
+	Executor
+	mu                  sync.Mutex
+	prefills, withDecode int
+}
+
+func (c *countingExec) Forward(seqs []model.Seq) *model.Output {
+	prefill, decode := false, false
+	for _, s := range seqs {
+		if len(s.Tokens) > 1 {
+			prefill = true
+		} else if s.Pos > 0 && s.Logits == model.LastRow {
+			decode = true
+		}
+	}
+	c.mu.Lock()
+	if prefill {
+		c.prefills++
+		if decode {
+			c.withDecode++
+		}
+	}
+	c.mu.Unlock()
+	return c.Executor.Forward(seqs)
+}
+
+func TestMixedChunksKeepDecodingWhilePrefillsArrive(t *testing.T) {
+	t.Parallel()
+	for _, mixed := range []bool{false, true} {
+		mc, _ := model.Preset("nano")
+		m := model.New(mc, model.Synth(mc, 1), kernels.Default(), model.NewKVCache(mc, 8192, 1))
+		exec := &countingExec{Executor: m}
+		s, err := New(Config{ChunkedPrefillSize: 32, MaxPrefillTokens: 32, EnableMixedChunk: mixed, MaxTotalTokens: 8192, PageSize: 1, ContextLength: 16384}, exec, nil, vocabLimit, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Run()
+		first, _ := s.Submit(&Request{Prompt: prompt(10, 1), Params: greedy(6000)})
+		if _, err := first.Next(context.Background()); err != nil { // decoding now
+			t.Fatal(err)
+		}
+		// 40 prompts of 160 tokens: 200 prefill batches of 32 tokens.
+		var rest []*Stream
+		for i := range 40 {
+			st, _ := s.Submit(&Request{Prompt: prompt(160, 50+i), Params: greedy(1)})
+			rest = append(rest, st)
+		}
+		for _, st := range rest {
+			collect(t, st)
+		}
+		first.Abort()
+		s.Shutdown(context.Background())
+		exec.mu.Lock()
+		prefills, withDecode := exec.prefills, exec.withDecode
+		exec.mu.Unlock()
+		// Prefill first pauses decoding while prefills keep coming; mixed
+		// chunks decode the running request in every prefill batch.
+		if prefills < 200 || (!mixed && withDecode != 0) || (mixed && withDecode < prefills-1) {
+			t.Errorf("mixed=%v: %d prefill batches, %d of them with decode tokens", mixed, prefills, withDecode)
+		}
 	}
 }

@@ -1,0 +1,152 @@
+// Package serve is `glmbench serve`: the reference engine as an
+// OpenAI-compatible server.
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/engine"
+)
+
+// Options are serve's flags.
+type Options struct {
+	F            *cmdutil.Factory
+	Engine       engine.Options
+	ServerConfig string
+	// changed names the flags given on the command line, which win over --server-config.
+	changed func(name string) bool
+}
+
+// NewCmdServe binds serve's flags. runF replaces the run function in tests.
+func NewCmdServe(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f, Engine: engine.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the reference engine over the OpenAI API",
+		Long: `Serve runs glmbench's reference engine — a GLM-5-architecture model (MLA, DSA
+sparse attention, sigmoid-routed MoE, MTP) at toy scale on CPU kernels — behind
+an SGLang-like scheduler and an OpenAI-compatible HTTP API:
+POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
+GET /get_server_info, GET /metrics.
+
+Scheduler flags are named as SGLang's. --server-config reads an SGLang
+server-args JSON (its /get_server_info output), applies the keys the engine
+understands and lists the ones it ignores; flags given on the command line win.
+Mixed chunks are on by default (SGLang's default is off): a CPU prefills about
+a thousand times slower than a GPU, so pausing decode while prefills keep
+coming would stall started streams for minutes.
+SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.`,
+		Example: `  glmbench serve --port 30000 --model-preset nano
+  glmbench serve --model-path ./tiny --max-running-requests 64 --chunked-prefill-size 2048
+  glmbench serve --server-config sglang_server_config.json --max-queued-requests 128`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = cmd.Flags().Changed
+			if runF != nil {
+				return runF(o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	e := &o.Engine
+	s := &e.Sched
+	fl := cmd.Flags()
+	fl.StringVar(&e.Host, "host", e.Host, "address to listen on")
+	fl.IntVar(&e.Port, "port", e.Port, "port to listen on (0: a free one)")
+	fl.StringVar(&e.Preset, "model-preset", e.Preset, "synthetic model preset: nano or tiny")
+	fl.StringVar(&e.ModelPath, "model-path", "", "checkpoint folder (config.json + model.safetensors) instead of a preset")
+	fl.Uint64Var(&e.Seed, "seed", e.Seed, "seed of a preset's weights")
+	fl.StringVar(&e.ServedModelName, "served-model-name", "", "model id the API lists (default: glmbench-<preset> or the model path)")
+	fl.StringVar(&o.ServerConfig, "server-config", "", "SGLang server-args JSON to apply")
+	fl.IntVar(&s.MaxRunningRequests, "max-running-requests", 0, "most requests in the running batch (0: min(2048, max-total-tokens/2))")
+	fl.IntVar(&s.MaxQueuedRequests, "max-queued-requests", 0, "most waiting requests; beyond, 503 \"The request queue is full.\" (0: unbounded)")
+	fl.IntVar(&s.ChunkedPrefillSize, "chunked-prefill-size", 0, "most prompt tokens of one request per prefill batch (-1: no chunking; 0: 4096)")
+	fl.IntVar(&s.MaxPrefillTokens, "max-prefill-tokens", 0, "most new tokens in one prefill batch (0: 16384)")
+	fl.IntVar(&s.PageSize, "page-size", 0, "tokens per KV page (0: 1)")
+	fl.IntVar(&s.MaxTotalTokens, "max-total-tokens", 0, "KV pool size in tokens (0: sized to the model, up to 9.5 M)")
+	fl.StringVar(&s.SchedulePolicy, "schedule-policy", "", "fcfs or lpm (default fcfs)")
+	fl.BoolVar(&s.DisableRadixCache, "disable-radix-cache", false, "turn the prefix cache off")
+	fl.IntVar(&s.StreamInterval, "stream-interval", 0, "tokens per stream event at most (0: 1)")
+	fl.Float64Var(&s.ScheduleConservativeness, "schedule-conservativeness", 0, "scales the KV reserved for running requests (0: 1.0)")
+	fl.IntVar(&s.ContextLength, "context-length", 0, "longest prompt + output (0: the model's max_position_embeddings)")
+	fl.BoolVar(&s.EnableMixedChunk, "enable-mixed-chunk", s.EnableMixedChunk, "decode running requests in the same batch as a prefill (SGLang's default is off; on here, see --help)")
+	fl.IntVar(&e.RateLimitConcurrency, "rate-limit-concurrency", 0, "gateway: answer 429 beyond this many requests in flight (0: off)")
+	fl.IntVar(&e.RateLimitRPM, "rate-limit-rpm", 0, "gateway: answer 429 beyond this many requests per minute (0: off)")
+	return cmd
+}
+
+// Run serves until the context ends (Ctrl-C), then shuts down gracefully.
+func Run(ctx context.Context, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	io := o.F.IO
+	if o.ServerConfig != "" {
+		fromFlags := o.Engine
+		ignored, err := engine.ApplyServerConfig(o.ServerConfig, &o.Engine)
+		if err != nil {
+			return cmdutil.BadInput("--server-config: %v", err)
+		}
+		o.reapplyFlags(fromFlags)
+		if len(ignored) > 0 {
+			fmt.Fprintf(io.ErrOut, "glmbench: --server-config: ignored %d keys the engine does not use: %s\n", len(ignored), strings.Join(ignored, ", "))
+		}
+	}
+	o.Engine.Version = o.F.Version
+	o.Engine.Logger = slog.New(slog.NewTextHandler(io.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e, err := engine.Start(o.Engine)
+	if err != nil {
+		return cmdutil.BadInput("%v", err)
+	}
+	sc := e.Sched.Config()
+	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d)\n",
+		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests)
+	select {
+	case <-ctx.Done():
+	case err := <-waitErr(e):
+		return err
+	}
+	fmt.Fprintln(io.ErrOut, "glmbench: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return e.Shutdown(sctx)
+}
+
+func waitErr(e *engine.Engine) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- e.Wait() }()
+	return ch
+}
+
+// reapplyFlags puts back the values of flags given on the command line,
+// which take precedence over --server-config.
+func (o *Options) reapplyFlags(f engine.Options) {
+	e, s, fs := &o.Engine, &o.Engine.Sched, &f.Sched
+	for name, apply := range map[string]func(){
+		"host": func() { e.Host = f.Host }, "port": func() { e.Port = f.Port },
+		"served-model-name":         func() { e.ServedModelName = f.ServedModelName },
+		"max-running-requests":      func() { s.MaxRunningRequests = fs.MaxRunningRequests },
+		"max-queued-requests":       func() { s.MaxQueuedRequests = fs.MaxQueuedRequests },
+		"chunked-prefill-size":      func() { s.ChunkedPrefillSize = fs.ChunkedPrefillSize },
+		"max-prefill-tokens":        func() { s.MaxPrefillTokens = fs.MaxPrefillTokens },
+		"page-size":                 func() { s.PageSize = fs.PageSize },
+		"max-total-tokens":          func() { s.MaxTotalTokens = fs.MaxTotalTokens },
+		"schedule-policy":           func() { s.SchedulePolicy = fs.SchedulePolicy },
+		"disable-radix-cache":       func() { s.DisableRadixCache = fs.DisableRadixCache },
+		"stream-interval":           func() { s.StreamInterval = fs.StreamInterval },
+		"schedule-conservativeness": func() { s.ScheduleConservativeness = fs.ScheduleConservativeness },
+		"context-length":            func() { s.ContextLength = fs.ContextLength },
+		"enable-mixed-chunk":        func() { s.EnableMixedChunk = fs.EnableMixedChunk },
+	} {
+		if o.changed != nil && o.changed(name) {
+			apply()
+		}
+	}
+}

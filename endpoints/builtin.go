@@ -1,0 +1,37 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/glmbench/glmbench/engine"
+)
+
+// Builtin is glmbench's reference engine started in-process on a free
+// loopback port: the endpoint every command uses when none is given.
+type Builtin struct {
+	Engine   *engine.Engine
+	Endpoint *Endpoint
+}
+
+// StartBuiltin starts the engine (engine.DefaultOptions, with what opts
+// sets) on a free port of 127.0.0.1 and returns it as an endpoint.
+func StartBuiltin(opts engine.Options) (*Builtin, error) {
+	opts.Host, opts.Port = "127.0.0.1", 0
+	if opts.Preset == "" && opts.ModelPath == "" {
+		opts.Preset = "nano"
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	e, err := engine.Start(opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the built-in engine: %w", err)
+	}
+	return &Builtin{Engine: e, Endpoint: &Endpoint{
+		Name: "builtin", BaseURL: e.BaseURL(), Model: e.ModelName(), Builtin: true,
+	}}, nil
+}
+
+// Stop shuts the engine down.
+func (b *Builtin) Stop(ctx context.Context) error { return b.Engine.Shutdown(ctx) }

@@ -1,0 +1,229 @@
+// Package engine is glmbench's reference engine as one thing to start: a
+// GLM-5-architecture model (engine/model) on fast CPU kernels, the
+// SGLang-like scheduler (engine/sched) and the OpenAI-compatible HTTP API
+// (engine/server). `glmbench serve` runs it as a server; every command run
+// without --endpoint starts it in-process on a free loopback port.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/engine/sched"
+	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/engine/tokenizer"
+	"github.com/glmbench/glmbench/kernels"
+)
+
+// Options configure an engine.
+type Options struct {
+	// Preset names a synthetic model ("nano", "tiny"); ignored with ModelPath.
+	Preset string
+	// ModelPath is a checkpoint folder (config.json + model.safetensors).
+	ModelPath string
+	// Seed draws a preset's weights.
+	Seed uint64
+	// ServedModelName is the id /v1/models lists (default: the preset or folder name).
+	ServedModelName string
+	Host            string
+	Port            int
+	Sched           sched.Config
+	// RateLimitConcurrency and RateLimitRPM put a 429 gateway in front (0: off).
+	RateLimitConcurrency int
+	RateLimitRPM         int
+	Version              string
+	Logger               *slog.Logger
+}
+
+// DefaultOptions are `glmbench serve`'s defaults. Mixed chunks are on,
+// unlike SGLang: a CPU prefills about a thousand times slower than a GPU,
+// so with prefill first a burst like throughput_8k would pause every
+// started stream for minutes, which a client rightly calls a hang.
+func DefaultOptions() Options {
+	o := Options{Preset: "nano", Seed: 1, Host: "127.0.0.1", Port: 30000}
+	o.Sched.EnableMixedChunk = true
+	return o
+}
+
+// kvBudget bounds the default KV pool (virtual memory: pages are only
+// touched when used) and kvDefaultMax caps it: enough for throughput_8k's
+// 929 sequences of 8192 + 1024 tokens on nano.
+const (
+	kvBudget     = 4 << 30
+	kvDefaultMax = 9_500_000
+)
+
+// Engine is a running reference engine.
+type Engine struct {
+	Model     *model.Model
+	Sched     *sched.Scheduler
+	Server    *server.Server
+	Tokenizer *tokenizer.Tokenizer
+	name      string
+	ln        net.Listener
+	http      *http.Server
+	served    chan error
+}
+
+// Start builds the model and serves it on opts.Host:opts.Port (port 0: a
+// free one). It returns once the server accepts connections.
+func Start(opts Options) (*Engine, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, w, name, err := loadModel(opts)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.New(cfg.VocabSize)
+	if err != nil {
+		return nil, fmt.Errorf("model vocabulary: %w", err)
+	}
+	sc := opts.Sched
+	if sc.PageSize == 0 {
+		sc.PageSize = 1
+	}
+	perToken := cfg.KVWidth() * 4 * cfg.NumHiddenLayers
+	if sc.MaxTotalTokens == 0 {
+		sc.MaxTotalTokens = min(kvBudget/perToken, kvDefaultMax) / sc.PageSize * sc.PageSize
+	}
+	if sc.ContextLength == 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
+		sc.ContextLength = cfg.MaxPositionEmbeddings
+	}
+	sc.Defaults()
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	kv := model.NewKVCacheNoMTP(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
+	m := model.New(cfg, w, kernels.Default(), kv)
+	metrics := server.NewMetrics()
+	s, err := sched.New(sc, m, tok.EOS(), tokenizer.MinVocabSize, metrics)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ServedModelName != "" {
+		name = opts.ServedModelName
+	}
+	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, served: make(chan error, 1)}
+	e.Server = server.New(server.Options{
+		ModelName: name, ModelPath: modelPath(opts), ContextLength: sc.ContextLength,
+		RateLimitConcurrency: opts.RateLimitConcurrency, RateLimitRPM: opts.RateLimitRPM,
+		Version: opts.Version, Logger: opts.Logger,
+	}, s, tok, metrics)
+	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
+	e.ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	go s.Run()
+	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	go func() { e.served <- e.http.Serve(e.ln) }()
+	return e, nil
+}
+
+func modelPath(o Options) string {
+	if o.ModelPath != "" {
+		return o.ModelPath
+	}
+	return "preset:" + o.Preset
+}
+
+func loadModel(o Options) (*model.Config, *model.Weights, string, error) {
+	if o.ModelPath != "" {
+		cfg, w, err := model.Load(o.ModelPath)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return cfg, w, o.ModelPath, nil
+	}
+	preset := o.Preset
+	if preset == "" {
+		preset = "nano"
+	}
+	cfg, err := model.Preset(preset)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cfg, model.Synth(cfg, o.Seed), "glmbench-" + preset, nil
+}
+
+// BaseURL is the API base, http://host:port/v1.
+func (e *Engine) BaseURL() string { return "http://" + e.ln.Addr().String() + "/v1" }
+
+// ModelName is the id the engine serves.
+func (e *Engine) ModelName() string { return e.name }
+
+// Shutdown stops the engine gracefully: new requests get 503, running
+// streams end, then the listener closes.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	err := e.Server.Shutdown(ctx)
+	if herr := e.http.Shutdown(ctx); herr != nil && err == nil {
+		err = herr
+	}
+	return err
+}
+
+// Wait returns when the HTTP server stops serving.
+func (e *Engine) Wait() error {
+	err := <-e.served
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ApplyServerConfig reads an SGLang server-args JSON (the output of its
+// /get_server_info) into opts: the keys the engine understands are applied,
+// and the others are returned by name, sorted, for the caller to report.
+func ApplyServerConfig(path string, opts *Options) (ignored []string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(b, &args); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	set := func(key string, dst any) error {
+		raw := args[key]
+		if string(raw) == "null" {
+			return nil // unset in SGLang: keep the engine's default
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, key, err)
+		}
+		return nil
+	}
+	sc := &opts.Sched
+	known := map[string]any{
+		"max_running_requests": &sc.MaxRunningRequests, "max_queued_requests": &sc.MaxQueuedRequests,
+		"chunked_prefill_size": &sc.ChunkedPrefillSize, "max_prefill_tokens": &sc.MaxPrefillTokens,
+		"page_size": &sc.PageSize, "max_total_tokens": &sc.MaxTotalTokens, "schedule_policy": &sc.SchedulePolicy,
+		"disable_radix_cache": &sc.DisableRadixCache, "stream_interval": &sc.StreamInterval,
+		"schedule_conservativeness": &sc.ScheduleConservativeness, "context_length": &sc.ContextLength,
+		"enable_mixed_chunk": &sc.EnableMixedChunk,
+		"host":               &opts.Host, "port": &opts.Port, "served_model_name": &opts.ServedModelName,
+	}
+	for key := range args {
+		dst, ok := known[key]
+		if !ok {
+			ignored = append(ignored, key)
+			continue
+		}
+		if err := set(key, dst); err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(ignored)
+	return ignored, nil
+}

@@ -1,0 +1,349 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/glmbench/glmbench/engine/sched"
+	"github.com/glmbench/glmbench/engine/tokenizer"
+)
+
+// usage is OpenAI's token accounting. completion_tokens counts every
+// generated token: reasoning, content, and the EOS that ended it.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func newUsage(prompt, completion int) *usage {
+	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage"`
+}
+
+type chatChoice struct {
+	Index        int           `json:"index"`
+	Message      chatOutput    `json:"message"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+	// MatchedStop is SGLang's extra: the stop string or token id that
+	// ended the output, null when none.
+	MatchedStop any `json:"matched_stop"`
+}
+
+type chatOutput struct {
+	Role             string        `json:"role"`
+	Content          *string       `json:"content"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+type toolCallOut struct {
+	// Index is set in streamed deltas only, as OpenAI does.
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatChunk struct {
+	ID      string            `json:"id"`
+	Object  string            `json:"object"`
+	Created int64             `json:"created"`
+	Model   string            `json:"model"`
+	Choices []chatChunkChoice `json:"choices"`
+	Usage   *usage            `json:"usage,omitempty"`
+}
+
+type chatChunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        chatDelta     `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+	MatchedStop  any           `json:"matched_stop,omitempty"`
+}
+
+type chatDelta struct {
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent *string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+// handleChat serves POST /v1/chat/completions.
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var req chatRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	spec, err := s.parseChat(&req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := newID("chatcmpl-")
+	st, err := s.submit(id, spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer st.Abort() // whatever ends the handler, the scheduler lets go of the request
+	ctx, cancel := s.waitContext(r)
+	defer cancel()
+	g := &chatGen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
+		dec: newDecoder(s.tok, true, spec.thinking, spec.skipSpecial, spec.stops, spec.params.MinNewTokens)}
+	if spec.stream {
+		g.stream(ctx, w, r)
+	} else {
+		g.complete(ctx, w, r)
+	}
+}
+
+// chatGen is one chat request being answered.
+type chatGen struct {
+	srv     *Server
+	spec    *genSpec
+	st      *sched.Stream
+	dec     *decoder
+	id      string
+	created int64
+	start   time.Time
+}
+
+// complete answers a non-streaming request once its output is over.
+func (g *chatGen) complete(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	var reasoning, content strings.Builder
+	var lps []sched.TokenLogprob
+	for {
+		evs, err := g.st.Next(ctx)
+		if err != nil {
+			if e := waitError(r); e != nil {
+				writeError(w, e)
+			}
+			return
+		}
+		res := g.dec.consume(evs)
+		if res.errStatus != 0 {
+			writeError(w, g.srv.streamError(res))
+			return
+		}
+		pieces, toks := g.dec.take()
+		for _, p := range pieces {
+			if p.kind == kindReasoning {
+				reasoning.WriteString(p.text)
+			} else {
+				content.WriteString(p.text)
+			}
+		}
+		lps = append(lps, toks.lps...)
+		if res.finish == "" {
+			continue
+		}
+		g.st.Abort() // a stop string ended it: free the KV now
+		msg := chatOutput{Role: "assistant", ReasoningContent: reasoning.String()}
+		text := content.String()
+		reason := res.finish
+		if len(g.spec.tools) > 0 {
+			var calls []tokenizer.ToolCall
+			calls, text = tokenizer.ParseToolCalls(text, g.spec.tools)
+			msg.ToolCalls = toolCallsOut(calls, false)
+			if len(msg.ToolCalls) > 0 && reason == "stop" {
+				reason = "tool_calls"
+			}
+		}
+		if text != "" || len(msg.ToolCalls) == 0 {
+			msg.Content = &text // OpenAI: content is null beside tool calls
+		}
+		choice := chatChoice{Message: msg, FinishReason: reason, MatchedStop: res.matched}
+		if g.spec.logprobs {
+			choice.Logprobs = &chatLogprobs{Content: g.spec.names.chat(lps)}
+		}
+		prompt := max(res.promptTokens, len(g.spec.prompt))
+		g.srv.metrics.observeE2E(time.Since(g.start))
+		writeJSON(w, http.StatusOK, chatResponse{ID: g.id, Object: "chat.completion", Created: g.created,
+			Model: g.spec.model, Choices: []chatChoice{choice}, Usage: newUsage(prompt, g.dec.n)})
+		return
+	}
+}
+
+// streamError is the client error for a request the scheduler ended with
+// an error status (503 queue full or shutdown, 400 refused).
+func (s *Server) streamError(res stepResult) *apiError {
+	if res.errStatus == http.StatusServiceUnavailable && res.errMsg == sched.ErrQueueFull.Error() {
+		s.metrics.rejected("queue_full")
+	}
+	msg := res.errMsg
+	if msg == "" {
+		msg = http.StatusText(res.errStatus)
+	}
+	return &apiError{Status: res.errStatus, Message: msg}
+}
+
+// stream answers with SSE chunks: the role chunk, reasoning_content and
+// content deltas, the finish chunk (delta {}), the usage chunk with
+// choices [] when stream_options.include_usage, then [DONE].
+func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	out := newSSE(w)
+	sentRole := false
+	var tools *toolDiverter
+	if len(g.spec.tools) > 0 {
+		tools = &toolDiverter{}
+	}
+	var pending []sched.TokenLogprob // logprobs of tokens not yet sent with text
+	send := func(d chatDelta, finish *string, matched any) error {
+		c := chatChunkChoice{Delta: d, FinishReason: finish, MatchedStop: matched}
+		if g.spec.logprobs && len(pending) > 0 {
+			c.Logprobs = &chatLogprobs{Content: g.spec.names.chat(pending)}
+			pending = nil
+		}
+		return out.send(g.chunk([]chatChunkChoice{c}, nil))
+	}
+	for {
+		evs, err := g.st.Next(ctx)
+		if err != nil {
+			if e := waitError(r); e != nil {
+				out.fail(e)
+			}
+			return
+		}
+		res := g.dec.consume(evs)
+		if res.errStatus != 0 {
+			out.fail(g.srv.streamError(res))
+			return
+		}
+		if !sentRole {
+			sentRole = true
+			empty := ""
+			if send(chatDelta{Role: "assistant", Content: &empty}, nil, nil) != nil {
+				return
+			}
+		}
+		pieces, toks := g.dec.take()
+		pending = append(pending, toks.lps...)
+		for _, p := range pieces {
+			text := p.text
+			d := chatDelta{ReasoningContent: &text}
+			if p.kind == kindContent {
+				if tools != nil {
+					if text = tools.feed(text); text == "" {
+						continue
+					}
+				}
+				d = chatDelta{Content: &text}
+			}
+			if send(d, nil, nil) != nil {
+				return
+			}
+		}
+		if res.finish == "" {
+			continue
+		}
+		g.st.Abort() // a stop string ended it: free the KV now
+		reason := res.finish
+		if tools != nil {
+			rest, calls := tools.end(g.spec.tools)
+			if rest != "" && send(chatDelta{Content: &rest}, nil, nil) != nil {
+				return
+			}
+			// The calls go out whole in one delta once the output is over.
+			if tc := toolCallsOut(calls, true); len(tc) > 0 {
+				if send(chatDelta{ToolCalls: tc}, nil, nil) != nil {
+					return
+				}
+				if reason == "stop" {
+					reason = "tool_calls"
+				}
+			}
+		}
+		if send(chatDelta{}, &reason, res.matched) != nil {
+			return
+		}
+		if g.spec.includeUsage {
+			prompt := max(res.promptTokens, len(g.spec.prompt))
+			// OpenAI's spec: the usage chunk has an empty choices array.
+			if out.send(g.chunk([]chatChunkChoice{}, newUsage(prompt, g.dec.n))) != nil {
+				return
+			}
+		}
+		out.done()
+		g.srv.metrics.observeE2E(time.Since(g.start))
+		return
+	}
+}
+
+func (g *chatGen) chunk(choices []chatChunkChoice, u *usage) chatChunk {
+	return chatChunk{ID: g.id, Object: "chat.completion.chunk", Created: g.created, Model: g.spec.model, Choices: choices, Usage: u}
+}
+
+// toolCallsOut writes parsed calls in OpenAI's shape; streamed deltas
+// carry an index per call.
+func toolCallsOut(calls []tokenizer.ToolCall, indexed bool) []toolCallOut {
+	var out []toolCallOut
+	for _, c := range calls {
+		args, err := c.ArgumentsJSON()
+		if err != nil {
+			continue // ParseToolCalls gives valid JSON values; a failure is no call
+		}
+		tc := toolCallOut{ID: newID("call_")[:29], Type: "function"}
+		tc.Function.Name, tc.Function.Arguments = c.Name, args
+		if indexed {
+			idx := len(out)
+			tc.Index = &idx
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+// toolDiverter holds back streamed content from the first <tool_call> on,
+// so that the calls can be parsed when the output is over (SGLang converts
+// them incrementally; one delta at the end is allowed by the API). Text
+// that could be the start of the tag is held until it is decided.
+type toolDiverter struct {
+	held     string
+	diverted bool
+	buf      strings.Builder
+}
+
+const toolCallTag = "<tool_call>"
+
+// feed takes released content and returns what may be streamed now.
+func (t *toolDiverter) feed(s string) string {
+	if t.diverted {
+		t.buf.WriteString(s)
+		return ""
+	}
+	t.held += s
+	if i := strings.Index(t.held, toolCallTag); i >= 0 {
+		out := t.held[:i]
+		t.buf.WriteString(t.held[i:])
+		t.held, t.diverted = "", true
+		return out
+	}
+	k := partialTail(t.held, []string{toolCallTag})
+	out := t.held[:len(t.held)-k]
+	t.held = t.held[len(t.held)-k:]
+	return out
+}
+
+// end parses the held output: the calls, and the content that is not part
+// of one (a malformed block stays content).
+func (t *toolDiverter) end(tools []tokenizer.Tool) (rest string, calls []tokenizer.ToolCall) {
+	calls, content := tokenizer.ParseToolCalls(t.buf.String(), tools)
+	return t.held + content, calls
+}

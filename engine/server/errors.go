@@ -1,0 +1,191 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// apiError is an error answered to a client: its HTTP status and the
+// OpenAI-shaped body {"error": {"message", "type", "param", "code"}}.
+type apiError struct {
+	Status  int
+	Message string
+	// Param names the request field at fault, when one is.
+	Param string
+	// Type overrides the type derived from Status.
+	Type string
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// errorType is the OpenAI "type" of a status. The names are vLLM's (the
+// OpenAI SDK's exception classes), except 503, which carries SGLang's
+// HTTPStatus name because that is what its queue-overflow stream event says.
+func errorType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "BadRequestError"
+	case http.StatusNotFound:
+		return "NotFoundError"
+	case http.StatusMethodNotAllowed:
+		return "MethodNotAllowedError"
+	case http.StatusRequestEntityTooLarge:
+		return "RequestEntityTooLargeError"
+	case http.StatusTooManyRequests:
+		return "RateLimitError"
+	case http.StatusServiceUnavailable:
+		return "SERVICE_UNAVAILABLE"
+	default:
+		return "InternalServerError"
+	}
+}
+
+// errorBody is the JSON of an error, for a response body or a stream event.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Object  string  `json:"object"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+func (e *apiError) body() errorBody {
+	t := e.Type
+	if t == "" {
+		t = errorType(e.Status)
+	}
+	var param *string
+	if e.Param != "" {
+		param = &e.Param
+	}
+	return errorBody{Error: errorDetail{Object: "error", Message: e.Message, Type: t, Param: param, Code: e.Status}}
+}
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// unavailable is a 503. SGLang answers queue overflow with 503, not 429;
+// shutdown gets the same status, so a client retries elsewhere.
+func unavailable(msg string) *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Message: msg}
+}
+
+// writeError answers e as JSON. The body is always {"error": {...}} as
+// DESIGN.md asks, also for the non-streaming queue-full 503, where SGLang
+// sends its bare {"object": "error", ...}: the values (503, "The request
+// queue is full.") are SGLang's, the envelope is OpenAI's.
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.Status, e.body())
+}
+
+// writeJSON answers v with status. HTML characters stay unescaped: the
+// model's text is full of <think> and <tool_call>.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = marshal((&apiError{Status: status, Message: "response encoding failed: " + err.Error()}).body())
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// marshal is json.Marshal without HTML escaping, with a trailing newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// maxBodyBytes bounds a request body; beyond it the answer is 413.
+const maxBodyBytes = 32 << 20
+
+// decodeBody reads r's JSON body into dst, turning every failure into a
+// client error that says what is wrong and, for a wrong type, which field.
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{Status: http.StatusRequestEntityTooLarge,
+				Message: fmt.Sprintf("The request body is larger than %d bytes.", tooBig.Limit)}
+		}
+		return badRequest("", "Could not read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("", "The request body is empty; expected a JSON object.")
+	}
+	return decodeJSON(body, dst)
+}
+
+func decodeJSON(body []byte, dst any) *apiError {
+	err := json.Unmarshal(body, dst)
+	if err == nil {
+		return nil
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return badRequest("", "Malformed JSON at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return badRequest("", "The request body must be a JSON object, not %s.", typ.Value)
+		}
+		// encoding/json names an embedded struct in the path; the client
+		// never saw it.
+		field := strings.ReplaceAll(typ.Field, "commonRequest.", "")
+		return badRequest(field, "Invalid type for `%s`: expected %s, got %s.", field, jsonKind(typ.Type), typ.Value)
+	default:
+		return badRequest("", "Malformed JSON: %v", err)
+	}
+}
+
+// jsonKind names a Go type as the JSON a client should have sent.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a value"
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+)
+
+type modelCard struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	Root        string `json:"root"`
+	MaxModelLen int    `json:"max_model_len"`
+}
+
+func (s *Server) card() modelCard {
+	return modelCard{ID: s.opts.ModelName, Object: "model", Created: s.created, OwnedBy: "glmbench",
+		Root: s.opts.ModelName, MaxModelLen: s.contextLength()}
+}
+
+// handleModels serves GET /v1/models: the one served model.
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{s.card()}})
+}
+
+// handleModel serves GET /v1/models/{id}.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, "/v1/models/")
+	if id != s.opts.ModelName {
+		writeError(w, notFound("The model `%s` does not exist.", id))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.card())
+}
+
+// handleHealth serves GET /health: 200 with an empty body once ready, as
+// SGLang; 503 before and from the start of shutdown.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if !s.ready.Load() || s.shuttingDown() {
+		msg := "The server is not ready yet."
+		if s.shuttingDown() {
+			msg = "The server is shutting down."
+		}
+		writeError(w, unavailable(msg))
+		return
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
+// handleModelInfo serves GET /get_model_info as SGLang does.
+func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"model_path": s.opts.ModelPath, "tokenizer_path": s.opts.ModelPath, "is_generation": true,
+		"served_model_name": s.opts.ModelName,
+	})
+}
+
+// handleServerInfo serves GET /get_server_info: the effective settings
+// under SGLang's server-args names (so the output can be fed back as
+// --server-config), the version, and live scheduler figures in
+// internal_states as SGLang reports them.
+func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
+	cfg := s.sched.Config()
+	st := s.sched.Stats()
+	var queued any // SGLang's unset is null: unbounded
+	if cfg.MaxQueuedRequests > 0 {
+		queued = cfg.MaxQueuedRequests
+	}
+	usage := 0.0
+	if st.KVTotalTokens > 0 {
+		usage = float64(st.KVUsedTokens) / float64(st.KVTotalTokens)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"model_path":                s.opts.ModelPath,
+		"tokenizer_path":            s.opts.ModelPath,
+		"served_model_name":         s.opts.ModelName,
+		"context_length":            s.contextLength(),
+		"page_size":                 cfg.PageSize,
+		"max_total_tokens":          cfg.MaxTotalTokens,
+		"chunked_prefill_size":      cfg.ChunkedPrefillSize,
+		"max_prefill_tokens":        cfg.MaxPrefillTokens,
+		"max_running_requests":      cfg.MaxRunningRequests,
+		"max_queued_requests":       queued,
+		"schedule_policy":           cfg.SchedulePolicy,
+		"disable_radix_cache":       cfg.DisableRadixCache,
+		"stream_interval":           cfg.StreamInterval,
+		"schedule_conservativeness": cfg.ScheduleConservativeness,
+		"reasoning_parser":          "glm45",
+		"tool_call_parser":          "glm47",
+		"skip_tokenizer_init":       false,
+		"rate_limit_concurrency":    s.opts.RateLimitConcurrency,
+		"rate_limit_rpm":            s.opts.RateLimitRPM,
+		"max_total_num_tokens":      st.KVTotalTokens,
+		"version":                   s.opts.Version,
+		"internal_states": []map[string]any{{
+			"num_running_reqs":     st.Running,
+			"num_queue_reqs":       st.Waiting,
+			"num_used_tokens":      st.KVUsedTokens,
+			"max_total_num_tokens": st.KVTotalTokens,
+			"token_usage":          usage,
+			"cached_tokens":        st.CachedTokens,
+			"num_retractions":      st.Retractions,
+			"new_token_ratio":      st.NewTokenRatio,
+		}},
+	})
+}

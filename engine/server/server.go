@@ -1,0 +1,340 @@
+// Package server is the reference engine's HTTP API, mirroring SGLang's
+// OpenAI-compatible server: POST /v1/chat/completions and /v1/completions
+// (streaming and not), GET /v1/models, /health, /get_server_info and
+// /metrics (Prometheus text).
+//
+// Handlers never block the model: they submit to the scheduler
+// (engine/sched), which runs the model on its own goroutine, and read each
+// request's events from its Stream. Every error is OpenAI-shaped JSON
+// {"error": {"message", "type", "param", "code"}}, with code the HTTP
+// status; an error after a stream's 200 is an SSE event of the same shape,
+// then `data: [DONE]`, as SGLang sends it.
+//
+// Typical use:
+//
+//	metrics := server.NewMetrics()
+//	s, _ := sched.New(cfg, model, tok.EOS(), tokenizer.MinVocabSize, metrics)
+//	srv := server.New(server.Options{ModelName: "glmbench-nano"}, s, tok, metrics)
+//	go s.Run()
+//	http.ListenAndServe(addr, srv.Handler())
+//	…
+//	srv.Shutdown(ctx) // new requests 503, running ones end with an error event
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glmbench/glmbench/engine/sched"
+	"github.com/glmbench/glmbench/engine/tokenizer"
+)
+
+// Options configure a Server.
+type Options struct {
+	// ModelName is the id /v1/models lists and requests must name (or
+	// leave out); default "glmbench".
+	ModelName string
+	// ModelPath is reported by /get_server_info (a folder, or "preset:nano").
+	ModelPath string
+	// ContextLength is reported as max_model_len and bounds a request's
+	// default max_tokens; 0 means the scheduler's context_length, which is
+	// what the scheduler enforces either way.
+	ContextLength int
+	// RateLimitConcurrency caps requests in flight on the two POST
+	// endpoints; beyond it a request gets 429 with Retry-After: 1. 0 is off.
+	RateLimitConcurrency int
+	// RateLimitRPM admits that many POST requests per minute (a token
+	// bucket holding a minute's worth); beyond it 429 with Retry-After. 0 is off.
+	RateLimitRPM int
+	// Version is reported by /get_server_info.
+	Version string
+	// Logger hears panics and refusals; nil discards.
+	Logger *slog.Logger
+	// Now is the limiter's clock; nil is time.Now (tests set it).
+	Now func() time.Time
+}
+
+// Server serves the OpenAI-compatible API over a running scheduler.
+type Server struct {
+	opts    Options
+	sched   *sched.Scheduler
+	tok     *tokenizer.Tokenizer
+	metrics *Metrics
+	limiter *limiter
+	handler http.Handler
+	created int64 // unix seconds, /v1/models' created
+
+	ready atomic.Bool
+
+	mu       sync.Mutex
+	closing  bool
+	inflight int
+	idle     chan struct{} // closed when closing with nothing in flight
+
+	// hard ends every handler's wait when Shutdown's deadline passes.
+	hard     context.Context
+	hardStop context.CancelFunc
+}
+
+// New returns a server for s, which the caller runs (go s.Run()); metrics
+// must be the Observer s was built with (nil: no timing metrics). The
+// server is ready at once: call SetReady(false) first to keep /health at
+// 503 until the caller's own warm-up ends.
+func New(opts Options, s *sched.Scheduler, tok *tokenizer.Tokenizer, metrics *Metrics) *Server {
+	if opts.ModelName == "" {
+		opts.ModelName = "glmbench"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if metrics == nil {
+		metrics = NewMetrics()
+	}
+	metrics.setModel(opts.ModelName)
+	srv := &Server{
+		opts: opts, sched: s, tok: tok, metrics: metrics,
+		limiter: newLimiter(opts.RateLimitConcurrency, opts.RateLimitRPM, opts.Now),
+		created: time.Now().Unix(), idle: make(chan struct{}),
+	}
+	srv.hard, srv.hardStop = context.WithCancel(context.Background())
+	srv.ready.Store(true)
+	srv.handler = srv.routes()
+	return srv
+}
+
+// SetReady sets whether /health answers 200 and the POST endpoints take
+// requests (503 otherwise). Shutdown makes the server not ready for good.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// contextLength is the longest sequence a request may reach.
+func (s *Server) contextLength() int {
+	if s.opts.ContextLength > 0 {
+		return min(s.opts.ContextLength, s.sched.Config().ContextLength)
+	}
+	return s.sched.Config().ContextLength
+}
+
+// Shutdown stops the server gracefully: new requests get 503 at once; the
+// scheduler's Shutdown ends running requests, whose streams then end with
+// an error event (503 for a request not yet answered); it waits for the
+// handlers to return. When ctx ends first, handlers still waiting are cut
+// loose with the same error and Shutdown returns ctx's error. The HTTP
+// listener is the caller's (http.Server.Shutdown after this).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		if s.inflight == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	s.ready.Store(false)
+	err := s.sched.Shutdown(ctx)
+	select {
+	case <-s.idle:
+	case <-ctx.Done():
+		s.hardStop()
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	return err
+}
+
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// enter counts a generation request in; false once shutdown began.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+func (s *Server) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight--
+	if s.closing && s.inflight == 0 {
+		close(s.idle)
+	}
+}
+
+// route is one path's handlers by method.
+type route map[string]http.HandlerFunc
+
+func (s *Server) routes() http.Handler {
+	table := map[string]route{
+		"/v1/chat/completions": {http.MethodPost: s.generation(s.handleChat)},
+		"/v1/completions":      {http.MethodPost: s.generation(s.handleCompletion)},
+		"/v1/models":           {http.MethodGet: s.handleModels},
+		"/health":              {http.MethodGet: s.handleHealth},
+		"/health_generate":     {http.MethodGet: s.handleHealth},
+		"/get_server_info":     {http.MethodGet: s.handleServerInfo},
+		"/get_model_info":      {http.MethodGet: s.handleModelInfo},
+		"/metrics":             {http.MethodGet: s.handleMetrics},
+	}
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Path
+		rt, ok := table[path]
+		if !ok && strings.HasPrefix(path, "/v1/models/") {
+			rt, ok = route{http.MethodGet: s.handleModel}, true
+		}
+		if !ok {
+			writeError(w, notFound("Route %s %s not found.", r.Method, path))
+			return
+		}
+		h, ok := rt[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			h, ok = rt[http.MethodGet]
+		}
+		if !ok {
+			allow := make([]string, 0, len(rt))
+			for m := range rt {
+				allow = append(allow, m)
+			}
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed,
+				Message: fmt.Sprintf("Method %s is not allowed on %s; use %s.", r.Method, path, strings.Join(allow, ", "))})
+			return
+		}
+		h(w, r)
+	})
+	return s.recoverer(mux)
+}
+
+// generation wraps a POST endpoint: the gateway limiter first (before the
+// body is read), then readiness and shutdown, then in-flight accounting
+// that Shutdown waits on.
+func (s *Server) generation(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		release, retryAfter, ok := s.limiter.acquire()
+		if !ok {
+			s.metrics.rejected("rate_limit")
+			w.Header().Set("Retry-After", fmt.Sprint(retryAfter))
+			writeError(w, &apiError{Status: http.StatusTooManyRequests,
+				Message: "Too many requests: the gateway rate limit is exceeded. Retry after " + fmt.Sprint(retryAfter) + " s."})
+			return
+		}
+		defer release()
+		if !s.ready.Load() || !s.enter() {
+			s.metrics.rejected("unavailable")
+			msg := "The server is not ready yet."
+			if s.shuttingDown() {
+				msg = "The server is shutting down."
+			}
+			writeError(w, unavailable(msg))
+			return
+		}
+		defer s.leave()
+		h(w, r)
+	}
+}
+
+// recoverer keeps a panicking handler from taking the process down: it
+// logs the panic and answers 500 if nothing was written yet (there should
+// never be one).
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.opts.Logger.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			if !rw.wrote {
+				writeError(rw, &apiError{Status: http.StatusInternalServerError, Message: "Internal server error."})
+			}
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// trackingWriter notes whether a response has begun; Unwrap lets
+// http.ResponseController reach the connection's Flush.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// submit hands a validated request to the scheduler.
+func (s *Server) submit(id string, spec *genSpec) (*sched.Stream, *apiError) {
+	st, err := s.sched.Submit(&sched.Request{ID: id, Prompt: spec.prompt, Params: spec.params})
+	if err == nil {
+		return st, nil
+	}
+	var re *sched.RequestError
+	switch {
+	case errors.As(err, &re):
+		return nil, &apiError{Status: re.Status, Message: re.Message}
+	case errors.Is(err, sched.ErrShuttingDown):
+		return nil, unavailable("The server is shutting down.")
+	case errors.Is(err, sched.ErrQueueFull):
+		return nil, unavailable(sched.ErrQueueFull.Error())
+	}
+	return nil, unavailable(err.Error())
+}
+
+// waitContext is a request's context that also ends when Shutdown's
+// deadline passes, so no handler outlives it waiting on the scheduler.
+func (s *Server) waitContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.hard, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// waitError is the error for a stream wait that ended early: nil when the
+// client went away (nothing is left to answer), else a 503.
+func waitError(r *http.Request) *apiError {
+	if r.Context().Err() != nil {
+		return nil
+	}
+	return unavailable("The server is shutting down.")
+}
+
+// newID returns prefix and 32 random hex digits, as SGLang's uuid4 hex.
+func newID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
