@@ -326,7 +326,7 @@ func TestSubmitRefusesWhatCanNeverFit(t *testing.T) {
 // countingExec counts prefill batches and those that also carry decode tokens.
 type countingExec struct {
 	Executor
-	mu                  sync.Mutex
+	mu                   sync.Mutex
 	prefills, withDecode int
 }
 
