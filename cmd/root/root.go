@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -90,7 +91,19 @@ func Execute(f *cmdutil.Factory, args []string) int {
 
 // Main runs glmbench as a process. The first SIGINT or SIGTERM cancels the
 // run, which writes what it has and exits 130; a second one exits at once.
+// GLMBENCH_CPUPROFILE=FILE writes a CPU profile of the whole process (client
+// and built-in engine) for `go tool pprof`.
 func Main() int {
+	if path := os.Getenv("GLMBENCH_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer func() {
+					pprof.StopCPUProfile()
+					f.Close()
+				}()
+			}
+		}
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sig := make(chan os.Signal, 2)

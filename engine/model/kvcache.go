@@ -8,9 +8,11 @@ import (
 
 // KVCache is the paged KV pool: for every layer (the main ones and MTP) and
 // every token slot, the MLA latent c (kv_lora_rank) beside the shared rope
-// key (qk_rope_head_dim) in one row, and the indexer key (index_head_dim) in
-// a separate dense array, so that the indexer's scan over every visible key
-// reads only indexer keys. Slots come in pages of PageSize; a sequence owns
+// key (qk_rope_head_dim) in one row, and the indexer key (index_head_dim)
+// in a separate array stored transposed, one row per feature: the indexer
+// scores every visible key, and q·K over a run of slots is then
+// index_head_dim vector multiply-adds along the run instead of a horizontal
+// sum per key. Slots come in pages of PageSize; a sequence owns
 // pages and its position t lives in slot pages[t/PageSize]·PageSize + t%PageSize.
 type KVCache struct {
 	Width    int // MLA floats per slot per layer: latent + rope key
@@ -19,7 +21,7 @@ type KVCache struct {
 	Pages    int
 
 	mla  [][]float32 // [layer][slots·Width]
-	idx  [][]float32 // [layer][slots·IndexDim]
+	idx  [][]float32 // [layer][IndexDim·slots], feature-major
 	free []int32     // free page ids, a stack
 }
 
@@ -81,9 +83,10 @@ func (kv *KVCache) Layer(l int) kernels.Mat {
 	return kernels.NewMat(kv.mla[l], kv.Slots(), kv.Width)
 }
 
-// IndexKeys is layer l's indexer keys as a Slots × IndexDim matrix.
+// IndexKeys is layer l's indexer keys, transposed: an IndexDim × Slots
+// matrix whose column s is slot s's key.
 func (kv *KVCache) IndexKeys(l int) kernels.Mat {
-	return kernels.NewMat(kv.idx[l], kv.Slots(), kv.IndexDim)
+	return kernels.NewMat(kv.idx[l], kv.IndexDim, kv.Slots())
 }
 
 // SlotsFor appends to dst the slots of positions [from, to) of a sequence

@@ -308,7 +308,9 @@ func (m *Model) attention(l int, a *Attention, xn, out kernels.Mat, seqs []Seq, 
 		row := cache.Row(int(ri.slot[t]))
 		copy(row[:r], c.Row(t))
 		copy(row[r:r+dr], kpe.Row(t))
-		copy(ikeys.Row(int(ri.slot[t])), ik.Row(t))
+		for d, v := range ik.Row(t) {
+			ikeys.Row(d)[ri.slot[t]] = v
+		}
 	}
 
 	// Each row's keys: all visible ones, or the indexer's top-k.
@@ -431,14 +433,16 @@ func (m *Model) indexRows(ws *workspace, ikeys, iq, iw kernels.Mat, s *Seq, it i
 	q := kernels.NewMat(iq.Data[int(it.row)*hi*di:(int(it.row)+rows)*hi*di], rows*hi, di)
 	S := ws.mat("index_S", rows*hi, n)
 	// Score every visible key for every row and head, one product per run of
-	// consecutive slots: such a run is a dense block of the indexer-key pool,
-	// and the pool hands out pages in order, so a sequence is a few long runs.
+	// consecutive slots: such a run is a dense block of the (transposed)
+	// indexer-key pool, and the pool hands out pages in order, so a sequence
+	// is a few long runs. Decode and prefill rows use this same product, so
+	// a key scores the same bits whichever way its query came.
 	for a := 0; a < n; {
 		b := a + 1
 		for b < n && s.Slots[b] == s.Slots[b-1]+1 {
 			b++
 		}
-		m.K.MatMulT(S.Slice(0, rows*hi, a, b), q, ikeys.Slice(int(s.Slots[a]), int(s.Slots[a])+b-a, 0, di))
+		m.K.MatMul(S.Slice(0, rows*hi, a, b), q, ikeys.Slice(0, di, int(s.Slots[a]), int(s.Slots[a])+b-a))
 		a = b
 	}
 	score := ws.get("index_score", n)
@@ -473,9 +477,9 @@ func (m *Model) keepTop(ws *workspace, score []float32, slots, out []int32) {
 		for i := range sample {
 			sample[i] = score[16*i]
 		}
-		// A threshold at rank r of the sample passes about 16·r scores; if it
-		// passes fewer than k, try once more four times lower.
-		for _, r := range [2]int{2*((k+15)/16) + 2, 8*((k+15)/16) + 8} {
+		// A threshold at rank r of the sample passes about 16·r scores, here
+		// about 1.25·k; if it passes fewer than k, try once more four times lower.
+		for _, r := range [2]int{(5*k+63)/64 + 1, 4 * ((5*k+63)/64 + 1)} {
 			if r > len(sample) {
 				break
 			}

@@ -136,6 +136,8 @@ type req struct {
 	last    time.Time // when the last token was emitted
 
 	out    []int32 // generated tokens
+	all    []int32 // prompt + out, see tokens
+	slots  []int32 // KV slots of the positions so far, see slotsTo
 	pages  []int32 // KV pages: the shared prefix's first, then its own
 	shared int     // leading pages owned by the radix cache
 	node   *radixNode
@@ -154,11 +156,23 @@ type req struct {
 	retracted bool
 }
 
+// tokens is the prompt followed by the output so far, kept as one slice
+// that grows with the output (rebuilding it every step cost more than the
+// model's own work at long contexts).
 func (q *req) tokens() []int32 {
-	if len(q.out) == 0 {
-		return q.r.Prompt
+	if len(q.all) != len(q.r.Prompt)+len(q.out) {
+		q.all = append(append(q.all[:0], q.r.Prompt...), q.out...)
 	}
-	return append(slices.Clip(q.r.Prompt), q.out...)
+	return q.all
+}
+
+// slotsTo returns the KV slots of positions [0, n), extending the cached
+// list from the request's pages.
+func (q *req) slotsTo(kv *model.KVCache, n int) []int32 {
+	if len(q.slots) < n {
+		q.slots = kv.SlotsFor(q.slots, q.pages, len(q.slots), n)
+	}
+	return q.slots[:n]
 }
 
 // Scheduler runs requests on an executor.
@@ -399,7 +413,7 @@ func (s *Scheduler) release(q *req, insert bool) {
 		q.node = nil
 	}
 	s.kv.Release(own)
-	q.pages, q.shared, q.filled = nil, 0, 0
+	q.pages, q.shared, q.filled, q.slots = nil, 0, 0, q.slots[:0]
 }
 
 // alloc takes n pages, evicting from the prefix cache if it must.
@@ -507,7 +521,7 @@ func (s *Scheduler) prefillStep() bool {
 			// Reuse a cached prefix; at least the last token is computed, for its logits.
 			pages, n, node := s.radix.Match(q.tokens()[:q.target-1])
 			if n > 0 {
-				q.pages, q.shared, q.node, q.filled = slices.Clone(pages), len(pages), node, n
+				q.pages, q.shared, q.node, q.filled, q.slots = slices.Clone(pages), len(pages), node, n, q.slots[:0]
 				s.radix.Lock(node)
 				if !q.retracted {
 					q.cached = n
@@ -558,7 +572,7 @@ func (s *Scheduler) prefillStep() bool {
 		seqs = append(seqs, model.Seq{
 			Tokens: toks[q.filled : q.filled+sizes[i]],
 			Pos:    q.filled,
-			Slots:  s.kv.SlotsFor(nil, q.pages, 0, q.filled+sizes[i]),
+			Slots:  q.slotsTo(s.kv, q.filled+sizes[i]),
 			Logits: rows,
 		})
 	}
@@ -589,7 +603,7 @@ func (s *Scheduler) prefillStep() bool {
 func (s *Scheduler) unshare(q *req) {
 	if q.node != nil && q.filled == len(q.pages)*s.cfg.PageSize && len(q.pages) == q.shared {
 		s.radix.Unlock(q.node)
-		q.pages, q.shared, q.node, q.filled = nil, 0, nil, 0
+		q.pages, q.shared, q.node, q.filled, q.slots = nil, 0, nil, 0, q.slots[:0]
 	}
 }
 
@@ -712,7 +726,7 @@ func (s *Scheduler) decodeSeqs(batch []*req) []model.Seq {
 	for i, q := range batch {
 		toks := q.tokens()
 		p := len(toks) - 1
-		seqs[i] = model.Seq{Tokens: toks[p:], Pos: p, Slots: s.kv.SlotsFor(nil, q.pages, 0, p+1), Logits: model.LastRow}
+		seqs[i] = model.Seq{Tokens: toks[p:], Pos: p, Slots: q.slotsTo(s.kv, p+1), Logits: model.LastRow}
 	}
 	return seqs
 }
