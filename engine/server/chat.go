@@ -12,14 +12,23 @@ import (
 
 // usage is OpenAI's token accounting. completion_tokens counts every
 // generated token: reasoning, content, and the EOS that ended it.
+// prompt_tokens_details.cached_tokens is the part of the prompt the prefix
+// cache served (SGLang reports it with --enable-cache-report, vLLM with
+// --enable-prompt-tokens-details; here it is always on).
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
 }
 
-func newUsage(prompt, completion int) *usage {
-	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+func newUsage(prompt, completion, cached int) *usage {
+	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
+		PromptTokensDetails: promptDetails{CachedTokens: cached}}
 }
 
 type chatResponse struct {
@@ -176,7 +185,7 @@ func (g *chatGen) complete(ctx context.Context, w http.ResponseWriter, r *http.R
 		prompt := max(res.promptTokens, len(g.spec.prompt))
 		g.srv.metrics.observeE2E(time.Since(g.start))
 		writeJSON(w, http.StatusOK, chatResponse{ID: g.id, Object: "chat.completion", Created: g.created,
-			Model: g.spec.model, Choices: []chatChoice{choice}, Usage: newUsage(prompt, g.dec.n)})
+			Model: g.spec.model, Choices: []chatChoice{choice}, Usage: newUsage(prompt, g.dec.n, res.cachedTokens)})
 		return
 	}
 }
@@ -276,7 +285,7 @@ func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if g.spec.includeUsage {
 			prompt := max(res.promptTokens, len(g.spec.prompt))
 			// OpenAI's spec: the usage chunk has an empty choices array.
-			if out.send(g.chunk([]chatChunkChoice{}, newUsage(prompt, g.dec.n))) != nil {
+			if out.send(g.chunk([]chatChunkChoice{}, newUsage(prompt, g.dec.n, res.cachedTokens))) != nil {
 				return
 			}
 		}

@@ -145,7 +145,7 @@ func (g *completionGen) complete(ctx context.Context, w http.ResponseWriter, r *
 		prompt := max(res.promptTokens, len(g.spec.prompt))
 		g.srv.metrics.observeE2E(time.Since(g.start))
 		writeJSON(w, http.StatusOK, completionResponse{ID: g.id, Object: "text_completion", Created: g.created,
-			Model: g.spec.model, Choices: []completionChoice{choice}, Usage: newUsage(prompt, g.dec.n)})
+			Model: g.spec.model, Choices: []completionChoice{choice}, Usage: newUsage(prompt, g.dec.n, res.cachedTokens)})
 		return
 	}
 }
@@ -219,7 +219,7 @@ func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *ht
 		if g.spec.includeUsage {
 			prompt := max(res.promptTokens, len(g.spec.prompt))
 			if out.send(completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.spec.model,
-				Choices: []completionChoice{}, Usage: newUsage(prompt, g.dec.n)}) != nil {
+				Choices: []completionChoice{}, Usage: newUsage(prompt, g.dec.n, res.cachedTokens)}) != nil {
 				return
 			}
 		}

@@ -207,6 +207,7 @@ type stepResult struct {
 	// promptLogprobs arrive with the first event when echo asked for them.
 	promptLogprobs []*sched.TokenLogprob
 	promptTokens   int
+	cachedTokens   int
 }
 
 // consume feeds a batch of events to d. A stop string that matches ends
@@ -216,6 +217,7 @@ func (d *decoder) consume(evs []sched.Event) stepResult {
 	var res stepResult
 	for _, ev := range evs {
 		res.promptTokens = ev.PromptTokens
+		res.cachedTokens = ev.CachedTokens
 		if ev.PromptLogprobs != nil {
 			res.promptLogprobs = ev.PromptLogprobs
 		}

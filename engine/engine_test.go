@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// start runs a small engine on a free port for one test.
+func start(t *testing.T, tweak func(*Options)) *Engine {
+	t.Helper()
+	o := DefaultOptions()
+	o.Port = 0
+	o.Sched.MaxTotalTokens = 1 << 16
+	if tweak != nil {
+		tweak(&o)
+	}
+	e, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e.Shutdown(ctx)
+	})
+	return e
+}
+
+func client(e *Engine) *openai.Client {
+	cfg := openai.DefaultConfig("unused")
+	cfg.BaseURL = e.BaseURL()
+	return openai.NewClientWithConfig(cfg)
+}
+
+func TestTheGoOpenAIClientStreamsAChatWithUsage(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	stream, err := client(e).CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{
+		Model:         e.ModelName(),
+		Messages:      []openai.ChatCompletionMessage{{Role: "user", Content: "Say something."}},
+		MaxTokens:     24,
+		Stream:        true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	var text strings.Builder
+	var usage *openai.Usage
+	chunks := 0
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks++
+		for _, c := range r.Choices {
+			text.WriteString(c.Delta.Content)
+			text.WriteString(c.Delta.ReasoningContent)
+		}
+		if r.Usage != nil {
+			usage = r.Usage
+		}
+	}
+	if usage == nil || usage.PromptTokens == 0 || usage.CompletionTokens == 0 || usage.CompletionTokens > 24 ||
+		usage.TotalTokens != usage.PromptTokens+usage.CompletionTokens || chunks < 2 {
+		t.Fatalf("usage %+v after %d chunks", usage, chunks)
+	}
+}
+
+func TestTheGoOpenAIClientReadsEchoLogprobs(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	prompt := "The quick brown fox"
+	resp, err := client(e).CreateCompletion(context.Background(), openai.CompletionRequest{
+		Model: e.ModelName(), Prompt: prompt, Echo: true, LogProbs: 1, MaxTokens: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := resp.Choices[0].LogProbs
+	// The byte-level tokenizer makes one token per byte; the output adds one.
+	if len(lp.Tokens) != len(prompt)+1 || len(lp.TokenLogprobs) != len(prompt)+1 || resp.Usage.PromptTokens != len(prompt) {
+		t.Fatalf("%d tokens, %d logprobs, usage %+v", len(lp.Tokens), len(lp.TokenLogprobs), resp.Usage)
+	}
+	if strings.Join(lp.Tokens[:len(prompt)], "") != prompt {
+		t.Fatalf("echoed tokens %q", lp.Tokens)
+	}
+	// go-openai decodes the first prompt token's null as 0; every other is a log probability.
+	for i, v := range lp.TokenLogprobs[1:] {
+		if v >= 0 {
+			t.Fatalf("token %d: logprob %v", i+1, v)
+		}
+	}
+}
+
+// chat posts a non-streamed chat and returns its text and usage.
+func chat(t *testing.T, e *Engine, body map[string]any) (string, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(e.BaseURL()+"/chat/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content          string `json:"content"`
+				ReasoningContent string `json:"reasoning_content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage map[string]any `json:"usage"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || json.Unmarshal(raw, &out) != nil || len(out.Choices) != 1 {
+		t.Fatalf("HTTP %d: %s", resp.StatusCode, raw)
+	}
+	m := out.Choices[0].Message
+	return m.ReasoningContent + "|" + m.Content, out.Usage
+}
+
+func TestTemperatureZeroGivesTheSameTextAloneAndAmong64(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	req := func(i int) map[string]any {
+		return map[string]any{"model": e.ModelName(), "temperature": 0, "max_tokens": 16,
+			"messages": []map[string]string{{"role": "user", "content": "Tell me about request " + strings.Repeat("x", i)}}}
+	}
+	alone, _ := chat(t, e, req(0))
+	var wg sync.WaitGroup
+	got := make([]string, 64)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			if i%2 == 1 {
+				n = i // the others ask other things
+			}
+			got[i], _ = chat(t, e, req(n))
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 64; i += 2 {
+		if got[i] != alone {
+			t.Fatalf("request %d among 64: %q, alone: %q", i, got[i], alone)
+		}
+	}
+}
+
+func TestThePrefixCacheHitsOnASharedPrefixAndMissesOnDistinctOnes(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	system := strings.Repeat("You are a careful assistant. ", 10)
+	ask := func(sys, user string) float64 {
+		_, u := chat(t, e, map[string]any{"model": e.ModelName(), "max_tokens": 2, "messages": []map[string]string{
+			{"role": "system", "content": sys}, {"role": "user", "content": user}}})
+		return u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64)
+	}
+	if c := ask(system, "first question"); c != 0 {
+		t.Fatalf("a first request hit the cache: %v tokens", c)
+	}
+	if c := ask(system, "second question"); c < float64(len(system)) {
+		t.Fatalf("a shared prefix of %d tokens: %v cached", len(system), c)
+	}
+	if c := ask(strings.Repeat("Something else entirely. ", 10), "third"); c > 8 {
+		t.Fatalf("a distinct prompt: %v cached tokens", c)
+	}
+}
+
+func TestServerConfigAppliesWhatTheEngineUnderstands(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	ignored, err := ApplyServerConfig(filepath.Join("..", "..", "shared", "reference", "sglang_server_config.json"), &o)
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skip("the SGLang dump of ../shared is not in this checkout")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := o.Sched
+	if s.PageSize != 64 || s.ChunkedPrefillSize != 4096 || s.SchedulePolicy != "lpm" || s.StreamInterval != 8 ||
+		s.MaxRunningRequests != 1024 || s.ScheduleConservativeness != 0.18 || o.Port != 30000 || s.MaxQueuedRequests != 0 {
+		t.Fatalf("applied: %+v, port %d", s, o.Port)
+	}
+	if !slices.Contains(ignored, "tp_size") || slices.Contains(ignored, "page_size") || len(ignored) < 400 {
+		t.Fatalf("%d ignored keys", len(ignored))
+	}
+	// The applied settings run.
+	o.Port, o.Host = 0, "127.0.0.1"
+	o.Sched.MaxTotalTokens = 1 << 14
+	e, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(context.Background())
+	text, _ := chat(t, e, map[string]any{"model": e.ModelName(), "max_tokens": 20, "messages": []map[string]string{{"role": "user", "content": "hi"}}})
+	if text == "|" {
+		t.Fatal("no text")
+	}
+}
