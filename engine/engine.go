@@ -49,9 +49,14 @@ type Options struct {
 // unlike SGLang: a CPU prefills about a thousand times slower than a GPU,
 // so with prefill first a burst like throughput_8k would pause every
 // started stream for minutes, which a client rightly calls a hang.
+//
+// The KV page is 64 tokens, as SGLang requires for DSA models (its FlashMLA
+// backends: "FlashMLA only supports a page_size of 64"); whole pages also
+// keep a sequence's keys in long runs the indexer scans in one product.
 func DefaultOptions() Options {
 	o := Options{Preset: "nano", Seed: 1, Host: "127.0.0.1", Port: 30000}
 	o.Sched.EnableMixedChunk = true
+	o.Sched.PageSize = 64
 	return o
 }
 

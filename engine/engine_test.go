@@ -178,10 +178,11 @@ func TestThePrefixCacheHitsOnASharedPrefixAndMissesOnDistinctOnes(t *testing.T) 
 	if c := ask(system, "first question"); c != 0 {
 		t.Fatalf("a first request hit the cache: %v tokens", c)
 	}
-	if c := ask(system, "second question"); c < float64(len(system)) {
+	// The cache matches whole pages of 64 tokens.
+	if c := ask(system, "second question"); c < float64(len(system)/64*64) {
 		t.Fatalf("a shared prefix of %d tokens: %v cached", len(system), c)
 	}
-	if c := ask(strings.Repeat("Something else entirely. ", 10), "third"); c > 8 {
+	if c := ask(strings.Repeat("Something else entirely. ", 10), "third"); c > 0 {
 		t.Fatalf("a distinct prompt: %v cached tokens", c)
 	}
 }

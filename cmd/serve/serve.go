@@ -69,7 +69,7 @@ SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 5
 	fl.IntVar(&s.MaxQueuedRequests, "max-queued-requests", 0, "most waiting requests; beyond, 503 \"The request queue is full.\" (0: unbounded)")
 	fl.IntVar(&s.ChunkedPrefillSize, "chunked-prefill-size", 0, "most prompt tokens of one request per prefill batch (-1: no chunking; 0: 4096)")
 	fl.IntVar(&s.MaxPrefillTokens, "max-prefill-tokens", 0, "most new tokens in one prefill batch (0: 16384)")
-	fl.IntVar(&s.PageSize, "page-size", 0, "tokens per KV page (0: 1)")
+	fl.IntVar(&s.PageSize, "page-size", s.PageSize, "tokens per KV page (64, as SGLang needs for DSA models)")
 	fl.IntVar(&s.MaxTotalTokens, "max-total-tokens", 0, "KV pool size in tokens (0: sized to the model, up to 9.5 M)")
 	fl.StringVar(&s.SchedulePolicy, "schedule-policy", "", "fcfs or lpm (default fcfs)")
 	fl.BoolVar(&s.DisableRadixCache, "disable-radix-cache", false, "turn the prefix cache off")

@@ -421,6 +421,10 @@ func (m *Model) selectKeys(ikeys, iq, iw kernels.Mat, seqs []Seq) {
 // indexBlock is how many rows of one sequence are scored together.
 const indexBlock = 32
 
+// minIndexRun is the shortest average run of consecutive slots worth one
+// product each; below it the indexer gathers the keys first.
+const minIndexRun = 32
+
 // indexItem is a block of rows of one sequence that needs the indexer.
 type indexItem struct{ seq, row, first, n int32 }
 
@@ -435,15 +439,35 @@ func (m *Model) indexRows(ws *workspace, ikeys, iq, iw kernels.Mat, s *Seq, it i
 	// Score every visible key for every row and head, one product per run of
 	// consecutive slots: such a run is a dense block of the (transposed)
 	// indexer-key pool, and the pool hands out pages in order, so a sequence
-	// is a few long runs. Decode and prefill rows use this same product, so
-	// a key scores the same bits whichever way its query came.
-	for a := 0; a < n; {
-		b := a + 1
-		for b < n && s.Slots[b] == s.Slots[b-1]+1 {
-			b++
+	// is usually a few long runs. When its slots are scattered (many short
+	// runs), the keys are first gathered into one dense block instead, since
+	// a product per short run costs more than the copy. Either way decode and
+	// prefill rows use the same product, so a key scores the same bits
+	// whichever way its query came.
+	runs := 1
+	for i := 1; i < n; i++ {
+		if s.Slots[i] != s.Slots[i-1]+1 {
+			runs++
 		}
-		m.K.MatMul(S.Slice(0, rows*hi, a, b), q, ikeys.Slice(0, di, int(s.Slots[a]), int(s.Slots[a])+b-a))
-		a = b
+	}
+	if n/runs >= minIndexRun {
+		for a := 0; a < n; {
+			b := a + 1
+			for b < n && s.Slots[b] == s.Slots[b-1]+1 {
+				b++
+			}
+			m.K.MatMul(S.Slice(0, rows*hi, a, b), q, ikeys.Slice(0, di, int(s.Slots[a]), int(s.Slots[a])+b-a))
+			a = b
+		}
+	} else {
+		keys := ws.mat("index_keys", di, n)
+		for d := range di {
+			src, dst := ikeys.Row(d), keys.Row(d)
+			for i, slot := range s.Slots[:n] {
+				dst[i] = src[slot]
+			}
+		}
+		m.K.MatMul(S, q, keys)
 	}
 	score := ws.get("index_score", n)
 	for r := range rows {

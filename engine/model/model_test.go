@@ -209,3 +209,25 @@ func TestKeepTopAgreesWithKernelsTopK(t *testing.T) {
 		}
 	}
 }
+
+func TestScatteredSlotsGiveTheSameLogitsAsContiguousOnes(t *testing.T) {
+	t.Parallel()
+	cfg := microConfig()
+	m := newTestModel(t, cfg, 13, 64)
+	toks := tokensN(60, 6)
+	contiguous, _ := m.KV.Alloc(15)
+	want := cloneMat(m.Forward([]Seq{{Tokens: toks, Slots: m.KV.SlotsFor(nil, contiguous, 0, 60), Logits: AllRows}}).Logits)
+	// The same sequence on pages taken out of order: every slot run is one page.
+	scattered, _ := m.KV.Alloc(15)
+	for i, j := 0, len(scattered)-1; i < j; i, j = i+2, j-2 {
+		scattered[i], scattered[j] = scattered[j], scattered[i]
+	}
+	got := m.Forward([]Seq{{Tokens: toks, Slots: m.KV.SlotsFor(nil, scattered, 0, 60), Logits: AllRows}}).Logits
+	for i := range got.Rows {
+		for j, v := range got.Row(i) {
+			if math.Float32bits(v) != math.Float32bits(want.Row(i)[j]) {
+				t.Fatalf("row %d logit %d: %v scattered, %v contiguous", i, j, v, want.Row(i)[j])
+			}
+		}
+	}
+}
