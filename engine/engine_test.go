@@ -187,7 +187,31 @@ func TestThePrefixCacheHitsOnASharedPrefixAndMissesOnDistinctOnes(t *testing.T) 
 	}
 }
 
-func TestServerConfigAppliesWhatTheEngineUnderstands(t *testing.T) {
+func TestServerConfigAppliesKnownKeysAndListsTheRest(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	ignored, err := ApplyServerConfig(filepath.Join("testdata", "sglang_args.json"), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := o.Sched
+	if s.MaxRunningRequests != 96 || s.MaxQueuedRequests != 256 || s.ChunkedPrefillSize != 2048 || s.PageSize != 64 ||
+		s.SchedulePolicy != "lpm" || s.ScheduleConservativeness != 1.3 || s.StreamInterval != 4 || s.EnableMixedChunk ||
+		s.MaxTotalTokens != 0 || o.ServedModelName != "glm-5-test" || o.Host != "0.0.0.0" {
+		t.Fatalf("applied: %+v %+v", s, o)
+	}
+	want := []string{"mem_fraction_static", "model_path", "reasoning_parser", "speculative_algorithm", "tool_call_parser", "tp_size"}
+	if !slices.Equal(ignored, want) {
+		t.Fatalf("ignored %v, want %v", ignored, want)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"page_size": "sixty-four"}`), 0o644)
+	if _, err := ApplyServerConfig(bad, &o); err == nil || !strings.Contains(err.Error(), "page_size") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestTheReferenceSGLangDumpApplies(t *testing.T) {
 	t.Parallel()
 	o := DefaultOptions()
 	ignored, err := ApplyServerConfig(filepath.Join("..", "..", "shared", "reference", "sglang_server_config.json"), &o)
