@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -102,11 +103,11 @@ func TestReaderParsesEvents(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			got := readAll(t, strings.NewReader(tc.in))
-			if !equal(got, tc.want) {
+			if !slices.Equal(got, tc.want) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 			// The same bytes one at a time must give the same events.
-			if got := readAll(t, iotest.OneByteReader(strings.NewReader(tc.in))); !equal(got, tc.want) {
+			if got := readAll(t, iotest.OneByteReader(strings.NewReader(tc.in))); !slices.Equal(got, tc.want) {
 				t.Fatalf("one byte at a time: got %q, want %q", got, tc.want)
 			}
 		})
@@ -184,18 +185,6 @@ func TestReadErrorsAreReturned(t *testing.T) {
 	}
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // FuzzReader checks that the streaming reader agrees with the whole-input
 // reference however the input is split into reads, and never panics.
 func FuzzReader(f *testing.F) {
@@ -209,7 +198,7 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, split uint8) {
 		want := refParse(in)
 		got := readAll(t, &splitReader{b: in, n: int(split%17) + 1})
-		if !equal(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("split %d: got %q, want %q", split%17+1, got, want)
 		}
 	})

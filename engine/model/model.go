@@ -107,14 +107,18 @@ func (ws *workspace) lists2(name string, n int) [][]int32 {
 	return l
 }
 
-func (ws *workspace) get(name string, n int) []float32 {
-	if ws.bufs == nil {
-		ws.bufs = map[string][]float32{}
+func (ws *workspace) get(name string, n int) []float32 { return grab(&ws.bufs, name, n) }
+
+// grab returns the named scratch slice of n elements, growing it (by a
+// quarter more than asked, so slowly growing batches settle) when short.
+func grab[T any](bufs *map[string][]T, name string, n int) []T {
+	if *bufs == nil {
+		*bufs = map[string][]T{}
 	}
-	b := ws.bufs[name]
+	b := (*bufs)[name]
 	if cap(b) < n {
-		b = make([]float32, n, n+n/4)
-		ws.bufs[name] = b
+		b = make([]T, n, n+n/4)
+		(*bufs)[name] = b
 	}
 	return b[:n]
 }
@@ -181,17 +185,7 @@ func (m *Model) rows(seqs []Seq, T int) rowInfo {
 }
 
 // int32s returns an int32 scratch slice of the workspace.
-func int32s(ws *workspace, name string, n int) []int32 {
-	if ws.ints == nil {
-		ws.ints = map[string][]int32{}
-	}
-	b := ws.ints[name]
-	if cap(b) < n {
-		b = make([]int32, n, n+n/4)
-		ws.ints[name] = b
-	}
-	return b[:n]
-}
+func int32s(ws *workspace, name string, n int) []int32 { return grab(&ws.ints, name, n) }
 
 // head applies a final norm (model.norm, or the MTP's shared_head.norm) and
 // lm_head to the rows that want logits. prefix keeps the MTP's output apart

@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/glmbench/glmbench/kernels"
@@ -194,7 +195,7 @@ func FromTensors(cfg *Config, tensors map[string]Tensor) (*Weights, error) {
 		case first != nil:
 		case !ok:
 			first = fmt.Errorf("checkpoint lacks tensor %s (want shape %v)", name, shape)
-		case !equalShape(t.Shape, shape):
+		case !slices.Equal(t.Shape, shape):
 			first = fmt.Errorf("tensor %s has shape %v, want %v", name, t.Shape, shape)
 		default:
 			return t.Data
@@ -206,18 +207,6 @@ func FromTensors(cfg *Config, tensors map[string]Tensor) (*Weights, error) {
 	}
 	w.derive(cfg)
 	return w, nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Synth generates deterministic random weights for cfg from seed. Every
