@@ -71,25 +71,7 @@ func WriteDir(dir string, r *schema.Report, recs []schema.Record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	write := func(name string, fill func(io.Writer) error) error {
-		tmp, err := os.CreateTemp(dir, "."+name+".*")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(tmp.Name())
-		if err := tmp.Chmod(0o644); err != nil {
-			tmp.Close()
-			return err
-		}
-		if err := fill(tmp); err != nil {
-			tmp.Close()
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if err := tmp.Close(); err != nil {
-			return err
-		}
-		return os.Rename(tmp.Name(), filepath.Join(dir, name))
-	}
+	write := func(name string, fill func(io.Writer) error) error { return writeAtomic(dir, name, fill) }
 	if err := write(RecordsJSONL, func(w io.Writer) error { return WriteRecords(w, recs) }); err != nil {
 		return err
 	}
@@ -97,6 +79,28 @@ func WriteDir(dir string, r *schema.Report, recs []schema.Record) error {
 		return err
 	}
 	return write(ReportMD, func(w io.Writer) error { return WriteMarkdown(w, r) })
+}
+
+// writeAtomic writes dir/name through a temporary file renamed into place,
+// so an interrupted write never leaves half a file.
+func writeAtomic(dir, name string, fill func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := fill(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }
 
 // WriteMarkdown renders one report: what was measured, a phase table, the

@@ -138,3 +138,33 @@ func TestWriteDirWritesAllThreeFiles(t *testing.T) {
 		t.Fatalf("temporary files left behind: %v", entries)
 	}
 }
+
+func TestUpdateDirReplacesOnlyItsSectionOfAReportOfTheSameLabel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	run := sampleReport()
+	if err := WriteDir(dir, run, []schema.Record{{Phase: "single", I: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	evals := []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 3.2}, N: 4}}
+	fresh := &schema.Report{Schema: schema.ReportSchema, Label: run.Label}
+	if _, err := UpdateDir(dir, fresh, func(r *schema.Report) { r.Evals = evals }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadReport(filepath.Join(dir, ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Phases) != 2 || len(got.Evals) != 1 || got.Evals[0].Metrics["ppl"] != 3.2 {
+		t.Fatalf("phases %d evals %+v", len(got.Phases), got.Evals)
+	}
+	if _, err := os.Stat(filepath.Join(dir, RecordsJSONL)); err != nil {
+		t.Fatal("requests.jsonl was lost")
+	}
+	// Another label starts a report of its own.
+	other := &schema.Report{Schema: schema.ReportSchema, Label: "other"}
+	r, _ := UpdateDir(dir, other, func(r *schema.Report) { r.Evals = evals })
+	if len(r.Phases) != 0 || r.Label != "other" {
+		t.Fatalf("%+v", r)
+	}
+}

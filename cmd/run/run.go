@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,8 +14,8 @@ import (
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
-	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -83,7 +82,7 @@ the phase cap, or on Ctrl-C (exit 130).`,
 		},
 	}
 	fl := cmd.Flags()
-	AddEndpointFlags(cmd, &o.Endpoint)
+	target.AddFlags(cmd, &o.Endpoint)
 	fl.StringVar(&o.Phases, "phases", "all", "phases to run: all, or a comma list of single,decode_medium,decode_long,throughput_8k")
 	fl.StringArrayVar(&o.Custom, "phase", nil, "add a custom phase NAME=N/IN/OUT (repeatable)")
 	fl.Float64Var(&o.RequestRate, "request-rate", 0, "send requests as a Poisson process of R per second (0: all at once)")
@@ -98,17 +97,6 @@ the phase cap, or on Ctrl-C (exit 130).`,
 	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
 	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
 	return cmd
-}
-
-// AddEndpointFlags binds the endpoint flags every endpoint command shares.
-func AddEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.Endpoint, "endpoint", "", "API base URL, e.g. http://127.0.0.1:30000/v1 (none: the built-in engine)")
-	fl.StringVar(&f.Model, "model", "", "model id (default: the first that /v1/models lists)")
-	fl.StringVar(&f.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the API key")
-	fl.StringArrayVar(&f.Headers, "header", nil, "extra request header K=V (repeatable; values never appear in output)")
-	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers}]")
-	fl.StringVar(&f.Name, "name", "", "which endpoint of --endpoints to use")
 }
 
 // validate checks the flags that need no endpoint; it runs before anything is sent.
@@ -144,30 +132,12 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	var ep *endpoints.Endpoint
-	if o.Endpoint.Given() {
-		var err error
-		if ep, err = endpoints.Resolve(o.Endpoint, o.F.Getenv); err != nil {
-			return err
-		}
-		if err := resolveModel(ctx, ep, o.ConnectTimeout, io.ErrOut); err != nil {
-			return redactErr(ep, err)
-		}
-	} else {
-		eo := engine.DefaultOptions()
-		eo.Version = o.F.Version
-		b, err := endpoints.StartBuiltin(eo)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			b.Stop(sctx)
-		}()
-		ep = b.Endpoint
-		fmt.Fprintf(io.ErrOut, "glmbench: no --endpoint: benchmarking the built-in engine (%s) at %s\n", ep.Model, ep.BaseURL)
+	tg, err := target.Open(ctx, o.F, o.Endpoint, o.ConnectTimeout)
+	if err != nil {
+		return err
 	}
+	defer tg.Close()
+	ep := tg.Endpoint
 	label := o.Label
 	if label == "" {
 		label = ep.Model
@@ -201,7 +171,7 @@ func Run(ctx context.Context, o *Options) error {
 		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
 			return cmdutil.Silent(cmdutil.ExitInterrupted) // nothing measured yet
 		}
-		return redactErr(ep, err)
+		return target.RedactErr(ep, err)
 	}
 
 	rep := &schema.Report{
@@ -221,8 +191,8 @@ func Run(ctx context.Context, o *Options) error {
 			Percentiles:    schema.PercentileMethod,
 		},
 		Endpoint: schema.Endpoint{
-			BaseURL: redactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin,
-			Headers: ep.HeaderNames(), ServerInfo: serverInfo(ctx, ep, o.ConnectTimeout),
+			BaseURL: target.RedactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin,
+			Headers: ep.HeaderNames(), ServerInfo: tg.ServerInfo(ctx),
 		},
 		Phases: []schema.PhaseResult{},
 	}
@@ -271,65 +241,6 @@ func Run(ctx context.Context, o *Options) error {
 	return nil
 }
 
-// resolveModel checks the endpoint answers and, without --model, takes the
-// first model it lists. It speaks before any load, so problems are bad input.
-func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn interface{ Write([]byte) (int, error) }) error {
-	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
-	defer cancel()
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
-	defer tr.Close()
-	ids, err := endpoints.NewClient(ep, tr).ListModels(ctx)
-	status := endpoints.HTTPStatus(err)
-	switch {
-	case err == nil && ep.Model == "" && len(ids) == 0:
-		return cmdutil.BadInput("%s/models lists no model; pass --model", ep.BaseURL)
-	case err == nil:
-		if ep.Model == "" {
-			ep.Model = ids[0]
-		}
-		return nil
-	case status == 401 || status == 403:
-		key := "no API key was sent; set $" + ep.APIKeyEnv + " or --api-key-env"
-		if ep.HasKey() {
-			key = "check the key in $" + ep.APIKeyEnv
-		}
-		return cmdutil.BadInput("the endpoint refused the credentials (HTTP %d): %s", status, key)
-	case status != 0 && ep.Model != "":
-		// Some providers have no /models; with --model given that is fine.
-		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d; using --model %s\n", status, ep.Model)
-		return nil
-	case status != 0:
-		return cmdutil.BadInput("GET %s/models answered HTTP %d; pass --model", ep.BaseURL, status)
-	}
-	return cmdutil.BadInput("the endpoint %s is unreachable: %s", ep, oneLine(err.Error()))
-}
-
-// serverInfo fetches SGLang's /get_server_info beside the API base, when the
-// endpoint has one; anything else is left out.
-func serverInfo(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration) map[string]any {
-	ctx, cancel := context.WithTimeout(ctx, connect+5*time.Second)
-	defer cancel()
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
-	defer tr.Close()
-	info, _ := endpoints.NewClient(ep, tr).ServerInfo(ctx)
-	return info
-}
-
-func redactErr(ep *endpoints.Endpoint, err error) error {
-	msg := ep.Redact(err.Error())
-	if msg == err.Error() {
-		return err
-	}
-	return &cmdutil.ExitError{Code: cmdutil.ExitCode(err), Err: errors.New(msg)}
-}
-
-func redactedURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return raw
-}
-
 var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 func pathSafe(s string) string {
@@ -362,4 +273,3 @@ func arrivalName(o *Options) string {
 	return "burst"
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,141 @@
+// Package target opens the endpoint a command talks to: the one the
+// endpoint flags name, checked before any load is sent, or the built-in
+// engine started in-process when none is named.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/engine"
+)
+
+// Target is an opened endpoint.
+type Target struct {
+	Endpoint *endpoints.Endpoint
+	connect  time.Duration
+	builtin  *endpoints.Builtin
+}
+
+// Open resolves the endpoint flags and checks the endpoint answers (taking
+// its first model when --model is not given), or, with no endpoint named,
+// starts the built-in engine. Its errors are bad input (exit 2), said before
+// any load is sent.
+func Open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connect time.Duration) (*Target, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := &Target{connect: connect}
+	if !flags.Given() {
+		o := engine.DefaultOptions()
+		o.Version = f.Version
+		b, err := endpoints.StartBuiltin(o)
+		if err != nil {
+			return nil, err
+		}
+		t.builtin, t.Endpoint = b, b.Endpoint
+		fmt.Fprintf(f.IO.ErrOut, "glmbench: no --endpoint: using the built-in engine (%s) at %s\n", b.Endpoint.Model, b.Endpoint.BaseURL)
+		return t, nil
+	}
+	ep, err := endpoints.Resolve(flags, f.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := resolveModel(ctx, ep, connect, f.IO.ErrOut); err != nil {
+		return nil, RedactErr(ep, err)
+	}
+	t.Endpoint = ep
+	return t, nil
+}
+
+// Close stops the built-in engine, if Open started one.
+func (t *Target) Close() {
+	if t.builtin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		t.builtin.Stop(ctx)
+	}
+}
+
+// RedactedURL is a URL without its password.
+func RedactedURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// AddFlags binds the endpoint flags every endpoint command shares.
+func AddFlags(cmd *cobra.Command, f *endpoints.Flags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.Endpoint, "endpoint", "", "API base URL, e.g. http://127.0.0.1:30000/v1 (none: the built-in engine)")
+	fl.StringVar(&f.Model, "model", "", "model id (default: the first that /v1/models lists)")
+	fl.StringVar(&f.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the API key")
+	fl.StringArrayVar(&f.Headers, "header", nil, "extra request header K=V (repeatable; values never appear in output)")
+	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers}]")
+	fl.StringVar(&f.Name, "name", "", "which endpoint of --endpoints to use")
+}
+
+// resolveModel checks the endpoint answers and, without --model, takes the
+// first model it lists. It speaks before any load, so problems are bad input.
+func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn interface{ Write([]byte) (int, error) }) error {
+	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
+	defer cancel()
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
+	defer tr.Close()
+	ids, err := endpoints.NewClient(ep, tr).ListModels(ctx)
+	status := endpoints.HTTPStatus(err)
+	switch {
+	case err == nil && ep.Model == "" && len(ids) == 0:
+		return cmdutil.BadInput("%s/models lists no model; pass --model", ep.BaseURL)
+	case err == nil:
+		if ep.Model == "" {
+			ep.Model = ids[0]
+		}
+		return nil
+	case status == 401 || status == 403:
+		key := "no API key was sent; set $" + ep.APIKeyEnv + " or --api-key-env"
+		if ep.HasKey() {
+			key = "check the key in $" + ep.APIKeyEnv
+		}
+		return cmdutil.BadInput("the endpoint refused the credentials (HTTP %d): %s", status, key)
+	case status != 0 && ep.Model != "":
+		// Some providers have no /models; with --model given that is fine.
+		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d; using --model %s\n", status, ep.Model)
+		return nil
+	case status != 0:
+		return cmdutil.BadInput("GET %s/models answered HTTP %d; pass --model", ep.BaseURL, status)
+	}
+	return cmdutil.BadInput("the endpoint %s is unreachable: %s", ep, oneLine(err.Error()))
+}
+
+// ServerInfo fetches SGLang's /get_server_info beside the API base, when the
+// endpoint has one; anything else is left out.
+func (t *Target) ServerInfo(ctx context.Context) map[string]any {
+	ep, connect := t.Endpoint, t.connect
+	ctx, cancel := context.WithTimeout(ctx, connect+5*time.Second)
+	defer cancel()
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
+	defer tr.Close()
+	info, _ := endpoints.NewClient(ep, tr).ServerInfo(ctx)
+	return info
+}
+
+// RedactErr removes the endpoint's secrets from an error's text, keeping its exit code.
+func RedactErr(ep *endpoints.Endpoint, err error) error {
+	msg := ep.Redact(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &cmdutil.ExitError{Code: cmdutil.ExitCode(err), Err: errors.New(msg)}
+}
