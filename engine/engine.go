@@ -43,6 +43,8 @@ type Options struct {
 	RateLimitRPM         int
 	Version              string
 	Logger               *slog.Logger
+	// Faults make the server misbehave on purpose (glmbench serve --fault).
+	Faults *server.Faults
 }
 
 // DefaultOptions are `glmbench serve`'s defaults. Mixed chunks are on,
@@ -123,7 +125,7 @@ func Start(opts Options) (*Engine, error) {
 	e.Server = server.New(server.Options{
 		ModelName: name, ModelPath: modelPath(opts), ContextLength: sc.ContextLength,
 		RateLimitConcurrency: opts.RateLimitConcurrency, RateLimitRPM: opts.RateLimitRPM,
-		Version: opts.Version, Logger: opts.Logger,
+		Version: opts.Version, Logger: opts.Logger, Faults: opts.Faults,
 	}, s, tok, metrics)
 	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
 	e.ln, err = net.Listen("tcp", addr)

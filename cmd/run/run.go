@@ -272,4 +272,3 @@ func arrivalName(o *Options) string {
 	}
 	return "burst"
 }
-

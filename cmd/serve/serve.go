@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/server"
 )
 
 // Options are serve's flags.
@@ -20,6 +21,7 @@ type Options struct {
 	F            *cmdutil.Factory
 	Engine       engine.Options
 	ServerConfig string
+	Faults       []string
 	// changed names the flags given on the command line, which win over --server-config.
 	changed func(name string) bool
 }
@@ -42,7 +44,12 @@ understands and lists the ones it ignores; flags given on the command line win.
 Mixed chunks are on by default (SGLang's default is off): a CPU prefills about
 a thousand times slower than a GPU, so pausing decode while prefills keep
 coming would stall started streams for minutes.
-SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.`,
+SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.
+
+--fault KIND[=VALUE] (repeatable) makes the server misbehave on purpose, to
+test harnesses against the failures real endpoints show:
+` + indent(server.FaultHelp) + `
+`,
 		Example: `  glmbench serve --port 30000 --model-preset nano
   glmbench serve --model-path ./tiny --max-running-requests 64 --chunked-prefill-size 2048
   glmbench serve --server-config sglang_server_config.json --max-queued-requests 128`,
@@ -79,6 +86,7 @@ SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 5
 	fl.BoolVar(&s.EnableMixedChunk, "enable-mixed-chunk", s.EnableMixedChunk, "decode running requests in the same batch as a prefill (SGLang's default is off; on here, see --help)")
 	fl.IntVar(&e.RateLimitConcurrency, "rate-limit-concurrency", 0, "gateway: answer 429 beyond this many requests in flight (0: off)")
 	fl.IntVar(&e.RateLimitRPM, "rate-limit-rpm", 0, "gateway: answer 429 beyond this many requests per minute (0: off)")
+	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: echo=500|ignored, stall=F, drop-done, no-usage, rate-limit=N (repeatable; see above)")
 	return cmd
 }
 
@@ -97,6 +105,14 @@ func Run(ctx context.Context, o *Options) error {
 		o.reapplyFlags(fromFlags)
 		if len(ignored) > 0 {
 			fmt.Fprintf(io.ErrOut, "glmbench: --server-config: ignored %d keys the engine does not use: %s\n", len(ignored), strings.Join(ignored, ", "))
+		}
+	}
+	if len(o.Faults) > 0 {
+		o.Engine.Faults = &server.Faults{}
+		for _, spec := range o.Faults {
+			if err := server.ParseFault(spec, o.Engine.Faults); err != nil {
+				return cmdutil.BadInput("%v", err)
+			}
 		}
 	}
 	o.Engine.Version = o.F.Version
@@ -118,6 +134,8 @@ func Run(ctx context.Context, o *Options) error {
 	defer cancel()
 	return e.Shutdown(sctx)
 }
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
 func waitErr(e *engine.Engine) <-chan error {
 	ch := make(chan error, 1)

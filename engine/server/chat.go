@@ -185,7 +185,7 @@ func (g *chatGen) complete(ctx context.Context, w http.ResponseWriter, r *http.R
 		prompt := max(res.promptTokens, len(g.spec.prompt))
 		g.srv.metrics.observeE2E(time.Since(g.start))
 		writeJSON(w, http.StatusOK, chatResponse{ID: g.id, Object: "chat.completion", Created: g.created,
-			Model: g.spec.model, Choices: []chatChoice{choice}, Usage: newUsage(prompt, g.dec.n, res.cachedTokens)})
+			Model: g.spec.model, Choices: []chatChoice{choice}, Usage: g.srv.opts.Faults.usage(newUsage(prompt, g.dec.n, res.cachedTokens))})
 		return
 	}
 }
@@ -207,7 +207,7 @@ func (s *Server) streamError(res stepResult) *apiError {
 // content deltas, the finish chunk (delta {}), the usage chunk with
 // choices [] when stream_options.include_usage, then [DONE].
 func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	out := newSSE(w)
+	out := g.srv.newSSE(w)
 	sentRole := false
 	var tools *toolDiverter
 	if len(g.spec.tools) > 0 {
@@ -255,7 +255,7 @@ func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Req
 				}
 				d = chatDelta{Content: &text}
 			}
-			if send(d, nil, nil) != nil {
+			if send(d, nil, nil) != nil || out.afterToken(ctx) {
 				return
 			}
 		}
@@ -282,7 +282,7 @@ func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Req
 		if send(chatDelta{}, &reason, res.matched) != nil {
 			return
 		}
-		if g.spec.includeUsage {
+		if g.spec.includeUsage && g.srv.opts.Faults.usage(&usage{}) != nil {
 			prompt := max(res.promptTokens, len(g.spec.prompt))
 			// OpenAI's spec: the usage chunk has an empty choices array.
 			if out.send(g.chunk([]chatChunkChoice{}, newUsage(prompt, g.dec.n, res.cachedTokens))) != nil {

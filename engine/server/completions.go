@@ -42,6 +42,9 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if s.opts.Faults.echoFault(w, spec) {
+		return
+	}
 	id := newID("cmpl-")
 	st, err := s.submit(id, spec)
 	if err != nil {
@@ -145,7 +148,7 @@ func (g *completionGen) complete(ctx context.Context, w http.ResponseWriter, r *
 		prompt := max(res.promptTokens, len(g.spec.prompt))
 		g.srv.metrics.observeE2E(time.Since(g.start))
 		writeJSON(w, http.StatusOK, completionResponse{ID: g.id, Object: "text_completion", Created: g.created,
-			Model: g.spec.model, Choices: []completionChoice{choice}, Usage: newUsage(prompt, g.dec.n, res.cachedTokens)})
+			Model: g.spec.model, Choices: []completionChoice{choice}, Usage: g.srv.opts.Faults.usage(newUsage(prompt, g.dec.n, res.cachedTokens))})
 		return
 	}
 }
@@ -155,7 +158,7 @@ func (g *completionGen) complete(ctx context.Context, w http.ResponseWriter, r *
 // chunk; the usage chunk with choices [] when stream_options.include_usage;
 // then [DONE].
 func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	out := newSSE(w)
+	out := g.srv.newSSE(w)
 	echoed := !g.spec.echo
 	var pending outTokens // tokens whose logprobs are not sent yet
 	send := func(text string, finish *string, matched any, lp *completionLogprobs) error {
@@ -202,8 +205,10 @@ func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *ht
 		for _, p := range pieces {
 			text.WriteString(p.text)
 		}
-		if text.Len() > 0 && send(text.String(), nil, nil, takeLogprobs()) != nil {
-			return
+		if text.Len() > 0 {
+			if send(text.String(), nil, nil, takeLogprobs()) != nil || out.afterToken(ctx) {
+				return
+			}
 		}
 		if res.finish == "" {
 			continue
@@ -216,7 +221,7 @@ func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *ht
 		if send("", &res.finish, res.matched, lp) != nil {
 			return
 		}
-		if g.spec.includeUsage {
+		if g.spec.includeUsage && g.srv.opts.Faults.usage(&usage{}) != nil {
 			prompt := max(res.promptTokens, len(g.spec.prompt))
 			if out.send(completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.spec.model,
 				Choices: []completionChoice{}, Usage: newUsage(prompt, g.dec.n, res.cachedTokens)}) != nil {

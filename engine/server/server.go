@@ -62,6 +62,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the limiter's clock; nil is time.Now (tests set it).
 	Now func() time.Time
+	// Faults, when set, make the server misbehave on purpose.
+	Faults *Faults
 }
 
 // Server serves the OpenAI-compatible API over a running scheduler.
@@ -104,9 +106,13 @@ func New(opts Options, s *sched.Scheduler, tok *tokenizer.Tokenizer, metrics *Me
 		metrics = NewMetrics()
 	}
 	metrics.setModel(opts.ModelName)
+	concurrency := opts.RateLimitConcurrency
+	if opts.Faults != nil && opts.Faults.RateLimit > 0 && (concurrency == 0 || opts.Faults.RateLimit < concurrency) {
+		concurrency = opts.Faults.RateLimit
+	}
 	srv := &Server{
 		opts: opts, sched: s, tok: tok, metrics: metrics,
-		limiter: newLimiter(opts.RateLimitConcurrency, opts.RateLimitRPM, opts.Now),
+		limiter: newLimiter(concurrency, opts.RateLimitRPM, opts.Now),
 		created: time.Now().Unix(), idle: make(chan struct{}),
 	}
 	srv.hard, srv.hardStop = context.WithCancel(context.Background())

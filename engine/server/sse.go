@@ -12,6 +12,8 @@ type sseWriter struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	err error
+	// Faults: end without [DONE]; stop after the first token.
+	dropDone, stall bool
 }
 
 // newSSE sends the 200 and the event-stream headers right away, so a
@@ -49,7 +51,7 @@ func (s *sseWriter) fail(e *apiError) {
 
 // done ends the stream with `data: [DONE]`.
 func (s *sseWriter) done() {
-	if s.err == nil {
+	if s.err == nil && !s.dropDone {
 		s.write([]byte("data: [DONE]\n\n"))
 	}
 }
