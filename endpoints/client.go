@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -314,6 +315,13 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	defer wd.stop()
 	c, ctx, parent := s.c, s.ctx, s.parent
 
+	// t0 is the moment the HTTP client hands over a connection for this
+	// request, just before it is written: the wait for the connection (the
+	// pool, a dial) is the client's own queueing, which shows as send lag,
+	// not as time to first token.
+	s.req = s.req.WithContext(httptrace.WithClientTrace(s.req.Context(), &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { res.T0 = time.Now() },
+	}))
 	resp, err := c.http.Do(s.req)
 	if err != nil {
 		res.End = time.Since(res.T0)

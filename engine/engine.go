@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/engine/sched"
 	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/engine/tokenizer"
 	"github.com/glmbench/glmbench/kernels"
 )
@@ -45,6 +47,12 @@ type Options struct {
 	Logger               *slog.Logger
 	// Faults make the server misbehave on purpose (glmbench serve --fault).
 	Faults *server.Faults
+	// Executor is "model" (the default) or "sim": the real scheduler and API
+	// over a step-time cost model (SimCost) with deterministic tokens.
+	Executor string
+	SimCost  sim.CostModel
+	// Truth, when set, receives every stream's arrival and event times (JSONL).
+	Truth io.Writer
 }
 
 // DefaultOptions are `glmbench serve`'s defaults. Mixed chunks are on,
@@ -56,7 +64,7 @@ type Options struct {
 // backends: "FlashMLA only supports a page_size of 64"); whole pages also
 // keep a sequence's keys in long runs the indexer scans in one product.
 func DefaultOptions() Options {
-	o := Options{Preset: "nano", Seed: 1, Host: "127.0.0.1", Port: 30000}
+	o := Options{Preset: "nano", Seed: 1, Host: "127.0.0.1", Port: 30000, Executor: "model", SimCost: sim.DefaultCost}
 	o.Sched.EnableMixedChunk = true
 	o.Sched.PageSize = 64
 	return o
@@ -68,10 +76,14 @@ func DefaultOptions() Options {
 const (
 	kvBudget     = 4 << 30
 	kvDefaultMax = 9_500_000
+	// simDefaultTokens is the simulated executor's pool: 4,096 streams of
+	// 8K tokens and more.
+	simDefaultTokens = 64 << 20
 )
 
 // Engine is a running reference engine.
 type Engine struct {
+	// Model is the model, nil with the simulated executor.
 	Model     *model.Model
 	Sched     *sched.Scheduler
 	Server    *server.Server
@@ -88,7 +100,11 @@ func Start(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	cfg, w, name, err := loadModel(opts)
+	simulated := opts.Executor == "sim"
+	if opts.Executor != "" && opts.Executor != "model" && !simulated {
+		return nil, fmt.Errorf("executor %q: want model or sim", opts.Executor)
+	}
+	cfg, w, name, err := loadModel(opts, !simulated)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +119,9 @@ func Start(opts Options) (*Engine, error) {
 	perToken := cfg.KVWidth() * 4 * cfg.NumHiddenLayers
 	if sc.MaxTotalTokens == 0 {
 		sc.MaxTotalTokens = min(kvBudget/perToken, kvDefaultMax) / sc.PageSize * sc.PageSize
+		if simulated { // pages without values cost nothing
+			sc.MaxTotalTokens = simDefaultTokens / sc.PageSize * sc.PageSize
+		}
 	}
 	if sc.ContextLength == 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
 		sc.ContextLength = cfg.MaxPositionEmbeddings
@@ -111,10 +130,18 @@ func Start(opts Options) (*Engine, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	kv := model.NewKVCacheNoMTP(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
-	m := model.New(cfg, w, kernels.Default(), kv)
+	var exec sched.Executor
+	var m *model.Model
+	if simulated {
+		exec = sim.New(opts.SimCost, sc.MaxTotalTokens/sc.PageSize, sc.PageSize, cfg.VocabSize)
+		name = "glmbench-sim"
+	} else {
+		kv := model.NewKVCacheNoMTP(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
+		m = model.New(cfg, w, kernels.Default(), kv)
+		exec = m
+	}
 	metrics := server.NewMetrics()
-	s, err := sched.New(sc, m, tok.EOS(), tokenizer.MinVocabSize, metrics)
+	s, err := sched.New(sc, exec, tok.EOS(), tokenizer.MinVocabSize, metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +149,14 @@ func Start(opts Options) (*Engine, error) {
 		name = opts.ServedModelName
 	}
 	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, served: make(chan error, 1)}
+	var truth *server.Truth
+	if opts.Truth != nil {
+		truth = server.NewTruth(opts.Truth)
+	}
 	e.Server = server.New(server.Options{
 		ModelName: name, ModelPath: modelPath(opts), ContextLength: sc.ContextLength,
 		RateLimitConcurrency: opts.RateLimitConcurrency, RateLimitRPM: opts.RateLimitRPM,
-		Version: opts.Version, Logger: opts.Logger, Faults: opts.Faults,
+		Version: opts.Version, Logger: opts.Logger, Faults: opts.Faults, Truth: truth,
 	}, s, tok, metrics)
 	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
 	e.ln, err = net.Listen("tcp", addr)
@@ -145,7 +176,9 @@ func modelPath(o Options) string {
 	return "preset:" + o.Preset
 }
 
-func loadModel(o Options) (*model.Config, *model.Weights, string, error) {
+// loadModel reads the checkpoint or makes the preset (its weights only when
+// weights is set: the simulated executor needs the config alone).
+func loadModel(o Options, weights bool) (*model.Config, *model.Weights, string, error) {
 	if o.ModelPath != "" {
 		cfg, w, err := model.Load(o.ModelPath)
 		if err != nil {
@@ -161,7 +194,11 @@ func loadModel(o Options) (*model.Config, *model.Weights, string, error) {
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return cfg, model.Synth(cfg, o.Seed), "glmbench-" + preset, nil
+	var w *model.Weights
+	if weights {
+		w = model.Synth(cfg, o.Seed)
+	}
+	return cfg, w, "glmbench-" + preset, nil
 }
 
 // BaseURL is the API base, http://host:port/v1.

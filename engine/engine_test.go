@@ -242,3 +242,98 @@ func TestTheReferenceSGLangDumpApplies(t *testing.T) {
 		t.Fatal("no text")
 	}
 }
+
+func TestTheSimulatedExecutorStreamsKnownTokensAndRecordsTheTruth(t *testing.T) {
+	t.Parallel()
+	var truth bytes.Buffer
+	var mu sync.Mutex
+	e := start(t, func(o *Options) {
+		o.Executor = "sim"
+		o.SimCost.StepOverhead = time.Millisecond
+		o.Truth = lockedWriter{&mu, &truth}
+	})
+	if e.Model != nil || e.ModelName() != "glmbench-sim" {
+		t.Fatalf("model %v, name %q", e.Model, e.ModelName())
+	}
+	stream, err := client(e).CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{
+		Model:         e.ModelName(),
+		Messages:      []openai.ChatCompletionMessage{{Role: "user", Content: "0badcafe-000042 hello"}},
+		MaxTokens:     30,
+		Stream:        true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	var usage *openai.Usage
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Choices {
+			text.WriteString(c.Delta.Content + c.Delta.ReasoningContent)
+		}
+		if r.Usage != nil {
+			usage = r.Usage
+		}
+	}
+	stream.Close()
+	if usage == nil || usage.CompletionTokens != 30 {
+		t.Fatalf("usage %+v", usage)
+	}
+	// The token after position p is 'a' + p mod 26; the first follows the
+	// prompt's last position.
+	var want strings.Builder
+	for p := usage.PromptTokens - 1; p < usage.PromptTokens+29; p++ {
+		want.WriteByte(byte('a' + p%26))
+	}
+	if text.String() != want.String() {
+		t.Errorf("text %q, want %q", text.String(), want.String())
+	}
+	var line struct {
+		Key     string  `json:"key"`
+		Arrival int64   `json:"arrival_ns"`
+		Events  []int64 `json:"events_ns"`
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		b := truth.Bytes()
+		mu.Unlock()
+		if len(b) > 0 || time.Now().After(deadline) {
+			if err := json.Unmarshal(b, &line); err != nil {
+				t.Fatalf("truth %q: %v", b, err)
+			}
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if line.Key != "0badcafe-000042" || len(line.Events) != 30 || line.Events[0] < line.Arrival ||
+		!slices.IsSorted(line.Events) {
+		t.Fatalf("truth line %+v", line)
+	}
+	// A step is at least its 1 ms overhead: 30 events take 29 steps or more.
+	if d := time.Duration(line.Events[29] - line.Events[0]); d < 29*time.Millisecond {
+		t.Errorf("30 events in %v", d)
+	}
+	// Truth stamps are Unix times on this host's clock.
+	if d := time.Since(time.Unix(0, line.Arrival)); d < 0 || d > time.Minute {
+		t.Errorf("arrival %v ago", d)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/model"
 	"github.com/glmbench/glmbench/cmd/run"
+	"github.com/glmbench/glmbench/cmd/selftest"
 	"github.com/glmbench/glmbench/cmd/serve"
 	"github.com/glmbench/glmbench/cmd/version"
 )
@@ -65,6 +66,7 @@ requests.jsonl for side-by-side comparison.`,
 	cmd.AddCommand(run.NewCmdRun(f, nil))
 	cmd.AddCommand(model.NewCmdModel(f))
 	cmd.AddCommand(serve.NewCmdServe(f, nil))
+	cmd.AddCommand(selftest.NewCmdSelftest(f, nil))
 	cmd.AddCommand(version.NewCmdVersion(f))
 	return cmd
 }

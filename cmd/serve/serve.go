@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/engine/sim"
 )
 
 // Options are serve's flags.
@@ -22,6 +24,8 @@ type Options struct {
 	Engine       engine.Options
 	ServerConfig string
 	Faults       []string
+	SimProfile   string
+	TruthFile    string
 	// changed names the flags given on the command line, which win over --server-config.
 	changed func(name string) bool
 }
@@ -86,6 +90,13 @@ test harnesses against the failures real endpoints show:
 	fl.BoolVar(&s.EnableMixedChunk, "enable-mixed-chunk", s.EnableMixedChunk, "decode running requests in the same batch as a prefill (SGLang's default is off; on here, see --help)")
 	fl.IntVar(&e.RateLimitConcurrency, "rate-limit-concurrency", 0, "gateway: answer 429 beyond this many requests in flight (0: off)")
 	fl.IntVar(&e.RateLimitRPM, "rate-limit-rpm", 0, "gateway: answer 429 beyond this many requests per minute (0: off)")
+	fl.StringVar(&e.Executor, "executor", e.Executor, "model, or sim: the real scheduler and API over a step-time cost model with deterministic tokens")
+	fl.StringVar(&o.SimProfile, "sim-profile", "", `sim cost model file, JSON of durations: {"step_overhead": "2ms", "prefill_token": "200ns", "decode_seq": "2us", "kv_read": "1ns"}`)
+	fl.DurationVar(&e.SimCost.StepOverhead, "sim-step-overhead", e.SimCost.StepOverhead, "sim: time per batch")
+	fl.DurationVar(&e.SimCost.PrefillToken, "sim-prefill-token", e.SimCost.PrefillToken, "sim: time per prompt token computed")
+	fl.DurationVar(&e.SimCost.DecodeSeq, "sim-decode-seq", e.SimCost.DecodeSeq, "sim: time per sequence decoding a token")
+	fl.DurationVar(&e.SimCost.KVRead, "sim-kv-read", e.SimCost.KVRead, "sim: time per cached token a batch reads")
+	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
 	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: echo=500|ignored, stall=F, drop-done, no-usage, rate-limit=N (repeatable; see above)")
 	return cmd
 }
@@ -114,6 +125,21 @@ func Run(ctx context.Context, o *Options) error {
 				return cmdutil.BadInput("%v", err)
 			}
 		}
+	}
+	if o.SimProfile != "" {
+		cost, err := sim.ReadCost(o.SimProfile)
+		if err != nil {
+			return cmdutil.BadInput("--sim-profile: %v", err)
+		}
+		o.Engine.SimCost = cost
+	}
+	if o.TruthFile != "" {
+		f, err := os.Create(o.TruthFile)
+		if err != nil {
+			return cmdutil.BadInput("--truth: %v", err)
+		}
+		defer f.Close()
+		o.Engine.Truth = f
 	}
 	o.Engine.Version = o.F.Version
 	o.Engine.Logger = slog.New(slog.NewTextHandler(io.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -37,6 +37,12 @@ func NewKVCacheNoMTP(cfg *Config, pages, pageSize int) *KVCache {
 	return newKVCache(cfg, pages, pageSize, cfg.NumHiddenLayers)
 }
 
+// NewKVPages is a pool of pages with no cached values at all: the page
+// bookkeeping a simulated executor needs, without the memory.
+func NewKVPages(pages, pageSize int) *KVCache {
+	return newKVCache(&Config{}, pages, pageSize, 0)
+}
+
 func newKVCache(cfg *Config, pages, pageSize, layers int) *KVCache {
 	if pages <= 0 || pageSize <= 0 {
 		panic(fmt.Sprintf("model: NewKVCache(%d pages of %d)", pages, pageSize))

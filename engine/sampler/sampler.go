@@ -101,7 +101,12 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	invT := 1 / float64(s.p.Temperature)
 	total := 0.0
 	for i, l := range logits {
-		x := math.Exp((float64(l) - maxLogit) * invT)
+		// Below −745 float64's exp is exactly 0: skip the call (a simulated
+		// model's one-hot logits are almost all there).
+		x := 0.0
+		if z := (float64(l) - maxLogit) * invT; z > -745.2 {
+			x = math.Exp(z)
+		}
 		if math.IsNaN(x) {
 			x = 0
 		}

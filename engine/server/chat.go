@@ -207,7 +207,8 @@ func (s *Server) streamError(res stepResult) *apiError {
 // content deltas, the finish chunk (delta {}), the usage chunk with
 // choices [] when stream_options.include_usage, then [DONE].
 func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	out := g.srv.newSSE(w)
+	out := g.srv.newSSE(w, g.srv.truthFor(g.spec, g.start))
+	defer out.end()
 	sentRole := false
 	var tools *toolDiverter
 	if len(g.spec.tools) > 0 {

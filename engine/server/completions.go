@@ -158,7 +158,8 @@ func (g *completionGen) complete(ctx context.Context, w http.ResponseWriter, r *
 // chunk; the usage chunk with choices [] when stream_options.include_usage;
 // then [DONE].
 func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	out := g.srv.newSSE(w)
+	out := g.srv.newSSE(w, g.srv.truthFor(g.spec, g.start))
+	defer out.end()
 	echoed := !g.spec.echo
 	var pending outTokens // tokens whose logprobs are not sent yet
 	send := func(text string, finish *string, matched any, lp *completionLogprobs) error {

@@ -115,23 +115,38 @@ func (f *Faults) usage(u *usage) *usage {
 	return u
 }
 
-// newSSE starts an event stream with the server's faults applied.
-func (s *Server) newSSE(w http.ResponseWriter) *sseWriter {
+// newSSE starts an event stream with the server's faults applied and, when
+// the server records truth, the request's record (tl, which may be nil).
+func (s *Server) newSSE(w http.ResponseWriter, tl *TruthLine) *sseWriter {
 	out := newSSE(w)
 	if f := s.opts.Faults; f != nil {
 		out.dropDone = f.DropDone
 		out.stall = f.stallNext()
 	}
+	if tl != nil {
+		out.truth, out.line = s.opts.Truth, tl
+	}
 	return out
 }
 
-// afterToken is called after each chunk that carried output; a stalling
-// stream stops here, after its first, until the client goes away. It
-// reports whether the stream must end.
+// afterToken is called after each chunk that carried output: it stamps the
+// event for the truth record, and a stalling stream stops here, after its
+// first, until the client goes away. It reports whether the stream must end.
 func (s *sseWriter) afterToken(ctx context.Context) bool {
+	if s.line != nil && s.err == nil {
+		s.line.Events = append(s.line.Events, s.truth.stamp())
+	}
 	if !s.stall {
 		return false
 	}
 	<-ctx.Done()
 	return true
+}
+
+// end writes the request's truth record, if it has one.
+func (s *sseWriter) end() {
+	if s.line != nil {
+		s.truth.write(s.line)
+		s.line = nil
+	}
 }

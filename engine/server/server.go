@@ -64,6 +64,8 @@ type Options struct {
 	Now func() time.Time
 	// Faults, when set, make the server misbehave on purpose.
 	Faults *Faults
+	// Truth, when set, records every stream's arrival and event times.
+	Truth *Truth
 }
 
 // Server serves the OpenAI-compatible API over a running scheduler.

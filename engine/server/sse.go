@@ -14,6 +14,9 @@ type sseWriter struct {
 	err error
 	// Faults: end without [DONE]; stop after the first token.
 	dropDone, stall bool
+	// truth and line record the output events' times (glmbench selftest).
+	truth *Truth
+	line  *TruthLine
 }
 
 // newSSE sends the 200 and the event-stream headers right away, so a

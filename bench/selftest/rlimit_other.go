@@ -1,0 +1,5 @@
+//go:build !unix
+
+package selftest
+
+func raiseFileLimit() {}
