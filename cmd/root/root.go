@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/model"
+	"github.com/glmbench/glmbench/cmd/report"
 	"github.com/glmbench/glmbench/cmd/run"
 	"github.com/glmbench/glmbench/cmd/selftest"
 	"github.com/glmbench/glmbench/cmd/serve"
@@ -67,6 +69,8 @@ requests.jsonl for side-by-side comparison.`,
 	cmd.AddCommand(model.NewCmdModel(f))
 	cmd.AddCommand(serve.NewCmdServe(f, nil))
 	cmd.AddCommand(selftest.NewCmdSelftest(f, nil))
+	cmd.AddCommand(report.NewCmdReport(f, nil))
+	cmd.AddCommand(gate.NewCmdGate(f, nil))
 	cmd.AddCommand(version.NewCmdVersion(f))
 	return cmd
 }

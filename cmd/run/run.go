@@ -14,6 +14,7 @@ import (
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports"
@@ -42,6 +43,12 @@ type Options struct {
 
 	Label string
 	Out   string
+	// Baseline, when set, gates this run against those reports after it
+	// (glmbench gate's thresholds and exit code 99).
+	Baseline      []string
+	Thresholds    []string
+	ThresholdFile string
+	JUnit         string
 	// ProgressEvery is how often plain progress lines are printed when
 	// stderr is not a terminal.
 	ProgressEvery time.Duration
@@ -96,6 +103,10 @@ the phase cap, or on Ctrl-C (exit 130).`,
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
 	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
 	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
+	fl.StringSliceVar(&o.Baseline, "baseline", nil, "gate this run against these reports when it ends (as glmbench gate; exit 99 when a threshold is crossed)")
+	fl.StringArrayVar(&o.Thresholds, "threshold", nil, "a gate threshold, e.g. 'decode_medium.out_tput > -5%' (repeatable; needs --baseline)")
+	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
+	fl.StringVar(&o.JUnit, "junit", "", "write the gate's JUnit XML to this file (needs --baseline)")
 	return cmd
 }
 
@@ -119,7 +130,29 @@ func (o *Options) validate() ([]bench.Spec, error) {
 	if o.MaxConcurrency < 0 {
 		return nil, cmdutil.BadInput("--max-concurrency must not be negative")
 	}
+	if len(o.Baseline) == 0 && (len(o.Thresholds) > 0 || o.ThresholdFile != "" || o.JUnit != "") {
+		return nil, cmdutil.BadInput("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")
+	}
 	return specs, nil
+}
+
+// prepareGate reads the baseline and thresholds and checks that every phase
+// to run has the baseline's shape, all before any load; nil without --baseline.
+func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
+	if len(o.Baseline) == 0 {
+		return nil, nil
+	}
+	gp, err := gate.Prepare(&gate.Options{F: o.F, Baseline: o.Baseline, Thresholds: o.Thresholds,
+		ThresholdFile: o.ThresholdFile, JUnit: o.JUnit})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range specs {
+		if err := gp.CheckShape(s.Name, s.N, s.In, s.Out); err != nil {
+			return nil, err
+		}
+	}
+	return gp, nil
 }
 
 // Run is the run command's work.
@@ -129,6 +162,10 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	io := o.F.IO
 	specs, err := o.validate()
+	if err != nil {
+		return err
+	}
+	gp, err := o.prepareGate(specs)
 	if err != nil {
 		return err
 	}
@@ -237,6 +274,8 @@ func Run(ctx context.Context, o *Options) error {
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
 	case completed == 0:
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("every request failed (see the failures in the report)")}
+	case gp != nil:
+		return gp.Check([]*schema.Report{rep})
 	}
 	return nil
 }

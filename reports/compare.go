@@ -1,0 +1,327 @@
+package reports
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// CompareSchema is the value of Comparison.Schema.
+const CompareSchema = "glmbench/compare/v1"
+
+// Comparison is the side-by-side view of several reports: one row per phase
+// (then per eval, then conformance), one column per label. Reports of the
+// same label are merged: figures are means over their runs, counts are sums.
+// Labels and rows keep the order in which the inputs first name them.
+type Comparison struct {
+	Schema  string     `json:"schema"`
+	Columns []Column   `json:"columns"`
+	Phases  []PhaseRow `json:"phases"`
+	Evals   []EvalRow  `json:"evals,omitempty"`
+	// Conformance has one cell per column (null where a column ran no
+	// checks), or is empty when no column did.
+	Conformance []*ConformanceCell `json:"conformance,omitempty"`
+}
+
+// Column is one label and the reports merged into it.
+type Column struct {
+	Label string `json:"label"`
+	// Sources are the paths the reports were read from, one per run.
+	Sources  []string `json:"sources"`
+	Endpoint string   `json:"endpoint,omitempty"`
+	Model    string   `json:"model,omitempty"`
+	Legacy   bool     `json:"legacy,omitempty"`
+}
+
+// PhaseRow is one phase across the columns; a cell is null where a column
+// did not run the phase.
+type PhaseRow struct {
+	Phase string       `json:"phase"`
+	Cells []*PhaseCell `json:"cells"`
+}
+
+// PhaseCell is one phase of one label, merged over its runs. Rates are
+// tokens/s, times seconds; a null time is an empty sample in every run.
+type PhaseCell struct {
+	Runs      int `json:"runs"`
+	BatchSize int `json:"batch_size"`
+	InputLen  int `json:"input_len"`
+	OutputLen int `json:"output_len"`
+	// Asked is batch_size summed over the runs.
+	Asked     int                  `json:"asked"`
+	Completed int                  `json:"completed"`
+	Errors    int                  `json:"errors"`
+	ByClass   map[schema.Class]int `json:"errors_by_class"`
+	Cancelled int                  `json:"cancelled_at_cap"`
+	NotSent   int                  `json:"not_sent"`
+	Short     int                  `json:"short_output"`
+	ErrorRate float64              `json:"error_rate"`
+	// Status is complete only when every run's phase was.
+	Status  string   `json:"status"`
+	OutTput float64  `json:"out_tput"`
+	InTput  float64  `json:"in_tput"`
+	TTFTMed *float64 `json:"ttft_med"`
+	TTFTP99 *float64 `json:"ttft_p99"`
+	TPOTMed *float64 `json:"tpot_med"`
+	TPOTP99 *float64 `json:"tpot_p99"`
+	// OutTputChange is the change of out_tput in percent against the first
+	// column that ran this phase with the same shape; null in that column.
+	OutTputChange *float64 `json:"out_tput_change_pct"`
+}
+
+// EvalRow is one eval across the columns.
+type EvalRow struct {
+	Eval  string      `json:"eval"`
+	Cells []*EvalCell `json:"cells"`
+}
+
+// EvalCell is one eval of one label. Metrics are means over the runs that
+// gave a score; Failure is the last failure's kind, set when a run gave none.
+type EvalCell struct {
+	Runs    int                `json:"runs"`
+	Scored  int                `json:"scored"`
+	Status  string             `json:"status"`
+	N       int                `json:"n"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Failure string             `json:"failure,omitempty"`
+}
+
+// ConformanceCell counts one label's conformance checks, merged by id: a
+// check fails if any run failed it, passes if any run passed it.
+type ConformanceCell struct {
+	Pass   int      `json:"pass"`
+	Fail   int      `json:"fail"`
+	Skip   int      `json:"skip"`
+	Failed []string `json:"failed,omitempty"`
+}
+
+// Compare builds the side-by-side view of ins. It fails (bad input) when two
+// reports of one label ran a phase with different shapes, since merging them
+// would mean nothing.
+func Compare(ins []*Input) (*Comparison, error) {
+	c := &Comparison{Schema: CompareSchema, Columns: []Column{}, Phases: []PhaseRow{}}
+	col := map[string]int{}
+	var runs [][]*Input
+	for _, in := range ins {
+		l := in.Report.Label
+		i, ok := col[l]
+		if !ok {
+			i = len(c.Columns)
+			col[l] = i
+			c.Columns = append(c.Columns, Column{Label: l, Endpoint: in.Report.Endpoint.BaseURL, Model: in.Report.Endpoint.Model})
+			runs = append(runs, nil)
+		}
+		c.Columns[i].Sources = append(c.Columns[i].Sources, in.Path)
+		c.Columns[i].Legacy = c.Columns[i].Legacy || in.Legacy
+		runs[i] = append(runs[i], in)
+	}
+	var phases, evals []string
+	anyChecks := false
+	for _, in := range ins {
+		for _, ph := range in.Report.Phases {
+			if !slices.Contains(phases, ph.Phase) {
+				phases = append(phases, ph.Phase)
+			}
+		}
+		for _, e := range in.Report.Evals {
+			if !slices.Contains(evals, e.Name) {
+				evals = append(evals, e.Name)
+			}
+		}
+		anyChecks = anyChecks || len(in.Report.Conformance) > 0
+	}
+	for _, name := range phases {
+		row := PhaseRow{Phase: name, Cells: make([]*PhaseCell, len(c.Columns))}
+		var ref *PhaseCell
+		for i, rs := range runs {
+			cell, err := mergePhase(c.Columns[i].Label, name, rs)
+			if err != nil {
+				return nil, err
+			}
+			row.Cells[i] = cell
+			switch {
+			case cell == nil:
+			case ref == nil:
+				ref = cell
+			case cell.shape() == ref.shape() && ref.OutTput > 0:
+				ch := (cell.OutTput - ref.OutTput) / ref.OutTput * 100
+				cell.OutTputChange = &ch
+			}
+		}
+		c.Phases = append(c.Phases, row)
+	}
+	for _, name := range evals {
+		row := EvalRow{Eval: name, Cells: make([]*EvalCell, len(c.Columns))}
+		for i, rs := range runs {
+			row.Cells[i] = mergeEval(name, rs)
+		}
+		c.Evals = append(c.Evals, row)
+	}
+	if anyChecks {
+		c.Conformance = make([]*ConformanceCell, len(c.Columns))
+		for i, rs := range runs {
+			c.Conformance[i] = mergeChecks(rs)
+		}
+	}
+	return c, nil
+}
+
+func (p *PhaseCell) shape() [3]int { return [3]int{p.BatchSize, p.InputLen, p.OutputLen} }
+
+func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
+	var c *PhaseCell
+	var src string
+	var out, in []float64
+	var ttftMed, ttftP99, tpotMed, tpotP99 []*float64
+	for _, run := range runs {
+		ph := FindPhase(run.Report, name)
+		if ph == nil {
+			continue
+		}
+		if c == nil {
+			c = &PhaseCell{BatchSize: ph.BatchSize, InputLen: ph.InputLen, OutputLen: ph.OutputLen,
+				ByClass: map[schema.Class]int{}, Status: schema.StatusComplete}
+			src = run.Path
+		} else if Shape(ph) != c.shape() {
+			return nil, badInput("label %s: phase %s is %s in %s but %s in %s; reports of one label are merged, so their phases must have one shape",
+				label, name, shapeString(c.shape()), src, shapeString(Shape(ph)), run.Path)
+		}
+		c.Runs++
+		c.Asked += ph.BatchSize
+		c.Completed += ph.Completed
+		c.Errors += ph.Errors
+		for k, v := range ph.ByClass {
+			c.ByClass[k] += v
+		}
+		c.Cancelled += ph.Cancelled
+		c.NotSent += ph.NotSent
+		c.Short += ph.Short
+		if ph.Status != "" && ph.Status != schema.StatusComplete {
+			c.Status = ph.Status
+		}
+		out, in = append(out, ph.OutTput), append(in, ph.InTput)
+		ttftMed, ttftP99 = append(ttftMed, ph.TTFTMed), append(ttftP99, ph.TTFTP99)
+		tpotMed, tpotP99 = append(tpotMed, ph.TPOTMed), append(tpotP99, ph.TPOTP99)
+	}
+	if c == nil {
+		return nil, nil
+	}
+	if c.Asked > 0 {
+		c.ErrorRate = float64(c.Errors) / float64(c.Asked)
+	}
+	c.OutTput, c.InTput = mean(out), mean(in)
+	c.TTFTMed, c.TTFTP99 = meanOpt(ttftMed), meanOpt(ttftP99)
+	c.TPOTMed, c.TPOTP99 = meanOpt(tpotMed), meanOpt(tpotP99)
+	return c, nil
+}
+
+func mergeEval(name string, runs []*Input) *EvalCell {
+	var c *EvalCell
+	sums := map[string][]float64{}
+	for _, run := range runs {
+		e := FindEval(run.Report, name)
+		if e == nil {
+			continue
+		}
+		if c == nil {
+			c = &EvalCell{}
+		}
+		c.Runs++
+		if len(e.Metrics) > 0 {
+			c.Scored++
+			c.N = e.N
+			c.Status = e.Status
+			for k, v := range e.Metrics {
+				sums[k] = append(sums[k], v)
+			}
+			continue
+		}
+		if c.Scored == 0 {
+			c.Status = e.Status
+		}
+		c.Failure = failureKind(e)
+	}
+	if c != nil && len(sums) > 0 {
+		c.Metrics = map[string]float64{}
+		for k, vs := range sums {
+			c.Metrics[k] = mean(vs)
+		}
+	}
+	return c
+}
+
+// failureKind says why an eval gave no score, in a few words.
+func failureKind(e *schema.EvalResult) string {
+	if e.Failure == nil {
+		if e.Status == "" {
+			return "no score"
+		}
+		return e.Status
+	}
+	s := e.Failure.Kind
+	if e.Failure.HTTPStatus != 0 {
+		s += fmt.Sprintf(" (HTTP %d)", e.Failure.HTTPStatus)
+	}
+	return s
+}
+
+func mergeChecks(runs []*Input) *ConformanceCell {
+	status := map[string]string{}
+	var ids []string
+	for _, run := range runs {
+		for _, ch := range run.Report.Conformance {
+			old, seen := status[ch.ID]
+			if !seen {
+				ids = append(ids, ch.ID)
+			}
+			switch {
+			case old == "fail":
+			case ch.Status == "fail", ch.Status == "pass", !seen:
+				status[ch.ID] = ch.Status
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	c := &ConformanceCell{}
+	for _, id := range ids {
+		switch status[id] {
+		case "pass":
+			c.Pass++
+		case "fail":
+			c.Fail++
+			c.Failed = append(c.Failed, id)
+		default:
+			c.Skip++
+		}
+	}
+	return c
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// meanOpt is the mean of the values present, or nil when none is.
+func meanOpt(xs []*float64) *float64 {
+	var vs []float64
+	for _, x := range xs {
+		if x != nil {
+			vs = append(vs, *x)
+		}
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	m := mean(vs)
+	return &m
+}

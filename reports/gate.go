@@ -1,0 +1,381 @@
+package reports
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/threshold"
+)
+
+// GateOptions tune the gate's noise handling. The zero value means the
+// defaults.
+type GateOptions struct {
+	// MinRuns is the number of runs on each side from which a threshold is
+	// decided by a bootstrap confidence interval instead of the point value
+	// (default 3).
+	MinRuns int
+	// Resamples is the number of bootstrap resamples (default 10000).
+	Resamples int
+	// Confidence is the interval's coverage (default 0.95).
+	Confidence float64
+	// Seed seeds the resampling, so a gate over the same files always
+	// decides the same way (default 1).
+	Seed uint64
+}
+
+func (o GateOptions) withDefaults() GateOptions {
+	if o.MinRuns <= 0 {
+		o.MinRuns = 3
+	}
+	if o.Resamples <= 0 {
+		o.Resamples = 10000
+	}
+	if o.Confidence <= 0 || o.Confidence >= 1 {
+		o.Confidence = 0.95
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// GateResult is every check a gate made, in threshold order.
+type GateResult struct {
+	Checks []Check `json:"checks"`
+	// Defaulted is set when no threshold was given and the defaults were used.
+	Defaulted bool `json:"defaulted,omitempty"`
+	// BaselineLabels and CurrentLabels are the labels of each side's runs.
+	BaselineLabels []string `json:"baseline_labels"`
+	CurrentLabels  []string `json:"current_labels"`
+}
+
+// Check is one threshold applied to one phase or eval.
+type Check struct {
+	// Threshold is the expression as given; Expr is it with the scope
+	// resolved ("*.out_tput > -5%" becomes "single.out_tput > -5%").
+	Threshold threshold.Threshold `json:"-"`
+	Expr      string              `json:"expr"`
+	Scope     string              `json:"scope"`
+	Metric    string              `json:"metric"`
+	// Baseline and Current are the metric's means over each side's runs
+	// (Baseline is unset for an absolute threshold).
+	Baseline *float64 `json:"baseline,omitempty"`
+	Current  *float64 `json:"current,omitempty"`
+	// BaselineRuns and CurrentRuns are the per-run values behind the means.
+	BaselineRuns []float64 `json:"baseline_runs,omitempty"`
+	CurrentRuns  []float64 `json:"current_runs,omitempty"`
+	// Change is (current − baseline) / baseline in percent, for a relative
+	// threshold.
+	Change *float64 `json:"change_pct,omitempty"`
+	// CI is the bootstrap confidence interval of the compared quantity (the
+	// change in percent, or the current mean), when both sides had enough
+	// runs; the check is crossed only when all of it is past the bound.
+	CI *[2]float64 `json:"ci,omitempty"`
+	// Missing says which side lacked the metric ("baseline", "current",
+	// "both"), or which phase or eval none had.
+	Missing string `json:"missing,omitempty"`
+	Passed  bool   `json:"passed"`
+}
+
+// Passed reports whether every check passed.
+func (g *GateResult) Passed() bool { return len(g.Crossed()) == 0 }
+
+// Crossed returns the checks that failed.
+func (g *GateResult) Crossed() []Check {
+	var out []Check
+	for _, c := range g.Checks {
+		if !c.Passed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Gate checks current against baseline. Each side is one or more runs
+// (reports) of one build. With no thresholds, threshold.Defaults() apply to
+// every phase in both sides.
+//
+// A threshold on "*" ranges over the phases (or, for an eval metric, the
+// evals): for an absolute bound, those of the current side; for a relative
+// one, those present on both sides. A named phase or eval whose metric is
+// missing on a side it needs is a failed check, not an error.
+//
+// On each side the point value is the mean over the runs that have the
+// metric. When both sides have at least MinRuns runs (for an absolute bound:
+// the current side), the check fails only when the whole bootstrap
+// confidence interval is past the bound, so run-to-run noise alone does not
+// fail a gate.
+//
+// Errors (bad input) are: an empty side, a metric no report could have, and
+// a phase whose shape (batch_size/input_len/output_len) differs between the
+// runs it would compare.
+func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts GateOptions) (*GateResult, error) {
+	opts = opts.withDefaults()
+	if len(baseline) == 0 {
+		return nil, badInput("gate: no baseline report")
+	}
+	if len(current) == 0 {
+		return nil, badInput("gate: no current report")
+	}
+	res := &GateResult{}
+	for _, r := range baseline {
+		res.BaselineLabels = append(res.BaselineLabels, r.Label)
+	}
+	for _, r := range current {
+		res.CurrentLabels = append(res.CurrentLabels, r.Label)
+	}
+	if len(ths) == 0 {
+		ths, res.Defaulted = threshold.Defaults(), true
+	}
+	known := knownEvalMetrics(baseline, current)
+	for _, t := range ths {
+		phaseMetric := IsPhaseMetric(t.Metric)
+		if !phaseMetric && !known[t.Metric] {
+			return nil, badInput("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; an error class; or an eval metric such as ppl.ppl)",
+				t.String(), t.Metric)
+		}
+		scopes := []string{t.Scope}
+		if t.Scope == threshold.All {
+			scopes = expandAll(t, phaseMetric, baseline, current)
+			if len(scopes) == 0 {
+				where := "the current reports"
+				if t.Relative {
+					where = "both the baseline and the current reports"
+				}
+				kind := "phase"
+				if !phaseMetric {
+					kind = "eval with metric " + t.Metric
+				}
+				res.Checks = append(res.Checks, Check{Threshold: t, Expr: t.String(), Scope: t.Scope, Metric: t.Metric,
+					Missing: "no " + kind + " in " + where})
+				continue
+			}
+		}
+		for _, scope := range scopes {
+			if phaseMetric {
+				if err := sameShape(scope, t.Relative, baseline, current); err != nil {
+					return nil, err
+				}
+			}
+			res.Checks = append(res.Checks, check(t, scope, phaseMetric, baseline, current, opts))
+		}
+	}
+	return res, nil
+}
+
+func check(t threshold.Threshold, scope string, phaseMetric bool, baseline, current []*schema.Report, opts GateOptions) Check {
+	resolved := t
+	resolved.Scope = scope
+	c := Check{Threshold: t, Expr: resolved.String(), Scope: scope, Metric: t.Metric}
+	values := func(rs []*schema.Report) []float64 {
+		var out []float64
+		for _, r := range rs {
+			var v *float64
+			if phaseMetric {
+				if ph := FindPhase(r, scope); ph != nil {
+					v = PhaseValue(ph, t.Metric)
+				}
+			} else {
+				v = EvalValue(r, scope, t.Metric)
+			}
+			if v != nil {
+				out = append(out, *v)
+			}
+		}
+		return out
+	}
+	c.CurrentRuns = values(current)
+	if t.Relative {
+		c.BaselineRuns = values(baseline)
+	}
+	switch {
+	case len(c.CurrentRuns) == 0 && t.Relative && len(c.BaselineRuns) == 0:
+		c.Missing = "both"
+	case len(c.CurrentRuns) == 0:
+		c.Missing = "current"
+	case t.Relative && len(c.BaselineRuns) == 0:
+		c.Missing = "baseline"
+	}
+	if len(c.CurrentRuns) > 0 {
+		m := stat.Mean(c.CurrentRuns, nil)
+		c.Current = &m
+	}
+	if len(c.BaselineRuns) > 0 {
+		m := stat.Mean(c.BaselineRuns, nil)
+		c.Baseline = &m
+	}
+	if c.Missing != "" {
+		return c
+	}
+	point := *c.Current
+	if t.Relative {
+		ch := relChange(*c.Baseline, *c.Current)
+		c.Change, point = &ch, ch
+	}
+	enough := len(c.CurrentRuns) >= opts.MinRuns && (!t.Relative || len(c.BaselineRuns) >= opts.MinRuns)
+	if !enough {
+		c.Passed = t.Holds(point)
+		return c
+	}
+	// Each check draws from its own stream, seeded by its expression, so
+	// adding a threshold never changes how another one is decided.
+	h := fnv.New64a()
+	h.Write([]byte(c.Expr))
+	rng := rand.New(rand.NewPCG(opts.Seed, h.Sum64()))
+	lo, hi := bootstrapCI(c.BaselineRuns, c.CurrentRuns, t.Relative, opts, rng)
+	c.CI = &[2]float64{lo, hi}
+	c.Passed = !t.CrossedOver(lo, hi)
+	return c
+}
+
+// relChange is (cur − base) / base in percent; from a zero baseline it is 0
+// when nothing changed, else ±Inf, which fails any finite bound.
+func relChange(base, cur float64) float64 {
+	if base == 0 {
+		switch {
+		case cur == 0:
+			return 0
+		case cur > 0:
+			return math.Inf(1)
+		}
+		return math.Inf(-1)
+	}
+	return (cur - base) / math.Abs(base) * 100
+}
+
+// bootstrapCI is the percentile bootstrap interval of the relative change of
+// means (or, when !relative, of the current mean): each resample draws each
+// side's runs with replacement.
+func bootstrapCI(base, cur []float64, relative bool, opts GateOptions, rng *rand.Rand) (lo, hi float64) {
+	stats := make([]float64, opts.Resamples)
+	rb, rc := make([]float64, len(base)), make([]float64, len(cur))
+	for b := range stats {
+		for i := range rc {
+			rc[i] = cur[rng.IntN(len(cur))]
+		}
+		mc := stat.Mean(rc, nil)
+		if !relative {
+			stats[b] = mc
+			continue
+		}
+		for i := range rb {
+			rb[i] = base[rng.IntN(len(base))]
+		}
+		stats[b] = relChange(stat.Mean(rb, nil), mc)
+	}
+	slices.Sort(stats)
+	tail := (1 - opts.Confidence) / 2
+	// Empirical quantiles never interpolate, so infinite changes stay ordered
+	// instead of turning into NaN.
+	return stat.Quantile(tail, stat.Empirical, stats, nil), stat.Quantile(1-tail, stat.Empirical, stats, nil)
+}
+
+// expandAll lists the phases (or evals) a "*" threshold covers, in the
+// order the current reports have them.
+func expandAll(t threshold.Threshold, phaseMetric bool, baseline, current []*schema.Report) []string {
+	names := func(rs []*schema.Report) []string {
+		var out []string
+		for _, r := range rs {
+			if phaseMetric {
+				for _, ph := range r.Phases {
+					if !slices.Contains(out, ph.Phase) {
+						out = append(out, ph.Phase)
+					}
+				}
+				continue
+			}
+			for _, e := range r.Evals {
+				if _, ok := e.Metrics[t.Metric]; ok && !slices.Contains(out, e.Name) {
+					out = append(out, e.Name)
+				}
+			}
+		}
+		return out
+	}
+	cur := names(current)
+	if !t.Relative {
+		return cur
+	}
+	base := names(baseline)
+	return slices.DeleteFunc(cur, func(n string) bool { return !slices.Contains(base, n) })
+}
+
+// sameShape refuses to compare a phase whose runs differ in shape: a gate
+// over different loads would report a regression that is not one.
+func sameShape(name string, relative bool, baseline, current []*schema.Report) error {
+	type seen struct {
+		shape [3]int
+		where string
+	}
+	var first *seen
+	sides := []struct {
+		name string
+		rs   []*schema.Report
+	}{{"current", current}}
+	if relative {
+		sides = append([]struct {
+			name string
+			rs   []*schema.Report
+		}{{"baseline", baseline}}, sides...)
+	}
+	for _, side := range sides {
+		for i, r := range side.rs {
+			ph := FindPhase(r, name)
+			if ph == nil {
+				continue
+			}
+			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
+			if first == nil {
+				first = &seen{Shape(ph), where}
+				continue
+			}
+			if s := Shape(ph); s != first.shape {
+				return badInput("phase %s is %s (requests/input/output) in %s but %s in %s; phases of different shapes are not compared",
+					name, shapeString(first.shape), first.where, shapeString(s), where)
+			}
+		}
+	}
+	return nil
+}
+
+// knownEvalMetrics is every eval metric a threshold may name: DESIGN.md's
+// and any an input report carries.
+func knownEvalMetrics(sides ...[]*schema.Report) map[string]bool {
+	known := map[string]bool{}
+	for _, m := range EvalMetrics {
+		known[m] = true
+	}
+	for _, rs := range sides {
+		for _, r := range rs {
+			for _, e := range r.Evals {
+				for k := range e.Metrics {
+					known[k] = true
+				}
+			}
+		}
+	}
+	return known
+}
+
+// unit is the unit a metric's value is printed in.
+func unit(metric string) string {
+	switch {
+	case strings.HasSuffix(metric, "_tput"):
+		return " tok/s"
+	case metric == "wall_sec" || metric == "max_send_lag_sec":
+		return " s"
+	}
+	for _, p := range []string{"lat_", "ttft_", "tpot_", "itl_"} {
+		if strings.HasPrefix(metric, p) {
+			return " s"
+		}
+	}
+	return ""
+}

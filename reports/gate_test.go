@@ -1,0 +1,299 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/threshold"
+)
+
+func reportsOf(runs ...run) []*schema.Report {
+	var out []*schema.Report
+	for _, r := range runs {
+		rep, _ := r.build()
+		out = append(out, rep)
+	}
+	return out
+}
+
+// build is a synthetic build: n runs with their own seeds from first on.
+func build(label string, first uint64, n int, speed float64) []run {
+	var out []run
+	for i := range n {
+		out = append(out, run{label: label, seed: first + uint64(i), jitter: 0.03, speed: speed, specs: []bench.Spec{single, decodeMd}})
+	}
+	return out
+}
+
+func mustParse(t *testing.T, exprs ...string) []threshold.Threshold {
+	t.Helper()
+	ths, err := threshold.ParseAll(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ths
+}
+
+func gateLines(t *testing.T, g *GateResult) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteGateLines(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestTwoRunsOfTheSameBuildPassTheDefaults(t *testing.T) {
+	t.Parallel()
+	// Different seeds: every request's TTFT and TPOT move by up to ±3%.
+	for seed := uint64(1); seed <= 20; seed++ {
+		g, err := Gate(reportsOf(build("main", seed, 1, 1)...), reportsOf(build("pr", seed+100, 1, 1)...), nil, GateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.Passed() || !g.Defaulted || len(g.Checks) != 6 {
+			t.Fatalf("seed %d:\n%s", seed, gateLines(t, g))
+		}
+	}
+}
+
+func TestAnInjectedTenPercentThroughputDropFailsTheDefaults(t *testing.T) {
+	t.Parallel()
+	g, err := Gate(reportsOf(build("main", 1, 1, 1)...), reportsOf(build("pr", 2, 1, 0.9)...), nil, GateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := gateLines(t, g)
+	if g.Passed() || !strings.Contains(lines, "✗ decode_medium.out_tput > -5%: ") {
+		t.Fatalf("a 10%% slower build passed:\n%s", lines)
+	}
+	for _, c := range g.Crossed() {
+		if c.Metric == "out_tput" && c.Scope == "decode_medium" && (*c.Change > -8 || *c.Change < -12) {
+			t.Fatalf("change %.2f%%, want about -10%%", *c.Change)
+		}
+	}
+}
+
+func TestWithThreeRunsNoiseAloneDoesNotFailButARealDropDoes(t *testing.T) {
+	t.Parallel()
+	ths := mustParse(t, "*.out_tput > -5%")
+	base := reportsOf(build("main", 1, 3, 1)...)
+	// One slow outlier run: the mean drops 6.7%, past the bound, but the
+	// interval still holds no change at all.
+	noisy := reportsOf(build("pr", 11, 3, 1)...)
+	for i := range noisy[1].Phases {
+		noisy[1].Phases[i].OutTput *= 0.8
+	}
+	g, err := Gate(base, noisy, ths, GateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := g.Checks[1]
+	if !g.Passed() || c.CI == nil || *c.Change > -5 {
+		t.Fatalf("noise failed the gate (or did not cross the point bound):\n%s", gateLines(t, g))
+	}
+	g, err = Gate(base, reportsOf(build("pr", 21, 3, 0.9)...), ths, GateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := gateLines(t, g)
+	if g.Passed() || !strings.Contains(lines, "95% CI") || !strings.Contains(lines, "means of 3 baseline runs vs 3 current runs") {
+		t.Fatalf("a 10%% drop over three runs passed:\n%s", lines)
+	}
+	again, _ := Gate(base, reportsOf(build("pr", 21, 3, 0.9)...), ths, GateOptions{})
+	if gateLines(t, again) != lines {
+		t.Fatal("the bootstrap is not deterministic")
+	}
+}
+
+func TestThresholdsCheckWhatTheySay(t *testing.T) {
+	t.Parallel()
+	base := reportsOf(build("main", 1, 1, 1)...)
+	base[0].Evals = []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 3.0}}}
+	cur := reportsOf(run{label: "pr", seed: 2, jitter: 0.03, specs: []bench.Spec{single, decodeMd},
+		fail: []schema.Class{schema.RateLimited}})
+	cur[0].Evals = []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 3.06}}}
+	for _, tc := range []struct {
+		name, expr string
+		pass       []bool
+	}{
+		{"an absolute bound on one phase passes", "single.tpot_med < 0.015", []bool{true}},
+		{"an absolute bound on one phase fails", "single.tpot_med < 0.005", []bool{false}},
+		{"a wildcard covers every current phase", "*.error_rate <= 0.01", []bool{true, false}},
+		{"an error class is a count", "decode_medium.rate_limited == 0", []bool{false}},
+		{"a relative eval bound fails on a 2% rise", "ppl.ppl < +1%", []bool{false}},
+		{"a relative eval bound passes within its tolerance", "ppl.ppl <= +2.5%", []bool{true}},
+		{"a wildcard eval covers evals with the metric", "*.ppl < 3.1", []bool{true}},
+		{"a phase missing on both sides is a failure", "decode_long.out_tput > -5%", []bool{false}},
+		{"an eval missing in current is a failure", "mmlu.acc > -1%", []bool{false}},
+		{"completed counts compare too", "decode_medium.completed >= 64", []bool{false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, err := Gate(base, cur, mustParse(t, tc.expr), GateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []bool
+			for _, c := range g.Checks {
+				got = append(got, c.Passed)
+			}
+			if len(got) != len(tc.pass) {
+				t.Fatalf("%d checks, want %d:\n%s", len(got), len(tc.pass), gateLines(t, g))
+			}
+			for i := range got {
+				if got[i] != tc.pass[i] {
+					t.Fatalf("check %d passed=%v, want %v:\n%s", i, got[i], tc.pass[i], gateLines(t, g))
+				}
+			}
+		})
+	}
+}
+
+func TestAMissingMetricSaysWhichSideLacksIt(t *testing.T) {
+	t.Parallel()
+	base := reportsOf(build("main", 1, 1, 1)...)
+	base[0].Evals = []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 3.0}}}
+	cur := reportsOf(build("pr", 2, 1, 1)...)
+	cur[0].Evals = []schema.EvalResult{{Name: "ppl", Status: "unsupported", Failure: &schema.EvalFailure{Kind: "echo_server_error"}}}
+	// Every request of single failed in current: its TTFT is null.
+	cur[0].Phases[0].TTFTP99 = nil
+	g, err := Gate(base, cur, mustParse(t, "ppl.ppl < +1%", "single.ttft_p99 < +10%"), GateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := gateLines(t, g)
+	for _, want := range []string{
+		"✗ ppl.ppl < +1%: ppl missing in the current report (baseline 3)",
+		"✗ single.ttft_p99 < +10%: ttft_p99 missing in the current report (baseline 0.0",
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("lines lack %q:\n%s", want, lines)
+		}
+	}
+}
+
+func TestGateRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	other := decodeMd
+	other.N = 128
+	base := reportsOf(build("main", 1, 1, 1)...)
+	for _, tc := range []struct {
+		name string
+		cur  []*schema.Report
+		ths  []string
+		want string
+	}{
+		{"phases of different shapes are not compared", reportsOf(run{label: "pr", seed: 2, specs: []bench.Spec{other}}), nil,
+			"phase decode_medium is 64/256/64 (requests/input/output) in baseline 1 (label main) but 128/256/64 in current 1 (label pr)"},
+		{"an unknown metric is refused", base, []string{"single.out_tputt > 1"}, `unknown metric "out_tputt"`},
+		{"an empty current side is refused", nil, nil, "no current report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Gate(base, tc.cur, mustParse(t, tc.ths...), GateOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !isBadInput(err) {
+				t.Fatalf("got %v, want bad input containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestGateMarkdownAndJUnitMatchGolden(t *testing.T) {
+	t.Parallel()
+	base := reportsOf(build("main", 1, 1, 1)...)
+	cur := reportsOf(build("pr", 2, 1, 0.9)...)
+	g, err := Gate(base, cur, mustParse(t, "*.out_tput > -5%", "single.tpot_med < 0.015", "decode_medium.error_rate <= 0.01"), GateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md, ju bytes.Buffer
+	if err := WriteGateMarkdown(&md, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteGateJUnit(&ju, g); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "gate.md.golden", md.Bytes())
+	golden(t, "gate.junit.xml.golden", ju.Bytes())
+	var doc struct {
+		Suites []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(ju.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Suites[0]
+	if s.Name != "glmbench gate" || s.Tests != 4 || s.Failures != 2 || s.Cases[1].Name != "decode_medium.out_tput > -5%" ||
+		s.Cases[1].Failure == nil || !strings.Contains(s.Cases[1].Failure.Message, "vs baseline") {
+		t.Fatalf("JUnit: %+v", s)
+	}
+}
+
+func TestObservedValuesReadWell(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		c    Check
+		want string
+	}{
+		{"an absolute check shows the value and unit",
+			Check{Expr: "single.tpot_med < 0.015", Metric: "tpot_med", Current: f(0.0096), CurrentRuns: []float64{0.0096}, Passed: true},
+			"✓ single.tpot_med < 0.015: 0.0096 s"},
+		{"a relative check shows both sides and the change",
+			Check{Expr: "x.out_tput > -5%", Metric: "out_tput", Current: f(1493.7), Baseline: f(1659.7), Change: f(-10.002), CurrentRuns: []float64{1}, BaselineRuns: []float64{1}},
+			"✗ x.out_tput > -5%: 1493.7 tok/s vs baseline 1659.7 tok/s (-10.0%)"},
+		{"large rates print whole",
+			Check{Expr: "x.out_tput > 1", Metric: "out_tput", Current: f(123456.7), CurrentRuns: []float64{1}, Passed: true},
+			"✓ x.out_tput > 1: 123457 tok/s"},
+		{"a change from zero is infinite",
+			Check{Expr: "x.error_rate < +10%", Metric: "error_rate", Current: f(0.01), Baseline: f(0), Change: f(relChange(0, 0.01)), CurrentRuns: []float64{1}, BaselineRuns: []float64{1}},
+			"✗ x.error_rate < +10%: 0.01 vs baseline 0 (+∞%)"},
+		{"an absolute check over runs shows the interval of the mean",
+			Check{Expr: "x.ttft_p99 < 1", Metric: "ttft_p99", Current: f(0.5), CurrentRuns: []float64{0.4, 0.5, 0.6}, CI: &[2]float64{0.4, 0.6}, Passed: true},
+			"✓ x.ttft_p99 < 1: 0.5 s (95% CI of the mean 0.4 to 0.6, mean of 3 runs)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.c.Line(); got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestALegacyFileGatesLikeAReport(t *testing.T) {
+	t.Parallel()
+	legacy, err := ParseLegacy("old/h200.json", []byte(legacyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := reportsOf(build("pr", 1, 1, 1)...)
+	g, err := Gate([]*schema.Report{legacy}, cur, nil, GateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Checks) != 6 || !g.Passed() {
+		t.Fatalf("against a legacy baseline:\n%s", gateLines(t, g))
+	}
+	g, err = Gate(cur, []*schema.Report{legacy}, mustParse(t, "decode_medium.rate_limited == 0", "decode_medium.stalled <= 6"), GateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := gateLines(t, g); g.Checks[0].Passed || !g.Checks[1].Passed || !strings.Contains(lines, "✗ decode_medium.rate_limited == 0: 30\n") {
+		t.Fatalf("legacy classes as metrics:\n%s", lines)
+	}
+}

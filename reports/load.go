@@ -1,0 +1,210 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// ErrBadInput is wrapped by every error about the files given (missing,
+// malformed, not a report): they exit 2. It is endpoints.ErrBadInput, so
+// cmdutil.ExitCode maps it without knowing this package.
+var ErrBadInput = endpoints.ErrBadInput
+
+func badInput(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadInput}, args...)...)
+}
+
+func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
+
+// Input is one report as read from disk.
+type Input struct {
+	// Path is what was given: a report.json, a folder or a legacy file.
+	Path   string
+	Report *schema.Report
+	// Records are the requests.jsonl beside the report, or nil.
+	Records []schema.Record
+	// Legacy is set for the older harness's list of rows.
+	Legacy bool
+	// Recomputed names the phases whose metrics were recomputed from Records.
+	Recomputed []string
+	// Warnings say what was read but not used, one line each.
+	Warnings []string
+}
+
+// Load reads one report: a report.json, a folder holding one, or a legacy
+// JSON list of rows. A requests.jsonl beside a report.json (or in the folder)
+// is read too, and every phase it holds records for is recomputed from them
+// with bench.Summarize, so a report can be re-made offline. A requests.jsonl
+// beside a file of another name is not read: it may belong to another run.
+func Load(path string) (*Input, error) {
+	if path == "" {
+		return nil, badInput("empty report path")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, badInput("%s: no such file or folder", path)
+		}
+		return nil, badInput("%s: %v", path, unwrapPath(err))
+	}
+	file := path
+	if st.IsDir() {
+		file = filepath.Join(path, ReportJSON)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, badInput("%s: folder holds no %s", path, ReportJSON)
+		}
+		return nil, badInput("%s: %v", file, unwrapPath(err))
+	}
+	in := &Input{Path: path}
+	if in.Report, in.Legacy, err = decode(file, data); err != nil {
+		return nil, err
+	}
+	if in.Legacy {
+		return in, nil
+	}
+	if filepath.Base(file) != ReportJSON {
+		return in, nil
+	}
+	recPath := filepath.Join(filepath.Dir(file), RecordsJSONL)
+	f, err := os.Open(recPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return in, nil
+	} else if err != nil {
+		return nil, badInput("%s: %v", recPath, unwrapPath(err))
+	}
+	defer f.Close()
+	if in.Records, err = ReadRecords(f); err != nil {
+		return nil, badInput("%s: %v", recPath, err)
+	}
+	recompute(in)
+	return in, nil
+}
+
+// LoadAll loads each path; a path may be a comma-separated list.
+func LoadAll(paths []string) ([]*Input, error) {
+	var out []*Input
+	for _, p := range SplitList(paths) {
+		in, err := Load(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// SplitList splits comma-separated values and drops empty ones, as list
+// flags take "a,b" and "--x a --x b" alike.
+func SplitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// Reports returns the reports of ins.
+func Reports(ins []*Input) []*schema.Report {
+	out := make([]*schema.Report, len(ins))
+	for i, in := range ins {
+		out[i] = in.Report
+	}
+	return out
+}
+
+// decode reads a report.json or, for a JSON list, the older harness's rows.
+func decode(file string, data []byte) (r *schema.Report, legacy bool, err error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case len(trimmed) == 0:
+		return nil, false, badInput("%s: empty file", file)
+	case trimmed[0] == '[':
+		r, err = ParseLegacy(file, data)
+		return r, true, err
+	case trimmed[0] != '{':
+		return nil, false, badInput("%s: not a report (want a JSON object, or a legacy JSON list of rows)", file)
+	}
+	r, err = parseReport(file, data)
+	return r, false, err
+}
+
+func parseReport(file string, data []byte) (*schema.Report, error) {
+	var r schema.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, jsonErr(file, data, err)
+	}
+	if r.Schema != schema.ReportSchema {
+		return nil, badInput("%s: schema %q, want %q", file, r.Schema, schema.ReportSchema)
+	}
+	for i := range r.Phases {
+		if r.Phases[i].Phase == "" {
+			return nil, badInput("%s: phase %d has no name", file, i+1)
+		}
+	}
+	return &r, nil
+}
+
+// recompute replaces the figures of every phase that has records with those
+// bench.Summarize computes from them. A phase whose record count is not its
+// batch_size keeps its stored figures: the records are not all of it.
+func recompute(in *Input) {
+	byPhase := map[string][]schema.Record{}
+	var order []string
+	for _, rec := range in.Records {
+		if _, ok := byPhase[rec.Phase]; !ok {
+			order = append(order, rec.Phase)
+		}
+		byPhase[rec.Phase] = append(byPhase[rec.Phase], rec)
+	}
+	known := map[string]bool{}
+	for i := range in.Report.Phases {
+		ph := &in.Report.Phases[i]
+		known[ph.Phase] = true
+		recs := byPhase[ph.Phase]
+		switch {
+		case len(recs) == 0:
+			continue
+		case len(recs) != ph.BatchSize:
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%s: phase %s has %d records but batch_size %d; its stored figures are used",
+				in.Path, ph.Phase, len(recs), ph.BatchSize))
+			continue
+		}
+		spec := bench.Spec{Name: ph.Phase, N: ph.BatchSize, In: ph.InputLen, Out: ph.OutputLen}
+		fresh := bench.Summarize(spec, recs, ph.Status)
+		// What records cannot tell is kept from the stored phase.
+		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
+		*ph = fresh
+		in.Recomputed = append(in.Recomputed, ph.Phase)
+	}
+	for _, name := range order {
+		if !known[name] {
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%s: records of phase %s, which the report does not have, are ignored", in.Path, name))
+		}
+	}
+}
+
+// unwrapPath drops the *fs.PathError wrapper, whose text repeats the path.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

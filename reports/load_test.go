@@ -1,0 +1,146 @@
+package reports
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+func TestLoadRecomputesPhasesFromTheRecordsBesideTheReport(t *testing.T) {
+	t.Parallel()
+	r := run{label: "main", seed: 1, jitter: 0.03, specs: []bench.Spec{single, decodeMd}, fail: []schema.Class{schema.Stalled}}
+	dir := r.write(t)
+	// Spoil the stored figures: only the records should count.
+	rep, err := ReadReport(filepath.Join(dir, ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rep.Phases[1]
+	rep.Phases[1].OutTput, rep.Phases[1].TTFTP99, rep.Phases[1].ByClass = 1, nil, nil
+	rep.Phases[1].CalibratedInputLen = ptrInt(255)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReportJSON), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{dir, filepath.Join(dir, ReportJSON)} {
+		in, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := in.Report.Phases[1]
+		if got.OutTput != want.OutTput || got.TTFTP99 == nil || *got.TTFTP99 != *want.TTFTP99 || got.ByClass[schema.Stalled] != 1 {
+			t.Fatalf("%s: phase not recomputed: %+v", path, got)
+		}
+		if got.CalibratedInputLen == nil || *got.CalibratedInputLen != 255 {
+			t.Fatal("what records cannot tell was lost")
+		}
+		if len(in.Recomputed) != 2 || len(in.Records) != 65 || len(in.Warnings) != 0 {
+			t.Fatalf("%s: recomputed %v from %d records, warnings %v", path, in.Recomputed, len(in.Records), in.Warnings)
+		}
+	}
+}
+
+func ptrInt(v int) *int { return &v }
+
+func TestLoadKeepsStoredFiguresWhenRecordsDoNotFit(t *testing.T) {
+	t.Parallel()
+	dir := run{label: "main", seed: 1, specs: []bench.Spec{single, decodeMd}}.write(t)
+	rep, recs := run{label: "main", seed: 1, specs: []bench.Spec{single, decodeMd}}.build()
+	recs = append(recs[:10], schema.Record{Phase: "other", I: 0})
+	if err := WriteDir(dir, rep, recs); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Warnings) != 2 || !strings.Contains(in.Warnings[0], "phase decode_medium has 9 records but batch_size 64") ||
+		!strings.Contains(in.Warnings[1], "records of phase other") || in.Report.Phases[1].OutTput != rep.Phases[1].OutTput {
+		t.Fatalf("warnings %q", in.Warnings)
+	}
+}
+
+func TestLoadSaysWhatIsWrongInOneLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := `{"schema": "glmbench/report/v1", "label": "x", "phases": []}`
+	badRecs := write("badrecs/report.json", good)
+	write("badrecs/requests.jsonl", "{\"phase\":\"a\"}\n{\"phase\":\n")
+	for _, tc := range []struct{ name, path, want string }{
+		{"a missing file", filepath.Join(dir, "nope.json"), "nope.json: no such file or folder"},
+		{"a folder without a report", t.TempDir(), "folder holds no report.json"},
+		{"an empty file", write("empty.json", " \n"), "empty.json: empty file"},
+		{"not JSON at all", write("text.json", "hello"), "not a report"},
+		{"a syntax error names line and column", write("syntax.json", "{\n  \"schema\": \"glmbench/report/v1\",\n  \"label\" \"x\"\n}"), "syntax.json:3:11: malformed JSON"},
+		{"a wrong type names its place", write("type.json", "{\"schema\": \"glmbench/report/v1\",\n \"phases\": [{\"phase\": \"a\", \"completed\": \"many\"}]}"), "type.json:2:"},
+		{"another schema", write("other.json", `{"schema": "someone/else/v2"}`), `schema "someone/else/v2"`},
+		{"a phase without a name", write("noname.json", `{"schema": "glmbench/report/v1", "phases": [{}]}`), "phase 1 has no name"},
+		{"malformed records name the record", badRecs, "requests.jsonl: record 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(tc.path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || !isBadInput(err) {
+				t.Fatalf("got %v, want one line of bad input containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadAllSplitsCommaLists(t *testing.T) {
+	t.Parallel()
+	a := run{label: "a", seed: 1, specs: []bench.Spec{single}}.write(t)
+	b := run{label: "b", seed: 2, specs: []bench.Spec{single}}.write(t)
+	ins, err := LoadAll([]string{a + "," + b, " " + a + " ,"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 3 || ins[1].Report.Label != "b" {
+		t.Fatalf("%d inputs", len(ins))
+	}
+}
+
+func FuzzDecodeReport(f *testing.F) {
+	rep, _ := run{label: "a", seed: 1, specs: []bench.Spec{single}}.build()
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(legacyFile))
+	f.Add([]byte(`{"schema":"glmbench/report/v1","phases":[{"phase":"a","batch_size":-1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, _, err := decode("fuzz.json", data)
+		if err != nil {
+			if !isBadInput(err) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error not one line of bad input: %v", err)
+			}
+			return
+		}
+		// Whatever loads must compare and gate against itself without panicking.
+		if _, err := Compare([]*Input{{Path: "fuzz.json", Report: r}}); err != nil && !isBadInput(err) {
+			t.Fatal(err)
+		}
+		if _, err := Gate([]*schema.Report{r}, []*schema.Report{r}, nil, GateOptions{Resamples: 10}); err != nil && !isBadInput(err) {
+			t.Fatal(err)
+		}
+	})
+}
