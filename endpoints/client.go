@@ -118,8 +118,8 @@ type StreamLimits struct {
 }
 
 // StreamResult is the raw account of one streamed request. Times are
-// durations from T0, the moment just before the request was handed to the
-// HTTP client.
+// durations from T0, the moment just before the request is written to its
+// connection.
 type StreamResult struct {
 	T0 time.Time
 	// Status is the HTTP status, 0 when no response came.
@@ -315,14 +315,29 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	defer wd.stop()
 	c, ctx, parent := s.c, s.ctx, s.parent
 
-	// t0 is the moment the HTTP client hands over a connection for this
-	// request, just before it is written: the wait for the connection (the
-	// pool, a dial) is the client's own queueing, which shows as send lag,
-	// not as time to first token.
+	// t0 is the moment the request's first header line goes into the
+	// connection's buffer, microseconds before the socket write that sends
+	// it: the wait for a connection (the pool, a dial) and for the
+	// transport's writer goroutine to run are the client's own delays, which
+	// show as send lag, not as time to first token. (With GotConn as t0, a
+	// 64-stream burst on 2 cores added up to 30 ms of the client's goroutine
+	// scheduling to TTFT, measured by glmbench selftest.) The writer
+	// goroutine stamps it, so it passes through an atomic.
+	var wrote atomic.Int64
 	s.req = s.req.WithContext(httptrace.WithClientTrace(s.req.Context(), &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { res.T0 = time.Now() },
+		GotConn: func(httptrace.GotConnInfo) { wrote.Store(mono(time.Now())) },
+		WroteHeaderField: func(string, []string) {
+			if wrote.Load() >= 0 {
+				wrote.Store(-mono(time.Now()) - 1) // negative: the first field is stamped
+			}
+		},
 	}))
 	resp, err := c.http.Do(s.req)
+	if v := wrote.Load(); v > 0 {
+		res.T0 = epoch.Add(time.Duration(v))
+	} else if v < 0 {
+		res.T0 = epoch.Add(time.Duration(-v - 1))
+	}
 	if err != nil {
 		res.End = time.Since(res.T0)
 		c.failBeforeResponse(ctx, parent, err, res)
