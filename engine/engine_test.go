@@ -313,13 +313,15 @@ func TestTheSimulatedExecutorStreamsKnownTokensAndRecordsTheTruth(t *testing.T) 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if line.Key != "0badcafe-000042" || len(line.Events) != 30 || line.Events[0] < line.Arrival ||
-		!slices.IsSorted(line.Events) {
+	// One event per token, unless the handler fell behind the scheduler and
+	// sent the tokens it had in one event.
+	n := len(line.Events)
+	if line.Key != "0badcafe-000042" || n < 1 || n > 30 || line.Events[0] < line.Arrival || !slices.IsSorted(line.Events) {
 		t.Fatalf("truth line %+v", line)
 	}
-	// A step is at least its 1 ms overhead: 30 events take 29 steps or more.
-	if d := time.Duration(line.Events[29] - line.Events[0]); d < 29*time.Millisecond {
-		t.Errorf("30 events in %v", d)
+	// A step is at least its 1 ms overhead, and 30 tokens take 30 steps.
+	if d := time.Duration(line.Events[n-1] - line.Arrival); d < 30*time.Millisecond {
+		t.Errorf("30 tokens in %v", d)
 	}
 	// Truth stamps are Unix times on this host's clock.
 	if d := time.Since(time.Unix(0, line.Arrival)); d < 0 || d > time.Minute {

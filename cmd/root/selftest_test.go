@@ -54,9 +54,10 @@ func TestSelftestMeasuresTheClientAgainstTheServersTruth(t *testing.T) {
 			if lv["streams"] != streams || lv["errors"] != 0.0 || lv["matched_requests"] != streams {
 				t.Errorf("%s level %d: %v", who, i, lv)
 			}
-			// every request's 12 tokens arrived as events
-			if lv["events"] != 12*streams {
-				t.Errorf("%s level %d: %v events, want %v", who, i, lv["events"], 12*streams)
+			// Every request's 12 tokens arrived in 1 to 12 events (a server
+			// that falls behind sends the tokens it has in one event).
+			if ev, _ := lv["events"].(float64); ev < streams || ev > 12*streams {
+				t.Errorf("%s level %d: %v events, want %v to %v", who, i, lv["events"], streams, 12*streams)
 			}
 			for _, k := range []string{"events_per_sec", "client_cpu_per_1k_events", "ttft_err_p50_ms", "ttft_err_p99_ms", "iet_err_p99_ms"} {
 				v, ok := lv[k].(float64)
