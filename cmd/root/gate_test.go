@@ -35,7 +35,7 @@ func TestRunBaselineGatesTheRunAfterWritingItsReport(t *testing.T) {
 	}
 
 	crossed := filepath.Join(t.TempDir(), "crossed")
-	code, stdout, stderr = run(crossed, "--phase", "x=4/40/4", "--baseline", baseReport, "--threshold", "x.out_tput > +1000%")
+	code, stdout, stderr = run(crossed, "--phase", "x=4/40/4", "--baseline", baseReport, "--threshold", "x.completed < 4")
 	if code != 99 || !strings.Contains(stdout, "✗") {
 		t.Fatalf("crossed gate: exit %d, want 99\n%s\n%s", code, stdout, stderr)
 	}
