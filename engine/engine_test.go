@@ -45,13 +45,14 @@ func client(e *Engine) *openai.Client {
 	return openai.NewClientWithConfig(cfg)
 }
 
-func TestTheGoOpenAIClientStreamsAChatWithUsage(t *testing.T) {
-	t.Parallel()
-	e := start(t, nil)
+// streamChat streams a chat through go-openai with include_usage and
+// returns its text (reasoning and content), usage and chunk count.
+func streamChat(t *testing.T, e *Engine, prompt string, maxTokens int) (string, *openai.Usage, int) {
+	t.Helper()
 	stream, err := client(e).CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{
 		Model:         e.ModelName(),
-		Messages:      []openai.ChatCompletionMessage{{Role: "user", Content: "Say something."}},
-		MaxTokens:     24,
+		Messages:      []openai.ChatCompletionMessage{{Role: "user", Content: prompt}},
+		MaxTokens:     maxTokens,
 		Stream:        true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 	})
@@ -65,20 +66,25 @@ func TestTheGoOpenAIClientStreamsAChatWithUsage(t *testing.T) {
 	for {
 		r, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			break
+			return text.String(), usage, chunks
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		chunks++
 		for _, c := range r.Choices {
-			text.WriteString(c.Delta.Content)
-			text.WriteString(c.Delta.ReasoningContent)
+			text.WriteString(c.Delta.Content + c.Delta.ReasoningContent)
 		}
 		if r.Usage != nil {
 			usage = r.Usage
 		}
 	}
+}
+
+func TestTheGoOpenAIClientStreamsAChatWithUsage(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	_, usage, chunks := streamChat(t, e, "Say something.", 24)
 	if usage == nil || usage.PromptTokens == 0 || usage.CompletionTokens == 0 || usage.CompletionTokens > 24 ||
 		usage.TotalTokens != usage.PromptTokens+usage.CompletionTokens || chunks < 2 {
 		t.Fatalf("usage %+v after %d chunks", usage, chunks)
@@ -255,34 +261,7 @@ func TestTheSimulatedExecutorStreamsKnownTokensAndRecordsTheTruth(t *testing.T) 
 	if e.Model != nil || e.ModelName() != "glmbench-sim" {
 		t.Fatalf("model %v, name %q", e.Model, e.ModelName())
 	}
-	stream, err := client(e).CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{
-		Model:         e.ModelName(),
-		Messages:      []openai.ChatCompletionMessage{{Role: "user", Content: "0badcafe-000042 hello"}},
-		MaxTokens:     30,
-		Stream:        true,
-		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text strings.Builder
-	var usage *openai.Usage
-	for {
-		r, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range r.Choices {
-			text.WriteString(c.Delta.Content + c.Delta.ReasoningContent)
-		}
-		if r.Usage != nil {
-			usage = r.Usage
-		}
-	}
-	stream.Close()
+	text, usage, _ := streamChat(t, e, "0badcafe-000042 hello", 30)
 	if usage == nil || usage.CompletionTokens != 30 {
 		t.Fatalf("usage %+v", usage)
 	}
@@ -292,8 +271,8 @@ func TestTheSimulatedExecutorStreamsKnownTokensAndRecordsTheTruth(t *testing.T) 
 	for p := usage.PromptTokens - 1; p < usage.PromptTokens+29; p++ {
 		want.WriteByte(byte('a' + p%26))
 	}
-	if text.String() != want.String() {
-		t.Errorf("text %q, want %q", text.String(), want.String())
+	if text != want.String() {
+		t.Errorf("text %q, want %q", text, want.String())
 	}
 	var line struct {
 		Key     string  `json:"key"`
