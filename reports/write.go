@@ -116,13 +116,17 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 	if len(r.Endpoint.Headers) > 0 {
 		p.f("- extra headers (names only): %s\n", strings.Join(r.Endpoint.Headers, ", "))
 	}
-	p.f("- run: %s → %s, nonce `%s`, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Nonce, r.Tool.Name, r.Tool.Version)
-	p.f("- arrival: %s, ignore_eos %t, timeouts %s\n", arrival(r.Options), r.Options.IgnoreEOS, timeouts(r.Options.Timeouts))
-	sat := "no"
-	if r.Client.Saturated {
-		sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"
+	if r.Nonce == "" { // evals or conformance alone: no load was run
+		p.f("- run: %s → %s, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Tool.Name, r.Tool.Version)
+	} else {
+		p.f("- run: %s → %s, nonce `%s`, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Nonce, r.Tool.Name, r.Tool.Version)
+		p.f("- arrival: %s, ignore_eos %t, timeouts %s\n", arrival(r.Options), r.Options.IgnoreEOS, timeouts(r.Options.Timeouts))
+		sat := "no"
+		if r.Client.Saturated {
+			sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"
+		}
+		p.f("- client: %.2f CPU s, largest send lag %s, saturated: %s\n", r.Client.CPUSeconds, ms(r.Client.MaxSendLag), sat)
 	}
-	p.f("- client: %.2f CPU s, largest send lag %s, saturated: %s\n", r.Client.CPUSeconds, ms(r.Client.MaxSendLag), sat)
 	if r.Interrupted {
 		p.f("- **interrupted**: phases after the interrupted one did not run\n")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/eval"
 	"github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/model"
 	"github.com/glmbench/glmbench/cmd/report"
@@ -66,6 +67,7 @@ requests.jsonl for side-by-side comparison.`,
 		return cmdutil.BadInput("%s: %v (see %s --help)", c.CommandPath(), err, c.CommandPath())
 	})
 	cmd.AddCommand(run.NewCmdRun(f, nil))
+	cmd.AddCommand(eval.NewCmdEval(f, nil))
 	cmd.AddCommand(model.NewCmdModel(f))
 	cmd.AddCommand(serve.NewCmdServe(f, nil))
 	cmd.AddCommand(selftest.NewCmdSelftest(f, nil))

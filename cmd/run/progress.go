@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
@@ -12,50 +11,17 @@ import (
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-// startProgress shows the phase in flight on stderr: a live bar redrawn five
-// times a second on a terminal, else a plain line every `every`. The returned
-// func stops it and clears the bar.
+// startProgress shows the phase in flight on stderr, with the event rate
+// since the last tick.
 func startProgress(io *cmdutil.IOStreams, p *bench.Progress, every time.Duration) func() {
-	tick := every
-	if io.ErrTTY {
-		tick = 200 * time.Millisecond
-	}
-	if tick <= 0 {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(tick)
-		defer t.Stop()
-		var lastEv int64
-		last := time.Now()
-		for {
-			select {
-			case <-done:
-				if io.ErrTTY {
-					fmt.Fprint(io.ErrOut, "\r\x1b[K")
-				}
-				return
-			case now := <-t.C:
-				ev := p.Events.Load()
-				rate := float64(ev-lastEv) / now.Sub(last).Seconds()
-				lastEv, last = ev, now
-				line := progressLine(p, rate, io.ErrTTY)
-				if io.ErrTTY {
-					fmt.Fprintf(io.ErrOut, "\r\x1b[K%s", line)
-				} else {
-					fmt.Fprintln(io.ErrOut, line)
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-	}
+	var lastEv int64
+	last := time.Now()
+	return cmdutil.StartProgress(io, every, func(now time.Time, bar bool) string {
+		ev := p.Events.Load()
+		rate := float64(ev-lastEv) / now.Sub(last).Seconds()
+		lastEv, last = ev, now
+		return progressLine(p, rate, bar)
+	})
 }
 
 func progressLine(p *bench.Progress, eventRate float64, bar bool) string {
@@ -64,12 +30,7 @@ func progressLine(p *bench.Progress, eventRate float64, bar bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s ", spec.Name)
 	if bar {
-		const width = 24
-		fill := 0
-		if spec.N > 0 {
-			fill = int(done) * width / spec.N
-		}
-		b.WriteString("[" + strings.Repeat("=", fill) + strings.Repeat(" ", width-fill) + "] ")
+		b.WriteString(cmdutil.Bar(done, int64(spec.N)))
 	}
 	fmt.Fprintf(&b, "%d/%d done, %d in flight", done, spec.N, p.Sent.Load()-done)
 	errs := p.Errors()

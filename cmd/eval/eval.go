@@ -1,0 +1,376 @@
+// Package eval is `glmbench eval`: quality evals (ppl, long-ppl, MMLU,
+// TriviaQA) against an endpoint, written into the report's evals section.
+package eval
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/target"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/evals"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Options are eval's parsed flags and injected state.
+type Options struct {
+	F *cmdutil.Factory
+
+	// Eval is the positional argument: an eval's name or "all".
+	Eval     string
+	Endpoint endpoints.Flags
+	// Datasets are the --dataset values: PATH, or NAME=PATH.
+	Datasets []string
+	// Shots is TriviaQA's --shots file.
+	Shots       string
+	Limit       int
+	Window      int
+	GenTokens   int
+	Concurrency int
+
+	ConnectTimeout time.Duration
+	RequestTimeout time.Duration
+
+	Label string
+	Out   string
+	// ProgressEvery is how often plain progress lines are printed when
+	// stderr is not a terminal.
+	ProgressEvery time.Duration
+}
+
+// NewCmdEval binds eval's flags. runF replaces the run function in tests.
+func NewCmdEval(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "eval ppl|long-ppl|mmlu|triviaqa|all",
+		Short: "Measure the model's quality: perplexity, long-decode perplexity, MMLU, TriviaQA",
+		Long: `Eval checks that the model behind an endpoint is the model it should be: a
+deployment's quantization or kernels can damage it quietly while throughput
+looks fine. Every eval uses raw /v1/completions (no chat template).
+
+  ppl       token perplexity of documents by echo (prompt logprobs), in
+            lm-eval's disjoint windows of --window tokens; also word and byte
+            perplexity and bits per byte
+  long-ppl  perplexity of --gen-tokens tokens the model generates itself at
+            temperature 1, and worst_seg, the highest of any 256-token segment
+  mmlu      MMLU 5-shot, by the log-likelihood of " A" " B" " C" " D" (echo),
+            else by the top_logprobs of one generated token
+  triviaqa  TriviaQA 5-shot, greedy to a newline, exact match with any alias
+  all       the four, in this order
+
+Before ppl and mmlu, one echo probe checks that the endpoint gives prompt
+logprobs. When it cannot, the eval says why in one kind (echo_rejected,
+echo_server_error, echo_ignored, logprobs_missing, echo_misaligned,
+echo_implausible) with the HTTP status, the answer and the request, and gives
+no score rather than a wrong one. Only requests that got no answer are retried.
+
+Without --dataset each eval runs on a small sample set built in. Data sets:
+ppl and long-ppl: wikitext raw (wiki.test.raw), plain text, or JSONL with a
+"text" field; mmlu: the original folder (dev/*_dev.csv, test/*_test.csv), or
+JSONL/CSV with question, choices, answer; triviaqa: the original JSON
+({"Data": [...]}) or JSONL.
+
+Exit status: 0 every eval scored, 1 any eval gave no score, 2 bad usage or a
+bad data set (said before any request), 130 interrupted.`,
+		Example: `  glmbench eval all
+  glmbench eval ppl --endpoint http://127.0.0.1:30000/v1 --dataset wikitext-2-raw/wiki.test.raw
+  glmbench eval all --endpoint https://api.example.com/v1 --model glm-5 --dataset mmlu=data/ --dataset triviaqa=web-dev.json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.BadInput("eval takes one of %s, all (see glmbench eval --help)", strings.Join(evals.Names(), ", "))
+			}
+			return nil
+		},
+		ValidArgs: append(evals.Names(), "all"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Eval = args[0]
+			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
+			if runF != nil {
+				return runF(o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	target.AddFlags(cmd, &o.Endpoint)
+	fl.StringArrayVar(&o.Datasets, "dataset", nil, "data set PATH for one eval, or NAME=PATH (repeatable; for all, always NAME=PATH); default: the built-in sample")
+	fl.StringVar(&o.Shots, "shots", "", "triviaqa: take the 5 shots from this file (default: the data set's first five, not scored)")
+	fl.IntVar(&o.Limit, "limit", 0, "items per eval: documents, prompts, questions per MMLU subject, questions (0: all; long-ppl 16, triviaqa 1000)")
+	fl.IntVar(&o.Window, "window", evals.DefaultWindow, "ppl: tokens per request, as lm-eval's max_length (one carried, window-2 scored, one generated)")
+	fl.IntVar(&o.GenTokens, "gen-tokens", evals.DefaultGenTokens, "long-ppl: tokens generated per prompt")
+	fl.IntVar(&o.Concurrency, "concurrency", evals.DefaultConcurrency, "requests in flight at once")
+	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 10*time.Second, "limit on a dial plus TLS handshake")
+	fl.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Minute, "limit on one request (0: none)")
+	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
+	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
+	return cmd
+}
+
+// job is one eval to run and its input.
+type job struct {
+	eval evals.Eval
+	in   evals.Input
+}
+
+// validate checks the flags and loads every data set: a bad one is bad
+// input, said before any request.
+func (o *Options) validate() ([]job, error) {
+	var selected []evals.Eval
+	if o.Eval == "all" {
+		selected = evals.Evals
+	} else if e, ok := evals.Lookup(o.Eval); ok {
+		selected = []evals.Eval{e}
+	} else {
+		return nil, cmdutil.BadInput("no eval %q: want one of %s, all", o.Eval, strings.Join(evals.Names(), ", "))
+	}
+	for _, c := range []struct {
+		flag string
+		v    int
+		min  int
+	}{{"--window", o.Window, 3}, {"--gen-tokens", o.GenTokens, 1}, {"--concurrency", o.Concurrency, 1}, {"--limit", o.Limit, 0}} {
+		if c.v < c.min {
+			return nil, cmdutil.BadInput("%s must be at least %d, got %d", c.flag, c.min, c.v)
+		}
+	}
+	if o.ConnectTimeout < 0 || o.RequestTimeout < 0 {
+		return nil, cmdutil.BadInput("timeouts must not be negative")
+	}
+	paths, err := datasetPaths(o.Eval, o.Datasets)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []job
+	for _, e := range selected {
+		j := job{eval: e}
+		if p, ok := paths[e.Name]; ok {
+			if j.in.Data, err = e.Load(p, o.Limit); err != nil {
+				return nil, badData(e.Name, err)
+			}
+		} else {
+			j.in.Data = e.Sample()
+		}
+		jobs = append(jobs, j)
+	}
+	if o.Shots != "" {
+		i := slices.IndexFunc(jobs, func(j job) bool { return j.eval.Name == "triviaqa" })
+		if i < 0 {
+			return nil, cmdutil.BadInput("--shots is for triviaqa only")
+		}
+		shots, err := evals.LoadTriviaQA(o.Shots, evals.TriviaShots)
+		if err != nil {
+			return nil, badData("triviaqa --shots", err)
+		}
+		jobs[i].in.Shots = shots
+	}
+	for _, j := range jobs {
+		if t, ok := j.in.Data.(*evals.TriviaSet); ok && j.in.Shots == nil && t.Len() <= evals.TriviaShots {
+			return nil, cmdutil.BadInput("triviaqa data set %s: %d questions, all needed as shots; give more, or --shots", t.Origin(), t.Len())
+		}
+	}
+	return jobs, nil
+}
+
+func badData(name string, err error) error {
+	return cmdutil.BadInput("%s data set: %v", name, err)
+}
+
+// datasetPaths reads the --dataset values into paths by eval name. For one
+// eval a bare PATH is its; for all every value is NAME=PATH.
+func datasetPaths(eval string, values []string) (map[string]string, error) {
+	paths := map[string]string{}
+	for _, v := range values {
+		name, path, named := strings.Cut(v, "=")
+		if _, known := evals.Lookup(name); !named || !known {
+			if eval == "all" {
+				return nil, cmdutil.BadInput("--dataset %q: eval all takes NAME=PATH, NAME one of %s", v, strings.Join(evals.Names(), ", "))
+			}
+			name, path = eval, v
+		}
+		if eval != "all" && name != eval {
+			return nil, cmdutil.BadInput("--dataset %q names %s, but the eval is %s", v, name, eval)
+		}
+		if path == "" {
+			return nil, cmdutil.BadInput("--dataset %q: no path", v)
+		}
+		if _, dup := paths[name]; dup {
+			return nil, cmdutil.BadInput("--dataset: %s given twice", name)
+		}
+		paths[name] = path
+	}
+	return paths, nil
+}
+
+// Run is the eval command's work.
+func Run(ctx context.Context, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	io := o.F.IO
+	jobs, err := o.validate()
+	if err != nil {
+		return err
+	}
+	tg, err := target.Open(ctx, o.F, o.Endpoint, o.ConnectTimeout)
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	ep := tg.Endpoint
+	label := o.Label
+	if label == "" {
+		label = ep.Model
+		if ep.Builtin {
+			label = "builtin"
+		}
+	}
+	started := o.F.Now()
+	out := o.Out
+	if out == "" {
+		out = filepath.Join("glmbench-results", started.UTC().Format("20060102T150405Z")+"-"+pathSafe(label))
+	}
+
+	prog := &evals.Progress{}
+	r := evals.NewRunner(evals.Config{
+		Endpoint: ep, Concurrency: o.Concurrency, Window: o.Window, GenTokens: o.GenTokens, Limit: o.Limit,
+		ConnectTimeout: o.ConnectTimeout, RequestTimeout: o.RequestTimeout, Progress: prog,
+	})
+	defer r.Close()
+	var results []schema.EvalResult
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(io.ErrOut, "glmbench: %s on %s (%d items), %s\n", j.eval.Name, j.in.Data.Origin(), j.in.Data.Len(), ep)
+		stop := startProgress(io, prog, o.ProgressEvery)
+		t0 := time.Now()
+		res := j.eval.Run(ctx, r, j.in)
+		stop()
+		if res.Failure != nil {
+			res.Failure.Body = ep.Redact(res.Failure.Body)
+			res.Failure.Detail = ep.Redact(res.Failure.Detail)
+		}
+		fmt.Fprintf(io.ErrOut, "glmbench: %s in %.1fs\n", resultLine(&res), time.Since(t0).Seconds())
+		results = append(results, res)
+	}
+	interrupted := ctx.Err() != nil
+
+	fresh := &schema.Report{
+		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: o.F.Version},
+		Label: label, StartedAt: started.UTC(), FinishedAt: o.F.Now().UTC(),
+		Endpoint: schema.Endpoint{BaseURL: target.RedactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
+		Phases:   []schema.PhaseResult{},
+	}
+	if _, err := reports.UpdateDir(out, fresh, func(rep *schema.Report) { MergeEvals(rep, results) }); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", out, err)
+	}
+	if err := WriteTable(io.Out, results); err != nil {
+		return err
+	}
+	fmt.Fprintf(io.ErrOut, "glmbench: report written to %s\n", out)
+
+	var down []string
+	for _, res := range results {
+		if res.Status != evals.StatusOK {
+			down = append(down, res.Name+" ("+res.Failure.Kind+")")
+		}
+	}
+	switch {
+	case interrupted:
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case len(down) > 0:
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))}
+	}
+	return nil
+}
+
+// MergeEvals puts results into rep's evals section: each replaces the
+// entry of its name, or is added; entries of other evals stay, so evals
+// run one by one into one folder add up.
+func MergeEvals(rep *schema.Report, results []schema.EvalResult) {
+	for _, res := range results {
+		if i := slices.IndexFunc(rep.Evals, func(e schema.EvalResult) bool { return e.Name == res.Name }); i >= 0 {
+			rep.Evals[i] = res
+		} else {
+			rep.Evals = append(rep.Evals, res)
+		}
+	}
+}
+
+// resultLine is the one line said when an eval ends.
+func resultLine(r *schema.EvalResult) string {
+	s := fmt.Sprintf("%s %s", r.Name, r.Status)
+	if r.Method != "" {
+		s += " (" + r.Method + ")"
+	}
+	if m := metricsText(r); m != "" {
+		s += ": " + m
+	}
+	if f := r.Failure; f != nil {
+		s += "; " + failureText(f)
+	}
+	return s
+}
+
+// metricOrder is the order metrics are printed in; others follow by name.
+var metricOrder = []string{"acc", "acc_stem", "acc_humanities", "acc_social_sciences", "acc_other", "exact_match",
+	"ppl", "nll_per_token", "worst_seg", "word_perplexity", "byte_perplexity", "bits_per_byte", "tokens"}
+
+func metricsText(r *schema.EvalResult) string {
+	keys := make([]string, 0, len(r.Metrics))
+	for k := range r.Metrics {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		if i := slices.Index(metricOrder, k); i >= 0 {
+			return i
+		}
+		return len(metricOrder)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if d := rank(a) - rank(b); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys {
+		v := r.Metrics[k]
+		txt := strconv.FormatFloat(v, 'g', 5, 64)
+		if k == "tokens" {
+			txt = strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		parts = append(parts, k+"="+txt)
+	}
+	return strings.Join(parts, " ")
+}
+
+func failureText(f *schema.EvalFailure) string {
+	s := f.Kind
+	if f.HTTPStatus != 0 {
+		s += fmt.Sprintf(" (HTTP %d)", f.HTTPStatus)
+	}
+	if f.Detail != "" {
+		s += ": " + f.Detail
+	}
+	return s
+}
+
+var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func pathSafe(s string) string {
+	s = strings.Trim(unsafePath.ReplaceAllString(s, "-"), "-.")
+	if s == "" {
+		return "eval"
+	}
+	return s
+}

@@ -1,0 +1,807 @@
+package evals
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DataError is a data set that cannot be read as its layout. It names the
+// file and, when it is known, the line.
+type DataError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *DataError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+func dataErr(file string, line int, format string, args ...any) error {
+	return &DataError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// openData opens a data set file; a missing one is a DataError.
+func openData(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, dataErr(path, 0, "no such file")
+		}
+		return nil, dataErr(path, 0, "%v", errors.Unwrap(err))
+	}
+	return f, nil
+}
+
+// Doc is one document of ppl or long-ppl.
+type Doc struct {
+	// Text is what is scored (or prompted): the file's text; for the
+	// wikitext raw layout, detokenized as lm-eval does.
+	Text string
+	// Words and Bytes count the original text, for word and byte
+	// perplexity: words as lm-eval counts them (len(re.split(r"\s+", page))),
+	// bytes in UTF-8.
+	Words, Bytes int
+	// Source is the file and line the document starts at.
+	Source string
+}
+
+// Docs is a set of documents and where it came from.
+type Docs struct {
+	From string
+	Docs []Doc
+}
+
+// Len is the number of documents.
+func (d *Docs) Len() int { return len(d.Docs) }
+
+// Origin says where the set came from.
+func (d *Docs) Origin() string { return d.From }
+
+// LoadDocs reads documents from path: a wikitext raw file (*.raw, e.g.
+// wiki.test.raw: one document per " = Title = " heading), a JSONL file
+// (*.jsonl: one object per line with a "text" field, or lm-eval's "page"),
+// any other file as one plain-text document, or a folder of such files.
+func LoadDocs(path string) (*Docs, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, dataErr(path, 0, "no such file or folder")
+	}
+	files := []string{path}
+	if st.IsDir() {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, dataErr(path, 0, "%v", err)
+		}
+		files = files[:0]
+		for _, e := range entries {
+			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+		if len(files) == 0 {
+			return nil, dataErr(path, 0, "the folder holds no files")
+		}
+	}
+	out := &Docs{From: path}
+	for _, name := range files {
+		f, err := openData(name)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := ParseDocs(name, f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		out.Docs = append(out.Docs, docs...)
+	}
+	return out, nil
+}
+
+// ParseDocs reads one file's documents; name's extension picks the layout,
+// as LoadDocs says.
+func ParseDocs(name string, r io.Reader) ([]Doc, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, dataErr(name, 0, "%v", err)
+	}
+	var docs []Doc
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".jsonl":
+		docs, err = parseDocsJSONL(name, b)
+	case ".raw":
+		docs, err = parseWikitext(name, b)
+	default:
+		docs, err = parsePlain(name, b)
+	}
+	if err == nil && len(docs) == 0 {
+		err = dataErr(name, 0, "no documents")
+	}
+	return docs, err
+}
+
+func newDoc(scored, original, source string) Doc {
+	return Doc{Text: scored, Words: lmevalWords(original), Bytes: len(original), Source: source}
+}
+
+// lmevalWords counts words as lm-eval's wikitext task does,
+// len(re.split(r"\s+", s)): whitespace runs + 1, so leading and trailing
+// whitespace count as (empty) words too.
+func lmevalWords(s string) int {
+	n, in := 1, false
+	for _, c := range s {
+		sp := unicode.IsSpace(c)
+		if sp && !in {
+			n++
+		}
+		in = sp
+	}
+	return n
+}
+
+// lines splits b into lines, each keeping its "\n".
+func lines(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			out = append(out, b)
+			break
+		}
+		out = append(out, b[:i+1])
+		b = b[i+1:]
+	}
+	return out
+}
+
+func badUTF8(name string, b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	for i, l := range lines(b) {
+		if !utf8.Valid(l) {
+			return dataErr(name, i+1, "not valid UTF-8")
+		}
+	}
+	return dataErr(name, 0, "not valid UTF-8")
+}
+
+func parsePlain(name string, b []byte) ([]Doc, error) {
+	if err := badUTF8(name, b); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, dataErr(name, 0, "empty: no text to score")
+	}
+	return []Doc{newDoc(string(b), string(b), name+":1")}, nil
+}
+
+func parseDocsJSONL(name string, b []byte) ([]Doc, error) {
+	var docs []Doc
+	for i, l := range lines(b) {
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		var row map[string]json.RawMessage
+		if err := json.Unmarshal(l, &row); err != nil {
+			return nil, dataErr(name, i+1, "not a JSON object: %v", err)
+		}
+		raw, ok := row["text"]
+		if !ok {
+			raw, ok = row["page"]
+		}
+		var text string
+		if !ok || json.Unmarshal(raw, &text) != nil {
+			return nil, dataErr(name, i+1, `want a string field "text"`)
+		}
+		if strings.TrimSpace(text) == "" {
+			continue // line-level wikitext exports hold empty rows
+		}
+		docs = append(docs, newDoc(text, text, fmt.Sprintf("%s:%d", name, i+1)))
+	}
+	return docs, nil
+}
+
+// isWikiTitle reports whether a wikitext raw line is a level-1 heading,
+// " = Title = ": the start of a document (EleutherAI's document-level
+// wikitext splits there).
+func isWikiTitle(l string) bool {
+	t := strings.TrimRight(l, " \r\n")
+	return strings.HasPrefix(t, " = ") && !strings.HasPrefix(t, " = = ") && strings.HasSuffix(t, " =") && len(t) > 4
+}
+
+func parseWikitext(name string, b []byte) ([]Doc, error) {
+	if err := badUTF8(name, b); err != nil {
+		return nil, err
+	}
+	var docs []Doc
+	var page strings.Builder
+	start := 0
+	flush := func() {
+		if page.Len() > 0 {
+			p := page.String()
+			docs = append(docs, newDoc(WikitextDetokenize(p), p, fmt.Sprintf("%s:%d", name, start)))
+			page.Reset()
+		}
+	}
+	for i, l := range lines(b) {
+		s := string(l)
+		switch {
+		case isWikiTitle(s):
+			flush()
+			start = i + 1
+		case start == 0 && strings.TrimSpace(s) != "":
+			return nil, dataErr(name, i+1, `text before the first " = Title = " heading: not the wikitext raw layout (name the file .txt to score it as plain text)`)
+		case start == 0:
+			continue
+		}
+		page.WriteString(s)
+	}
+	flush()
+	return docs, nil
+}
+
+// MMLUQuestion is one multiple-choice question.
+type MMLUQuestion struct {
+	Question string
+	Choices  [4]string
+	// Answer is the right choice, 0–3 (A–D).
+	Answer int
+	Source string
+}
+
+// MMLUSubject is one subject's shots (the first five dev rows, in file
+// order) and test questions.
+type MMLUSubject struct {
+	Name  string
+	Shots []MMLUQuestion
+	Test  []MMLUQuestion
+}
+
+// MMLUSet is a set of subjects and where it came from.
+type MMLUSet struct {
+	From     string
+	Subjects []MMLUSubject
+}
+
+// Len is the number of test questions.
+func (s *MMLUSet) Len() int {
+	n := 0
+	for _, sub := range s.Subjects {
+		n += len(sub.Test)
+	}
+	return n
+}
+
+// Origin says where the set came from.
+func (s *MMLUSet) Origin() string { return s.From }
+
+// MMLUShots is the number of shots per prompt.
+const MMLUShots = 5
+
+// LoadMMLU reads MMLU from path: the original layout (a folder holding
+// dev/<subject>_dev.csv and test/<subject>_test.csv, or a data/ folder that
+// does; CSV without a header, columns question, A, B, C, D, answer letter),
+// or one JSONL or CSV file whose rows have question, choices (JSONL: a list
+// of four; CSV: columns A, B, C, D or a JSON list in "choices") and answer
+// (a letter, or 0–3), with optional subject and split. In one file, a
+// subject's shots are its rows of split "dev", else its first five rows
+// (which are then not scored).
+func LoadMMLU(path string) (*MMLUSet, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, dataErr(path, 0, "no such file or folder")
+	}
+	if st.IsDir() {
+		return loadMMLUDir(path)
+	}
+	f, err := openData(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseMMLU(path, f)
+}
+
+// ParseMMLU reads one MMLU file: JSONL when name ends in .jsonl, else CSV
+// with a header row.
+func ParseMMLU(name string, r io.Reader) (*MMLUSet, error) {
+	var rows []mmluRow
+	var err error
+	if strings.EqualFold(filepath.Ext(name), ".jsonl") {
+		rows, err = parseMMLUJSONL(name, r)
+	} else {
+		rows, err = parseMMLUHeaderCSV(name, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	def := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
+	set := &MMLUSet{From: name}
+	idx := map[string]int{}
+	dev := map[string]bool{}
+	for _, row := range rows {
+		if row.subject == "" {
+			row.subject = def
+		}
+		i, ok := idx[row.subject]
+		if !ok {
+			i = len(set.Subjects)
+			idx[row.subject] = i
+			set.Subjects = append(set.Subjects, MMLUSubject{Name: row.subject})
+		}
+		sub := &set.Subjects[i]
+		if row.split == "dev" {
+			dev[row.subject] = true
+			sub.Shots = append(sub.Shots, row.q)
+		} else {
+			sub.Test = append(sub.Test, row.q)
+		}
+	}
+	for i := range set.Subjects {
+		sub := &set.Subjects[i]
+		if !dev[sub.Name] {
+			k := min(MMLUShots, len(sub.Test))
+			sub.Shots, sub.Test = sub.Test[:k:k], sub.Test[k:]
+		}
+		sub.Shots = sub.Shots[:min(MMLUShots, len(sub.Shots))]
+	}
+	return finishMMLU(set, name)
+}
+
+func finishMMLU(set *MMLUSet, name string) (*MMLUSet, error) {
+	set.Subjects = slices.DeleteFunc(set.Subjects, func(s MMLUSubject) bool { return len(s.Test) == 0 })
+	if len(set.Subjects) == 0 {
+		return nil, dataErr(name, 0, "no test questions")
+	}
+	return set, nil
+}
+
+type mmluRow struct {
+	q              MMLUQuestion
+	subject, split string
+}
+
+func loadMMLUDir(path string) (*MMLUSet, error) {
+	return loadMMLUFS(os.DirFS(path), path)
+}
+
+// loadMMLUFS reads the original layout from fsys; display is what file
+// names in errors start with.
+func loadMMLUFS(fsys fs.FS, display string) (*MMLUSet, error) {
+	root := "."
+	if _, err := fs.Stat(fsys, "test"); err != nil {
+		if _, err := fs.Stat(fsys, "data/test"); err != nil {
+			return nil, dataErr(display, 0, "want the original MMLU layout: a folder with dev/<subject>_dev.csv and test/<subject>_test.csv")
+		}
+		root = "data"
+	}
+	tests, _ := fs.Glob(fsys, path.Join(root, "test", "*_test.csv"))
+	if len(tests) == 0 {
+		return nil, dataErr(filepath.Join(display, root, "test"), 0, "no <subject>_test.csv file")
+	}
+	slices.Sort(tests)
+	read := func(name string) ([]MMLUQuestion, error) {
+		shown := filepath.Join(display, filepath.FromSlash(name))
+		f, err := fsys.Open(name)
+		if err != nil {
+			return nil, dataErr(shown, 0, "no such file")
+		}
+		defer f.Close()
+		return ParseMMLUCSV(shown, f)
+	}
+	set := &MMLUSet{From: display}
+	for _, tf := range tests {
+		subject := strings.TrimSuffix(path.Base(tf), "_test.csv")
+		test, err := read(tf)
+		if err != nil {
+			return nil, err
+		}
+		shots, err := read(path.Join(root, "dev", subject+"_dev.csv"))
+		if err != nil {
+			return nil, err
+		}
+		set.Subjects = append(set.Subjects, MMLUSubject{Name: subject, Shots: shots[:min(MMLUShots, len(shots))], Test: test})
+	}
+	return finishMMLU(set, display)
+}
+
+// ParseMMLUCSV reads one file of the original MMLU layout: no header, six
+// columns (question, A, B, C, D, answer letter), RFC 4180 quoting.
+func ParseMMLUCSV(name string, r io.Reader) ([]MMLUQuestion, error) {
+	var out []MMLUQuestion
+	err := readCSV(name, r, func(line int, rec []string) error {
+		if len(rec) != 6 {
+			return dataErr(name, line, "%d columns, want 6: question, A, B, C, D, answer", len(rec))
+		}
+		ans, err := answerIndex(rec[5])
+		if err != nil {
+			return dataErr(name, line, "%v", err)
+		}
+		out = append(out, MMLUQuestion{Question: rec[0], Choices: [4]string{rec[1], rec[2], rec[3], rec[4]}, Answer: ans, Source: fmt.Sprintf("%s:%d", name, line)})
+		return nil
+	})
+	return out, err
+}
+
+// readCSV calls row for each record with the line it starts on.
+func readCSV(name string, r io.Reader, row func(line int, rec []string) error) error {
+	cr := csv.NewReader(bufio.NewReader(r))
+	cr.FieldsPerRecord = -1
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return dataErr(name, pe.StartLine, "%v", pe.Err)
+			}
+			return dataErr(name, 0, "%v", err)
+		}
+		line, _ := cr.FieldPos(0)
+		for _, f := range rec {
+			if !utf8.ValidString(f) {
+				return dataErr(name, line, "not valid UTF-8")
+			}
+		}
+		if err := row(line, rec); err != nil {
+			return err
+		}
+	}
+}
+
+// answerIndex reads an answer letter A–D (or a digit 0–3).
+func answerIndex(s string) (int, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	if len(t) == 1 {
+		switch c := t[0]; {
+		case c >= 'A' && c <= 'D':
+			return int(c - 'A'), nil
+		case c >= '0' && c <= '3':
+			return int(c - '0'), nil
+		}
+	}
+	return 0, fmt.Errorf("answer %q is not A, B, C or D", s)
+}
+
+func parseMMLUHeaderCSV(name string, r io.Reader) ([]mmluRow, error) {
+	var col map[string]int
+	var rows []mmluRow
+	err := readCSV(name, r, func(line int, rec []string) error {
+		if col == nil {
+			col = map[string]int{}
+			for i, h := range rec {
+				col[strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))] = i
+			}
+			_, q := col["question"]
+			_, a := col["answer"]
+			_, ch := col["choices"]
+			_, abcd := col["d"]
+			if !q || !a || (!ch && !abcd) {
+				return dataErr(name, line, "want a header naming question, answer and choices (or A, B, C, D); for the original header-less layout pass the folder holding dev/ and test/")
+			}
+			return nil
+		}
+		get := func(k string) (string, bool) {
+			i, ok := col[k]
+			if !ok || i >= len(rec) {
+				return "", false
+			}
+			return rec[i], true
+		}
+		var row mmluRow
+		var ok bool
+		if row.q.Question, ok = get("question"); !ok {
+			return dataErr(name, line, "%d columns, fewer than the header's", len(rec))
+		}
+		if c, has := get("choices"); has {
+			var list []string
+			if err := json.Unmarshal([]byte(c), &list); err != nil || len(list) != 4 {
+				return dataErr(name, line, "choices %q is not a JSON list of four strings", clipLine(c))
+			}
+			copy(row.q.Choices[:], list)
+		} else {
+			for j, k := range []string{"a", "b", "c", "d"} {
+				if row.q.Choices[j], ok = get(k); !ok {
+					return dataErr(name, line, "no column %s", strings.ToUpper(k))
+				}
+			}
+		}
+		a, _ := get("answer")
+		ans, err := answerIndex(a)
+		if err != nil {
+			return dataErr(name, line, "%v", err)
+		}
+		row.q.Answer = ans
+		row.subject, _ = get("subject")
+		row.split, _ = get("split")
+		row.subject, row.split = strings.TrimSpace(row.subject), strings.ToLower(strings.TrimSpace(row.split))
+		row.q.Source = fmt.Sprintf("%s:%d", name, line)
+		rows = append(rows, row)
+		return nil
+	})
+	if err == nil && col == nil {
+		err = dataErr(name, 0, "empty file")
+	}
+	return rows, err
+}
+
+func parseMMLUJSONL(name string, r io.Reader) ([]mmluRow, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, dataErr(name, 0, "%v", err)
+	}
+	var rows []mmluRow
+	for i, l := range lines(b) {
+		l = bytes.TrimSpace(l)
+		if len(l) == 0 {
+			continue
+		}
+		var v struct {
+			Question *string         `json:"question"`
+			Choices  []string        `json:"choices"`
+			Answer   json.RawMessage `json:"answer"`
+			Subject  string          `json:"subject"`
+			Split    string          `json:"split"`
+		}
+		if err := json.Unmarshal(l, &v); err != nil {
+			return nil, dataErr(name, i+1, "not a question object: %v", err)
+		}
+		if v.Question == nil {
+			return nil, dataErr(name, i+1, `no "question"`)
+		}
+		if len(v.Choices) != 4 {
+			return nil, dataErr(name, i+1, `"choices" has %d entries, want 4`, len(v.Choices))
+		}
+		var ans int
+		var letter string
+		switch {
+		case json.Unmarshal(v.Answer, &ans) == nil && ans >= 0 && ans <= 3:
+		case json.Unmarshal(v.Answer, &letter) == nil:
+			if ans, err = answerIndex(letter); err != nil {
+				return nil, dataErr(name, i+1, "%v", err)
+			}
+		default:
+			return nil, dataErr(name, i+1, `"answer" %s is not 0-3 or a letter A-D`, clipLine(string(v.Answer)))
+		}
+		row := mmluRow{q: MMLUQuestion{Question: *v.Question, Answer: ans, Source: fmt.Sprintf("%s:%d", name, i+1)},
+			subject: strings.TrimSpace(v.Subject), split: strings.ToLower(strings.TrimSpace(v.Split))}
+		copy(row.q.Choices[:], v.Choices)
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// TriviaItem is one TriviaQA question.
+type TriviaItem struct {
+	Question string
+	// Answer is the answer a shot shows: the first alias, as lm-eval takes it.
+	Answer string
+	// Aliases are every accepted answer (Aliases, then NormalizedAliases).
+	Aliases []string
+	Source  string
+}
+
+// TriviaSet is a set of TriviaQA items and where it came from.
+type TriviaSet struct {
+	From  string
+	Items []TriviaItem
+}
+
+// Len is the number of items.
+func (s *TriviaSet) Len() int { return len(s.Items) }
+
+// Origin says where the set came from.
+func (s *TriviaSet) Origin() string { return s.From }
+
+// LoadTriviaQA reads at most max items (0: all) from path: the original
+// JSON ({"Data": [{"Question", "Answer": {"Aliases", "NormalizedAliases",
+// "Value"}}]}, read as a stream, so a 1 GB file costs only the items
+// taken), or JSONL (*.jsonl) with question and answer (an object with
+// aliases / normalized_aliases / value, a string, or a list of strings).
+func LoadTriviaQA(path string, max int) (*TriviaSet, error) {
+	f, err := openData(path)
+	if err != nil {
+		if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+			return nil, dataErr(path, 0, "a folder: want a TriviaQA JSON or JSONL file")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	return ParseTriviaQA(path, f, max)
+}
+
+// ParseTriviaQA reads TriviaQA from r, JSONL when name ends in .jsonl.
+func ParseTriviaQA(name string, r io.Reader, max int) (*TriviaSet, error) {
+	var items []TriviaItem
+	var err error
+	if strings.EqualFold(filepath.Ext(name), ".jsonl") {
+		items, err = parseTriviaJSONL(name, r, max)
+	} else {
+		items, err = parseTriviaJSON(name, r, max)
+	}
+	if err == nil && len(items) == 0 {
+		err = dataErr(name, 0, "no questions")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &TriviaSet{From: name, Items: items}, nil
+}
+
+// triviaRow is one item in either layout; json matches keys without regard
+// to case, so "Question" and "question" both land here.
+type triviaRow struct {
+	Question *string         `json:"question"`
+	Answer   json.RawMessage `json:"answer"`
+}
+
+type triviaAnswer struct {
+	Aliases    []string `json:"aliases"`
+	Normalized []string `json:"normalizedaliases"`
+	NormSnake  []string `json:"normalized_aliases"`
+	Value      string   `json:"value"`
+}
+
+func (row *triviaRow) item(name string, line int) (TriviaItem, error) {
+	if row.Question == nil || strings.TrimSpace(*row.Question) == "" {
+		return TriviaItem{}, dataErr(name, line, "no question")
+	}
+	it := TriviaItem{Question: strings.TrimSpace(*row.Question), Source: fmt.Sprintf("%s:%d", name, line)}
+	raw := bytes.TrimSpace(row.Answer)
+	var s string
+	var list []string
+	var a triviaAnswer
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return it, dataErr(name, line, "no answer (a test file without answers?)")
+	case json.Unmarshal(raw, &s) == nil:
+		list = []string{s}
+	case json.Unmarshal(raw, &list) == nil:
+	case json.Unmarshal(raw, &a) == nil:
+		list = append(list, a.Aliases...)
+		if a.Value != "" && len(list) == 0 {
+			list = append(list, a.Value)
+		}
+		list = append(list, a.Normalized...)
+		list = append(list, a.NormSnake...)
+	default:
+		return it, dataErr(name, line, "answer %s is not an object, a string or a list of strings", clipLine(string(raw)))
+	}
+	for _, x := range list {
+		if x = strings.TrimSpace(x); x != "" && !slices.Contains(it.Aliases, x) {
+			it.Aliases = append(it.Aliases, x)
+		}
+	}
+	if len(it.Aliases) == 0 {
+		return it, dataErr(name, line, "the answer has no alias")
+	}
+	it.Answer = it.Aliases[0]
+	return it, nil
+}
+
+func parseTriviaJSONL(name string, r io.Reader, max int) ([]TriviaItem, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	var items []TriviaItem
+	for line := 1; sc.Scan(); line++ {
+		l := bytes.TrimSpace(sc.Bytes())
+		if len(l) == 0 {
+			continue
+		}
+		var row triviaRow
+		if err := json.Unmarshal(l, &row); err != nil {
+			return nil, dataErr(name, line, "not a question object: %v", err)
+		}
+		it, err := row.item(name, line)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+		if max > 0 && len(items) >= max {
+			return items, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, dataErr(name, 0, "%v", err)
+	}
+	return items, nil
+}
+
+// lineCounter counts the newlines that pass through it.
+type lineCounter struct {
+	r     io.Reader
+	lines int
+}
+
+func (c *lineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.lines += bytes.Count(p[:n], []byte{'\n'})
+	return n, err
+}
+
+// parseTriviaJSON streams the original layout, item by item.
+func parseTriviaJSON(name string, r io.Reader, max int) ([]TriviaItem, error) {
+	lc := &lineCounter{r: r}
+	dec := json.NewDecoder(lc)
+	// line is where the decoder stands: the newlines read, less those still
+	// buffered ahead of it.
+	// Separators the decoder has not consumed yet are skipped, so the line
+	// is that of the next value.
+	line := func() int {
+		ahead, _ := io.ReadAll(dec.Buffered())
+		lead := len(ahead) - len(bytes.TrimLeft(ahead, " \t\r\n,:"))
+		return 1 + lc.lines - bytes.Count(ahead[lead:], []byte{'\n'})
+	}
+	fail := func(format string, args ...any) ([]TriviaItem, error) {
+		return nil, dataErr(name, line(), format, args...)
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fail(`want the TriviaQA JSON layout {"Data": [...]} (or a .jsonl file)`)
+	}
+	var items []TriviaItem
+	sawData := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fail("%v", err)
+		}
+		key, _ := t.(string)
+		if !strings.EqualFold(key, "Data") {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return fail("%v", err)
+			}
+			continue
+		}
+		sawData = true
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return fail(`"Data" is not a list`)
+		}
+		for dec.More() {
+			at := line()
+			var row triviaRow
+			if err := dec.Decode(&row); err != nil {
+				return nil, dataErr(name, at, "item %d: %v", len(items)+1, err)
+			}
+			it, err := row.item(name, at)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, it)
+			if max > 0 && len(items) >= max {
+				return items, nil
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fail("%v", err)
+	}
+	if !sawData {
+		return fail(`no "Data" list`)
+	}
+	return items, nil
+}

@@ -1,0 +1,124 @@
+// Package evals measures the quality of the model behind an endpoint: token
+// perplexity over documents (ppl), perplexity of the model's own long
+// generations (long-ppl), MMLU 5-shot and TriviaQA 5-shot. It also holds the
+// echo-logprob probe and its failure kinds, the data set loaders and small
+// embedded sample sets, so that every eval runs on a fresh machine.
+//
+// An eval that cannot be scored gives no metric, never a wrong one: its
+// result carries one failure kind, the HTTP status, the first 200 bytes of
+// the answer and the shape of the request that failed.
+package evals
+
+import (
+	"strings"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Kind names why an eval gave no score. Exactly one kind is given.
+type Kind string
+
+// The echo failure kinds: the endpoint cannot give prompt logprobs, so an
+// eval that needs them is unsupported there.
+const (
+	// EchoRejected is a 4xx answer to an echo request (SGLang: "max_tokens
+	// must be positive"; OpenAI: "Setting 'echo' and 'logprobs' at the same
+	// time is not supported").
+	EchoRejected Kind = "echo_rejected"
+	// EchoServerError is a 5xx answer to an echo request while a plain
+	// generation to the same endpoint works (a hosted endpoint answered
+	// "ValidationError.__new__() missing 1 required positional argument:
+	// 'line_errors'"; llama.cpp "Unsupported param: echo").
+	EchoServerError Kind = "echo_server_error"
+	// EchoIgnored is a 200 whose logprobs cover only the generated tokens:
+	// llama.cpp's server, which lm-eval then scored at exactly chance.
+	EchoIgnored Kind = "echo_ignored"
+	// LogprobsMissing is a 200 with no logprobs at all.
+	LogprobsMissing Kind = "logprobs_missing"
+	// EchoMisaligned is logprobs whose lengths or offsets do not match
+	// usage.prompt_tokens (vLLM #39556 leaked a token), or whose first prompt
+	// entry is not null (a shifted list).
+	EchoMisaligned Kind = "echo_misaligned"
+	// EchoImplausible is logprobs no model gives: positive, all zero, clamped
+	// to −9999 on real text, or one distribution repeated at every position
+	// (a backend that returned one logits row for the whole prompt).
+	EchoImplausible Kind = "echo_implausible"
+)
+
+// The other kinds: something else stopped the eval (status failed).
+const (
+	// HTTPError is an error status that is not an echo failure: a 5xx while
+	// plain generation fails too, a 429, or any error on a request without echo.
+	HTTPError Kind = "http_error"
+	// Transport is a request that got no answer: refused, reset or timed out
+	// (after retries, for the first two).
+	Transport Kind = "transport"
+	// BadResponse is a 200 whose body is not a completion.
+	BadResponse Kind = "bad_response"
+	// Interrupted is an eval cut off by the user.
+	Interrupted Kind = "interrupted"
+)
+
+// EchoKinds are the echo failure kinds, as the probe tells them apart.
+var EchoKinds = []Kind{EchoRejected, EchoServerError, EchoIgnored, LogprobsMissing, EchoMisaligned, EchoImplausible}
+
+// Unsupported reports whether k says the endpoint cannot give what an eval
+// needs (status unsupported) rather than that something went wrong (failed).
+func (k Kind) Unsupported() bool {
+	for _, e := range EchoKinds {
+		if k == e {
+			return true
+		}
+	}
+	return false
+}
+
+// Eval statuses, as reports record them.
+const (
+	StatusOK          = "ok"
+	StatusUnsupported = "unsupported"
+	StatusFailed      = "failed"
+)
+
+// Result methods: how an eval got its scores.
+const (
+	// MethodEcho scores prompt tokens from echo logprobs, token ids from the
+	// echo itself (return_tokens_as_token_ids).
+	MethodEcho = "echo"
+	// MethodEchoTokenize is MethodEcho with token ids from the server's /tokenize.
+	MethodEchoTokenize = "echo-tokenize"
+	// MethodEchoText is ppl scored over text pieces, for endpoints that give no
+	// token ids: each piece's first token is context only.
+	MethodEchoText = "echo-text"
+	// MethodTopLogprobs is MMLU scored from the top_logprobs of one generated token.
+	MethodTopLogprobs = "top_logprobs"
+	// MethodGenerate is a generation scored on its text or its own logprobs.
+	MethodGenerate = "generate"
+)
+
+// KindOf returns f's kind.
+func KindOf(f *schema.EvalFailure) Kind {
+	if f == nil {
+		return ""
+	}
+	return Kind(f.Kind)
+}
+
+// newFailure builds a failure; body is clipped to endpoints.BodyLimit bytes.
+func newFailure(kind Kind, status int, body []byte, req map[string]any, detail string) *schema.EvalFailure {
+	if len(body) > endpoints.BodyLimit {
+		body = body[:endpoints.BodyLimit]
+	}
+	return &schema.EvalFailure{Kind: string(kind), HTTPStatus: status, Body: strings.ToValidUTF8(string(body), "?"), Request: req, Detail: detail}
+}
+
+// noScore is the result of an eval stopped by f: status unsupported for an
+// echo kind, failed otherwise, and no metric.
+func noScore(name, method string, f *schema.EvalFailure) schema.EvalResult {
+	st := StatusFailed
+	if KindOf(f).Unsupported() {
+		st = StatusUnsupported
+	}
+	return schema.EvalResult{Name: name, Status: st, Method: method, Failure: f}
+}

@@ -1,0 +1,220 @@
+package evals
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/glmbench/glmbench/endpoints"
+)
+
+// fakeLM is an OpenAI-compatible /v1/completions server with a byte-level
+// "model" whose answers tests control: by default a well-behaved echo
+// server (every byte a token, logprob byteLP(b) whatever its context, no
+// BOS), which each test bends into the failure it needs.
+type fakeLM struct {
+	srv *httptest.Server
+
+	// echoStatus and echoBody answer every echo request when status is set.
+	echoStatus int
+	echoBody   string
+	// plainStatus answers every request without echo when set.
+	plainStatus int
+	// reset closes the connection of every echo request before answering.
+	reset bool
+	// mutate changes a well-formed echo answer into a broken one.
+	mutate func(ans map[string]any, prompt []any)
+	// noTokenIDs ignores return_tokens_as_token_ids, as SGLang does.
+	noTokenIDs bool
+	// tokenize serves SGLang's and vLLM's POST /tokenize at the root.
+	tokenize bool
+	// bos puts token 1 before every text prompt, as Llama's tokenizer does.
+	bos bool
+	// noLogprobs answers generations with logprobs null even when asked.
+	noLogprobs bool
+	// letter is the MMLU answer this model prefers for a context.
+	letter func(context string) string
+	// top is the top_logprobs of the token generated after a prompt.
+	top func(prompt string) map[string]float64
+	// generate is the text generated after a prompt.
+	generate func(prompt string) string
+
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func newFakeLM(t *testing.T, configure func(f *fakeLM)) *fakeLM {
+	t.Helper()
+	f := &fakeLM{calls: map[string]int{}}
+	if configure != nil {
+		configure(f)
+	}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeLM) endpoint() *endpoints.Endpoint {
+	return &endpoints.Endpoint{BaseURL: f.srv.URL + "/v1", Model: "fake"}
+}
+
+func (f *fakeLM) client() *endpoints.Client {
+	return endpoints.NewClient(f.endpoint(), endpoints.NewTransport(endpoints.TransportOptions{Conns: 4}))
+}
+
+func (f *fakeLM) runner(cfg Config) *Runner {
+	cfg.Endpoint = f.endpoint()
+	return NewRunner(cfg)
+}
+
+func (f *fakeLM) count(k string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[k]
+}
+
+// byteLP is the fake model's logprob of a byte.
+func byteLP(b byte) float64 { return -(0.5 + float64(b%10)/10) }
+
+func (f *fakeLM) serve(w http.ResponseWriter, r *http.Request) {
+	var req map[string]any
+	if f.tokenize && r.URL.Path == "/tokenize" && json.NewDecoder(r.Body).Decode(&req) == nil {
+		toks, _ := f.promptTokens(req["prompt"])
+		ids := make([]int, len(toks))
+		for i, b := range toks {
+			ids[i] = int(b)
+		}
+		f.mu.Lock()
+		f.calls["tokenize"]++
+		f.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"tokens": ids, "count": len(ids), "max_model_len": 4096})
+		return
+	}
+	if r.URL.Path != "/v1/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
+		http.Error(w, `{"error":{"message":"Route not found."}}`, http.StatusNotFound)
+		return
+	}
+	echo, _ := req["echo"].(bool)
+	kind := "plain"
+	if echo {
+		kind = "echo"
+	}
+	f.mu.Lock()
+	f.calls[kind]++
+	f.mu.Unlock()
+	switch {
+	case echo && f.reset:
+		if hj, ok := w.(http.Hijacker); ok {
+			c, _, _ := hj.Hijack()
+			c.Close()
+		}
+		return
+	case echo && f.echoStatus != 0:
+		w.WriteHeader(f.echoStatus)
+		io.WriteString(w, f.echoBody)
+		return
+	case !echo && f.plainStatus != 0:
+		w.WriteHeader(f.plainStatus)
+		io.WriteString(w, `{"error":{"message":"plain generation failed"}}`)
+		return
+	}
+	toks, text := f.promptTokens(req["prompt"])
+	if echo {
+		f.writeEcho(w, req, toks, text)
+		return
+	}
+	f.writeGeneration(w, req, text, len(toks))
+}
+
+// promptTokens reads a prompt as the fake tokenizes it: a string byte by
+// byte (after a BOS, with bos), or a list of token ids (bytes), verbatim.
+func (f *fakeLM) promptTokens(p any) ([]byte, string) {
+	switch v := p.(type) {
+	case string:
+		if f.bos {
+			return append([]byte{1}, v...), v
+		}
+		return []byte(v), v
+	case []any:
+		b := make([]byte, len(v))
+		for i, x := range v {
+			b[i] = byte(x.(float64))
+		}
+		return b, string(b)
+	}
+	return nil, ""
+}
+
+func (f *fakeLM) writeEcho(w http.ResponseWriter, req map[string]any, toks []byte, text string) {
+	asIDs, _ := req["return_tokens_as_token_ids"].(bool)
+	asIDs = asIDs && !f.noTokenIDs
+	name := func(b byte) string {
+		if asIDs {
+			return "token_id:" + strconv.Itoa(int(b))
+		}
+		return string(rune(b))
+	}
+	all := append(append([]byte(nil), toks...), 'x') // the one generated token
+	var names, lps, tops, offs []any
+	for i, b := range all {
+		names = append(names, name(b))
+		offs = append(offs, i)
+		if i == 0 {
+			lps, tops = append(lps, nil), append(tops, nil)
+			continue
+		}
+		lp := byteLP(b)
+		if f.letter != nil && i == len(toks)-1 && i >= 2 && toks[i-1] == ' ' {
+			// The answer letter of an MMLU prompt: likely if preferred.
+			lp = -2
+			if f.letter(string(toks[:i-1])) == string(b) {
+				lp = -0.1
+			}
+		}
+		lps = append(lps, lp)
+		tops = append(tops, map[string]any{name(b): lp})
+	}
+	ans := map[string]any{
+		"id": "cmpl-fake", "object": "text_completion",
+		"choices": []any{map[string]any{"index": 0, "text": text + "x", "finish_reason": "length",
+			"logprobs": map[string]any{"tokens": names, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offs}}},
+		"usage": map[string]any{"prompt_tokens": len(toks), "completion_tokens": 1, "total_tokens": len(toks) + 1},
+	}
+	if f.mutate != nil {
+		f.mutate(ans, names)
+	}
+	json.NewEncoder(w).Encode(ans)
+}
+
+func (f *fakeLM) writeGeneration(w http.ResponseWriter, req map[string]any, prompt string, n int) {
+	out := "x"
+	if f.generate != nil {
+		out = f.generate(prompt)
+	}
+	if mt, ok := req["max_tokens"].(float64); ok && f.generate == nil {
+		out = strings.Repeat("y", int(mt))
+	}
+	choice := map[string]any{"index": 0, "text": out, "finish_reason": "length", "logprobs": nil}
+	if _, ok := req["logprobs"].(float64); ok && !f.noLogprobs {
+		var lps, tops []any
+		for i := range len(out) {
+			lps = append(lps, byteLP(out[i]))
+			top := map[string]any{string(out[i]): byteLP(out[i])}
+			if f.top != nil {
+				top = map[string]any{}
+				for key, v := range f.top(prompt) {
+					top[key] = v
+				}
+			}
+			tops = append(tops, top)
+		}
+		choice["logprobs"] = map[string]any{"tokens": strings.Split(out, ""), "token_logprobs": lps, "top_logprobs": tops}
+	}
+	json.NewEncoder(w).Encode(map[string]any{"id": "cmpl-fake", "object": "text_completion", "choices": []any{choice},
+		"usage": map[string]any{"prompt_tokens": n, "completion_tokens": len(out), "total_tokens": n + len(out)}})
+}

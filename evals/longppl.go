@@ -1,0 +1,132 @@
+package evals
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// long-ppl settings.
+const (
+	// SegmentTokens is the length of the segments worst_seg is the highest ppl of.
+	SegmentTokens = 256
+	// LongPromptBytes bounds a long-ppl prompt: a document's text, cut at a
+	// line end. 8 KiB is about 2,000 tokens for a BPE tokenizer and leaves
+	// room for 2,048 generated tokens in the built-in engine's 16,384.
+	LongPromptBytes = 8 << 10
+	// DefaultLongPrompts is how many prompts long-ppl sends by default, as
+	// many as the decode_long phase.
+	DefaultLongPrompts = 16
+	// longSeed seeds prompt i's sampling with longSeed+i, so reruns draw alike
+	// where the server honours seeds.
+	longSeed = 1234
+)
+
+// SegmentPPLs splits one generation's per-token nlls (nats) into segments
+// of SegmentTokens and returns each segment's ppl = exp(mean nll). A
+// trailing segment shorter than half a segment joins the one before it, so
+// no tiny tail decides worst_seg.
+func SegmentPPLs(nll []float64) []float64 {
+	var out []float64
+	for lo := 0; lo < len(nll); {
+		hi := min(lo+SegmentTokens, len(nll))
+		if rest := len(nll) - hi; rest > 0 && rest < SegmentTokens/2 {
+			hi = len(nll)
+		}
+		out = append(out, math.Exp(sum(nll[lo:hi])/float64(hi-lo)))
+		lo = hi
+	}
+	return out
+}
+
+// LongPrompt is the prompt long-ppl builds from a document.
+func LongPrompt(text string) string {
+	if len(text) <= LongPromptBytes {
+		return text
+	}
+	return pieces(text, LongPromptBytes)[0]
+}
+
+// LongPPL generates Config.GenTokens tokens at temperature 1, top_p 1 from
+// each document's opening (LongPrompt), with logprobs of the generated
+// tokens, and reports ppl = exp(Σ nll / Σ tokens) over every generated
+// token and worst_seg, the highest ppl of any segment (SegmentPPLs). At
+// temperature 1 and top_p 1 the sampled distribution is the model's own,
+// so the logprobs are the model's whether a server reports them before or
+// after its sampling transforms. Config.Limit caps the prompts (default 16).
+func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
+	const name = "long-ppl"
+	list := docs.Docs
+	if n := r.limit(DefaultLongPrompts); n < len(list) {
+		list = list[:n]
+	}
+	nlls := make([][]float64, len(list))
+	r.cfg.Progress.begin(name, len(list))
+	f := r.forEach(ctx, len(list), func(ctx context.Context, i int) *schema.EvalFailure {
+		req := map[string]any{"model": r.model, "prompt": LongPrompt(list[i].Text), "max_tokens": r.cfg.GenTokens,
+			"temperature": 1, "top_p": 1, "logprobs": 1, "ignore_eos": true, "seed": longSeed + i}
+		nll, f := generatedNLL(ctx, r.sender(i), req)
+		nlls[i] = nll
+		return f
+	})
+	if f != nil {
+		return noScore(name, MethodGenerate, f)
+	}
+	total, n, worst := 0.0, 0, 0.0
+	for _, nll := range nlls {
+		total += sum(nll)
+		n += len(nll)
+		for _, p := range SegmentPPLs(nll) {
+			worst = math.Max(worst, p)
+		}
+	}
+	if n == 0 {
+		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no generated token"))
+	}
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: MethodGenerate, N: len(list),
+		Metrics: map[string]float64{"ppl": math.Exp(total / float64(n)), "worst_seg": worst, "tokens": float64(n)}}
+}
+
+// generatedNLL sends a generation with logprobs and returns the nll of each
+// generated token, checked as echo logprobs are: present (LogprobsMissing),
+// one per usage.completion_tokens (EchoMisaligned), finite and ≤ 0
+// (EchoImplausible) — the same kinds, since the same server faults cause them.
+func generatedNLL(ctx context.Context, s sender, req map[string]any) ([]float64, *schema.EvalFailure) {
+	resp, f := s.post(ctx, "/completions", req)
+	if f != nil {
+		return nil, f
+	}
+	if resp.Status != http.StatusOK {
+		return nil, httpFailure(resp, req)
+	}
+	c, f := parseCompletion(resp, req)
+	if f != nil {
+		return nil, f
+	}
+	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
+		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), "generated tokens: "+fmt.Sprintf(format, args...))
+	}
+	lp := c.Choices[0].Logprobs
+	if lp == nil || len(lp.TokenLogprobs) == 0 {
+		return fail(LogprobsMissing, "choices[0].logprobs is null or empty")
+	}
+	if c.Usage != nil && c.Usage.CompletionTokens != len(lp.TokenLogprobs) {
+		return fail(EchoMisaligned, "%d logprob entries for usage.completion_tokens %d", len(lp.TokenLogprobs), c.Usage.CompletionTokens)
+	}
+	nll := make([]float64, len(lp.TokenLogprobs))
+	for i, v := range lp.TokenLogprobs {
+		switch {
+		case v == nil || math.IsNaN(*v):
+			return fail(EchoImplausible, "token %d has no logprob", i)
+		case *v > positiveSlack:
+			return fail(EchoImplausible, "token %d has a positive logprob %v", i, *v)
+		case *v <= ClampedLogprob:
+			return fail(EchoImplausible, "token %d has logprob %v: it was sampled, so its probability was not zero", i, *v)
+		}
+		nll[i] = -*v
+	}
+	return nll, nil
+}

@@ -1,0 +1,95 @@
+package evals
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestSegmentsAre256TokensWithShortTailsJoined(t *testing.T) {
+	t.Parallel()
+	const s = SegmentTokens
+	nlls := func(parts ...[2]float64) []float64 { // (count, nll) runs
+		var out []float64
+		for _, p := range parts {
+			for range int(p[0]) {
+				out = append(out, p[1])
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		nll  []float64
+		want []float64
+	}{
+		{"an empty generation has no segment", nil, nil},
+		{"a short generation is one segment", nlls([2]float64{10, 1}), []float64{math.E}},
+		{"two full segments", nlls([2]float64{s, 1}, [2]float64{s, 2}), []float64{math.E, math.Exp(2)}},
+		{"a tail of half a segment stands alone", nlls([2]float64{s, 1}, [2]float64{s / 2, 3}), []float64{math.E, math.Exp(3)}},
+		{"a shorter tail joins the segment before", nlls([2]float64{s, 1}, [2]float64{s/2 - 1, 3}),
+			[]float64{math.Exp((s + 3*(s/2-1)) / float64(s+s/2-1))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := SegmentPPLs(tc.nll)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if math.Abs(got[i]-tc.want[i]) > 1e-9 {
+					t.Fatalf("%v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestLongPPLOnTheBuiltinEngine(t *testing.T) {
+	t.Parallel()
+	b := startBuiltin(t)
+	r := NewRunner(Config{Endpoint: b.Endpoint, GenTokens: 64, Limit: 2, Concurrency: 2})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	if res.Status != StatusOK || res.N != 2 || res.Metrics["tokens"] != 128 {
+		t.Fatalf("%+v", res)
+	}
+	// Each generation is one segment here, so the worst is at least the pooled ppl.
+	if p, w := res.Metrics["ppl"], res.Metrics["worst_seg"]; !(p > 1 && w >= p && !math.IsInf(w, 0)) {
+		t.Errorf("ppl %v worst_seg %v", p, w)
+	}
+}
+
+func TestLongPPLFromTheGeneratedLogprobs(t *testing.T) {
+	t.Parallel()
+	gen := strings.Repeat("ab", 200) // 400 tokens: segments of 256 and 144
+	f := newFakeLM(t, func(f *fakeLM) { f.generate = func(string) string { return gen } })
+	r := f.runner(Config{GenTokens: len(gen), Limit: 3})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	mean := -(byteLP('a') + byteLP('b')) / 2
+	if res.Status != StatusOK || res.N != 3 || res.Metrics["tokens"] != 1200 ||
+		math.Abs(res.Metrics["ppl"]-math.Exp(mean)) > 1e-9 || math.Abs(res.Metrics["worst_seg"]-math.Exp(mean)) > 1e-9 {
+		t.Fatalf("%+v, want ppl %v", res, math.Exp(mean))
+	}
+	// No logprobs: no score.
+	g := newFakeLM(t, func(f *fakeLM) { f.noLogprobs = true })
+	r2 := g.runner(Config{GenTokens: 8, Limit: 1})
+	defer r2.Close()
+	if res := LongPPL(context.Background(), r2, SampleDocs()); res.Status != StatusUnsupported || KindOf(res.Failure) != LogprobsMissing {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestLongPromptsAreCutAtALineEnd(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("a line of text\n", 1000)
+	p := LongPrompt(text)
+	if len(p) > LongPromptBytes || !strings.HasSuffix(p, "\n") || !strings.HasPrefix(text, p) {
+		t.Fatalf("%d bytes ending %q", len(p), p[len(p)-5:])
+	}
+	if LongPrompt("short") != "short" {
+		t.Error("a short document is its own prompt")
+	}
+}

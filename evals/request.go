@@ -1,0 +1,144 @@
+package evals
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Retries is how many times a request that got no answer at all (refused or
+// reset connection) is sent again. An HTTP error status is never retried:
+// a 4xx or 5xx to the same body is deterministic, and lm-eval's blind
+// retries of them only triple the time to the same failure.
+const Retries = 3
+
+// retryBackoff is the wait before the first retry; it doubles each time.
+const retryBackoff = 250 * time.Millisecond
+
+// sender posts JSON bodies to one endpoint.
+type sender struct {
+	c *endpoints.Client
+	// timeout bounds one request (0: none).
+	timeout time.Duration
+	// backoff replaces retryBackoff (tests).
+	backoff time.Duration
+}
+
+// post sends body to path and returns the answer, whatever its status. A
+// failure is only a request that got no answer (Transport, after Retries)
+// or the caller's own cancellation (Interrupted).
+func (s sender) post(ctx context.Context, path string, body map[string]any) (*endpoints.Response, *schema.EvalFailure) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, newFailure(BadResponse, 0, nil, shape(body), "encoding the request: "+err.Error())
+	}
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if s.timeout > 0 {
+			rctx, cancel = context.WithTimeout(ctx, s.timeout)
+		}
+		resp, err := s.c.Post(rctx, path, b)
+		timedOut := rctx.Err() != nil
+		cancel()
+		switch {
+		case err == nil:
+			return resp, nil
+		case ctx.Err() != nil:
+			return nil, newFailure(Interrupted, 0, nil, shape(body), context.Cause(ctx).Error())
+		case timedOut:
+			// A server that never answers is not helped by asking again.
+			return nil, newFailure(Transport, 0, nil, shape(body), fmt.Sprintf("no answer within the request timeout (%s)", s.timeout))
+		case attempt >= Retries:
+			return nil, newFailure(Transport, 0, nil, shape(body), fmt.Sprintf("no answer after %d tries: %v", attempt+1, err))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, newFailure(Interrupted, 0, nil, shape(body), context.Cause(ctx).Error())
+		case <-time.After(cmp.Or(s.backoff, retryBackoff) << attempt):
+		}
+	}
+}
+
+// shape is a request body as a failure records it: every field, with the
+// prompt summarised so a 2,000-token window does not fill the report.
+func shape(body map[string]any) map[string]any {
+	out := make(map[string]any, len(body))
+	for k, v := range body {
+		out[k] = v
+	}
+	switch p := body["prompt"].(type) {
+	case string:
+		if len(p) > 120 {
+			out["prompt"] = fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(p[:100], ""), len(p))
+		}
+	case []int32:
+		out["prompt"] = fmt.Sprintf("[%d token ids]", len(p))
+	}
+	return out
+}
+
+// completion is the body of a non-streamed /v1/completions answer.
+type completion struct {
+	Choices []struct {
+		Index        int           `json:"index"`
+		Text         string        `json:"text"`
+		Logprobs     *wireLogprobs `json:"logprobs"`
+		FinishReason *string       `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *endpoints.Usage `json:"usage"`
+}
+
+// wireLogprobs is choices[].logprobs of a legacy completion.
+type wireLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []*float64           `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+// parseCompletion reads a 200 answer; the choice returned is index 0 (or
+// the lowest index), as lm-eval matches choices to prompts.
+func parseCompletion(resp *endpoints.Response, req map[string]any) (*completion, *schema.EvalFailure) {
+	var c completion
+	if err := json.Unmarshal(resp.Body, &c); err != nil {
+		return nil, newFailure(BadResponse, resp.Status, resp.Body, shape(req), "the answer is not a completion: "+err.Error())
+	}
+	if len(c.Choices) == 0 {
+		return nil, newFailure(BadResponse, resp.Status, resp.Body, shape(req), "the answer has no choices")
+	}
+	sort.SliceStable(c.Choices, func(i, j int) bool { return c.Choices[i].Index < c.Choices[j].Index })
+	return &c, nil
+}
+
+// httpFailure classes an error status of a request that is not an echo
+// request: always HTTPError.
+func httpFailure(resp *endpoints.Response, req map[string]any) *schema.EvalFailure {
+	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), "HTTP "+strconv.Itoa(resp.Status)+": "+clipLine(endpoints.ErrorMessage(resp.Body)))
+}
+
+func clipLine(s string) string {
+	if len(s) > 160 {
+		return strings.ToValidUTF8(s[:160], "") + "…"
+	}
+	return s
+}
+
+// isTransient reports whether status says "not now" rather than "never":
+// those are not echo failures even on an echo request.
+func isTransient(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
+		status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// nan is a null logprob: the first prompt token's.
+var nan = math.NaN()
