@@ -254,6 +254,7 @@ func Run(ctx context.Context, o *Options) error {
 		stop := startProgress(io, prog, o.ProgressEvery)
 		t0 := time.Now()
 		res := j.eval.Run(ctx, r, j.in)
+		res.Dataset = j.in.Data.Origin()
 		stop()
 		if res.Failure != nil {
 			res.Failure.Body = ep.Redact(res.Failure.Body)

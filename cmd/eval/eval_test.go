@@ -130,7 +130,7 @@ func TestEvalAllRunsTheFourOnTheBuiltinEngine(t *testing.T) {
 	}
 	for i, name := range evals.Names() {
 		e := r.Evals[i]
-		if e.Name != name || e.Status != evals.StatusOK || len(e.Metrics) == 0 || e.Failure != nil {
+		if e.Name != name || e.Status != evals.StatusOK || len(e.Metrics) == 0 || e.Failure != nil || e.Dataset != evals.SampleOrigin {
 			t.Errorf("eval %d: %+v", i, e)
 		}
 	}

@@ -222,6 +222,8 @@ type EvalResult struct {
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	N       int                `json:"n"`
 	Failure *EvalFailure       `json:"failure,omitempty"`
+	// Dataset is where the items came from: a path, or "embedded sample".
+	Dataset string `json:"dataset,omitempty"`
 }
 
 // EvalFailure says why an eval gave no score.
