@@ -5,8 +5,6 @@ package eval
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,18 +224,8 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer tg.Close()
 	ep := tg.Endpoint
-	label := o.Label
-	if label == "" {
-		label = ep.Model
-		if ep.Builtin {
-			label = "builtin"
-		}
-	}
 	started := o.F.Now()
-	out := o.Out
-	if out == "" {
-		out = filepath.Join("glmbench-results", started.UTC().Format("20060102T150405Z")+"-"+pathSafe(label))
-	}
+	label, out := tg.Output(o.Label, o.Out, started)
 
 	prog := &evals.Progress{}
 	r := evals.NewRunner(evals.Config{
@@ -362,16 +350,6 @@ func failureText(f *schema.EvalFailure) string {
 	}
 	if f.Detail != "" {
 		s += ": " + f.Detail
-	}
-	return s
-}
-
-var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-func pathSafe(s string) string {
-	s = strings.Trim(unsafePath.ReplaceAllString(s, "-"), "-.")
-	if s == "" {
-		return "eval"
 	}
 	return s
 }

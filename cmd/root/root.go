@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/conform"
 	"github.com/glmbench/glmbench/cmd/eval"
 	"github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/model"
@@ -67,6 +68,7 @@ requests.jsonl for side-by-side comparison.`,
 		return cmdutil.BadInput("%s: %v (see %s --help)", c.CommandPath(), err, c.CommandPath())
 	})
 	cmd.AddCommand(run.NewCmdRun(f, nil))
+	cmd.AddCommand(conform.NewCmdConform(f, nil))
 	cmd.AddCommand(eval.NewCmdEval(f, nil))
 	cmd.AddCommand(model.NewCmdModel(f))
 	cmd.AddCommand(serve.NewCmdServe(f, nil))

@@ -254,7 +254,7 @@ func TestRunWithoutAnEndpointBenchmarksTheBuiltInEngine(t *testing.T) {
 	}
 	rep, recs, _ := readReport(t, dir)
 	ph := rep.Phases[0]
-	if !rep.Endpoint.Builtin || rep.Endpoint.Model != "glmbench-nano" || ph.Completed != 3 || ph.Errors != 0 || len(recs) != 3 {
+	if !rep.Endpoint.Builtin || rep.Label != "builtin" || rep.Endpoint.Model != "glmbench-nano" || ph.Completed != 3 || ph.Errors != 0 || len(recs) != 3 {
 		t.Fatalf("endpoint %+v, phase %+v", rep.Endpoint, ph)
 	}
 	if ph.CalibratedInputLen == nil || abs(*ph.CalibratedInputLen-64) > 4 || rep.Endpoint.ServerInfo["page_size"] == nil {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -175,15 +173,8 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer tg.Close()
 	ep := tg.Endpoint
-	label := o.Label
-	if label == "" {
-		label = ep.Model
-	}
 	started := o.F.Now()
-	out := o.Out
-	if out == "" {
-		out = filepath.Join("glmbench-results", started.UTC().Format("20060102T150405Z")+"-"+pathSafe(label))
-	}
+	label, out := tg.Output(o.Label, o.Out, started)
 
 	bo := &bench.Options{
 		Endpoint: ep,
@@ -278,16 +269,6 @@ func Run(ctx context.Context, o *Options) error {
 		return gp.Check([]*schema.Report{rep})
 	}
 	return nil
-}
-
-var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-func pathSafe(s string) string {
-	s = strings.Trim(unsafePath.ReplaceAllString(s, "-"), "-.")
-	if s == "" {
-		return "run"
-	}
-	return s
 }
 
 func phaseList(specs []bench.Spec) string {

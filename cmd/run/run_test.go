@@ -54,12 +54,3 @@ func TestProgressLineSaysWhereThePhaseIs(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
-
-func TestPathSafeLabels(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{"zai-org/GLM-5": "zai-org-GLM-5", "../..": "run", "a b:c": "a-b-c", "": "run"} {
-		if got := pathSafe(in); got != want {
-			t.Errorf("pathSafe(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

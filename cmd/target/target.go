@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -138,4 +140,32 @@ func RedactErr(ep *endpoints.Endpoint, err error) error {
 		return err
 	}
 	return &cmdutil.ExitError{Code: cmdutil.ExitCode(err), Err: errors.New(msg)}
+}
+
+// Output gives a command's report label and folder: the ones given, or by
+// default the model's name ("builtin" for the built-in engine, so that run,
+// eval and conform on it share one report) and
+// glmbench-results/<UTC time>-<label>/.
+func (t *Target) Output(label, out string, started time.Time) (string, string) {
+	if label == "" {
+		label = t.Endpoint.Model
+		if t.Endpoint.Builtin {
+			label = "builtin"
+		}
+	}
+	if out == "" {
+		out = filepath.Join("glmbench-results", started.UTC().Format("20060102T150405Z")+"-"+PathSafe(label))
+	}
+	return label, out
+}
+
+var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// PathSafe makes a label fit for a file name.
+func PathSafe(s string) string {
+	s = strings.Trim(unsafePath.ReplaceAllString(s, "-"), "-.")
+	if s == "" {
+		return "run"
+	}
+	return s
 }

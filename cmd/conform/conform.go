@@ -1,0 +1,222 @@
+// Package conform is `glmbench conform`: the API conformance suite against
+// an endpoint, written into the report's conformance section.
+package conform
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/target"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/conform"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Options are conform's parsed flags and injected state.
+type Options struct {
+	F *cmdutil.Factory
+
+	Endpoint endpoints.Flags
+	// Only lists check ids to run (with the checks they need); empty: all.
+	Only []string
+	// ProbeLimits is the size of the burst the rate-limit and
+	// queue-overflow checks send; 0 leaves them out.
+	ProbeLimits int
+
+	Timeout        time.Duration
+	StallTimeout   time.Duration
+	ConnectTimeout time.Duration
+
+	Label string
+	Out   string
+}
+
+// NewCmdConform binds conform's flags. runF replaces the run function in tests.
+func NewCmdConform(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f}
+	cmd := &cobra.Command{
+		Use:   "conform",
+		Short: "Check which parts of the OpenAI API an endpoint really implements",
+		Long: `Conform runs the API conformance suite against an OpenAI-compatible endpoint
+(the built-in engine when none is named): named checks, each pass, fail or
+skip, with a one-line detail. A skip is a check whose precondition could not
+be met, with the reason: one whose prerequisite did not pass names it, so one
+broken feature fails one check. Every request has a time limit (--timeout,
+and --stall-timeout of silence inside a stream), so no check can hang.
+
+Checks, in the order they run:
+` + checkList() + `
+rate-limit and queue-overflow send a burst of N streams at once and run only
+with --probe-limits N.
+
+Writes the conformance section of report.json and a table in report.md
+(replacing only that section of a report of the same label in --out), and
+prints the table. Exit status: 0 nothing failed, 1 a check failed, 2 bad
+usage (said before any request), 130 interrupted.`,
+		Example: `  glmbench conform
+  glmbench conform --endpoint http://127.0.0.1:30000/v1 --probe-limits 256
+  glmbench conform --endpoints endpoints.yaml --name hosted --only stream-usage,completions-echo`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
+			if runF != nil {
+				return runF(o)
+			}
+			return Run(o)
+		},
+	}
+	fl := cmd.Flags()
+	target.AddFlags(cmd, &o.Endpoint)
+	fl.StringSliceVar(&o.Only, "only", nil, "run only these checks (comma list or repeated), with the checks they need")
+	fl.IntVar(&o.ProbeLimits, "probe-limits", 0, "send a burst of N streams at once to check 429 Retry-After and queue overflow (0: off)")
+	fl.DurationVar(&o.Timeout, "timeout", conform.DefaultTimeout, "limit on each request")
+	fl.DurationVar(&o.StallTimeout, "stall-timeout", conform.DefaultStallTimeout, "limit on silence inside a stream after its first token")
+	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 10*time.Second, "limit on a dial plus TLS handshake")
+	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name, or builtin)")
+	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
+	return cmd
+}
+
+// checkList is the help's list of checks: id and title.
+func checkList() string {
+	var b strings.Builder
+	for _, c := range conform.Checks {
+		fmt.Fprintf(&b, "  %-19s %s\n", c.ID, c.Title)
+	}
+	return b.String()
+}
+
+// validate checks the flags that need no endpoint; it runs before anything is sent.
+func (o *Options) validate() error {
+	switch {
+	case o.Timeout <= 0:
+		return cmdutil.BadInput("--timeout must be positive")
+	case o.StallTimeout <= 0:
+		return cmdutil.BadInput("--stall-timeout must be positive")
+	case o.ConnectTimeout < 0:
+		return cmdutil.BadInput("--connect-timeout must not be negative")
+	case o.ProbeLimits < 0 || o.ProbeLimits == 1:
+		// One request cannot overflow anything.
+		return cmdutil.BadInput("--probe-limits must be 0 (off) or at least 2, got %d", o.ProbeLimits)
+	}
+	if _, err := conform.Select(o.Only, o.ProbeLimits); err != nil {
+		return cmdutil.BadInput("--only: %v", err)
+	}
+	return nil
+}
+
+// Run is the conform command's work.
+func Run(o *Options) error {
+	ctx := o.F.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	std := o.F.IO
+	if err := o.validate(); err != nil {
+		return err
+	}
+	tg, err := target.Open(ctx, o.F, o.Endpoint, o.ConnectTimeout)
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	ep := tg.Endpoint
+	started := o.F.Now()
+	label, out := tg.Output(o.Label, o.Out, started)
+
+	fmt.Fprintf(std.ErrOut, "glmbench: conformance of %s\n", ep)
+	results, err := conform.Run(ctx, conform.Config{
+		Endpoint: ep, Only: o.Only, ProbeLimits: o.ProbeLimits,
+		Timeout: o.Timeout, StallTimeout: o.StallTimeout, ConnectTimeout: o.ConnectTimeout,
+		OnResult: func(i, n int, r schema.CheckResult) {
+			fmt.Fprintf(std.ErrOut, "glmbench: [%2d/%d] %-19s %s\n", i+1, n, r.ID, r.Status)
+		},
+	})
+	if err != nil {
+		return cmdutil.BadInput("%v", err)
+	}
+	interrupted := ctx.Err() != nil
+
+	fresh := &schema.Report{
+		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: o.F.Version},
+		Label: label, StartedAt: started.UTC(), FinishedAt: o.F.Now().UTC(),
+		Endpoint: schema.Endpoint{BaseURL: target.RedactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
+		Phases:   []schema.PhaseResult{},
+	}
+	if _, err := reports.UpdateDir(out, fresh, func(rep *schema.Report) { MergeChecks(rep, results) }); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", out, err)
+	}
+	if err := WriteTable(std.Out, results); err != nil {
+		return err
+	}
+	fmt.Fprintf(std.ErrOut, "glmbench: report written to %s\n", out)
+
+	var failed []string
+	for _, r := range results {
+		if r.Status == string(conform.Fail) {
+			failed = append(failed, r.ID)
+		}
+	}
+	switch {
+	case interrupted:
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case len(failed) > 0:
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed,
+			Err: fmt.Errorf("%d of %d conformance checks failed: %s", len(failed), len(results), strings.Join(failed, ", "))}
+	}
+	return nil
+}
+
+// MergeChecks puts results into rep's conformance section: each replaces
+// the entry of its id, or is added; entries of checks that did not run
+// stay, so runs with --only into one folder add up. The section is kept in
+// the suite's order.
+func MergeChecks(rep *schema.Report, results []schema.CheckResult) {
+	for _, r := range results {
+		if i := slices.IndexFunc(rep.Conformance, func(c schema.CheckResult) bool { return c.ID == r.ID }); i >= 0 {
+			rep.Conformance[i] = r
+		} else {
+			rep.Conformance = append(rep.Conformance, r)
+		}
+	}
+	order := conform.IDs()
+	rank := func(id string) int {
+		if i := slices.Index(order, id); i >= 0 {
+			return i
+		}
+		return len(order) // a check this version no longer has: last
+	}
+	slices.SortStableFunc(rep.Conformance, func(a, b schema.CheckResult) int { return rank(a.ID) - rank(b.ID) })
+}
+
+// WriteTable prints the results as a Markdown table: one row per check.
+func WriteTable(w io.Writer, results []schema.CheckResult) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewMarkdown()),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+	)
+	t.Header("check", "status", "detail")
+	for _, r := range results {
+		if err := t.Append(r.ID, r.Status, cell(r.Detail)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func cell(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+}

@@ -1,0 +1,316 @@
+package conform
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// startEngine runs a reference engine on a free port for one test. Its KV
+// pool is small: the default is gigabytes of address space, which costs
+// nothing fresh but seconds to zero when a test process reuses the memory
+// of an engine it stopped.
+func startEngine(t *testing.T, tweak func(*engine.Options)) *engine.Engine {
+	t.Helper()
+	o := engine.DefaultOptions()
+	o.Port = 0
+	o.Sched.MaxTotalTokens = 1 << 16
+	if tweak != nil {
+		tweak(&o)
+	}
+	e, err := engine.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e.Shutdown(ctx)
+	})
+	return e
+}
+
+// withFaults sets the engine's faults from --fault specs.
+func withFaults(t *testing.T, specs ...string) func(*engine.Options) {
+	return func(o *engine.Options) {
+		o.Faults = &server.Faults{}
+		for _, s := range specs {
+			if err := server.ParseFault(s, o.Faults); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// testConfig is a run against baseURL with limits that keep a broken
+// check short: the stall limit is what a stalled stream costs the test.
+func testConfig(baseURL, model string) Config {
+	return Config{Endpoint: &endpoints.Endpoint{BaseURL: baseURL, Model: model},
+		Timeout: 20 * time.Second, StallTimeout: 2 * time.Second}
+}
+
+// run runs the suite and returns its results by id, failing the test on
+// any result without a detail.
+func run(t *testing.T, cfg Config) map[string]schema.CheckResult {
+	t.Helper()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]schema.CheckResult{}
+	for _, r := range res {
+		if r.Detail == "" {
+			t.Errorf("%s %s has no detail", r.ID, r.Status)
+		}
+		out[r.ID] = r
+	}
+	return out
+}
+
+func describe(res map[string]schema.CheckResult) string {
+	var b strings.Builder
+	for _, id := range IDs() {
+		if r, ok := res[id]; ok {
+			fmt.Fprintf(&b, "\n  %-19s %-4s %s", id, r.Status, r.Detail)
+		}
+	}
+	return b.String()
+}
+
+func TestTheRegistryIsWellFormed(t *testing.T) {
+	t.Parallel()
+	if len(Checks) < 23 {
+		t.Fatalf("%d checks, the issue asks for at least 23", len(Checks))
+	}
+	seen := map[string]bool{}
+	for _, c := range Checks {
+		if c.ID == "" || c.Title == "" || c.Asserts == "" || c.Request == "" || c.run == nil {
+			t.Errorf("check %q lacks an id, title, assertion, request or function", c.ID)
+		}
+		if seen[c.ID] {
+			t.Errorf("check %s is registered twice", c.ID)
+		}
+		// A check runs after what it needs, so the need's verdict is known.
+		for _, n := range c.Needs {
+			if !seen[n] {
+				t.Errorf("check %s needs %s, which does not run before it", c.ID, n)
+			}
+		}
+		seen[c.ID] = true
+	}
+	// The first check to stream must be the one that sends several streams.
+	streaming := []string{"stream", "stream-usage", "max-tokens", "concurrent-streams", "disconnect", "go-openai", "rate-limit", "queue-overflow"}
+	for _, id := range IDs() {
+		if slices.Contains(streaming, id) {
+			if id != "stream" {
+				t.Errorf("the first streaming check is %s, not stream", id)
+			}
+			break
+		}
+	}
+}
+
+func TestSelectAddsWhatTheChecksNeedAndRefusesWhatCannotRun(t *testing.T) {
+	t.Parallel()
+	got, err := Select([]string{"stop", " go-openai"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range got {
+		ids = append(ids, c.ID)
+	}
+	if want := "chat stream stream-usage temperature-0 stop go-openai"; strings.Join(ids, " ") != want {
+		t.Fatalf("selected %v, want %s (run order, needs included)", ids, want)
+	}
+	if all, _ := Select(nil, 0); len(all) != len(Checks) {
+		t.Fatalf("no --only selects %d checks of %d", len(all), len(Checks))
+	}
+	for _, tc := range []struct {
+		only  []string
+		probe int
+		want  string
+	}{
+		{[]string{"stream", "nope"}, 0, `no check "nope"`},
+		{[]string{"rate-limit"}, 0, "needs --probe-limits"},
+	} {
+		if _, err := Select(tc.only, tc.probe); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Select(%v, %d): %v, want %q", tc.only, tc.probe, err, tc.want)
+		}
+	}
+	if _, err := Select([]string{"rate-limit"}, 8); err != nil {
+		t.Errorf("rate-limit with a burst size: %v", err)
+	}
+}
+
+// builtinSkips are the checks the reference engine cannot pass: its model
+// has random weights and calls no tool; the probes are off by default.
+var builtinSkips = map[string]string{
+	"tool-calls":     "random-weight",
+	"rate-limit":     "--probe-limits",
+	"queue-overflow": "--probe-limits",
+}
+
+func TestTheBuiltInEnginePassesEveryCheckItCan(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, nil)
+	res := run(t, testConfig(e.BaseURL(), e.ModelName()))
+	if len(res) != len(Checks) {
+		t.Fatalf("%d results for %d checks", len(res), len(Checks))
+	}
+	for id, r := range res {
+		why, skipped := builtinSkips[id]
+		switch {
+		case skipped && (r.Status != string(Skip) || !strings.Contains(r.Detail, why)):
+			t.Errorf("%s: %s %q, want a skip saying %q", id, r.Status, r.Detail, why)
+		case !skipped && r.Status != string(Pass):
+			t.Errorf("%s: %s %q, want pass", id, r.Status, r.Detail)
+		}
+	}
+	if t.Failed() {
+		t.Log(describe(res))
+	}
+}
+
+func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fault string
+		probe int
+		// fail maps each check that must fail to what its detail must say.
+		fail map[string]string
+		// pass lists checks that must pass beyond not failing.
+		pass []string
+	}{
+		{fault: "echo=500", fail: map[string]string{"completions-echo": "echo_server_error (HTTP 500)"}},
+		{fault: "echo=ignored", fail: map[string]string{"completions-echo": "echo_ignored"}},
+		{fault: "stall=0.5", fail: map[string]string{"stream": "stream stalled after the first token"}},
+		{fault: "drop-done", fail: map[string]string{"stream": "without data: [DONE]"}},
+		{fault: "no-usage", fail: map[string]string{"usage": "no usage", "stream-usage": "no chunk carries usage"}},
+		{fault: "rate-limit=4", probe: 16, fail: map[string]string{"concurrent-streams": "HTTP 429 rate limited (Retry-After 1)"},
+			pass: []string{"rate-limit", "queue-overflow"}},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			e := startEngine(t, withFaults(t, tc.fault))
+			cfg := testConfig(e.BaseURL(), e.ModelName())
+			cfg.ProbeLimits = tc.probe
+			res := run(t, cfg)
+			for _, c := range Checks {
+				r := res[c.ID]
+				want, mustFail := tc.fail[c.ID]
+				switch {
+				case mustFail && (r.Status != string(Fail) || !strings.Contains(r.Detail, want)):
+					t.Errorf("%s: %s %q, want a failure saying %q", c.ID, r.Status, r.Detail, want)
+				case !mustFail && r.Status == string(Fail):
+					t.Errorf("%s failed (%q); only %v should", c.ID, r.Detail, tc.fail)
+				case slices.Contains(tc.pass, c.ID) && r.Status != string(Pass):
+					t.Errorf("%s: %s %q, want pass", c.ID, r.Status, r.Detail)
+				}
+				// A check whose need failed says which (a probe left off
+				// says that first).
+				for _, n := range c.Needs {
+					if c.Probe && tc.probe == 0 {
+						break
+					}
+					if _, failed := tc.fail[n]; failed && !(r.Status == string(Skip) && strings.Contains(r.Detail, "needs "+n)) {
+						t.Errorf("%s: %s %q, want a skip naming %s", c.ID, r.Status, r.Detail, n)
+					}
+				}
+			}
+			if t.Failed() {
+				t.Log(describe(res))
+			}
+		})
+	}
+}
+
+func TestTheQueueOverflowCheckPassesWhenTheEngineRefusesWith503(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, func(o *engine.Options) {
+		o.Sched.MaxRunningRequests, o.Sched.MaxQueuedRequests = 1, 1
+	})
+	cfg := testConfig(e.BaseURL(), e.ModelName())
+	cfg.Only, cfg.ProbeLimits = []string{"rate-limit", "queue-overflow"}, 8
+	res := run(t, cfg)
+	if r := res["queue-overflow"]; r.Status != string(Pass) || !strings.Contains(r.Detail, "× 503") {
+		t.Errorf("queue-overflow: %s %q, want a pass counting 503s", r.Status, r.Detail)
+	}
+	if r := res["rate-limit"]; r.Status != string(Skip) || !strings.Contains(r.Detail, "none of 8") {
+		t.Errorf("rate-limit: %s %q, want a skip: nothing was rate-limited", r.Status, r.Detail)
+	}
+}
+
+func TestAnInterruptedRunSkipsWhatItDidNotFinish(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := testConfig(e.BaseURL(), e.ModelName())
+	cfg.Only = []string{"usage", "stream"}
+	cfg.OnResult = func(i, n int, r schema.CheckResult) {
+		if r.ID == "chat" {
+			cancel()
+		}
+	}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 || res[0].Status != string(Pass) {
+		t.Fatalf("%+v", res)
+	}
+	for _, r := range res[1:] {
+		if r.Status != string(Skip) || !strings.Contains(r.Detail, "interrupted") {
+			t.Errorf("%s after the interrupt: %s %q", r.ID, r.Status, r.Detail)
+		}
+	}
+}
+
+func TestStopStringsAreLettersFromTheMiddle(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"abcdefghij":        "fgh",
+		"abcde\ufffd\ufffd": "de",
+		"ab  cd\ufffd":      "cd",
+		"xy\ufffd!!!":       "xy",
+		"\ufffd\ufffd !!":   "",
+		"":                  "",
+	} {
+		if got := stopString(in); got != want {
+			t.Errorf("stopString(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRetryAfterIsSecondsOrAnHTTPDate(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]bool{"1": true, " 30 ": true, "Wed, 21 Oct 2015 07:28:00 GMT": true, "": false, "-1": false, "soon": false, "1.5": false} {
+		if got := validRetryAfter(v); got != want {
+			t.Errorf("validRetryAfter(%q) = %t", v, got)
+		}
+	}
+}
+
+func TestOpenAIErrorWantsAnErrorObjectWithAMessage(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]string{
+		`{"error": {"message": "bad n", "type": "BadRequestError"}}`: "",
+		`{"error": {"message": ""}}`:                                 "no message",
+		`{"object": "error", "message": "bad n"}`:                    `no "error" object`,
+		`{"error": null}`:                                            `no "error" object`,
+		`Internal Server Error`:                                      "not JSON",
+	} {
+		msg, p := openAIError([]byte(body))
+		if (want == "") != (p == "") || !strings.Contains(p, want) || (want == "" && msg != "bad n") {
+			t.Errorf("openAIError(%s) = %q, %q; want a problem saying %q", body, msg, p, want)
+		}
+	}
+}

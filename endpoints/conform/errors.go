@@ -1,0 +1,150 @@
+package conform
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// The model list, and the checks of how requests are refused.
+
+// modelList is GET /models. Context lengths are not in OpenAI's shape:
+// max_model_len is vLLM's and SGLang's name, context_length OpenRouter's.
+type modelList struct {
+	Object *string `json:"object"`
+	Data   *[]struct {
+		ID            string `json:"id"`
+		MaxModelLen   int    `json:"max_model_len"`
+		ContextLength int    `json:"context_length"`
+	} `json:"data"`
+}
+
+func (s *suite) models(ctx context.Context) (*modelList, string) {
+	a := s.get(ctx, "/models")
+	if !a.ok() {
+		return nil, a.describe()
+	}
+	var l modelList
+	if err := a.decode(&l); err != nil {
+		return nil, err.Error()
+	}
+	return &l, ""
+}
+
+func checkModels(ctx context.Context, s *suite) outcome {
+	l, p := s.models(ctx)
+	switch {
+	case p != "":
+		return fail("%s", p)
+	case l.Object == nil || *l.Object != "list":
+		return fail(`object is not "list"`)
+	case l.Data == nil || len(*l.Data) == 0:
+		return fail("data lists no model")
+	}
+	var ids []string
+	for i, m := range *l.Data {
+		if m.ID == "" {
+			return fail("data[%d] has no id", i)
+		}
+		ids = append(ids, m.ID)
+	}
+	for _, id := range ids {
+		if id == s.model {
+			return pass("%d model(s) listed, %s among them", len(ids), s.model)
+		}
+	}
+	return fail("%s is not among the %d listed: %s", s.model, len(ids), clip(strings.Join(ids, ", "), 120))
+}
+
+// contextLength is the model's context length as /models gives it, 0 when
+// it gives none; asked once per run.
+func (s *suite) contextLength(ctx context.Context) int {
+	s.ctxLenOnce.Do(func() {
+		l, p := s.models(ctx)
+		if p != "" || l.Data == nil {
+			return
+		}
+		for _, m := range *l.Data {
+			if m.ID == s.model {
+				s.ctxLen = max(m.MaxModelLen, m.ContextLength)
+			}
+		}
+	})
+	return s.ctxLen
+}
+
+func checkBadRequest(ctx context.Context, s *suite) outcome {
+	cut := fmt.Sprintf(`{"model": %q, "messages": [{"role": "user", "content": "hel`, s.model)
+	wrongType, _ := json.Marshal(map[string]any{"model": s.model, "messages": "hello", "max_tokens": 4})
+	for _, c := range []struct {
+		what string
+		body []byte
+	}{
+		{"malformed JSON", []byte(cut)},
+		{"messages of the wrong type", wrongType},
+	} {
+		a := s.postRaw(ctx, "/chat/completions", c.body)
+		if a.err != nil || a.status != http.StatusBadRequest {
+			return fail("%s: %s, want HTTP 400", c.what, a.describe())
+		}
+		if _, p := openAIError(a.body); p != "" {
+			return fail("%s: HTTP 400, but %s", c.what, p)
+		}
+	}
+	return pass("HTTP 400 with OpenAI error JSON for malformed JSON and for messages of the wrong type")
+}
+
+// overflowTokens is the max_tokens no model's context holds.
+const overflowTokens = 10_000_000
+
+func checkContextOverflow(ctx context.Context, s *suite) outcome {
+	type probe struct {
+		what string
+		body map[string]any
+	}
+	probes := []probe{{fmt.Sprintf("max_tokens %d", overflowTokens), s.chatBody(storyPrompt, overflowTokens, nil)}}
+	n := s.contextLength(ctx)
+	if n > 0 {
+		// " x" is at least one token in every tokenizer, so this prompt
+		// is longer than the context whatever the vocabulary.
+		words := n + 64
+		probes = append(probes, probe{fmt.Sprintf("a prompt of %d words (context %d)", words, n),
+			s.chatBody(strings.Repeat(" x", words), 1, nil)})
+	}
+	var msg string
+	for _, p := range probes {
+		a := s.post(ctx, "/chat/completions", p.body)
+		if a.ok() {
+			return fail("%s: answered 200: the request was accepted past the context", p.what)
+		}
+		m, problem := refusal(a)
+		if problem != "" {
+			return fail("%s: %s", p.what, problem)
+		}
+		msg = m
+	}
+	if n == 0 {
+		return pass("a 4xx for max_tokens %d: %s (/models gives no context length, so no overlong prompt was sent)", overflowTokens, msg)
+	}
+	return pass("a 4xx for max_tokens %d and for a prompt past the context of %d: %s", overflowTokens, n, msg)
+}
+
+func checkUnknownModel(ctx context.Context, s *suite) outcome {
+	name := "glmbench-no-such-model-" + s.nonce
+	body := s.chatBody(storyPrompt, 4, nil)
+	body["model"] = name
+	a := s.post(ctx, "/chat/completions", body)
+	if a.ok() {
+		return fail("answered 200 for model %s: the model field is ignored", name)
+	}
+	msg, p := refusal(a)
+	switch {
+	case p != "":
+		return fail("%s", p)
+	case a.status != http.StatusNotFound && a.status != http.StatusBadRequest:
+		return fail("HTTP %d, want 404 (or 400): %s", a.status, msg)
+	}
+	return pass("HTTP %d: %s", a.status, msg)
+}

@@ -1,0 +1,170 @@
+package conform
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// The probe checks: one burst of Config.ProbeLimits streams at once, read
+// by two checks, how an endpoint past its capacity says so.
+
+// burstTokens is each burst request's max_tokens: long enough that the
+// burst's requests overlap on the server. They are asked with ignore_eos,
+// so that a served request always streams content.
+const burstTokens = 128
+
+// burst is the outcome of the probe burst.
+type burst struct {
+	results []endpoints.StreamResult
+	// err says why the burst could not be sent at all.
+	err string
+}
+
+// burst sends the probe burst once per run and returns it.
+func (s *suite) burst(ctx context.Context) *burst {
+	s.burstOnce.Do(func() { s.burstRes = s.sendBurst(ctx) })
+	return s.burstRes
+}
+
+func (s *suite) sendBurst(ctx context.Context) *burst {
+	n := s.cfg.ProbeLimits
+	pool := endpoints.NewPool(s.ep, endpoints.TransportOptions{Conns: n, ConnectTimeout: s.cfg.ConnectTimeout})
+	defer pool.Close()
+	bodies := make([][]byte, n)
+	ignoreEOS := true
+	for i := range bodies {
+		b, err := json.Marshal(endpoints.ChatRequest{
+			Model:         s.model,
+			Messages:      []endpoints.Message{{Role: "user", Content: fmt.Sprintf("%s-%06d %s", s.nonce, i, storyPrompt)}},
+			MaxTokens:     burstTokens,
+			IgnoreEOS:     &ignoreEOS,
+			Stream:        true,
+			StreamOptions: &endpoints.StreamOptions{IncludeUsage: true},
+		})
+		if err != nil {
+			return &burst{err: err.Error()}
+		}
+		bodies[i] = b
+	}
+	// A request waiting in a queue is not hung until the time limit; once
+	// streaming, a silence of the stall limit is a hang; and no request
+	// lives past twice the time limit.
+	lim := endpoints.StreamLimits{TTFT: s.cfg.Timeout, Stall: s.cfg.StallTimeout, Total: 2 * s.cfg.Timeout}
+	b := &burst{results: make([]endpoints.StreamResult, n)}
+	streams := make([]*endpoints.Stream, n)
+	for i := range streams {
+		streams[i] = pool.Client(i).PrepareChat(ctx, bodies[i], lim)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			streams[i].Run(nil, &b.results[i])
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return b
+}
+
+// classes counts the burst's results by error class; "" is completed.
+func (b *burst) classes() map[schema.Class]int {
+	out := map[schema.Class]int{}
+	for _, r := range b.results {
+		if r.Cancelled == nil {
+			out[r.Class]++
+		}
+	}
+	return out
+}
+
+// validRetryAfter reports whether v is a Retry-After: seconds, or an HTTP date.
+func validRetryAfter(v string) bool {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.Atoi(v); err == nil {
+		return n >= 0
+	}
+	_, err := http.ParseTime(v)
+	return err == nil
+}
+
+func checkRateLimit(ctx context.Context, s *suite) outcome {
+	b := s.burst(ctx)
+	if b.err != "" {
+		return fail("the burst: %s", b.err)
+	}
+	limited, missing, example := 0, 0, ""
+	for _, r := range b.results {
+		if r.Class != schema.RateLimited {
+			continue
+		}
+		limited++
+		if !validRetryAfter(r.RetryAfter) {
+			missing++
+			continue
+		}
+		example = r.RetryAfter
+	}
+	switch {
+	case limited == 0:
+		return skip("none of %d requests at once was rate-limited (HTTP 429): nothing to check at this load", len(b.results))
+	case missing > 0:
+		return fail("%d of %d HTTP 429 answers carry no valid Retry-After", missing, limited)
+	}
+	return pass("%d of %d requests got HTTP 429, each with Retry-After (e.g. %s)", limited, len(b.results), example)
+}
+
+func checkQueueOverflow(ctx context.Context, s *suite) outcome {
+	b := s.burst(ctx)
+	if b.err != "" {
+		return fail("the burst: %s", b.err)
+	}
+	n := len(b.results)
+	counts := b.classes()
+	refused := counts[schema.RateLimited] + counts[schema.QueueFull]
+	var wrong []string
+	var classes []string
+	for c := range counts {
+		classes = append(classes, string(c))
+	}
+	sort.Strings(classes)
+	for _, c := range classes {
+		switch schema.Class(c) {
+		case "", schema.RateLimited, schema.QueueFull:
+		case schema.TTFTTimeout, schema.Stalled, schema.TotalTimeout:
+			wrong = append(wrong, fmt.Sprintf("%d hung (%s)", counts[schema.Class(c)], c))
+		default:
+			wrong = append(wrong, fmt.Sprintf("%d %s", counts[schema.Class(c)], c))
+		}
+	}
+	if len(wrong) > 0 {
+		example := ""
+		for _, r := range b.results {
+			if r.Class != "" && r.Class != schema.RateLimited && r.Class != schema.QueueFull {
+				example = r.Detail
+				if len(r.Body) > 0 {
+					example += ": " + clip(endpoints.ErrorMessage(r.Body), 120)
+				}
+				break
+			}
+		}
+		return fail("of %d requests at once, %s; e.g. %s", n, strings.Join(wrong, ", "), example)
+	}
+	if refused == 0 {
+		return skip("all %d requests at once were served: the burst did not overflow the endpoint (a larger --probe-limits may)", n)
+	}
+	return pass("of %d requests at once, %d served, %d refused with a status (%d × 429, %d × 503), none hung",
+		n, counts[""], refused, counts[schema.RateLimited], counts[schema.QueueFull])
+}

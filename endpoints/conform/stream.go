@@ -1,0 +1,341 @@
+package conform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Checks of streamed chat completions.
+
+// streamsInARow is how many streams the stream check sends: a server that
+// stalls or cuts a quarter of its streams or more fails there.
+const streamsInARow = 4
+
+func (s *suite) streamBody(prompt string, maxTokens int, extra map[string]any) map[string]any {
+	b := s.chatBody(prompt, maxTokens, extra)
+	b["stream"] = true
+	return b
+}
+
+func withUsage(extra map[string]any) map[string]any {
+	extra["stream_options"] = map[string]any{"include_usage": true}
+	return extra
+}
+
+func checkStream(ctx context.Context, s *suite) outcome {
+	for k := range streamsInARow {
+		st := s.stream(ctx, s.streamBody(storyPrompt, 8, map[string]any{"temperature": 0}), nil)
+		if p := streamShape(st); p != "" {
+			return fail("stream %d of %d: %s", k+1, streamsInARow, p)
+		}
+	}
+	return pass("%d streams: role chunk first, content, one finish_reason, [DONE]", streamsInARow)
+}
+
+// streamShape is the first thing wrong with a stream against OpenAI's
+// chat streaming format, "" when nothing is.
+func streamShape(st *streamed) string {
+	if p := st.problem(); p != "" {
+		return p
+	}
+	if !strings.HasPrefix(st.contentType, "text/event-stream") {
+		return fmt.Sprintf("Content-Type %q, want text/event-stream", st.contentType)
+	}
+	if st.notJSON > 0 {
+		return fmt.Sprintf("%d events are neither JSON nor [DONE]", st.notJSON)
+	}
+	ids := map[string]bool{}
+	role, sawChoices, finished := false, false, false
+	for i, c := range st.chunks {
+		ids[c.ID] = true
+		if c.Object != "chat.completion.chunk" {
+			return fmt.Sprintf(`chunk %d has object %q, want "chat.completion.chunk"`, i, c.Object)
+		}
+		if c.Choices == nil || len(*c.Choices) == 0 {
+			continue
+		}
+		if !sawChoices {
+			sawChoices = true
+			role = (*c.Choices)[0].Delta.Role == "assistant"
+		}
+		for _, ch := range *c.Choices {
+			if finished && (ch.Delta.content() != "" || ch.Delta.reasoning() != "") {
+				return fmt.Sprintf("content in chunk %d after the finish_reason", i)
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				finished = true
+			}
+		}
+	}
+	switch f := st.finishes(); {
+	case !role:
+		return `the first chunk's delta has no role "assistant"`
+	case len(ids) != 1:
+		return fmt.Sprintf("the chunks carry %d different ids", len(ids))
+	case len(f) != 1:
+		return fmt.Sprintf("%d finish_reasons (%s), want one", len(f), strings.Join(f, ", "))
+	case f[0] != "stop" && f[0] != "length":
+		return fmt.Sprintf(`finish_reason %q, want "stop" or "length"`, f[0])
+	case st.afterDone > 0:
+		return fmt.Sprintf("%d events after data: [DONE]", st.afterDone)
+	}
+	return ""
+}
+
+func checkStreamUsage(ctx context.Context, s *suite) outcome {
+	const maxTokens = 12
+	st := s.stream(ctx, s.streamBody(storyPrompt, maxTokens, withUsage(map[string]any{"temperature": 0})), nil)
+	if p := st.problem(); p != "" {
+		return fail("%s", p)
+	}
+	var at []int
+	for i, c := range st.chunks {
+		if c.Usage != nil {
+			at = append(at, i)
+		}
+	}
+	last := st.chunks[len(st.chunks)-1]
+	u := last.Usage
+	switch {
+	case len(at) == 0:
+		return fail("no chunk carries usage with stream_options.include_usage")
+	case len(at) > 1:
+		return fail("%d chunks carry usage; want only the last", len(at))
+	case u == nil:
+		return fail("the usage chunk is chunk %d of %d, not the last before [DONE]", at[0]+1, len(st.chunks))
+	case last.Choices == nil:
+		return fail("the usage chunk has no choices field; want choices: []")
+	case len(*last.Choices) != 0:
+		return fail("the usage chunk has %d choices; want choices: []", len(*last.Choices))
+	}
+	if p := u.problem(maxTokens); p != "" {
+		return fail("%s in the usage chunk", p)
+	}
+	if st.contentEvents > u.CompletionTokens {
+		return fail("%d content events but usage.completion_tokens %d: every event carries at least one token", st.contentEvents, u.CompletionTokens)
+	}
+	if st.finish() == "length" && u.CompletionTokens != maxTokens {
+		return fail(`finish_reason "length" at max_tokens %d, but usage.completion_tokens %d`, maxTokens, u.CompletionTokens)
+	}
+	detail := fmt.Sprintf("the last chunk has choices [] and usage: prompt %d, completion %d for %d content events",
+		u.PromptTokens, u.CompletionTokens, st.contentEvents)
+	// The same messages non-streamed must count the same prompt.
+	if c, _, p := s.chatAnswer(ctx, s.chatBody(storyPrompt, 1, map[string]any{"temperature": 0})); p == "" && c.Usage != nil {
+		if c.Usage.PromptTokens != u.PromptTokens {
+			return fail("streamed prompt_tokens %d, non-streamed %d for the same messages", u.PromptTokens, c.Usage.PromptTokens)
+		}
+		detail += ", prompt as non-streamed"
+	}
+	return pass("%s", detail)
+}
+
+func checkMaxTokens(ctx context.Context, s *suite) outcome {
+	const maxTokens = 24
+	st := s.stream(ctx, s.streamBody(storyPrompt, maxTokens, withUsage(map[string]any{"ignore_eos": true})), nil)
+	if st.status == http.StatusBadRequest && strings.Contains(string(st.body), "ignore_eos") {
+		return skip("the endpoint refuses ignore_eos: %s", statusLine(st.status, st.retryAfter, st.body))
+	}
+	if p := st.problem(); p != "" {
+		return fail("%s", p)
+	}
+	u := st.usage()
+	switch {
+	case u == nil:
+		return fail("no usage")
+	case u.CompletionTokens != maxTokens:
+		return fail("max_tokens %d with ignore_eos gave usage.completion_tokens %d (finish_reason %q)", maxTokens, u.CompletionTokens, st.finish())
+	case st.finish() != "length":
+		return fail(`%d tokens, but finish_reason %q, want "length"`, maxTokens, st.finish())
+	}
+	return pass("%d tokens, finish_reason length", maxTokens)
+}
+
+// concurrentStreams is how many streams run at once in the crossing check.
+const concurrentStreams = 32
+
+// Stream i of the crossing check asks for crossFirst+i tokens.
+const crossFirst = 4
+
+func checkConcurrentStreams(ctx context.Context, s *suite) outcome {
+	// What "crossing" can mean with a model whose text is noise: a stream
+	// answered with another request's state. Each request is made
+	// recognisable by what the server must count for it, its own prompt
+	// (of its own length) and its own max_tokens; text is not compared to
+	// a lone answer, since real engines are not batch-invariant and may
+	// answer the same request alone and in a batch differently.
+	prompt := func(i int) string {
+		return fmt.Sprintf("%s-%06d %s%s", s.nonce, i, strings.Repeat("tide ", i), storyPrompt)
+	}
+	alone := make([]int, concurrentStreams)
+	for i := range alone {
+		c, _, p := s.chatAnswer(ctx, s.chatBody(prompt(i), 1, map[string]any{"temperature": 0}))
+		if p != "" {
+			return fail("prompt %d alone: %s", i, p)
+		}
+		if c.Usage == nil {
+			return fail("prompt %d alone: no usage", i)
+		}
+		alone[i] = c.Usage.PromptTokens
+	}
+	got := make([]*streamed, concurrentStreams)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = s.stream(ctx, s.streamBody(prompt(i), crossFirst+i,
+				withUsage(map[string]any{"temperature": 0, "ignore_eos": true})), nil)
+		}()
+	}
+	wg.Wait()
+	var bad []string
+	owner := map[string]int{}
+	for i, st := range got {
+		want := crossFirst + i
+		if p := st.problem(); p != "" {
+			bad = append(bad, fmt.Sprintf("stream %d: %s", i, p))
+			continue
+		}
+		ids := map[string]bool{}
+		for _, c := range st.chunks {
+			ids[c.ID] = true
+		}
+		u := st.usage()
+		switch {
+		case len(ids) != 1:
+			bad = append(bad, fmt.Sprintf("stream %d: its chunks carry %d ids", i, len(ids)))
+		case u == nil:
+			bad = append(bad, fmt.Sprintf("stream %d: no usage", i))
+		case u.PromptTokens != alone[i]:
+			bad = append(bad, fmt.Sprintf("stream %d: prompt_tokens %d, but its prompt alone counts %d", i, u.PromptTokens, alone[i]))
+		case u.CompletionTokens != want:
+			bad = append(bad, fmt.Sprintf("stream %d: max_tokens %d with ignore_eos, but completion_tokens %d", i, want, u.CompletionTokens))
+		case st.contentEvents > want:
+			bad = append(bad, fmt.Sprintf("stream %d: %d content events for %d tokens", i, st.contentEvents, want))
+		}
+		for id := range ids {
+			if j, dup := owner[id]; dup {
+				bad = append(bad, fmt.Sprintf("streams %d and %d share the id %s", j, i, id))
+			}
+			owner[id] = i
+		}
+	}
+	if len(bad) > 0 {
+		return fail("%d of %d streams went wrong; first: %s", len(bad), concurrentStreams, bad[0])
+	}
+	return pass("%d streams at once, each with an id of its own, its own prompt's count and its own max_tokens", concurrentStreams)
+}
+
+// hangUpSettle is how long the disconnect check waits after hanging up.
+const hangUpSettle = time.Second
+
+func checkDisconnect(ctx context.Context, s *suite) outcome {
+	// A long answer, so the server is still generating when the client
+	// leaves: ignore_eos (hence the need of max-tokens), or a model that
+	// ends early would be done, its answer in the socket's buffers, before
+	// the hang-up. If the server does not notice, later requests share the
+	// engine with abandoned work; if it breaks on a write to a closed
+	// connection, they fail.
+	long := s.streamBody(storyPrompt, 1024, map[string]any{"ignore_eos": true})
+	for _, h := range []struct {
+		when string
+		now  func(*streamed) bool
+	}{
+		{"before its first token", func(*streamed) bool { return true }},
+		{"after its first token", func(st *streamed) bool { return st.contentEvents > 0 }},
+	} {
+		st := s.stream(ctx, long, h.now)
+		if !st.hungUp && st.problem() != "" {
+			return fail("the stream to hang up on %s: %s", h.when, st.problem())
+		}
+	}
+	// The server notices a hang-up only at its next write or poll; the
+	// requests that follow must come after it has.
+	select {
+	case <-ctx.Done():
+		return skip("interrupted")
+	case <-time.After(hangUpSettle):
+	}
+	greedy := map[string]any{"temperature": 0}
+	if p := streamShape(s.stream(ctx, s.streamBody(storyPrompt, 8, greedy), nil)); p != "" {
+		return fail("a stream after two hang-ups: %s", p)
+	}
+	if _, _, p := s.chatAnswer(ctx, s.chatBody(storyPrompt, 8, greedy)); p != "" {
+		return fail("a chat after two hang-ups: %s", p)
+	}
+	return pass("after hanging up before and after the first token, a stream and a chat were answered in full")
+}
+
+func checkGoOpenAI(ctx context.Context, s *suite) outcome {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
+	defer cancel()
+	cfg := openai.DefaultConfig("")
+	cfg.BaseURL = s.ep.BaseURL
+	cfg.HTTPClient = s.http
+	// go-openai drops a temperature of 0 (omitempty); a seed makes the
+	// answer as repeatable, so a random-weight model cannot happen to
+	// answer with nothing but an end token.
+	seed := 1234
+	stream, err := openai.NewClientWithConfig(cfg).CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{
+		Model:         s.model,
+		Messages:      []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: storyPrompt}},
+		MaxTokens:     16,
+		Seed:          &seed,
+		Stream:        true,
+		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
+	})
+	if err != nil {
+		return fail("go-openai: %s", s.goOpenAIError(ctx, err))
+	}
+	defer stream.Close()
+	var usage *openai.Usage
+	content, finish := 0, ""
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fail("go-openai Recv: %s", s.goOpenAIError(ctx, err))
+		}
+		for _, c := range r.Choices {
+			if c.Delta.Content != "" || c.Delta.ReasoningContent != "" {
+				content++
+			}
+			if c.FinishReason != "" {
+				finish = string(c.FinishReason)
+			}
+		}
+		if r.Usage != nil {
+			usage = r.Usage
+		}
+	}
+	switch {
+	case content == 0:
+		return fail("go-openai read no content")
+	case finish == "":
+		return fail("go-openai read no finish_reason")
+	case usage == nil:
+		return fail("go-openai read no usage")
+	case usage.CompletionTokens <= 0 || usage.TotalTokens != usage.PromptTokens+usage.CompletionTokens:
+		return fail("go-openai read usage prompt %d, completion %d, total %d", usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens)
+	}
+	return pass("%d content chunks, finish_reason %s, usage %d + %d = %d", content, finish,
+		usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens)
+}
+
+// goOpenAIError words a go-openai error, the time limit named as such.
+func (s *suite) goOpenAIError(ctx context.Context, err error) string {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return fmt.Sprintf("no end within %s", s.cfg.Timeout)
+	}
+	return s.ep.Redact(oneLine(err.Error()))
+}

@@ -1,0 +1,566 @@
+package conform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/sse"
+)
+
+// withHeaders sets the endpoint's key and extra headers on every request,
+// replacing whatever a client library put there (go-openai always sends an
+// Authorization header, empty without a key).
+type withHeaders struct {
+	ep *endpoints.Endpoint
+	rt http.RoundTripper
+}
+
+func (w withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Del("Authorization")
+	w.ep.Apply(r.Header)
+	return w.rt.RoundTrip(r)
+}
+
+// Causes a request's context ends with, so a check can say why.
+var (
+	errTimeout = errors.New("request time limit")
+	errStalled = errors.New("stream stalled")
+	errHungUp  = errors.New("the check hung up on purpose")
+	errDrained = errors.New("stream over")
+)
+
+// answer is one whole (non-streamed) exchange.
+type answer struct {
+	status     int
+	retryAfter string
+	body       []byte
+	// err is set when no answer came at all.
+	err error
+}
+
+// post sends body as JSON to path (relative to the API base) and reads the
+// whole answer within the suite's time limit.
+func (s *suite) post(ctx context.Context, path string, body any) *answer {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return &answer{err: err}
+	}
+	return s.postRaw(ctx, path, b)
+}
+
+// postRaw is post with the body's bytes as given, malformed or not.
+func (s *suite) postRaw(ctx context.Context, path string, b []byte) *answer {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
+	defer cancel()
+	resp, err := s.client.Post(ctx, path, b)
+	if err != nil {
+		return &answer{err: s.noAnswer(ctx, err)}
+	}
+	return &answer{status: resp.Status, retryAfter: resp.RetryAfter, body: resp.Body}
+}
+
+// get fetches path (relative to the API base) within the time limit.
+func (s *suite) get(ctx context.Context, path string) *answer {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.ep.BaseURL+path, nil)
+	if err != nil {
+		return &answer{err: err}
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return &answer{err: s.noAnswer(ctx, err)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return &answer{err: s.noAnswer(ctx, err)}
+	}
+	return &answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: b}
+}
+
+// noAnswer words a request that got no answer: the time limit, or the
+// transport's error without the endpoint's secrets.
+func (s *suite) noAnswer(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return fmt.Errorf("no answer within %s", s.cfg.Timeout)
+	}
+	return errors.New(s.ep.Redact(err.Error()))
+}
+
+// ok reports whether a is a 200.
+func (a *answer) ok() bool { return a.err == nil && a.status == http.StatusOK }
+
+// describe is a one-line account of an answer: the transport's error, or the
+// status and the server's message.
+func (a *answer) describe() string {
+	if a.err != nil {
+		return "no answer: " + a.err.Error()
+	}
+	return statusLine(a.status, a.retryAfter, a.body)
+}
+
+// statusLine names an HTTP status and what the body said; a 429 names its
+// Retry-After, which is what a client needs from it.
+func statusLine(status int, retryAfter string, body []byte) string {
+	s := fmt.Sprintf("HTTP %d", status)
+	if status == http.StatusTooManyRequests {
+		s += " rate limited"
+		if retryAfter != "" {
+			s += " (Retry-After " + retryAfter + ")"
+		} else {
+			s += " (no Retry-After)"
+		}
+	}
+	if msg := clip(endpoints.ErrorMessage(body), 160); msg != "" {
+		s += ": " + msg
+	}
+	return s
+}
+
+// decode reads a 200's JSON body into v.
+func (a *answer) decode(v any) error {
+	if err := json.Unmarshal(a.body, v); err != nil {
+		return fmt.Errorf("the 200 body is not the JSON expected: %v (%s)", err, clip(string(a.body), 80))
+	}
+	return nil
+}
+
+// openAIError checks an error body against OpenAI's shape,
+// {"error": {"message": "...", "type": ..., "param": ..., "code": ...}},
+// and returns its message, or what is wrong with it.
+func openAIError(body []byte) (msg string, problem string) {
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "", fmt.Sprintf("the error body is not JSON: %s", clip(string(body), 80))
+	}
+	var e struct {
+		Message *string `json:"message"`
+	}
+	if len(v.Error) == 0 || string(v.Error) == "null" || json.Unmarshal(v.Error, &e) != nil {
+		return "", fmt.Sprintf(`the error body has no "error" object: %s`, clip(string(body), 80))
+	}
+	if e.Message == nil || strings.TrimSpace(*e.Message) == "" {
+		return "", `the "error" object has no message`
+	}
+	return clip(*e.Message, 120), ""
+}
+
+// refusal judges a 4xx meant as a clean refusal: OpenAI error JSON, and not
+// a status that means "not now" rather than "not this request".
+func refusal(a *answer) (msg string, problem string) {
+	switch {
+	case a.err != nil:
+		return "", a.describe()
+	case a.status < 400 || a.status >= 500 || a.status == http.StatusTooManyRequests ||
+		a.status == http.StatusRequestTimeout || a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
+		return "", a.describe()
+	}
+	msg, p := openAIError(a.body)
+	if p != "" {
+		return "", fmt.Sprintf("HTTP %d, but %s", a.status, p)
+	}
+	return msg, ""
+}
+
+// clip shortens s to n bytes on a character boundary, marking the cut.
+func clip(s string, n int) string {
+	s = oneLine(strings.ToValidUTF8(s, "?"))
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// Wire types: what the checks read of the API's JSON. Pointers tell an
+// absent or null field from an empty one.
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// problem says what is wrong with u for an answer of at most maxTokens.
+func (u *usage) problem(maxTokens int) string {
+	switch {
+	case u == nil:
+		return "no usage"
+	case u.PromptTokens <= 0:
+		return fmt.Sprintf("usage.prompt_tokens is %d", u.PromptTokens)
+	case u.CompletionTokens <= 0 || u.CompletionTokens > maxTokens:
+		return fmt.Sprintf("usage.completion_tokens is %d for max_tokens %d", u.CompletionTokens, maxTokens)
+	case u.TotalTokens != u.PromptTokens+u.CompletionTokens:
+		return fmt.Sprintf("usage.total_tokens %d is not prompt %d + completion %d", u.TotalTokens, u.PromptTokens, u.CompletionTokens)
+	}
+	return ""
+}
+
+type chatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage"`
+}
+
+type chatChoice struct {
+	Index        int           `json:"index"`
+	Message      message       `json:"message"`
+	FinishReason *string       `json:"finish_reason"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+}
+
+// message is a chat message or a streamed delta.
+type message struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
+	// ReasoningContent is SGLang's and DeepSeek's name; Reasoning is vLLM's
+	// (since late 2025) and ollama's.
+	ReasoningContent *string    `json:"reasoning_content"`
+	Reasoning        *string    `json:"reasoning"`
+	ToolCalls        []toolCall `json:"tool_calls"`
+}
+
+func (m *message) content() string { return deref(m.Content) }
+
+func (m *message) reasoning() string { return deref(m.ReasoningContent) + deref(m.Reasoning) }
+
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatLogprobs struct {
+	Content []tokenLogprob `json:"content"`
+}
+
+type tokenLogprob struct {
+	Token       string         `json:"token"`
+	Logprob     float64        `json:"logprob"`
+	TopLogprobs []tokenLogprob `json:"top_logprobs"`
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// chatAnswer posts a chat and decodes its 200; problem is the answer's
+// account when it is not a readable 200.
+func (s *suite) chatAnswer(ctx context.Context, body map[string]any) (c *chatCompletion, a *answer, problem string) {
+	a = s.post(ctx, "/chat/completions", body)
+	if !a.ok() {
+		return nil, a, a.describe()
+	}
+	c = &chatCompletion{}
+	if err := a.decode(c); err != nil {
+		return nil, a, err.Error()
+	}
+	if len(c.Choices) == 0 {
+		return nil, a, "the answer has no choices"
+	}
+	return c, a, ""
+}
+
+// chatBody is a chat request of one user message.
+func (s *suite) chatBody(prompt string, maxTokens int, extra map[string]any) map[string]any {
+	b := map[string]any{"model": s.model, "max_tokens": maxTokens,
+		"messages": []map[string]string{{"role": "user", "content": prompt}}}
+	for k, v := range extra {
+		b[k] = v
+	}
+	return b
+}
+
+// The prompts the checks send: ordinary requests, so that a model that
+// can follow them gives ordinary answers.
+const (
+	storyPrompt   = "Write two sentences about a lighthouse keeper who finds a message in a bottle."
+	weatherPrompt = "What is the weather in Paris right now? Use the get_weather tool."
+	longerPrompt  = " Describe the sea at night, the sound of the waves and the light sweeping over the water."
+)
+
+// chunk is one streamed event of /chat/completions.
+type chunk struct {
+	ID     string `json:"id"`
+	Object string `json:"object"`
+	// Choices is nil when the field is absent or null; the usage chunk must
+	// have it present and empty.
+	Choices *[]streamChoice `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type streamChoice struct {
+	Index        int     `json:"index"`
+	Delta        message `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// content reports whether c carries text of the answer: what the load
+// runner counts as a content event.
+func (c *chunk) content() bool {
+	if c.Choices == nil {
+		return false
+	}
+	for _, ch := range *c.Choices {
+		if ch.Delta.content() != "" || ch.Delta.reasoning() != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *chunk) isError() bool {
+	return (len(c.Error) > 0 && string(c.Error) != "null") || c.Object == "error"
+}
+
+// streamed is what the suite read of one streamed chat.
+type streamed struct {
+	status      int
+	retryAfter  string
+	contentType string
+	// body is a refusal's body, or the error event inside a 200 stream.
+	body   []byte
+	chunks []chunk
+	// contentEvents counts the chunks that carried text.
+	contentEvents int
+	done          bool
+	// afterDone counts events after [DONE].
+	afterDone int
+	// notJSON counts events that were neither JSON nor [DONE].
+	notJSON    int
+	errorEvent bool
+	// failure says why the stream did not end by itself (stalled, timed
+	// out, cut); "" when it did.
+	failure string
+	// hungUp is true when the check ended the stream on purpose.
+	hungUp bool
+	// noAnswer is set when no response came at all.
+	noAnswer error
+}
+
+// text is the streamed reasoning and content, each joined.
+func (st *streamed) text() (reasoning, content string) {
+	var r, c strings.Builder
+	for _, ch := range st.chunks {
+		if ch.Choices == nil {
+			continue
+		}
+		for _, x := range *ch.Choices {
+			r.WriteString(x.Delta.reasoning())
+			c.WriteString(x.Delta.content())
+		}
+	}
+	return r.String(), c.String()
+}
+
+// finishes lists every non-null finish_reason, in order.
+func (st *streamed) finishes() []string {
+	var out []string
+	for _, ch := range st.chunks {
+		if ch.Choices == nil {
+			continue
+		}
+		for _, x := range *ch.Choices {
+			if x.FinishReason != nil && *x.FinishReason != "" {
+				out = append(out, *x.FinishReason)
+			}
+		}
+	}
+	return out
+}
+
+// finish is the last finish_reason, "" when none came.
+func (st *streamed) finish() string {
+	f := st.finishes()
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+// usage is the last usage any chunk carried, nil when none did.
+func (st *streamed) usage() *usage {
+	for i := len(st.chunks) - 1; i >= 0; i-- {
+		if st.chunks[i].Usage != nil {
+			return st.chunks[i].Usage
+		}
+	}
+	return nil
+}
+
+// problem is the first thing wrong with a stream that should have ended
+// well by itself, "" when it did: an answer, a 200, no error event, no
+// stall or cut, content, a finish_reason and [DONE].
+func (st *streamed) problem() string {
+	switch {
+	case st.noAnswer != nil:
+		return "no answer: " + st.noAnswer.Error()
+	case st.status != http.StatusOK:
+		return statusLine(st.status, st.retryAfter, st.body)
+	case st.errorEvent:
+		return "an error event inside the 200 stream: " + clip(endpoints.ErrorMessage(st.body), 160)
+	case st.failure != "":
+		return st.failure
+	case st.contentEvents == 0:
+		return "200 with no content event"
+	case st.finish() == "":
+		return "no chunk carries a finish_reason"
+	case !st.done:
+		return "the stream ended without data: [DONE]"
+	}
+	return ""
+}
+
+// readLimit bounds the bytes read of a refused stream's body.
+const readLimit = 4 << 10
+
+// stream posts a streaming chat and reads it to its end, within the
+// suite's time limit and stall limit. hangUp, when not nil, is asked after
+// the response headers (with no chunk read) and after each event whether
+// to hang up now.
+func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*streamed) bool) *streamed {
+	st := &streamed{}
+	b, err := json.Marshal(body)
+	if err != nil {
+		st.noAnswer = err
+		return st
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	limit := time.AfterFunc(s.cfg.Timeout, func() { cancel(errTimeout) })
+	defer limit.Stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.ep.BaseURL+"/chat/completions", bytes.NewReader(b))
+	if err != nil {
+		st.noAnswer = err
+		return st
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		st.noAnswer = s.noAnswer(ctx, err)
+		if errors.Is(context.Cause(ctx), errTimeout) {
+			st.noAnswer = fmt.Errorf("no response within %s", s.cfg.Timeout)
+		}
+		return st
+	}
+	defer resp.Body.Close()
+	st.status, st.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+	st.contentType = resp.Header.Get("Content-Type")
+	if resp.StatusCode != http.StatusOK {
+		st.body, _ = io.ReadAll(io.LimitReader(resp.Body, readLimit))
+		return st
+	}
+	if hangUp != nil && hangUp(st) {
+		st.hungUp = true
+		cancel(errHungUp)
+		return st
+	}
+	// The stall clock starts at the first content event: before it a
+	// request may wait in the server's queue, which only the time limit
+	// bounds.
+	var stall *time.Timer
+	defer func() {
+		if stall != nil {
+			stall.Stop()
+		}
+	}()
+	rd := sse.NewReader(resp.Body)
+	rd.SetClock(func() time.Time {
+		if stall != nil {
+			stall.Reset(s.cfg.StallTimeout)
+		}
+		return time.Now()
+	})
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				st.failure = s.cutShort(ctx, parent, st, err)
+			}
+			return st
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if st.done {
+			st.afterDone++
+			continue
+		}
+		if string(data) == "[DONE]" {
+			st.done = true
+			// Read on to the end, to see whether anything follows [DONE],
+			// but never wait long for it.
+			limit.Stop()
+			drain := time.AfterFunc(time.Second, func() { cancel(errDrained) })
+			defer drain.Stop()
+			continue
+		}
+		var c chunk
+		if json.Unmarshal(data, &c) != nil {
+			st.notJSON++
+			continue
+		}
+		if c.isError() {
+			st.errorEvent, st.body = true, bytes.Clone(data)
+			return st
+		}
+		st.chunks = append(st.chunks, c)
+		if c.content() {
+			st.contentEvents++
+			if stall == nil {
+				stall = time.AfterFunc(s.cfg.StallTimeout, func() { cancel(errStalled) })
+			}
+		}
+		if hangUp != nil && hangUp(st) {
+			st.hungUp = true
+			cancel(errHungUp)
+			return st
+		}
+	}
+}
+
+// cutShort words why a stream's reading stopped before its end.
+func (s *suite) cutShort(ctx, parent context.Context, st *streamed, err error) string {
+	switch cause := context.Cause(ctx); {
+	case st.done:
+		return "" // [DONE] came; only the connection's close did not
+	case parent.Err() != nil:
+		return "interrupted"
+	case errors.Is(cause, errStalled) && st.contentEvents == 1:
+		return fmt.Sprintf("stream stalled after the first token: no bytes for %s", s.cfg.StallTimeout)
+	case errors.Is(cause, errStalled):
+		return fmt.Sprintf("stream stalled after %d content events: no bytes for %s", st.contentEvents, s.cfg.StallTimeout)
+	case errors.Is(cause, errTimeout) && st.contentEvents == 0:
+		return fmt.Sprintf("no content event within %s", s.cfg.Timeout)
+	case errors.Is(cause, errTimeout):
+		return fmt.Sprintf("the stream did not end within %s (%d content events)", s.cfg.Timeout, st.contentEvents)
+	}
+	return "the stream was cut: " + s.ep.Redact(oneLine(err.Error()))
+}
