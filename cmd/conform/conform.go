@@ -148,12 +148,7 @@ func Run(o *Options) error {
 	}
 	interrupted := ctx.Err() != nil
 
-	fresh := &schema.Report{
-		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: o.F.Version},
-		Label: label, StartedAt: started.UTC(), FinishedAt: o.F.Now().UTC(),
-		Endpoint: schema.Endpoint{BaseURL: target.RedactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
-		Phases:   []schema.PhaseResult{},
-	}
+	fresh := tg.Report(o.F, label, started)
 	if _, err := reports.UpdateDir(out, fresh, func(rep *schema.Report) { MergeChecks(rep, results) }); err != nil {
 		return fmt.Errorf("writing the report to %s: %w", out, err)
 	}

@@ -202,28 +202,19 @@ func Run(ctx context.Context, o *Options) error {
 		return target.RedactErr(ep, err)
 	}
 
-	rep := &schema.Report{
-		Schema:    schema.ReportSchema,
-		Tool:      schema.Tool{Name: "glmbench", Version: o.F.Version},
-		Label:     label,
-		StartedAt: started.UTC(),
-		Nonce:     bo.Nonce,
-		Options: schema.Options{
-			Phases:         phaseList(specs),
-			IgnoreEOS:      o.IgnoreEOS,
-			Timeouts:       timeouts(o),
-			Arrival:        arrivalName(o),
-			RequestRate:    o.RequestRate,
-			MaxConcurrency: o.MaxConcurrency,
-			Seed:           o.Seed,
-			Percentiles:    schema.PercentileMethod,
-		},
-		Endpoint: schema.Endpoint{
-			BaseURL: target.RedactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin,
-			Headers: ep.HeaderNames(), ServerInfo: tg.ServerInfo(ctx),
-		},
-		Phases: []schema.PhaseResult{},
+	rep := tg.Report(o.F, label, started)
+	rep.Nonce = bo.Nonce
+	rep.Options = schema.Options{
+		Phases:         phaseList(specs),
+		IgnoreEOS:      o.IgnoreEOS,
+		Timeouts:       timeouts(o),
+		Arrival:        arrivalName(o),
+		RequestRate:    o.RequestRate,
+		MaxConcurrency: o.MaxConcurrency,
+		Seed:           o.Seed,
+		Percentiles:    schema.PercentileMethod,
 	}
+	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	var records []schema.Record
 	write := func() error {
 		rep.FinishedAt = o.F.Now().UTC()

@@ -18,6 +18,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // Target is an opened endpoint.
@@ -168,4 +169,16 @@ func PathSafe(s string) string {
 		return "run"
 	}
 	return s
+}
+
+// Report is a new, empty report of this target: run fills its phases, eval
+// and conform their sections.
+func (t *Target) Report(f *cmdutil.Factory, label string, started time.Time) *schema.Report {
+	ep := t.Endpoint
+	return &schema.Report{
+		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
+		Label: label, StartedAt: started.UTC(), FinishedAt: f.Now().UTC(),
+		Endpoint: schema.Endpoint{BaseURL: RedactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
+		Phases:   []schema.PhaseResult{},
+	}
 }
