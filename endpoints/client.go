@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -322,21 +323,20 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	// show as send lag, not as time to first token. (With GotConn as t0, a
 	// 64-stream burst on 2 cores added up to 30 ms of the client's goroutine
 	// scheduling to TTFT, measured by glmbench selftest.) The writer
-	// goroutine stamps it, so it passes through an atomic.
-	var wrote atomic.Int64
+	// goroutine stamps it, so it passes through an atomic; GotConn's time
+	// stands in when no header was written (a failed send).
+	var got, wrote atomic.Int64 // monotonic nanos, 0 until stamped
 	s.req = s.req.WithContext(httptrace.WithClientTrace(s.req.Context(), &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { wrote.Store(mono(time.Now())) },
+		GotConn: func(httptrace.GotConnInfo) { got.Store(mono(time.Now())) },
 		WroteHeaderField: func(string, []string) {
-			if wrote.Load() >= 0 {
-				wrote.Store(-mono(time.Now()) - 1) // negative: the first field is stamped
+			if wrote.Load() == 0 {
+				wrote.Store(mono(time.Now()))
 			}
 		},
 	}))
 	resp, err := c.http.Do(s.req)
-	if v := wrote.Load(); v > 0 {
+	if v := cmp.Or(wrote.Load(), got.Load()); v != 0 {
 		res.T0 = epoch.Add(time.Duration(v))
-	} else if v < 0 {
-		res.T0 = epoch.Add(time.Duration(-v - 1))
 	}
 	if err != nil {
 		res.End = time.Since(res.T0)
