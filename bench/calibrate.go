@@ -195,7 +195,7 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 		t, err := p.tokens(ctx, c)
 		if err != nil {
 			var pe *ProbeError
-			if !errors.As(err, &pe) || pe.Status != 400 || hi >= 0 && c >= hi {
+			if !errors.As(err, &pe) || pe.Status != 400 {
 				return cal, err
 			}
 			// Refused as too long: an overshoot past the context. Bisect down.

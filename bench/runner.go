@@ -136,11 +136,18 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	}
 	prog.begin(spec)
 
-	// Open the phase's connections first, so the burst is not a queue of
-	// dials; this is set-up, before the phase's clock and cap start.
-	warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
-	pool.Warm(warmCtx, conc)
-	cancelWarm()
+	// For a burst, open the phase's connections first, so the burst is not
+	// a queue of dials; this is set-up, before the phase's clock and cap
+	// start. Requests spread over time (--request-rate) dial as they go: a
+	// connection opened minutes before its first request may have been
+	// closed by the server as idle (nginx, load balancers, Go's
+	// ReadHeaderTimeout), and the transport never retries a fresh one, so
+	// the client's own staleness would count as the endpoint's connect error.
+	if o.RequestRate <= 0 {
+		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
+		pool.Warm(warmCtx, conc)
+		cancelWarm()
+	}
 
 	phaseCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

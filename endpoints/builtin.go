@@ -18,12 +18,6 @@ type Builtin struct {
 // sets) on a free port of 127.0.0.1 and returns it as an endpoint.
 func StartBuiltin(opts engine.Options) (*Builtin, error) {
 	opts.Host, opts.Port = "127.0.0.1", 0
-	if opts.Preset == "" && opts.ModelPath == "" {
-		opts.Preset = "nano"
-	}
-	if opts.Seed == 0 {
-		opts.Seed = 1
-	}
 	e, err := engine.Start(opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the built-in engine: %w", err)

@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,7 +109,8 @@ type ChatRequest struct {
 
 // StreamLimits bound one streamed request. Zero disables a limit.
 type StreamLimits struct {
-	// TTFT is the longest wait from t0 for the first content event.
+	// TTFT is the longest wait for the first content event, from the
+	// start of Stream.Run (just before t0).
 	TTFT time.Duration
 	// Stall is the longest silence (no bytes at all) after the first content event.
 	Stall time.Duration
@@ -285,6 +285,9 @@ type Stream struct {
 	lim        StreamLimits
 	untilFirst bool
 	err        error
+	// wrote is t0 in monotonic nanos (0 until stamped), stamped by the
+	// transport's writer goroutine, hence atomic.
+	wrote atomic.Int64
 }
 
 // PrepareChat makes a streaming chat request ready to Run. parent's end
@@ -292,7 +295,23 @@ type Stream struct {
 func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimits) *Stream {
 	s := &Stream{c: c, parent: parent, lim: lim}
 	s.ctx, s.cancel = context.WithCancelCause(parent)
-	s.req, s.err = http.NewRequestWithContext(s.ctx, http.MethodPost, c.chat, bytes.NewReader(body))
+	// t0 is the moment the request's first header line (always Host, on
+	// every attempt, including the transport's own retry on a connection it
+	// found dead) goes into the connection's buffer, microseconds before the
+	// socket write that sends it: the wait for a connection (the pool, a
+	// dial) and for the transport's writer goroutine to run are the client's
+	// own delays, which show as send lag, not as time to first token. (With
+	// the connection hand-over as t0, a 64-stream burst on 2 cores added up
+	// to 30 ms of the client's goroutine scheduling to TTFT, measured by
+	// glmbench selftest.)
+	trace := httptrace.WithClientTrace(s.ctx, &httptrace.ClientTrace{
+		WroteHeaderField: func(key string, _ []string) {
+			if key == "Host" {
+				s.wrote.Store(mono(time.Now()))
+			}
+		},
+	})
+	s.req, s.err = http.NewRequestWithContext(trace, http.MethodPost, c.chat, bytes.NewReader(body))
 	if s.err == nil {
 		s.req.Header.Set("Content-Type", "application/json")
 		s.req.Header.Set("Accept", "text/event-stream")
@@ -301,8 +320,10 @@ func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimi
 	return s
 }
 
-// Run sends the request and reads its stream to the end, filling res. t0 is
-// taken first thing, just before the request is handed to the HTTP client.
+// Run sends the request and reads its stream to the end, filling res. Its
+// limits count from Run's start; res.T0, from which its times count, is the
+// request's first header write (see PrepareChat), or Run's start when no
+// header was written.
 func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	defer s.cancel(nil)
 	if s.err != nil {
@@ -316,26 +337,8 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	defer wd.stop()
 	c, ctx, parent := s.c, s.ctx, s.parent
 
-	// t0 is the moment the request's first header line goes into the
-	// connection's buffer, microseconds before the socket write that sends
-	// it: the wait for a connection (the pool, a dial) and for the
-	// transport's writer goroutine to run are the client's own delays, which
-	// show as send lag, not as time to first token. (With GotConn as t0, a
-	// 64-stream burst on 2 cores added up to 30 ms of the client's goroutine
-	// scheduling to TTFT, measured by glmbench selftest.) The writer
-	// goroutine stamps it, so it passes through an atomic; GotConn's time
-	// stands in when no header was written (a failed send).
-	var got, wrote atomic.Int64 // monotonic nanos, 0 until stamped
-	s.req = s.req.WithContext(httptrace.WithClientTrace(s.req.Context(), &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { got.Store(mono(time.Now())) },
-		WroteHeaderField: func(string, []string) {
-			if wrote.Load() == 0 {
-				wrote.Store(mono(time.Now()))
-			}
-		},
-	}))
 	resp, err := c.http.Do(s.req)
-	if v := cmp.Or(wrote.Load(), got.Load()); v != 0 {
+	if v := s.wrote.Load(); v != 0 {
 		res.T0 = epoch.Add(time.Duration(v))
 	}
 	if err != nil {

@@ -116,17 +116,18 @@ func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Co
 	return c, nil
 }
 
-// Warm opens up to n connections to baseURL's host ahead of use and returns
-// how many it opened. It dials 64 at a time and gives up at ctx's end; a
-// connection it could not open is simply dialled later by the request that
-// needs it. Behind a proxy it does nothing.
-func (t *Transport) Warm(ctx context.Context, baseURL string, n int) int {
+// Warm opens up to n connections to baseURL's host ahead of use. It dials
+// 64 at a time (Pool.Warm runs one per shard, so a pool dials up to 64 per
+// shard at once) and gives up at ctx's end; a connection it could not open
+// is simply dialled later by the request that needs it. Behind a proxy it
+// does nothing.
+func (t *Transport) Warm(ctx context.Context, baseURL string, n int) {
 	u, err := url.Parse(baseURL)
 	if err != nil || n <= 0 {
-		return 0
+		return
 	}
 	if p, _ := t.Proxy(&http.Request{URL: u}); p != nil {
-		return 0
+		return
 	}
 	port := u.Port()
 	if port == "" {
@@ -135,8 +136,6 @@ func (t *Transport) Warm(ctx context.Context, baseURL string, n int) int {
 	addr := net.JoinHostPort(u.Hostname(), port)
 	key := u.Scheme + "|" + addr
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	opened := 0
 	sem := make(chan struct{}, 64)
 	for range n {
 		if ctx.Err() != nil {
@@ -158,13 +157,9 @@ func (t *Transport) Warm(ctx context.Context, baseURL string, n int) int {
 				return
 			}
 			t.put(key, c)
-			mu.Lock()
-			opened++
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return opened
 }
 
 // Close closes idle and unused warmed connections.

@@ -127,6 +127,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return res, err
 		}
+		if ctx.Err() != nil { // interrupted: a half-run level is no figure
+			break
+		}
 		say("glmbench %5d streams: %8.0f events/s, %.3f CPU s per 1k events, TTFT err p50 %s p99 %s ms (send→arrival p99 %s, write→read p99 %s), gap err p99 %s ms%s",
 			n, lv.EventsPerSec, lv.ClientCPUPer1k, ms(lv.TTFTErrP50), ms(lv.TTFTErrP99), ms(lv.UpP99), ms(lv.DownP99), ms(lv.IETErrP99), sat(lv.Saturated))
 		res.Levels = append(res.Levels, lv)
@@ -235,6 +238,9 @@ func pythonLevel(ctx context.Context, o Options, script, base string, n int, tru
 	if summary.Events > 0 {
 		lv.ClientCPUPer1k = summary.CPU / float64(summary.Events) * 1000
 	}
+	// asyncio runs on one core: saturated when it was busy 90% of the time.
+	// (It has no send plan, so max_send_lag_ms stays 0: not measured.)
+	lv.Saturated = summary.CPU >= 0.9*summary.Wall
 	return lv, nil
 }
 

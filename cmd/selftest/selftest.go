@@ -3,7 +3,9 @@
 package selftest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/glmbench/glmbench/bench/selftest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/target"
 )
 
 // Options are selftest's flags.
@@ -75,7 +78,7 @@ func Run(o *Options) error {
 	}
 	out := o.Out
 	if out == "" {
-		out = filepath.Join("glmbench-results", o.F.Now().UTC().Format("20060102T150405Z")+"-selftest")
+		out = target.DefaultOut(o.F.Now(), "selftest")
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -93,12 +96,16 @@ func Run(o *Options) error {
 		if werr := os.WriteFile(filepath.Join(out, "selftest.json"), append(b, '\n'), 0o644); werr != nil && err == nil {
 			err = werr
 		}
-		if res.SaturatesAt > 0 {
+		switch {
+		case res.SaturatesAt > 0:
 			fmt.Fprintf(o.F.IO.Out, "the client saturates at %d streams\n", res.SaturatesAt)
-		} else {
-			fmt.Fprintf(o.F.IO.Out, "the client did not saturate up to %d streams\n", levels[len(levels)-1])
+		case len(res.Levels) > 0:
+			fmt.Fprintf(o.F.IO.Out, "the client did not saturate up to %d streams\n", res.Levels[len(res.Levels)-1].Streams)
 		}
 		fmt.Fprintf(o.F.IO.Out, "wrote %s\n", filepath.Join(out, "selftest.json"))
+	}
+	if ctx := o.F.Context; err == nil && ctx != nil && errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
+		return cmdutil.Silent(cmdutil.ExitInterrupted) // after writing what was measured
 	}
 	return err
 }

@@ -155,9 +155,15 @@ func (t *Target) Output(label, out string, started time.Time) (string, string) {
 		}
 	}
 	if out == "" {
-		out = filepath.Join("glmbench-results", started.UTC().Format("20060102T150405Z")+"-"+PathSafe(label))
+		out = DefaultOut(started, label)
 	}
 	return label, out
+}
+
+// DefaultOut is the folder a command writes to without --out:
+// glmbench-results/<UTC time>-<label>/.
+func DefaultOut(started time.Time, label string) string {
+	return filepath.Join("glmbench-results", started.UTC().Format("20060102T150405Z")+"-"+PathSafe(label))
 }
 
 var unsafePath = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
