@@ -154,7 +154,7 @@ func Start(opts Options) (*Engine, error) {
 		truth = server.NewTruth(opts.Truth)
 	}
 	e.Server = server.New(server.Options{
-		ModelName: name, ModelPath: modelPath(opts), ContextLength: sc.ContextLength,
+		ModelName: name, ModelPath: modelPath(opts),
 		RateLimitConcurrency: opts.RateLimitConcurrency, RateLimitRPM: opts.RateLimitRPM,
 		Version: opts.Version, Logger: opts.Logger, Faults: opts.Faults, Truth: truth,
 	}, s, tok, metrics)
@@ -248,16 +248,9 @@ func ApplyServerConfig(path string, opts *Options) (ignored []string, err error)
 		}
 		return nil
 	}
-	sc := &opts.Sched
-	known := map[string]any{
-		"max_running_requests": &sc.MaxRunningRequests, "max_queued_requests": &sc.MaxQueuedRequests,
-		"chunked_prefill_size": &sc.ChunkedPrefillSize, "max_prefill_tokens": &sc.MaxPrefillTokens,
-		"page_size": &sc.PageSize, "max_total_tokens": &sc.MaxTotalTokens, "schedule_policy": &sc.SchedulePolicy,
-		"disable_radix_cache": &sc.DisableRadixCache, "stream_interval": &sc.StreamInterval,
-		"schedule_conservativeness": &sc.ScheduleConservativeness, "context_length": &sc.ContextLength,
-		"enable_mixed_chunk": &sc.EnableMixedChunk,
-		"host":               &opts.Host, "port": &opts.Port, "served_model_name": &opts.ServedModelName,
-	}
+	// The scheduler's settings by their SGLang names, and the server's own.
+	known := opts.Sched.ServerArgs()
+	known["host"], known["port"], known["served_model_name"] = &opts.Host, &opts.Port, &opts.ServedModelName
 	for key := range args {
 		dst, ok := known[key]
 		if !ok {

@@ -60,9 +60,6 @@ func New(p Params, seed uint64) *Sampler {
 	return &Sampler{p: p, rng: rand.New(rand.NewPCG(seed, pcgStream))}
 }
 
-// Params returns the sampler's parameters.
-func (s *Sampler) Params() Params { return s.p }
-
 // Sample returns the next token id for one row of logits (one per vocabulary
 // id). Greedy parameters give Argmax. Otherwise it scales by 1/Temperature,
 // takes the softmax in float64 after subtracting the maximum, keeps the

@@ -62,10 +62,9 @@ type Finish struct {
 	Reason string
 	// Matched is the stop token that ended it, -1 when none.
 	Matched int32
-	// Status, when not 0, is the HTTP status of an error (503 queue full,
-	// 400 context overflow); Message says it.
-	Status  int
-	Message string
+	// Err, on an abort the scheduler decided, says why: ErrQueueFull or
+	// ErrShuttingDown (both HTTP 503); nil on an abort the client asked for.
+	Err error
 }
 
 // Event is what a request's stream carries: new tokens (several when the
@@ -81,11 +80,14 @@ type Event struct {
 	PromptTokens, CompletionTokens, CachedTokens int
 }
 
-// Errors Submit returns.
+// Errors that end a request, in Finish.Err; Submit also returns
+// ErrShuttingDown (and a *RequestError for a request that can never fit).
 var (
-	// ErrQueueFull is SGLang's answer to --max-queued-requests overflow (HTTP 503).
+	// ErrQueueFull is SGLang's answer to --max-queued-requests overflow
+	// (HTTP 503); it comes as the request's Finish, never from Submit.
 	ErrQueueFull = errors.New("The request queue is full.")
-	// ErrShuttingDown refuses new requests once shutdown began (HTTP 503).
+	// ErrShuttingDown refuses new requests once shutdown began, and ends
+	// those still queued or running (HTTP 503).
 	ErrShuttingDown = errors.New("the server is shutting down")
 	errStreamDone   = errors.New("stream finished")
 )

@@ -183,19 +183,3 @@ func (c *RadixCache) lruLeaf() *radixNode {
 	walk(c.root)
 	return best
 }
-
-// Reset drops every node and returns all their pages.
-func (c *RadixCache) Reset() []int32 {
-	var all []int32
-	var walk func(n *radixNode)
-	walk = func(n *radixNode) {
-		all = append(all, n.pages...)
-		for _, ch := range n.children {
-			walk(ch)
-		}
-	}
-	walk(c.root)
-	c.root = &radixNode{children: map[string]*radixNode{}, lockRef: 1}
-	c.total, c.evictable = 0, 0
-	return all
-}

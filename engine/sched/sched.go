@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +47,19 @@ type Config struct {
 	// batch as a prefill (SGLang's --enable-mixed-chunk) instead of pausing
 	// them while prefills keep coming.
 	EnableMixedChunk bool `json:"enable_mixed_chunk"`
+}
+
+// ServerArgs returns a pointer to each of c's fields by its SGLang
+// server-arg name (its JSON tag): the one list of those names, for reading
+// settings from an SGLang config and reporting them back.
+func (c *Config) ServerArgs() map[string]any {
+	v := reflect.ValueOf(c).Elem()
+	args := make(map[string]any, v.NumField())
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		args[name] = v.Field(i).Addr().Interface()
+	}
+	return args
 }
 
 // SGLang's constants for the admission budget (schedule_policy.py, environ.py).
@@ -128,6 +143,14 @@ type Stats struct {
 	NewTokenRatio    float64
 }
 
+// TokenUsage is the fraction of the KV pool in use (SGLang's token_usage).
+func (st Stats) TokenUsage() float64 {
+	if st.KVTotalTokens == 0 {
+		return 0
+	}
+	return float64(st.KVUsedTokens) / float64(st.KVTotalTokens)
+}
+
 // req is the scheduler's state of one request.
 type req struct {
 	r       *Request
@@ -135,8 +158,12 @@ type req struct {
 	arrival time.Time
 	last    time.Time // when the last token was emitted
 
-	out    []int32 // generated tokens
-	all    []int32 // prompt + out, see tokens
+	// all is the prompt followed by the output so far; out is its tail
+	// all[len(prompt):], the generated tokens. One slice, grown by emit, so
+	// that no step copies the prompt again (rebuilding it every step cost
+	// more than the model's own work at long contexts).
+	all    []int32
+	out    []int32
 	slots  []int32 // KV slots of the positions so far, see slotsTo
 	pages  []int32 // KV pages: the shared prefix's first, then its own
 	shared int     // leading pages owned by the radix cache
@@ -156,14 +183,21 @@ type req struct {
 	retracted bool
 }
 
-// tokens is the prompt followed by the output so far, kept as one slice
-// that grows with the output (rebuilding it every step cost more than the
-// model's own work at long contexts).
-func (q *req) tokens() []int32 {
-	if len(q.all) != len(q.r.Prompt)+len(q.out) {
-		q.all = append(append(q.all[:0], q.r.Prompt...), q.out...)
-	}
-	return q.all
+// newReq returns the scheduler's state of r, its token list holding the
+// prompt with room for some output.
+func newReq(r *Request) *req {
+	n := len(r.Prompt)
+	all := append(make([]int32, 0, n+min(r.Params.MaxNewTokens, clipMaxNewTokens)), r.Prompt...)
+	return &req{r: r, stream: newStream(), arrival: time.Now(), target: n, all: all, out: all[n:], stops: map[int32]bool{}}
+}
+
+// tokens is the prompt followed by the output so far.
+func (q *req) tokens() []int32 { return q.all }
+
+// appendOut appends a generated token.
+func (q *req) appendOut(tok int32) {
+	q.all = append(q.all, tok)
+	q.out = q.all[len(q.r.Prompt):]
 }
 
 // slotsTo returns the KV slots of positions [0, n), extending the cached
@@ -252,7 +286,7 @@ func (s *Scheduler) Submit(r *Request) (*Stream, error) {
 	case n+r.Params.MaxNewTokens+s.cfg.PageSize > s.cfg.MaxTotalTokens:
 		return nil, &RequestError{Status: 400, Message: fmt.Sprintf("the request needs %d tokens of KV cache; the pool holds %d", n+r.Params.MaxNewTokens, s.cfg.MaxTotalTokens)}
 	}
-	q := &req{r: r, stream: newStream(), arrival: time.Now(), target: n, stops: map[int32]bool{}}
+	q := newReq(r)
 	for _, t := range r.Params.StopTokens {
 		q.stops[t] = true
 	}
@@ -295,7 +329,7 @@ func (s *Scheduler) Run() {
 		s.takeInbox()
 		s.dropAborted()
 		if s.stopping() {
-			s.abortAll("the server is shutting down")
+			s.abortAll(ErrShuttingDown)
 			return
 		}
 		if s.prefillStep() || s.decodeStep() {
@@ -347,8 +381,7 @@ func (s *Scheduler) takeInbox() {
 	s.mu.Unlock()
 	for _, q := range in {
 		if s.cfg.MaxQueuedRequests > 0 && len(s.waiting)+1 > s.cfg.MaxQueuedRequests {
-			// SGLang answers queue overflow with 503, not 429.
-			q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: ErrQueueFull.Error()}, PromptTokens: len(q.r.Prompt)})
+			s.abort(q, ErrQueueFull)
 			continue
 		}
 		s.waiting = append(s.waiting, q)
@@ -362,37 +395,41 @@ func (s *Scheduler) dropAborted() {
 			if !q.stream.isAborted() {
 				return false
 			}
-			s.release(q, false)
-			q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1}, PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out)})
+			s.abort(q, nil)
 			return true
 		})
 	}
 	s.waiting = keep(s.waiting)
 	s.running = keep(s.running)
 	if s.chunked != nil && s.chunked.stream.isAborted() {
-		s.release(s.chunked, false)
-		s.chunked.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1}, PromptTokens: len(s.chunked.r.Prompt)})
+		s.abort(s.chunked, nil)
 		s.chunked = nil
 	}
 }
 
-func (s *Scheduler) abortAll(msg string) {
+// abortAll ends every request, queued, running or still in the inbox, with err.
+func (s *Scheduler) abortAll(err error) {
 	for _, list := range [][]*req{s.waiting, s.running} {
 		for _, q := range list {
-			s.release(q, false)
-			q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: msg}, PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out)})
+			s.abort(q, err)
 		}
 	}
 	if s.chunked != nil {
-		s.release(s.chunked, false)
-		s.chunked.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: msg}, PromptTokens: len(s.chunked.r.Prompt)})
+		s.abort(s.chunked, err)
 	}
 	s.waiting, s.running, s.chunked = nil, nil, nil
 	s.takeInbox()
 	for _, q := range s.waiting {
-		q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Status: 503, Message: msg}, PromptTokens: len(q.r.Prompt)})
+		s.abort(q, err)
 	}
 	s.waiting = nil
+}
+
+// abort frees a request's KV and ends its stream with an abort finish:
+// err is the scheduler's reason, nil when the client asked for it.
+func (s *Scheduler) abort(q *req, err error) {
+	s.release(q, false)
+	q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Err: err}, PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out)})
 }
 
 // release gives back a request's pages: its prefix lock, and either its own
@@ -418,10 +455,16 @@ func (s *Scheduler) release(q *req, insert bool) {
 
 // alloc takes n pages, evicting from the prefix cache if it must.
 func (s *Scheduler) alloc(n int) ([]int32, bool) {
+	s.evictFor(n)
+	return s.kv.Alloc(n)
+}
+
+// evictFor evicts from the prefix cache until n pages are free, or as
+// many as it can.
+func (s *Scheduler) evictFor(n int) {
 	if n > s.kv.FreePages() && s.radix != nil {
 		s.kv.Release(s.radix.Evict(n - s.kv.FreePages()))
 	}
-	return s.kv.Alloc(n)
 }
 
 func (s *Scheduler) freeTokens() int {
@@ -659,7 +702,7 @@ func (s *Scheduler) emit(q *req, row []float32) {
 	s.maskPadding(row)
 	tok := q.sampler.Sample(row)
 	now := time.Now()
-	q.out = append(q.out, tok)
+	q.appendOut(tok)
 	q.pending = append(q.pending, tok)
 	if q.r.Params.Logprobs {
 		q.pendingLP = append(q.pendingLP, s.logprobs(row, tok, q.r.Params.TopLogprobs))
@@ -763,9 +806,7 @@ func (s *Scheduler) makeRoom() {
 		}
 		return n
 	}
-	if n := need(); n > s.kv.FreePages() && s.radix != nil {
-		s.kv.Release(s.radix.Evict(n - s.kv.FreePages()))
-	}
+	s.evictFor(need())
 	if need() > s.kv.FreePages() {
 		sort.SliceStable(s.running, func(i, j int) bool {
 			a, b := s.running[i], s.running[j]

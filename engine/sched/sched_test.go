@@ -207,9 +207,9 @@ func TestQueueOverflowIsAnsweredWith503(t *testing.T) {
 	for _, st := range streams {
 		_, evs := collect(t, st)
 		f := evs[len(evs)-1].Finish
-		if f.Status == 503 {
-			if f.Message != "The request queue is full." {
-				t.Fatalf("message %q", f.Message)
+		if f.Err != nil {
+			if f.Err != ErrQueueFull || f.Reason != "abort" {
+				t.Fatalf("finish %+v", f)
 			}
 			full++
 		}
@@ -383,6 +383,80 @@ func TestMixedChunksKeepDecodingWhilePrefillsArrive(t *testing.T) {
 		// chunks decode the running request in every prefill batch.
 		if prefills < 200 || (!mixed && withDecode != 0) || (mixed && withDecode < prefills-1) {
 			t.Errorf("mixed=%v: %d prefill batches, %d of them with decode tokens", mixed, prefills, withDecode)
+		}
+	}
+}
+
+func TestTokensGrowWithTheOutputWithoutCopyingThePrompt(t *testing.T) {
+	t.Parallel()
+	p := prompt(1000, 1)
+	q := newReq(&Request{Prompt: p, Params: greedy(50)})
+	first := &q.tokens()[0]
+	want := slices.Clone(p)
+	for i := range 50 {
+		q.appendOut(int32(i))
+		want = append(want, int32(i))
+		toks := q.tokens()
+		if !slices.Equal(toks, want) || !slices.Equal(q.out, want[len(p):]) {
+			t.Fatalf("after %d emits: tokens %d long, out %v", i+1, len(toks), q.out)
+		}
+		if &toks[0] != first {
+			t.Fatalf("after %d emits the prompt was copied to a new array", i+1)
+		}
+	}
+	// Beyond the room reserved for output it still holds prompt + output.
+	q = newReq(&Request{Prompt: p, Params: greedy(1)})
+	for i := range 3 {
+		q.appendOut(int32(i))
+	}
+	if toks := q.tokens(); !slices.Equal(toks[:len(p)], p) || !slices.Equal(toks[len(p):], []int32{0, 1, 2}) || !slices.Equal(q.out, []int32{0, 1, 2}) {
+		t.Fatalf("tokens %v…, out %v", toks[len(p):], q.out)
+	}
+}
+
+// BenchmarkDecodeTokens is the per-step token bookkeeping of a decode step:
+// 929 running requests with 8K-token prompts each emit one token and hand
+// their tokens to the batch. Reproduce with
+// go test -run '^$' -bench DecodeTokens ./engine/sched/
+func BenchmarkDecodeTokens(b *testing.B) {
+	qs := make([]*req, 929)
+	for i := range qs {
+		qs[i] = newReq(&Request{Prompt: prompt(8192, i), Params: greedy(clipMaxNewTokens)})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%clipMaxNewTokens == 0 { // room for output used up: start over
+			for _, q := range qs {
+				q.all, q.out = q.all[:len(q.r.Prompt)], q.all[len(q.r.Prompt):len(q.r.Prompt)]
+			}
+		}
+		for _, q := range qs {
+			q.appendOut(1)
+			if toks := q.tokens(); toks[len(toks)-1] != 1 {
+				b.Fatal("last token lost")
+			}
+		}
+	}
+}
+
+func TestAnAbortCarriesItsReasonAndTheTokensGeneratedSoFar(t *testing.T) {
+	t.Parallel()
+	mc, _ := model.Preset("nano")
+	m := model.New(mc, model.Synth(mc, 1), kernels.Default(), model.NewKVCache(mc, 64, 1))
+	s, err := New(Config{MaxTotalTokens: 64, PageSize: 1, ContextLength: 1024}, m, nil, vocabLimit, nil) // not run: abort is called directly
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ err error }{{ErrShuttingDown}, {ErrQueueFull}, {nil}} {
+		q := newReq(&Request{Prompt: prompt(10, 1), Params: greedy(20)})
+		for i := range 3 {
+			q.appendOut(int32(i))
+		}
+		s.abort(q, c.err)
+		_, evs := collect(t, q.stream)
+		f := evs[len(evs)-1].Finish
+		if f.Reason != "abort" || f.Err != c.err || evs[len(evs)-1].CompletionTokens != 3 || evs[len(evs)-1].PromptTokens != 10 {
+			t.Errorf("abort with %v: finish %+v, usage %d + %d", c.err, f, evs[len(evs)-1].PromptTokens, evs[len(evs)-1].CompletionTokens)
 		}
 	}
 }

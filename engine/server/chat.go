@@ -147,8 +147,8 @@ func (g *chatGen) complete(ctx context.Context, w http.ResponseWriter, r *http.R
 			return
 		}
 		res := g.dec.consume(evs)
-		if res.errStatus != 0 {
-			writeError(w, g.srv.streamError(res))
+		if res.err != nil {
+			writeError(w, g.srv.apiErrorOf(res.err))
 			return
 		}
 		pieces, toks := g.dec.take()
@@ -179,7 +179,7 @@ func (g *chatGen) complete(ctx context.Context, w http.ResponseWriter, r *http.R
 			msg.Content = &text // OpenAI: content is null beside tool calls
 		}
 		choice := chatChoice{Message: msg, FinishReason: reason, MatchedStop: res.matched}
-		if g.spec.logprobs {
+		if g.spec.params.Logprobs {
 			choice.Logprobs = &chatLogprobs{Content: g.spec.names.chat(lps)}
 		}
 		prompt := max(res.promptTokens, len(g.spec.prompt))
@@ -188,19 +188,6 @@ func (g *chatGen) complete(ctx context.Context, w http.ResponseWriter, r *http.R
 			Model: g.spec.model, Choices: []chatChoice{choice}, Usage: g.srv.opts.Faults.usage(newUsage(prompt, g.dec.n, res.cachedTokens))})
 		return
 	}
-}
-
-// streamError is the client error for a request the scheduler ended with
-// an error status (503 queue full or shutdown, 400 refused).
-func (s *Server) streamError(res stepResult) *apiError {
-	if res.errStatus == http.StatusServiceUnavailable && res.errMsg == sched.ErrQueueFull.Error() {
-		s.metrics.rejected("queue_full")
-	}
-	msg := res.errMsg
-	if msg == "" {
-		msg = http.StatusText(res.errStatus)
-	}
-	return &apiError{Status: res.errStatus, Message: msg}
 }
 
 // stream answers with SSE chunks: the role chunk, reasoning_content and
@@ -217,7 +204,7 @@ func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Req
 	var pending []sched.TokenLogprob // logprobs of tokens not yet sent with text
 	send := func(d chatDelta, finish *string, matched any) error {
 		c := chatChunkChoice{Delta: d, FinishReason: finish, MatchedStop: matched}
-		if g.spec.logprobs && len(pending) > 0 {
+		if g.spec.params.Logprobs && len(pending) > 0 {
 			c.Logprobs = &chatLogprobs{Content: g.spec.names.chat(pending)}
 			pending = nil
 		}
@@ -232,8 +219,8 @@ func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Req
 			return
 		}
 		res := g.dec.consume(evs)
-		if res.errStatus != 0 {
-			out.fail(g.srv.streamError(res))
+		if res.err != nil {
+			out.fail(g.srv.apiErrorOf(res.err))
 			return
 		}
 		if !sentRole {

@@ -116,8 +116,8 @@ func (g *completionGen) complete(ctx context.Context, w http.ResponseWriter, r *
 			return
 		}
 		res := g.dec.consume(evs)
-		if res.errStatus != 0 {
-			writeError(w, g.srv.streamError(res))
+		if res.err != nil {
+			writeError(w, g.srv.apiErrorOf(res.err))
 			return
 		}
 		if res.promptLogprobs != nil {
@@ -138,7 +138,7 @@ func (g *completionGen) complete(ctx context.Context, w http.ResponseWriter, r *
 		if g.spec.echo {
 			choice.Text = g.spec.echoText + choice.Text
 		}
-		if g.spec.logprobs {
+		if g.spec.params.Logprobs {
 			var lp *completionLogprobs
 			if g.spec.echo {
 				lp = g.promptLogprobs(promptLPs)
@@ -168,7 +168,7 @@ func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *ht
 			Model: g.spec.model, Choices: []completionChoice{c}})
 	}
 	takeLogprobs := func() *completionLogprobs {
-		if !g.spec.logprobs {
+		if !g.spec.params.Logprobs {
 			return nil
 		}
 		lp := g.outputLogprobs(nil, pending)
@@ -184,14 +184,14 @@ func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *ht
 			return
 		}
 		res := g.dec.consume(evs)
-		if res.errStatus != 0 {
-			out.fail(g.srv.streamError(res))
+		if res.err != nil {
+			out.fail(g.srv.apiErrorOf(res.err))
 			return
 		}
 		if !echoed {
 			echoed = true
 			var lp *completionLogprobs
-			if g.spec.logprobs {
+			if g.spec.params.Logprobs {
 				lp = g.promptLogprobs(res.promptLogprobs)
 			}
 			if send(g.spec.echoText, nil, nil, lp) != nil {

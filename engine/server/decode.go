@@ -200,10 +200,9 @@ type stepResult struct {
 	// matched is the stop string or stop token id that ended it (SGLang's
 	// matched_stop), nil when none.
 	matched any
-	// errStatus, when not 0, ends the request with an error instead
-	// (503: queue full or shutdown; 400: refused).
-	errStatus int
-	errMsg    string
+	// err, when not nil, ends the request with an error instead: the
+	// scheduler's abort reason (queue full, shutdown), see apiErrorOf.
+	err error
 	// promptLogprobs arrive with the first event when echo asked for them.
 	promptLogprobs []*sched.TokenLogprob
 	promptTokens   int
@@ -238,12 +237,12 @@ func (d *decoder) consume(evs []sched.Event) stepResult {
 			continue
 		}
 		switch {
-		case f.Status != 0:
-			res.errStatus, res.errMsg = f.Status, f.Message
+		case f.Err != nil:
+			res.err = f.Err
 		case f.Reason == "abort":
 			// Only this package aborts (client gone, stop string), and then
 			// it stops reading; an abort it did not ask for is the server's.
-			res.errStatus, res.errMsg = 503, "The request was aborted by the server."
+			res.err = errServerAbort
 		default:
 			d.finish()
 			res.finish = f.Reason

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 )
@@ -38,11 +39,7 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 // SGLang; 503 before and from the start of shutdown.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if !s.ready.Load() || s.shuttingDown() {
-		msg := "The server is not ready yet."
-		if s.shuttingDown() {
-			msg = "The server is shutting down."
-		}
-		writeError(w, unavailable(msg))
+		writeError(w, s.unavailableErr())
 		return
 	}
 	w.Header().Set("Content-Length", "0")
@@ -64,45 +61,31 @@ func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 	cfg := s.sched.Config()
 	st := s.sched.Stats()
-	var queued any // SGLang's unset is null: unbounded
-	if cfg.MaxQueuedRequests > 0 {
-		queued = cfg.MaxQueuedRequests
+	info := cfg.ServerArgs() // pointers into cfg, written as their values
+	if cfg.MaxQueuedRequests == 0 {
+		info["max_queued_requests"] = nil // SGLang's unset is null: unbounded
 	}
-	usage := 0.0
-	if st.KVTotalTokens > 0 {
-		usage = float64(st.KVUsedTokens) / float64(st.KVTotalTokens)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"model_path":                s.opts.ModelPath,
-		"tokenizer_path":            s.opts.ModelPath,
-		"served_model_name":         s.opts.ModelName,
-		"context_length":            s.contextLength(),
-		"page_size":                 cfg.PageSize,
-		"max_total_tokens":          cfg.MaxTotalTokens,
-		"chunked_prefill_size":      cfg.ChunkedPrefillSize,
-		"max_prefill_tokens":        cfg.MaxPrefillTokens,
-		"max_running_requests":      cfg.MaxRunningRequests,
-		"max_queued_requests":       queued,
-		"schedule_policy":           cfg.SchedulePolicy,
-		"disable_radix_cache":       cfg.DisableRadixCache,
-		"stream_interval":           cfg.StreamInterval,
-		"schedule_conservativeness": cfg.ScheduleConservativeness,
-		"reasoning_parser":          "glm45",
-		"tool_call_parser":          "glm47",
-		"skip_tokenizer_init":       false,
-		"rate_limit_concurrency":    s.opts.RateLimitConcurrency,
-		"rate_limit_rpm":            s.opts.RateLimitRPM,
-		"max_total_num_tokens":      st.KVTotalTokens,
-		"version":                   s.opts.Version,
+	maps.Copy(info, map[string]any{
+		"model_path":             s.opts.ModelPath,
+		"tokenizer_path":         s.opts.ModelPath,
+		"served_model_name":      s.opts.ModelName,
+		"reasoning_parser":       "glm45",
+		"tool_call_parser":       "glm47",
+		"skip_tokenizer_init":    false,
+		"rate_limit_concurrency": s.opts.RateLimitConcurrency,
+		"rate_limit_rpm":         s.opts.RateLimitRPM,
+		"max_total_num_tokens":   st.KVTotalTokens,
+		"version":                s.opts.Version,
 		"internal_states": []map[string]any{{
 			"num_running_reqs":     st.Running,
 			"num_queue_reqs":       st.Waiting,
 			"num_used_tokens":      st.KVUsedTokens,
 			"max_total_num_tokens": st.KVTotalTokens,
-			"token_usage":          usage,
+			"token_usage":          st.TokenUsage(),
 			"cached_tokens":        st.CachedTokens,
 			"num_retractions":      st.Retractions,
 			"new_token_ratio":      st.NewTokenRatio,
 		}},
 	})
+	writeJSON(w, http.StatusOK, info)
 }

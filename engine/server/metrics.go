@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,21 +122,19 @@ func (m *Metrics) write(b *bytes.Buffer, st sched.Stats) {
 	m.mu.Unlock()
 	m = &snap
 	lbl := `model_name="` + escapeLabel(m.model) + `"`
-	gauge := func(name, help string, v float64) {
-		fmt.Fprintf(b, "# HELP %s%s %s\n# TYPE %s%s gauge\n%s%s{%s} %s\n", metricPrefix, name, help, metricPrefix, name, metricPrefix, name, lbl, num(v))
+	// series writes a one-sample family of type typ.
+	series := func(typ string) func(name, help string, v float64) {
+		return func(name, help string, v float64) {
+			full := metricPrefix + name
+			fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %s\n", full, help, full, typ, full, lbl, num(v))
+		}
 	}
-	counter := func(name, help string, v float64) {
-		fmt.Fprintf(b, "# HELP %s%s %s\n# TYPE %s%s counter\n%s%s{%s} %s\n", metricPrefix, name, help, metricPrefix, name, metricPrefix, name, lbl, num(v))
-	}
-	usage := 0.0
-	if st.KVTotalTokens > 0 {
-		usage = float64(st.KVUsedTokens) / float64(st.KVTotalTokens)
-	}
+	gauge, counter := series("gauge"), series("counter")
 	gauge("num_running_reqs", "The number of running requests.", float64(st.Running))
 	gauge("num_queue_reqs", "The number of requests in the waiting queue.", float64(st.Waiting))
 	gauge("num_used_tokens", "The number of KV cache tokens in use (prefix cache included).", float64(st.KVUsedTokens))
 	gauge("max_total_num_tokens", "The KV cache pool's size in tokens.", float64(st.KVTotalTokens))
-	gauge("token_usage", "The fraction of the KV cache pool in use.", usage)
+	gauge("token_usage", "The fraction of the KV cache pool in use.", st.TokenUsage())
 	gauge("cached_tokens", "The number of tokens held by the prefix cache.", float64(st.CachedTokens))
 	gauge("new_token_ratio", "The scheduler's estimate of future decode tokens per requested token.", st.NewTokenRatio)
 	counter("num_retractions_total", "Requests retracted because decoding ran out of KV cache.", float64(st.Retractions))
@@ -146,7 +145,7 @@ func (m *Metrics) write(b *bytes.Buffer, st sched.Stats) {
 	fmt.Fprintf(b, "# HELP %snum_rejected_requests_total Requests refused before generation, by reason.\n# TYPE %snum_rejected_requests_total counter\n", metricPrefix, metricPrefix)
 	reasons := []string{"queue_full", "rate_limit", "unavailable"}
 	for r := range m.rejections {
-		if !contains(reasons, r) {
+		if !slices.Contains(reasons, r) {
 			reasons = append(reasons, r)
 		}
 	}
@@ -158,15 +157,6 @@ func (m *Metrics) write(b *bytes.Buffer, st sched.Stats) {
 	m.ttft.write(b, "time_to_first_token_seconds", "Time from arrival to the first generated token, seconds.", lbl)
 	m.itl.write(b, "inter_token_latency_seconds", "Time between two generated tokens of a request, seconds.", lbl)
 	m.e2e.write(b, "e2e_request_latency_seconds", "Time from arrival to the end of a successful response, seconds.", lbl)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // histogram is a Prometheus histogram: counts per bucket (not cumulative

@@ -103,8 +103,7 @@ type completionRequest struct {
 type genSpec struct {
 	model        string
 	prompt       []int32
-	params       sched.Params
-	maxTokensSet bool
+	params       sched.Params // logprobs asked: params.Logprobs, params.TopLogprobs
 	stops        []string
 	stream       bool
 	includeUsage bool
@@ -112,11 +111,9 @@ type genSpec struct {
 	names        tokenNamer
 
 	// chat
-	chat        bool
-	thinking    bool
-	logprobs    bool
-	topLogprobs int
-	tools       []tokenizer.Tool
+	chat     bool
+	thinking bool
+	tools    []tokenizer.Tool
 
 	// completions
 	echo     bool
@@ -250,7 +247,6 @@ func (s *Server) setMaxTokens(spec *genSpec, given *int, field string, allowZero
 		return badRequest("min_tokens", "min_tokens (%d) must not exceed %s (%d).", spec.params.MinNewTokens, field, n)
 	}
 	spec.params.MaxNewTokens = n
-	spec.maxTokensSet = true
 	return nil
 }
 
@@ -265,18 +261,17 @@ func (s *Server) parseChat(req *chatRequest) (*genSpec, *apiError) {
 		spec.thinking = *k.EnableThinking
 	}
 	if req.Logprobs != nil {
-		spec.logprobs = *req.Logprobs
+		spec.params.Logprobs = *req.Logprobs
 	}
 	if t := req.TopLogprobs; t != nil {
 		if *t < 0 || *t > maxTopLogprobs {
 			return nil, badRequest("top_logprobs", "top_logprobs must be in [0, %d], got %d.", maxTopLogprobs, *t)
 		}
-		if *t > 0 && !spec.logprobs {
+		if *t > 0 && !spec.params.Logprobs {
 			return nil, badRequest("top_logprobs", "top_logprobs needs logprobs set to true.")
 		}
-		spec.topLogprobs = *t
+		spec.params.TopLogprobs = *t
 	}
-	spec.params.Logprobs, spec.params.TopLogprobs = spec.logprobs, spec.topLogprobs
 
 	if len(req.Messages) == 0 {
 		return nil, badRequest("messages", "messages must be a non-empty list.")
@@ -437,7 +432,6 @@ func (s *Server) parseCompletion(req *completionRequest) (*genSpec, *apiError) {
 		if *lp < 0 || *lp > maxTopLogprobs {
 			return nil, badRequest("logprobs", "logprobs must be in [0, %d], got %d.", maxTopLogprobs, *lp)
 		}
-		spec.logprobs, spec.topLogprobs = true, *lp
 		spec.params.Logprobs, spec.params.TopLogprobs = true, *lp
 		if spec.echo {
 			// SGLang computes prompt logprobs from the start for echo

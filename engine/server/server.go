@@ -46,10 +46,6 @@ type Options struct {
 	ModelName string
 	// ModelPath is reported by /get_server_info (a folder, or "preset:nano").
 	ModelPath string
-	// ContextLength is reported as max_model_len and bounds a request's
-	// default max_tokens; 0 means the scheduler's context_length, which is
-	// what the scheduler enforces either way.
-	ContextLength int
 	// RateLimitConcurrency caps requests in flight on the two POST
 	// endpoints; beyond it a request gets 429 with Retry-After: 1. 0 is off.
 	RateLimitConcurrency int
@@ -130,13 +126,10 @@ func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// contextLength is the longest sequence a request may reach.
-func (s *Server) contextLength() int {
-	if s.opts.ContextLength > 0 {
-		return min(s.opts.ContextLength, s.sched.Config().ContextLength)
-	}
-	return s.sched.Config().ContextLength
-}
+// contextLength is the longest sequence a request may reach, the
+// scheduler's context_length: reported as max_model_len, and the bound of a
+// chat request's default max_tokens.
+func (s *Server) contextLength() int { return s.sched.Config().ContextLength }
 
 // Shutdown stops the server gracefully: new requests get 503 at once; the
 // scheduler's Shutdown ends running requests, whose streams then end with
@@ -170,6 +163,18 @@ func (s *Server) shuttingDown() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
+}
+
+// msgShuttingDown is the message of every 503 that shutdown causes.
+const msgShuttingDown = "The server is shutting down."
+
+// unavailableErr is the 503 of a server that takes no requests: it is
+// shutting down, or not ready yet.
+func (s *Server) unavailableErr() *apiError {
+	if s.shuttingDown() {
+		return unavailable(msgShuttingDown)
+	}
+	return unavailable("The server is not ready yet.")
 }
 
 // enter counts a generation request in; false once shutdown began.
@@ -251,11 +256,7 @@ func (s *Server) generation(h http.HandlerFunc) http.HandlerFunc {
 		defer release()
 		if !s.ready.Load() || !s.enter() {
 			s.metrics.rejected("unavailable")
-			msg := "The server is not ready yet."
-			if s.shuttingDown() {
-				msg = "The server is shutting down."
-			}
-			writeError(w, unavailable(msg))
+			writeError(w, s.unavailableErr())
 			return
 		}
 		defer s.leave()
@@ -308,19 +309,32 @@ func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter 
 // submit hands a validated request to the scheduler.
 func (s *Server) submit(id string, spec *genSpec) (*sched.Stream, *apiError) {
 	st, err := s.sched.Submit(&sched.Request{ID: id, Prompt: spec.prompt, Params: spec.params})
-	if err == nil {
-		return st, nil
+	if err != nil {
+		return nil, s.apiErrorOf(err)
 	}
+	return st, nil
+}
+
+// errServerAbort ends a request the scheduler aborted without being asked
+// to and without a reason of its own.
+var errServerAbort = errors.New("The request was aborted by the server.")
+
+// apiErrorOf is the client error for an error of the scheduler's, whether
+// Submit returned it or the request's Finish carried it: a refused request
+// keeps its status; queue overflow and shutdown are 503s.
+func (s *Server) apiErrorOf(err error) *apiError {
 	var re *sched.RequestError
 	switch {
 	case errors.As(err, &re):
-		return nil, &apiError{Status: re.Status, Message: re.Message}
-	case errors.Is(err, sched.ErrShuttingDown):
-		return nil, unavailable("The server is shutting down.")
+		return &apiError{Status: re.Status, Message: re.Message}
 	case errors.Is(err, sched.ErrQueueFull):
-		return nil, unavailable(sched.ErrQueueFull.Error())
+		// SGLang answers queue overflow with 503, not 429.
+		s.metrics.rejected("queue_full")
+		return unavailable(sched.ErrQueueFull.Error())
+	case errors.Is(err, sched.ErrShuttingDown):
+		return unavailable(msgShuttingDown)
 	}
-	return nil, unavailable(err.Error())
+	return unavailable(err.Error())
 }
 
 // waitContext is a request's context that also ends when Shutdown's
@@ -337,7 +351,7 @@ func waitError(r *http.Request) *apiError {
 	if r.Context().Err() != nil {
 		return nil
 	}
-	return unavailable("The server is shutting down.")
+	return unavailable(msgShuttingDown)
 }
 
 // newID returns prefix and 32 random hex digits, as SGLang's uuid4 hex.
