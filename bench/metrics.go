@@ -61,8 +61,8 @@ func Summarize(spec Spec, records []schema.Record, status string) schema.PhaseRe
 		if rec.TFirst != nil {
 			ttft = append(ttft, *rec.TFirst)
 		}
-		if rec.TFirst != nil && rec.TLast != nil && rec.N >= 2 {
-			tpot = append(tpot, (*rec.TLast-*rec.TFirst)/float64(rec.N-1))
+		if v, ok := rec.TPOT(); ok {
+			tpot = append(tpot, v)
 		}
 		for k := 1; k < len(rec.Events); k++ {
 			itl = append(itl, rec.Events[k]-rec.Events[k-1])

@@ -620,11 +620,12 @@ func (s *TriviaSet) Origin() string { return s.From }
 // taken), or JSONL (*.jsonl) with question and answer (an object with
 // aliases / normalized_aliases / value, a string, or a list of strings).
 func LoadTriviaQA(path string, max int) (*TriviaSet, error) {
+	// os.Open succeeds on a folder; reading it would fail as a bad layout.
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, dataErr(path, 0, "a folder: want a TriviaQA JSON or JSONL file")
+	}
 	f, err := openData(path)
 	if err != nil {
-		if st, serr := os.Stat(path); serr == nil && st.IsDir() {
-			return nil, dataErr(path, 0, "a folder: want a TriviaQA JSON or JSONL file")
-		}
 		return nil, err
 	}
 	defer f.Close()

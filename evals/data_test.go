@@ -198,6 +198,16 @@ func TestMalformedDataSetsNameTheFileAndLine(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a folder given for TriviaQA says it is a folder", func(t *testing.T) {
+		t.Parallel()
+		sub := filepath.Join(dir, "trivia-folder")
+		write(t, sub, "t.json", `{"Data": []}`)
+		err := trivia(sub)
+		var de *DataError
+		if !errors.As(err, &de) || de.File != sub || de.Line != 0 || !strings.Contains(de.Msg, "a folder") {
+			t.Fatalf("%v: want %s saying it is a folder", err, sub)
+		}
+	})
 	for _, load := range []func(string) error{docs, mmlu, trivia} {
 		var de *DataError
 		if err := load(filepath.Join(dir, "missing")); !errors.As(err, &de) || de.File != filepath.Join(dir, "missing") {

@@ -101,14 +101,10 @@ func CheckEcho(resp *endpoints.Response, req map[string]any) (*Echo, *schema.Eva
 	zeros := 0
 	for i := 1; i < p; i++ {
 		v := lp.TokenLogprobs[i]
-		switch {
-		case v == nil || math.IsNaN(*v):
-			return fail(EchoImplausible, "prompt token %d has no logprob", i)
-		case *v > positiveSlack:
-			return fail(EchoImplausible, "prompt token %d has a positive logprob %v", i, *v)
-		case *v <= ClampedLogprob:
-			return fail(EchoImplausible, "prompt token %d has logprob %v: clamped, probability zero for real text", i, *v)
-		case *v == 0:
+		if why := badLogprob(v); why != "" {
+			return fail(EchoImplausible, "prompt token %d %s", i, why)
+		}
+		if *v == 0 {
 			zeros++
 		}
 		e.Logprobs[i] = *v
@@ -124,6 +120,22 @@ func CheckEcho(resp *endpoints.Response, req map[string]any) (*Echo, *schema.Eva
 	}
 	e.IDs = tokenIDs(e.Tokens)
 	return e, nil
+}
+
+// badLogprob says what is wrong with the logprob of a token the model read
+// or sampled ("" if nothing): absent or NaN, positive (beyond float32
+// rounding of 0), or at vLLM's clamp of −Inf, a probability of zero that no
+// real prompt token nor sampled token has. The reason follows "token i".
+func badLogprob(v *float64) string {
+	switch {
+	case v == nil || math.IsNaN(*v):
+		return "has no logprob"
+	case *v > positiveSlack:
+		return fmt.Sprintf("has a positive logprob %v", *v)
+	case *v <= ClampedLogprob:
+		return fmt.Sprintf("has logprob %v: clamped, probability zero, which no real or sampled token has", *v)
+	}
+	return ""
 }
 
 // promptText is the request's prompt when it is text ("" otherwise).
@@ -183,8 +195,6 @@ func tokenIDs(toks []string) []int32 {
 
 // EchoProbe is a probe that passed.
 type EchoProbe struct {
-	// Request is the body the probe sent.
-	Request map[string]any
 	// Echo is the checked answer.
 	Echo *Echo
 	// MeanNLL is the probe text's mean negative logprob per scored token, in nats.
@@ -213,7 +223,7 @@ func probeEcho(ctx context.Context, s sender, model string) (*EchoProbe, *schema
 		sum -= v
 		n++
 	}
-	return &EchoProbe{Request: shape(req), Echo: e, MeanNLL: sum / float64(max(n, 1))}, nil
+	return &EchoProbe{Echo: e, MeanNLL: sum / float64(max(n, 1))}, nil
 }
 
 // echo sends an echo request and checks its answer; an error status is

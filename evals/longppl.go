@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -95,14 +94,7 @@ func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 // one per usage.completion_tokens (EchoMisaligned), finite and ≤ 0
 // (EchoImplausible) — the same kinds, since the same server faults cause them.
 func generatedNLL(ctx context.Context, s sender, req map[string]any) ([]float64, *schema.EvalFailure) {
-	resp, f := s.post(ctx, "/completions", req)
-	if f != nil {
-		return nil, f
-	}
-	if resp.Status != http.StatusOK {
-		return nil, httpFailure(resp, req)
-	}
-	c, f := parseCompletion(resp, req)
+	resp, c, f := s.complete(ctx, req)
 	if f != nil {
 		return nil, f
 	}
@@ -118,13 +110,8 @@ func generatedNLL(ctx context.Context, s sender, req map[string]any) ([]float64,
 	}
 	nll := make([]float64, len(lp.TokenLogprobs))
 	for i, v := range lp.TokenLogprobs {
-		switch {
-		case v == nil || math.IsNaN(*v):
-			return fail(EchoImplausible, "token %d has no logprob", i)
-		case *v > positiveSlack:
-			return fail(EchoImplausible, "token %d has a positive logprob %v", i, *v)
-		case *v <= ClampedLogprob:
-			return fail(EchoImplausible, "token %d has logprob %v: it was sampled, so its probability was not zero", i, *v)
+		if why := badLogprob(v); why != "" {
+			return fail(EchoImplausible, "token %d %s", i, why)
 		}
 		nll[i] = -*v
 	}

@@ -46,10 +46,11 @@ var mmluCategory = func() map[string]string {
 	return m
 }()
 
-// Category returns the MMLU category of a subject; a subject outside
-// MMLU's 57 is "other".
+// Category returns the MMLU category of a subject, named as in the
+// original layout's file names or as a JSONL file might name it ("Formal
+// Logic": subjectKey); a subject outside MMLU's 57 is "other".
 func Category(subject string) string {
-	if c, ok := mmluCategory[strings.ToLower(subject)]; ok {
+	if c, ok := mmluCategory[subjectKey(subject)]; ok {
 		return c
 	}
 	return Other
@@ -118,7 +119,35 @@ func Argmax(scores [4]float64) int {
 	return best
 }
 
-// mmluTally counts correct answers by subject and category.
+// subjectMetric is the name of a subject's accuracy: acc_subject_<subject>,
+// the subject as in the original layout's file names (abstract_algebra).
+func subjectMetric(subject string) string {
+	return schema.SubjectMetricPrefix + subjectKey(subject)
+}
+
+// subjectKey is a subject as the original layout's file names spell it:
+// a subject named in a JSONL or CSV file is lowercased and every run of
+// characters other than a–z, 0–9 and "_" becomes one "_" ("Formal Logic":
+// formal_logic), so its metric name stays one a gate threshold can write.
+func subjectKey(subject string) string {
+	var b strings.Builder
+	gap := false
+	for _, c := range strings.ToLower(subject) {
+		if c == '_' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') {
+			if gap {
+				b.WriteByte('_')
+			}
+			b.WriteRune(c)
+			gap = false
+			continue
+		}
+		gap = b.Len() > 0
+	}
+	return b.String()
+}
+
+// mmluTally counts right answers and questions per metric: acc (every
+// question), acc_<category> and acc_subject_<subject> (subjectMetric).
 type mmluTally struct {
 	Right, Total map[string]int
 }
@@ -127,7 +156,7 @@ func (t *mmluTally) add(subject string, right bool) {
 	if t.Right == nil {
 		t.Right, t.Total = map[string]int{}, map[string]int{}
 	}
-	for _, k := range []string{"", Category(subject)} {
+	for _, k := range []string{"acc", "acc_" + Category(subject), subjectMetric(subject)} {
 		t.Total[k]++
 		if right {
 			t.Right[k]++
@@ -135,18 +164,14 @@ func (t *mmluTally) add(subject string, right bool) {
 	}
 }
 
-// metrics are acc (micro-averaged over every question) and acc_<category>
-// for each category that has questions (a category with none has no
-// metric rather than a made-up one).
+// metrics are acc (micro-averaged over every question), acc_<category> and
+// acc_subject_<subject>, each the fraction of its questions answered right.
+// A category or subject with no questions has no metric rather than a
+// made-up one.
 func (t *mmluTally) metrics() map[string]float64 {
-	m := map[string]float64{}
-	if t.Total[""] > 0 {
-		m["acc"] = float64(t.Right[""]) / float64(t.Total[""])
-	}
-	for _, c := range Categories {
-		if t.Total[c] > 0 {
-			m["acc_"+c] = float64(t.Right[c]) / float64(t.Total[c])
-		}
+	m := make(map[string]float64, len(t.Total))
+	for k, n := range t.Total {
+		m[k] = float64(t.Right[k]) / float64(n)
 	}
 	return m
 }
@@ -157,8 +182,9 @@ func (t *mmluTally) metrics() map[string]float64 {
 // (the context's usage.prompt_tokens, from a plain request of it alone).
 // When the echo probe fails, each question is scored from the
 // top_logprobs of one generated token instead (LetterScores; method
-// top_logprobs) and the echo failure stays in the result. Config.Limit
-// caps the questions per subject (default: all).
+// top_logprobs) and the echo failure stays in the result. The metrics are
+// accuracy overall, per category and per subject (mmluTally.metrics).
+// Config.Limit caps the questions per subject (default: all).
 func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	const name = "mmlu"
 	type item struct {
@@ -223,14 +249,7 @@ func (r *Runner) mmluByEcho(ctx context.Context, i int, prompt string) ([4]float
 	var out [4]float64
 	s := r.sender(i)
 	ctxReq := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0}
-	resp, f := s.post(ctx, "/completions", ctxReq)
-	if f != nil {
-		return out, f
-	}
-	if resp.Status != http.StatusOK {
-		return out, httpFailure(resp, ctxReq)
-	}
-	c, f := parseCompletion(resp, ctxReq)
+	resp, c, f := s.complete(ctx, ctxReq)
 	if f != nil {
 		return out, f
 	}
@@ -258,14 +277,7 @@ func (r *Runner) mmluByEcho(ctx context.Context, i int, prompt string) ([4]float
 func (r *Runner) mmluByTopLogprobs(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
 	var out [4]float64
 	req := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": MMLUTopLogprobs}
-	resp, f := r.sender(i).post(ctx, "/completions", req)
-	if f != nil {
-		return out, f
-	}
-	if resp.Status != http.StatusOK {
-		return out, httpFailure(resp, req)
-	}
-	c, f := parseCompletion(resp, req)
+	resp, c, f := r.sender(i).complete(ctx, req)
 	if f != nil {
 		return out, f
 	}

@@ -26,7 +26,7 @@ func TestSubjectsFallInLMEvalsCategories(t *testing.T) {
 	for subject, want := range map[string]string{
 		"anatomy": STEM, "machine_learning": STEM, "philosophy": Humanities, "professional_law": Humanities,
 		"econometrics": SocialSciences, "us_foreign_policy": SocialSciences, "virology": Other, "nutrition": Other,
-		"my_own_subject": Other,
+		"my_own_subject": Other, "Formal Logic": Humanities, "High School  Biology": STEM,
 	} {
 		if got := Category(subject); got != want {
 			t.Errorf("%s: %s, want %s", subject, got, want)
@@ -99,7 +99,8 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25}
+	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
+		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25}
 	t.Run("by echo", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeLM(t, func(f *fakeLM) { f.letter = letter })
@@ -161,6 +162,30 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 	})
 }
 
+func TestMMLUTalliesAccuracyPerSubjectAndCategory(t *testing.T) {
+	t.Parallel()
+	// Hand-made answers: two STEM subjects of different sizes, so the STEM
+	// figure is micro-averaged (3 of 5), not the mean of its subjects'
+	// (0.75); one humanities subject named as a JSONL file might name it;
+	// no social sciences question, so no acc_social_sciences.
+	var tally mmluTally
+	for _, a := range []struct {
+		subject string
+		right   bool
+	}{
+		{"abstract_algebra", true}, {"abstract_algebra", false}, {"abstract_algebra", true}, {"abstract_algebra", false},
+		{"astronomy", true},
+		{"Formal Logic", true}, {"Formal Logic", false},
+		{"virology", false},
+	} {
+		tally.add(a.subject, a.right)
+	}
+	sameMetrics(t, tally.metrics(), map[string]float64{
+		"acc": 4.0 / 8, "acc_stem": 3.0 / 5, "acc_humanities": 0.5, "acc_other": 0,
+		"acc_subject_abstract_algebra": 0.5, "acc_subject_astronomy": 1, "acc_subject_formal_logic": 0.5, "acc_subject_virology": 0,
+	})
+}
+
 func sameMetrics(t *testing.T, got, want map[string]float64) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -179,7 +204,8 @@ func TestMMLUOnTheBuiltinEngineScoresByEcho(t *testing.T) {
 	r := NewRunner(Config{Endpoint: b.Endpoint, Concurrency: 4, Limit: 1})
 	defer r.Close()
 	res := MMLU(context.Background(), r, SampleMMLU())
-	if res.Status != StatusOK || res.Method != MethodEcho || res.N != 4 || len(res.Metrics) != 5 {
+	// acc, the four categories and the four subjects.
+	if res.Status != StatusOK || res.Method != MethodEcho || res.N != 4 || len(res.Metrics) != 9 {
 		t.Fatalf("%+v", res)
 	}
 }

@@ -41,7 +41,10 @@ type tokSource struct {
 	route sender
 	path  string
 	// prefix is how many ids the server puts before a text prompt's own
-	// (a BOS): the common prefix of two texts that start with different letters.
+	// (a BOS): the common prefix of two texts' echoed ids that start with
+	// different letters. Only idsByEcho sets and reads it, to drop the
+	// prefix from the second and later pieces of a long text; /tokenize
+	// takes a whole document at once.
 	prefix int
 	// bytesPerToken of the probe text, for sizing text pieces.
 	bytesPerToken float64
@@ -106,33 +109,16 @@ func (r *Runner) findTokenizer(ctx context.Context) (*tokSource, *schema.EvalFai
 		if f != nil || len(ids) != probe.Echo.PromptTokens {
 			continue // absent, or not the tokenization prompts get
 		}
-		ia, fa := tokenizeRoute(ctx, route.s, route.path, r.model, prefixTextA)
-		ib, fb := tokenizeRoute(ctx, route.s, route.path, r.model, prefixTextB)
-		if fatal(fa) || fatal(fb) {
-			return nil, firstFailure(fa, fb)
-		}
-		if fa != nil || fb != nil {
-			continue
-		}
 		ok, f := r.takesIDs(ctx, ids)
 		if f != nil {
 			return nil, f
 		}
 		if ok {
-			ts.mode, ts.route, ts.path, ts.prefix = idsByRoute, route.s, route.path, commonPrefix(ia, ib)
+			ts.mode, ts.route, ts.path = idsByRoute, route.s, route.path
 			return ts, nil
 		}
 	}
 	return ts, nil
-}
-
-func firstFailure(fs ...*schema.EvalFailure) *schema.EvalFailure {
-	for _, f := range fs {
-		if f != nil {
-			return f
-		}
-	}
-	return nil
 }
 
 // takesIDs reports whether the server reads a token-id prompt verbatim: an
@@ -167,12 +153,9 @@ func commonPrefix(a, b []int32) int {
 // special tokens a text prompt gets.
 func tokenizeRoute(ctx context.Context, s sender, path, model, text string) ([]int32, *schema.EvalFailure) {
 	req := map[string]any{"model": model, "prompt": text, "add_special_tokens": true}
-	resp, f := s.post(ctx, path, req)
+	resp, f := s.postOK(ctx, path, req)
 	if f != nil {
 		return nil, f
-	}
-	if resp.Status != http.StatusOK {
-		return nil, httpFailure(resp, req)
 	}
 	var v struct {
 		Tokens []int32 `json:"tokens"`

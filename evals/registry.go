@@ -28,8 +28,6 @@ type Input struct {
 // Eval is one eval, by name.
 type Eval struct {
 	Name string
-	// Echo says the eval scores prompt logprobs and so runs the echo probe first.
-	Echo bool
 	// Load reads a data set from path; limit is the --limit in force, so a
 	// streamed loader reads no more than it needs. Its errors are DataErrors.
 	Load func(path string, limit int) (Data, error)
@@ -42,7 +40,7 @@ type Eval struct {
 // Evals are the evals in the order `eval all` runs them.
 var Evals = []Eval{
 	{
-		Name: "ppl", Echo: true,
+		Name:   "ppl",
 		Load:   func(p string, _ int) (Data, error) { return LoadDocs(p) },
 		Sample: func() Data { return SampleDocs() },
 		Run:    func(ctx context.Context, r *Runner, in Input) schema.EvalResult { return PPL(ctx, r, in.Data.(*Docs)) },
@@ -56,7 +54,7 @@ var Evals = []Eval{
 		},
 	},
 	{
-		Name: "mmlu", Echo: true,
+		Name:   "mmlu",
 		Load:   func(p string, _ int) (Data, error) { return LoadMMLU(p) },
 		Sample: func() Data { return SampleMMLU() },
 		Run: func(ctx context.Context, r *Runner, in Input) schema.EvalResult {

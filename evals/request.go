@@ -69,6 +69,34 @@ func (s sender) post(ctx context.Context, path string, body map[string]any) (*en
 	}
 }
 
+// postOK sends body to path and returns a 200 answer; any other status is
+// an HTTPError failure (httpFailure). Use it for requests that are not
+// echo requests: those class their error statuses by classifyEchoStatus.
+func (s sender) postOK(ctx context.Context, path string, body map[string]any) (*endpoints.Response, *schema.EvalFailure) {
+	resp, f := s.post(ctx, path, body)
+	if f != nil {
+		return nil, f
+	}
+	if resp.Status != http.StatusOK {
+		return nil, httpFailure(resp, body)
+	}
+	return resp, nil
+}
+
+// complete sends a non-echo /completions request and returns its 200
+// answer, raw (for failures that quote it) and parsed (parseCompletion).
+func (s sender) complete(ctx context.Context, req map[string]any) (*endpoints.Response, *completion, *schema.EvalFailure) {
+	resp, f := s.postOK(ctx, "/completions", req)
+	if f != nil {
+		return nil, nil, f
+	}
+	c, f := parseCompletion(resp, req)
+	if f != nil {
+		return nil, nil, f
+	}
+	return resp, c, nil
+}
+
 // shape is a request body as a failure records it: every field, with the
 // prompt summarised so a 2,000-token window does not fill the report.
 func shape(body map[string]any) map[string]any {

@@ -96,9 +96,6 @@ func (r *Runner) Close() {
 	}
 }
 
-// Config returns the Runner's configuration, defaults filled in.
-func (r *Runner) Config() Config { return r.cfg }
-
 // sender returns the sender request i uses.
 func (r *Runner) sender(i int) sender {
 	return sender{c: r.pool.Client(i), timeout: r.cfg.RequestTimeout, backoff: r.backoff}

@@ -2,7 +2,6 @@ package evals
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"sync"
 	"unicode"
@@ -105,14 +104,7 @@ func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 	f := r.forEach(ctx, len(items), func(ctx context.Context, i int) *schema.EvalFailure {
 		req := map[string]any{"model": r.model, "prompt": TriviaPrompt(sh, items[i]), "max_tokens": TriviaMaxTokens,
 			"temperature": 0, "stop": []string{"\n"}}
-		resp, f := r.sender(i).post(ctx, "/completions", req)
-		if f != nil {
-			return f
-		}
-		if resp.Status != http.StatusOK {
-			return httpFailure(resp, req)
-		}
-		c, f := parseCompletion(resp, req)
+		_, c, f := r.sender(i).complete(ctx, req)
 		if f != nil {
 			return f
 		}

@@ -1,8 +1,9 @@
 package reports
 
 import (
-	"fmt"
 	"slices"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -210,7 +211,7 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 	if c.Asked > 0 {
 		c.ErrorRate = float64(c.Errors) / float64(c.Asked)
 	}
-	c.OutTput, c.InTput = mean(out), mean(in)
+	c.OutTput, c.InTput = stat.Mean(out, nil), stat.Mean(in, nil)
 	c.TTFTMed, c.TTFTP99 = meanOpt(ttftMed), meanOpt(ttftP99)
 	c.TPOTMed, c.TPOTP99 = meanOpt(tpotMed), meanOpt(tpotP99)
 	return c, nil
@@ -245,7 +246,7 @@ func mergeEval(name string, runs []*Input) *EvalCell {
 	if c != nil && len(sums) > 0 {
 		c.Metrics = map[string]float64{}
 		for k, vs := range sums {
-			c.Metrics[k] = mean(vs)
+			c.Metrics[k] = stat.Mean(vs, nil)
 		}
 	}
 	return c
@@ -259,11 +260,7 @@ func failureKind(e *schema.EvalResult) string {
 		}
 		return e.Status
 	}
-	s := e.Failure.Kind
-	if e.Failure.HTTPStatus != 0 {
-		s += fmt.Sprintf(" (HTTP %d)", e.Failure.HTTPStatus)
-	}
-	return s
+	return e.Failure.Short()
 }
 
 func mergeChecks(runs []*Input) *ConformanceCell {
@@ -300,17 +297,6 @@ func mergeChecks(runs []*Input) *ConformanceCell {
 	return c
 }
 
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
-
 // meanOpt is the mean of the values present, or nil when none is.
 func meanOpt(xs []*float64) *float64 {
 	var vs []float64
@@ -322,6 +308,6 @@ func meanOpt(xs []*float64) *float64 {
 	if len(vs) == 0 {
 		return nil
 	}
-	m := mean(vs)
+	m := stat.Mean(vs, nil)
 	return &m
 }

@@ -314,16 +314,14 @@ func sameShape(name string, relative bool, baseline, current []*schema.Report) e
 		shape [3]int
 		where string
 	}
-	var first *seen
-	sides := []struct {
+	type side struct {
 		name string
 		rs   []*schema.Report
-	}{{"current", current}}
+	}
+	var first *seen
+	sides := []side{{"current", current}}
 	if relative {
-		sides = append([]struct {
-			name string
-			rs   []*schema.Report
-		}{{"baseline", baseline}}, sides...)
+		sides = append([]side{{"baseline", baseline}}, sides...)
 	}
 	for _, side := range sides {
 		for i, r := range side.rs {

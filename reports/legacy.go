@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 
@@ -188,9 +189,9 @@ func jsonErr(path string, data []byte, err error, toOld ...func(int64) int64) er
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
-	case asErr(err, &se):
+	case errors.As(err, &se):
 		off = se.Offset
-	case asErr(err, &te):
+	case errors.As(err, &te):
 		off = te.Offset
 	}
 	if off < 0 {

@@ -24,8 +24,6 @@ func badInput(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrBadInput}, args...)...)
 }
 
-func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
-
 // Input is one report as read from disk.
 type Input struct {
 	// Path is what was given: a report.json, a folder or a legacy file.

@@ -66,8 +66,12 @@ func WritePlots(dir string, ins []*Input) ([]string, error) {
 			name string
 			make func(string, []*Input) *plot.Plot
 		}{
-			{"ttft-cdf", ttftCDF},
-			{"tpot-cdf", tpotCDF},
+			{"ttft-cdf", func(ph string, ins []*Input) *plot.Plot {
+				return recordCDF(ph, ins, "TTFT", "TTFT (s)", ttftSeconds)
+			}},
+			{"tpot-cdf", func(ph string, ins []*Input) *plot.Plot {
+				return recordCDF(ph, ins, "TPOT", "TPOT (ms)", tpotMillis)
+			}},
 			{"out-tput-time", outTputOverTime},
 			{"errors-time", errorsOverTime},
 		} {
@@ -177,38 +181,41 @@ func cdf(xs []float64) plotter.XYs {
 	return out
 }
 
-func ttftCDF(phase string, ins []*Input) *plot.Plot {
+// recordCDF plots, per label, the CDF of sample over the phase's completed
+// requests; a request sample gives no value for (ok false) is left out.
+func recordCDF(phase string, ins []*Input, metric, axis string, sample func(*schema.Record) (float64, bool)) *plot.Plot {
 	labels, recs := byLabel(phase, ins)
 	var ss []series
 	for _, l := range labels {
 		var xs []float64
-		for _, r := range recs[l] {
-			if r.Completed() && r.TFirst != nil {
-				xs = append(xs, *r.TFirst)
+		for i := range recs[l] {
+			r := &recs[l][i]
+			if !r.Completed() {
+				continue
+			}
+			if x, ok := sample(r); ok {
+				xs = append(xs, x)
 			}
 		}
 		if len(xs) > 0 {
 			ss = append(ss, series{l, cdf(xs)})
 		}
 	}
-	return linePlot(phase+": TTFT CDF", "TTFT (s)", "fraction of completed requests", ss, plotter.NoStep, false)
+	return linePlot(phase+": "+metric+" CDF", axis, "fraction of completed requests", ss, plotter.NoStep, false)
 }
 
-func tpotCDF(phase string, ins []*Input) *plot.Plot {
-	labels, recs := byLabel(phase, ins)
-	var ss []series
-	for _, l := range labels {
-		var xs []float64
-		for _, r := range recs[l] {
-			if r.Completed() && r.TFirst != nil && r.TLast != nil && r.N >= 2 {
-				xs = append(xs, (*r.TLast-*r.TFirst)/float64(r.N-1)*1e3)
-			}
-		}
-		if len(xs) > 0 {
-			ss = append(ss, series{l, cdf(xs)})
-		}
+// ttftSeconds is a request's TTFT in seconds.
+func ttftSeconds(r *schema.Record) (float64, bool) {
+	if r.TFirst == nil {
+		return 0, false
 	}
-	return linePlot(phase+": TPOT CDF", "TPOT (ms)", "fraction of completed requests", ss, plotter.NoStep, false)
+	return *r.TFirst, true
+}
+
+// tpotMillis is a request's TPOT in milliseconds.
+func tpotMillis(r *schema.Record) (float64, bool) {
+	v, ok := r.TPOT()
+	return v * 1e3, ok
 }
 
 // outTputOverTime buckets every content event by when it arrived (seconds

@@ -1,9 +1,7 @@
 package reports
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,36 +10,35 @@ import (
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-// ReadReport reads a report.json.
+// ReadReport reads a report.json. An error reading the file is os's own,
+// unwrapped (so errors.Is(err, fs.ErrNotExist) tells a missing file); one
+// about its content wraps ErrBadInput.
 func ReadReport(path string) (*schema.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var r schema.Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if r.Schema != schema.ReportSchema {
-		return nil, fmt.Errorf("%s: schema %q, want %q", path, r.Schema, schema.ReportSchema)
-	}
-	return &r, nil
+	return parseReport(path, b)
 }
 
 // UpdateDir lets a command that adds one section (evals, conformance) share a
 // folder with a run: when dir already holds a report of fresh's label, change
 // is applied to that report, so only the changed section is replaced;
-// otherwise to fresh. report.json and report.md are rewritten (atomically);
-// requests.jsonl is left as it is.
+// otherwise, when dir holds no report, to fresh. A report of another label is
+// not overwritten (that run's phases would be lost): it is a bad-input error.
+// report.json and report.md are rewritten (atomically); requests.jsonl is
+// left as it is.
+// Commands call CheckUpdateDir before they send any load, so that refusal
+// comes before the work, not after it.
 func UpdateDir(dir string, fresh *schema.Report, change func(*schema.Report)) (*schema.Report, error) {
+	old, err := dirReport(dir, fresh.Label)
+	if err != nil {
+		return nil, err
+	}
 	r := fresh
-	old, err := ReadReport(filepath.Join(dir, ReportJSON))
-	switch {
-	case err == nil && old.Label == fresh.Label:
+	if old != nil {
 		r = old
 		r.FinishedAt = fresh.FinishedAt
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return nil, err
 	}
 	change(r)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -54,4 +51,26 @@ func UpdateDir(dir string, fresh *schema.Report, change func(*schema.Report)) (*
 		return nil, err
 	}
 	return r, nil
+}
+
+// CheckUpdateDir says whether UpdateDir could write a report of label to dir:
+// nil when dir holds no report or one of that label.
+func CheckUpdateDir(dir, label string) error {
+	_, err := dirReport(dir, label)
+	return err
+}
+
+// dirReport is the report dir holds, nil when none; one of a label other
+// than label is a bad-input error.
+func dirReport(dir, label string) (*schema.Report, error) {
+	old, err := ReadReport(filepath.Join(dir, ReportJSON))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case old.Label != label:
+		return nil, badInput("%s holds the report of label %q, not %q; pass another --out", dir, old.Label, label)
+	}
+	return old, nil
 }

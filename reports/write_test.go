@@ -3,10 +3,13 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,10 +164,49 @@ func TestUpdateDirReplacesOnlyItsSectionOfAReportOfTheSameLabel(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, RecordsJSONL)); err != nil {
 		t.Fatal("requests.jsonl was lost")
 	}
-	// Another label starts a report of its own.
+	// Another label starts a report of its own in a folder of its own.
 	other := &schema.Report{Schema: schema.ReportSchema, Label: "other"}
-	r, _ := UpdateDir(dir, other, func(r *schema.Report) { r.Evals = evals })
-	if len(r.Phases) != 0 || r.Label != "other" {
-		t.Fatalf("%+v", r)
+	r, err := UpdateDir(t.TempDir(), other, func(r *schema.Report) { r.Evals = evals })
+	if err != nil || len(r.Phases) != 0 || r.Label != "other" {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestUpdateDirRefusesAFolderHoldingAnotherLabelsReport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	run := sampleReport()
+	if err := WriteDir(dir, run, []schema.Record{{Phase: "single", I: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	other := &schema.Report{Schema: schema.ReportSchema, Label: "other"}
+	changed := false
+	r, err := UpdateDir(dir, other, func(*schema.Report) { changed = true })
+	if r != nil || !errors.Is(err, ErrBadInput) || changed {
+		t.Fatalf("%+v %v: want a bad-input error and no change", r, err)
+	}
+	for _, want := range []string{dir, strconv.Quote(run.Label), `"other"`, "--out"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: want it to name %s", err, want)
+		}
+	}
+	got, err := ReadReport(filepath.Join(dir, ReportJSON))
+	if err != nil || got.Label != run.Label || len(got.Phases) != 2 {
+		t.Fatalf("the run's report was changed: %+v %v", got, err)
+	}
+}
+
+func TestReadReportKeepsOSErrorsAndRejectsOtherSchemas(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := ReadReport(filepath.Join(dir, ReportJSON)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	p := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(p, []byte(`{"schema": "something/else"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadReport(p); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "something/else") {
+		t.Fatalf("another schema: %v, want a bad-input error naming it", err)
 	}
 }

@@ -134,6 +134,9 @@ func Run(o *Options) error {
 	ep := tg.Endpoint
 	started := o.F.Now()
 	label, out := tg.Output(o.Label, o.Out, started)
+	if err := reports.CheckUpdateDir(out, label); err != nil {
+		return cmdutil.BadInput("%v", err)
+	}
 
 	fmt.Fprintf(std.ErrOut, "glmbench: conformance of %s\n", ep)
 	results, err := conform.Run(ctx, conform.Config{

@@ -226,6 +226,9 @@ func Run(ctx context.Context, o *Options) error {
 	ep := tg.Endpoint
 	started := o.F.Now()
 	label, out := tg.Output(o.Label, o.Out, started)
+	if err := reports.CheckUpdateDir(out, label); err != nil {
+		return cmdutil.BadInput("%v", err)
+	}
 
 	prog := &evals.Progress{}
 	r := evals.NewRunner(evals.Config{
@@ -309,9 +312,16 @@ func resultLine(r *schema.EvalResult) string {
 var metricOrder = []string{"acc", "acc_stem", "acc_humanities", "acc_social_sciences", "acc_other", "exact_match",
 	"ppl", "nll_per_token", "worst_seg", "word_perplexity", "byte_perplexity", "bits_per_byte", "tokens"}
 
+// metricsText lists the metrics on one line; per-subject accuracies (57
+// for MMLU) are only counted there: the report lists them.
 func metricsText(r *schema.EvalResult) string {
 	keys := make([]string, 0, len(r.Metrics))
+	subjects := 0
 	for k := range r.Metrics {
+		if strings.HasPrefix(k, schema.SubjectMetricPrefix) {
+			subjects++
+			continue
+		}
 		keys = append(keys, k)
 	}
 	rank := func(k string) int {
@@ -335,14 +345,14 @@ func metricsText(r *schema.EvalResult) string {
 		}
 		parts = append(parts, k+"="+txt)
 	}
+	if subjects > 0 {
+		parts = append(parts, fmt.Sprintf("(and %d subjects in the report)", subjects))
+	}
 	return strings.Join(parts, " ")
 }
 
 func failureText(f *schema.EvalFailure) string {
-	s := f.Kind
-	if f.HTTPStatus != 0 {
-		s += fmt.Sprintf(" (HTTP %d)", f.HTTPStatus)
-	}
+	s := f.Short()
 	if f.Detail != "" {
 		s += ": " + f.Detail
 	}

@@ -239,6 +239,27 @@ func TestEvalIntoAFolderReplacesOnlyItsOwnEntries(t *testing.T) {
 	}
 }
 
+func TestEvalIntoAFolderOfAnotherLabelExitsTwoBeforeAnyEvalRequest(t *testing.T) {
+	t.Parallel()
+	url, n := fakeEndpoint(t)
+	dir := t.TempDir()
+	old := &schema.Report{Schema: schema.ReportSchema, Label: "mine", Phases: []schema.PhaseResult{{Phase: "single", BatchSize: 1}}}
+	if err := reports.WriteDir(dir, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The endpoint's model names the label (hosted-glm): not the folder's.
+	code, _, errOut := run(t, "ppl", "--endpoint", url, "--out", dir)
+	if code != cmdutil.ExitBadInput || !strings.Contains(errOut, `"mine"`) || !strings.Contains(errOut, "--out") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := n.Load(); got > 1 { // the model list only
+		t.Errorf("%d requests were sent", got)
+	}
+	if r := readReport(t, dir); r.Label != "mine" || len(r.Phases) != 1 || len(r.Evals) != 0 {
+		t.Errorf("the folder's report was changed: %+v", r)
+	}
+}
+
 func TestLinesSayWhatHappened(t *testing.T) {
 	t.Parallel()
 	r := schema.EvalResult{Name: "ppl", Status: "unsupported", Method: "echo",

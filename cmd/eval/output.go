@@ -28,10 +28,7 @@ func WriteTable(w io.Writer, results []schema.EvalResult) error {
 	for _, r := range results {
 		fail := ""
 		if r.Failure != nil {
-			fail = r.Failure.Kind
-			if r.Failure.HTTPStatus != 0 {
-				fail += fmt.Sprintf(" (HTTP %d)", r.Failure.HTTPStatus)
-			}
+			fail = r.Failure.Short()
 		}
 		if err := t.Append(r.Name, r.Status, r.Method, strconv.Itoa(r.N), metricsText(&r), cell(fail)); err != nil {
 			return err

@@ -2,7 +2,6 @@ package conform
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
@@ -30,10 +29,7 @@ func checkEcho(ctx context.Context, s *suite) outcome {
 // failureText names an eval failure by its kind first, as the check's
 // detail must.
 func failureText(f *schema.EvalFailure) string {
-	s := f.Kind
-	if f.HTTPStatus != 0 {
-		s += fmt.Sprintf(" (HTTP %d)", f.HTTPStatus)
-	}
+	s := f.Short()
 	if f.Detail != "" {
 		s += ": " + clip(f.Detail, 200)
 	}

@@ -7,7 +7,10 @@
 // never renamed.
 package schema
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // ReportSchema is the value of Report.Schema for this layout.
 const ReportSchema = "glmbench/report/v1"
@@ -138,6 +141,16 @@ func (r *Record) Completed() bool {
 	return r.Class == "" && r.Cancelled == "" && !r.NotSent
 }
 
+// TPOT is the request's time per output token in seconds, as DESIGN.md
+// defines it: (last content event − first content event) / (n − 1). ok is
+// false when it has no value: no content event, or n < 2.
+func (r *Record) TPOT() (tpot float64, ok bool) {
+	if r.TFirst == nil || r.TLast == nil || r.N < 2 {
+		return 0, false
+	}
+	return (*r.TLast - *r.TFirst) / float64(r.N-1), true
+}
+
 // PhaseResult is one phase of a report. The first fifteen fields are exactly
 // those of the older harness's rows (same names and units). Times are seconds,
 // rates tokens per second. A metric over an empty sample is null, never NaN.
@@ -226,6 +239,11 @@ type EvalResult struct {
 	Dataset string `json:"dataset,omitempty"`
 }
 
+// SubjectMetricPrefix starts the name of an eval's per-subject accuracy
+// (mmlu's acc_subject_<subject>). There is one per subject, 57 for MMLU:
+// too many for a one-line summary, so renderers list them apart.
+const SubjectMetricPrefix = "acc_subject_"
+
 // EvalFailure says why an eval gave no score.
 type EvalFailure struct {
 	Kind       string         `json:"kind"`
@@ -233,6 +251,15 @@ type EvalFailure struct {
 	Body       string         `json:"body,omitempty"`
 	Request    map[string]any `json:"request,omitempty"`
 	Detail     string         `json:"detail,omitempty"`
+}
+
+// Short names the failure in a few words: its kind, then "(HTTP n)" when
+// an HTTP status came with it, as tables and one-line summaries show it.
+func (f *EvalFailure) Short() string {
+	if f.HTTPStatus == 0 {
+		return f.Kind
+	}
+	return f.Kind + " (HTTP " + strconv.Itoa(f.HTTPStatus) + ")"
 }
 
 // CheckResult is one conformance check of a report.
