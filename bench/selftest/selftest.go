@@ -45,6 +45,10 @@ type Options struct {
 	// Python, when set (e.g. /usr/bin/python3 with httpx), runs the same work
 	// through a plain Python httpx client at every level, for comparison.
 	Python string
+	// ClientCPUs and ServerCPUs, when set, pin this process (and its Python
+	// client) and the simulated server to those CPUs, GOMAXPROCS sized to
+	// match: the client's figures then come from cores of its own.
+	ClientCPUs, ServerCPUs []int
 	// Progress hears one line per step.
 	Progress func(format string, args ...any)
 }
@@ -90,7 +94,11 @@ type Result struct {
 	SaturatesAt int `json:"saturates_at"`
 	// Python holds the plain httpx client's figures at the same levels, when run.
 	Python []Level `json:"python_httpx,omitempty"`
-	Cores  int     `json:"cores"`
+	// Cores is the client's GOMAXPROCS.
+	Cores int `json:"cores"`
+	// ClientCPUs and ServerCPUs are the CPU lists each was pinned to, if any.
+	ClientCPUs string `json:"client_cpus,omitempty"`
+	ServerCPUs string `json:"server_cpus,omitempty"`
 }
 
 // Run performs the self-test.
@@ -101,17 +109,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		say = func(string, ...any) {}
 	}
 	truthPath := filepath.Join(o.Dir, "truth.jsonl")
-	srv, err := startServer(ctx, o.Binary, truthPath, slices.Max(o.Levels))
+	srv, err := startServer(ctx, o.Binary, truthPath, slices.Max(o.Levels), o.ServerCPUs)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
 	say("server: %s (pid %d), truth in %s", srv.base, srv.cmd.Process.Pid, truthPath)
+	// Pinned after the server started, so that it does not inherit the
+	// client's CPUs; the Python client, started later, does.
+	if len(o.ClientCPUs) > 0 {
+		if err := pinProcess(os.Getpid(), o.ClientCPUs); err != nil {
+			return nil, err
+		}
+		runtime.GOMAXPROCS(len(o.ClientCPUs))
+		say("client pinned to CPUs %s, server to %s", FormatCPUList(o.ClientCPUs), FormatCPUList(o.ServerCPUs))
+	}
 	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.base, Model: "glmbench-sim"}, func(string) string { return "" })
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Cores: runtime.GOMAXPROCS(0)}
+	res := &Result{Cores: runtime.GOMAXPROCS(0), ClientCPUs: FormatCPUList(o.ClientCPUs), ServerCPUs: FormatCPUList(o.ServerCPUs)}
 	var script string
 	if o.Python != "" {
 		script = filepath.Join(o.Dir, "httpx_stream.py")
@@ -362,13 +379,18 @@ var servingAt = regexp.MustCompile(`at (http://[^ ]+/v1)`)
 
 // startServer starts `glmbench serve --executor sim` on a free port and
 // waits for the line that names its address.
-func startServer(ctx context.Context, binary, truth string, streams int) (*server, error) {
+// With cpus it is pinned there once it serves, its GOMAXPROCS set to match.
+func startServer(ctx context.Context, binary, truth string, streams int, cpus []int) (*server, error) {
 	cmd := exec.CommandContext(ctx, binary, "serve", "--executor", "sim", "--port", "0", "--truth", truth,
 		"--max-running-requests", fmt.Sprint(2*streams), "--max-queued-requests", "0")
 	// The server gets its own CPU profile, if any: GLMBENCH_SELFTEST_SERVER_CPUPROFILE.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GLMBENCH_CPUPROFILE=") })
 	if p := os.Getenv("GLMBENCH_SELFTEST_SERVER_CPUPROFILE"); p != "" {
 		cmd.Env = append(cmd.Env, "GLMBENCH_CPUPROFILE="+p)
+	}
+	if len(cpus) > 0 {
+		cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") }),
+			fmt.Sprintf("GOMAXPROCS=%d", len(cpus)))
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -396,7 +418,14 @@ func startServer(ctx context.Context, binary, truth string, streams int) (*serve
 			cmd.Wait()
 			return nil, errors.New("the simulated server exited before serving")
 		}
-		return &server{cmd: cmd, base: base}, nil
+		srv := &server{cmd: cmd, base: base}
+		if len(cpus) > 0 {
+			if err := pinProcess(cmd.Process.Pid, cpus); err != nil {
+				srv.stop()
+				return nil, err
+			}
+		}
+		return srv, nil
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		return nil, errors.New("the simulated server did not start within 30 s")

@@ -27,6 +27,8 @@ type Options struct {
 	Tokens int
 	Prompt int
 	Python string
+	// ClientCPUs and ServerCPUs are CPU lists ("0-1") to pin each to.
+	ClientCPUs, ServerCPUs string
 }
 
 // NewCmdSelftest binds selftest's flags. runF replaces the run function in tests.
@@ -60,6 +62,8 @@ comparison in the same run.`,
 	fl.IntVar(&o.Tokens, "tokens", 64, "output tokens per request")
 	fl.IntVar(&o.Prompt, "prompt", 64, "prompt length per request, in bytes")
 	fl.StringVar(&o.Python, "python", "", "also run a plain Python httpx client with this interpreter (e.g. /usr/bin/python3)")
+	fl.StringVar(&o.ClientCPUs, "client-cpus", "", "pin the client (and the Python client) to these CPUs, e.g. 0-1 (Linux; needs --server-cpus)")
+	fl.StringVar(&o.ServerCPUs, "server-cpus", "", "pin the simulated server to these CPUs, e.g. 2-15 (Linux; needs --client-cpus)")
 	return cmd
 }
 
@@ -76,6 +80,10 @@ func Run(o *Options) error {
 	if o.Tokens < 2 || o.Prompt < 16 {
 		return cmdutil.BadInput("--tokens must be at least 2 and --prompt at least 16")
 	}
+	clientCPUs, serverCPUs, err := o.cpus()
+	if err != nil {
+		return err
+	}
 	out := o.Out
 	if out == "" {
 		out = target.DefaultOut(o.F.Now(), "selftest")
@@ -89,6 +97,7 @@ func Run(o *Options) error {
 	}
 	res, err := selftest.Run(o.F.Context, selftest.Options{
 		Binary: bin, Dir: out, Levels: levels, Tokens: o.Tokens, Prompt: o.Prompt, Python: o.Python,
+		ClientCPUs: clientCPUs, ServerCPUs: serverCPUs,
 		Progress: func(format string, args ...any) { fmt.Fprintf(o.F.IO.ErrOut, "glmbench: "+format+"\n", args...) },
 	})
 	if res != nil {
@@ -108,4 +117,29 @@ func Run(o *Options) error {
 		return cmdutil.Silent(cmdutil.ExitInterrupted) // after writing what was measured
 	}
 	return err
+}
+
+// cpus reads --client-cpus and --server-cpus: both or neither, each a CPU
+// list this process may run on.
+func (o *Options) cpus() (client, server []int, err error) {
+	if (o.ClientCPUs == "") != (o.ServerCPUs == "") {
+		return nil, nil, cmdutil.BadInput("--client-cpus and --server-cpus go together: give both or neither")
+	}
+	if o.ClientCPUs == "" {
+		return nil, nil, nil
+	}
+	for _, f := range []struct {
+		flag, val string
+		dst       *[]int
+	}{{"--client-cpus", o.ClientCPUs, &client}, {"--server-cpus", o.ServerCPUs, &server}} {
+		cpus, err := selftest.ParseCPUList(f.val)
+		if err == nil {
+			err = selftest.CheckCPUs(cpus)
+		}
+		if err != nil {
+			return nil, nil, cmdutil.BadInput("%s: %v", f.flag, err)
+		}
+		*f.dst = cpus
+	}
+	return client, server, nil
 }
