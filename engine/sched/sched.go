@@ -732,12 +732,15 @@ func (s *Scheduler) retire(q *req, f *Finish) {
 }
 
 // finish streams the last event and hands the request's KV to the prefix cache.
+// finish ends a request that completed. Its token counts are recorded
+// before its last event goes out: a client that reads /metrics as soon as
+// its response ends must find them there.
 func (s *Scheduler) finish(q *req, f *Finish) {
 	s.release(q, true)
-	s.flush(q, f)
 	if s.obs != nil {
 		s.obs.Tokens(len(q.r.Prompt), len(q.out))
 	}
+	s.flush(q, f)
 }
 
 func (s *Scheduler) flush(q *req, f *Finish) {

@@ -114,177 +114,131 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	defer st.Abort() // whatever ends the handler, the scheduler lets go of the request
 	ctx, cancel := s.waitContext(r)
 	defer cancel()
-	g := &chatGen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
+	g := &gen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
 		dec: newDecoder(s.tok, true, spec.thinking, spec.skipSpecial, spec.stops, spec.params.MinNewTokens)}
 	if spec.stream {
-		g.stream(ctx, w, r)
+		c := &chatStream{gen: g}
+		if len(spec.tools) > 0 {
+			c.tools = &toolDiverter{}
+		}
+		g.stream(ctx, w, r, c)
 	} else {
-		g.complete(ctx, w, r)
+		g.complete(ctx, w, r, &chatWhole{gen: g})
 	}
 }
 
-// chatGen is one chat request being answered.
-type chatGen struct {
-	srv     *Server
-	spec    *genSpec
-	st      *sched.Stream
-	dec     *decoder
-	id      string
-	created int64
-	start   time.Time
+// chatWhole answers a non-streaming chat request once its output is over.
+type chatWhole struct {
+	*gen
+	reasoning, content strings.Builder
+	lps                []sched.TokenLogprob
 }
 
-// complete answers a non-streaming request once its output is over.
-func (g *chatGen) complete(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	var reasoning, content strings.Builder
-	var lps []sched.TokenLogprob
-	for {
-		evs, err := g.st.Next(ctx)
-		if err != nil {
-			if e := waitError(r); e != nil {
-				writeError(w, e)
+func (c *chatWhole) step(_ *stepResult, pieces []piece, toks outTokens) {
+	for _, p := range pieces {
+		if p.kind == kindReasoning {
+			c.reasoning.WriteString(p.text)
+		} else {
+			c.content.WriteString(p.text)
+		}
+	}
+	c.lps = append(c.lps, toks.lps...)
+}
+
+func (c *chatWhole) response(res *stepResult, u *usage) any {
+	msg := chatOutput{Role: "assistant", ReasoningContent: c.reasoning.String()}
+	text := c.content.String()
+	reason := res.finish
+	if len(c.spec.tools) > 0 {
+		var calls []tokenizer.ToolCall
+		calls, text = tokenizer.ParseToolCalls(text, c.spec.tools)
+		msg.ToolCalls = toolCallsOut(calls, false)
+		if len(msg.ToolCalls) > 0 && reason == "stop" {
+			reason = "tool_calls"
+		}
+	}
+	if text != "" || len(msg.ToolCalls) == 0 {
+		msg.Content = &text // OpenAI: content is null beside tool calls
+	}
+	choice := chatChoice{Message: msg, FinishReason: reason, MatchedStop: res.matched}
+	if c.spec.params.Logprobs {
+		choice.Logprobs = &chatLogprobs{Content: c.spec.names.chat(c.lps)}
+	}
+	return chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.spec.model,
+		Choices: []chatChoice{choice}, Usage: u}
+}
+
+// chatStream answers with SSE chunks: the role chunk, reasoning_content
+// and content deltas, the finish chunk (delta {}), then the usage chunk
+// with choices [] (OpenAI's spec) when stream_options.include_usage.
+type chatStream struct {
+	*gen
+	sentRole bool
+	tools    *toolDiverter        // nil without tools
+	pending  []sched.TokenLogprob // logprobs of tokens not yet sent with text
+}
+
+// send writes one chunk of delta d, with the pending logprobs when asked.
+func (c *chatStream) send(out *sseWriter, d chatDelta, finish *string, matched any) error {
+	ch := chatChunkChoice{Delta: d, FinishReason: finish, MatchedStop: matched}
+	if c.spec.params.Logprobs && len(c.pending) > 0 {
+		ch.Logprobs = &chatLogprobs{Content: c.spec.names.chat(c.pending)}
+		c.pending = nil
+	}
+	return out.send(c.chunk([]chatChunkChoice{ch}, nil))
+}
+
+func (c *chatStream) step(ctx context.Context, out *sseWriter, _ *stepResult, pieces []piece, toks outTokens) bool {
+	if !c.sentRole {
+		c.sentRole = true
+		empty := ""
+		if c.send(out, chatDelta{Role: "assistant", Content: &empty}, nil, nil) != nil {
+			return false
+		}
+	}
+	c.pending = append(c.pending, toks.lps...)
+	for _, p := range pieces {
+		text := p.text
+		d := chatDelta{ReasoningContent: &text}
+		if p.kind == kindContent {
+			if c.tools != nil {
+				if text = c.tools.feed(text); text == "" {
+					continue
+				}
 			}
-			return
+			d = chatDelta{Content: &text}
 		}
-		res := g.dec.consume(evs)
-		if res.err != nil {
-			writeError(w, g.srv.apiErrorOf(res.err))
-			return
+		if c.send(out, d, nil, nil) != nil || out.afterToken(ctx) {
+			return false
 		}
-		pieces, toks := g.dec.take()
-		for _, p := range pieces {
-			if p.kind == kindReasoning {
-				reasoning.WriteString(p.text)
-			} else {
-				content.WriteString(p.text)
+	}
+	return true
+}
+
+func (c *chatStream) finish(out *sseWriter, res *stepResult) bool {
+	reason := res.finish
+	if c.tools != nil {
+		rest, calls := c.tools.end(c.spec.tools)
+		if rest != "" && c.send(out, chatDelta{Content: &rest}, nil, nil) != nil {
+			return false
+		}
+		// The calls go out whole in one delta once the output is over.
+		if tc := toolCallsOut(calls, true); len(tc) > 0 {
+			if c.send(out, chatDelta{ToolCalls: tc}, nil, nil) != nil {
+				return false
 			}
-		}
-		lps = append(lps, toks.lps...)
-		if res.finish == "" {
-			continue
-		}
-		g.st.Abort() // a stop string ended it: free the KV now
-		msg := chatOutput{Role: "assistant", ReasoningContent: reasoning.String()}
-		text := content.String()
-		reason := res.finish
-		if len(g.spec.tools) > 0 {
-			var calls []tokenizer.ToolCall
-			calls, text = tokenizer.ParseToolCalls(text, g.spec.tools)
-			msg.ToolCalls = toolCallsOut(calls, false)
-			if len(msg.ToolCalls) > 0 && reason == "stop" {
+			if reason == "stop" {
 				reason = "tool_calls"
 			}
 		}
-		if text != "" || len(msg.ToolCalls) == 0 {
-			msg.Content = &text // OpenAI: content is null beside tool calls
-		}
-		choice := chatChoice{Message: msg, FinishReason: reason, MatchedStop: res.matched}
-		if g.spec.params.Logprobs {
-			choice.Logprobs = &chatLogprobs{Content: g.spec.names.chat(lps)}
-		}
-		prompt := max(res.promptTokens, len(g.spec.prompt))
-		g.srv.metrics.observeE2E(time.Since(g.start))
-		writeJSON(w, http.StatusOK, chatResponse{ID: g.id, Object: "chat.completion", Created: g.created,
-			Model: g.spec.model, Choices: []chatChoice{choice}, Usage: g.srv.opts.Faults.usage(newUsage(prompt, g.dec.n, res.cachedTokens))})
-		return
 	}
+	return c.send(out, chatDelta{}, &reason, res.matched) == nil
 }
 
-// stream answers with SSE chunks: the role chunk, reasoning_content and
-// content deltas, the finish chunk (delta {}), the usage chunk with
-// choices [] when stream_options.include_usage, then [DONE].
-func (g *chatGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	out := g.srv.newSSE(w, g.srv.truthFor(g.spec, g.start))
-	defer out.end()
-	sentRole := false
-	var tools *toolDiverter
-	if len(g.spec.tools) > 0 {
-		tools = &toolDiverter{}
-	}
-	var pending []sched.TokenLogprob // logprobs of tokens not yet sent with text
-	send := func(d chatDelta, finish *string, matched any) error {
-		c := chatChunkChoice{Delta: d, FinishReason: finish, MatchedStop: matched}
-		if g.spec.params.Logprobs && len(pending) > 0 {
-			c.Logprobs = &chatLogprobs{Content: g.spec.names.chat(pending)}
-			pending = nil
-		}
-		return out.send(g.chunk([]chatChunkChoice{c}, nil))
-	}
-	for {
-		evs, err := g.st.Next(ctx)
-		if err != nil {
-			if e := waitError(r); e != nil {
-				out.fail(e)
-			}
-			return
-		}
-		res := g.dec.consume(evs)
-		if res.err != nil {
-			out.fail(g.srv.apiErrorOf(res.err))
-			return
-		}
-		if !sentRole {
-			sentRole = true
-			empty := ""
-			if send(chatDelta{Role: "assistant", Content: &empty}, nil, nil) != nil {
-				return
-			}
-		}
-		pieces, toks := g.dec.take()
-		pending = append(pending, toks.lps...)
-		for _, p := range pieces {
-			text := p.text
-			d := chatDelta{ReasoningContent: &text}
-			if p.kind == kindContent {
-				if tools != nil {
-					if text = tools.feed(text); text == "" {
-						continue
-					}
-				}
-				d = chatDelta{Content: &text}
-			}
-			if send(d, nil, nil) != nil || out.afterToken(ctx) {
-				return
-			}
-		}
-		if res.finish == "" {
-			continue
-		}
-		g.st.Abort() // a stop string ended it: free the KV now
-		reason := res.finish
-		if tools != nil {
-			rest, calls := tools.end(g.spec.tools)
-			if rest != "" && send(chatDelta{Content: &rest}, nil, nil) != nil {
-				return
-			}
-			// The calls go out whole in one delta once the output is over.
-			if tc := toolCallsOut(calls, true); len(tc) > 0 {
-				if send(chatDelta{ToolCalls: tc}, nil, nil) != nil {
-					return
-				}
-				if reason == "stop" {
-					reason = "tool_calls"
-				}
-			}
-		}
-		if send(chatDelta{}, &reason, res.matched) != nil {
-			return
-		}
-		if g.spec.includeUsage && g.srv.opts.Faults.usage(&usage{}) != nil {
-			prompt := max(res.promptTokens, len(g.spec.prompt))
-			// OpenAI's spec: the usage chunk has an empty choices array.
-			if out.send(g.chunk([]chatChunkChoice{}, newUsage(prompt, g.dec.n, res.cachedTokens))) != nil {
-				return
-			}
-		}
-		out.done()
-		g.srv.metrics.observeE2E(time.Since(g.start))
-		return
-	}
-}
+func (c *chatStream) usageChunk(u *usage) any { return c.chunk([]chatChunkChoice{}, u) }
 
-func (g *chatGen) chunk(choices []chatChunkChoice, u *usage) chatChunk {
-	return chatChunk{ID: g.id, Object: "chat.completion.chunk", Created: g.created, Model: g.spec.model, Choices: choices, Usage: u}
+func (c *chatStream) chunk(choices []chatChunkChoice, u *usage) chatChunk {
+	return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.spec.model, Choices: choices, Usage: u}
 }
 
 // toolCallsOut writes parsed calls in OpenAI's shape; streamed deltas

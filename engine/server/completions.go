@@ -54,33 +54,25 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	defer st.Abort() // whatever ends the handler, the scheduler lets go of the request
 	ctx, cancel := s.waitContext(r)
 	defer cancel()
-	g := &completionGen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
+	g := &gen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
 		dec: newDecoder(s.tok, false, false, spec.skipSpecial, spec.stops, spec.params.MinNewTokens)}
-	if spec.echo {
-		g.dec.chars = utf8.RuneCountInString(spec.echoText)
+	if spec.params.Logprobs {
+		g.dec.keepTokens = true
+		if spec.echo {
+			g.dec.chars = utf8.RuneCountInString(spec.echoText) // text_offset counts the echoed prompt
+		}
 	}
 	if spec.stream {
-		g.stream(ctx, w, r)
+		g.stream(ctx, w, r, &completionStream{gen: g, echoed: !spec.echo})
 	} else {
-		g.complete(ctx, w, r)
+		g.complete(ctx, w, r, &completionWhole{gen: g})
 	}
 }
 
-// completionGen is one completions request being answered.
-type completionGen struct {
-	srv     *Server
-	spec    *genSpec
-	st      *sched.Stream
-	dec     *decoder
-	id      string
-	created int64
-	start   time.Time
-}
-
-// promptLogprobs returns the echoed prompt's logprob entries: the prompt
-// tokens with their logprobs (the first null) and their offsets in the
-// echoed text.
-func (g *completionGen) promptLogprobs(lps []*sched.TokenLogprob) *completionLogprobs {
+// promptLogprobs returns a completion's echoed prompt logprob entries: the
+// prompt tokens with their logprobs (the first null) and their offsets in
+// the echoed text.
+func (g *gen) promptLogprobs(lps []*sched.TokenLogprob) *completionLogprobs {
 	offsets := make([]int, len(g.spec.prompt))
 	d := g.srv.tok.NewDetokenizer(g.spec.echoSkip)
 	chars := 0
@@ -93,7 +85,9 @@ func (g *completionGen) promptLogprobs(lps []*sched.TokenLogprob) *completionLog
 	return out
 }
 
-func (g *completionGen) outputLogprobs(dst *completionLogprobs, toks outTokens) *completionLogprobs {
+// outputLogprobs appends a completion's output tokens' logprob entries to
+// dst (nil: a new one).
+func (g *gen) outputLogprobs(dst *completionLogprobs, toks outTokens) *completionLogprobs {
 	if dst == nil {
 		dst = &completionLogprobs{}
 	}
@@ -101,136 +95,104 @@ func (g *completionGen) outputLogprobs(dst *completionLogprobs, toks outTokens) 
 	return dst
 }
 
-// complete answers a non-streaming request once its output is over: with
-// echo, the prompt's text and logprobs come first.
-func (g *completionGen) complete(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	var text strings.Builder
-	var all outTokens
-	var promptLPs []*sched.TokenLogprob
-	for {
-		evs, err := g.st.Next(ctx)
-		if err != nil {
-			if e := waitError(r); e != nil {
-				writeError(w, e)
-			}
-			return
-		}
-		res := g.dec.consume(evs)
-		if res.err != nil {
-			writeError(w, g.srv.apiErrorOf(res.err))
-			return
-		}
-		if res.promptLogprobs != nil {
-			promptLPs = res.promptLogprobs
-		}
-		pieces, toks := g.dec.take()
-		for _, p := range pieces {
-			text.WriteString(p.text)
-		}
-		all.ids = append(all.ids, toks.ids...)
-		all.lps = append(all.lps, toks.lps...)
-		all.offsets = append(all.offsets, toks.offsets...)
-		if res.finish == "" {
-			continue
-		}
-		g.st.Abort() // a stop string ended it: free the KV now
-		choice := completionChoice{Text: text.String(), FinishReason: &res.finish, MatchedStop: res.matched}
-		if g.spec.echo {
-			choice.Text = g.spec.echoText + choice.Text
-		}
-		if g.spec.params.Logprobs {
-			var lp *completionLogprobs
-			if g.spec.echo {
-				lp = g.promptLogprobs(promptLPs)
-			}
-			choice.Logprobs = g.outputLogprobs(lp, all)
-		}
-		prompt := max(res.promptTokens, len(g.spec.prompt))
-		g.srv.metrics.observeE2E(time.Since(g.start))
-		writeJSON(w, http.StatusOK, completionResponse{ID: g.id, Object: "text_completion", Created: g.created,
-			Model: g.spec.model, Choices: []completionChoice{choice}, Usage: g.srv.opts.Faults.usage(newUsage(prompt, g.dec.n, res.cachedTokens))})
-		return
-	}
+// completionWhole answers a non-streaming completions request once its
+// output is over: with echo, the prompt's text and logprobs come first.
+type completionWhole struct {
+	*gen
+	text      strings.Builder
+	all       outTokens
+	promptLPs []*sched.TokenLogprob
 }
 
-// stream answers with text_completion chunks: with echo, the prompt's text
-// (and logprobs) first; then the output's text as it is decided; a finish
-// chunk; the usage chunk with choices [] when stream_options.include_usage;
-// then [DONE].
-func (g *completionGen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request) {
-	out := g.srv.newSSE(w, g.srv.truthFor(g.spec, g.start))
-	defer out.end()
-	echoed := !g.spec.echo
-	var pending outTokens // tokens whose logprobs are not sent yet
-	send := func(text string, finish *string, matched any, lp *completionLogprobs) error {
-		c := completionChoice{Text: text, FinishReason: finish, MatchedStop: matched, Logprobs: lp}
-		return out.send(completionResponse{ID: g.id, Object: "text_completion", Created: g.created,
-			Model: g.spec.model, Choices: []completionChoice{c}})
+func (c *completionWhole) step(res *stepResult, pieces []piece, toks outTokens) {
+	if res.promptLogprobs != nil {
+		c.promptLPs = res.promptLogprobs
 	}
-	takeLogprobs := func() *completionLogprobs {
-		if !g.spec.params.Logprobs {
-			return nil
-		}
-		lp := g.outputLogprobs(nil, pending)
-		pending = outTokens{}
-		return lp
+	for _, p := range pieces {
+		c.text.WriteString(p.text)
 	}
-	for {
-		evs, err := g.st.Next(ctx)
-		if err != nil {
-			if e := waitError(r); e != nil {
-				out.fail(e)
-			}
-			return
-		}
-		res := g.dec.consume(evs)
-		if res.err != nil {
-			out.fail(g.srv.apiErrorOf(res.err))
-			return
-		}
-		if !echoed {
-			echoed = true
-			var lp *completionLogprobs
-			if g.spec.params.Logprobs {
-				lp = g.promptLogprobs(res.promptLogprobs)
-			}
-			if send(g.spec.echoText, nil, nil, lp) != nil {
-				return
-			}
-		}
-		pieces, toks := g.dec.take()
-		pending.ids = append(pending.ids, toks.ids...)
-		pending.lps = append(pending.lps, toks.lps...)
-		pending.offsets = append(pending.offsets, toks.offsets...)
-		var text strings.Builder
-		for _, p := range pieces {
-			text.WriteString(p.text)
-		}
-		if text.Len() > 0 {
-			if send(text.String(), nil, nil, takeLogprobs()) != nil || out.afterToken(ctx) {
-				return
-			}
-		}
-		if res.finish == "" {
-			continue
-		}
-		g.st.Abort() // a stop string ended it: free the KV now
+	c.all.ids = append(c.all.ids, toks.ids...)
+	c.all.lps = append(c.all.lps, toks.lps...)
+	c.all.offsets = append(c.all.offsets, toks.offsets...)
+}
+
+func (c *completionWhole) response(res *stepResult, u *usage) any {
+	choice := completionChoice{Text: c.text.String(), FinishReason: &res.finish, MatchedStop: res.matched}
+	if c.spec.echo {
+		choice.Text = c.spec.echoText + choice.Text
+	}
+	if c.spec.params.Logprobs {
 		var lp *completionLogprobs
-		if pending.len() > 0 {
-			lp = takeLogprobs()
+		if c.spec.echo {
+			lp = c.promptLogprobs(c.promptLPs)
 		}
-		if send("", &res.finish, res.matched, lp) != nil {
-			return
-		}
-		if g.spec.includeUsage && g.srv.opts.Faults.usage(&usage{}) != nil {
-			prompt := max(res.promptTokens, len(g.spec.prompt))
-			if out.send(completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.spec.model,
-				Choices: []completionChoice{}, Usage: newUsage(prompt, g.dec.n, res.cachedTokens)}) != nil {
-				return
-			}
-		}
-		out.done()
-		g.srv.metrics.observeE2E(time.Since(g.start))
-		return
+		choice.Logprobs = c.outputLogprobs(lp, c.all)
 	}
+	return completionResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.spec.model,
+		Choices: []completionChoice{choice}, Usage: u}
+}
+
+// completionStream answers with text_completion chunks: with echo, the
+// prompt's text (and logprobs) first; then the output's text as it is
+// decided; a finish chunk; then the usage chunk with choices [] when
+// stream_options.include_usage.
+type completionStream struct {
+	*gen
+	echoed  bool      // the echo is sent, or none was asked
+	pending outTokens // tokens whose logprobs are not sent yet
+}
+
+func (c *completionStream) send(out *sseWriter, text string, finish *string, matched any, lp *completionLogprobs) error {
+	ch := completionChoice{Text: text, FinishReason: finish, MatchedStop: matched, Logprobs: lp}
+	return out.send(completionResponse{ID: c.id, Object: "text_completion", Created: c.created,
+		Model: c.spec.model, Choices: []completionChoice{ch}})
+}
+
+// takeLogprobs returns the pending tokens' logprob entries, when asked.
+func (c *completionStream) takeLogprobs() *completionLogprobs {
+	if !c.spec.params.Logprobs {
+		return nil
+	}
+	lp := c.outputLogprobs(nil, c.pending)
+	c.pending = outTokens{}
+	return lp
+}
+
+func (c *completionStream) step(ctx context.Context, out *sseWriter, res *stepResult, pieces []piece, toks outTokens) bool {
+	if !c.echoed {
+		c.echoed = true
+		var lp *completionLogprobs
+		if c.spec.params.Logprobs {
+			lp = c.promptLogprobs(res.promptLogprobs)
+		}
+		if c.send(out, c.spec.echoText, nil, nil, lp) != nil {
+			return false
+		}
+	}
+	c.pending.ids = append(c.pending.ids, toks.ids...)
+	c.pending.lps = append(c.pending.lps, toks.lps...)
+	c.pending.offsets = append(c.pending.offsets, toks.offsets...)
+	var text strings.Builder
+	for _, p := range pieces {
+		text.WriteString(p.text)
+	}
+	if text.Len() > 0 {
+		if c.send(out, text.String(), nil, nil, c.takeLogprobs()) != nil || out.afterToken(ctx) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *completionStream) finish(out *sseWriter, res *stepResult) bool {
+	var lp *completionLogprobs
+	if c.pending.len() > 0 {
+		lp = c.takeLogprobs()
+	}
+	return c.send(out, "", &res.finish, res.matched, lp) == nil
+}
+
+func (c *completionStream) usageChunk(u *usage) any {
+	return completionResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.spec.model,
+		Choices: []completionChoice{}, Usage: u}
 }

@@ -22,8 +22,9 @@ type piece struct {
 	text string
 }
 
-// outTokens are the generated tokens consumed since the last take, with
-// their logprobs (when asked) and text offsets.
+// outTokens are the generated tokens consumed since the last take: their
+// logprobs (when asked) and, for a decoder that keeps them, their ids and
+// text offsets.
 type outTokens struct {
 	ids []int32
 	lps []sched.TokenLogprob
@@ -33,6 +34,7 @@ type outTokens struct {
 	offsets []int
 }
 
+// len is the number of tokens kept: 0 from a decoder that keeps none.
 func (o *outTokens) len() int { return len(o.ids) }
 
 // decoder turns generated tokens into text as a response releases it: the
@@ -48,12 +50,16 @@ type decoder struct {
 	// minTokens keeps stop strings from matching before this many tokens,
 	// as vLLM's min_tokens does.
 	minTokens int
+	// keepTokens keeps each token's id and text offset in toks: only a
+	// completions request with logprobs (tokens, text_offset) reads them.
+	keepTokens bool
 
 	held     string // decoded text not yet released: it may start a stop string
 	heldKind textKind
 	out      []piece
 	toks     outTokens
-	// chars counts the characters decoded so far, from base (for text_offset).
+	// chars counts the characters decoded so far, from base (for
+	// text_offset); only a decoder that keeps tokens counts them.
 	chars int
 
 	n       int    // tokens consumed
@@ -79,8 +85,10 @@ func (d *decoder) add(id int32, lp *sched.TokenLogprob, textless bool) {
 		return
 	}
 	d.n++
-	d.toks.ids = append(d.toks.ids, id)
-	d.toks.offsets = append(d.toks.offsets, d.chars)
+	if d.keepTokens {
+		d.toks.ids = append(d.toks.ids, id)
+		d.toks.offsets = append(d.toks.offsets, d.chars)
+	}
 	if lp != nil {
 		d.toks.lps = append(d.toks.lps, *lp)
 	}
@@ -121,7 +129,9 @@ func (d *decoder) text(kind textKind, s string) {
 	if s == "" || d.stopped {
 		return
 	}
-	d.chars += utf8.RuneCountInString(s)
+	if d.keepTokens {
+		d.chars += utf8.RuneCountInString(s)
+	}
 	if kind != d.heldKind && d.held != "" {
 		d.release(d.heldKind, d.held)
 		d.held = ""

@@ -39,7 +39,7 @@ func nanoWeights() (*model.Config, *model.Weights) {
 
 // env is a running engine behind an httptest server.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *Server
 	sched   *sched.Scheduler
 	http    *httptest.Server
@@ -54,7 +54,7 @@ type envConfig struct {
 	script *scriptExec // nil: the nano model
 }
 
-func newEnv(t *testing.T, c envConfig) *env {
+func newEnv(t testing.TB, c envConfig) *env {
 	t.Helper()
 	cfg, w := nanoWeights()
 	tok, err := tokenizer.New(cfg.VocabSize)
@@ -160,11 +160,11 @@ func (e *env) open(ctx context.Context, method, path string, body any) *http.Res
 
 // sseReader reads SSE data payloads one at a time.
 type sseReader struct {
-	t  *testing.T
+	t  testing.TB
 	br *bufio.Reader
 }
 
-func newSSEReader(t *testing.T, r io.Reader) *sseReader {
+func newSSEReader(t testing.TB, r io.Reader) *sseReader {
 	return &sseReader{t: t, br: bufio.NewReader(r)}
 }
 
@@ -229,7 +229,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func decode[T any](t *testing.T, b []byte) T {
+func decode[T any](t testing.TB, b []byte) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(b, &v); err != nil {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 )
@@ -17,7 +19,23 @@ type sseWriter struct {
 	// truth and line record the output events' times (glmbench selftest).
 	truth *Truth
 	line  *TruthLine
+	// buf holds the event being written and enc encodes into it; both live
+	// as long as the stream, so an event costs no allocation of its own
+	// (thousands of streams each write one per token).
+	buf bytes.Buffer
+	enc *json.Encoder
 }
+
+// Event framing. doneEvent is a variable so that writing it allocates
+// nothing.
+const dataPrefix = "data: "
+
+// maxKeptEvent is the largest buffer, in bytes, a stream keeps between
+// events: one far larger than a token's (an echoed prompt's logprobs) is
+// let go rather than held for the rest of the stream.
+const maxKeptEvent = 64 << 10
+
+var doneEvent = []byte("data: [DONE]\n\n")
 
 // newSSE sends the 200 and the event-stream headers right away, so a
 // client sees the response begin while its request waits in the queue.
@@ -28,6 +46,8 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 	h.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	s.enc = json.NewEncoder(&s.buf)
+	s.enc.SetEscapeHTML(false) // as marshal
 	s.flush()
 	return s
 }
@@ -37,11 +57,17 @@ func (s *sseWriter) send(v any) error {
 	if s.err != nil {
 		return s.err
 	}
-	b, err := marshal(v)
-	if err != nil {
-		b, _ = marshal((&apiError{Status: http.StatusInternalServerError, Message: "response encoding failed: " + err.Error()}).body())
+	s.buf.Reset()
+	s.buf.WriteString(dataPrefix)
+	if err := s.enc.Encode(v); err != nil {
+		s.buf.Truncate(len(dataPrefix))
+		s.enc.Encode((&apiError{Status: http.StatusInternalServerError, Message: "response encoding failed: " + err.Error()}).body())
 	}
-	s.write(append(append([]byte("data: "), b...), '\n')) // marshal ended the line
+	s.buf.WriteByte('\n') // Encode ended the line
+	s.write(s.buf.Bytes())
+	if s.buf.Cap() > maxKeptEvent {
+		s.buf = bytes.Buffer{} // enc holds &s.buf, which stays the same
+	}
 	return s.err
 }
 
@@ -55,7 +81,7 @@ func (s *sseWriter) fail(e *apiError) {
 // done ends the stream with `data: [DONE]`.
 func (s *sseWriter) done() {
 	if s.err == nil && !s.dropDone {
-		s.write([]byte("data: [DONE]\n\n"))
+		s.write(doneEvent)
 	}
 }
 
