@@ -60,10 +60,14 @@ Checks, in the order they run:
 rate-limit and queue-overflow send a burst of N streams at once and run only
 with --probe-limits N.
 
-Writes the conformance section of report.json and a table in report.md
-(replacing only that section of a report of the same label in --out), and
-prints the table. Exit status: 0 nothing failed, 1 a check failed, 2 bad
-usage (said before any request), 130 interrupted.`,
+Writes the conformance section of report.json and a table in report.md,
+and prints the table. Into a report of the same label in --out, it writes
+only that section: a run of every check replaces the section whole, so a
+check removed or renamed since an earlier run does not linger; a run with
+--only replaces the entries of the checks it ran and keeps the others.
+
+Exit status: 0 nothing failed, 1 a check failed, 2 bad usage (said before
+any request), 130 interrupted.`,
 		Example: `  glmbench conform
   glmbench conform --endpoint http://127.0.0.1:30000/v1 --probe-limits 256
   glmbench conform --endpoints endpoints.yaml --name hosted --only stream-usage,completions-echo`,
@@ -152,7 +156,7 @@ func Run(o *Options) error {
 	interrupted := ctx.Err() != nil
 
 	fresh := tg.Report(o.F, label, started)
-	if _, err := reports.UpdateDir(out, fresh, func(rep *schema.Report) { MergeChecks(rep, results) }); err != nil {
+	if _, err := reports.UpdateDir(out, fresh, func(rep *schema.Report) { PutChecks(rep, results, len(o.Only) > 0) }); err != nil {
 		return fmt.Errorf("writing the report to %s: %w", out, err)
 	}
 	if err := WriteTable(std.Out, results); err != nil {
@@ -174,6 +178,18 @@ func Run(o *Options) error {
 			Err: fmt.Errorf("%d of %d conformance checks failed: %s", len(failed), len(results), strings.Join(failed, ", "))}
 	}
 	return nil
+}
+
+// PutChecks writes results into rep's conformance section. The results of
+// every check (some false) replace the section whole, so an entry of a
+// check this version no longer has, or has renamed, goes; those of some
+// checks (--only) are merged into it (MergeChecks).
+func PutChecks(rep *schema.Report, results []schema.CheckResult, some bool) {
+	if some {
+		MergeChecks(rep, results)
+		return
+	}
+	rep.Conformance = slices.Clone(results)
 }
 
 // MergeChecks puts results into rep's conformance section: each replaces

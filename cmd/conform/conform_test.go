@@ -6,12 +6,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints/conform"
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/server"
 	"github.com/glmbench/glmbench/reports"
@@ -195,6 +197,66 @@ func TestWithoutAnEndpointItChecksTheBuiltInEngine(t *testing.T) {
 	rep, _ := readReport(t, dir)
 	if rep.Label != "builtin" || !rep.Endpoint.Builtin || len(rep.Conformance) != 1 || rep.Conformance[0].Status != "pass" {
 		t.Fatalf("label %q, endpoint %+v, conformance %+v", rep.Label, rep.Endpoint, rep.Conformance)
+	}
+}
+
+func TestAFullRunReplacesTheSectionAndAnOnlyRunMergesIntoIt(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t)
+	dir := t.TempDir()
+	// An earlier version's run left a check this one no longer has, and a
+	// stale verdict of one it has.
+	old := &schema.Report{Schema: schema.ReportSchema, Label: e.ModelName(),
+		Conformance: []schema.CheckResult{{ID: "retired", Status: "pass"}, {ID: "models", Status: "fail", Detail: "stale"}}}
+	if err := reports.WriteDir(dir, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	section := func() string {
+		rep, _ := readReport(t, dir)
+		var got []string
+		for _, c := range rep.Conformance {
+			got = append(got, c.ID+":"+c.Status)
+		}
+		return strings.Join(got, " ")
+	}
+	args := []string{"--endpoint", e.BaseURL(), "--model", e.ModelName(), "--out", dir}
+	if _, stderr, err := execute(t, append(args, "--only", "models")...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if got := section(); got != "models:pass retired:pass" {
+		t.Fatalf("after a run with --only models: %s, want models replaced and retired kept", got)
+	}
+	if _, stderr, err := execute(t, args...); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep, _ := readReport(t, dir)
+	var ids []string
+	for _, c := range rep.Conformance {
+		ids = append(ids, c.ID)
+	}
+	if want := conform.IDs(); !slices.Equal(ids, want) {
+		t.Fatalf("after a run of every check: %v, want exactly the suite's checks %v", ids, want)
+	}
+}
+
+func TestPutChecksReplacesTheSectionOrMergesIntoIt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		some bool
+		want string
+	}{
+		{false, "chat:pass stream:pass"},
+		{true, "models:pass chat:pass stream:pass retired:pass"},
+	} {
+		rep := &schema.Report{Conformance: []schema.CheckResult{{ID: "stream", Status: "fail"}, {ID: "retired", Status: "pass"}, {ID: "models", Status: "pass"}}}
+		PutChecks(rep, []schema.CheckResult{{ID: "chat", Status: "pass"}, {ID: "stream", Status: "pass"}}, tc.some)
+		var got []string
+		for _, c := range rep.Conformance {
+			got = append(got, c.ID+":"+c.Status)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("some %t: %v, want %s", tc.some, got, tc.want)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/glmbench/glmbench/endpoints"
 )
 
 // Checks of non-streamed chat completions.
@@ -60,13 +62,13 @@ func checkChat(ctx context.Context, s *suite) outcome {
 
 func checkUsage(ctx context.Context, s *suite) outcome {
 	const maxTokens = 8
-	var counts [2]*usage
+	var counts [2]*endpoints.Usage
 	for i, prompt := range []string{storyPrompt, storyPrompt + strings.Repeat(longerPrompt, 8)} {
 		c, _, p := s.chatAnswer(ctx, s.chatBody(prompt, maxTokens, map[string]any{"temperature": 0}))
 		if p != "" {
 			return fail("%s", p)
 		}
-		if p := c.Usage.problem(maxTokens); p != "" {
+		if p := usageProblem(c.Usage, maxTokens); p != "" {
 			return fail("%s in the answer", p)
 		}
 		counts[i] = c.Usage
@@ -285,7 +287,7 @@ func checkN(ctx context.Context, s *suite) outcome {
 		if p != "" {
 			return fail("%s", p)
 		}
-		return pass("refused cleanly with HTTP %d: %s", a.status, msg)
+		return pass("refused cleanly with HTTP %d: %s", a.Status, msg)
 	}
 	var c chatCompletion
 	if err := a.decode(&c); err != nil {
@@ -311,7 +313,7 @@ func checkReasoning(ctx context.Context, s *suite) outcome {
 	}
 	on, a, p := ask(true)
 	if p != "" {
-		if a.err == nil && a.status == 400 && strings.Contains(string(a.body), "chat_template_kwargs") {
+		if a.err == nil && a.Status == 400 && strings.Contains(string(a.Body), "chat_template_kwargs") {
 			return skip("the endpoint refuses chat_template_kwargs: %s", a.describe())
 		}
 		return fail("thinking on: %s", p)

@@ -16,7 +16,7 @@ func checkEcho(ctx context.Context, s *suite) outcome {
 	// failure from a server that fails everything: two time limits.
 	ctx, cancel := context.WithTimeoutCause(ctx, 2*s.cfg.Timeout, errTimeout)
 	defer cancel()
-	p, f := evals.ProbeEcho(ctx, s.client, s.model)
+	p, f := evals.ProbeEcho(ctx, s.client, s.cfg.Endpoint.Model)
 	if f != nil {
 		if evals.KindOf(f) == evals.Interrupted && ctx.Err() != nil && context.Cause(ctx) == errTimeout {
 			return fail("no answer within %s", s.cfg.Timeout)
@@ -37,7 +37,7 @@ func failureText(f *schema.EvalFailure) string {
 }
 
 func checkEchoMaxTokens0(ctx context.Context, s *suite) outcome {
-	req := evals.EchoRequest(s.model, evals.ProbeText)
+	req := evals.EchoRequest(s.cfg.Endpoint.Model, evals.ProbeText)
 	req["max_tokens"] = 0
 	a := s.post(ctx, "/completions", req)
 	if !a.ok() {
@@ -45,9 +45,9 @@ func checkEchoMaxTokens0(ctx context.Context, s *suite) outcome {
 		if p != "" {
 			return fail("%s", p)
 		}
-		return pass("refused cleanly with HTTP %d: %s", a.status, msg)
+		return pass("refused cleanly with HTTP %d: %s", a.Status, msg)
 	}
-	e, f := evals.CheckEcho(&endpoints.Response{Status: a.status, RetryAfter: a.retryAfter, Body: a.body}, req)
+	e, f := evals.CheckEcho(&a.Response, req)
 	switch {
 	case f != nil:
 		return fail("%s", failureText(f))
@@ -74,7 +74,7 @@ func checkPromptTokenIDs(ctx context.Context, s *suite) outcome {
 	// A server that read the list as text would count its digits and
 	// commas, not one token per id; two lengths rule out a constant.
 	for _, n := range []int{32, 16} {
-		a := s.post(ctx, "/completions", map[string]any{"model": s.model, "prompt": tokenIDs(n), "max_tokens": 4, "temperature": 0})
+		a := s.post(ctx, "/completions", map[string]any{"model": s.cfg.Endpoint.Model, "prompt": tokenIDs(n), "max_tokens": 4, "temperature": 0})
 		if !a.ok() {
 			return fail("a prompt of %d token ids: %s", n, a.describe())
 		}
@@ -83,7 +83,7 @@ func checkPromptTokenIDs(ctx context.Context, s *suite) outcome {
 				Text         *string `json:"text"`
 				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`
-			Usage *usage `json:"usage"`
+			Usage *endpoints.Usage `json:"usage"`
 		}
 		if err := a.decode(&c); err != nil {
 			return fail("%s", err)

@@ -233,20 +233,17 @@ const (
 // suite is the state of one run: the endpoint's clients, the verdicts so
 // far, and what more than one check needs.
 type suite struct {
+	// cfg is the run's Config, its limits defaulted; cfg.Endpoint is the
+	// endpoint under test, cfg.Endpoint.Model the model.
 	cfg    Config
-	ep     *endpoints.Endpoint
-	model  string
 	nonce  string
-	tr     *endpoints.Transport
 	client *endpoints.Client
-	// http carries the suite's own streams and GETs over tr, with the
-	// endpoint's headers set on each request.
+	// http carries the suite's own streams and GETs over the client's
+	// transport, with the endpoint's headers set on each request.
 	http   *http.Client
 	status map[string]Status
 
-	ctxLenOnce sync.Once
-	ctxLen     int
-
+	// The probe burst is sent once, for the two checks that read it.
 	burstOnce sync.Once
 	burstRes  *burst
 }
@@ -270,8 +267,8 @@ func Run(ctx context.Context, cfg Config) ([]schema.CheckResult, error) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: concurrentStreams, ConnectTimeout: cfg.ConnectTimeout})
 	defer tr.Close()
 	s := &suite{
-		cfg: cfg, ep: cfg.Endpoint, model: cfg.Endpoint.Model, nonce: newNonce(),
-		tr: tr, client: endpoints.NewClient(cfg.Endpoint, tr),
+		cfg: cfg, nonce: newNonce(),
+		client: endpoints.NewClient(cfg.Endpoint, tr),
 		http:   &http.Client{Transport: withHeaders{cfg.Endpoint, tr}},
 		status: map[string]Status{},
 	}
@@ -279,7 +276,7 @@ func Run(ctx context.Context, cfg Config) ([]schema.CheckResult, error) {
 	for i, c := range checks {
 		out := s.runOne(ctx, c)
 		s.status[c.ID] = out.status
-		r := schema.CheckResult{ID: c.ID, Title: c.Title, Status: string(out.status), Detail: s.ep.Redact(oneLine(out.detail))}
+		r := schema.CheckResult{ID: c.ID, Title: c.Title, Status: string(out.status), Detail: s.cfg.Endpoint.Redact(oneLine(out.detail))}
 		results = append(results, r)
 		if cfg.OnResult != nil {
 			cfg.OnResult(i, len(checks), r)

@@ -50,12 +50,18 @@ func withFaults(t *testing.T, specs ...string) func(*engine.Options) {
 	}
 }
 
-// testConfig is a run against baseURL with limits that keep a broken
-// check short: the stall limit is what a stalled stream costs the test.
+// testConfig is a run against baseURL with limits a healthy engine meets
+// with room to spare on a busy machine: a token late by a few seconds under
+// load is not a stall. A test that needs the stall limit to fire sets a
+// short one of its own (testStallTimeout).
 func testConfig(baseURL, model string) Config {
 	return Config{Endpoint: &endpoints.Endpoint{BaseURL: baseURL, Model: model},
-		Timeout: 20 * time.Second, StallTimeout: 2 * time.Second}
+		Timeout: 20 * time.Second, StallTimeout: 10 * time.Second}
 }
+
+// testStallTimeout is the stall limit of a test whose stream stalls on
+// purpose: what the stall costs the test.
+const testStallTimeout = 2 * time.Second
 
 // run runs the suite and returns its results by id, failing the test on
 // any result without a detail.
@@ -203,6 +209,9 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 			e := startEngine(t, withFaults(t, tc.fault))
 			cfg := testConfig(e.BaseURL(), e.ModelName())
 			cfg.ProbeLimits = tc.probe
+			if strings.HasPrefix(tc.fault, "stall=") {
+				cfg.StallTimeout = testStallTimeout
+			}
 			res := run(t, cfg)
 			for _, c := range Checks {
 				r := res[c.ID]

@@ -51,33 +51,32 @@ func checkModels(ctx context.Context, s *suite) outcome {
 		ids = append(ids, m.ID)
 	}
 	for _, id := range ids {
-		if id == s.model {
-			return pass("%d model(s) listed, %s among them", len(ids), s.model)
+		if id == s.cfg.Endpoint.Model {
+			return pass("%d model(s) listed, %s among them", len(ids), s.cfg.Endpoint.Model)
 		}
 	}
-	return fail("%s is not among the %d listed: %s", s.model, len(ids), clip(strings.Join(ids, ", "), 120))
+	return fail("%s is not among the %d listed: %s", s.cfg.Endpoint.Model, len(ids), clip(strings.Join(ids, ", "), 120))
 }
 
 // contextLength is the model's context length as /models gives it, 0 when
-// it gives none; asked once per run.
+// it gives none.
 func (s *suite) contextLength(ctx context.Context) int {
-	s.ctxLenOnce.Do(func() {
-		l, p := s.models(ctx)
-		if p != "" || l.Data == nil {
-			return
+	l, p := s.models(ctx)
+	if p != "" || l.Data == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range *l.Data {
+		if m.ID == s.cfg.Endpoint.Model {
+			n = max(m.MaxModelLen, m.ContextLength)
 		}
-		for _, m := range *l.Data {
-			if m.ID == s.model {
-				s.ctxLen = max(m.MaxModelLen, m.ContextLength)
-			}
-		}
-	})
-	return s.ctxLen
+	}
+	return n
 }
 
 func checkBadRequest(ctx context.Context, s *suite) outcome {
-	cut := fmt.Sprintf(`{"model": %q, "messages": [{"role": "user", "content": "hel`, s.model)
-	wrongType, _ := json.Marshal(map[string]any{"model": s.model, "messages": "hello", "max_tokens": 4})
+	cut := fmt.Sprintf(`{"model": %q, "messages": [{"role": "user", "content": "hel`, s.cfg.Endpoint.Model)
+	wrongType, _ := json.Marshal(map[string]any{"model": s.cfg.Endpoint.Model, "messages": "hello", "max_tokens": 4})
 	for _, c := range []struct {
 		what string
 		body []byte
@@ -86,10 +85,10 @@ func checkBadRequest(ctx context.Context, s *suite) outcome {
 		{"messages of the wrong type", wrongType},
 	} {
 		a := s.postRaw(ctx, "/chat/completions", c.body)
-		if a.err != nil || a.status != http.StatusBadRequest {
+		if a.err != nil || a.Status != http.StatusBadRequest {
 			return fail("%s: %s, want HTTP 400", c.what, a.describe())
 		}
-		if _, p := openAIError(a.body); p != "" {
+		if _, p := openAIError(a.Body); p != "" {
 			return fail("%s: HTTP 400, but %s", c.what, p)
 		}
 	}
@@ -143,8 +142,8 @@ func checkUnknownModel(ctx context.Context, s *suite) outcome {
 	switch {
 	case p != "":
 		return fail("%s", p)
-	case a.status != http.StatusNotFound && a.status != http.StatusBadRequest:
-		return fail("HTTP %d, want 404 (or 400): %s", a.status, msg)
+	case a.Status != http.StatusNotFound && a.Status != http.StatusBadRequest:
+		return fail("HTTP %d, want 404 (or 400): %s", a.Status, msg)
 	}
-	return pass("HTTP %d: %s", a.status, msg)
+	return pass("HTTP %d: %s", a.Status, msg)
 }

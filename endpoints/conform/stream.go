@@ -116,7 +116,7 @@ func checkStreamUsage(ctx context.Context, s *suite) outcome {
 	case len(*last.Choices) != 0:
 		return fail("the usage chunk has %d choices; want choices: []", len(*last.Choices))
 	}
-	if p := u.problem(maxTokens); p != "" {
+	if p := usageProblem(u, maxTokens); p != "" {
 		return fail("%s in the usage chunk", p)
 	}
 	if st.contentEvents > u.CompletionTokens {
@@ -278,14 +278,14 @@ func checkGoOpenAI(ctx context.Context, s *suite) outcome {
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
 	defer cancel()
 	cfg := openai.DefaultConfig("")
-	cfg.BaseURL = s.ep.BaseURL
+	cfg.BaseURL = s.cfg.Endpoint.BaseURL
 	cfg.HTTPClient = s.http
 	// go-openai drops a temperature of 0 (omitempty); a seed makes the
 	// answer as repeatable, so a random-weight model cannot happen to
 	// answer with nothing but an end token.
 	seed := 1234
 	stream, err := openai.NewClientWithConfig(cfg).CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{
-		Model:         s.model,
+		Model:         s.cfg.Endpoint.Model,
 		Messages:      []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: storyPrompt}},
 		MaxTokens:     16,
 		Seed:          &seed,
@@ -337,5 +337,5 @@ func (s *suite) goOpenAIError(ctx context.Context, err error) string {
 	if errors.Is(context.Cause(ctx), errTimeout) {
 		return fmt.Sprintf("no end within %s", s.cfg.Timeout)
 	}
-	return s.ep.Redact(oneLine(err.Error()))
+	return s.cfg.Endpoint.Redact(oneLine(err.Error()))
 }

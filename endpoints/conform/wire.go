@@ -38,12 +38,10 @@ var (
 	errDrained = errors.New("stream over")
 )
 
-// answer is one whole (non-streamed) exchange.
+// answer is one whole (non-streamed) exchange: the endpoint's response, or
+// err when no answer came at all (and the response is zero).
 type answer struct {
-	status     int
-	retryAfter string
-	body       []byte
-	// err is set when no answer came at all.
+	endpoints.Response
 	err error
 }
 
@@ -65,14 +63,14 @@ func (s *suite) postRaw(ctx context.Context, path string, b []byte) *answer {
 	if err != nil {
 		return &answer{err: s.noAnswer(ctx, err)}
 	}
-	return &answer{status: resp.Status, retryAfter: resp.RetryAfter, body: resp.Body}
+	return &answer{Response: *resp}
 }
 
 // get fetches path (relative to the API base) within the time limit.
 func (s *suite) get(ctx context.Context, path string) *answer {
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.ep.BaseURL+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.Endpoint.BaseURL+path, nil)
 	if err != nil {
 		return &answer{err: err}
 	}
@@ -85,20 +83,20 @@ func (s *suite) get(ctx context.Context, path string) *answer {
 	if err != nil {
 		return &answer{err: s.noAnswer(ctx, err)}
 	}
-	return &answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: b}
+	return &answer{Response: endpoints.Response{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: b}}
 }
 
-// noAnswer words a request that got no answer: the time limit, or the
-// transport's error without the endpoint's secrets.
+// noAnswer words a request that got no answer, for after "no answer: ":
+// the time limit, or the transport's error without the endpoint's secrets.
 func (s *suite) noAnswer(ctx context.Context, err error) error {
 	if errors.Is(context.Cause(ctx), errTimeout) {
-		return fmt.Errorf("no answer within %s", s.cfg.Timeout)
+		return fmt.Errorf("nothing within %s", s.cfg.Timeout)
 	}
-	return errors.New(s.ep.Redact(err.Error()))
+	return errors.New(s.cfg.Endpoint.Redact(err.Error()))
 }
 
 // ok reports whether a is a 200.
-func (a *answer) ok() bool { return a.err == nil && a.status == http.StatusOK }
+func (a *answer) ok() bool { return a.err == nil && a.Status == http.StatusOK }
 
 // describe is a one-line account of an answer: the transport's error, or the
 // status and the server's message.
@@ -106,7 +104,7 @@ func (a *answer) describe() string {
 	if a.err != nil {
 		return "no answer: " + a.err.Error()
 	}
-	return statusLine(a.status, a.retryAfter, a.body)
+	return statusLine(a.Status, a.RetryAfter, a.Body)
 }
 
 // statusLine names an HTTP status and what the body said; a 429 names its
@@ -129,8 +127,8 @@ func statusLine(status int, retryAfter string, body []byte) string {
 
 // decode reads a 200's JSON body into v.
 func (a *answer) decode(v any) error {
-	if err := json.Unmarshal(a.body, v); err != nil {
-		return fmt.Errorf("the 200 body is not the JSON expected: %v (%s)", err, clip(string(a.body), 80))
+	if err := json.Unmarshal(a.Body, v); err != nil {
+		return fmt.Errorf("the 200 body is not the JSON expected: %v (%s)", err, clip(string(a.Body), 80))
 	}
 	return nil
 }
@@ -163,13 +161,13 @@ func refusal(a *answer) (msg string, problem string) {
 	switch {
 	case a.err != nil:
 		return "", a.describe()
-	case a.status < 400 || a.status >= 500 || a.status == http.StatusTooManyRequests ||
-		a.status == http.StatusRequestTimeout || a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
+	case a.Status < 400 || a.Status >= 500 || a.Status == http.StatusTooManyRequests ||
+		a.Status == http.StatusRequestTimeout || a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden:
 		return "", a.describe()
 	}
-	msg, p := openAIError(a.body)
+	msg, p := openAIError(a.Body)
 	if p != "" {
-		return "", fmt.Sprintf("HTTP %d, but %s", a.status, p)
+		return "", fmt.Sprintf("HTTP %d, but %s", a.Status, p)
 	}
 	return msg, ""
 }
@@ -189,17 +187,9 @@ func clip(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// Wire types: what the checks read of the API's JSON. Pointers tell an
-// absent or null field from an empty one.
-
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-// problem says what is wrong with u for an answer of at most maxTokens.
-func (u *usage) problem(maxTokens int) string {
+// usageProblem says what is wrong with u for an answer of at most
+// maxTokens, "" when nothing is.
+func usageProblem(u *endpoints.Usage, maxTokens int) string {
 	switch {
 	case u == nil:
 		return "no usage"
@@ -213,13 +203,16 @@ func (u *usage) problem(maxTokens int) string {
 	return ""
 }
 
+// Wire types: what the checks read of the API's JSON. Pointers tell an
+// absent or null field from an empty one.
+
 type chatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *usage       `json:"usage"`
+	ID      string           `json:"id"`
+	Object  string           `json:"object"`
+	Created int64            `json:"created"`
+	Model   string           `json:"model"`
+	Choices []chatChoice     `json:"choices"`
+	Usage   *endpoints.Usage `json:"usage"`
 }
 
 type chatChoice struct {
@@ -258,7 +251,6 @@ type chatLogprobs struct {
 }
 
 type tokenLogprob struct {
-	Token       string         `json:"token"`
 	Logprob     float64        `json:"logprob"`
 	TopLogprobs []tokenLogprob `json:"top_logprobs"`
 }
@@ -289,7 +281,7 @@ func (s *suite) chatAnswer(ctx context.Context, body map[string]any) (c *chatCom
 
 // chatBody is a chat request of one user message.
 func (s *suite) chatBody(prompt string, maxTokens int, extra map[string]any) map[string]any {
-	b := map[string]any{"model": s.model, "max_tokens": maxTokens,
+	b := map[string]any{"model": s.cfg.Endpoint.Model, "max_tokens": maxTokens,
 		"messages": []map[string]string{{"role": "user", "content": prompt}}}
 	for k, v := range extra {
 		b[k] = v
@@ -311,13 +303,12 @@ type chunk struct {
 	Object string `json:"object"`
 	// Choices is nil when the field is absent or null; the usage chunk must
 	// have it present and empty.
-	Choices *[]streamChoice `json:"choices"`
-	Usage   *usage          `json:"usage"`
-	Error   json.RawMessage `json:"error"`
+	Choices *[]streamChoice  `json:"choices"`
+	Usage   *endpoints.Usage `json:"usage"`
+	Error   json.RawMessage  `json:"error"`
 }
 
 type streamChoice struct {
-	Index        int     `json:"index"`
 	Delta        message `json:"delta"`
 	FinishReason *string `json:"finish_reason"`
 }
@@ -406,7 +397,7 @@ func (st *streamed) finish() string {
 }
 
 // usage is the last usage any chunk carried, nil when none did.
-func (st *streamed) usage() *usage {
+func (st *streamed) usage() *endpoints.Usage {
 	for i := len(st.chunks) - 1; i >= 0; i-- {
 		if st.chunks[i].Usage != nil {
 			return st.chunks[i].Usage
@@ -457,7 +448,7 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 	defer cancel(nil)
 	limit := time.AfterFunc(s.cfg.Timeout, func() { cancel(errTimeout) })
 	defer limit.Stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.ep.BaseURL+"/chat/completions", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint.BaseURL+"/chat/completions", bytes.NewReader(b))
 	if err != nil {
 		st.noAnswer = err
 		return st
@@ -467,9 +458,6 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 	resp, err := s.http.Do(req)
 	if err != nil {
 		st.noAnswer = s.noAnswer(ctx, err)
-		if errors.Is(context.Cause(ctx), errTimeout) {
-			st.noAnswer = fmt.Errorf("no response within %s", s.cfg.Timeout)
-		}
 		return st
 	}
 	defer resp.Body.Close()
@@ -562,5 +550,5 @@ func (s *suite) cutShort(ctx, parent context.Context, st *streamed, err error) s
 	case errors.Is(cause, errTimeout):
 		return fmt.Sprintf("the stream did not end within %s (%d content events)", s.cfg.Timeout, st.contentEvents)
 	}
-	return "the stream was cut: " + s.ep.Redact(oneLine(err.Error()))
+	return "the stream was cut: " + s.cfg.Endpoint.Redact(oneLine(err.Error()))
 }
