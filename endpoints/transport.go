@@ -89,7 +89,17 @@ func (t *Transport) dial(ctx context.Context, network, addr string) (net.Conn, e
 	if c := t.take("http|" + addr); c != nil {
 		return c, nil
 	}
-	return t.dialer.DialContext(ctx, network, addr)
+	return t.dialTCP(ctx, network, addr)
+}
+
+// dialTCP dials addr; the connection's reads keep the kernel's receive
+// stamps (stampRx), from which a stream's event times are taken.
+func (t *Transport) dialTCP(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := t.dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return stampRx(c), nil
 }
 
 func (t *Transport) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -103,7 +113,7 @@ func (t *Transport) dialTLS(ctx context.Context, network, addr string) (net.Conn
 func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	raw, err := t.dialer.DialContext(ctx, network, addr)
+	raw, err := t.dialTCP(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +161,7 @@ func (t *Transport) Warm(ctx context.Context, baseURL string, n int) {
 			if u.Scheme == "https" {
 				c, err = t.handshake(ctx, "tcp", addr)
 			} else {
-				c, err = t.dialer.DialContext(ctx, "tcp", addr)
+				c, err = t.dialTCP(ctx, "tcp", addr)
 			}
 			if err != nil {
 				return

@@ -1,0 +1,88 @@
+package endpoints
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// An event read late is stamped when its bytes arrived, not when it was read.
+func TestReadsAreStampedWhenTheBytesArrivedNotWhenRead(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("kernel receive stamps are read on Linux only")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sent := make(chan time.Time, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		time.Sleep(20 * time.Millisecond)
+		sent <- time.Now()
+		c.Write([]byte("data: one\n\n"))
+		time.Sleep(200 * time.Millisecond)
+	}()
+	tr := NewTransport(TransportOptions{Conns: 1})
+	defer tr.Close()
+	c, err := tr.dialTCP(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rx := lastRx(c)
+	if rx == nil {
+		t.Fatal("a dialled connection keeps no receive stamps")
+	}
+	t0 := time.Now()
+	wrote := <-sent
+	time.Sleep(60 * time.Millisecond) // the bytes wait in the socket
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	readAt := time.Now()
+	if err != nil || string(buf[:n]) != "data: one\n\n" {
+		t.Fatalf("read %q %v", buf[:n], err)
+	}
+	at := arrival(rx, t0)
+	if d := at.Sub(wrote); d < 0 || d > 10*time.Millisecond {
+		t.Errorf("stamped %v after the write (read %v after it); want within 10 ms of the write", d, readAt.Sub(wrote))
+	}
+	// A deadline and the end of the stream read as net.Conn says them.
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("past the deadline: %v", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	if _, err := c.Read(buf); err != io.EOF {
+		t.Errorf("at the end: %v, want io.EOF", err)
+	}
+}
+
+func TestArrivalNeverLeavesTheRequestsSpan(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	if got := arrival(nil, t0); got.Before(t0) {
+		t.Errorf("no stamps: %v before t0", got)
+	}
+	var rx atomic.Int64
+	rx.Store(t0.Add(-time.Hour).UnixNano()) // a wall-clock step: before t0
+	if got := arrival(&rx, t0); !got.Equal(t0) {
+		t.Errorf("a stamp before t0 gives %v, want t0", got.Sub(t0))
+	}
+	rx.Store(time.Now().Add(time.Hour).UnixNano()) // after now
+	if got := arrival(&rx, t0); got.Before(t0) || time.Since(got) > time.Second {
+		t.Errorf("a stamp after now gives %v", got.Sub(t0))
+	}
+}
