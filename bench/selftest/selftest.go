@@ -45,6 +45,9 @@ type Options struct {
 	// Python, when set (e.g. /usr/bin/python3 with httpx), runs the same work
 	// through a plain Python httpx client at every level, for comparison.
 	Python string
+	// StepOverhead, when set, is the simulated server's time per batch step
+	// (serve's --sim-step-overhead; its default, 2 ms, otherwise).
+	StepOverhead time.Duration
 	// ClientCPUs and ServerCPUs, when set, pin this process (and its Python
 	// client) and the simulated server to those CPUs, GOMAXPROCS sized to
 	// match: the client's figures then come from cores of its own.
@@ -99,6 +102,8 @@ type Result struct {
 	// ClientCPUs and ServerCPUs are the CPU lists each was pinned to, if any.
 	ClientCPUs string `json:"client_cpus,omitempty"`
 	ServerCPUs string `json:"server_cpus,omitempty"`
+	// StepOverheadMs is the simulated server's time per step when set.
+	StepOverheadMs float64 `json:"sim_step_overhead_ms,omitempty"`
 }
 
 // Run performs the self-test.
@@ -109,7 +114,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		say = func(string, ...any) {}
 	}
 	truthPath := filepath.Join(o.Dir, "truth.jsonl")
-	srv, err := startServer(ctx, o.Binary, truthPath, slices.Max(o.Levels), o.ServerCPUs)
+	srv, err := startServer(ctx, o.Binary, truthPath, slices.Max(o.Levels), o.StepOverhead, o.ServerCPUs)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +133,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Cores: runtime.GOMAXPROCS(0), ClientCPUs: FormatCPUList(o.ClientCPUs), ServerCPUs: FormatCPUList(o.ServerCPUs)}
+	res := &Result{Cores: runtime.GOMAXPROCS(0), ClientCPUs: FormatCPUList(o.ClientCPUs), ServerCPUs: FormatCPUList(o.ServerCPUs),
+		StepOverheadMs: float64(o.StepOverhead) / 1e6}
 	var script string
 	if o.Python != "" {
 		script = filepath.Join(o.Dir, "httpx_stream.py")
@@ -380,9 +386,13 @@ var servingAt = regexp.MustCompile(`at (http://[^ ]+/v1)`)
 // startServer starts `glmbench serve --executor sim` on a free port and
 // waits for the line that names its address.
 // With cpus it is pinned there once it serves, its GOMAXPROCS set to match.
-func startServer(ctx context.Context, binary, truth string, streams int, cpus []int) (*server, error) {
-	cmd := exec.CommandContext(ctx, binary, "serve", "--executor", "sim", "--port", "0", "--truth", truth,
-		"--max-running-requests", fmt.Sprint(2*streams), "--max-queued-requests", "0")
+func startServer(ctx context.Context, binary, truth string, streams int, step time.Duration, cpus []int) (*server, error) {
+	args := []string{"serve", "--executor", "sim", "--port", "0", "--truth", truth,
+		"--max-running-requests", fmt.Sprint(2 * streams), "--max-queued-requests", "0"}
+	if step > 0 {
+		args = append(args, "--sim-step-overhead", step.String())
+	}
+	cmd := exec.CommandContext(ctx, binary, args...)
 	// The server gets its own CPU profile, if any: GLMBENCH_SELFTEST_SERVER_CPUPROFILE.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GLMBENCH_CPUPROFILE=") })
 	if p := os.Getenv("GLMBENCH_SELFTEST_SERVER_CPUPROFILE"); p != "" {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,8 @@ type Options struct {
 	Python string
 	// ClientCPUs and ServerCPUs are CPU lists ("0-1") to pin each to.
 	ClientCPUs, ServerCPUs string
+	// Step is the simulated server's time per batch step; 0 keeps serve's default.
+	Step time.Duration
 }
 
 // NewCmdSelftest binds selftest's flags. runF replaces the run function in tests.
@@ -62,6 +65,7 @@ comparison in the same run.`,
 	fl.IntVar(&o.Tokens, "tokens", 64, "output tokens per request")
 	fl.IntVar(&o.Prompt, "prompt", 64, "prompt length per request, in bytes")
 	fl.StringVar(&o.Python, "python", "", "also run a plain Python httpx client with this interpreter (e.g. /usr/bin/python3)")
+	fl.DurationVar(&o.Step, "sim-step-overhead", 0, "the simulated server's time per batch step (default: serve's, 2ms); a real engine's decode step is tens of ms")
 	fl.StringVar(&o.ClientCPUs, "client-cpus", "", "pin the client (and the Python client) to these CPUs, e.g. 0-1 (Linux; needs --server-cpus)")
 	fl.StringVar(&o.ServerCPUs, "server-cpus", "", "pin the simulated server to these CPUs, e.g. 2-15 (Linux; needs --client-cpus)")
 	return cmd
@@ -80,6 +84,9 @@ func Run(o *Options) error {
 	if o.Tokens < 2 || o.Prompt < 16 {
 		return cmdutil.BadInput("--tokens must be at least 2 and --prompt at least 16")
 	}
+	if o.Step < 0 {
+		return cmdutil.BadInput("--sim-step-overhead must not be negative")
+	}
 	clientCPUs, serverCPUs, err := o.cpus()
 	if err != nil {
 		return err
@@ -97,7 +104,7 @@ func Run(o *Options) error {
 	}
 	res, err := selftest.Run(o.F.Context, selftest.Options{
 		Binary: bin, Dir: out, Levels: levels, Tokens: o.Tokens, Prompt: o.Prompt, Python: o.Python,
-		ClientCPUs: clientCPUs, ServerCPUs: serverCPUs,
+		ClientCPUs: clientCPUs, ServerCPUs: serverCPUs, StepOverhead: o.Step,
 		Progress: func(format string, args ...any) { fmt.Fprintf(o.F.IO.ErrOut, "glmbench: "+format+"\n", args...) },
 	})
 	if res != nil {
