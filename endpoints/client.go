@@ -16,6 +16,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glmbench/glmbench/endpoints/sse"
+	"github.com/glmbench/glmbench/internal/rxstamp"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -288,7 +289,7 @@ type Stream struct {
 	// wrote is t0 in monotonic nanos (0 until stamped), stamped by the
 	// transport's writer goroutine, hence atomic.
 	wrote atomic.Int64
-	// rx is the kernel receive stamp of the request's connection (lastRx),
+	// rx is the kernel receive stamp of the request's connection (rxstamp.Last),
 	// nil when it keeps none.
 	rx atomic.Pointer[atomic.Int64]
 }
@@ -313,7 +314,7 @@ func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimi
 				s.wrote.Store(mono(time.Now()))
 			}
 		},
-		GotConn: func(info httptrace.GotConnInfo) { s.rx.Store(lastRx(info.Conn)) },
+		GotConn: func(info httptrace.GotConnInfo) { s.rx.Store(rxstamp.Last(info.Conn)) },
 	})
 	s.req, s.err = http.NewRequestWithContext(trace, http.MethodPost, c.chat, bytes.NewReader(body))
 	if s.err == nil {
@@ -366,12 +367,12 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	cap := &prefix{r: resp.Body}
 	rd := sse.NewReader(cap)
 	// An event's time is when its bytes reached this host (the kernel's
-	// receive stamp, see stampRx), not when this goroutine got a core to
+	// receive stamp, see rxstamp), not when this goroutine got a core to
 	// read them: with thousands of streams on a few cores the two differ
 	// by milliseconds, and that wait is the client's, not the server's.
 	rx, t0 := s.rx.Load(), res.T0
 	rd.SetClock(func() time.Time {
-		t := arrival(rx, t0)
+		t := rxstamp.Arrival(rx, t0)
 		lv.last.Store(mono(t))
 		return t
 	})

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/glmbench/glmbench/internal/rxstamp"
 )
 
 // TransportOptions size the HTTP connection pool for one phase.
@@ -93,13 +95,13 @@ func (t *Transport) dial(ctx context.Context, network, addr string) (net.Conn, e
 }
 
 // dialTCP dials addr; the connection's reads keep the kernel's receive
-// stamps (stampRx), from which a stream's event times are taken.
+// stamps (rxstamp.Wrap), from which a stream's event times are taken.
 func (t *Transport) dialTCP(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := t.dialer.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
-	return stampRx(c), nil
+	return rxstamp.Wrap(c), nil
 }
 
 func (t *Transport) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {

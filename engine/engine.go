@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/glmbench/glmbench/internal/rxstamp"
 	"io"
 	"log/slog"
 	"net"
@@ -165,6 +166,10 @@ func Start(opts Options) (*Engine, error) {
 	}
 	go s.Run()
 	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	if truth != nil {
+		// The truth dates requests by the kernel's receive stamps.
+		e.ln, e.http.ConnContext = rxstamp.Listener(e.ln), server.ConnContext
+	}
 	go func() { e.served <- e.http.Serve(e.ln) }()
 	return e, nil
 }

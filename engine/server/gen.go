@@ -77,7 +77,7 @@ func (g *gen) run(ctx context.Context, r *http.Request, fail func(*apiError), st
 // decided and its finish; then, when stream_options.include_usage, the
 // usage chunk; then [DONE]. An error after the 200 is an error event.
 func (g *gen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request, s streamer) {
-	out := g.srv.newSSE(w, g.srv.truthFor(g.spec, g.start))
+	out := g.srv.newSSE(w, g.srv.truthFor(r, g.spec, g.start))
 	defer out.end()
 	res, ok := g.run(ctx, r, out.fail, func(res *stepResult, pieces []piece, toks outTokens) bool {
 		return s.step(ctx, out, res, pieces, toks)

@@ -1,11 +1,17 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/glmbench/glmbench/internal/rxstamp"
 )
 
 // Truth records, for every streamed request, when it arrived and when the
@@ -51,12 +57,32 @@ func (t *Truth) at(x time.Time) int64 { return t.epoch.UnixNano() + int64(x.Sub(
 var truthKey = regexp.MustCompile(`[0-9a-f]{8}-[0-9]{6}`)
 
 // truthFor starts the record of a request whose prompt is the tokens of
-// spec, arrived at arrival; it returns nil when nothing is recorded.
-func (s *Server) truthFor(spec *genSpec, arrival time.Time) *TruthLine {
+// spec; it returns nil when nothing is recorded. The request arrived when
+// its last bytes reached the host, by the kernel's receive stamp of its
+// connection (ConnContext), else at start, when its handler began: the
+// server's own wait for a core to read and parse it is part of the truth a
+// client measures, not part of the client's error.
+func (s *Server) truthFor(r *http.Request, spec *genSpec, start time.Time) *TruthLine {
 	t := s.opts.Truth
 	if t == nil || !spec.stream {
 		return nil
 	}
+	arrival := start
+	if rx, _ := r.Context().Value(rxKey{}).(*atomic.Int64); rx != nil && rx.Load() != 0 {
+		arrival = rxstamp.Arrival(rx, time.Time{})
+	}
 	key := truthKey.FindString(s.tok.Decode(spec.prompt[:min(len(spec.prompt), 64)]))
 	return &TruthLine{Key: key, Arrival: t.at(arrival)}
+}
+
+type rxKey struct{}
+
+// ConnContext is http.Server's ConnContext for a server that keeps a truth
+// record and listens through rxstamp.Listener: it lets truthFor date each
+// request by its bytes' arrival.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if rx := rxstamp.Last(c); rx != nil {
+		return context.WithValue(ctx, rxKey{}, rx)
+	}
+	return ctx
 }

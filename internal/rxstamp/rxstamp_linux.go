@@ -1,6 +1,6 @@
 //go:build linux
 
-package endpoints
+package rxstamp
 
 import (
 	"encoding/binary"
@@ -38,9 +38,9 @@ type rxConn struct {
 	readFn func(fd uintptr) bool
 }
 
-// stampRx returns c reading with kernel receive stamps, or c itself when
+// Wrap returns c reading with kernel receive stamps, or c itself when
 // it is no TCP connection or the kernel refuses the option.
-func stampRx(c net.Conn) net.Conn {
+func Wrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c
@@ -128,10 +128,10 @@ func rxStamp(oob []byte) int64 {
 	return 0
 }
 
-// lastRx is where c keeps the kernel's receive time (Unix nanos) of the
+// Last is where c keeps the kernel's receive time (Unix nanos) of the
 // newest bytes it delivered, nil when it keeps none; c may be TLS over an
 // rxConn.
-func lastRx(c net.Conn) *atomic.Int64 {
+func Last(c net.Conn) *atomic.Int64 {
 	if t, ok := c.(interface{ NetConn() net.Conn }); ok {
 		c = t.NetConn()
 	}

@@ -1,7 +1,6 @@
-package endpoints
+package rxstamp
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -35,14 +34,13 @@ func TestReadsAreStampedWhenTheBytesArrivedNotWhenRead(t *testing.T) {
 		c.Write([]byte("data: one\n\n"))
 		time.Sleep(200 * time.Millisecond)
 	}()
-	tr := NewTransport(TransportOptions{Conns: 1})
-	defer tr.Close()
-	c, err := tr.dialTCP(context.Background(), "tcp", ln.Addr().String())
+	raw, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := Wrap(raw)
 	defer c.Close()
-	rx := lastRx(c)
+	rx := Last(c)
 	if rx == nil {
 		t.Fatal("a dialled connection keeps no receive stamps")
 	}
@@ -55,7 +53,7 @@ func TestReadsAreStampedWhenTheBytesArrivedNotWhenRead(t *testing.T) {
 	if err != nil || string(buf[:n]) != "data: one\n\n" {
 		t.Fatalf("read %q %v", buf[:n], err)
 	}
-	at := arrival(rx, t0)
+	at := Arrival(rx, t0)
 	if d := at.Sub(wrote); d < 0 || d > 10*time.Millisecond {
 		t.Errorf("stamped %v after the write (read %v after it); want within 10 ms of the write", d, readAt.Sub(wrote))
 	}
@@ -73,16 +71,16 @@ func TestReadsAreStampedWhenTheBytesArrivedNotWhenRead(t *testing.T) {
 func TestArrivalNeverLeavesTheRequestsSpan(t *testing.T) {
 	t.Parallel()
 	t0 := time.Now()
-	if got := arrival(nil, t0); got.Before(t0) {
+	if got := Arrival(nil, t0); got.Before(t0) {
 		t.Errorf("no stamps: %v before t0", got)
 	}
 	var rx atomic.Int64
 	rx.Store(t0.Add(-time.Hour).UnixNano()) // a wall-clock step: before t0
-	if got := arrival(&rx, t0); !got.Equal(t0) {
+	if got := Arrival(&rx, t0); !got.Equal(t0) {
 		t.Errorf("a stamp before t0 gives %v, want t0", got.Sub(t0))
 	}
 	rx.Store(time.Now().Add(time.Hour).UnixNano()) // after now
-	if got := arrival(&rx, t0); got.Before(t0) || time.Since(got) > time.Second {
+	if got := Arrival(&rx, t0); got.Before(t0) || time.Since(got) > time.Second {
 		t.Errorf("a stamp after now gives %v", got.Sub(t0))
 	}
 }
