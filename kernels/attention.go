@@ -13,7 +13,7 @@ import "fmt"
 // q has keys.Cols elements and out values.Cols. rows == nil means rows 0 …
 // keys.Rows−1, i.e. dense attention over keys; with rows, the result is
 // bit-identical to dense attention over those rows copied out in the same
-// order, because scores and the weighted sum use the MatVec and MatMul
+// order, because scores and the weighted sum use the MatMulT and MatMul
 // orders whichever way the rows are addressed. scores holds at least
 // len(rows) elements (keys.Rows when rows is nil); it is left holding p.
 // With no rows at all, out is zero.

@@ -22,12 +22,6 @@ type Backend interface {
 	// MatMulT sets dst = x · wᵀ: dst m×n, x m×k, w n×k (a Hugging Face
 	// Linear weight, out × in).
 	MatMulT(dst, x, w Mat)
-	// MatVec sets dst = w · x: dst [n], w n×k, x [k]. It is bit-identical to
-	// the matching row of MatMulT.
-	MatVec(dst []float32, w Mat, x []float32)
-	// GatherMatVec sets dst[j] = w.Row(rows[j]) · x, bit-identical to
-	// MatVec over those rows copied out (decode over a paged cache).
-	GatherMatVec(dst []float32, w Mat, rows []int32, x []float32)
 	// MatMul sets dst = x · w: dst m×n, x m×k, w k×n (no transpose, e.g. the
 	// absorbed-MLA product q_nope · W_UK).
 	MatMul(dst, x, w Mat)
@@ -40,9 +34,6 @@ type Backend interface {
 	// RoPE rotates each row of x in place by its position pos[i] with
 	// interleaved pairs (x[2j], x[2j+1]); x.Cols must equal r.Dim.
 	RoPE(x Mat, pos []int32, r *Rope)
-	// Softmax replaces each row of x by its softmax, computed with the row's
-	// maximum subtracted.
-	Softmax(x Mat)
 	// SwiGLU sets dst = (silu(x · gateᵀ) ⊙ (x · upᵀ)) · downᵀ: x m×h, gate and
 	// up I×h, down h×I, dst m×h; work holds at least 2·m·I elements.
 	SwiGLU(dst, x, gate, up, down Mat, work []float32)
@@ -68,8 +59,6 @@ type Backend interface {
 	ReluAXPY(dst []float32, alpha float32, x []float32)
 	// Sigmoid sets dst = 1 / (1 + e^−x) elementwise.
 	Sigmoid(dst, x []float32)
-	// SiLUMul sets dst = silu(gate) ⊙ up elementwise, silu(g) = g·sigmoid(g).
-	SiLUMul(dst, gate, up []float32)
 }
 
 var _ Backend = (*CPU)(nil)

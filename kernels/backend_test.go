@@ -124,19 +124,16 @@ func TestHotKernelsDoNotAllocate(t *testing.T) {
 		for name, f := range map[string]func(){
 			"MatMulT":          func() { b.MatMulT(dst, x, w) },
 			"MatMulT parallel": func() { b.MatMulT(bigDst, big, bigW) },
-			"MatVec":           func() { b.MatVec(vout, w, vec) },
 			"MatMul":           func() { b.MatMul(dst, x, wn) },
 			"RMSNorm":          func() { b.RMSNorm(hdst, x, wts, 1e-5) },
 			"LayerNorm":        func() { b.LayerNorm(hdst, x, wts, bias, 1e-6) },
 			"RoPE":             func() { b.RoPE(hdst, pos, rope) },
-			"Softmax":          func() { b.Softmax(hdst) },
 			"SwiGLU":           func() { b.SwiGLU(hdst, x, gate, up, down, work) },
 			"TopK":             func() { b.TopK(tk, tv, vout) },
 			"GatherAttention":  func() { b.GatherAttention(aout, vec, keys, values, rows, 0.125, scores) },
 			"Add":              func() { b.Add(vout, vout, vout) },
 			"AddScaled":        func() { b.AddScaled(vout, 0.5, vout) },
 			"Sigmoid":          func() { b.Sigmoid(vout, vout) },
-			"SiLUMul":          func() { b.SiLUMul(vout, vout, vout) },
 		} {
 			if a := testing.AllocsPerRun(20, f); a != 0 {
 				t.Errorf("%s %s allocates %v times per call", c.Name(), name, a)

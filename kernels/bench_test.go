@@ -185,9 +185,9 @@ func BenchmarkRowKernels(b *testing.B) {
 	}{
 		{"RMSNorm_64x256", bytes, func() { c.RMSNorm(dst, x, w, 1e-5) }},
 		{"LayerNorm_64x256", bytes, func() { c.LayerNorm(dst, x, w, bias, 1e-6) }},
-		{"Softmax_64x256", bytes, func() { copy(dst.Data, x.Data); c.Softmax(dst) }},
+		{"Softmax_64x256", bytes, func() { copy(dst.Data, x.Data); softmaxRows(c, dst) }},
 		{"RoPE_64x16", float64(4 * m * 16 * 2), func() { c.RoPE(ropeX, pos, rope) }},
-		{"SiLUMul_64x256", float64(4 * m * h * 3), func() { c.SiLUMul(dst.Data, x.Data, y.Data) }},
+		{"SiLUMul_64x256", float64(4 * m * h * 3), func() { c.gate(dst.Data, x.Data, y.Data) }},
 		{"TopK_8of256", float64(4 * h), func() { c.TopK(top8, nil, w) }},
 	} {
 		b.Run(k.name, func(b *testing.B) {

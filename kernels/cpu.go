@@ -75,7 +75,8 @@ type CPU struct {
 // defaultParallelMACs and minChunkMACs come from BenchmarkMatMulTSplit on 2
 // idle cores (AVX-512): handing a chunk to a worker and waiting for it costs
 // about a microsecond, so a split pays once each chunk has a few µs of work,
-// from about 2^17 multiply-adds for wide products (docs/PERFORMANCE-kernels.md).
+// from about 2^17 multiply-adds for wide products (docs/PERFORMANCE.md,
+// "Code paths, splitting, other kernels").
 const (
 	defaultParallelMACs = 1 << 17
 	minChunkMACs        = 1 << 16

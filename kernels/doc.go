@@ -1,8 +1,8 @@
 // Package kernels holds the float32 numeric kernels of the reference model:
-// matrix products, norms, rotary embedding, softmax, the gated MLP, top-k
-// selection and gathered (sparse) attention, behind the Backend interface so
-// that a GPU backend can be added without touching model code. It does not
-// import the model.
+// matrix products, norms, rotary embedding, the gated MLP, the router's
+// sigmoid, top-k selection and gathered (sparse) attention with its
+// softmax, behind the Backend interface so that a GPU backend can be added
+// without touching model code. It does not import the model.
 //
 // # Backends and code paths
 //
@@ -34,9 +34,9 @@
 //
 // No kernel allocates: scratch space (SwiGLU's work, GatherAttention's
 // scores) is passed in by the caller, who keeps it across calls. Products
-// above 2^17 multiply-adds are split over a process-wide pool of
-// worker goroutines, one per GOMAXPROCS slot at first use, that spin
-// briefly between jobs and then park.
+// above 2^17 multiply-adds are split between the calling goroutine and a
+// process-wide pool of GOMAXPROCS−1 worker goroutines (counted at first
+// use) that spin briefly between jobs and then park.
 //
 // Shapes follow Hugging Face: a Linear weight is out × in, row-major, and
 // y = x · Wᵀ is MatMulT. Mat is a row-major view with a stride, so a head's

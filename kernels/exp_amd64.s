@@ -24,6 +24,26 @@ DATA expConsts<>+56(SB)/4, $0x4b400000 // bits of 1.5·2^23 (the exponent bias o
 DATA expConsts<>+60(SB)/4, $0x0000007f // 127
 GLOBL expConsts<>(SB), RODATA|NOPTR, $64
 
+// EXP16_CONSTS loads what EXP16 reads: expConsts broadcast into Z16-Z29
+// and 0 into Z15. It leaves AX pointing at expConsts.
+#define EXP16_CONSTS \
+	LEAQ         expConsts<>(SB), AX; \
+	VBROADCASTSS 0(AX), Z29; \
+	VBROADCASTSS 4(AX), Z28; \
+	VBROADCASTSS 8(AX), Z27; \
+	VBROADCASTSS 12(AX), Z26; \
+	VBROADCASTSS 16(AX), Z20; \
+	VBROADCASTSS 20(AX), Z21; \
+	VBROADCASTSS 24(AX), Z22; \
+	VBROADCASTSS 28(AX), Z23; \
+	VBROADCASTSS 32(AX), Z24; \
+	VBROADCASTSS 36(AX), Z25; \
+	VBROADCASTSS 40(AX), Z19; \
+	VBROADCASTSS 44(AX), Z18; \
+	VBROADCASTSS 48(AX), Z17; \
+	VBROADCASTSS 52(AX), Z16; \
+	VPXORD       Z15, Z15, Z15
+
 // EXP16 sets Z5 = exp(Z0), Z0 holding u; it uses Z1-Z6 and K2-K4.
 #define EXP16 \
 	VMULPS    Z29, Z0, Z1; \
@@ -64,22 +84,7 @@ TEXT ·expAVX512(SB), NOSPLIT, $0-32
 	MOVQ         n+16(FP), CX
 	VBROADCASTSS scale+24(FP), Z31
 	VBROADCASTSS bias+28(FP), Z30
-	LEAQ         expConsts<>(SB), AX
-	VBROADCASTSS 0(AX), Z29
-	VBROADCASTSS 4(AX), Z28
-	VBROADCASTSS 8(AX), Z27
-	VBROADCASTSS 12(AX), Z26
-	VBROADCASTSS 16(AX), Z20
-	VBROADCASTSS 20(AX), Z21
-	VBROADCASTSS 24(AX), Z22
-	VBROADCASTSS 28(AX), Z23
-	VBROADCASTSS 32(AX), Z24
-	VBROADCASTSS 36(AX), Z25
-	VBROADCASTSS 40(AX), Z19
-	VBROADCASTSS 44(AX), Z18
-	VBROADCASTSS 48(AX), Z17
-	VBROADCASTSS 52(AX), Z16
-	VPXORD       Z15, Z15, Z15
+	EXP16_CONSTS
 	XORQ         AX, AX
 	MOVQ         CX, DX
 	ANDQ         $-16, DX
@@ -112,6 +117,19 @@ e16tail:
 e16done:
 	VZEROUPPER
 	RET
+
+// EXP8_CONSTS points BX at expConsts, which EXP8 reads, and broadcasts the
+// constants it keeps in registers into Y9-Y15 (AVX2 has 16 Y registers, too
+// few for all of them).
+#define EXP8_CONSTS \
+	LEAQ         expConsts<>(SB), BX; \
+	VBROADCASTSS 0(BX), Y15; \
+	VBROADCASTSS 4(BX), Y14; \
+	VBROADCASTSS 8(BX), Y13; \
+	VBROADCASTSS 12(BX), Y12; \
+	VBROADCASTSS 24(BX), Y11; \
+	VBROADCASTSS 28(BX), Y10; \
+	VBROADCASTSS 32(BX), Y9
 
 // EXP8 sets Y5 = exp(Y0), Y0 holding u, with AVX2: 2^n is applied as two
 // exact factors 2^(n>>1) and 2^(n−n>>1), so only the last product rounds, as
@@ -174,14 +192,7 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-40
 	MOVQ         n+16(FP), CX
 	VBROADCASTSS scale+24(FP), Y8
 	MOVQ         tailMask+32(FP), DX
-	LEAQ         expConsts<>(SB), BX
-	VBROADCASTSS 0(BX), Y15
-	VBROADCASTSS 4(BX), Y14
-	VBROADCASTSS 8(BX), Y13
-	VBROADCASTSS 12(BX), Y12
-	VBROADCASTSS 24(BX), Y11
-	VBROADCASTSS 28(BX), Y10
-	VBROADCASTSS 32(BX), Y9
+	EXP8_CONSTS
 	XORQ         AX, AX
 	MOVQ         CX, R8
 	ANDQ         $-8, R8
@@ -225,22 +236,7 @@ TEXT ·gateAVX512(SB), NOSPLIT, $0-32
 	MOVQ         x+8(FP), SI
 	MOVQ         up+16(FP), DX
 	MOVQ         n+24(FP), CX
-	LEAQ         expConsts<>(SB), AX
-	VBROADCASTSS 0(AX), Z29
-	VBROADCASTSS 4(AX), Z28
-	VBROADCASTSS 8(AX), Z27
-	VBROADCASTSS 12(AX), Z26
-	VBROADCASTSS 16(AX), Z20
-	VBROADCASTSS 20(AX), Z21
-	VBROADCASTSS 24(AX), Z22
-	VBROADCASTSS 28(AX), Z23
-	VBROADCASTSS 32(AX), Z24
-	VBROADCASTSS 36(AX), Z25
-	VBROADCASTSS 40(AX), Z19
-	VBROADCASTSS 44(AX), Z18
-	VBROADCASTSS 48(AX), Z17
-	VBROADCASTSS 52(AX), Z16
-	VPXORD       Z15, Z15, Z15
+	EXP16_CONSTS
 	VPXORD       Z30, Z30, Z30   // bias 0
 	VSUBPS       Z19, Z30, Z31   // scale −1
 	XORQ         AX, AX
@@ -309,14 +305,7 @@ TEXT ·gateAVX2(SB), NOSPLIT, $0-40
 	MOVQ         up+16(FP), DX
 	MOVQ         n+24(FP), CX
 	MOVQ         tailMask+32(FP), R9
-	LEAQ         expConsts<>(SB), BX
-	VBROADCASTSS 0(BX), Y15
-	VBROADCASTSS 4(BX), Y14
-	VBROADCASTSS 8(BX), Y13
-	VBROADCASTSS 12(BX), Y12
-	VBROADCASTSS 24(BX), Y11
-	VBROADCASTSS 28(BX), Y10
-	VBROADCASTSS 32(BX), Y9
+	EXP8_CONSTS
 	VXORPS       Y1, Y1, Y1
 	VBROADCASTSS 40(BX), Y2
 	VSUBPS       Y2, Y1, Y8      // scale −1

@@ -6,11 +6,11 @@
 // kernels batch-invariant: lane l of a 16-wide accumulator sums
 // x[i]·w[i] for i ≡ l (mod 16) in increasing i with FMA; the k%16 tail is
 // loaded with zero-masking so the unused lanes add fma(0, 0, acc); then the
-// 16 lanes are folded by REDUCE steps that add lane l to lane l+8, then l+4,
-// l+2 and l+1. Both kernels below reduce several accumulators at once with a
-// transpose-and-add, but each accumulator goes through exactly those steps,
-// so an output element has the same bits whichever kernel, tile or batch
-// produced it.
+// 16 lanes are folded by the four FOLD steps below, which add lane l to lane
+// l+8, then l+4, l+2 and l+1. The dot-product kernels reduce several
+// accumulators at once with a transpose-and-add, but each accumulator goes
+// through exactly those steps, so an output element has the same bits
+// whichever kernel, tile or batch produced it.
 //
 // Slot numbering: after the four steps, a set of 16 accumulators A0..A15
 // ends as one vector whose element 4L+j holds A(4j+L). The kernels place
@@ -27,6 +27,40 @@
 	VSHUFF32X4 $0x88, B, A, Z16; \
 	VSHUFF32X4 $0xDD, B, A, Z17; \
 	VADDPS     Z17, Z16, DST
+
+// Step 3: fold 2 lanes of each 128-bit quarter.
+#define FOLD2(A, B, DST) \
+	VUNPCKLPD B, A, Z16; \
+	VUNPCKHPD B, A, Z17; \
+	VADDPS    Z17, Z16, DST
+
+// Step 4: fold neighbouring lanes.
+#define FOLD1(A, B, DST) \
+	VSHUFPS $0x88, B, A, Z16; \
+	VSHUFPS $0xDD, B, A, Z17; \
+	VADDPS  Z17, Z16, DST
+
+// ZERO8 clears the accumulators Z0-Z7; ZERO16 clears Z0-Z15.
+#define ZERO8 \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPXORD Z7, Z7, Z7
+
+#define ZERO16 \
+	ZERO8; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPXORD Z10, Z10, Z10; \
+	VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; \
+	VPXORD Z13, Z13, Z13; \
+	VPXORD Z14, Z14, Z14; \
+	VPXORD Z15, Z15, Z15
 
 // func gemm4x4AVX512(dst *float32, ldd int, x *float32, ldx int, w *float32, ldw int, n4 int, k int, kmask uint64)
 //
@@ -58,22 +92,7 @@ g4tile:
 	LEAQ   (SI)(BX*1), R12
 	LEAQ   (R12)(BX*1), R13
 	LEAQ   (R13)(BX*1), DX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
+	ZERO16
 	XORQ   AX, AX
 	CMPQ   AX, CX
 	JGE    g4tail
@@ -148,15 +167,9 @@ g4reduce:
 	FOLD4(Z2, Z3, Z1)
 	FOLD4(Z4, Z5, Z2)
 	FOLD4(Z6, Z7, Z3)
-	VUNPCKLPD Z1, Z0, Z16
-	VUNPCKHPD Z1, Z0, Z17
-	VADDPS    Z17, Z16, Z0
-	VUNPCKLPD Z3, Z2, Z16
-	VUNPCKHPD Z3, Z2, Z17
-	VADDPS    Z17, Z16, Z1
-	VSHUFPS   $0x88, Z1, Z0, Z16
-	VSHUFPS   $0xDD, Z1, Z0, Z17
-	VADDPS    Z17, Z16, Z0
+	FOLD2(Z0, Z1, Z0)
+	FOLD2(Z2, Z3, Z1)
+	FOLD1(Z0, Z1, Z0)
 
 	// 128-bit lane r of Z0 is row r's four results.
 	MOVQ          ldd+8(FP), AX
@@ -252,14 +265,7 @@ g8gather:
 	MOVQ    AX, icur-16(SP)
 
 g8compute:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
+	ZERO8
 	XORQ   AX, AX
 	CMPQ   AX, CX
 	JGE    g8tail
@@ -306,12 +312,8 @@ g8reduce:
 	FOLD8(Z6, Z7, Z3)
 	FOLD4(Z0, Z1, Z0)
 	FOLD4(Z2, Z3, Z1)
-	VUNPCKLPD   Z1, Z0, Z16
-	VUNPCKHPD   Z1, Z0, Z17
-	VADDPS      Z17, Z16, Z0
-	VSHUFPS     $0x88, Z0, Z0, Z16
-	VSHUFPS     $0xDD, Z0, Z0, Z17
-	VADDPS      Z17, Z16, Z0
+	FOLD2(Z0, Z1, Z0)
+	FOLD1(Z0, Z0, Z0)
 	VCOMPRESSPS Z0, K2, Z1
 	VMOVUPS     Y1, (DI)
 	ADDQ        $32, DI
@@ -345,14 +347,7 @@ TEXT ·vecMatAVX512(SB), NOSPLIT, $0-56
 	KMOVW  AX, K3
 	SHRQ   $16, AX
 	KMOVW  AX, K4
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
+	ZERO8
 	XORQ   AX, AX
 	MOVQ   R9, R8
 	TESTQ  CX, CX

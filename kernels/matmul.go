@@ -6,7 +6,7 @@ import (
 )
 
 // Batch invariance. Every element of a product is one dot product (MatMulT,
-// MatVec, attention scores) or one sum of k products taken down a column
+// attention scores) or one sum of k products taken down a column
 // (MatMul, attention values), and each path computes it in a single fixed
 // order that depends only on k: dotGo and one multiply-add chain on the Go
 // path, the lane-and-fold order and two interleaved chains described in the
@@ -16,56 +16,17 @@ import (
 
 // MatMulT sets dst = x · wᵀ: dst is m×n, x is m×k and w is n×k, the layout of
 // a Hugging Face Linear weight (out × in). dst must not overlap x or w.
-func (c *CPU) MatMulT(dst, x, w Mat) {
-	checkProduct("MatMulT", dst, x, w, w.Rows, w.Cols)
-	m, n, k := x.Rows, w.Rows, x.Cols
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		zeroMat(dst)
-		return
-	}
-	c.parallel(jobMatMulT, dst, x, w, m, n, k)
-}
-
-// MatVec sets dst = w · x: dst has n elements, w is n×k and x has k. Its
-// result is bit-identical to the matching row of MatMulT. dst must not
-// overlap x or w.
-func (c *CPU) MatVec(dst []float32, w Mat, x []float32) {
-	c.MatMulT(Mat{Data: dst, Rows: 1, Cols: len(dst), Stride: len(dst)},
-		Mat{Data: x, Rows: 1, Cols: len(x), Stride: len(x)}, w)
-}
-
-// GatherMatVec sets dst[j] = w.Row(rows[j]) · x for every j: MatVec over
-// the listed rows of w, such as the rows of a paged KV cache that one
-// sequence owns. Each result is bit-identical to MatVec (and so to MatMulT)
-// over the same row copied out. dst must not overlap x or w.
-func (c *CPU) GatherMatVec(dst []float32, w Mat, rows []int32, x []float32) {
-	w.check("GatherMatVec")
-	if len(dst) != len(rows) || len(x) != w.Cols {
-		panic(fmt.Sprintf("kernels: GatherMatVec: dst [%d] for %d rows, x [%d] for %d columns", len(dst), len(rows), len(x), w.Cols))
-	}
-	for _, r := range rows {
-		if r < 0 || int(r) >= w.Rows {
-			panic(fmt.Sprintf("kernels: GatherMatVec: row %d outside %d rows", r, w.Rows))
-		}
-	}
-	if len(rows) == 0 {
-		return
-	}
-	if len(x) == 0 {
-		clear(dst)
-		return
-	}
-	c.dots(dst, x, w, rows, 0, len(rows))
-}
+func (c *CPU) MatMulT(dst, x, w Mat) { c.product(jobMatMulT, dst, x, w, w.Rows, w.Cols) }
 
 // MatMul sets dst = x · w: dst is m×n, x is m×k and w is k×n. Each element is
 // summed over k in a fixed order (see vecMat). dst must not overlap x or w.
-func (c *CPU) MatMul(dst, x, w Mat) {
-	checkProduct("MatMul", dst, x, w, w.Cols, w.Rows)
-	m, n, k := x.Rows, w.Cols, x.Cols
+func (c *CPU) MatMul(dst, x, w Mat) { c.product(jobMatMul, dst, x, w, w.Cols, w.Rows) }
+
+// product checks and runs dst = x · wᵀ (jobMatMulT) or x · w (jobMatMul),
+// where the weight w has n outputs and k inputs.
+func (c *CPU) product(kind int, dst, x, w Mat, n, k int) {
+	checkProduct(kind, dst, x, w, n, k)
+	m := x.Rows
 	if m == 0 || n == 0 {
 		return
 	}
@@ -73,12 +34,16 @@ func (c *CPU) MatMul(dst, x, w Mat) {
 		zeroMat(dst)
 		return
 	}
-	c.parallel(jobMatMul, dst, x, w, m, n, k)
+	c.parallel(kind, dst, x, w, m, n, k)
 }
 
 // checkProduct panics unless dst is m×n and x is m×k for the weight's
 // n (out) and k (in).
-func checkProduct(op string, dst, x, w Mat, n, k int) {
+func checkProduct(kind int, dst, x, w Mat, n, k int) {
+	op := "MatMulT"
+	if kind == jobMatMul {
+		op = "MatMul"
+	}
 	dst.check(op)
 	x.check(op)
 	w.check(op)
@@ -97,9 +62,10 @@ func zeroMat(m Mat) {
 	}
 }
 
+// The two kinds of product.
 const (
-	jobMatMulT = iota
-	jobMatMul
+	jobMatMulT = iota // dst = x · wᵀ, by gemmT
+	jobMatMul         // dst = x · w, by gemmN
 )
 
 // gemmJob is a product cut into blocks of rowBlock rows × colBlock columns.
@@ -117,10 +83,15 @@ func (j *gemmJob) runChunk(i int) {
 	rb, cb := i/j.colBlocks, i%j.colBlocks
 	i0, j0 := rb*j.rowBlock, cb*j.colBlock
 	i1, j1 := min(i0+j.rowBlock, j.rows), min(j0+j.colBlock, j.cols)
-	if j.kind == jobMatMulT {
-		j.c.gemmT(j.dst, j.x, j.w, i0, i1, j0, j1)
+	j.c.block(j.kind, j.dst, j.x, j.w, i0, i1, j0, j1)
+}
+
+// block computes rows [i0, i1) × columns [j0, j1) of a product of kind.
+func (c *CPU) block(kind int, dst, x, w Mat, i0, i1, j0, j1 int) {
+	if kind == jobMatMulT {
+		c.gemmT(dst, x, w, i0, i1, j0, j1)
 	} else {
-		j.c.gemmN(j.dst, j.x, j.w, i0, i1, j0, j1)
+		c.gemmN(dst, x, w, i0, i1, j0, j1)
 	}
 }
 
@@ -130,11 +101,7 @@ func (c *CPU) parallel(kind int, dst, x, w Mat, m, n, k int) {
 	p := c.pool
 	work := m * n * k
 	if work <= c.parallelMACs || p.threads() == 1 || !p.acquire() {
-		if kind == jobMatMulT {
-			c.gemmT(dst, x, w, 0, m, 0, n)
-		} else {
-			c.gemmN(dst, x, w, 0, m, 0, n)
-		}
+		c.block(kind, dst, x, w, 0, m, 0, n)
 		return
 	}
 	defer p.release()
@@ -168,28 +135,24 @@ func roundUp(v, to int) int { return (v + to - 1) / to * to }
 func (c *CPU) gemmT(dst, x, w Mat, i0, i1, j0, j1 int) {
 	k := x.Cols
 	i := i0
-	switch c.path {
-	case PathAVX512:
-		n4 := (j1 - j0) / 4
+	if c.path != PathGo {
+		// Tiles of 4 rows × cols columns; the columns past the last whole tile
+		// go through dotsTail, the rows past the last whole tile through dots.
+		cols := 4 // gemm4x4AVX512
+		if c.path == PathAVX2 {
+			cols = 2 // gemm4x2AVX2
+		}
+		nt := (j1 - j0) / cols
 		for ; i+4 <= i1; i += 4 {
-			if n4 > 0 {
-				gemm4x4AVX512(&dst.Data[i*dst.Stride+j0], dst.Stride, &x.Data[i*x.Stride], x.Stride,
-					&w.Data[j0*w.Stride], w.Stride, n4, k, avx512Mask(k%16))
-			}
-			if jt := j0 + 4*n4; jt < j1 {
-				for r := i; r < i+4; r++ {
-					c.dotsTail(dst.Data[r*dst.Stride+jt:r*dst.Stride+j1], x.Row(r), w, nil, jt, j1)
+			if nt > 0 {
+				d, xi, wj := &dst.Data[i*dst.Stride+j0], &x.Data[i*x.Stride], &w.Data[j0*w.Stride]
+				if c.path == PathAVX512 {
+					gemm4x4AVX512(d, dst.Stride, xi, x.Stride, wj, w.Stride, nt, k, avx512Mask(k%16))
+				} else {
+					gemm4x2AVX2(d, dst.Stride, xi, x.Stride, wj, w.Stride, nt, k, avx2Mask(k%8))
 				}
 			}
-		}
-	case PathAVX2:
-		n2 := (j1 - j0) / 2
-		for ; i+4 <= i1; i += 4 {
-			if n2 > 0 {
-				gemm4x2AVX2(&dst.Data[i*dst.Stride+j0], dst.Stride, &x.Data[i*x.Stride], x.Stride,
-					&w.Data[j0*w.Stride], w.Stride, n2, k, avx2Mask(k%8))
-			}
-			if jt := j0 + 2*n2; jt < j1 {
+			if jt := j0 + cols*nt; jt < j1 {
 				for r := i; r < i+4; r++ {
 					c.dotsTail(dst.Data[r*dst.Stride+jt:r*dst.Stride+j1], x.Row(r), w, nil, jt, j1)
 				}
@@ -205,7 +168,6 @@ func (c *CPU) gemmT(dst, x, w Mat, i0, i1, j0, j1 int) {
 // idx[j] when idx is not nil and j otherwise. len(x) must be w.Cols ≥ 1 and
 // every idx[j] a valid row.
 func (c *CPU) dots(out, x []float32, w Mat, idx []int32, j0, j1 int) {
-	k := len(x)
 	if c.path == PathGo {
 		for j := j0; j < j1; j++ {
 			r := j
@@ -221,11 +183,7 @@ func (c *CPU) dots(out, x []float32, w Mat, idx []int32, j0, j1 int) {
 		if idx != nil {
 			base, ip = &w.Data[0], &idx[j0]
 		}
-		if c.path == PathAVX512 {
-			gemv8AVX512(&out[0], &x[0], base, w.Stride, ip, n8, k, avx512Mask(k%16))
-		} else {
-			gemv8AVX2(&out[0], &x[0], base, w.Stride, ip, n8, k, avx2Mask(k%8))
-		}
+		c.gemv8(&out[0], x, base, w.Stride, ip, n8)
 		j0 += 8 * n8
 		out = out[8*n8:]
 	}
@@ -249,13 +207,20 @@ func (c *CPU) dotsTail(out, x []float32, w Mat, idx []int32, j0, j1 int) {
 			rows[t] = int32(j)
 		}
 	}
+	c.gemv8(&res[0], x, &w.Data[0], w.Stride, &rows[0], 1)
+	copy(out[:j1-j0], res[:])
+}
+
+// gemv8 runs the SIMD path's kernel of n8 tiles of 8 dot products with x
+// (gemv8AVX512 or gemv8AVX2): rows w[j·ldw:], or w[idx[j]·ldw:] when idx is
+// not nil.
+func (c *CPU) gemv8(out *float32, x []float32, w *float32, ldw int, idx *int32, n8 int) {
 	k := len(x)
 	if c.path == PathAVX512 {
-		gemv8AVX512(&res[0], &x[0], &w.Data[0], w.Stride, &rows[0], 1, k, avx512Mask(k%16))
+		gemv8AVX512(out, &x[0], w, ldw, idx, n8, k, avx512Mask(k%16))
 	} else {
-		gemv8AVX2(&res[0], &x[0], &w.Data[0], w.Stride, &rows[0], 1, k, avx2Mask(k%8))
+		gemv8AVX2(out, &x[0], w, ldw, idx, n8, k, avx2Mask(k%8))
 	}
-	copy(out[:j1-j0], res[:])
 }
 
 // gemmN computes rows [i0, i1) × columns [j0, j1) of dst = x · w.

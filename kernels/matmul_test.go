@@ -69,7 +69,7 @@ func TestMatMulTRowIsBitIdenticalAloneAndInBatches(t *testing.T) {
 			alone := make([][]float32, rows)
 			for i := range rows {
 				alone[i] = make([]float32, n)
-				c.MatVec(alone[i], w, x.Row(i))
+				c.MatMulT(NewMat(alone[i], 1, n), x.Slice(i, i+1, 0, k), w)
 			}
 			for _, m := range []int{1, 2, 3, 4, 5, 8, 13, 37} {
 				for _, start := range []int{0, (rows - m) / 2, rows - m} {

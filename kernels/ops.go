@@ -134,16 +134,10 @@ func checkRows(op string, dst, x Mat, cols int) {
 	}
 }
 
-// Softmax replaces each row of x by its softmax: e^(x−max) · (1 / Σ e^(x−max)),
-// the sum accumulated in float64. −Inf entries get probability 0; a row with no
-// finite maximum (all −Inf, or a NaN) comes out NaN, as in PyTorch.
-func (c *CPU) Softmax(x Mat) {
-	x.check("Softmax")
-	for i := range x.Rows {
-		c.softmaxRow(x.Row(i))
-	}
-}
-
+// softmaxRow replaces r by its softmax, e^(r−max) · (1 / Σ e^(r−max)), the
+// sum accumulated in float64 (GatherAttention's p). −Inf entries get
+// probability 0; a row with no finite maximum (all −Inf, or a NaN) comes out
+// NaN, as in PyTorch.
 func (c *CPU) softmaxRow(r []float32) {
 	if len(r) == 0 {
 		return
@@ -195,7 +189,7 @@ func (c *CPU) SwiGLU(dst, x, gate, up, down Mat, work []float32) {
 	u := NewMat(work[m*inter:2*m*inter], m, inter)
 	c.MatMulT(g, x, gate)
 	c.MatMulT(u, x, up)
-	c.SiLUMul(g.Data, g.Data, u.Data)
+	c.gate(g.Data, g.Data, u.Data) // g = silu(g) ⊙ u
 	c.MatMulT(dst, g, down)
 }
 
@@ -222,15 +216,9 @@ func (c *CPU) Sigmoid(dst, x []float32) {
 	c.gate(dst, x, nil)
 }
 
-// SiLUMul sets dst = silu(gate) ⊙ up elementwise, silu(g) = g / (1 + e^−g).
-// dst may be gate or up.
-func (c *CPU) SiLUMul(dst, gate, up []float32) {
-	checkLens("SiLUMul", len(dst), len(gate), len(up))
-	c.gate(dst, gate, up)
-}
-
-// gate sets dst[i] = x[i] / (1 + e^−x[i]) · up[i], or 1 / (1 + e^−x[i]) when up
-// is nil, with the path's vector code; every path gives the same bits.
+// gate sets dst[i] = x[i] / (1 + e^−x[i]) · up[i] (silu(x) ⊙ up, SwiGLU's
+// gate), or 1 / (1 + e^−x[i]) when up is nil (Sigmoid), with the path's
+// vector code; every path gives the same bits. dst may be x or up.
 func (c *CPU) gate(dst, x, up []float32) {
 	n := len(x)
 	if n == 0 {

@@ -82,6 +82,13 @@ func TestRMSNormAndLayerNormMatchReference(t *testing.T) {
 	}
 }
 
+// softmaxRows runs GatherAttention's softmax over each row of x.
+func softmaxRows(c *CPU, x Mat) {
+	for i := range x.Rows {
+		c.softmaxRow(x.Row(i))
+	}
+}
+
 func TestSoftmaxMatchesReferenceAndHandlesInfinities(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	c := Default()
@@ -97,7 +104,7 @@ func TestSoftmaxMatchesReferenceAndHandlesInfinities(t *testing.T) {
 		for i := range want {
 			want[i] = refSoftmax(x.Row(i))
 		}
-		c.Softmax(x)
+		softmaxRows(c, x)
 		for i := range want {
 			var sum float64
 			for j, v := range x.Row(i) {
@@ -112,7 +119,7 @@ func TestSoftmaxMatchesReferenceAndHandlesInfinities(t *testing.T) {
 		}
 	}
 	big := NewMat([]float32{1e30, 1e30, -1e30}, 1, 3)
-	c.Softmax(big)
+	softmaxRows(c, big)
 	if big.Data[0] != 0.5 || big.Data[1] != 0.5 || big.Data[2] != 0 {
 		t.Fatalf("softmax of huge values = %v, want [0.5 0.5 0]", big.Data)
 	}
@@ -216,13 +223,13 @@ func TestElementwiseKernels(t *testing.T) {
 			t.Fatalf("Sigmoid(%v) = %v, want %v", a[i], dst[i], want)
 		}
 	}
-	c.SiLUMul(dst, a, b)
+	c.gate(dst, a, b)
 	for i := range dst {
 		if want := refSiLU(float64(a[i])) * float64(b[i]); !near(dst[i], want, 1e-6*(1+math.Abs(want))) {
-			t.Fatalf("SiLUMul(%v, %v) = %v, want %v", a[i], b[i], dst[i], want)
+			t.Fatalf("silu(%v)·%v = %v, want %v", a[i], b[i], dst[i], want)
 		}
 	}
-	c.SiLUMul(dst[:3], []float32{-200, 200, 0}, []float32{1, 1, 1})
+	c.gate(dst[:3], []float32{-200, 200, 0}, []float32{1, 1, 1})
 	if dst[0] != 0 || dst[1] != 200 || dst[2] != 0 {
 		t.Fatalf("SiLU at the extremes = %v, want [-0 200 0]", dst[:3])
 	}
@@ -412,9 +419,9 @@ func TestVectorSigmoidAndSiLUGiveTheSameBitsOnEveryPath(t *testing.T) {
 			sig, silu := make([]float32, n+1), make([]float32, n+1)
 			sig[n], silu[n] = 42, 42
 			c.Sigmoid(sig[:n], x[:n])
-			c.SiLUMul(silu[:n], x[:n], up[:n])
+			c.gate(silu[:n], x[:n], up[:n])
 			inPlace := slices.Clone(x[:n])
-			c.SiLUMul(inPlace, inPlace, up[:n])
+			c.gate(inPlace, inPlace, up[:n])
 			for i := range n {
 				e := exp32(-x[i] + 0)
 				if want := 1 / (1 + e); math.Float32bits(sig[i]) != math.Float32bits(want) {
@@ -460,7 +467,7 @@ func TestSoftmaxGivesTheSameBitsOnEveryPath(t *testing.T) {
 	var first []float32
 	for _, c := range backends(t) {
 		y := Mat{Data: slices.Clone(x.Data), Rows: x.Rows, Cols: x.Cols, Stride: x.Stride}
-		c.Softmax(y)
+		softmaxRows(c, y)
 		if first == nil {
 			first = y.Data
 			continue
@@ -473,7 +480,9 @@ func TestSoftmaxGivesTheSameBitsOnEveryPath(t *testing.T) {
 	}
 }
 
-func TestGatherMatVecEqualsMatVecOverTheSameRows(t *testing.T) {
+// TestGatheredDotsEqualDenseDotsOverTheSameRows checks the row-gathering dot
+// products behind GatherAttention's scores on every k, tails included.
+func TestGatheredDotsEqualDenseDotsOverTheSameRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	for _, c := range backends(t) {
 		for _, k := range oddSizes {
@@ -486,13 +495,13 @@ func TestGatherMatVecEqualsMatVecOverTheSameRows(t *testing.T) {
 				}
 				x := randVec(rng, k)
 				got := make([]float32, n)
-				c.GatherMatVec(got, w, rows, x)
+				c.dots(got, x, w, rows, 0, n)
 				dense := NewMat(make([]float32, n*k), n, k)
 				for i, r := range rows {
 					copy(dense.Row(i), w.Row(int(r)))
 				}
 				want := make([]float32, n)
-				c.MatVec(want, dense, x)
+				c.dots(want, x, dense, nil, 0, n)
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("%s k=%d n=%d: row %d gathered %v, copied %v", c.Name(), k, n, i, got[i], want[i])

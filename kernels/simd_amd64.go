@@ -12,7 +12,8 @@ var (
 )
 
 // The assembly kernels. Pointers must name storage that holds every element
-// the kernel reads or writes; the Go callers in matmul.go check that.
+// the kernel reads or writes; their Go callers (matmul.go, ops.go, exp.go,
+// topk.go) check that.
 
 //go:noescape
 func gemm4x4AVX512(dst *float32, ldd int, x *float32, ldx int, w *float32, ldw int, n4 int, k int, kmask uint64)

@@ -127,6 +127,11 @@ func TestConfigValidation(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "glm_moe_dsa") || !strings.Contains(err.Error(), "n_group 3") {
 		t.Fatalf("err = %v", err)
 	}
+	cfg, _ = Preset("nano")
+	cfg.RopeInterleave = false
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "rope_interleave false") {
+		t.Fatalf("half-split rope accepted: %v", err)
+	}
 	if _, err := Preset("huge"); err == nil || !strings.Contains(err.Error(), "nano, tiny") {
 		t.Fatalf("err = %v", err)
 	}

@@ -145,6 +145,15 @@ func (c *Config) Validate() error {
 	if c.RopeParameters.RopeTheta <= 1 {
 		bad("rope_parameters.rope_theta must exceed 1")
 	}
+	// kernels.RoPE rotates interleaved pairs (x[2j], x[2j+1]); the half-split
+	// layout (rope_interleave false) would pair other features and give
+	// other q·k.
+	if !c.RopeInterleave {
+		bad("rope_interleave false (half-split RoPE) is not supported: only the interleaved layout")
+	}
+	if !c.IndexerRopeInterleave {
+		bad("indexer_rope_interleave false (half-split RoPE) is not supported: only the interleaved layout")
+	}
 	if t := c.RopeParameters.RopeType; t != "" && t != "default" {
 		bad("rope_type %q: only default", t)
 	}

@@ -90,8 +90,9 @@ type workspace struct {
 	lists map[string][][]int32
 }
 
-// lists returns n empty int32 lists that keep their capacity between calls.
-func (ws *workspace) lists2(name string, n int) [][]int32 {
+// int32Lists returns the named n empty int32 lists, which keep their
+// capacity between calls.
+func (ws *workspace) int32Lists(name string, n int) [][]int32 {
 	if ws.lists == nil {
 		ws.lists = map[string][][]int32{}
 	}
@@ -107,7 +108,11 @@ func (ws *workspace) lists2(name string, n int) [][]int32 {
 	return l
 }
 
+// get returns the named float32 scratch slice of n elements.
 func (ws *workspace) get(name string, n int) []float32 { return grab(&ws.bufs, name, n) }
+
+// int32s returns the named int32 scratch slice of n elements.
+func (ws *workspace) int32s(name string, n int) []int32 { return grab(&ws.ints, name, n) }
 
 // grab returns the named scratch slice of n elements, growing it (by a
 // quarter more than asked, so slowly growing batches settle) when short.
@@ -140,15 +145,7 @@ type rowInfo struct {
 // sequence), so a sequence computes the same alone or in any batch.
 func (m *Model) Forward(seqs []Seq) *Output {
 	cfg := m.Cfg
-	T := 0
-	for _, s := range seqs {
-		if len(s.Slots) < s.Pos+len(s.Tokens) {
-			panic(fmt.Sprintf("model: sequence at %d with %d new tokens has %d slots", s.Pos, len(s.Tokens), len(s.Slots)))
-		}
-		T += len(s.Tokens)
-	}
-	m.prepareWorkers()
-	ri := m.rows(seqs, T)
+	T, ri := m.begin(seqs)
 	x := m.ws.mat("x", T, cfg.HiddenSize)
 	t := 0
 	for _, s := range seqs {
@@ -163,12 +160,23 @@ func (m *Model) Forward(seqs []Seq) *Output {
 	return m.head(x, seqs, m.W.Norm, "")
 }
 
-// rows lays out the batch's rows: positions, slots and owners.
-func (m *Model) rows(seqs []Seq, T int) rowInfo {
-	ri := rowInfo{
-		pos:  int32s(&m.ws, "pos", T),
-		slot: int32s(&m.ws, "slot", T),
-		seq:  int32s(&m.ws, "seq", T),
+// begin starts a forward pass (Forward's or MTPForward's) over seqs: it
+// checks that every sequence has a slot for each position up to its last new
+// token and that no position passes max_position_embeddings, readies the
+// workers' scratch, and lays out the batch's T rows: positions, slots and
+// owners.
+func (m *Model) begin(seqs []Seq) (T int, ri rowInfo) {
+	for _, s := range seqs {
+		if len(s.Slots) < s.Pos+len(s.Tokens) {
+			panic(fmt.Sprintf("model: sequence at %d with %d new tokens has %d slots", s.Pos, len(s.Tokens), len(s.Slots)))
+		}
+		T += len(s.Tokens)
+	}
+	m.prepareWorkers()
+	ri = rowInfo{
+		pos:  m.ws.int32s("pos", T),
+		slot: m.ws.int32s("slot", T),
+		seq:  m.ws.int32s("seq", T),
 	}
 	t := 0
 	for j, s := range seqs {
@@ -181,11 +189,8 @@ func (m *Model) rows(seqs []Seq, T int) rowInfo {
 			t++
 		}
 	}
-	return ri
+	return T, ri
 }
-
-// int32s returns an int32 scratch slice of the workspace.
-func int32s(ws *workspace, name string, n int) []int32 { return grab(&ws.ints, name, n) }
 
 // head applies a final norm (model.norm, or the MTP's shared_head.norm) and
 // lm_head to the rows that want logits. prefix keeps the MTP's output apart
@@ -254,6 +259,7 @@ func (m *Model) attention(l int, a *Attention, xn, out kernels.Mat, seqs []Seq, 
 	cfg := m.Cfg
 	T := xn.Rows
 	heads, dn, dr, dv, r := cfg.NumAttentionHeads, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim, cfg.KVLoraRank
+	dq := cfg.QKHeadDim() // dn + dr
 	eps := float32(cfg.RMSNormEps)
 
 	// Queries through the q latent: qr = norm(W_qa x), q = W_qb qr, per head [nope | rope].
@@ -261,10 +267,10 @@ func (m *Model) attention(l int, a *Attention, xn, out kernels.Mat, seqs []Seq, 
 	m.K.MatMulT(qa, xn, a.QAProj)
 	qr := m.ws.mat("qr", T, cfg.QLoraRank)
 	m.K.RMSNorm(qr, qa, a.QANorm, eps)
-	q := m.ws.mat("q", T, heads*(dn+dr))
+	q := m.ws.mat("q", T, heads*dq)
 	m.K.MatMulT(q, qr, a.QBProj)
 	for h := range heads {
-		m.K.RoPE(q.Slice(0, T, h*(dn+dr)+dn, (h+1)*(dn+dr)), ri.pos, m.rope)
+		m.K.RoPE(q.Slice(0, T, h*dq+dn, (h+1)*dq), ri.pos, m.rope)
 	}
 
 	// Keys and values through the KV latent: [c | k_rope], c normed, k_rope rotated.
@@ -311,7 +317,7 @@ func (m *Model) attention(l int, a *Attention, xn, out kernels.Mat, seqs []Seq, 
 	m.selectKeys(ikeys, iq, iw, seqs)
 
 	vo := m.ws.mat("vo", T, heads*dv)
-	scale := float32(1 / math.Sqrt(float64(dn+dr)))
+	scale := float32(1 / math.Sqrt(float64(dq)))
 	if m.Naive {
 		m.attendNaive(a, q, cache, vo, scale)
 	} else {
@@ -325,25 +331,41 @@ const indexerNormEps = 1e-6
 
 // attendAbsorbed is MLA's absorbed form: per head, q̃ = q_nope · W_UK_h and
 // the query [q̃ | q_rope] attends over the cached [c | k_rope] with the
-// latent c as values; the latent result o is lifted by W_UV_h.
+// latent c as values; the latent result o is lifted by W_UV_h. The
+// attention of every (row, head) pair runs in one parallel pass, not one
+// per head.
 func (m *Model) attendAbsorbed(a *Attention, q, cache, vo kernels.Mat, scale float32) {
 	cfg := m.Cfg
 	T := q.Rows
 	heads, dn, dr, dv, r := cfg.NumAttentionHeads, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim, cfg.KVLoraRank
-	keys := cache.Slice(0, cache.Rows, 0, r+dr)
+	dq, dk := cfg.QKHeadDim(), r+dr
+	keys := cache.Slice(0, cache.Rows, 0, dk)
 	values := cache.Slice(0, cache.Rows, 0, r)
-	qt := m.ws.mat("q_absorbed", T, r+dr)
-	o := m.ws.mat("o_latent", T, r)
+	qt := m.ws.mat("q_absorbed", T, heads*dk) // per head [q̃ | q_rope]
+	o := m.ws.mat("o_latent", T, heads*r)     // per head the latent result
 	for h := range heads {
-		m.K.MatMul(qt.Slice(0, T, 0, r), q.Slice(0, T, h*(dn+dr), h*(dn+dr)+dn), a.uk[h])
+		m.K.MatMul(qt.Slice(0, T, h*dk, h*dk+r), q.Slice(0, T, h*dq, h*dq+dn), a.uk[h])
 		for t := range T {
-			copy(qt.Row(t)[r:], q.Row(t)[h*(dn+dr)+dn:(h+1)*(dn+dr)])
+			copy(qt.Row(t)[h*dk+r:(h+1)*dk], q.Row(t)[h*dq+dn:(h+1)*dq])
 		}
-		parallelFor(T, func(worker, t int) {
-			rows := m.rowsOf[t]
-			m.K.GatherAttention(o.Row(t), qt.Row(t), keys, values, rows, scale, m.worker(worker).get("scores", len(rows)))
-		})
-		m.K.MatMulT(vo.Slice(0, T, h*dv, (h+1)*dv), o, a.uv[h])
+	}
+	attend := func(worker, i int) { // item i is row i/heads, head i%heads
+		t, h := i/heads, i%heads
+		rows := m.rowsOf[t]
+		m.K.GatherAttention(o.Row(t)[h*r:(h+1)*r], qt.Row(t)[h*dk:(h+1)*dk], keys, values, rows, scale,
+			m.worker(worker).get("scores", len(rows)))
+	}
+	if T == 1 {
+		// One row (a lone decode step): a few µs of work, less than starting
+		// goroutines costs when the other cores are busy.
+		for h := range heads {
+			attend(0, h)
+		}
+	} else {
+		parallelFor(T*heads, attend)
+	}
+	for h := range heads {
+		m.K.MatMulT(vo.Slice(0, T, h*dv, (h+1)*dv), o.Slice(0, T, h*r, (h+1)*r), a.uv[h])
 	}
 }
 
@@ -353,6 +375,7 @@ func (m *Model) attendNaive(a *Attention, q, cache, vo kernels.Mat, scale float3
 	cfg := m.Cfg
 	T := q.Rows
 	heads, dn, dr, dv, r := cfg.NumAttentionHeads, cfg.QKNopeHeadDim, cfg.QKRopeHeadDim, cfg.VHeadDim, cfg.KVLoraRank
+	dq := cfg.QKHeadDim()
 	for t := range T {
 		rows := m.rowsOf[t]
 		n := len(rows)
@@ -361,14 +384,14 @@ func (m *Model) attendNaive(a *Attention, q, cache, vo kernels.Mat, scale float3
 			copy(lat.Row(i), cache.Row(int(s))[:r])
 		}
 		for h := range heads {
-			k := m.ws.mat("naive_k", n, dn+dr)
+			k := m.ws.mat("naive_k", n, dq)
 			m.K.MatMulT(k.Slice(0, n, 0, dn), lat, a.uk[h]) // k_nope = W_UK_h c
 			for i, s := range rows {
 				copy(k.Row(i)[dn:], cache.Row(int(s))[r:r+dr])
 			}
 			v := m.ws.mat("naive_v", n, dv)
 			m.K.MatMulT(v, lat, a.uv[h])
-			m.K.GatherAttention(vo.Row(t)[h*dv:(h+1)*dv], q.Row(t)[h*(dn+dr):(h+1)*(dn+dr)], k, v, nil, scale, m.ws.get("scores", n))
+			m.K.GatherAttention(vo.Row(t)[h*dv:(h+1)*dv], q.Row(t)[h*dq:(h+1)*dq], k, v, nil, scale, m.ws.get("scores", n))
 		}
 	}
 }
@@ -390,7 +413,7 @@ func (m *Model) selectKeys(ikeys, iq, iw kernels.Mat, seqs []Seq) {
 		m.rowsOf = make([][]int32, iq.Rows)
 	}
 	m.rowsOf = m.rowsOf[:iq.Rows]
-	picked := int32s(&m.ws, "topk", iq.Rows*topk)
+	picked := m.ws.int32s("topk", iq.Rows*topk)
 	m.items = m.items[:0]
 	t := 0
 	for j, s := range seqs {
@@ -488,7 +511,7 @@ func (m *Model) indexRows(ws *workspace, ikeys, iq, iw kernels.Mat, s *Seq, it i
 func (m *Model) keepTop(ws *workspace, score []float32, slots, out []int32) {
 	k, n := len(out), len(score)
 	vals := ws.get("topk_vals", n)
-	idx := int32s(ws, "topk_idx", n)
+	idx := ws.int32s("topk_idx", n)
 	c := 0
 	if n >= 16*k {
 		sample := ws.get("topk_sample", (n+15)/16)
@@ -608,7 +631,7 @@ func (m *Model) moe(e *MoE, xn, out kernels.Mat) {
 
 	// Every expert runs once on the rows routed to it, gathered.
 	results := m.ws.mat("moe_results", T*k, H) // row t·k+i: expert route.idx[t][i] on row t
-	byExpert := m.ws.lists2("moe_by_expert", cfg.NRoutedExperts)
+	byExpert := m.ws.int32Lists("moe_by_expert", cfg.NRoutedExperts)
 	for t := range T {
 		for i := range k {
 			ex := route.idx[t*k+i]
@@ -664,9 +687,10 @@ func (m *Model) route(e *MoE, xn kernels.Mat) routing {
 	groups := max(cfg.NGroup, 1)
 	per := E / groups
 	gscore := m.ws.get("router_groups", groups)
-	gidx := int32s(&m.ws, "router_gidx", max(cfg.TopKGroup, 1))
-	top2 := int32s(&m.ws, "router_top2", 2)
-	rt := routing{idx: int32s(&m.ws, "router_idx", T*k), w: m.ws.get("router_w", T*k)}
+	gidx := m.ws.int32s("router_gidx", max(cfg.TopKGroup, 1))
+	top2 := m.ws.int32s("router_top2", 2)
+	keep := m.ws.get("router_keep", groups)
+	rt := routing{idx: m.ws.int32s("router_idx", T*k), w: m.ws.get("router_w", T*k)}
 	for t := range T {
 		s := scores.Row(t)
 		for i := range E {
@@ -678,7 +702,6 @@ func (m *Model) route(e *MoE, xn kernels.Mat) routing {
 				gscore[g] = choice[g*per+int(top2[0])] + choice[g*per+int(top2[1])]
 			}
 			m.K.TopK(gidx, nil, gscore)
-			keep := m.ws.get("router_keep", groups)
 			clear(keep)
 			for _, g := range gidx {
 				keep[g] = 1

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/kernels"
@@ -92,6 +93,33 @@ func cloneMat(m kernels.Mat) kernels.Mat {
 
 // microConfig is nano with a small index_topk, so that DSA prunes at the
 // lengths tests use.
+func TestForwardAndMTPForwardRefuseASequenceShortOfSlots(t *testing.T) {
+	t.Parallel()
+	cfg, _ := Preset("nano")
+	m := newTestModel(t, cfg, 1, 8)
+	var pages []int32
+	s := seqOf(t, m, &pages, 6, tokensN(6, 1), 0, LastRow)
+	s.Slots = s.Slots[:5] // one slot short of the last new token
+	prev := kernels.NewMat(make([]float32, 6*cfg.HiddenSize), 6, cfg.HiddenSize)
+	for _, tc := range []struct {
+		name string
+		run  func()
+	}{
+		{"Forward", func() { m.Forward([]Seq{s}) }},
+		{"MTPForward", func() { m.MTPForward([]Seq{s}, prev) }},
+	} {
+		func() {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, "has 5 slots") {
+					t.Errorf("%s: panic %q, want the slot check's", tc.name, msg)
+				}
+			}()
+			tc.run()
+		}()
+	}
+}
+
 func microConfig() *Config {
 	cfg, _ := Preset("nano")
 	cfg.IndexTopK = 8

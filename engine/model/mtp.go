@@ -19,15 +19,10 @@ func (m *Model) MTPForward(seqs []Seq, prev kernels.Mat) *Output {
 	}
 	cfg := m.Cfg
 	H := cfg.HiddenSize
-	T := 0
-	for _, s := range seqs {
-		T += len(s.Tokens)
-	}
+	T, ri := m.begin(seqs)
 	if prev.Rows != T || prev.Cols != H {
-		panic(fmt.Sprintf("model: MTPForward: %d rows of hidden state for %d tokens", prev.Rows, T))
+		panic(fmt.Sprintf("model: MTPForward: %d×%d hidden state for %d tokens of width %d", prev.Rows, prev.Cols, T, H))
 	}
-	m.prepareWorkers()
-	ri := m.rows(seqs, T)
 	eps := float32(cfg.RMSNormEps)
 	in := m.ws.mat("mtp_in", T, 2*H)
 	emb := m.ws.mat("mtp_emb", T, H)

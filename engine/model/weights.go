@@ -123,7 +123,7 @@ func visit(cfg *Config, w *Weights, fetch func(name string, shape ...int) []floa
 		a := &ly.Attn
 		a.QAProj = mat(p+"self_attn.q_a_proj.weight", cfg.QLoraRank, H)
 		a.QANorm = vec(p+"self_attn.q_a_layernorm.weight", cfg.QLoraRank)
-		a.QBProj = mat(p+"self_attn.q_b_proj.weight", heads*(dn+dr), cfg.QLoraRank)
+		a.QBProj = mat(p+"self_attn.q_b_proj.weight", heads*cfg.QKHeadDim(), cfg.QLoraRank)
 		a.KVAProj = mat(p+"self_attn.kv_a_proj_with_mqa.weight", r+dr, H)
 		a.KVANorm = vec(p+"self_attn.kv_a_layernorm.weight", r)
 		a.KVBProj = mat(p+"self_attn.kv_b_proj.weight", heads*(dn+dv), r)
@@ -177,7 +177,7 @@ func Manifest(cfg *Config) []TensorSpec {
 	var out []TensorSpec
 	visit(cfg, &Weights{}, func(name string, shape ...int) []float32 {
 		out = append(out, TensorSpec{name, append([]int(nil), shape...)})
-		return make([]float32, Numel(shape))
+		return nil // the walk only lists: no tensor data
 	})
 	return out
 }
@@ -200,7 +200,7 @@ func FromTensors(cfg *Config, tensors map[string]Tensor) (*Weights, error) {
 		default:
 			return t.Data
 		}
-		return make([]float32, Numel(shape))
+		return nil // w is dropped with the error
 	})
 	if first != nil {
 		return nil, first
