@@ -133,46 +133,11 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 	p.phaseTables(r)
 	if len(r.Evals) > 0 {
 		p.f("\n## Evals\n\n")
-		// Per-subject accuracies (57 for MMLU) get a table of their own.
-		var bySubject [][]string
-		p.table([]string{"eval", "status", "method", "n", "metrics", "failure"}, func(add func(...string)) {
-			for _, e := range r.Evals {
-				var ms []string
-				subjects := 0
-				for _, k := range sortedKeys(e.Metrics) {
-					if s, ok := strings.CutPrefix(k, schema.SubjectMetricPrefix); ok {
-						bySubject = append(bySubject, []string{e.Name, s, fmt.Sprintf("%.4g", e.Metrics[k])})
-						subjects++
-						continue
-					}
-					ms = append(ms, fmt.Sprintf("%s=%.4g", k, e.Metrics[k]))
-				}
-				if subjects > 0 {
-					ms = append(ms, fmt.Sprintf("(and %d subjects, below)", subjects))
-				}
-				fail := ""
-				if e.Failure != nil {
-					fail = e.Failure.Short()
-				}
-				add(e.Name, e.Status, e.Method, strconv.Itoa(e.N), strings.Join(ms, " "), fail)
-			}
-		})
-		if len(bySubject) > 0 {
-			p.f("\n### Accuracy by subject\n\n")
-			p.table([]string{"eval", "subject", "acc"}, func(add func(...string)) {
-				for _, row := range bySubject {
-					add(row...)
-				}
-			})
-		}
+		p.evalTables(r.Evals)
 	}
 	if len(r.Conformance) > 0 {
 		p.f("\n## Conformance\n\n")
-		p.table([]string{"check", "status", "title", "detail"}, func(add func(...string)) {
-			for _, c := range r.Conformance {
-				add(c.ID, c.Status, c.Title, c.Detail)
-			}
-		})
+		p.checkTable(r.Conformance)
 	}
 	if len(r.Phases) > 0 {
 		p.f("\n## Formulas\n\n")

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
@@ -155,29 +152,22 @@ func Run(o *Options) error {
 	}
 	interrupted := ctx.Err() != nil
 
-	fresh := tg.Report(o.F, label, started)
-	if _, err := reports.UpdateDir(out, fresh, func(rep *schema.Report) { PutChecks(rep, results, len(o.Only) > 0) }); err != nil {
-		return fmt.Errorf("writing the report to %s: %w", out, err)
-	}
-	if err := WriteTable(std.Out, results); err != nil {
-		return err
-	}
-	fmt.Fprintf(std.ErrOut, "glmbench: report written to %s\n", out)
-
 	var failed []string
 	for _, r := range results {
 		if r.Status == string(conform.Fail) {
 			failed = append(failed, r.ID)
 		}
 	}
-	switch {
-	case interrupted:
-		return cmdutil.Silent(cmdutil.ExitInterrupted)
-	case len(failed) > 0:
-		return &cmdutil.ExitError{Code: cmdutil.ExitFailed,
-			Err: fmt.Errorf("%d of %d conformance checks failed: %s", len(failed), len(results), strings.Join(failed, ", "))}
+	var failure error
+	if len(failed) > 0 {
+		failure = fmt.Errorf("%d of %d conformance checks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
-	return nil
+	return target.WriteSection(std, target.Section{
+		Out: out, Fresh: tg.Report(o.F, label, started),
+		Change:      func(rep *schema.Report) { PutChecks(rep, results, len(o.Only) > 0) },
+		Table:       func(w io.Writer) error { return reports.WriteChecks(w, results) },
+		Interrupted: interrupted, Failed: failure,
+	})
 }
 
 // PutChecks writes results into rep's conformance section. The results of
@@ -212,25 +202,4 @@ func MergeChecks(rep *schema.Report, results []schema.CheckResult) {
 		return len(order) // a check this version no longer has: last
 	}
 	slices.SortStableFunc(rep.Conformance, func(a, b schema.CheckResult) int { return rank(a.ID) - rank(b.ID) })
-}
-
-// WriteTable prints the results as a Markdown table: one row per check.
-func WriteTable(w io.Writer, results []schema.CheckResult) error {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewMarkdown()),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-	)
-	t.Header("check", "status", "detail")
-	for _, r := range results {
-		if err := t.Append(r.ID, r.Status, cell(r.Detail)); err != nil {
-			return err
-		}
-	}
-	return t.Render()
-}
-
-func cell(s string) string {
-	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
 }

@@ -5,8 +5,8 @@ package eval
 import (
 	"context"
 	"fmt"
+	stdio "io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -256,28 +256,22 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	interrupted := ctx.Err() != nil
 
-	fresh := tg.Report(o.F, label, started)
-	if _, err := reports.UpdateDir(out, fresh, func(rep *schema.Report) { MergeEvals(rep, results) }); err != nil {
-		return fmt.Errorf("writing the report to %s: %w", out, err)
-	}
-	if err := WriteTable(io.Out, results); err != nil {
-		return err
-	}
-	fmt.Fprintf(io.ErrOut, "glmbench: report written to %s\n", out)
-
 	var down []string
 	for _, res := range results {
 		if res.Status != evals.StatusOK {
 			down = append(down, res.Name+" ("+res.Failure.Kind+")")
 		}
 	}
-	switch {
-	case interrupted:
-		return cmdutil.Silent(cmdutil.ExitInterrupted)
-	case len(down) > 0:
-		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))}
+	var failed error
+	if len(down) > 0 {
+		failed = fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))
 	}
-	return nil
+	return target.WriteSection(io, target.Section{
+		Out: out, Fresh: tg.Report(o.F, label, started),
+		Change:      func(rep *schema.Report) { MergeEvals(rep, results) },
+		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
+		Interrupted: interrupted, Failed: failed,
+	})
 }
 
 // MergeEvals puts results into rep's evals section: each replaces the
@@ -308,47 +302,14 @@ func resultLine(r *schema.EvalResult) string {
 	return s
 }
 
-// metricOrder is the order metrics are printed in; others follow by name.
-var metricOrder = []string{"acc", "acc_stem", "acc_humanities", "acc_social_sciences", "acc_other", "exact_match",
-	"ppl", "nll_per_token", "worst_seg", "word_perplexity", "byte_perplexity", "bits_per_byte", "tokens"}
-
 // metricsText lists the metrics on one line; per-subject accuracies (57
 // for MMLU) are only counted there: the report lists them.
 func metricsText(r *schema.EvalResult) string {
-	keys := make([]string, 0, len(r.Metrics))
-	subjects := 0
-	for k := range r.Metrics {
-		if strings.HasPrefix(k, schema.SubjectMetricPrefix) {
-			subjects++
-			continue
-		}
-		keys = append(keys, k)
-	}
-	rank := func(k string) int {
-		if i := slices.Index(metricOrder, k); i >= 0 {
-			return i
-		}
-		return len(metricOrder)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if d := rank(a) - rank(b); d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
-	var parts []string
-	for _, k := range keys {
-		v := r.Metrics[k]
-		txt := strconv.FormatFloat(v, 'g', 5, 64)
-		if k == "tokens" {
-			txt = strconv.FormatFloat(v, 'f', 0, 64)
-		}
-		parts = append(parts, k+"="+txt)
-	}
+	text, subjects := reports.MetricsText(r)
 	if subjects > 0 {
-		parts = append(parts, fmt.Sprintf("(and %d subjects in the report)", subjects))
+		text = strings.TrimSpace(text + fmt.Sprintf(" (and %d subjects in the report)", subjects))
 	}
-	return strings.Join(parts, " ")
+	return text
 }
 
 func failureText(f *schema.EvalFailure) string {

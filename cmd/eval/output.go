@@ -2,44 +2,12 @@ package eval
 
 import (
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/evals"
-	"github.com/glmbench/glmbench/reports/schema"
 )
-
-// WriteTable prints the results as a Markdown table: one row per eval.
-func WriteTable(w io.Writer, results []schema.EvalResult) error {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewMarkdown()),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-	)
-	t.Header("eval", "status", "method", "n", "metrics", "failure")
-	for _, r := range results {
-		fail := ""
-		if r.Failure != nil {
-			fail = r.Failure.Short()
-		}
-		if err := t.Append(r.Name, r.Status, r.Method, strconv.Itoa(r.N), metricsText(&r), cell(fail)); err != nil {
-			return err
-		}
-	}
-	return t.Render()
-}
-
-func cell(s string) string {
-	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
-}
 
 // startProgress shows the eval in flight on stderr.
 func startProgress(io *cmdutil.IOStreams, p *evals.Progress, every time.Duration) func() {

@@ -1,0 +1,46 @@
+package target
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Section is how eval and conform end: their section of a report, written
+// into a folder that may already hold the rest of that report.
+type Section struct {
+	// Out is the folder; Fresh the report to start when it holds none.
+	Out   string
+	Fresh *schema.Report
+	// Change puts the section into the report.
+	Change func(*schema.Report)
+	// Table prints the section to stdout.
+	Table func(io.Writer) error
+	// Interrupted ends the command with 130 once the section is written.
+	Interrupted bool
+	// Failed, when set, ends it with exit 1 and says why.
+	Failed error
+}
+
+// WriteSection writes s into its folder (reports.UpdateDir), prints its
+// table, says where the report went, and returns the command's ending:
+// nothing measured is lost before an interruption or a failure is said.
+func WriteSection(std *cmdutil.IOStreams, s Section) error {
+	if _, err := reports.UpdateDir(s.Out, s.Fresh, s.Change); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", s.Out, err)
+	}
+	if err := s.Table(std.Out); err != nil {
+		return err
+	}
+	fmt.Fprintf(std.ErrOut, "glmbench: report written to %s\n", s.Out)
+	switch {
+	case s.Interrupted:
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case s.Failed != nil:
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: s.Failed}
+	}
+	return nil
+}
