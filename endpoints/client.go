@@ -502,6 +502,15 @@ func (c *Client) overrideByCause(ctx, parent context.Context, res *StreamResult)
 	}
 }
 
+// NotThisRequest reports whether a 4xx status is about the client or the
+// moment rather than the request's content: 429 (rate limit), 408 (request
+// timeout), 401 and 403 (credentials). Such a status refuses nothing about
+// the request itself, so it is never read as "this feature is unsupported".
+func NotThisRequest(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
+		status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
 // ClassifyStatus maps a non-200 HTTP status to its error class.
 func ClassifyStatus(status int, body []byte) schema.Class {
 	switch {

@@ -246,7 +246,7 @@ func (s sender) echo(ctx context.Context, model string, req map[string]any) (*Ec
 func (s sender) classifyEchoStatus(ctx context.Context, model string, resp *endpoints.Response, req map[string]any) *schema.EvalFailure {
 	msg := "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(endpoints.ErrorMessage(resp.Body))
 	switch {
-	case isTransient(resp.Status) || resp.Status < 400:
+	case endpoints.NotThisRequest(resp.Status) || resp.Status < 400: // not an echo failure
 		return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
 	case resp.Status < 500:
 		return newFailure(EchoRejected, resp.Status, resp.Body, shape(req), msg)

@@ -161,12 +161,5 @@ func clipLine(s string) string {
 	return s
 }
 
-// isTransient reports whether status says "not now" rather than "never":
-// those are not echo failures even on an echo request.
-func isTransient(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
-		status == http.StatusUnauthorized || status == http.StatusForbidden
-}
-
 // nan is a null logprob: the first prompt token's.
 var nan = math.NaN()

@@ -161,8 +161,7 @@ func refusal(a *answer) (msg string, problem string) {
 	switch {
 	case a.err != nil:
 		return "", a.describe()
-	case a.Status < 400 || a.Status >= 500 || a.Status == http.StatusTooManyRequests ||
-		a.Status == http.StatusRequestTimeout || a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden:
+	case a.Status < 400 || a.Status >= 500 || endpoints.NotThisRequest(a.Status):
 		return "", a.describe()
 	}
 	msg, p := openAIError(a.Body)
