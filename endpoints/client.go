@@ -372,7 +372,7 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	// by milliseconds, and that wait is the client's, not the server's.
 	rx, t0 := s.rx.Load(), res.T0
 	rd.SetClock(func() time.Time {
-		t := rxstamp.Arrival(rx, t0)
+		t := eventTime(rx, t0)
 		lv.last.Store(mono(t))
 		return t
 	})
@@ -412,6 +412,20 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		}
 		res.Body = clip(cap.b)
 	}
+}
+
+// eventTime is when the bytes a read just returned reached this host, by
+// the connection's receive stamp rx (now when it keeps none), never before
+// the request's t0: only a wall-clock step could put a stamp there.
+func eventTime(rx *atomic.Int64, t0 time.Time) time.Time {
+	t, ok := rxstamp.Received(rx)
+	switch {
+	case !ok:
+		return time.Now()
+	case t.Before(t0):
+		return t0
+	}
+	return t
 }
 
 // readEvents reads a 200 stream's events into res until [DONE], an error

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/glmbench/glmbench/internal/rxstamp"
 	"io"
 	"log/slog"
 	"net"
@@ -25,6 +24,7 @@ import (
 	"github.com/glmbench/glmbench/engine/server"
 	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/engine/tokenizer"
+	"github.com/glmbench/glmbench/internal/rxstamp"
 	"github.com/glmbench/glmbench/kernels"
 )
 

@@ -134,9 +134,9 @@ func Run(o *Options) error {
 	defer tg.Close()
 	ep := tg.Endpoint
 	started := o.F.Now()
-	label, out := tg.Output(o.Label, o.Out, started)
-	if err := reports.CheckUpdateDir(out, label); err != nil {
-		return cmdutil.BadInput("%v", err)
+	label, out, err := tg.SectionOutput(o.Label, o.Out, started)
+	if err != nil {
+		return err
 	}
 
 	fmt.Fprintf(std.ErrOut, "glmbench: conformance of %s\n", ep)

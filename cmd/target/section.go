@@ -3,6 +3,7 @@ package target
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/reports"
@@ -23,6 +24,17 @@ type Section struct {
 	Interrupted bool
 	// Failed, when set, ends it with exit 1 and says why.
 	Failed error
+}
+
+// SectionOutput is Output for a command that writes one section of a
+// report (WriteSection): a folder already holding another label's report is
+// refused as bad input, before any load is sent, rather than after the work.
+func (t *Target) SectionOutput(label, out string, started time.Time) (string, string, error) {
+	label, out = t.Output(label, out, started)
+	if err := reports.CheckUpdateDir(out, label); err != nil {
+		return "", "", cmdutil.BadInput("%v", err)
+	}
+	return label, out, nil
 }
 
 // WriteSection writes s into its folder (reports.UpdateDir), prints its

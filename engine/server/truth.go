@@ -67,9 +67,10 @@ func (s *Server) truthFor(r *http.Request, spec *genSpec, start time.Time) *Trut
 	if t == nil || !spec.stream {
 		return nil
 	}
-	arrival := start
-	if rx, _ := r.Context().Value(rxKey{}).(*atomic.Int64); rx != nil && rx.Load() != 0 {
-		arrival = rxstamp.Arrival(rx, time.Time{})
+	rx, _ := r.Context().Value(rxKey{}).(*atomic.Int64)
+	arrival, ok := rxstamp.Received(rx)
+	if !ok {
+		arrival = start
 	}
 	key := truthKey.FindString(s.tok.Decode(spec.prompt[:min(len(spec.prompt), 64)]))
 	return &TruthLine{Key: key, Arrival: t.at(arrival)}

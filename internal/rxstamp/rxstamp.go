@@ -11,28 +11,24 @@ import (
 	"time"
 )
 
-// Arrival is when the bytes a read just returned reached this host: now,
-// moved back to the kernel's receive stamp of the newest of them when the
-// connection keeps one (rx, see Last). The stamp is on the wall clock;
-// only its distance from now is used, so the result stays on the monotonic
-// clock; a wall-clock step in between can move it no earlier than floor
-// (the request's t0) and no later than now.
-func Arrival(rx *atomic.Int64, floor time.Time) time.Time {
-	now := time.Now()
+// Received is when the newest bytes a connection delivered reached this
+// host (rx, see Last), on the monotonic clock; ok is false when it keeps
+// no stamp (not Linux, or nothing read yet). The stamp is on the wall clock;
+// only its distance from now is used, so a wall-clock step between the two
+// cannot move the result past now, and the caller bounds it below.
+func Received(rx *atomic.Int64) (t time.Time, ok bool) {
 	if rx == nil {
-		return now
+		return time.Time{}, false
 	}
 	ts := rx.Load()
 	if ts == 0 {
-		return now
+		return time.Time{}, false
 	}
+	now := time.Now()
 	if d := now.UnixNano() - ts; d > 0 {
-		if t := now.Add(-time.Duration(d)); t.After(floor) {
-			return t
-		}
-		return floor
+		return now.Add(-time.Duration(d)), true
 	}
-	return now
+	return now, true
 }
 
 // Listener returns ln with every connection it accepts wrapped by Wrap.
