@@ -117,6 +117,10 @@ type StreamLimits struct {
 	Stall time.Duration
 	// Total is the longest a request may take.
 	Total time.Duration
+	// MaxTokens is the request's max_tokens, 0 when unknown. A stream whose
+	// content events run far past it (an endpoint that ignores max_tokens,
+	// or streams without end) is ended as the endpoint's fault.
+	MaxTokens int
 }
 
 // StreamResult is the raw account of one streamed request. Times are
