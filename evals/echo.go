@@ -248,6 +248,8 @@ func (s sender) classifyEchoStatus(ctx context.Context, model string, resp *endp
 	switch {
 	case endpoints.NotThisRequest(resp.Status) || resp.Status < 400: // not an echo failure
 		return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
+	case resp.Status == http.StatusNotFound || resp.Status == http.StatusMethodNotAllowed:
+		return s.classifyMissingRoute(ctx, model, resp, req, msg)
 	case resp.Status < 500:
 		return newFailure(EchoRejected, resp.Status, resp.Body, shape(req), msg)
 	}
@@ -262,6 +264,26 @@ func (s sender) classifyEchoStatus(ctx context.Context, model string, resp *endp
 		return newFailure(EchoServerError, resp.Status, resp.Body, shape(req), msg+"; a plain generation to the same endpoint works")
 	default:
 		msg += fmt.Sprintf("; a plain generation failed too (HTTP %d)", pr.Status)
+	}
+	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
+}
+
+// classifyMissingRoute classes a 404 or 405 to an echo request: when a
+// one-token chat request to the same model answers 200, /v1/completions is
+// missing (CompletionsMissing: a chat-only endpoint); otherwise the 404 is
+// about the model or the base URL (HTTPError).
+func (s sender) classifyMissingRoute(ctx context.Context, model string, resp *endpoints.Response, req map[string]any, msg string) *schema.EvalFailure {
+	cr, f := s.post(ctx, "/chat/completions", chatRequest(model, ProbeText, map[string]any{"max_tokens": 1, "temperature": 0}))
+	switch {
+	case f != nil && KindOf(f) == Interrupted:
+		return f
+	case f != nil:
+		msg += "; a chat request got no answer either"
+	case cr.Status == http.StatusOK:
+		return newFailure(CompletionsMissing, resp.Status, resp.Body, shape(req),
+			msg+"; /v1/chat/completions answers: a chat-only endpoint, which gives no prompt logprobs")
+	default:
+		msg += fmt.Sprintf("; a chat request to the same model failed too (HTTP %d): check the base URL and the model", cr.Status)
 	}
 	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
 }

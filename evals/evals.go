@@ -44,6 +44,11 @@ const (
 	// to −9999 on real text, or one distribution repeated at every position
 	// (a backend that returned one logits row for the whole prompt).
 	EchoImplausible Kind = "echo_implausible"
+	// CompletionsMissing is a 404 or 405 from /v1/completions while
+	// /v1/chat/completions answers: a chat-only endpoint (many hosted
+	// providers), which serves no prompt logprobs at all, since chat gives
+	// logprobs of generated tokens only.
+	CompletionsMissing Kind = "completions_missing"
 )
 
 // The other kinds: something else stopped the eval (status failed).
@@ -61,7 +66,7 @@ const (
 )
 
 // EchoKinds are the echo failure kinds, as the probe tells them apart.
-var EchoKinds = []Kind{EchoRejected, EchoServerError, EchoIgnored, LogprobsMissing, EchoMisaligned, EchoImplausible}
+var EchoKinds = []Kind{EchoRejected, EchoServerError, EchoIgnored, LogprobsMissing, EchoMisaligned, EchoImplausible, CompletionsMissing}
 
 // Unsupported reports whether k says the endpoint cannot give what an eval
 // needs (status unsupported) rather than that something went wrong (failed).
@@ -81,7 +86,22 @@ const (
 	StatusFailed      = "failed"
 )
 
-// Result methods: how an eval got its scores.
+// Result methods: how an eval got its scores, and by which route. A result's
+// method is part of what its number means: reports' compare and gate mark
+// (compare) or fail (gate) a comparison of two numbers got by different
+// methods, since an MMLU accuracy by greedy chat answers is not the same
+// measurement as one by echo log-likelihoods.
+//
+// Each eval tries its routes in this order and reports the first that gives
+// a score (the failure of an earlier route stays in the result, as why):
+//
+//	ppl       echo, echo-tokenize, echo-text (all /v1/completions echo; the
+//	          chat route gives no prompt logprobs, so an endpoint without echo
+//	          leaves ppl unsupported, with its echo failure kind)
+//	long-ppl  generate (/v1/completions logprobs), then chat-logprobs
+//	mmlu      echo, then top_logprobs (/v1/completions), then
+//	          chat-top-logprobs, then chat-greedy
+//	triviaqa  generate (/v1/completions), then chat-generate
 const (
 	// MethodEcho scores prompt tokens from echo logprobs, token ids from the
 	// echo itself (return_tokens_as_token_ids).
@@ -91,10 +111,25 @@ const (
 	// MethodEchoText is ppl scored over text pieces, for endpoints that give no
 	// token ids: each piece's first token is context only.
 	MethodEchoText = "echo-text"
-	// MethodTopLogprobs is MMLU scored from the top_logprobs of one generated token.
+	// MethodTopLogprobs is MMLU scored from the top_logprobs of one generated
+	// token of /v1/completions.
 	MethodTopLogprobs = "top_logprobs"
-	// MethodGenerate is a generation scored on its text or its own logprobs.
+	// MethodGenerate is a /v1/completions generation scored on its text or
+	// its own logprobs.
 	MethodGenerate = "generate"
+	// MethodChatLogprobs is long-ppl from the logprobs of the tokens a
+	// /v1/chat/completions generation sampled (the prompt is the document's
+	// opening as one user message, under the server's chat template).
+	MethodChatLogprobs = "chat-logprobs"
+	// MethodChatTopLogprobs is MMLU scored from the top_logprobs of the first
+	// token a chat answer generates (the 5-shot prompt as one user message).
+	MethodChatTopLogprobs = "chat-top-logprobs"
+	// MethodChatGreedy is MMLU scored by the first answer letter A–D that a
+	// greedy chat answer names, for endpoints that give no logprobs at all.
+	MethodChatGreedy = "chat-greedy"
+	// MethodChatGenerate is TriviaQA asked through chat, greedy, scored on
+	// the answer's text.
+	MethodChatGenerate = "chat-generate"
 )
 
 // KindOf returns f's kind.

@@ -3,6 +3,7 @@ package evals
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 
 	"github.com/glmbench/glmbench/reports/schema"
@@ -56,23 +57,58 @@ func LongPrompt(text string) string {
 // temperature 1 and top_p 1 the sampled distribution is the model's own,
 // so the logprobs are the model's whether a server reports them before or
 // after its sampling transforms. Config.Limit caps the prompts (default 16).
+//
+// The first prompt goes to /v1/completions (method generate). When that
+// route lacks what long-ppl needs (routeLacks: no logprobs, as llama.cpp
+// answers; a 404, as a chat-only provider answers) the first prompt and
+// every other go to /v1/chat/completions instead, the opening as one user
+// message, with logprobs: true (method chat-logprobs). Either way
+// ignore_eos is sent, so every generation runs to GenTokens; a provider that
+// refuses it fails the eval, as a run's probe would.
 func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	const name = "long-ppl"
 	list := docs.Docs
 	if n := r.limit(DefaultLongPrompts); n < len(list) {
 		list = list[:n]
 	}
+	if len(list) == 0 {
+		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no document to prompt with"))
+	}
+	gen := map[string]any{"max_tokens": r.cfg.GenTokens, "temperature": 1, "top_p": 1, "ignore_eos": true}
+	byCompletions := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
+		req := map[string]any{"model": r.model, "prompt": LongPrompt(list[i].Text), "logprobs": 1, "seed": longSeed + i}
+		maps.Copy(req, gen)
+		return generatedNLL(ctx, r.sender(i), req)
+	}
+	byChat := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
+		req := chatRequest(r.model, LongPrompt(list[i].Text), gen)
+		req["logprobs"], req["seed"] = true, longSeed+i
+		return chatNLL(ctx, r.sender(i), req)
+	}
 	nlls := make([][]float64, len(list))
 	r.cfg.Progress.begin(name, len(list))
-	f := r.forEach(ctx, len(list), func(ctx context.Context, i int) *schema.EvalFailure {
-		req := map[string]any{"model": r.model, "prompt": LongPrompt(list[i].Text), "max_tokens": r.cfg.GenTokens,
-			"temperature": 1, "top_p": 1, "logprobs": 1, "ignore_eos": true, "seed": longSeed + i}
-		nll, f := generatedNLL(ctx, r.sender(i), req)
-		nlls[i] = nll
+	// The first prompt finds the route.
+	method, gen1 := MethodGenerate, byCompletions
+	nll, f := byCompletions(ctx, 0)
+	if routeLacks(f) {
+		first := f
+		method, gen1 = MethodChatLogprobs, byChat
+		if nll, f = byChat(ctx, 0); f != nil {
+			f = withFallback(first, f, "chat logprobs")
+		}
+	}
+	r.cfg.Progress.add(1)
+	if f != nil {
+		return noScore(name, method, f)
+	}
+	nlls[0] = nll
+	f = r.forEach(ctx, len(list)-1, func(ctx context.Context, i int) *schema.EvalFailure {
+		nll, f := gen1(ctx, i+1)
+		nlls[i+1] = nll
 		return f
 	})
 	if f != nil {
-		return noScore(name, MethodGenerate, f)
+		return noScore(name, method, f)
 	}
 	total, n, worst := 0.0, 0, 0.0
 	for _, nll := range nlls {
@@ -83,9 +119,9 @@ func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 		}
 	}
 	if n == 0 {
-		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no generated token"))
+		return noScore(name, method, newFailure(BadResponse, 0, nil, nil, "no generated token"))
 	}
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: MethodGenerate, N: len(list),
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(list),
 		Metrics: map[string]float64{"ppl": math.Exp(total / float64(n)), "worst_seg": worst, "tokens": float64(n)}}
 }
 

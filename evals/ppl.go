@@ -283,6 +283,13 @@ func (r *Runner) tokenizeDoc(ctx context.Context, i int, ts *tokSource, text str
 func PPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	const name = "ppl"
 	if _, f := r.Probe(ctx); f != nil {
+		if KindOf(f).Unsupported() {
+			// Say why no other route is tried: chat has no prompt logprobs.
+			nf := *f
+			nf.Detail = joinDetail(nf.Detail, "ppl needs the logprobs of prompt tokens, which only /v1/completions echo gives; "+
+				"the chat route gives logprobs of generated tokens only, so ppl has no fallback")
+			f = &nf
+		}
 		return noScore(name, MethodEcho, f)
 	}
 	ts, f := r.tokenizer(ctx)

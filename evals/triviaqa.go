@@ -2,6 +2,7 @@ package evals
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"unicode"
@@ -82,6 +83,11 @@ func ExactMatch(pred string, aliases []string) bool {
 // shots are the first five items of shots when given, else of the set
 // itself, which are then not scored. Config.Limit caps the questions
 // (default 1000).
+//
+// The first question goes to /v1/completions (method generate); when that
+// route is lacking (routeLacks: a chat-only provider's 404) it and every
+// other question go to /v1/chat/completions, the prompt as one user message
+// (method chat-generate).
 func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
 	const name = "triviaqa"
 	items := set.Items
@@ -98,26 +104,57 @@ func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 	if len(items) == 0 {
 		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no question left to score after the shots"))
 	}
-	right := 0
-	var mu sync.Mutex
-	r.cfg.Progress.begin(name, len(items))
-	f := r.forEach(ctx, len(items), func(ctx context.Context, i int) *schema.EvalFailure {
-		req := map[string]any{"model": r.model, "prompt": TriviaPrompt(sh, items[i]), "max_tokens": TriviaMaxTokens,
-			"temperature": 0, "stop": []string{"\n"}}
+	gen := map[string]any{"max_tokens": TriviaMaxTokens, "temperature": 0, "stop": []string{"\n"}}
+	byCompletions := func(ctx context.Context, i int) (string, *schema.EvalFailure) {
+		req := map[string]any{"model": r.model, "prompt": TriviaPrompt(sh, items[i])}
+		maps.Copy(req, gen)
 		_, c, f := r.sender(i).complete(ctx, req)
 		if f != nil {
-			return f
+			return "", f
 		}
-		if ExactMatch(TriviaAnswer(c.Choices[0].Text), items[i].Aliases) {
+		return c.Choices[0].Text, nil
+	}
+	byChat := func(ctx context.Context, i int) (string, *schema.EvalFailure) {
+		_, c, f := r.sender(i).chat(ctx, chatRequest(r.model, TriviaPrompt(sh, items[i]), gen))
+		if f != nil {
+			return "", f
+		}
+		return c.text(), nil
+	}
+	right := 0
+	var mu sync.Mutex
+	score := func(i int, text string) {
+		if ExactMatch(TriviaAnswer(text), items[i].Aliases) {
 			mu.Lock()
 			right++
 			mu.Unlock()
 		}
-		return nil
+	}
+	r.cfg.Progress.begin(name, len(items))
+	method, ask := MethodGenerate, byCompletions
+	text, f := byCompletions(ctx, 0)
+	if routeLacks(f) {
+		first := f
+		method, ask = MethodChatGenerate, byChat
+		if text, f = byChat(ctx, 0); f != nil {
+			f = withFallback(first, f, "chat")
+		}
+	}
+	r.cfg.Progress.add(1)
+	if f != nil {
+		return noScore(name, method, f)
+	}
+	score(0, text)
+	f = r.forEach(ctx, len(items)-1, func(ctx context.Context, i int) *schema.EvalFailure {
+		text, f := ask(ctx, i+1)
+		if f == nil {
+			score(i+1, text)
+		}
+		return f
 	})
 	if f != nil {
-		return noScore(name, MethodGenerate, f)
+		return noScore(name, method, f)
 	}
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: MethodGenerate, N: len(items),
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(items),
 		Metrics: map[string]float64{"exact_match": float64(right) / float64(len(items))}}
 }

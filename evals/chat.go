@@ -1,0 +1,194 @@
+package evals
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// The chat route: /v1/chat/completions, for endpoints whose /v1/completions
+// lacks what an eval needs. llama.cpp's server answers echo with a 500
+// ("Only no echo is supported"; older builds "Unsupported param: echo") and
+// gives no legacy logprobs on /v1/completions, but fills
+// choices[0].logprobs.content on chat (tools/server/server-task.cpp,
+// to_json_oaicompat_chat); many hosted providers serve chat alone (their
+// /v1/completions is a 404). Chat gives logprobs of generated tokens only,
+// never of the prompt: what scores a prompt (ppl, MMLU by echo) cannot move
+// there.
+
+// chatTopLogprobs is how many top logprobs a chat request asks for: 20 is
+// OpenAI's chat limit, vLLM's default max_logprobs and llama.cpp's default
+// when logprobs is true and top_logprobs absent.
+const chatTopLogprobs = 20
+
+// chatCompletion is the body of a non-streamed /v1/chat/completions answer.
+type chatCompletion struct {
+	Choices []struct {
+		Index   int `json:"index"`
+		Message struct {
+			Content *string `json:"content"`
+			// ReasoningContent (vLLM, SGLang, llama.cpp, the built-in
+			// engine) or Reasoning (some gateways) holds a thinking model's
+			// reasoning, which its logprobs cover too.
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+		} `json:"message"`
+		Logprobs     *chatLogprobs `json:"logprobs"`
+		FinishReason *string       `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *endpoints.Usage `json:"usage"`
+}
+
+// chatLogprobs is choices[].logprobs of a chat answer, OpenAI's shape:
+// one entry per generated token, in order.
+type chatLogprobs struct {
+	Content []chatTokenLogprob `json:"content"`
+}
+
+// chatTokenLogprob is one generated token: its text, its logprob (natural
+// log) and the most likely tokens at its position. llama.cpp adds the
+// token's "id"; nothing here needs it.
+type chatTokenLogprob struct {
+	Token       string   `json:"token"`
+	Logprob     *float64 `json:"logprob"`
+	TopLogprobs []struct {
+		Token   string   `json:"token"`
+		Logprob *float64 `json:"logprob"`
+	} `json:"top_logprobs"`
+}
+
+// top returns the entry's top_logprobs as a map from token text to logprob
+// (the likelier value where a text repeats), nil when there are none.
+func (t chatTokenLogprob) top() map[string]float64 {
+	if len(t.TopLogprobs) == 0 {
+		return nil
+	}
+	m := make(map[string]float64, len(t.TopLogprobs))
+	for _, e := range t.TopLogprobs {
+		if e.Logprob == nil {
+			continue
+		}
+		if old, ok := m[e.Token]; !ok || *e.Logprob > old {
+			m[e.Token] = *e.Logprob
+		}
+	}
+	return m
+}
+
+// text is the answer's text: reasoning (if any), then content.
+func (c *chatCompletion) text() string {
+	m := c.Choices[0].Message
+	s := m.ReasoningContent + m.Reasoning
+	if m.Content != nil {
+		s += *m.Content
+	}
+	return s
+}
+
+// chatRequest is a non-streamed chat request of prompt as the one user
+// message, with the fields in extra.
+func chatRequest(model, prompt string, extra map[string]any) map[string]any {
+	req := map[string]any{"model": model, "messages": []map[string]any{{"role": "user", "content": prompt}}}
+	for k, v := range extra {
+		req[k] = v
+	}
+	return req
+}
+
+// chat sends a chat request and returns its 200 answer, raw and parsed;
+// any other status is an HTTPError failure.
+func (s sender) chat(ctx context.Context, req map[string]any) (*endpoints.Response, *chatCompletion, *schema.EvalFailure) {
+	resp, f := s.postOK(ctx, "/chat/completions", req)
+	if f != nil {
+		return nil, nil, f
+	}
+	var c chatCompletion
+	if err := json.Unmarshal(resp.Body, &c); err != nil {
+		return nil, nil, newFailure(BadResponse, resp.Status, resp.Body, shape(req), "the answer is not a chat completion: "+err.Error())
+	}
+	if len(c.Choices) == 0 {
+		return nil, nil, newFailure(BadResponse, resp.Status, resp.Body, shape(req), "the answer has no choices")
+	}
+	sort.SliceStable(c.Choices, func(i, j int) bool { return c.Choices[i].Index < c.Choices[j].Index })
+	return resp, &c, nil
+}
+
+// chatNLL sends a chat generation with logprobs and returns the nll of
+// each generated token, checked as generatedNLL checks the completions
+// route's: present (LogprobsMissing), one per usage.completion_tokens
+// (EchoMisaligned), finite and ≤ 0 (EchoImplausible; llama.cpp writes a
+// probability of zero as float's lowest, −3.4e38, which this catches).
+func chatNLL(ctx context.Context, s sender, req map[string]any) ([]float64, *schema.EvalFailure) {
+	resp, c, f := s.chat(ctx, req)
+	if f != nil {
+		return nil, f
+	}
+	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
+		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), "chat generated tokens: "+fmt.Sprintf(format, args...))
+	}
+	lp := c.Choices[0].Logprobs
+	if lp == nil || len(lp.Content) == 0 {
+		return fail(LogprobsMissing, "choices[0].logprobs.content is null or empty")
+	}
+	if c.Usage != nil && c.Usage.CompletionTokens != len(lp.Content) {
+		return fail(EchoMisaligned, "%d logprob entries for usage.completion_tokens %d", len(lp.Content), c.Usage.CompletionTokens)
+	}
+	nll := make([]float64, len(lp.Content))
+	for i, e := range lp.Content {
+		if why := badLogprob(e.Logprob); why != "" {
+			return fail(EchoImplausible, "token %d %s", i, why)
+		}
+		nll[i] = -*e.Logprob
+	}
+	return nll, nil
+}
+
+// routeLacks reports whether f says a route cannot give what an eval needs,
+// so that the next route is worth a try: a 200 without logprobs, or an
+// error status about the request itself (a 404 for a route a chat-only
+// provider does not serve, a 400 or 500 refusing a field). A status about
+// the moment or the credentials (429, 408, 401, 403, 503), no answer at
+// all, an interruption, or logprobs that are there but wrong are not: the
+// chat route would meet the same fault, and the failure is the answer.
+func routeLacks(f *schema.EvalFailure) bool {
+	switch KindOf(f) {
+	case LogprobsMissing, EchoRejected, EchoServerError, CompletionsMissing:
+		return true
+	case HTTPError:
+		st := f.HTTPStatus
+		return st >= 400 && !endpoints.NotThisRequest(st) && st != http.StatusServiceUnavailable
+	}
+	return false
+}
+
+// withFallback is the failure of an eval that tried a route, found it
+// lacking (first), and failed on the route it fell back to (then). The one
+// kept is first when it says the endpoint cannot give what the eval needs
+// (an echo kind) or when then does not say so either; else then (a 404 from
+// /v1/completions, then a chat answer without logprobs: logprobs_missing).
+// The other is said in its detail.
+func withFallback(first, then *schema.EvalFailure, route string) *schema.EvalFailure {
+	if KindOf(first).Unsupported() || !KindOf(then).Unsupported() {
+		f := *first
+		f.Detail = joinDetail(f.Detail, fmt.Sprintf("the %s fallback failed too: %s: %s", route, then.Kind, then.Detail))
+		return &f
+	}
+	f := *then
+	f.Detail = joinDetail(fmt.Sprintf("by %s; before it, %s: %s", route, first.Kind, first.Detail), f.Detail)
+	return &f
+}
+
+func joinDetail(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
