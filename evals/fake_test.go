@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,9 +45,34 @@ type fakeLM struct {
 	// generate is the text generated after a prompt.
 	generate func(prompt string) string
 
+	// llamaCpp answers /v1/completions as llama.cpp's server does: echo is
+	// a 500 (llamaCppEcho500) and logprobs are ignored (null), while chat
+	// gives logprobs (tools/server: oaicompat_completion_params_parse,
+	// server-task.cpp to_json_oaicompat_chat).
+	llamaCpp bool
+	// completionsStatus and completionsBody answer every /v1/completions
+	// request when set: a chat-only provider's 404.
+	completionsStatus int
+	completionsBody   string
+	// chat serves /v1/chat/completions (chatAnswer); without it the route
+	// is a 404, as on a server that has only /v1/completions.
+	chat bool
+	// chatNoLogprobs answers chat with "logprobs": null even when asked, as
+	// a provider that gives no logprobs at all.
+	chatNoLogprobs bool
+
 	mu    sync.Mutex
 	calls map[string]int
 }
+
+// llamaCppEcho500 is llama.cpp's answer to echo on /v1/completions: a
+// std::runtime_error in oaicompat_completion_params_parse, which its
+// ex_wrapper turns into a 500 of type server_error.
+const llamaCppEcho500 = `{"error":{"code":500,"message":"Only no echo is supported","type":"server_error"}}`
+
+// chatOnly404 is OpenAI's answer to a route it does not serve, as hosted
+// chat-only gateways give for /v1/completions.
+const chatOnly404 = `{"error":{"message":"Invalid URL (POST /v1/completions)","type":"invalid_request_error","param":null,"code":null}}`
 
 func newFakeLM(t *testing.T, configure func(f *fakeLM)) *fakeLM {
 	t.Helper()
@@ -95,6 +121,21 @@ func (f *fakeLM) serve(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"tokens": ids, "count": len(ids), "max_model_len": 4096})
 		return
 	}
+	if f.chat && r.URL.Path == "/v1/chat/completions" && json.NewDecoder(r.Body).Decode(&req) == nil {
+		f.mu.Lock()
+		f.calls["chat"]++
+		f.mu.Unlock()
+		f.chatAnswer(w, req)
+		return
+	}
+	if r.URL.Path == "/v1/completions" && f.completionsStatus != 0 {
+		f.mu.Lock()
+		f.calls["completions_refused"]++
+		f.mu.Unlock()
+		w.WriteHeader(f.completionsStatus)
+		io.WriteString(w, f.completionsBody)
+		return
+	}
 	if r.URL.Path != "/v1/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
 		http.Error(w, `{"error":{"message":"Route not found."}}`, http.StatusNotFound)
 		return
@@ -113,6 +154,10 @@ func (f *fakeLM) serve(w http.ResponseWriter, r *http.Request) {
 			c, _, _ := hj.Hijack()
 			c.Close()
 		}
+		return
+	case echo && f.llamaCpp:
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, llamaCppEcho500)
 		return
 	case echo && f.echoStatus != 0:
 		w.WriteHeader(f.echoStatus)
@@ -200,7 +245,7 @@ func (f *fakeLM) writeGeneration(w http.ResponseWriter, req map[string]any, prom
 		out = strings.Repeat("y", int(mt))
 	}
 	choice := map[string]any{"index": 0, "text": out, "finish_reason": "length", "logprobs": nil}
-	if _, ok := req["logprobs"].(float64); ok && !f.noLogprobs {
+	if _, ok := req["logprobs"].(float64); ok && !f.noLogprobs && !f.llamaCpp {
 		var lps, tops []any
 		for i := range len(out) {
 			lps = append(lps, byteLP(out[i]))
@@ -217,4 +262,72 @@ func (f *fakeLM) writeGeneration(w http.ResponseWriter, req map[string]any, prom
 	}
 	json.NewEncoder(w).Encode(map[string]any{"id": "cmpl-fake", "object": "text_completion", "choices": []any{choice},
 		"usage": map[string]any{"prompt_tokens": n, "completion_tokens": len(out), "total_tokens": n + len(out)}})
+}
+
+// chatAnswer answers a non-streamed chat request in llama.cpp's shape
+// (server-task.cpp to_json_oaicompat_chat and probs_vector_to_json), which
+// is OpenAI's plus each token's "id": the same byte-level model generates
+// generate(prompt) (default: "y" × max_tokens) after the one user message,
+// each byte a token of logprob byteLP(b); with logprobs true every token
+// gets {id, token, bytes, logprob, top_logprobs}, top_logprobs being top(prompt)
+// when set (keys as the token texts), else the token itself, cut to
+// top_logprobs entries (llama.cpp's default 20).
+func (f *fakeLM) chatAnswer(w http.ResponseWriter, req map[string]any) {
+	prompt := ""
+	if msgs, ok := req["messages"].([]any); ok && len(msgs) > 0 {
+		prompt, _ = msgs[len(msgs)-1].(map[string]any)["content"].(string)
+	}
+	out := "y"
+	switch mt, _ := req["max_tokens"].(float64); {
+	case f.generate != nil:
+		out = f.generate(prompt)
+	case mt > 0:
+		out = strings.Repeat("y", int(mt))
+	}
+	if mt, ok := req["max_tokens"].(float64); ok && len(out) > int(mt) {
+		out = out[:int(mt)]
+	}
+	choice := map[string]any{"index": 0, "finish_reason": "length", "message": map[string]any{"role": "assistant", "content": out}}
+	if lp, _ := req["logprobs"].(bool); lp && !f.chatNoLogprobs {
+		n := 20
+		if k, ok := req["top_logprobs"].(float64); ok {
+			n = int(k)
+		}
+		entry := func(tok string, lp float64) map[string]any {
+			var bs []any
+			for _, c := range []byte(tok) {
+				bs = append(bs, int(c))
+			}
+			id := 0
+			if len(tok) == 1 {
+				id = int(tok[0])
+			}
+			return map[string]any{"id": id, "token": tok, "bytes": bs, "logprob": lp}
+		}
+		var content []any
+		for i := range len(out) {
+			e := entry(out[i:i+1], byteLP(out[i]))
+			top := map[string]float64{out[i : i+1]: byteLP(out[i])}
+			if f.top != nil {
+				top = f.top(prompt)
+			}
+			keys := make([]string, 0, len(top))
+			for k := range top {
+				keys = append(keys, k)
+			}
+			sort.Slice(keys, func(a, b int) bool { return top[keys[a]] > top[keys[b]] })
+			var tops []any
+			for _, k := range keys[:min(n, len(keys))] {
+				tops = append(tops, entry(k, top[k]))
+			}
+			e["top_logprobs"] = tops
+			content = append(content, e)
+		}
+		choice["logprobs"] = map[string]any{"content": content}
+	} else if f.chatNoLogprobs {
+		choice["logprobs"] = nil
+	}
+	json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": "fake",
+		"choices": []any{choice},
+		"usage":   map[string]any{"prompt_tokens": len(prompt), "completion_tokens": len(out), "total_tokens": len(prompt) + len(out)}})
 }

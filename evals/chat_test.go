@@ -1,0 +1,364 @@
+package evals
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/engine/tokenizer"
+)
+
+// The personalities of this file, each as a real server behaves:
+//   - llamaCppLike: llama.cpp's server. Echo on /v1/completions is a 500
+//     "Only no echo is supported", /v1/completions ignores logprobs (null),
+//     chat gives choices[0].logprobs.content with top_logprobs.
+//   - chatOnlyLike: a hosted provider that serves chat alone: /v1/completions
+//     is OpenAI's 404 "Invalid URL", chat gives logprobs.
+//   - chatOnlyNoLogprobs: the same, with "logprobs": null on chat whatever is asked.
+
+func llamaCppLike(f *fakeLM) { f.llamaCpp, f.chat = true, true }
+
+func chatOnlyLike(f *fakeLM) {
+	f.completionsStatus, f.completionsBody, f.chat = 404, chatOnly404, true
+}
+
+func chatOnlyNoLogprobs(f *fakeLM) { chatOnlyLike(f); f.chatNoLogprobs = true }
+
+func TestLongPPLTakesTheChatRouteWhereCompletionsLacksLogprobs(t *testing.T) {
+	t.Parallel()
+	gen := strings.Repeat("ab", 200) // 400 tokens
+	mean := -(byteLP('a') + byteLP('b')) / 2
+	for _, tc := range []struct {
+		name        string
+		personality func(f *fakeLM)
+		completions int // /v1/completions requests sent: the first prompt only
+	}{
+		{"llama.cpp: /v1/completions answers with logprobs null", llamaCppLike, 1},
+		{"a chat-only provider: /v1/completions is a 404", chatOnlyLike, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeLM(t, func(f *fakeLM) {
+				tc.personality(f)
+				f.generate = func(string) string { return gen }
+			})
+			r := f.runner(Config{GenTokens: len(gen), Limit: 3, Concurrency: 2})
+			defer r.Close()
+			res := LongPPL(context.Background(), r, SampleDocs())
+			if res.Status != StatusOK || res.Method != MethodChatLogprobs || res.N != 3 || res.Metrics["tokens"] != 1200 ||
+				math.Abs(res.Metrics["ppl"]-math.Exp(mean)) > 1e-9 || math.Abs(res.Metrics["worst_seg"]-math.Exp(mean)) > 1e-9 {
+				t.Fatalf("%+v, want ppl %v by %s", res, math.Exp(mean), MethodChatLogprobs)
+			}
+			if got := f.count("plain") + f.count("completions_refused"); got != 1 || f.count("chat") != 3 {
+				t.Errorf("%d /v1/completions and %d chat requests, want 1 and 3 (the first prompt finds the route)", got, f.count("chat"))
+			}
+		})
+	}
+}
+
+func TestLongPPLWithoutLogprobsOnAnyRouteIsUnsupported(t *testing.T) {
+	t.Parallel()
+	f := newFakeLM(t, chatOnlyNoLogprobs)
+	r := f.runner(Config{GenTokens: 8, Limit: 2})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	// The 404 says only that /v1/completions is absent; the chat answer
+	// without logprobs says why there is no score.
+	if res.Status != StatusUnsupported || res.Metrics != nil || res.Method != MethodChatLogprobs ||
+		KindOf(res.Failure) != LogprobsMissing || !strings.Contains(res.Failure.Detail, "HTTP 404") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestLongPPLStaysOnCompletionsOnA429(t *testing.T) {
+	t.Parallel()
+	// A 429 says "not now", not "no logprobs here": no other route is tried.
+	f := newFakeLM(t, func(f *fakeLM) {
+		f.chat = true
+		f.completionsStatus, f.completionsBody = 429, `{"error":{"message":"slow down"}}`
+	})
+	r := f.runner(Config{GenTokens: 2, Limit: 1})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	if res.Status != StatusFailed || res.Method != MethodGenerate || KindOf(res.Failure) != HTTPError || f.count("chat") != 0 {
+		t.Fatalf("%+v, %d chat requests", res, f.count("chat"))
+	}
+}
+
+func TestLongPPLOnTheBuiltinEngineByChatEqualsItsOwnForwardPass(t *testing.T) {
+	t.Parallel()
+	b := startBuiltin(t)
+	p := newChatOnlyProxy(t, b.Endpoint.BaseURL)
+	r := NewRunner(Config{Endpoint: p.endpoint(b.Endpoint.Model), GenTokens: 24, Limit: 2, Concurrency: 2})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	if res.Status != StatusOK || res.Method != MethodChatLogprobs || res.N != 2 || res.Metrics["tokens"] != 48 {
+		t.Fatalf("%+v", res)
+	}
+	// The truth: each generated token's log-likelihood under the engine's
+	// model, run alone on a fresh KV cache over the chat template's prompt
+	// ids and the ids the engine sampled (named token_id:N by the proxy's
+	// return_tokens_as_token_ids).
+	answers := p.answers()
+	if len(answers) != 2 {
+		t.Fatalf("%d chat answers recorded, want 2", len(answers))
+	}
+	ll, n := 0.0, 0
+	for _, a := range answers {
+		ids, err := b.Engine.Tokenizer.ApplyChatTemplate(a.messages, nil, true) // thinking on: GLM-5's default
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != a.promptTokens {
+			t.Fatalf("template gives %d prompt ids, the engine counted %d", len(ids), a.promptTokens)
+		}
+		ll += forwardLL(b.Engine, append(ids, a.ids...), len(ids))
+		n += len(a.ids)
+	}
+	want := math.Exp(-ll / float64(n))
+	t.Logf("chat-route ppl %v, forward-pass truth %v over %d tokens", res.Metrics["ppl"], want, n)
+	if got := res.Metrics["ppl"]; math.Abs(got-want) > 1e-6*want {
+		t.Errorf("chat-route ppl %v, the engine's own forward pass %v", got, want)
+	}
+}
+
+func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
+	t.Parallel()
+	set := SampleMMLU()
+	letter, _ := mmluModel(set)
+	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
+		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25}
+	// A chat answer's first token is the bare letter ("B", no space: it
+	// starts the assistant turn), among other likely first tokens.
+	chatTop := func(prompt string) map[string]float64 {
+		top := map[string]float64{"The": -1.5, "Answer": -2.5}
+		for _, l := range Letters {
+			top[l] = -3
+		}
+		top[letter(strings.TrimSuffix(prompt, "\nAnswer:"))] = -0.2
+		return top
+	}
+	for _, tc := range []struct {
+		name        string
+		personality func(f *fakeLM)
+		method      string
+		kind        Kind // the echo failure kept in the result
+	}{
+		{"llama.cpp: by the chat answer's top_logprobs", func(f *fakeLM) { llamaCppLike(f); f.top = chatTop }, MethodChatTopLogprobs, EchoServerError},
+		{"a chat-only provider: by the chat answer's top_logprobs", func(f *fakeLM) { chatOnlyLike(f); f.top = chatTop }, MethodChatTopLogprobs, CompletionsMissing},
+		{"a provider without logprobs: by the greedy answer's letter", func(f *fakeLM) {
+			chatOnlyNoLogprobs(f)
+			f.generate = func(prompt string) string {
+				return "The answer is " + letter(strings.TrimSuffix(prompt, "\nAnswer:")) + ", because of the question."
+			}
+		}, MethodChatGreedy, CompletionsMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeLM(t, tc.personality)
+			r := f.runner(Config{Concurrency: 4})
+			defer r.Close()
+			res := MMLU(context.Background(), r, set)
+			if res.Status != StatusOK || res.Method != tc.method || res.N != 16 || KindOf(res.Failure) != tc.kind {
+				t.Fatalf("%+v, want method %s keeping the %s", res, tc.method, tc.kind)
+			}
+			sameMetrics(t, res.Metrics, want)
+		})
+	}
+}
+
+func TestMMLUWithNoLetterInAnyGreedyAnswerHasNoScore(t *testing.T) {
+	t.Parallel()
+	f := newFakeLM(t, func(f *fakeLM) {
+		chatOnlyNoLogprobs(f)
+		f.generate = func(string) string { return "I would rather not say." }
+	})
+	r := f.runner(Config{Limit: 1})
+	defer r.Close()
+	res := MMLU(context.Background(), r, SampleMMLU())
+	if res.Status != StatusUnsupported || res.Metrics != nil || res.Method != MethodChatGreedy ||
+		KindOf(res.Failure) != CompletionsMissing || !strings.Contains(res.Failure.Detail, "no answer letter in the greedy chat answer") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestAnswerLetterIsTheFirstLetterStandingAlone(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]int{
+		"B": 1, " C.": 2, "(D) 42": 3, "Answer: A": 0, "The answer is C, not B": 2,
+		"Because Dogs bark, D": 3, "CD-ROM or B": 1, "B2 is not a letter, A is": 0,
+		"none": -1, "": -1, "E": -1, "a b c d": -1,
+	} {
+		if got := AnswerLetter(s); got != want {
+			t.Errorf("AnswerLetter(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func TestPPLHasNoChatFallbackAndSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		personality func(f *fakeLM)
+		kind        Kind
+	}{
+		{"llama.cpp: echo is a 500", llamaCppLike, EchoServerError},
+		{"a chat-only provider: /v1/completions is a 404", chatOnlyLike, CompletionsMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeLM(t, tc.personality)
+			r := f.runner(Config{})
+			defer r.Close()
+			res := PPL(context.Background(), r, SampleDocs())
+			if res.Status != StatusUnsupported || res.Metrics != nil || KindOf(res.Failure) != tc.kind ||
+				!strings.Contains(res.Failure.Detail, "logprobs of generated tokens only") {
+				t.Fatalf("%+v", res)
+			}
+		})
+	}
+}
+
+func TestA404ToEchoIsCompletionsMissingOnlyWhereChatAnswers(t *testing.T) {
+	t.Parallel()
+	f := newFakeLM(t, chatOnlyLike)
+	if _, fail := ProbeEcho(context.Background(), f.client(), "fake"); KindOf(fail) != CompletionsMissing || fail.HTTPStatus != 404 ||
+		!strings.Contains(fail.Body, "Invalid URL") {
+		t.Fatalf("chat answers: %+v", fail)
+	}
+	// No chat either: a wrong base URL or model, not a missing feature.
+	g := newFakeLM(t, func(f *fakeLM) { f.completionsStatus, f.completionsBody = 404, chatOnly404 })
+	if _, fail := ProbeEcho(context.Background(), g.client(), "fake"); KindOf(fail) != HTTPError || !strings.Contains(fail.Detail, "check the base URL") {
+		t.Fatalf("no chat: %+v", fail)
+	}
+}
+
+func TestTriviaQAAsksThroughChatOnAChatOnlyProvider(t *testing.T) {
+	t.Parallel()
+	set := SampleTriviaQA()
+	answers := map[string]string{}
+	right := 0
+	for i, it := range set.Items[TriviaShots:] {
+		answers[it.Question] = "I do not know"
+		if i%2 == 0 {
+			answers[it.Question], right = it.Aliases[0], right+1
+		}
+	}
+	f := newFakeLM(t, func(f *fakeLM) { chatOnlyLike(f); f.generate = triviaModel(answers) })
+	r := f.runner(Config{Concurrency: 4})
+	defer r.Close()
+	res := TriviaQA(context.Background(), r, set, nil)
+	n := len(set.Items) - TriviaShots
+	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
+		t.Fatalf("%+v, want %d of %d by %s", res, right, n, MethodChatGenerate)
+	}
+}
+
+// chatOnlyProxy stands in front of the built-in engine as a chat-only
+// provider: /v1/completions is OpenAI's 404, every other request goes to
+// the engine, chat requests with return_tokens_as_token_ids added (which
+// changes only how tokens are named), their answers recorded.
+type chatOnlyProxy struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	rec []chatRecord
+}
+
+// chatRecord is one chat answer the proxy passed on.
+type chatRecord struct {
+	messages     []tokenizer.Message
+	promptTokens int
+	ids          []int32 // the generated ids, from the logprobs' token_id:N
+}
+
+func newChatOnlyProxy(t *testing.T, base string) *chatOnlyProxy {
+	t.Helper()
+	p := &chatOnlyProxy{}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, chatOnly404)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		chat := r.URL.Path == "/v1/chat/completions"
+		var req map[string]any
+		if chat && json.Unmarshal(body, &req) == nil {
+			req["return_tokens_as_token_ids"] = true
+			body, _ = json.Marshal(req)
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, strings.TrimSuffix(base, "/v1")+r.URL.Path, bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		ans, _ := io.ReadAll(resp.Body)
+		if chat && resp.StatusCode == http.StatusOK {
+			p.record(t, req, ans)
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(ans)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *chatOnlyProxy) endpoint(model string) *endpoints.Endpoint {
+	return &endpoints.Endpoint{BaseURL: p.srv.URL + "/v1", Model: model}
+}
+
+func (p *chatOnlyProxy) record(t *testing.T, req map[string]any, ans []byte) {
+	var a struct {
+		Choices []struct {
+			Logprobs *struct {
+				Content []struct {
+					Token string `json:"token"`
+				} `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(ans, &a) != nil || len(a.Choices) == 0 || a.Choices[0].Logprobs == nil {
+		return // a probe's answer: no logprobs asked
+	}
+	rec := chatRecord{promptTokens: a.Usage.PromptTokens}
+	for _, m := range req["messages"].([]any) {
+		m := m.(map[string]any)
+		rec.messages = append(rec.messages, tokenizer.Message{Role: m["role"].(string), Content: m["content"].(string)})
+	}
+	for _, c := range a.Choices[0].Logprobs.Content {
+		id, err := strconv.Atoi(strings.TrimPrefix(c.Token, "token_id:"))
+		if err != nil {
+			t.Errorf("token %q is not named by its id", c.Token)
+			return
+		}
+		rec.ids = append(rec.ids, int32(id))
+	}
+	p.mu.Lock()
+	p.rec = append(p.rec, rec)
+	p.mu.Unlock()
+}
+
+func (p *chatOnlyProxy) answers() []chatRecord {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rec
+}
