@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -86,6 +88,16 @@ type EvalCell struct {
 	N       int                `json:"n"`
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Failure string             `json:"failure,omitempty"`
+	// Method is how the scored runs got their metrics (EvalResult.Method:
+	// echo, chat-greedy, …); runs of several methods name them all, joined
+	// by " + ", in the order first met.
+	Method string `json:"method,omitempty"`
+	// MethodNote is set when this cell's metrics are not comparable with the
+	// row's: its runs mix methods, or its method is not that of the row's
+	// first scored cell. An accuracy by greedy chat answers beside one by
+	// echo log-likelihoods is not a change of quality, so the row says so
+	// instead of setting them side by side in silence.
+	MethodNote string `json:"method_note,omitempty"`
 }
 
 // ConformanceCell counts one label's conformance checks, merged by id: a
@@ -154,8 +166,20 @@ func Compare(ins []*Input) (*Comparison, error) {
 	}
 	for _, name := range evals {
 		row := EvalRow{Eval: name, Cells: make([]*EvalCell, len(c.Columns))}
+		var ref *EvalCell
+		refLabel := ""
 		for i, rs := range runs {
-			row.Cells[i] = mergeEval(name, rs)
+			cell := mergeEval(name, rs)
+			row.Cells[i] = cell
+			switch {
+			case cell == nil || cell.Scored == 0:
+			case strings.Contains(cell.Method, methodJoin):
+				cell.MethodNote = "runs by different methods (" + cell.Method + "): their mean is not comparable"
+			case ref == nil:
+				ref, refLabel = cell, c.Columns[i].Label
+			case cell.Method != ref.Method:
+				cell.MethodNote = fmt.Sprintf("by %s, not %s as %s: not comparable", methodName(cell.Method), methodName(ref.Method), refLabel)
+			}
 		}
 		c.Evals = append(c.Evals, row)
 	}
@@ -230,6 +254,11 @@ func mergeEval(name string, runs []*Input) *EvalCell {
 		}
 		c.Runs++
 		if len(e.Metrics) > 0 {
+			if c.Scored == 0 {
+				c.Method = e.Method
+			} else if !slices.Contains(strings.Split(c.Method, methodJoin), e.Method) {
+				c.Method += methodJoin + e.Method
+			}
 			c.Scored++
 			c.N = e.N
 			c.Status = e.Status
@@ -250,6 +279,18 @@ func mergeEval(name string, runs []*Input) *EvalCell {
 		}
 	}
 	return c
+}
+
+// methodJoin joins the methods of runs that differ.
+const methodJoin = " + "
+
+// methodName is a method as a note says it: an empty one (a report that
+// does not say) is "no stated method".
+func methodName(m string) string {
+	if m == "" {
+		return "no stated method"
+	}
+	return m
 }
 
 // failureKind says why an eval gave no score, in a few words.

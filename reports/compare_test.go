@@ -144,3 +144,52 @@ func TestUnknownFormatIsBadInput(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// withEval is a report of label with one eval scored by method.
+func withEval(label, seed string, name, method string, metrics map[string]float64) *Input {
+	in := run{label: label, seed: uint64(len(seed)), specs: []bench.Spec{single}}.input(label + "-" + seed)
+	in.Report.Evals = []schema.EvalResult{{Name: name, Status: "ok", Method: method, N: 16, Metrics: metrics}}
+	return in
+}
+
+func TestAnEvalByAnotherMethodIsMarkedNotComparable(t *testing.T) {
+	t.Parallel()
+	acc := func(v float64) map[string]float64 { return map[string]float64{"acc": v} }
+	ins := []*Input{
+		withEval("vllm", "a", "mmlu", "echo", acc(0.62)),
+		withEval("llamacpp", "a", "mmlu", "chat-greedy", acc(0.55)),
+		withEval("sglang", "a", "mmlu", "echo", acc(0.61)),
+		// Two runs of one label by different methods: their mean is no figure.
+		withEval("hosted", "a", "mmlu", "chat-top-logprobs", acc(0.5)),
+		withEval("hosted", "bb", "mmlu", "chat-greedy", acc(0.4)),
+	}
+	c, err := Compare(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := c.Evals[0].Cells
+	for i, want := range []struct{ method, note string }{
+		{"echo", ""},
+		{"chat-greedy", "by chat-greedy, not echo as vllm: not comparable"},
+		{"echo", ""},
+		{"chat-top-logprobs + chat-greedy", "runs by different methods (chat-top-logprobs + chat-greedy): their mean is not comparable"},
+	} {
+		if cells[i].Method != want.method || cells[i].MethodNote != want.note {
+			t.Errorf("column %s: method %q note %q, want %q and %q", c.Columns[i].Label, cells[i].Method, cells[i].MethodNote, want.method, want.note)
+		}
+	}
+	md := string(render(t, ins, FormatMarkdown))
+	for _, want := range []string{
+		"acc 0.55 (n 16)<br>⚠ by chat-greedy, not echo as vllm: not comparable",
+		"| **eval mmlu** | acc 0.62 (n 16) |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// The same method everywhere: no mark.
+	same := []*Input{withEval("a", "a", "ppl", "echo", map[string]float64{"ppl": 3}), withEval("b", "a", "ppl", "echo", map[string]float64{"ppl": 3.1})}
+	if md := string(render(t, same, FormatMarkdown)); strings.Contains(md, "⚠") {
+		t.Errorf("one method, yet marked:\n%s", md)
+	}
+}

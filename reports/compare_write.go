@@ -271,6 +271,9 @@ func evalLines(name string, c *EvalCell) []string {
 	if c.Scored < c.Runs {
 		lines = append(lines, fmt.Sprintf("%d of %d runs gave no score: %s", c.Runs-c.Scored, c.Runs, c.Failure))
 	}
+	if c.MethodNote != "" {
+		lines = append(lines, "⚠ "+c.MethodNote)
+	}
 	return lines
 }
 

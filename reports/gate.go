@@ -81,7 +81,19 @@ type Check struct {
 	// Missing says which side lacked the metric ("baseline", "current",
 	// "both"), or which phase or eval none had.
 	Missing string `json:"missing,omitempty"`
-	Passed  bool   `json:"passed"`
+	// BaselineMethods and CurrentMethods are, for an eval metric, the
+	// distinct methods (EvalResult.Method) of the runs behind each side's
+	// values, in the order first met.
+	BaselineMethods []string `json:"baseline_methods,omitempty"`
+	CurrentMethods  []string `json:"current_methods,omitempty"`
+	// MethodMismatch says why the values were not compared: the sides'
+	// methods differ (a relative bound), or one side's runs mix methods. The
+	// check then fails, whatever the values: a number by chat-greedy against
+	// an echo baseline is no regression and no improvement, and a gate that
+	// passed it would compare them in silence; the fix is a baseline by the
+	// same method.
+	MethodMismatch string `json:"method_mismatch,omitempty"`
+	Passed         bool   `json:"passed"`
 }
 
 // Passed reports whether every check passed.
@@ -112,6 +124,10 @@ func (g *GateResult) Crossed() []Check {
 // the current side), the check fails only when the whole bootstrap
 // confidence interval is past the bound, so run-to-run noise alone does not
 // fail a gate.
+//
+// An eval metric got by different methods on the two sides (EvalResult.Method:
+// echo against chat-greedy), or by several methods among one side's runs,
+// is a failed check that says so (Check.MethodMismatch), whatever the values.
 //
 // Errors (bad input) are: an empty side, a metric no report could have, and
 // a phase whose shape (batch_size/input_len/output_len) differs between the
@@ -174,27 +190,29 @@ func check(t threshold.Threshold, scope string, phaseMetric bool, baseline, curr
 	resolved := t
 	resolved.Scope = scope
 	c := Check{Threshold: t, Expr: resolved.String(), Scope: scope, Metric: t.Metric}
-	values := func(rs []*schema.Report) []float64 {
-		var out []float64
+	values := func(rs []*schema.Report) (out []float64, methods []string) {
 		for _, r := range rs {
 			var v *float64
 			if phaseMetric {
 				if ph := FindPhase(r, scope); ph != nil {
 					v = PhaseValue(ph, t.Metric)
 				}
-			} else {
-				v = EvalValue(r, scope, t.Metric)
+			} else if v = EvalValue(r, scope, t.Metric); v != nil {
+				if m := FindEval(r, scope).Method; !slices.Contains(methods, m) {
+					methods = append(methods, m)
+				}
 			}
 			if v != nil {
 				out = append(out, *v)
 			}
 		}
-		return out
+		return out, methods
 	}
-	c.CurrentRuns = values(current)
+	c.CurrentRuns, c.CurrentMethods = values(current)
 	if t.Relative {
-		c.BaselineRuns = values(baseline)
+		c.BaselineRuns, c.BaselineMethods = values(baseline)
 	}
+	c.MethodMismatch = methodMismatch(c.BaselineMethods, c.CurrentMethods)
 	switch {
 	case len(c.CurrentRuns) == 0 && t.Relative && len(c.BaselineRuns) == 0:
 		c.Missing = "both"
@@ -219,6 +237,9 @@ func check(t threshold.Threshold, scope string, phaseMetric bool, baseline, curr
 		ch := relChange(*c.Baseline, *c.Current)
 		c.Change, point = &ch, ch
 	}
+	if c.MethodMismatch != "" {
+		return c // not passed, whatever the values: shown, never compared
+	}
 	enough := len(c.CurrentRuns) >= opts.MinRuns && (!t.Relative || len(c.BaselineRuns) >= opts.MinRuns)
 	if !enough {
 		c.Passed = t.Holds(point)
@@ -233,6 +254,31 @@ func check(t threshold.Threshold, scope string, phaseMetric bool, baseline, curr
 	c.CI = &[2]float64{lo, hi}
 	c.Passed = !t.CrossedOver(lo, hi)
 	return c
+}
+
+// methodMismatch says why an eval metric's values are not comparable, or
+// "": a side whose runs mix methods, or a baseline whose method is not the
+// current's. A side without values (base for an absolute bound) has no
+// say. An empty method (a report that does not state one) is a method of
+// its own, so it never passes for echo.
+func methodMismatch(base, cur []string) string {
+	switch {
+	case len(cur) > 1:
+		return "not compared: the current runs mix methods " + strings.Join(quoteMethods(cur), ", ")
+	case len(base) > 1:
+		return "not compared: the baseline runs mix methods " + strings.Join(quoteMethods(base), ", ")
+	case len(base) == 1 && len(cur) == 1 && base[0] != cur[0]:
+		return fmt.Sprintf("not compared: baseline by %s, current by %s", quoteMethods(base)[0], quoteMethods(cur)[0])
+	}
+	return ""
+}
+
+func quoteMethods(ms []string) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = methodName(m)
+	}
+	return out
 }
 
 // relChange is (cur − base) / base in percent; from a zero baseline it is 0

@@ -297,3 +297,46 @@ func TestALegacyFileGatesLikeAReport(t *testing.T) {
 		t.Fatalf("legacy classes as metrics:\n%s", lines)
 	}
 }
+
+func TestAnEvalByAnotherMethodThanTheBaselinesFailsItsCheckAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	side := func(label string, seed uint64, methods ...string) []*schema.Report {
+		var out []*schema.Report
+		for i, m := range methods {
+			rep := reportsOf(run{label: label, seed: seed + uint64(i), specs: []bench.Spec{single}})[0]
+			rep.Evals = []schema.EvalResult{{Name: "mmlu", Status: "ok", Method: m, Metrics: map[string]float64{"acc": 0.6}}}
+			out = append(out, rep)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		base, cur []*schema.Report
+		expr      string
+		pass      bool
+		line      string
+	}{
+		{"the same method compares as ever", side("main", 1, "echo"), side("pr", 5, "echo"), "mmlu.acc > -1%", true,
+			"✓ mmlu.acc > -1%: 0.6 vs baseline 0.6 (+0.0%)"},
+		{"an equal score by another method fails, not passes in silence", side("main", 1, "echo"), side("pr", 5, "chat-greedy"), "mmlu.acc > -1%", false,
+			"✗ mmlu.acc > -1%: 0.6 vs baseline 0.6 (+0.0%; not compared: baseline by echo, current by chat-greedy)"},
+		{"a report that states no method is not taken for echo", side("main", 1, ""), side("pr", 5, "echo"), "mmlu.acc > -1%", false,
+			"not compared: baseline by no stated method, current by echo"},
+		{"current runs that mix methods fail even an absolute bound", side("main", 1, "echo"), side("pr", 5, "echo", "chat-top-logprobs"), "mmlu.acc > 0.5", false,
+			"not compared: the current runs mix methods echo, chat-top-logprobs"},
+		{"an absolute bound needs no baseline method", side("main", 1, "echo"), side("pr", 5, "chat-greedy"), "mmlu.acc > 0.5", true,
+			"✓ mmlu.acc > 0.5: 0.6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, err := Gate(tc.base, tc.cur, mustParse(t, tc.expr), GateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := gateLines(t, g)
+			if len(g.Checks) != 1 || g.Checks[0].Passed != tc.pass || !strings.Contains(lines, tc.line) {
+				t.Fatalf("passed=%v, want %v, with %q:\n%s", g.Checks[0].Passed, tc.pass, tc.line, lines)
+			}
+		})
+	}
+}

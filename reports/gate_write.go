@@ -47,6 +47,9 @@ func (c *Check) Note() string {
 		return c.missingText()
 	}
 	var parts []string
+	if c.MethodMismatch != "" {
+		parts = append(parts, c.MethodMismatch)
+	}
 	if c.CI != nil {
 		if c.Change != nil {
 			parts = append(parts, fmt.Sprintf("95%% CI %s to %s", pct(c.CI[0]), pct(c.CI[1])))
