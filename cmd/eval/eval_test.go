@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -274,5 +275,60 @@ func TestLinesSayWhatHappened(t *testing.T) {
 	p := &evals.Progress{}
 	if got := progressLine(p, true); !strings.Contains(got, "[                        ] 0/0") {
 		t.Errorf("%q", got)
+	}
+}
+
+// llamaCppEndpoint answers as llama.cpp's server does (tools/server): echo
+// on /v1/completions is a 500 "Only no echo is supported"; /v1/completions
+// ignores logprobs (null); chat fills choices[0].logprobs.content, each
+// token {id, token, bytes, logprob, top_logprobs}. Every answer is " A" /
+// "A" with logprob −0.1.
+func llamaCppEndpoint(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		json.NewDecoder(r.Body).Decode(&req)
+		switch {
+		case r.URL.Path == "/v1/models":
+			io.WriteString(w, `{"object":"list","data":[{"id":"llama","object":"model"}]}`)
+		case r.URL.Path == "/v1/completions" && req["echo"] == true:
+			w.WriteHeader(500)
+			io.WriteString(w, `{"error":{"code":500,"message":"Only no echo is supported","type":"server_error"}}`)
+		case r.URL.Path == "/v1/completions":
+			io.WriteString(w, `{"choices":[{"text":" A","index":0,"logprobs":null,"finish_reason":"length"}],"object":"text_completion","usage":{"completion_tokens":1,"prompt_tokens":9,"total_tokens":10}}`)
+		case r.URL.Path == "/v1/chat/completions":
+			lp := ""
+			if req["logprobs"] == true {
+				lp = `,"logprobs":{"content":[{"id":32,"token":"A","bytes":[65],"logprob":-0.1,"top_logprobs":[{"id":32,"token":"A","bytes":[65],"logprob":-0.1},{"id":33,"token":"B","bytes":[66],"logprob":-3}]}]}`
+			}
+			io.WriteString(w, `{"choices":[{"finish_reason":"length","index":0,"message":{"role":"assistant","content":"A"}`+lp+`}],"object":"chat.completion","usage":{"completion_tokens":1,"prompt_tokens":9,"total_tokens":10}}`)
+		default:
+			w.WriteHeader(404)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+func TestOnLlamaCppEvalsTakeTheChatRouteAndSayWhich(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, out, errOut := run(t, "all", "--endpoint", llamaCppEndpoint(t), "--out", dir, "--gen-tokens", "1", "--limit", "1")
+	// ppl has no chat route: it is the one eval without a score.
+	if code != cmdutil.ExitFailed || !strings.Contains(errOut, "ppl (echo_server_error)") || strings.Contains(errOut, "long-ppl (") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	methods := map[string]string{}
+	for _, e := range readReport(t, dir).Evals {
+		methods[e.Name] = e.Status + " " + e.Method
+	}
+	want := map[string]string{"ppl": "unsupported echo", "long-ppl": "ok chat-logprobs", "mmlu": "ok chat-top-logprobs", "triviaqa": "ok generate"}
+	for k, w := range want {
+		if methods[k] != w {
+			t.Errorf("%s: %q, want %q", k, methods[k], w)
+		}
+	}
+	if !regexp.MustCompile(`\| long-ppl +\| ok +\| chat-logprobs +\|`).MatchString(out) {
+		t.Errorf("stdout does not say the route:\n%s", out)
 	}
 }
