@@ -166,20 +166,23 @@ func routeLacks(f *schema.EvalFailure) bool {
 	return false
 }
 
-// withFallback is the failure of an eval that tried a route, found it
-// lacking (first), and failed on the route it fell back to (then). The one
-// kept is first when it says the endpoint cannot give what the eval needs
-// (an echo kind) or when then does not say so either; else then (a 404 from
-// /v1/completions, then a chat answer without logprobs: logprobs_missing).
-// The other is said in its detail.
+// withFallback is the failure of an eval that found a route lacking
+// (first) and then failed on the route it fell back to (then). When first
+// says the endpoint cannot give what the eval needs (an echo kind) and the
+// fallback route is lacking too (routeLacks: no logprobs, a 404 where the
+// server has no chat route, a refused field), first is kept, the root of
+// it, with then in its detail: unsupported. Otherwise then is what stopped
+// the eval and is kept, with first in its detail: a 404 from
+// /v1/completions and then a chat answer without logprobs is
+// logprobs_missing; a chat route answering 429 is that failure (failed).
 func withFallback(first, then *schema.EvalFailure, route string) *schema.EvalFailure {
-	if KindOf(first).Unsupported() || !KindOf(then).Unsupported() {
+	if KindOf(first).Unsupported() && routeLacks(then) {
 		f := *first
 		f.Detail = joinDetail(f.Detail, fmt.Sprintf("the %s fallback failed too: %s: %s", route, then.Kind, then.Detail))
 		return &f
 	}
 	f := *then
-	f.Detail = joinDetail(fmt.Sprintf("by %s; before it, %s: %s", route, first.Kind, first.Detail), f.Detail)
+	f.Detail = joinDetail(f.Detail, fmt.Sprintf("on the %s fallback, taken because of %s: %s", route, first.Kind, first.Detail))
 	return &f
 }
 

@@ -79,6 +79,32 @@ func TestLongPPLWithoutLogprobsOnAnyRouteIsUnsupported(t *testing.T) {
 	}
 }
 
+func TestAFallbackThatFailsSaysBothRoutes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		status int
+		want   string // status kind
+	}{
+		// A 429 is not "no logprobs here": the eval failed, and may pass later.
+		{"chat answers 429: failed, by the 429", 429, "failed http_error"},
+		// A 400 refusing the request's shape is the chat route lacking too.
+		{"chat refuses the request: unsupported, by the first route's kind", 400, "unsupported logprobs_missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeLM(t, func(f *fakeLM) { llamaCppLike(f); f.chatStatus = tc.status })
+			r := f.runner(Config{GenTokens: 4, Limit: 1})
+			defer r.Close()
+			res := LongPPL(context.Background(), r, SampleDocs())
+			if got := res.Status + " " + string(KindOf(res.Failure)); got != tc.want || !strings.Contains(res.Failure.Detail, "chat says no") ||
+				!strings.Contains(res.Failure.Detail, "logprobs is null") {
+				t.Fatalf("%s, want %s; detail %q", got, tc.want, res.Failure.Detail)
+			}
+		})
+	}
+}
+
 func TestLongPPLStaysOnCompletionsOnA429(t *testing.T) {
 	t.Parallel()
 	// A 429 says "not now", not "no logprobs here": no other route is tried.

@@ -60,6 +60,8 @@ type fakeLM struct {
 	// chatNoLogprobs answers chat with "logprobs": null even when asked, as
 	// a provider that gives no logprobs at all.
 	chatNoLogprobs bool
+	// chatStatus answers every chat request when set.
+	chatStatus int
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -125,6 +127,11 @@ func (f *fakeLM) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.calls["chat"]++
 		f.mu.Unlock()
+		if f.chatStatus != 0 {
+			w.WriteHeader(f.chatStatus)
+			io.WriteString(w, `{"error":{"message":"chat says no"}}`)
+			return
+		}
 		f.chatAnswer(w, req)
 		return
 	}
