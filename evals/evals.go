@@ -7,6 +7,13 @@
 // An eval that cannot be scored gives no metric, never a wrong one: its
 // result carries one failure kind, the HTTP status, the first 200 bytes of
 // the answer and the shape of the request that failed.
+//
+// Where /v1/completions lacks what an eval needs (llama.cpp's server, a
+// chat-only hosted provider), the eval moves to /v1/chat/completions if it
+// can be computed there, and its result's Method names the route that gave
+// the number (see the Method constants for the names and the order in which
+// routes are tried). ppl cannot: it needs prompt logprobs, which chat never
+// gives.
 package evals
 
 import (
