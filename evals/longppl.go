@@ -82,7 +82,10 @@ func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	}
 	byChat := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
 		req := chatRequest(r.model, LongPrompt(list[i].Text), gen)
-		req["logprobs"], req["seed"] = true, longSeed+i
+		// top_logprobs 1, not absent: llama.cpp would compute and send its
+		// default 20 per token (megabytes for 2,048 tokens), and not 0: it
+		// reads n_probs 0 as "no logprobs at all".
+		req["logprobs"], req["top_logprobs"], req["seed"] = true, 1, longSeed+i
 		return chatNLL(ctx, r.sender(i), req)
 	}
 	nlls := make([][]float64, len(list))
