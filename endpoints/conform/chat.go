@@ -371,7 +371,7 @@ func checkToolCalls(ctx context.Context, s *suite) outcome {
 		// A model that meant to call the tool names it; the server left the
 		// call in the text instead of parsing it.
 		if strings.Contains(m.content(), weatherTool) || strings.Contains(m.content(), "<tool_call>") {
-			return fail("message.tool_calls is empty, but the content holds a call: %s", clip(m.content(), 80))
+			return fail("message.tool_calls is empty, but the content holds a call: %s", s.redact().clip(m.content(), 80))
 		}
 		return skip("the model answered without calling the tool (a random-weight model cannot): no call to check")
 	}
@@ -385,7 +385,7 @@ func checkToolCalls(ctx context.Context, s *suite) outcome {
 		case tc.Function.Name != weatherTool:
 			return fail("tool_calls[%d] calls %q, which was not declared", i, tc.Function.Name)
 		case json.Unmarshal([]byte(tc.Function.Arguments), &args) != nil:
-			return fail("tool_calls[%d].function.arguments is not a JSON object: %s", i, clip(tc.Function.Arguments, 60))
+			return fail("tool_calls[%d].function.arguments is not a JSON object: %s", i, s.redact().clip(tc.Function.Arguments, 60))
 		}
 	}
 	if f := deref(ch.FinishReason); f != "tool_calls" {
