@@ -104,10 +104,14 @@ func TestTheRegistryIsWellFormed(t *testing.T) {
 		if seen[c.ID] {
 			t.Errorf("check %s is registered twice", c.ID)
 		}
-		// A check runs after what it needs, so the need's verdict is known.
+		// A check runs after what it needs, so the need's verdict is known,
+		// and what it needs is named (a skip's detail quotes it).
 		for _, n := range c.Needs {
 			if !seen[n] {
 				t.Errorf("check %s needs %s, which does not run before it", c.ID, n)
+			}
+			if need, ok := Lookup(n); ok && need.Provides == "" {
+				t.Errorf("check %s needs %s, which says nothing it Provides", c.ID, n)
 			}
 		}
 		seen[c.ID] = true
