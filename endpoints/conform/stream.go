@@ -143,10 +143,14 @@ func checkStreamUsage(ctx context.Context, s *suite) outcome {
 	// run reads (from any chunk) and what the checks built on this one
 	// need: whatever else is wrong is a failure that provides it.
 	u := st.chunks[at[len(at)-1]].Usage
-	if p := s.streamUsageCounts(ctx, st, u, maxTokens); p != "" {
+	p, compared := s.streamUsageCounts(ctx, st, u, maxTokens)
+	if p != "" {
 		return fail("%s", p).butProvided()
 	}
 	counts := fmt.Sprintf("prompt %d, completion %d for %d content events", u.PromptTokens, u.CompletionTokens, st.contentEvents)
+	if compared {
+		counts += ", prompt as non-streamed"
+	}
 	// OpenAI's include_usage: "an additional chunk will be streamed before
 	// the data: [DONE] message. The usage field on this chunk shows the
 	// token usage statistics for the entire request, and the choices field
@@ -196,24 +200,28 @@ func finishOf(c chunk) string {
 
 // streamUsageCounts is what is wrong with a stream's usage u against the
 // stream (of at most maxTokens) and the same messages non-streamed, ""
-// when nothing is.
-func (s *suite) streamUsageCounts(ctx context.Context, st *streamed, u *endpoints.Usage, maxTokens int) string {
+// when nothing is; compared says whether the non-streamed count was there
+// to compare.
+func (s *suite) streamUsageCounts(ctx context.Context, st *streamed, u *endpoints.Usage, maxTokens int) (problem string, compared bool) {
 	if p := usageProblem(u, maxTokens); p != "" {
-		return p + " in the usage chunk"
+		return p + " in the usage chunk", false
 	}
 	if st.contentEvents > u.CompletionTokens {
-		return fmt.Sprintf("%d content events but usage.completion_tokens %d: every event carries at least one token", st.contentEvents, u.CompletionTokens)
+		return fmt.Sprintf("%d content events but usage.completion_tokens %d: every event carries at least one token", st.contentEvents, u.CompletionTokens), false
 	}
 	if st.finish() == "length" && u.CompletionTokens != maxTokens {
-		return fmt.Sprintf(`finish_reason "length" at max_tokens %d, but usage.completion_tokens %d`, maxTokens, u.CompletionTokens)
+		return fmt.Sprintf(`finish_reason "length" at max_tokens %d, but usage.completion_tokens %d`, maxTokens, u.CompletionTokens), false
 	}
 	// Non-streamed usage is the usage check's to judge; without it there
 	// is nothing to compare.
 	c, _, p := s.chatAnswer(ctx, s.chatBody(storyPrompt, 1, map[string]any{"temperature": 0}))
-	if p == "" && c.Usage != nil && c.Usage.PromptTokens != u.PromptTokens {
-		return fmt.Sprintf("streamed prompt_tokens %d, non-streamed %d for the same messages", u.PromptTokens, c.Usage.PromptTokens)
+	if p != "" || c.Usage == nil {
+		return "", false
 	}
-	return ""
+	if c.Usage.PromptTokens != u.PromptTokens {
+		return fmt.Sprintf("streamed prompt_tokens %d, non-streamed %d for the same messages", u.PromptTokens, c.Usage.PromptTokens), true
+	}
+	return "", true
 }
 
 func checkMaxTokens(ctx context.Context, s *suite) outcome {
