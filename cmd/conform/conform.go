@@ -47,10 +47,13 @@ func NewCmdConform(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 		Short: "Check which parts of the OpenAI API an endpoint really implements",
 		Long: `Conform runs the API conformance suite against an OpenAI-compatible endpoint
 (the built-in engine when none is named): named checks, each pass, fail or
-skip, with a one-line detail. A skip is a check whose precondition could not
-be met, with the reason: one whose prerequisite did not pass names it, so one
-broken feature fails one check. Every request has a time limit (--timeout,
-and --stall-timeout of silence inside a stream), so no check can hang.
+skip, with a one-line detail. A skip is a check that could not run at all,
+with the reason: one whose prerequisite the endpoint lacks (a stream that
+yields content and ends; usage on some chunk) names it. A prerequisite is
+never a stricter check's pass: a stream that ends but deviates in shape fails
+"stream" alone, and the checks built on streams still run. Every request has
+a time limit (--timeout, and --stall-timeout of silence inside a stream), so
+no check can hang.
 
 Checks, in the order they run:
 ` + checkList() + `

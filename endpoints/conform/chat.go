@@ -54,7 +54,8 @@ func checkChat(ctx context.Context, s *suite) outcome {
 		add(`finish_reason %q, want "stop" or "length"`, f)
 	}
 	if len(bad) > 0 {
-		return fail("%s", strings.Join(bad, "; "))
+		// A 200 with a choice: what the checks built on chats need.
+		return fail("%s", strings.Join(bad, "; ")).butProvided()
 	}
 	return pass("finish_reason %s; %d characters of content, %d of reasoning", deref(ch.FinishReason),
 		utf8.RuneCountInString(m.content()), utf8.RuneCountInString(m.reasoning()))
@@ -68,14 +69,21 @@ func checkUsage(ctx context.Context, s *suite) outcome {
 		if p != "" {
 			return fail("%s", p)
 		}
-		if p := usageProblem(c.Usage, maxTokens); p != "" {
-			return fail("%s in the answer", p)
-		}
 		counts[i] = c.Usage
+		if c.Usage == nil || c.Usage.PromptTokens <= 0 {
+			return fail("%s in the answer", usageProblem(c.Usage, maxTokens))
+		}
+	}
+	// Both answers count their prompts: what the checks built on usage
+	// need, whatever else is wrong with the counts.
+	for _, u := range counts {
+		if p := usageProblem(u, maxTokens); p != "" {
+			return fail("%s in the answer", p).butProvided()
+		}
 	}
 	short, long := counts[0], counts[1]
 	if long.PromptTokens <= short.PromptTokens {
-		return fail("a prompt eight sentences longer counts %d prompt tokens, the shorter %d", long.PromptTokens, short.PromptTokens)
+		return fail("a prompt eight sentences longer counts %d prompt tokens, the shorter %d", long.PromptTokens, short.PromptTokens).butProvided()
 	}
 	return pass("prompt %d + completion %d = total %d; the longer prompt counts %d",
 		short.PromptTokens, short.CompletionTokens, short.TotalTokens, long.PromptTokens)
@@ -371,7 +379,7 @@ func checkToolCalls(ctx context.Context, s *suite) outcome {
 		// A model that meant to call the tool names it; the server left the
 		// call in the text instead of parsing it.
 		if strings.Contains(m.content(), weatherTool) || strings.Contains(m.content(), "<tool_call>") {
-			return fail("message.tool_calls is empty, but the content holds a call: %s", clip(m.content(), 80))
+			return fail("message.tool_calls is empty, but the content holds a call: %s", s.redact().clip(m.content(), 80))
 		}
 		return skip("the model answered without calling the tool (a random-weight model cannot): no call to check")
 	}
@@ -385,7 +393,7 @@ func checkToolCalls(ctx context.Context, s *suite) outcome {
 		case tc.Function.Name != weatherTool:
 			return fail("tool_calls[%d] calls %q, which was not declared", i, tc.Function.Name)
 		case json.Unmarshal([]byte(tc.Function.Arguments), &args) != nil:
-			return fail("tool_calls[%d].function.arguments is not a JSON object: %s", i, clip(tc.Function.Arguments, 60))
+			return fail("tool_calls[%d].function.arguments is not a JSON object: %s", i, s.redact().clip(tc.Function.Arguments, 60))
 		}
 	}
 	if f := deref(ch.FinishReason); f != "tool_calls" {

@@ -21,17 +21,17 @@ func checkEcho(ctx context.Context, s *suite) outcome {
 		if evals.KindOf(f) == evals.Interrupted && ctx.Err() != nil && context.Cause(ctx) == errTimeout {
 			return fail("no answer within %s", s.cfg.Timeout)
 		}
-		return fail("%s", failureText(f))
+		return fail("%s", failureText(s.redact(), f))
 	}
 	return pass("%d prompt tokens scored, mean NLL %.3f nats per token", p.Echo.PromptTokens, p.MeanNLL)
 }
 
 // failureText names an eval failure by its kind first, as the check's
 // detail must.
-func failureText(f *schema.EvalFailure) string {
-	s := f.Short()
+func failureText(r redactor, f *schema.EvalFailure) string {
+	s := r(f.Short())
 	if f.Detail != "" {
-		s += ": " + clip(f.Detail, 200)
+		s += ": " + r.clip(f.Detail, 200)
 	}
 	return s
 }
@@ -50,11 +50,11 @@ func checkEchoMaxTokens0(ctx context.Context, s *suite) outcome {
 	e, f := evals.CheckEcho(&a.Response, req)
 	switch {
 	case f != nil:
-		return fail("%s", failureText(f))
+		return fail("%s", failureText(s.redact(), f))
 	case e.CompletionTokens != 0:
 		return fail("max_tokens 0 generated %d tokens", e.CompletionTokens)
 	case e.Text != evals.ProbeText:
-		return fail("the text is not the prompt alone: %q", clip(e.Text, 80))
+		return fail("the text is not the prompt alone: %q", s.redact().clip(e.Text, 80))
 	}
 	return pass("served: %d prompt tokens scored, nothing generated", e.PromptTokens)
 }

@@ -4,11 +4,14 @@
 //
 // The checks are one table (Checks), run in its order, one at a time, so
 // that a run is repeatable and loads the endpoint only where a check says
-// so. A check that needs another (Needs) is a skip naming it when that one
-// did not pass, so one broken feature fails exactly one check: a stream
-// that never sends [DONE] fails "stream", and the checks that build on
-// streams say they were skipped because of it. Every request has a time
-// limit, so no check can hang the suite.
+// so. A check that needs another (Needs) needs what that one Provides: the
+// endpoint doing something at all (a stream that yields content and ends,
+// usage on some chunk), never that check's strict verdict. So a stream that
+// never ends fails "stream" and the checks built on streams are skips
+// naming it, while a stream that ends but deviates in shape (no role chunk,
+// no [DONE]) fails "stream" alone, and the checks built on streams still run
+// and are judged on their own assertions. Every request has a time limit,
+// so no check can hang the suite.
 //
 // Checks judge the API, not the model: a random-weight model's gibberish
 // passes every check whose assertion is about shape, counts, determinism or
@@ -51,8 +54,14 @@ type Check struct {
 	Asserts string
 	// Request is what the check sends, in one line.
 	Request string
-	// Needs are the checks that must pass first.
+	// Needs are the checks whose Provides this one needs in order to run
+	// at all; each runs first.
 	Needs []string
+	// Provides is what a check establishes about the endpoint as it runs,
+	// whatever its own verdict: the capability the checks that need it rely
+	// on. A pass always establishes it; a failure or skip does only where
+	// the check says so (outcome.provided). Empty for a check nothing needs.
+	Provides string
 	// Probe marks the checks that load the endpoint with a burst of
 	// Config.ProbeLimits requests; they run only when that is set.
 	Probe bool
@@ -68,23 +77,29 @@ var Checks = []Check{
 		Asserts: `200 with {"object": "list", "data": [{"id": ...}]}, and the model under test among the ids`,
 		Request: "GET /models", run: checkModels},
 	{ID: "chat", Title: "chat completion has the OpenAI shape",
-		Asserts: `id, object "chat.completion", created, model, one choice with index 0, role "assistant", text, finish_reason stop or length`,
-		Request: "POST /chat/completions, max_tokens 16, temperature 0", run: checkChat},
+		Provides: "a chat answered with a 200 and a choice",
+		Asserts:  `id, object "chat.completion", created, model, one choice with index 0, role "assistant", text, finish_reason stop or length`,
+		Request:  "POST /chat/completions, max_tokens 16, temperature 0", run: checkChat},
 	{ID: "usage", Title: "non-streamed usage adds up", Needs: []string{"chat"},
-		Asserts: "usage with prompt_tokens > 0, 0 < completion_tokens <= max_tokens, total = prompt + completion; a longer prompt counts more tokens",
-		Request: "two chats, max_tokens 8, the second prompt eight sentences longer", run: checkUsage},
+		Provides: "usage with prompt_tokens in non-streamed answers",
+		Asserts:  "usage with prompt_tokens > 0, 0 < completion_tokens <= max_tokens, total = prompt + completion; a longer prompt counts more tokens",
+		Request:  "two chats, max_tokens 8, the second prompt eight sentences longer", run: checkUsage},
 	{ID: "stream", Title: "chat stream: role chunk, content, finish_reason, [DONE]",
-		Asserts: `four streams in a row, each: 200 text/event-stream, chunks of object "chat.completion.chunk" with one id, a first delta with role "assistant", content, exactly one finish_reason after the last content, data: [DONE] and nothing after; no stall`,
-		Request: "4 × POST /chat/completions stream, max_tokens 8, temperature 0", run: checkStream},
+		Provides: "streams that yield content and end with a finish_reason",
+		Asserts:  `four streams in a row, each: 200 text/event-stream, chunks of object "chat.completion.chunk" with one id, a first delta with role "assistant", content, exactly one finish_reason after the last content, data: [DONE] and nothing after; no stall`,
+		Request:  "4 × POST /chat/completions stream, max_tokens 8, temperature 0", run: checkStream},
 	{ID: "stream-usage", Title: "include_usage: a last chunk with choices [] and matching counts", Needs: []string{"stream"},
-		Asserts: "exactly one chunk carries usage, the last before [DONE], with choices []; prompt_tokens as the same messages non-streamed; content events <= completion_tokens <= max_tokens, equal to it when finish_reason is length",
-		Request: "stream with stream_options.include_usage, max_tokens 12, temperature 0; the same messages non-streamed", run: checkStreamUsage},
-	{ID: "max-tokens", Title: "max_tokens is honoured exactly with ignore_eos", Needs: []string{"stream-usage"},
-		Asserts: `usage.completion_tokens = max_tokens and finish_reason "length": the shape glmbench run sends`,
-		Request: "stream with include_usage, max_tokens 24, ignore_eos true", run: checkMaxTokens},
+		Provides: "usage on some chunk of a stream with include_usage",
+		Asserts:  "exactly one chunk carries usage, the last before [DONE], with choices []; prompt_tokens as the same messages non-streamed; content events <= completion_tokens <= max_tokens, equal to it when finish_reason is length",
+		Request:  "stream with stream_options.include_usage, max_tokens 12, temperature 0; the same messages non-streamed", run: checkStreamUsage},
+	{ID: "max-tokens", Title: "max_tokens is honoured exactly with ignore_eos", Needs: []string{"stream"},
+		Provides: "streams with ignore_eos accepted that end",
+		Asserts:  `usage.completion_tokens = max_tokens and finish_reason "length": the shape glmbench run sends (usage read from any chunk, as run reads it; a skip when no chunk carries usage)`,
+		Request:  "stream with include_usage, max_tokens 24, ignore_eos true", run: checkMaxTokens},
 	{ID: "temperature-0", Title: "temperature 0 gives the same text twice", Needs: []string{"chat"},
-		Asserts: "two identical requests at temperature 0 give the same reasoning, content and finish_reason",
-		Request: "2 × chat, max_tokens 32, temperature 0", run: checkTemperature0},
+		Provides: "the same answer twice at temperature 0",
+		Asserts:  "two identical requests at temperature 0 give the same reasoning, content and finish_reason",
+		Request:  "2 × chat, max_tokens 32, temperature 0", run: checkTemperature0},
 	{ID: "stop", Title: "a stop string ends the output before it", Needs: []string{"temperature-0"},
 		Asserts: `with a stop string taken from the middle of a temperature-0 answer, the answer ends just before its first occurrence, finish_reason "stop"`,
 		Request: "chat at temperature 0, max_tokens 48; again with stop [S, a string that never occurs]", run: checkStop},
@@ -95,8 +110,9 @@ var Checks = []Check{
 		Asserts: "choices[0].logprobs.content: one entry per completion token, logprob <= 0, exactly 3 top_logprobs in descending order, the greedy token the most likely",
 		Request: "chat, logprobs true, top_logprobs 3, max_tokens 8, temperature 0", run: checkLogprobs},
 	{ID: "completions-echo", Title: "/completions echo gives prompt logprobs", Needs: []string{"usage"},
-		Asserts: "the echo probe of glmbench eval passes; a failure is named by its kind (echo_rejected, echo_server_error, echo_ignored, logprobs_missing, echo_misaligned, echo_implausible)",
-		Request: "POST /completions, echo true, logprobs 1, max_tokens 1, temperature 0 (evals.ProbeEcho)", run: checkEcho},
+		Provides: "echo answers the echo probe accepts",
+		Asserts:  "the echo probe of glmbench eval passes; a failure is named by its kind (echo_rejected, echo_server_error, echo_ignored, logprobs_missing, echo_misaligned, echo_implausible)",
+		Request:  "POST /completions, echo true, logprobs 1, max_tokens 1, temperature 0 (evals.ProbeEcho)", run: checkEcho},
 	{ID: "echo-max-tokens-0", Title: "max_tokens 0 with echo scores the prompt alone, or is refused cleanly", Needs: []string{"completions-echo"},
 		Asserts: "200 with the prompt's text and logprobs and no generated token, or a 4xx with OpenAI error JSON (SGLang and OpenAI refuse 0)",
 		Request: "POST /completions, echo true, logprobs 1, max_tokens 0", run: checkEchoMaxTokens0},
@@ -121,7 +137,7 @@ var Checks = []Check{
 	{ID: "n", Title: "n = 2 is served with two choices or refused cleanly", Needs: []string{"chat"},
 		Asserts: "200 with choices of index 0 and 1, or a 4xx with OpenAI error JSON; never one choice or a 5xx",
 		Request: "chat, n 2, max_tokens 8", run: checkN},
-	{ID: "concurrent-streams", Title: "32 concurrent streams each get their own answer", Needs: []string{"max-tokens", "usage"},
+	{ID: "concurrent-streams", Title: "32 concurrent streams each get their own answer", Needs: []string{"usage", "stream-usage", "max-tokens"},
 		Asserts: "stream i (its own prompt and max_tokens 4+i, ignore_eos) completes with one id of its own, the prompt_tokens its prompt has alone and completion_tokens = 4+i",
 		Request: "32 × chat max_tokens 1 one at a time (the prompts' counts), then 32 streams at once", run: checkConcurrentStreams},
 	{ID: "disconnect", Title: "a client hanging up does not break later requests", Needs: []string{"max-tokens"},
@@ -242,6 +258,8 @@ type suite struct {
 	// transport, with the endpoint's headers set on each request.
 	http   *http.Client
 	status map[string]Status
+	// provided holds the checks that established what they Provide.
+	provided map[string]bool
 
 	// The probe burst is sent once, for the two checks that read it.
 	burstOnce sync.Once
@@ -262,20 +280,13 @@ func Run(ctx context.Context, cfg Config) ([]schema.CheckResult, error) {
 	if cfg.StallTimeout <= 0 {
 		cfg.StallTimeout = DefaultStallTimeout
 	}
-	// Conns: the widest check is the 32 concurrent streams; a probe burst
-	// brings a pool of its own.
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: concurrentStreams, ConnectTimeout: cfg.ConnectTimeout})
-	defer tr.Close()
-	s := &suite{
-		cfg: cfg, nonce: newNonce(),
-		client: endpoints.NewClient(cfg.Endpoint, tr),
-		http:   &http.Client{Transport: withHeaders{cfg.Endpoint, tr}},
-		status: map[string]Status{},
-	}
+	s, done := newSuite(cfg)
+	defer done()
 	results := make([]schema.CheckResult, 0, len(checks))
 	for i, c := range checks {
 		out := s.runOne(ctx, c)
 		s.status[c.ID] = out.status
+		s.provided[c.ID] = out.status == Pass || out.provided
 		r := schema.CheckResult{ID: c.ID, Title: c.Title, Status: string(out.status), Detail: s.cfg.Endpoint.Redact(oneLine(out.detail))}
 		results = append(results, r)
 		if cfg.OnResult != nil {
@@ -285,6 +296,29 @@ func Run(ctx context.Context, cfg Config) ([]schema.CheckResult, error) {
 	return results, nil
 }
 
+// newSuite makes the state of one run of cfg (its limits defaulted) and
+// returns it with the function that releases its connections.
+func newSuite(cfg Config) (*suite, func()) {
+	// Conns: the widest check is the 32 concurrent streams; a probe burst
+	// brings a pool of its own.
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: concurrentStreams, ConnectTimeout: cfg.ConnectTimeout})
+	// Every request of the suite's own goes to the endpoint's origin and
+	// nowhere else: its http.Client answers a 3xx as it came (the check
+	// names it), and the guard under both clients refuses a request to
+	// another origin, so that no redirect a client library follows can
+	// carry the key and headers away.
+	rt := sameOrigin{cfg.Endpoint, tr}
+	s := &suite{
+		cfg: cfg, nonce: newNonce(),
+		client: endpoints.NewClient(cfg.Endpoint, rt),
+		http: &http.Client{Transport: withHeaders{cfg.Endpoint, rt},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		status:   map[string]Status{},
+		provided: map[string]bool{},
+	}
+	return s, func() { tr.Close() }
+}
+
 func (s *suite) runOne(ctx context.Context, c *Check) outcome {
 	if ctx.Err() != nil {
 		return skip("not run: interrupted")
@@ -292,17 +326,25 @@ func (s *suite) runOne(ctx context.Context, c *Check) outcome {
 	if c.Probe && s.cfg.ProbeLimits <= 0 {
 		return skip("off: it sends a burst of requests at once, so it runs only when asked (--probe-limits N)")
 	}
-	// A need that failed is named before one that was skipped: it is the
-	// cause to look at.
+	// A need is met when its check established what it Provides, whatever
+	// that check's verdict. One that failed is named before one that was
+	// skipped: it is the cause to look at.
 	unmet := ""
 	for _, n := range c.Needs {
+		if s.provided[n] {
+			continue
+		}
+		what := n
+		if need, ok := Lookup(n); ok && need.Provides != "" {
+			what += " (" + need.Provides + ")"
+		}
 		switch s.status[n] {
 		case Fail:
-			return skip("needs %s, which failed", n)
+			return skip("needs %s, which failed", what)
 		case Skip:
-			unmet = cmp.Or(unmet, n+", which was skipped")
-		case "":
-			unmet = cmp.Or(unmet, n+", which did not run")
+			unmet = cmp.Or(unmet, what+", which was skipped")
+		default:
+			unmet = cmp.Or(unmet, what+", which did not run")
 		}
 	}
 	if unmet != "" {
@@ -320,11 +362,27 @@ func (s *suite) runOne(ctx context.Context, c *Check) outcome {
 type outcome struct {
 	status Status
 	detail string
+	// provided is set on a failure or skip that still established what
+	// the check Provides (a pass always does).
+	provided bool
 }
 
-func pass(format string, args ...any) outcome { return outcome{Pass, fmt.Sprintf(format, args...)} }
-func fail(format string, args ...any) outcome { return outcome{Fail, fmt.Sprintf(format, args...)} }
-func skip(format string, args ...any) outcome { return outcome{Skip, fmt.Sprintf(format, args...)} }
+// butProvided marks a failure or skip that came after the check had
+// established what it Provides: the checks that need it can run.
+func (o outcome) butProvided() outcome {
+	o.provided = true
+	return o
+}
+
+func pass(format string, args ...any) outcome {
+	return outcome{status: Pass, detail: fmt.Sprintf(format, args...)}
+}
+func fail(format string, args ...any) outcome {
+	return outcome{status: Fail, detail: fmt.Sprintf(format, args...)}
+}
+func skip(format string, args ...any) outcome {
+	return outcome{status: Skip, detail: fmt.Sprintf(format, args...)}
+}
 
 // newNonce is 8 random hex characters, put into prompts so that no prefix
 // cache carries one run's answers into another.

@@ -55,7 +55,7 @@ func checkModels(ctx context.Context, s *suite) outcome {
 			return pass("%d model(s) listed, %s among them", len(ids), s.cfg.Endpoint.Model)
 		}
 	}
-	return fail("%s is not among the %d listed: %s", s.cfg.Endpoint.Model, len(ids), clip(strings.Join(ids, ", "), 120))
+	return fail("%s is not among the %d listed: %s", s.cfg.Endpoint.Model, len(ids), s.redact().clip(strings.Join(ids, ", "), 120))
 }
 
 // contextLength is the model's context length as /models gives it, 0 when
@@ -88,7 +88,7 @@ func checkBadRequest(ctx context.Context, s *suite) outcome {
 		if a.err != nil || a.Status != http.StatusBadRequest {
 			return fail("%s: %s, want HTTP 400", c.what, a.describe())
 		}
-		if _, p := openAIError(a.Body); p != "" {
+		if _, p := openAIError(a.r, a.Body); p != "" {
 			return fail("%s: HTTP 400, but %s", c.what, p)
 		}
 	}

@@ -145,9 +145,9 @@ func checkQueueOverflow(ctx context.Context, s *suite) outcome {
 		example := ""
 		for _, r := range b.results {
 			if r.Class != "" && r.Class != schema.RateLimited && r.Class != schema.QueueFull {
-				example = r.Detail
+				example = s.redact()(r.Detail)
 				if len(r.Body) > 0 {
-					example += ": " + clip(endpoints.ErrorMessage(r.Body), 120)
+					example += ": " + s.redact().clip(endpoints.ErrorMessage(r.Body), 120)
 				}
 				break
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -30,6 +31,63 @@ func (w withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 	return w.rt.RoundTrip(r)
 }
 
+// sameOrigin refuses any request to an origin (scheme and host) other than
+// the endpoint's: a redirect that a client follows to another server would
+// carry the endpoint's key and headers there. conform's own http.Client
+// follows no redirect at all; this guards the clients it hands its
+// transport to (endpoints.Client, through which the echo probe goes).
+type sameOrigin struct {
+	ep *endpoints.Endpoint
+	rt http.RoundTripper
+}
+
+func (g sameOrigin) RoundTrip(r *http.Request) (*http.Response, error) {
+	if base, err := url.Parse(g.ep.BaseURL); err == nil && !sameHost(base, r.URL) {
+		if r.Body != nil {
+			r.Body.Close() // a RoundTripper closes the body, even on an error
+		}
+		return nil, fmt.Errorf("a redirect to another origin (%s) not followed: it would carry the credentials there", origin(r.URL))
+	}
+	return g.rt.RoundTrip(r)
+}
+
+func sameHost(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
+}
+
+// origin is u's scheme and host, without user info, path or query.
+func origin(u *url.URL) string { return u.Scheme + "://" + u.Host }
+
+// redirectLine names a 3xx: where its Location points, and that it was not
+// followed. Another origin is named by its origin alone; the same origin by
+// the path (both without the endpoint's secrets).
+func redirectLine(status int, base, location string, r redactor) string {
+	s := fmt.Sprintf("HTTP %d redirect", status)
+	if location == "" {
+		return s + " without a Location"
+	}
+	loc, err := url.Parse(location)
+	b, berr := url.Parse(base)
+	switch {
+	case err != nil || berr != nil:
+		return s + " to an unreadable Location, not followed"
+	case loc.IsAbs() && !sameHost(b, loc):
+		return fmt.Sprintf("%s to another origin, %s, not followed: a client that follows it sends the API key and headers there", s, r(origin(loc)))
+	}
+	return fmt.Sprintf("%s to %s on the same origin, not followed", s, r.clip(b.ResolveReference(loc).Path, 80))
+}
+
+// redactor takes the endpoint's secrets out of text a server sent. It runs
+// before any cut (redactor.clip): cut first, a key straddling the cut
+// would leave its prefix behind, where no later redaction finds it.
+type redactor func(string) string
+
+// clip redacts s, then shortens it to n bytes (see clip).
+func (r redactor) clip(s string, n int) string { return clip(r(s), n) }
+
+// redact is the suite's redactor.
+func (s *suite) redact() redactor { return s.cfg.Endpoint.Redact }
+
 // Causes a request's context ends with, so a check can say why.
 var (
 	errTimeout = errors.New("request time limit")
@@ -43,6 +101,9 @@ var (
 type answer struct {
 	endpoints.Response
 	err error
+	// location is a 3xx's Location; base the endpoint's base URL.
+	location, base string
+	r              redactor
 }
 
 // post sends body as JSON to path (relative to the API base) and reads the
@@ -57,33 +118,49 @@ func (s *suite) post(ctx context.Context, path string, body any) *answer {
 
 // postRaw is post with the body's bytes as given, malformed or not.
 func (s *suite) postRaw(ctx context.Context, path string, b []byte) *answer {
-	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
-	defer cancel()
-	resp, err := s.client.Post(ctx, path, b)
-	if err != nil {
-		return &answer{err: s.noAnswer(ctx, err)}
-	}
-	return &answer{Response: *resp}
+	return s.do(ctx, http.MethodPost, path, b)
 }
 
 // get fetches path (relative to the API base) within the time limit.
 func (s *suite) get(ctx context.Context, path string) *answer {
+	return s.do(ctx, http.MethodGet, path, nil)
+}
+
+// answerLimit bounds a whole answer read into memory.
+const answerLimit = 16 << 20
+
+// do sends one request over the suite's own client (no redirect followed)
+// and reads the whole answer within the time limit.
+func (s *suite) do(ctx context.Context, method, path string, body []byte) *answer {
+	a := &answer{base: s.cfg.Endpoint.BaseURL, r: s.redact()}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.Endpoint.BaseURL+path, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.cfg.Endpoint.BaseURL+path, rd)
 	if err != nil {
-		return &answer{err: err}
+		a.err = err
+		return a
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return &answer{err: s.noAnswer(ctx, err)}
+		a.err = s.noAnswer(ctx, err)
+		return a
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
 	if err != nil {
-		return &answer{err: s.noAnswer(ctx, err)}
+		a.err = s.noAnswer(ctx, err)
+		return a
 	}
-	return &answer{Response: endpoints.Response{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: b}}
+	a.Response = endpoints.Response{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: b}
+	a.location = resp.Header.Get("Location")
+	return a
 }
 
 // noAnswer words a request that got no answer, for after "no answer: ":
@@ -104,12 +181,18 @@ func (a *answer) describe() string {
 	if a.err != nil {
 		return "no answer: " + a.err.Error()
 	}
-	return statusLine(a.Status, a.RetryAfter, a.Body)
+	if isRedirect(a.Status) {
+		return redirectLine(a.Status, a.base, a.location, a.r)
+	}
+	return statusLine(a.r, a.Status, a.RetryAfter, a.Body)
 }
 
-// statusLine names an HTTP status and what the body said; a 429 names its
-// Retry-After, which is what a client needs from it.
-func statusLine(status int, retryAfter string, body []byte) string {
+func isRedirect(status int) bool { return status >= 300 && status < 400 }
+
+// statusLine names an HTTP status and what the body said, its secrets
+// redacted; a 429 names its Retry-After, which is what a client needs from
+// it.
+func statusLine(r redactor, status int, retryAfter string, body []byte) string {
 	s := fmt.Sprintf("HTTP %d", status)
 	if status == http.StatusTooManyRequests {
 		s += " rate limited"
@@ -119,7 +202,7 @@ func statusLine(status int, retryAfter string, body []byte) string {
 			s += " (no Retry-After)"
 		}
 	}
-	if msg := clip(endpoints.ErrorMessage(body), 160); msg != "" {
+	if msg := r.clip(endpoints.ErrorMessage(body), 160); msg != "" {
 		s += ": " + msg
 	}
 	return s
@@ -128,31 +211,32 @@ func statusLine(status int, retryAfter string, body []byte) string {
 // decode reads a 200's JSON body into v.
 func (a *answer) decode(v any) error {
 	if err := json.Unmarshal(a.Body, v); err != nil {
-		return fmt.Errorf("the 200 body is not the JSON expected: %v (%s)", err, clip(string(a.Body), 80))
+		return fmt.Errorf("the 200 body is not the JSON expected: %v (%s)", err, a.r.clip(string(a.Body), 80))
 	}
 	return nil
 }
 
 // openAIError checks an error body against OpenAI's shape,
 // {"error": {"message": "...", "type": ..., "param": ..., "code": ...}},
-// and returns its message, or what is wrong with it.
-func openAIError(body []byte) (msg string, problem string) {
+// and returns its message, or what is wrong with it, without the
+// endpoint's secrets.
+func openAIError(r redactor, body []byte) (msg string, problem string) {
 	var v struct {
 		Error json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
-		return "", fmt.Sprintf("the error body is not JSON: %s", clip(string(body), 80))
+		return "", fmt.Sprintf("the error body is not JSON: %s", r.clip(string(body), 80))
 	}
 	var e struct {
 		Message *string `json:"message"`
 	}
 	if len(v.Error) == 0 || string(v.Error) == "null" || json.Unmarshal(v.Error, &e) != nil {
-		return "", fmt.Sprintf(`the error body has no "error" object: %s`, clip(string(body), 80))
+		return "", fmt.Sprintf(`the error body has no "error" object: %s`, r.clip(string(body), 80))
 	}
 	if e.Message == nil || strings.TrimSpace(*e.Message) == "" {
 		return "", `the "error" object has no message`
 	}
-	return clip(*e.Message, 120), ""
+	return r.clip(*e.Message, 120), ""
 }
 
 // refusal judges a 4xx meant as a clean refusal: OpenAI error JSON, and not
@@ -164,7 +248,7 @@ func refusal(a *answer) (msg string, problem string) {
 	case a.Status < 400 || a.Status >= 500 || endpoints.NotThisRequest(a.Status):
 		return "", a.describe()
 	}
-	msg, p := openAIError(a.Body)
+	msg, p := openAIError(a.r, a.Body)
 	if p != "" {
 		return "", fmt.Sprintf("HTTP %d, but %s", a.Status, p)
 	}
@@ -172,6 +256,7 @@ func refusal(a *answer) (msg string, problem string) {
 }
 
 // clip shortens s to n bytes on a character boundary, marking the cut.
+// Text from a server goes through redactor.clip instead.
 func clip(s string, n int) string {
 	s = oneLine(strings.ToValidUTF8(s, "?"))
 	if len(s) <= n {
@@ -353,6 +438,9 @@ type streamed struct {
 	hungUp bool
 	// noAnswer is set when no response came at all.
 	noAnswer error
+	// location is a 3xx's Location; base the endpoint's base URL.
+	location, base string
+	r              redactor
 }
 
 // text is the streamed reasoning and content, each joined.
@@ -405,25 +493,28 @@ func (st *streamed) usage() *endpoints.Usage {
 	return nil
 }
 
-// problem is the first thing wrong with a stream that should have ended
-// well by itself, "" when it did: an answer, a 200, no error event, no
-// stall or cut, content, a finish_reason and [DONE].
+// problem is the first thing that kept a stream from yielding content and
+// ending, "" when nothing did: an answer, a 200, no error event, no stall,
+// cut or time limit, content and a finish_reason. This is what a stream
+// must do for glmbench run to count it complete, and what the checks built
+// on streams need; a missing [DONE] or role chunk is for the stream check's
+// stricter streamShape.
 func (st *streamed) problem() string {
 	switch {
 	case st.noAnswer != nil:
 		return "no answer: " + st.noAnswer.Error()
+	case isRedirect(st.status):
+		return redirectLine(st.status, st.base, st.location, st.r)
 	case st.status != http.StatusOK:
-		return statusLine(st.status, st.retryAfter, st.body)
+		return statusLine(st.r, st.status, st.retryAfter, st.body)
 	case st.errorEvent:
-		return "an error event inside the 200 stream: " + clip(endpoints.ErrorMessage(st.body), 160)
+		return "an error event inside the 200 stream: " + st.r.clip(endpoints.ErrorMessage(st.body), 160)
 	case st.failure != "":
 		return st.failure
 	case st.contentEvents == 0:
 		return "200 with no content event"
 	case st.finish() == "":
 		return "no chunk carries a finish_reason"
-	case !st.done:
-		return "the stream ended without data: [DONE]"
 	}
 	return ""
 }
@@ -436,7 +527,7 @@ const readLimit = 4 << 10
 // the response headers (with no chunk read) and after each event whether
 // to hang up now.
 func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*streamed) bool) *streamed {
-	st := &streamed{}
+	st := &streamed{base: s.cfg.Endpoint.BaseURL, r: s.redact()}
 	b, err := json.Marshal(body)
 	if err != nil {
 		st.noAnswer = err
@@ -462,6 +553,7 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 	defer resp.Body.Close()
 	st.status, st.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
 	st.contentType = resp.Header.Get("Content-Type")
+	st.location = resp.Header.Get("Location")
 	if resp.StatusCode != http.StatusOK {
 		st.body, _ = io.ReadAll(io.LimitReader(resp.Body, readLimit))
 		return st
