@@ -54,7 +54,27 @@ type Options struct {
 	SimCost  sim.CostModel
 	// Truth, when set, receives every stream's arrival and event times (JSONL).
 	Truth io.Writer
+	// MaxBodyBytes, BodyTimeout and MaxParsing bound what one request can
+	// cost before it is refused (server.Options; 0: the server's defaults).
+	MaxBodyBytes int64
+	BodyTimeout  time.Duration
+	MaxParsing   int
+	// IdleTimeout closes a keep-alive connection idle this long (0:
+	// DefaultIdleTimeout).
+	IdleTimeout time.Duration
 }
+
+// HTTP timeouts of the engine's listener. There is no ReadTimeout: it would
+// also end the read that watches a long stream for its client going away;
+// the body's own deadline is server.Options.BodyTimeout.
+const (
+	// DefaultIdleTimeout is longer than the 90 s after which Go's (and
+	// glmbench's) client drops an idle connection, so the client closes
+	// first and never sends on a connection the server is closing.
+	DefaultIdleTimeout = 120 * time.Second
+	// readHeaderTimeout bounds a request's headers (a slowloris client).
+	readHeaderTimeout = 30 * time.Second
+)
 
 // DefaultOptions are `glmbench serve`'s defaults. Mixed chunks are on,
 // unlike SGLang: a CPU prefills about a thousand times slower than a GPU,
@@ -158,6 +178,7 @@ func Start(opts Options) (*Engine, error) {
 		ModelName: name, ModelPath: modelPath(opts),
 		RateLimitConcurrency: opts.RateLimitConcurrency, RateLimitRPM: opts.RateLimitRPM,
 		Version: opts.Version, Logger: opts.Logger, Faults: opts.Faults, Truth: truth,
+		MaxBodyBytes: opts.MaxBodyBytes, BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
 	}, s, tok, metrics)
 	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
 	e.ln, err = net.Listen("tcp", addr)
@@ -165,7 +186,11 @@ func Start(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	go s.Run()
-	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	idle := opts.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idle}
 	if truth != nil {
 		// The truth dates requests by the kernel's receive stamps.
 		e.ln, e.http.ConnContext = rxstamp.Listener(e.ln), server.ConnContext

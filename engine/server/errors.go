@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // apiError is an error answered to a client: its HTTP status and the
@@ -36,6 +37,8 @@ func errorType(status int) string {
 		return "NotFoundError"
 	case http.StatusMethodNotAllowed:
 		return "MethodNotAllowedError"
+	case http.StatusRequestTimeout:
+		return "RequestTimeoutError"
 	case http.StatusRequestEntityTooLarge:
 		return "RequestEntityTooLargeError"
 	case http.StatusTooManyRequests:
@@ -120,25 +123,42 @@ func marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// maxBodyBytes bounds a request body; beyond it the answer is 413.
-const maxBodyBytes = 32 << 20
-
-// decodeBody reads r's JSON body into dst, turning every failure into a
-// client error that says what is wrong and, for a wrong type, which field.
-func decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+// readBody reads r's body whole, within the server's size limit and body
+// deadline, turning every failure into a client error: 413 past the limit
+// (MaxBytesReader also stops reading there and closes the connection after
+// the answer), 408 when the body is late, 400 when it breaks off.
+//
+// The deadline is the connection's read deadline, set for this body and
+// cleared once it is read: http.Server's ReadTimeout would also end the
+// read that watches a long stream's connection for the client going away.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	if d := s.opts.BodyTimeout; d > 0 {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			defer rc.SetReadDeadline(time.Time{})
+		}
+	}
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(min(n, s.maxBody, 64<<10))) // a declared length is not trusted further
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge,
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
 				Message: fmt.Sprintf("The request body is larger than %d bytes.", tooBig.Limit)}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, &apiError{Status: http.StatusRequestTimeout,
+				Message: fmt.Sprintf("The request body did not arrive within %s.", s.opts.BodyTimeout)}
 		}
-		return badRequest("", "Could not read the request body: %v", err)
+		return nil, badRequest("", "Could not read the request body: %v", err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("", "The request body is empty; expected a JSON object.")
+	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
+		return nil, badRequest("", "The request body is empty; expected a JSON object.")
 	}
-	return decodeJSON(body, dst)
+	return buf.Bytes(), nil
 }
 
 func decodeJSON(body []byte, dst any) *apiError {
@@ -148,7 +168,10 @@ func decodeJSON(body []byte, dst any) *apiError {
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var own *apiError
 	switch {
+	case errors.As(err, &own): // a field's own decoder refused it (a bound)
+		return own
 	case errors.As(err, &syn):
 		return badRequest("", "Malformed JSON at byte %d: %v", syn.Offset, syn)
 	case errors.As(err, &typ):
