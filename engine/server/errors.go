@@ -138,6 +138,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 			defer rc.SetReadDeadline(time.Time{})
 		}
 	}
+	if r.ContentLength > s.maxBody { // declared too large: refused before a byte is read
+		return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
+			Message: fmt.Sprintf("The request body is larger than %d bytes.", s.maxBody)}
+	}
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 {
 		buf.Grow(int(min(n, s.maxBody, 64<<10))) // a declared length is not trusted further
