@@ -64,9 +64,10 @@ type Options struct {
 	IdleTimeout time.Duration
 }
 
-// HTTP timeouts of the engine's listener. There is no ReadTimeout: it would
-// also end the read that watches a long stream for its client going away;
-// the body's own deadline is server.Options.BodyTimeout.
+// HTTP timeouts of the engine's listener. The POST bodies' own deadline is
+// server.Options.BodyTimeout, set by the handler; ReadTimeout (headers and
+// BodyTimeout) backs it up for every other route. net/http clears the read
+// deadline once a body is read, so neither cuts a long stream.
 const (
 	// DefaultIdleTimeout is longer than the 90 s after which Go's (and
 	// glmbench's) client drops an idle connection, so the client closes
@@ -144,7 +145,7 @@ func Start(opts Options) (*Engine, error) {
 			sc.MaxTotalTokens = simDefaultTokens / sc.PageSize * sc.PageSize
 		}
 	}
-	if sc.ContextLength == 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
+	if sc.ContextLength <= 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
 		sc.ContextLength = cfg.MaxPositionEmbeddings
 	}
 	sc.Defaults()
@@ -191,6 +192,12 @@ func Start(opts Options) (*Engine, error) {
 		idle = DefaultIdleTimeout
 	}
 	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idle}
+	if bt := opts.BodyTimeout; bt >= 0 {
+		if bt == 0 {
+			bt = server.DefaultBodyTimeout
+		}
+		e.http.ReadTimeout = readHeaderTimeout + bt
+	}
 	if truth != nil {
 		// The truth dates requests by the kernel's receive stamps.
 		e.ln, e.http.ConnContext = rxstamp.Listener(e.ln), server.ConnContext

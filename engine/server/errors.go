@@ -128,9 +128,12 @@ func marshal(v any) ([]byte, error) {
 // (MaxBytesReader also stops reading there and closes the connection after
 // the answer), 408 when the body is late, 400 when it breaks off.
 //
-// The deadline is the connection's read deadline, set for this body and
-// cleared once it is read: http.Server's ReadTimeout would also end the
-// read that watches a long stream's connection for the client going away.
+// The deadline is the connection's read deadline, set here so that it
+// holds under any http.Server the handler is mounted on (httptest, or a
+// program embedding the engine) and counts from the end of the headers.
+// net/http clears it once the body is read, before the read that watches a
+// stream's connection for its client going away, so a long stream is never
+// cut by it; it is cleared here too for a body refused before its end.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	if d := s.opts.BodyTimeout; d > 0 {
 		rc := http.NewResponseController(w)
