@@ -54,11 +54,13 @@ type Options struct {
 	SimCost  sim.CostModel
 	// Truth, when set, receives every stream's arrival and event times (JSONL).
 	Truth io.Writer
-	// MaxBodyBytes, BodyTimeout and MaxParsing bound what one request can
-	// cost before it is refused (server.Options; 0: the server's defaults).
-	MaxBodyBytes int64
-	BodyTimeout  time.Duration
-	MaxParsing   int
+	// MaxBodyBytes, MaxBufferedBytes, BodyTimeout and MaxParsing bound what
+	// requests can cost before they are refused (server.Options; 0: the
+	// server's defaults).
+	MaxBodyBytes     int64
+	MaxBufferedBytes int64
+	BodyTimeout      time.Duration
+	MaxParsing       int
 	// IdleTimeout closes a keep-alive connection idle this long (0:
 	// DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -179,7 +181,8 @@ func Start(opts Options) (*Engine, error) {
 		ModelName: name, ModelPath: modelPath(opts),
 		RateLimitConcurrency: opts.RateLimitConcurrency, RateLimitRPM: opts.RateLimitRPM,
 		Version: opts.Version, Logger: opts.Logger, Faults: opts.Faults, Truth: truth,
-		MaxBodyBytes: opts.MaxBodyBytes, BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
+		MaxBodyBytes: opts.MaxBodyBytes, MaxBufferedBytes: opts.MaxBufferedBytes,
+		BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
 	}, s, tok, metrics)
 	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
 	e.ln, err = net.Listen("tcp", addr)

@@ -93,12 +93,12 @@ type chatDelta struct {
 }
 
 // handleChat serves POST /v1/chat/completions.
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, b *body) {
 	start := time.Now()
 	var spec *genSpec
-	err := s.parse(w, r, func() (err *apiError) {
+	err := s.parse(w, r, b, func(data []byte) (err *apiError) {
 		var req chatRequest
-		if err = decodeJSON(body, &req); err == nil {
+		if err = decodeJSON(data, &req); err == nil {
 			spec, err = s.parseChat(&req)
 		}
 		return err

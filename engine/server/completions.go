@@ -30,12 +30,12 @@ type completionChoice struct {
 }
 
 // handleCompletion serves POST /v1/completions.
-func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, b *body) {
 	start := time.Now()
 	var spec *genSpec
-	err := s.parse(w, r, func() (err *apiError) {
+	err := s.parse(w, r, b, func(data []byte) (err *apiError) {
 		var req completionRequest
-		if err = decodeJSON(body, &req); err == nil {
+		if err = decodeJSON(data, &req); err == nil {
 			spec, err = s.parseCompletion(&req)
 		}
 		return err

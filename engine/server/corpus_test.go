@@ -96,6 +96,8 @@ func hostileCorpus() []hostile {
 		strings.Repeat("[", 20000) + strings.Repeat("]", 20000),
 		`{"prompt":` + strings.Repeat("[", 5000) + "1" + strings.Repeat("]", 5000) + `}`,
 		`{"prompt":"hi","x":` + strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000) + `}`,
+		`{"prompt":[1,300,319],"echo":true,"max_tokens":0,"logprobs":20}`, `{"prompt":[319],"max_tokens":3,"logprobs":20,"stream":true}`,
+		`{` + user + `,"max_tokens":3,"logprobs":true,"top_logprobs":20}`,
 		`{"prompt":"hi","max_tokens":16,"min_tokens":17}`, `{"prompt":"hi","max_tokens":0}`, `{"prompt":"hi","max_tokens":0,"echo":true}`,
 	} {
 		path := "/v1/completions"
@@ -258,6 +260,9 @@ func TestAHostileCorpusGetsNo5xxAndBoundedMemory(t *testing.T) {
 		if grow := int64(after.hwm) - int64(before.hwm); grow > 512*mib {
 			t.Errorf("VmHWM grew by %d MiB, bound 512 MiB", grow/mib)
 		}
+	}
+	if n := e.srv.buffered.Load(); n != 0 {
+		t.Errorf("%d bytes of the body budget were never given back", n)
 	}
 	if n := e.sched.StepPanics(); n != 0 {
 		t.Errorf("%d scheduler steps panicked", n)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"reflect"
@@ -123,10 +124,40 @@ func marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// readBody reads r's body whole, within the server's size limit and body
-// deadline, turning every failure into a client error: 413 past the limit
-// (MaxBytesReader also stops reading there and closes the connection after
-// the answer), 408 when the body is late, 400 when it breaks off.
+// body is a request body read whole, and the share of the server's body
+// budget (Options.MaxBufferedBytes) its buffer holds until release.
+type body struct {
+	data    []byte
+	srv     *Server
+	charged int64
+}
+
+// release gives the body's bytes back to the budget; the data is not to
+// be used after. It is safe to call more than once.
+func (b *body) release() {
+	if b.charged > 0 {
+		b.srv.buffered.Add(-b.charged)
+		b.charged = 0
+	}
+	b.data = nil
+}
+
+// charge takes n bytes of the body budget, or reports that it is spent.
+func (b *body) charge(n int64) bool {
+	if b.srv.buffered.Add(n) > b.srv.opts.MaxBufferedBytes {
+		b.srv.buffered.Add(-n)
+		return false
+	}
+	b.charged += n
+	return true
+}
+
+// readBody reads r's body whole, within the server's size limit, body
+// budget and body deadline, turning every failure into a client error:
+// 413 past the limit (MaxBytesReader also stops reading there and closes
+// the connection after the answer), 408 when the body is late, 400 when it
+// breaks off, 503 when the bodies being read hold the whole budget. The
+// buffer grows with the bytes that arrive, never with a declared length.
 //
 // The deadline is the connection's read deadline, set here so that it
 // holds under any http.Server the handler is mounted on (httptest, or a
@@ -134,38 +165,63 @@ func marshal(v any) ([]byte, error) {
 // net/http clears it once the body is read, before the read that watches a
 // stream's connection for its client going away, so a long stream is never
 // cut by it; it is cleared here too for a body refused before its end.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body, *apiError) {
+	if r.ContentLength > s.maxBody { // declared too large: refused before a byte is read
+		return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
+			Message: fmt.Sprintf("The request body is larger than %d bytes.", s.maxBody)}
+	}
 	if d := s.opts.BodyTimeout; d > 0 {
 		rc := http.NewResponseController(w)
 		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
 			defer rc.SetReadDeadline(time.Time{})
 		}
 	}
-	if r.ContentLength > s.maxBody { // declared too large: refused before a byte is read
-		return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
-			Message: fmt.Sprintf("The request body is larger than %d bytes.", s.maxBody)}
+	b := &body{srv: s}
+	busy := func() *apiError {
+		b.release()
+		s.metrics.rejected("body_budget")
+		w.Header().Set("Retry-After", "1")
+		return unavailable("The server is reading too many request bodies at once; retry after 1 s.")
 	}
-	var buf bytes.Buffer
-	if n := r.ContentLength; n > 0 {
-		buf.Grow(int(min(n, s.maxBody, 64<<10))) // a declared length is not trusted further
+	const first = 16 << 10
+	if !b.charge(first) {
+		return nil, busy()
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
-				Message: fmt.Sprintf("The request body is larger than %d bytes.", tooBig.Limit)}
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return nil, &apiError{Status: http.StatusRequestTimeout,
-				Message: fmt.Sprintf("The request body did not arrive within %s.", s.opts.BodyTimeout)}
+	buf := make([]byte, 0, first)
+	src := http.MaxBytesReader(w, r.Body, s.maxBody)
+	for {
+		if len(buf) == cap(buf) {
+			grown := min(2*int64(cap(buf)), s.maxBody+1)
+			if !b.charge(grown - int64(cap(buf))) {
+				return nil, busy()
+			}
+			buf = append(make([]byte, 0, grown), buf...)
 		}
-		return nil, badRequest("", "Could not read the request body: %v", err)
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.release()
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooBig):
+				return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
+					Message: fmt.Sprintf("The request body is larger than %d bytes.", tooBig.Limit)}
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return nil, &apiError{Status: http.StatusRequestTimeout,
+					Message: fmt.Sprintf("The request body did not arrive within %s.", s.opts.BodyTimeout)}
+			}
+			return nil, badRequest("", "Could not read the request body: %v", err)
+		}
 	}
-	if len(bytes.TrimSpace(buf.Bytes())) == 0 {
+	if len(bytes.TrimSpace(buf)) == 0 {
+		b.release()
 		return nil, badRequest("", "The request body is empty; expected a JSON object.")
 	}
-	return buf.Bytes(), nil
+	b.data = buf
+	return b, nil
 }
 
 func decodeJSON(body []byte, dst any) *apiError {

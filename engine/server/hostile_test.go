@@ -223,3 +223,22 @@ func (l *lockedBuf) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+func TestBodiesBeingReadShareABudgetAndGiveItBack(t *testing.T) {
+	e := newEnv(t, envConfig{opts: Options{MaxBufferedBytes: 64 << 10, BodyTimeout: 300 * time.Millisecond}})
+	// A client that sent 40 KiB of a 100 KiB body holds a 64 KiB buffer.
+	c := e.rawConn()
+	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 102400\r\n\r\n{\"prompt\":\"%s", strings.Repeat("a", 40<<10))
+	waitFor(t, "the slow body to be buffered", func() bool { return e.srv.buffered.Load() == 64<<10 })
+	code, h, b := e.post("/v1/completions", map[string]any{"prompt": "hi", "max_tokens": 1})
+	if code != 503 || h.Get("Retry-After") != "1" || !strings.Contains(string(b), "too many request bodies") {
+		t.Errorf("with the budget spent: %d %s; want 503 with Retry-After 1", code, b)
+	}
+	if code, _ := readStatus(t, c, 5*time.Second); code != http.StatusRequestTimeout {
+		t.Errorf("the slow body: %d, want 408", code)
+	}
+	e.okCompletion()
+	if n := e.srv.buffered.Load(); n != 0 {
+		t.Errorf("%d bytes of the budget were never given back", n)
+	}
+}

@@ -72,6 +72,10 @@ type Options struct {
 	// of its headers; a body that is late is answered 408 and its
 	// connection closed. 0 is DefaultBodyTimeout; negative is none.
 	BodyTimeout time.Duration
+	// MaxBufferedBytes bounds the bytes of all the bodies being read and
+	// parsed at once; a body that would pass it gets 503 with Retry-After:
+	// 1. 0 is DefaultMaxBufferedBytes, or 4 bodies of MaxBodyBytes if more.
+	MaxBufferedBytes int64
 	// MaxParsing bounds the bodies decoded and tokenized at once (the part
 	// of a request whose memory grows with its body). 0 is
 	// max(2, GOMAXPROCS).
@@ -92,6 +96,9 @@ const (
 	// bodyBytesPerToken sizes the body limit of a longer context: a token
 	// id as JSON is at most 7 bytes, a byte of text at most 6 (\u00XX).
 	bodyBytesPerToken = 32
+	// DefaultMaxBufferedBytes holds a burst of 4,096 requests of 64 KiB
+	// (a sweep's largest, at the presets' context) at once.
+	DefaultMaxBufferedBytes = 256 << 20
 	// DefaultBodyTimeout lets a body of the default limit arrive at about
 	// 140 KB/s: far slower than any client on a working network.
 	DefaultBodyTimeout = 30 * time.Second
@@ -103,15 +110,16 @@ const (
 
 // Server serves the OpenAI-compatible API over a running scheduler.
 type Server struct {
-	opts    Options
-	sched   *sched.Scheduler
-	tok     *tokenizer.Tokenizer
-	metrics *Metrics
-	limiter *limiter
-	parsing chan struct{} // a slot per body being parsed
-	maxBody int64
-	handler http.Handler
-	created int64 // unix seconds, /v1/models' created
+	opts     Options
+	sched    *sched.Scheduler
+	tok      *tokenizer.Tokenizer
+	metrics  *Metrics
+	limiter  *limiter
+	parsing  chan struct{} // a slot per body being parsed
+	maxBody  int64
+	buffered atomic.Int64 // bytes of the bodies being read and parsed
+	handler  http.Handler
+	created  int64 // unix seconds, /v1/models' created
 
 	ready atomic.Bool
 
@@ -149,6 +157,9 @@ func New(opts Options, s *sched.Scheduler, tok *tokenizer.Tokenizer, metrics *Me
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = max(DefaultMaxBodyBytes, bodyBytesPerToken*int64(s.Config().ContextLength))
+	}
+	if opts.MaxBufferedBytes <= 0 {
+		opts.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 4*opts.MaxBodyBytes)
 	}
 	if opts.BodyTimeout == 0 {
 		opts.BodyTimeout = DefaultBodyTimeout
@@ -294,11 +305,12 @@ func (s *Server) routes() http.Handler {
 }
 
 // generation wraps a POST endpoint: readiness first; then the body is read
-// whole, within its size limit and read deadline, before anything is held
-// for the request, so a client that trickles its body holds no limiter
-// slot and no parsing slot, only its connection until BodyTimeout; then the
-// gateway limiter; then the in-flight accounting that Shutdown waits on.
-func (s *Server) generation(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+// whole, within its size limit, the body budget and its read deadline,
+// before anything else is held for the request, so a client that trickles
+// its body holds no limiter slot and no parsing slot, only its connection
+// and the bytes it sent until BodyTimeout; then the gateway limiter; then
+// the in-flight accounting that Shutdown waits on.
+func (s *Server) generation(h func(http.ResponseWriter, *http.Request, *body)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.ready.Load() || s.shuttingDown() {
 			s.metrics.rejected("unavailable")
@@ -313,6 +325,7 @@ func (s *Server) generation(h func(http.ResponseWriter, *http.Request, []byte)) 
 			writeError(w, err)
 			return
 		}
+		defer body.release() // parse releases it first, once the body is decoded
 		release, retryAfter, ok := s.limiter.acquire()
 		if !ok {
 			s.metrics.rejected("rate_limit")
@@ -337,7 +350,8 @@ func (s *Server) generation(h func(http.ResponseWriter, *http.Request, []byte)) 
 // tokens is bounded by the body limit times the slots. A request that
 // finds no slot within ParseWait gets 503 with Retry-After: 1 (the
 // server's own overload, which SGLang also answers with 503).
-func (s *Server) parse(w http.ResponseWriter, r *http.Request, f func() *apiError) *apiError {
+func (s *Server) parse(w http.ResponseWriter, r *http.Request, b *body, f func([]byte) *apiError) *apiError {
+	defer b.release()
 	select {
 	case s.parsing <- struct{}{}:
 	default:
@@ -354,7 +368,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request, f func() *apiErro
 		}
 	}
 	defer func() { <-s.parsing }()
-	return f()
+	return f(b.data)
 }
 
 // recoverer keeps a panicking handler from taking the process down: it
