@@ -9,7 +9,7 @@ import (
 )
 
 // maxStopTokenIDs bounds stop_token_ids: real requests name a few EOS ids,
-// and no vocabulary of this engine holds more than a few hundred.
+// and the presets' vocabularies hold 320 and 512 ids.
 const maxStopTokenIDs = 1024
 
 // errNotIntList is scanIDs' answer to anything but a JSON array of integers.
