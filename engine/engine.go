@@ -54,7 +54,30 @@ type Options struct {
 	SimCost  sim.CostModel
 	// Truth, when set, receives every stream's arrival and event times (JSONL).
 	Truth io.Writer
+	// MaxBodyBytes, MaxBufferedBytes, BodyTimeout and MaxParsing bound what
+	// requests can cost before they are refused (server.Options; 0: the
+	// server's defaults).
+	MaxBodyBytes     int64
+	MaxBufferedBytes int64
+	BodyTimeout      time.Duration
+	MaxParsing       int
+	// IdleTimeout closes a keep-alive connection idle this long (0:
+	// DefaultIdleTimeout).
+	IdleTimeout time.Duration
 }
+
+// HTTP timeouts of the engine's listener. The POST bodies' own deadline is
+// server.Options.BodyTimeout, set by the handler; ReadTimeout (headers and
+// BodyTimeout) backs it up for every other route. net/http clears the read
+// deadline once a body is read, so neither cuts a long stream.
+const (
+	// DefaultIdleTimeout is longer than the 90 s after which Go's (and
+	// glmbench's) client drops an idle connection, so the client closes
+	// first and never sends on a connection the server is closing.
+	DefaultIdleTimeout = 120 * time.Second
+	// readHeaderTimeout bounds a request's headers (a slowloris client).
+	readHeaderTimeout = 30 * time.Second
+)
 
 // DefaultOptions are `glmbench serve`'s defaults. Mixed chunks are on,
 // unlike SGLang: a CPU prefills about a thousand times slower than a GPU,
@@ -124,7 +147,7 @@ func Start(opts Options) (*Engine, error) {
 			sc.MaxTotalTokens = simDefaultTokens / sc.PageSize * sc.PageSize
 		}
 	}
-	if sc.ContextLength == 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
+	if sc.ContextLength <= 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
 		sc.ContextLength = cfg.MaxPositionEmbeddings
 	}
 	sc.Defaults()
@@ -158,6 +181,8 @@ func Start(opts Options) (*Engine, error) {
 		ModelName: name, ModelPath: modelPath(opts),
 		RateLimitConcurrency: opts.RateLimitConcurrency, RateLimitRPM: opts.RateLimitRPM,
 		Version: opts.Version, Logger: opts.Logger, Faults: opts.Faults, Truth: truth,
+		MaxBodyBytes: opts.MaxBodyBytes, MaxBufferedBytes: opts.MaxBufferedBytes,
+		BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
 	}, s, tok, metrics)
 	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
 	e.ln, err = net.Listen("tcp", addr)
@@ -165,7 +190,17 @@ func Start(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	go s.Run()
-	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	idle := opts.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idle}
+	if bt := opts.BodyTimeout; bt >= 0 {
+		if bt == 0 {
+			bt = server.DefaultBodyTimeout
+		}
+		e.http.ReadTimeout = readHeaderTimeout + bt
+	}
 	if truth != nil {
 		// The truth dates requests by the kernel's receive stamps.
 		e.ln, e.http.ConnContext = rxstamp.Listener(e.ln), server.ConnContext

@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -317,4 +319,36 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+func TestIdleKeepAliveConnectionsCloseAndStreamsOutliveTheBodyDeadline(t *testing.T) {
+	t.Parallel()
+	e := start(t, func(o *Options) {
+		o.Executor = "sim"
+		o.SimCost.StepOverhead = 2 * time.Millisecond
+		o.IdleTimeout = 100 * time.Millisecond
+		o.BodyTimeout = 50 * time.Millisecond
+	})
+	// A stream of 60 steps (over 120 ms) is not cut by the 50 ms body deadline.
+	text, usage, _ := streamChat(t, e, "hi", 60)
+	if usage == nil || usage.CompletionTokens != 60 || text == "" {
+		t.Fatalf("the stream ended early: usage %+v, text %q", usage, text)
+	}
+	// A keep-alive connection left idle is closed by the server.
+	c, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(e.BaseURL(), "http://"), "/v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("an idle connection was not closed by the server within 5 s: %v", err)
+	}
 }

@@ -96,6 +96,11 @@ test harnesses against the failures real endpoints show:
 	fl.DurationVar(&e.SimCost.PrefillToken, "sim-prefill-token", e.SimCost.PrefillToken, "sim: time per prompt token computed")
 	fl.DurationVar(&e.SimCost.DecodeSeq, "sim-decode-seq", e.SimCost.DecodeSeq, "sim: time per sequence decoding a token")
 	fl.DurationVar(&e.SimCost.KVRead, "sim-kv-read", e.SimCost.KVRead, "sim: time per cached token a batch reads")
+	fl.Int64Var(&e.MaxBodyBytes, "max-body-bytes", 0, "largest POST body, refused with 413 while it is read (0: 4 MiB, or 32 bytes per token of context if more)")
+	fl.Int64Var(&e.MaxBufferedBytes, "max-buffered-bytes", 0, "bytes of all bodies being read at once; beyond, 503 (0: 256 MiB, or 4 bodies if more)")
+	fl.DurationVar(&e.BodyTimeout, "body-timeout", 0, "time a POST body may take to arrive, else 408 (0: 30s; negative: none)")
+	fl.IntVar(&e.MaxParsing, "max-parsing", 0, "bodies decoded and tokenized at once; others wait up to 10 s, then 503 (0: max(2, CPUs))")
+	fl.DurationVar(&e.IdleTimeout, "idle-timeout", 0, "close keep-alive connections idle this long (0: 2m)")
 	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
 	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: echo=500|ignored, stall=F, drop-done, no-usage, rate-limit=N (repeatable; see above)")
 	return cmd

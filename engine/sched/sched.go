@@ -3,9 +3,11 @@ package sched
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	mrand "math/rand/v2"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -234,6 +236,11 @@ type Scheduler struct {
 	stats    atomic.Pointer[Stats]
 	rng      *mrand.Rand
 	logp     []float32
+
+	// inStep is the batch of the step running now, for failStep.
+	inStep     []*req
+	stepPanics atomic.Int64
+	log        atomic.Pointer[slog.Logger]
 }
 
 // New returns a scheduler over exec; eos lists the stop tokens every request
@@ -273,18 +280,11 @@ func (s *Scheduler) Stats() Stats { return *s.stats.Load() }
 
 // Submit queues a request and returns its stream. It refuses a request that
 // can never fit (prompt and output beyond the context, or beyond the KV
-// pool) and, once Shutdown began, every request.
+// pool) and, once Shutdown began, every request. Every bound is checked by
+// subtraction, so no max_tokens (up to math.MaxInt) can overflow it.
 func (s *Scheduler) Submit(r *Request) (*Stream, error) {
-	n := len(r.Prompt)
-	switch {
-	case n == 0:
-		return nil, &RequestError{Status: 400, Message: "the prompt is empty"}
-	case n+r.Params.MaxNewTokens > s.cfg.ContextLength:
-		return nil, &RequestError{Status: 400, Message: fmt.Sprintf(
-			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			s.cfg.ContextLength, n+r.Params.MaxNewTokens, n, r.Params.MaxNewTokens)}
-	case n+r.Params.MaxNewTokens+s.cfg.PageSize > s.cfg.MaxTotalTokens:
-		return nil, &RequestError{Status: 400, Message: fmt.Sprintf("the request needs %d tokens of KV cache; the pool holds %d", n+r.Params.MaxNewTokens, s.cfg.MaxTotalTokens)}
+	if err := s.check(r); err != nil {
+		return nil, err
 	}
 	q := newReq(r)
 	for _, t := range r.Params.StopTokens {
@@ -314,6 +314,39 @@ func (s *Scheduler) Submit(r *Request) (*Stream, error) {
 	return q.stream, nil
 }
 
+// check refuses a request that can never run. The wording of the context
+// errors is vLLM's (vllm/entrypoints/openai/serving_engine.py,
+// _validate_input, as its servers answer since 0.6: "'max_tokens' or
+// 'max_completion_tokens' is too large: 8000. This model's maximum context
+// length is 4096 tokens and your request has 2778 input tokens (8000 > 4096
+// - 2778)."), and for min_tokens vLLM's SamplingParams checks.
+func (s *Scheduler) check(r *Request) error {
+	n, p := len(r.Prompt), r.Params
+	ctx := s.cfg.ContextLength
+	bad := func(format string, args ...any) error {
+		return &RequestError{Status: 400, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case n == 0:
+		return bad("the prompt is empty")
+	case p.MaxNewTokens < 0:
+		return bad("max_tokens must be at least 0, got %d.", p.MaxNewTokens)
+	case p.MinNewTokens < 0:
+		return bad("min_tokens must be greater than or equal to 0, got %d.", p.MinNewTokens)
+	case p.MinNewTokens > p.MaxNewTokens:
+		return bad("min_tokens must be less than or equal to max_tokens=%d, got %d.", p.MaxNewTokens, p.MinNewTokens)
+	case n > ctx || (n == ctx && p.MaxNewTokens > 0):
+		return bad("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctx, n)
+	case p.MaxNewTokens > ctx-n:
+		return bad("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
+			p.MaxNewTokens, ctx, n, p.MaxNewTokens, ctx, n)
+	case p.MaxNewTokens > s.cfg.MaxTotalTokens-s.cfg.PageSize-n:
+		// n + MaxNewTokens ≤ ctx here, so the sum cannot overflow.
+		return bad("the request needs %d tokens of KV cache; the pool holds %d", n+p.MaxNewTokens, s.cfg.MaxTotalTokens)
+	}
+	return nil
+}
+
 // RequestError is a request the scheduler refuses, with its HTTP status.
 type RequestError struct {
 	Status  int
@@ -332,7 +365,7 @@ func (s *Scheduler) Run() {
 			s.abortAll(ErrShuttingDown)
 			return
 		}
-		if s.prefillStep() || s.decodeStep() {
+		if s.step() {
 			s.publish()
 			continue
 		}
@@ -344,6 +377,73 @@ func (s *Scheduler) Run() {
 		}
 	}
 }
+
+// step runs one prefill or decode step. A panic in it (a bug, or an
+// executor that failed) ends the requests of the step's batch with a 500
+// and is logged; the loop goes on serving the others, as an HTTP server
+// survives a handler's panic.
+func (s *Scheduler) step() (worked bool) {
+	s.inStep = s.inStep[:0]
+	defer func() {
+		if v := recover(); v != nil {
+			s.failStep(v, debug.Stack())
+			worked = true
+		}
+	}()
+	return s.prefillStep() || s.decodeStep()
+}
+
+// failStep ends the requests a panicking step was running: its batch, or,
+// when it panicked before forming one, every running request (making room
+// for them is what failed). Their KV is given back; a release that panics
+// too leaks its pages rather than the process.
+func (s *Scheduler) failStep(v any, stack []byte) {
+	affected := slices.Clone(s.inStep)
+	if len(affected) == 0 {
+		affected = slices.Clone(s.running)
+		if s.chunked != nil {
+			affected = append(affected, s.chunked)
+		}
+	}
+	hit := make(map[*req]bool, len(affected))
+	for _, q := range affected {
+		hit[q] = true
+	}
+	drop := func(q *req) bool { return hit[q] }
+	s.running = slices.DeleteFunc(s.running, drop)
+	s.waiting = slices.DeleteFunc(s.waiting, drop)
+	if s.chunked != nil && hit[s.chunked] {
+		s.chunked = nil
+	}
+	err := &RequestError{Status: 500, Message: fmt.Sprintf("Internal server error: the scheduler step failed (%v).", v)}
+	for q := range hit {
+		func() {
+			defer func() {
+				if rv := recover(); rv != nil {
+					q.pages, q.node = nil, nil
+				}
+			}()
+			s.release(q, false)
+		}()
+		q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Err: err}, PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out)})
+	}
+	s.stepPanics.Add(1)
+	s.logger().Error("scheduler step panicked; its requests failed with 500, serving goes on",
+		"panic", fmt.Sprint(v), "failed_requests", len(hit), "stack", string(stack))
+}
+
+// SetLogger sets the logger that hears a panicking step; nil discards.
+func (s *Scheduler) SetLogger(l *slog.Logger) { s.log.Store(l) }
+
+func (s *Scheduler) logger() *slog.Logger {
+	if l := s.log.Load(); l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// StepPanics counts the steps that panicked and were recovered.
+func (s *Scheduler) StepPanics() int64 { return s.stepPanics.Load() }
 
 // Shutdown stops accepting requests, ends the running ones with an abort
 // finish, and waits for the loop to return (or ctx to end).
@@ -535,6 +635,7 @@ func (s *Scheduler) prefillStep() bool {
 			q.pages = append(q.pages, more...)
 		}
 		batch = append(batch, q)
+		s.inStep = append(s.inStep, q)
 		sizes = append(sizes, extend)
 		remInput -= extend
 		remChunk -= extend
@@ -619,6 +720,7 @@ func (s *Scheduler) prefillStep() bool {
 			Logits: rows,
 		})
 	}
+	s.inStep = append(s.inStep, decoding...)
 	seqs = append(seqs, s.decodeSeqs(decoding)...)
 	out := s.exec.Forward(seqs)
 	s.decoded(decoding, out, len(batch))
@@ -760,6 +862,7 @@ func (s *Scheduler) decodeStep() bool {
 	}
 	s.makeRoom()
 	batch := slices.Clone(s.running)
+	s.inStep = append(s.inStep, batch...)
 	out := s.exec.Forward(s.decodeSeqs(batch))
 	s.decoded(batch, out, 0)
 	return true

@@ -2,8 +2,11 @@ package sched
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -458,5 +461,130 @@ func TestAnAbortCarriesItsReasonAndTheTokensGeneratedSoFar(t *testing.T) {
 		if f.Reason != "abort" || f.Err != c.err || evs[len(evs)-1].CompletionTokens != 3 || evs[len(evs)-1].PromptTokens != 10 {
 			t.Errorf("abort with %v: finish %+v, usage %d + %d", c.err, f, evs[len(evs)-1].PromptTokens, evs[len(evs)-1].CompletionTokens)
 		}
+	}
+}
+
+func TestSubmitRefusesHugeTokenCountsWithoutOverflow(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{}, 64, 1) // 64-token pool, context 16384
+	const ctx = 16384
+	tests := []struct {
+		name   string
+		prompt int
+		p      Params
+		want   string
+	}{
+		{"max_tokens at MaxInt (the issue's 9223372036854775807)", 2, Params{MaxNewTokens: math.MaxInt, IgnoreEOS: true},
+			"'max_tokens' or 'max_completion_tokens' is too large: 9223372036854775807. This model's maximum context length is 16384 tokens and your request has 2 input tokens (9223372036854775807 > 16384 - 2)."},
+		{"max_tokens one past the context", 2, Params{MaxNewTokens: ctx - 1}, "is too large: 16383"},
+		{"a prompt as long as the context with output asked", ctx, Params{MaxNewTokens: 1},
+			"This model's maximum context length is 16384 tokens. However, your request has 16384 input tokens. Please reduce the length of the input messages."},
+		{"min_tokens above max_tokens", 2, Params{MaxNewTokens: 16, MinNewTokens: 20000}, "min_tokens must be less than or equal to max_tokens=16, got 20000."},
+		{"min_tokens at MaxInt", 2, Params{MaxNewTokens: 16, MinNewTokens: math.MaxInt}, "min_tokens must be less than or equal to"},
+		{"negative max_tokens", 2, Params{MaxNewTokens: -1}, "max_tokens must be at least 0"},
+		{"negative min_tokens", 2, Params{MaxNewTokens: 4, MinNewTokens: math.MinInt}, "min_tokens must be greater than or equal to 0"},
+		{"more KV than the pool, within the context", 2, Params{MaxNewTokens: 100}, "tokens of KV cache"},
+	}
+	for _, tc := range tests {
+		_, err := h.s.Submit(&Request{Prompt: prompt(tc.prompt, 1), Params: tc.p})
+		var re *RequestError
+		if !errors.As(err, &re) || re.Status != 400 || !strings.Contains(re.Message, tc.want) {
+			t.Errorf("%s: got %v, want a 400 containing %q", tc.name, err, tc.want)
+		}
+	}
+	// The scheduler still serves.
+	toks, _ := collect(t, mustSubmit(t, h.s, &Request{Prompt: prompt(4, 2), Params: greedy(3)}))
+	if len(toks) != 3 {
+		t.Fatalf("after the refusals a request got %d tokens, want 3", len(toks))
+	}
+}
+
+func mustSubmit(t *testing.T, s *Scheduler, r *Request) *Stream {
+	t.Helper()
+	st, err := s.Submit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// panicExec panics on the first forward pass that holds a sequence of
+// length poison (a prompt chunk), as a model bug would.
+type panicExec struct {
+	Executor
+	poison int
+}
+
+func (p *panicExec) Forward(seqs []model.Seq) *model.Output {
+	for _, s := range seqs {
+		if len(s.Tokens) == p.poison {
+			panic("injected: position beyond max_position_embeddings")
+		}
+	}
+	return p.Executor.Forward(seqs)
+}
+
+func TestAPanickingStepFailsItsBatchWith500AndServingGoesOn(t *testing.T) {
+	t.Parallel()
+	mc, _ := model.Preset("nano")
+	kv := model.NewKVCache(mc, 256, 1)
+	m := model.New(mc, model.Synth(mc, 1), kernels.Default(), kv)
+	var logs strings.Builder
+	var mu sync.Mutex
+	s, err := New(Config{MaxTotalTokens: 256, PageSize: 1, ContextLength: mc.MaxPositionEmbeddings},
+		&panicExec{Executor: m, poison: 7}, []int32{262}, vocabLimit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetLogger(slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil)))
+	go s.Run()
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+
+	bad := mustSubmit(t, s, &Request{Prompt: prompt(7, 1), Params: greedy(4)})
+	_, evs := collect(t, bad)
+	f := evs[len(evs)-1].Finish
+	var re *RequestError
+	if f == nil || f.Reason != "abort" || !errors.As(f.Err, &re) || re.Status != 500 || !strings.Contains(re.Message, "injected") {
+		t.Fatalf("the poisoned request ended with %+v, want an abort carrying a 500 naming the panic", f)
+	}
+	if s.StepPanics() != 1 {
+		t.Errorf("StepPanics = %d, want 1", s.StepPanics())
+	}
+	mu.Lock()
+	logged := logs.String()
+	mu.Unlock()
+	if !strings.Contains(logged, "scheduler step panicked") || !strings.Contains(logged, "injected") {
+		t.Errorf("the panic was not logged: %q", logged)
+	}
+	// Others are served, and the failed request's KV came back to the pool.
+	toks, _ := collect(t, mustSubmit(t, s, &Request{Prompt: prompt(5, 2), Params: greedy(3)}))
+	if len(toks) != 3 {
+		t.Fatalf("after the panic a request got %d tokens, want 3", len(toks))
+	}
+	waitUntil(t, func() bool { st := s.Stats(); return st.Running == 0 && st.Waiting == 0 })
+	if st := s.Stats(); st.KVUsedTokens > st.CachedTokens {
+		t.Errorf("KV in use %d beyond the prefix cache's %d: the failed request's pages leaked", st.KVUsedTokens, st.CachedTokens)
+	}
+}
+
+type lockedWriter struct {
+	w  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

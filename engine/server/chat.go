@@ -93,14 +93,16 @@ type chatDelta struct {
 }
 
 // handleChat serves POST /v1/chat/completions.
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, b *body) {
 	start := time.Now()
-	var req chatRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	spec, err := s.parseChat(&req)
+	var spec *genSpec
+	err := s.parse(w, r, b, func(data []byte) (err *apiError) {
+		var req chatRequest
+		if err = decodeJSON(data, &req); err == nil {
+			spec, err = s.parseChat(&req)
+		}
+		return err
+	})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -30,14 +30,16 @@ type completionChoice struct {
 }
 
 // handleCompletion serves POST /v1/completions.
-func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, b *body) {
 	start := time.Now()
-	var req completionRequest
-	if err := decodeBody(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	spec, err := s.parseCompletion(&req)
+	var spec *genSpec
+	err := s.parse(w, r, b, func(data []byte) (err *apiError) {
+		var req completionRequest
+		if err = decodeJSON(data, &req); err == nil {
+			spec, err = s.parseCompletion(&req)
+		}
+		return err
+	})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // apiError is an error answered to a client: its HTTP status and the
@@ -36,6 +38,8 @@ func errorType(status int) string {
 		return "NotFoundError"
 	case http.StatusMethodNotAllowed:
 		return "MethodNotAllowedError"
+	case http.StatusRequestTimeout:
+		return "RequestTimeoutError"
 	case http.StatusRequestEntityTooLarge:
 		return "RequestEntityTooLargeError"
 	case http.StatusTooManyRequests:
@@ -120,25 +124,104 @@ func marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// maxBodyBytes bounds a request body; beyond it the answer is 413.
-const maxBodyBytes = 32 << 20
+// body is a request body read whole, and the share of the server's body
+// budget (Options.MaxBufferedBytes) its buffer holds until release.
+type body struct {
+	data    []byte
+	srv     *Server
+	charged int64
+}
 
-// decodeBody reads r's JSON body into dst, turning every failure into a
-// client error that says what is wrong and, for a wrong type, which field.
-func decodeBody(w http.ResponseWriter, r *http.Request, dst any) *apiError {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge,
-				Message: fmt.Sprintf("The request body is larger than %d bytes.", tooBig.Limit)}
+// release gives the body's bytes back to the budget; the data is not to
+// be used after. It is safe to call more than once.
+func (b *body) release() {
+	if b.charged > 0 {
+		b.srv.buffered.Add(-b.charged)
+		b.charged = 0
+	}
+	b.data = nil
+}
+
+// charge takes n bytes of the body budget, or reports that it is spent.
+func (b *body) charge(n int64) bool {
+	if b.srv.buffered.Add(n) > b.srv.opts.MaxBufferedBytes {
+		b.srv.buffered.Add(-n)
+		return false
+	}
+	b.charged += n
+	return true
+}
+
+// readBody reads r's body whole, within the server's size limit, body
+// budget and body deadline, turning every failure into a client error:
+// 413 past the limit (MaxBytesReader also stops reading there and closes
+// the connection after the answer), 408 when the body is late, 400 when it
+// breaks off, 503 when the bodies being read hold the whole budget. The
+// buffer grows with the bytes that arrive, never with a declared length.
+//
+// The deadline is the connection's read deadline, set here so that it
+// holds under any http.Server the handler is mounted on (httptest, or a
+// program embedding the engine) and counts from the end of the headers.
+// net/http clears it once the body is read, before the read that watches a
+// stream's connection for its client going away, so a long stream is never
+// cut by it; it is cleared here too for a body refused before its end.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*body, *apiError) {
+	if r.ContentLength > s.maxBody { // declared too large: refused before a byte is read
+		return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
+			Message: fmt.Sprintf("The request body is larger than %d bytes.", s.maxBody)}
+	}
+	if d := s.opts.BodyTimeout; d > 0 {
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			defer rc.SetReadDeadline(time.Time{})
 		}
-		return badRequest("", "Could not read the request body: %v", err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("", "The request body is empty; expected a JSON object.")
+	b := &body{srv: s}
+	busy := func() *apiError {
+		b.release()
+		s.metrics.rejected("body_budget")
+		w.Header().Set("Retry-After", "1")
+		return unavailable("The server is reading too many request bodies at once; retry after 1 s.")
 	}
-	return decodeJSON(body, dst)
+	const first = 16 << 10
+	if !b.charge(first) {
+		return nil, busy()
+	}
+	buf := make([]byte, 0, first)
+	src := http.MaxBytesReader(w, r.Body, s.maxBody)
+	for {
+		if len(buf) == cap(buf) {
+			grown := min(2*int64(cap(buf)), s.maxBody+1)
+			if !b.charge(grown - int64(cap(buf))) {
+				return nil, busy()
+			}
+			buf = append(make([]byte, 0, grown), buf...)
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.release()
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooBig):
+				return nil, &apiError{Status: http.StatusRequestEntityTooLarge,
+					Message: fmt.Sprintf("The request body is larger than %d bytes.", tooBig.Limit)}
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				return nil, &apiError{Status: http.StatusRequestTimeout,
+					Message: fmt.Sprintf("The request body did not arrive within %s.", s.opts.BodyTimeout)}
+			}
+			return nil, badRequest("", "Could not read the request body: %v", err)
+		}
+	}
+	if len(bytes.TrimSpace(buf)) == 0 {
+		b.release()
+		return nil, badRequest("", "The request body is empty; expected a JSON object.")
+	}
+	b.data = buf
+	return b, nil
 }
 
 func decodeJSON(body []byte, dst any) *apiError {
@@ -148,7 +231,10 @@ func decodeJSON(body []byte, dst any) *apiError {
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var own *apiError
 	switch {
+	case errors.As(err, &own): // a field's own decoder refused it (a bound)
+		return own
 	case errors.As(err, &syn):
 		return badRequest("", "Malformed JSON at byte %d: %v", syn.Offset, syn)
 	case errors.As(err, &typ):

@@ -75,7 +75,7 @@ func TestBadRequestsGetOpenAIErrorsAndTheServerKeepsServing(t *testing.T) {
 		{"an unknown model by id", "GET", "/v1/models/gpt-9", nil, 404, "", "does not exist"},
 		{"GET on a POST route", "GET", chat, nil, 405, "", "POST"},
 		{"POST on a GET route", "POST", "/health", "{}", 405, "", "GET"},
-		{"a body over 32 MiB", "POST", chat, bytes.Repeat([]byte(" "), maxBodyBytes+1), 413, "", "larger than"},
+		{"a body over 4 MiB", "POST", chat, bytes.Repeat([]byte(" "), DefaultMaxBodyBytes+1), 413, "", "larger than"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

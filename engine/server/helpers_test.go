@@ -257,6 +257,9 @@ type scriptExec struct {
 	script []int32
 	fill   int32
 	delay  time.Duration
+	// panicOn, when set, makes a forward pass panic when it returns true
+	// for the pass's sequences, as a model bug would.
+	panicOn func([]model.Seq) bool
 
 	kv    *model.KVCache
 	vocab int
@@ -274,6 +277,9 @@ func (x *scriptExec) Pool() *model.KVCache { return x.kv }
 func (x *scriptExec) Forward(seqs []model.Seq) *model.Output {
 	if x.delay > 0 {
 		time.Sleep(x.delay)
+	}
+	if x.panicOn != nil && x.panicOn(seqs) {
+		panic("injected: position 16384 beyond max_position_embeddings")
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// modelCard is a /v1/models entry. max_model_len, the context length, is
+// where SGLang (ModelCard in python/sglang/srt/entrypoints/openai/
+// protocol.py) and vLLM (its ModelCard) report it, so a client can check a
+// request's prompt + max_tokens before sending any load; /get_server_info
+// gives the same number as context_length.
 type modelCard struct {
 	ID          string `json:"id"`
 	Object      string `json:"object"`

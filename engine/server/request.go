@@ -42,7 +42,7 @@ type commonRequest struct {
 	MinP                   *float64        `json:"min_p"`
 	Seed                   *int64          `json:"seed"`
 	Stop                   json.RawMessage `json:"stop"`
-	StopTokenIDs           []int64         `json:"stop_token_ids"`
+	StopTokenIDs           stopTokenIDs    `json:"stop_token_ids"`
 	IgnoreEOS              *bool           `json:"ignore_eos"`
 	MinTokens              *int            `json:"min_tokens"`
 	N                      *int            `json:"n"`
@@ -190,21 +190,39 @@ func (s *Server) parseCommon(c *commonRequest, spec *genSpec) *apiError {
 	return nil
 }
 
-// parseStop reads `stop`: a string, a list of at most four strings, or null.
+// parseStop reads `stop`: a string, a list of at most four strings, or
+// null. A longer list is refused after its fifth element is seen.
 func parseStop(raw json.RawMessage) ([]string, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var one string
+	bad := badRequest("stop", "stop must be a string or a list of strings.")
 	var list []string
-	if err := json.Unmarshal(raw, &one); err == nil {
+	switch raw[0] {
+	case '"':
+		var one string
+		if json.Unmarshal(raw, &one) != nil {
+			return nil, bad
+		}
 		list = []string{one}
-	} else if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, badRequest("stop", "stop must be a string or a list of strings.")
-	}
-	if len(list) > maxStops {
-		return nil, badRequest("stop", "stop takes at most %d strings, got %d.", maxStops, len(list))
+	case '[':
+		tooMany, ok := listPrefix(raw, maxStops, func(el json.RawMessage) bool {
+			var s string
+			if el = bytes.TrimSpace(el); len(el) == 0 || el[0] != '"' || json.Unmarshal(el, &s) != nil {
+				return false
+			}
+			list = append(list, s)
+			return true
+		})
+		if !ok {
+			return nil, bad
+		}
+		if tooMany {
+			return nil, badRequest("stop", "stop takes at most %d strings, got more.", maxStops)
+		}
+	default:
+		return nil, bad
 	}
 	for _, s := range list {
 		if s == "" {
@@ -474,33 +492,54 @@ func (s *Server) readPrompt(raw json.RawMessage) ([]int32, string, *apiError) {
 	}
 	bad := badRequest("prompt", "prompt must be a string, a list of token ids, or a one-element list of either.")
 	var text string
-	if json.Unmarshal(raw, &text) == nil {
+	switch raw[0] {
+	case '"':
+		if json.Unmarshal(raw, &text) != nil {
+			return nil, "", bad
+		}
 		return s.textPrompt(text)
-	}
-	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) != nil {
+	case '[':
+	default:
 		return nil, "", bad
 	}
-	if len(list) == 0 {
-		return nil, "", badRequest("prompt", "prompt is empty.")
-	}
-	first := bytes.TrimSpace(list[0])
-	if len(first) > 0 && (first[0] == '"' || first[0] == '[') {
-		if len(list) != 1 {
-			return nil, "", badRequest("prompt", "a batch of %d prompts is not supported; send one prompt per request.", len(list))
+	if inner := bytes.TrimSpace(raw[1:]); len(inner) > 0 && (inner[0] == '"' || inner[0] == '[') {
+		// A one-element list of a string or of ids; only its first element
+		// is decoded, so a batch of a million prompts costs nothing.
+		var first json.RawMessage
+		tooMany, ok := listPrefix(raw, 1, func(el json.RawMessage) bool { first = el; return true })
+		switch {
+		case !ok:
+			return nil, "", bad
+		case tooMany:
+			return nil, "", badRequest("prompt", "a batch of prompts is not supported; send one prompt per request.")
 		}
+		first = bytes.TrimSpace(first)
 		if first[0] == '"' {
-			json.Unmarshal(first, &text)
+			if json.Unmarshal(first, &text) != nil {
+				return nil, "", bad
+			}
 			return s.textPrompt(text)
 		}
 		raw = first
 	}
-	var ids []int64
-	if json.Unmarshal(raw, &ids) != nil {
+	return s.idPrompt(raw, bad)
+}
+
+// idPrompt reads a prompt of token ids. At most the context's length of
+// them is kept; the rest are only counted, for the same refusal the
+// scheduler gives a long text prompt (a 30 MB id prompt once cost 2.4 GB
+// before its 400).
+func (s *Server) idPrompt(raw json.RawMessage, bad *apiError) ([]int32, string, *apiError) {
+	ctx := s.contextLength()
+	ids, n, err := scanIDs(raw, ctx)
+	switch {
+	case err != nil:
 		return nil, "", bad
-	}
-	if len(ids) == 0 {
+	case n == 0:
 		return nil, "", badRequest("prompt", "prompt is empty.")
+	case n > ctx:
+		// vLLM's wording, as the scheduler's (engine/sched check).
+		return nil, "", badRequest("prompt", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctx, n)
 	}
 	out := make([]int32, len(ids))
 	for i, id := range ids {

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -62,17 +63,63 @@ type Options struct {
 	Faults *Faults
 	// Truth, when set, records every stream's arrival and event times.
 	Truth *Truth
+
+	// MaxBodyBytes bounds a POST body, checked while it is read: beyond it
+	// the answer is 413. 0 is DefaultMaxBodyBytes or 32 bytes per token of
+	// context, whichever is more.
+	MaxBodyBytes int64
+	// BodyTimeout is how long a POST body may take to arrive, from the end
+	// of its headers; a body that is late is answered 408 and its
+	// connection closed. 0 is DefaultBodyTimeout; negative is none.
+	BodyTimeout time.Duration
+	// MaxBufferedBytes bounds the bytes of all the bodies being read and
+	// parsed at once; a body that would pass it gets 503 with Retry-After:
+	// 1. 0 is DefaultMaxBufferedBytes, or 4 bodies of MaxBodyBytes if more.
+	MaxBufferedBytes int64
+	// MaxParsing bounds the bodies decoded and tokenized at once (the part
+	// of a request whose memory grows with its body). 0 is
+	// max(2, GOMAXPROCS).
+	MaxParsing int
+	// ParseWait is how long a request waits for a parsing slot before a
+	// 503 with Retry-After: 1. 0 is DefaultParseWait.
+	ParseWait time.Duration
 }
+
+// Defaults of the request bounds; see Options.
+const (
+	// DefaultMaxBodyBytes is 4 MiB: the longest legitimate prompt of the
+	// engine's byte-level tokenizer at the presets' 16,384-token context is
+	// 16 KiB of text, 96 KiB if every byte were a JSON \u escape, so this
+	// leaves 40× room for tools and messages and still bounds the memory
+	// one body can cost.
+	DefaultMaxBodyBytes = 4 << 20
+	// bodyBytesPerToken sizes the body limit of a longer context: a token
+	// id as JSON is at most 7 bytes, a byte of text at most 6 (\u00XX).
+	bodyBytesPerToken = 32
+	// DefaultMaxBufferedBytes holds a burst of 4,096 requests of 64 KiB
+	// (a sweep's largest, at the presets' context) at once.
+	DefaultMaxBufferedBytes = 256 << 20
+	// DefaultBodyTimeout lets a body of the default limit arrive at about
+	// 140 KB/s: far slower than any client on a working network.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultParseWait is long enough for a burst of thousands of small
+	// bodies to be parsed one by one (each takes microseconds to a
+	// millisecond), short enough that a client learns in seconds.
+	DefaultParseWait = 10 * time.Second
+)
 
 // Server serves the OpenAI-compatible API over a running scheduler.
 type Server struct {
-	opts    Options
-	sched   *sched.Scheduler
-	tok     *tokenizer.Tokenizer
-	metrics *Metrics
-	limiter *limiter
-	handler http.Handler
-	created int64 // unix seconds, /v1/models' created
+	opts     Options
+	sched    *sched.Scheduler
+	tok      *tokenizer.Tokenizer
+	metrics  *Metrics
+	limiter  *limiter
+	parsing  chan struct{} // a slot per body being parsed
+	maxBody  int64
+	buffered atomic.Int64 // bytes of the bodies being read and parsed
+	handler  http.Handler
+	created  int64 // unix seconds, /v1/models' created
 
 	ready atomic.Bool
 
@@ -108,9 +155,26 @@ func New(opts Options, s *sched.Scheduler, tok *tokenizer.Tokenizer, metrics *Me
 	if opts.Faults != nil && opts.Faults.RateLimit > 0 && (concurrency == 0 || opts.Faults.RateLimit < concurrency) {
 		concurrency = opts.Faults.RateLimit
 	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = max(DefaultMaxBodyBytes, bodyBytesPerToken*int64(s.Config().ContextLength))
+	}
+	if opts.MaxBufferedBytes <= 0 {
+		opts.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 4*opts.MaxBodyBytes)
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.MaxParsing <= 0 {
+		opts.MaxParsing = max(2, runtime.GOMAXPROCS(0))
+	}
+	if opts.ParseWait <= 0 {
+		opts.ParseWait = DefaultParseWait
+	}
+	s.SetLogger(opts.Logger)
 	srv := &Server{
 		opts: opts, sched: s, tok: tok, metrics: metrics,
 		limiter: newLimiter(concurrency, opts.RateLimitRPM, opts.Now),
+		parsing: make(chan struct{}, opts.MaxParsing), maxBody: opts.MaxBodyBytes,
 		created: time.Now().Unix(), idle: make(chan struct{}),
 	}
 	srv.hard, srv.hardStop = context.WithCancel(context.Background())
@@ -240,11 +304,28 @@ func (s *Server) routes() http.Handler {
 	return s.recoverer(mux)
 }
 
-// generation wraps a POST endpoint: the gateway limiter first (before the
-// body is read), then readiness and shutdown, then in-flight accounting
-// that Shutdown waits on.
-func (s *Server) generation(h http.HandlerFunc) http.HandlerFunc {
+// generation wraps a POST endpoint: readiness first; then the body is read
+// whole, within its size limit, the body budget and its read deadline,
+// before anything else is held for the request, so a client that trickles
+// its body holds no limiter slot and no parsing slot, only its connection
+// and the bytes it sent until BodyTimeout; then the gateway limiter; then
+// the in-flight accounting that Shutdown waits on.
+func (s *Server) generation(h func(http.ResponseWriter, *http.Request, *body)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() || s.shuttingDown() {
+			s.metrics.rejected("unavailable")
+			writeError(w, s.unavailableErr())
+			return
+		}
+		body, err := s.readBody(w, r)
+		if err != nil {
+			if err.Status != http.StatusBadRequest {
+				w.Header().Set("Connection", "close")
+			}
+			writeError(w, err)
+			return
+		}
+		defer body.release() // parse releases it first, once the body is decoded
 		release, retryAfter, ok := s.limiter.acquire()
 		if !ok {
 			s.metrics.rejected("rate_limit")
@@ -254,14 +335,40 @@ func (s *Server) generation(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		defer release()
-		if !s.ready.Load() || !s.enter() {
+		if !s.enter() {
 			s.metrics.rejected("unavailable")
 			writeError(w, s.unavailableErr())
 			return
 		}
 		defer s.leave()
-		h(w, r)
+		h(w, r, body)
 	}
+}
+
+// parse runs f, which decodes and validates a body, in one of the
+// MaxParsing slots: the memory a body costs while it becomes Go values and
+// tokens is bounded by the body limit times the slots. A request that
+// finds no slot within ParseWait gets 503 with Retry-After: 1 (the
+// server's own overload, which SGLang also answers with 503).
+func (s *Server) parse(w http.ResponseWriter, r *http.Request, b *body, f func([]byte) *apiError) *apiError {
+	defer b.release()
+	select {
+	case s.parsing <- struct{}{}:
+	default:
+		t := time.NewTimer(s.opts.ParseWait)
+		defer t.Stop()
+		select {
+		case s.parsing <- struct{}{}:
+		case <-t.C:
+			s.metrics.rejected("parse_busy")
+			w.Header().Set("Retry-After", "1")
+			return unavailable("The server is busy reading other requests; retry after 1 s.")
+		case <-r.Context().Done():
+			return unavailable("The request was cancelled while waiting to be read.")
+		}
+	}
+	defer func() { <-s.parsing }()
+	return f(b.data)
 }
 
 // recoverer keeps a panicking handler from taking the process down: it
