@@ -69,8 +69,12 @@ Phases (requests, input tokens, output tokens):
   decode_long    16 at once,   8192 in /  256 out
   throughput_8k 929 at once,   8192 in / 1024 out
 
-Before any load, each phase's prompt is calibrated against the endpoint's own
-usage.prompt_tokens and a request of the load's exact shape is probed. Every
+Before any load, each phase's IN+OUT is checked against the context the server
+states (max_model_len in /v1/models, /get_server_info, llama.cpp's /props),
+each phase's prompt is calibrated against the endpoint's own
+usage.prompt_tokens (each probe within --probe-timeout; a server that
+truncates long prompts exits 2 at once), and a request of the load's exact
+shape is probed. Every
 request streams /chat/completions with usage and ignore_eos; none is retried.
 Each failed request gets one error class (rate_limited, queue_full, http_5xx,
 http_4xx, connect, ttft_timeout, stalled, total_timeout, stream_error,
