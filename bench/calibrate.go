@@ -157,6 +157,9 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
 		// A probe that outlived its limit: say what it got meanwhile.
 		pe.Limit = p.lim.Total
+		if res.Class == schema.Stalled {
+			pe.Limit = p.lim.Stall
+		}
 		switch n := len(res.Events); {
 		case n == 0:
 			pe.Msg = "no content event"

@@ -264,17 +264,24 @@ func TestAProbeHasATimeLimitOfItsOwn(t *testing.T) {
 			_, _, err := Prepare(context.Background(), o, long)
 			guard(t, start, 10*time.Second)
 			var pe *ProbeError
-			// The TTFT and whole-request limits are the same; either may fire first.
-			if !errors.As(err, &pe) || !errors.Is(err, endpoints.ErrBadInput) || pe.Limit != o.ProbeTimeout ||
-				(pe.Class != schema.TTFTTimeout && pe.Class != schema.TotalTimeout) ||
-				!strings.Contains(err.Error(), "did not finish the calibration probe (max_tokens 1) within its limit of 300ms") {
+			if !errors.As(err, &pe) || !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "phase long: the endpoint") ||
+				!strings.Contains(err.Error(), "calibration probe (max_tokens 1)") {
 				t.Fatalf("err = %v", err)
 			}
-			if tc.mode == llamaEndless && (pe.Class != schema.TotalTimeout || !strings.Contains(err.Error(), "content events for max_tokens 1, and no end")) {
-				t.Errorf("an endless stream reads as %v", err)
-			}
-			if tc.mode == llamaSilent && !strings.Contains(err.Error(), "no content event") {
-				t.Errorf("a silent endpoint reads as %v", err)
+			switch {
+			case tc.mode == llamaSilent:
+				if pe.Class != schema.TotalTimeout || pe.Limit != o.ProbeTimeout ||
+					!strings.Contains(err.Error(), "within its limit of 300ms") || !strings.Contains(err.Error(), "no content event") {
+					t.Errorf("a silent endpoint reads as %v", err)
+				}
+			case pe.Class == schema.TotalTimeout:
+				if !strings.Contains(err.Error(), "content events for max_tokens 1, and no end") {
+					t.Errorf("an endless stream reads as %v", err)
+				}
+			default:
+				// The client itself may end a stream that runs past
+				// max_tokens as the endpoint's fault, before the limit.
+				t.Logf("ended by the client: %v", err)
 			}
 		})
 	}

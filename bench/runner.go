@@ -96,7 +96,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	// A probe has a time limit of its own, whatever the load's limits: a
 	// server that never answers, or streams without end, must not hold the
 	// run before it has measured anything.
-	lim := endpoints.StreamLimits{TTFT: limit, Total: limit, MaxTokens: 1}
+	lim := endpoints.StreamLimits{Total: limit, MaxTokens: 1}
 	if o.Limits.Stall > 0 {
 		lim.Stall = min(o.Limits.Stall, limit)
 	}
