@@ -239,7 +239,6 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 	lo, tlo := 0, base // tlo < target
 	hi, thi := -1, 0   // thi > target, or math.MaxInt for a refusal, once found
 	best, tbest := 0, base
-	most := base // the largest count seen
 	// slope is tokens per filler byte, measured from the empty filler to lo.
 	slope := func() float64 {
 		if lo == 0 {
@@ -261,12 +260,19 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 		}
 		return max(next, lo+1)
 	}
+	// cut is set once a probe's count fell short of the filler (firstC
+	// characters counted firstT): the endpoint truncates. The search goes
+	// on below that length, to reach the target if the cut was only an
+	// overshoot, or else to narrow down where the count stops following.
+	cut, firstC, firstT := false, 0, 0
+	limit := maxProbes
 	// First guess: one character per token. The filler is ASCII and no
 	// tokenizer makes more than one token of a byte, so this cannot
 	// overshoot (and so cannot ask for more than the context holds); the
 	// probe then measures the real ratio.
 	c := target - base
-	for p.probes < maxProbes {
+search:
+	for p.probes < limit {
 		t, err := p.tokens(ctx, c)
 		if err != nil {
 			var pe *ProbeError
@@ -296,9 +302,22 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 		if s := slope(); s > 0 {
 			want = max(want, s*float64(c-lo)/2)
 		}
-		most = max(most, t)
 		if grew < want-2 {
-			return cal, p.truncates(ctx, target, base, lo, tlo, c, t, most)
+			if !cut {
+				cut, firstC, firstT = true, c, t
+				limit = p.probes + narrowProbes
+			}
+			if lo == 0 {
+				// Cut already at the first probe: no ratio to judge by.
+				return cal, bad("phase %s: the endpoint's prompt count does not follow the prompt: %s characters of filler counted only %s tokens (a truncated prompt?), far below this phase's %s",
+					p.phase, count(firstC), count(firstT), count(target))
+			}
+			hi, thi = c, math.MaxInt
+			if hi-lo <= max(lo/100, 1) {
+				break search
+			}
+			c = toward()
+			continue
 		}
 		if abs(t-target) < abs(tbest-target) {
 			best, tbest = c, t
@@ -312,6 +331,8 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 			hi, thi = c, t
 		}
 		switch {
+		case cut && thi == math.MaxInt && hi-lo <= max(lo/100, 1):
+			break search // narrowed down to about 1%: lo is about where it cuts
 		case hi >= 0 && hi-lo <= 1:
 			return done(best, tbest)
 		case hi < 0 || thi == math.MaxInt:
@@ -321,50 +342,17 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 			c = min(max(next, lo+1), hi-1)
 		}
 	}
+	if cut && thi == math.MaxInt {
+		return cal, bad("phase %s: the endpoint truncates prompts at about %s tokens, below this phase's %s (%s characters of filler counted %s tokens; %s counted %s)",
+			p.phase, count(tlo), count(target), count(lo), count(tlo), count(firstC), count(firstT))
+	}
 	return done(best, tbest)
 }
 
 // narrowProbes bounds the probes that narrow down where a truncating
-// endpoint stops counting: each halves the gap, to under 1%.
+// endpoint's count stops following the filler: each halves the gap, to
+// about 1%.
 const narrowProbes = 8
-
-// truncates is the bad input error of an endpoint whose count stopped
-// following the filler between lo (counted in full, tlo tokens) and c
-// (counted t). With the ratio measured below lo, a few probes no longer than
-// c narrow down the largest prompt counted in full, so the error can name
-// about where the endpoint truncates (llama.cpp: the slot's context).
-func (p *prober) truncates(ctx context.Context, target, base, lo, tlo, c, t, most int) error {
-	firstC, firstT := c, t
-	if lo > 0 {
-		slope := float64(tlo-base) / float64(lo)
-		for range narrowProbes {
-			if c-lo <= max(lo/100, 1) || p.probes >= maxProbes+narrowProbes {
-				break
-			}
-			x := lo + (c-lo)/2
-			tx, err := p.tokens(ctx, x)
-			if err != nil {
-				if ctx.Err() != nil {
-					return context.Cause(ctx)
-				}
-				break
-			}
-			if float64(tx-tlo) >= 0.9*slope*float64(x-lo)-2 {
-				lo, tlo = x, tx
-			} else {
-				c = x
-			}
-		}
-		most = tlo
-	}
-	if lo == 0 {
-		// Cut already at the first probe: no ratio measured to judge by.
-		return bad("phase %s: the endpoint's prompt count does not follow the prompt: %s characters of filler counted only %s tokens (a truncated prompt?), far below this phase's %s",
-			p.phase, count(firstC), count(firstT), count(target))
-	}
-	return bad("phase %s: the endpoint truncates prompts at about %s tokens, below this phase's %s (%s characters of filler counted %s tokens; %s counted %s)",
-		p.phase, count(most), count(target), count(lo), count(tlo), count(firstC), count(firstT))
-}
 
 // count writes n with thousands separators: 8192 is "8,192".
 func count(n int) string {

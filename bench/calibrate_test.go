@@ -49,10 +49,14 @@ type llamaServer struct {
 	props bool
 	// delay holds every chat answer this long (a slow server).
 	delay time.Duration
+	// count counts a message's tokens, before the template's 12; nil: one
+	// per 4 bytes.
+	count func(content string) int
 
 	mu       sync.Mutex
 	requests int
 	maxBody  int // the largest chat request body received, in bytes
+	cuts     int // prompts truncated
 	started  chan struct{}
 }
 
@@ -109,6 +113,9 @@ func (s *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := 12 + (len(req.Messages[0].Content)+3)/4
+	if s.count != nil {
+		n = 12 + s.count(req.Messages[0].Content)
+	}
 	switch {
 	case s.mode == llamaSilent:
 		<-r.Context().Done()
@@ -121,6 +128,9 @@ func (s *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
 	case n >= s.nCtx:
 		block := s.nCtx / 2
 		n -= (n - block) / block * block
+		s.mu.Lock()
+		s.cuts++
+		s.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	rc := http.NewResponseController(w)
@@ -227,6 +237,29 @@ func TestCalibrationStillReachesTargetsBelowATruncatingContext(t *testing.T) {
 	if got := plans[0].Cal.PromptTokens; abs(got-3000) > Tolerance(3000) {
 		t.Fatalf("calibrated to %d tokens", got)
 	}
+}
+
+func TestAProbeCutByTheContextJustAboveTheTargetIsOnlyAnOvershoot(t *testing.T) {
+	t.Parallel()
+	// A tokenizer whose bytes per token shrink as the text grows (the
+	// ratio measured at the first probe underestimates the count), so the
+	// extrapolation to 4,060 tokens lands past the 4,096 context and is cut.
+	srv := newLlama(t, llamaTruncate, 4096, false, func(s *llamaServer) {
+		s.count = func(c string) int { return len(c)/4 + len(c)*len(c)/(4<<20) }
+	})
+	plans, warns, err := Prepare(context.Background(), llamaOptions(t, srv), []Spec{{Name: "edge", N: 1, In: 4060, Out: 16}})
+	if err != nil || len(warns) != 0 {
+		t.Fatalf("err %v warns %v", err, warns)
+	}
+	if got := plans[0].Cal.PromptTokens; abs(got-4060) > Tolerance(4060) {
+		t.Fatalf("calibrated to %d tokens", got)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.cuts == 0 {
+		t.Fatalf("no probe went past the context: the test shows nothing")
+	}
+	t.Logf("%d probes, %d of them cut", srv.requests, srv.cuts)
 }
 
 func TestPreflightChecksEachPhaseAgainstTheStatedContext(t *testing.T) {
