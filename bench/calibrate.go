@@ -207,9 +207,10 @@ const maxCharsPerToken = 16
 // token, which cannot overshoot), so no prompt is more than about twice what
 // the target needs. A server that truncates an over-long prompt and counts
 // what it kept (llama.cpp with context shift, answering 200) shows as a count
-// that stops growing with the filler: that ends the search as bad input at
-// once, naming the count, as does a 400 for a prompt the ratio puts below
-// the target.
+// that stops growing with the filler: the search then stays below that
+// length and, unless the target lies below the cut, ends in a few probes as
+// bad input naming about where the count stops. A 400 for a prompt that the
+// ratio puts below the target ends it at once.
 func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error) {
 	tol := Tolerance(target)
 	cal := Calibration{Target: target, PromptTokens: -1}
