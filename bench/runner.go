@@ -32,6 +32,11 @@ type Options struct {
 	// Limits bound each request (TTFT, stall, total).
 	Limits         endpoints.StreamLimits
 	ConnectTimeout time.Duration
+	// ProbeTimeout limits each calibration probe (0: DefaultProbeTimeout).
+	ProbeTimeout time.Duration
+	// CalibrationBudget limits the whole calibration (0: five times the
+	// probe limit).
+	CalibrationBudget time.Duration
 	// PhaseCap ends a phase after this long, cancelling requests in flight (0: none).
 	PhaseCap time.Duration
 	// RequestRate, when > 0, sends requests as a Poisson process of this many
@@ -65,14 +70,44 @@ type PhaseRun struct {
 
 // Prepare calibrates every phase's prompt and checks that the endpoint
 // accepts a request of each phase's exact shape, all before any load is
-// sent. An endpoint that refuses a probe gives a *ProbeError (bad input).
-// Warnings (an endpoint without usage, a calibration out of tolerance) are
-// returned beside the plans.
+// sent. Where the server states its context, each phase's IN+OUT is checked
+// against it first. An endpoint that refuses a probe, truncates prompts,
+// lets a probe outlive its limit or the calibration its budget gives a bad
+// input error (a *ProbeError for a refused or failed probe). Warnings (an
+// endpoint without usage, a calibration out of tolerance) are returned
+// beside the plans. When ctx is cancelled, its cause is returned.
 func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, error) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
 	defer tr.Close()
 	client := endpoints.NewClient(o.Endpoint, tr)
-	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: o.Limits, sleep: sleepCtx}
+	if err := preflight(ctx, o, client, specs); err != nil {
+		return nil, nil, err
+	}
+	limit := o.ProbeTimeout
+	if limit <= 0 {
+		limit = DefaultProbeTimeout
+	}
+	budget := o.CalibrationBudget
+	if budget <= 0 {
+		budget = 5 * limit
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, budget, errCalibrationBudget)
+	defer cancel()
+	// A probe has a time limit of its own, whatever the load's limits: a
+	// server that never answers, or streams without end, must not hold the
+	// run before it has measured anything.
+	lim := endpoints.StreamLimits{Total: limit, MaxTokens: 1}
+	if o.Limits.Stall > 0 {
+		lim.Stall = min(o.Limits.Stall, limit)
+	}
+	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim, sleep: sleepCtx}
+	probes := 0
+	spent := func(err error) error {
+		if errors.Is(err, errCalibrationBudget) {
+			return bad("phase %s: calibration did not end within its budget of %s (%d probes sent)", p.phase, budget, probes+p.probes)
+		}
+		return err
+	}
 	cals := map[int]Calibration{}
 	var plans []Plan
 	var warns []string
@@ -81,10 +116,11 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 		cal, ok := cals[s.In]
 		if !ok {
 			var err error
+			probes += p.probes
 			p.probes = 0
-			cal, err = p.calibrate(ctx, s.In)
+			cal, err = p.calibrate(cctx, s.In)
 			if err != nil {
-				return nil, warns, err
+				return nil, warns, spent(err)
 			}
 			cals[s.In] = cal
 			if cal.Warning != "" {
@@ -94,9 +130,11 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 		// The load's exact body (max_tokens and all), stopped at the first token.
 		var res endpoints.StreamResult
 		body := o.Shape.chatBody(Prefix(p.nonce, ProbeIndex), p.fill.Text(cal.Chars), s.Out, true)
-		client.StreamChatUntilFirst(ctx, body, o.Limits, &res)
+		shape := lim
+		shape.MaxTokens = s.Out
+		client.StreamChatUntilFirst(cctx, body, shape, &res)
 		if res.Cancelled != nil {
-			return nil, warns, res.Cancelled
+			return nil, warns, spent(res.Cancelled)
 		}
 		if res.Class != "" {
 			return nil, warns, p.fail("probe of the load's request shape", &res)

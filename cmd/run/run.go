@@ -37,7 +37,10 @@ type Options struct {
 	TTFTTimeout    time.Duration
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
-	IgnoreEOS      bool
+	// ProbeTimeout limits each calibration probe; the whole calibration
+	// gets five times it.
+	ProbeTimeout time.Duration
+	IgnoreEOS    bool
 
 	Label string
 	Out   string
@@ -66,8 +69,12 @@ Phases (requests, input tokens, output tokens):
   decode_long    16 at once,   8192 in /  256 out
   throughput_8k 929 at once,   8192 in / 1024 out
 
-Before any load, each phase's prompt is calibrated against the endpoint's own
-usage.prompt_tokens and a request of the load's exact shape is probed. Every
+Before any load, each phase's IN+OUT is checked against the context the server
+states (max_model_len in /v1/models, /get_server_info, llama.cpp's /props),
+each phase's prompt is calibrated against the endpoint's own
+usage.prompt_tokens (each probe within --probe-timeout; a server that
+truncates long prompts exits 2 at once), and a request of the load's exact
+shape is probed. Every
 request streams /chat/completions with usage and ignore_eos; none is retried.
 Each failed request gets one error class (rate_limited, queue_full, http_5xx,
 http_4xx, connect, ttft_timeout, stalled, total_timeout, stream_error,
@@ -98,6 +105,7 @@ the phase cap, or on Ctrl-C (exit 130).`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "limit on silence after the first content event (0: none)")
 	fl.DurationVar(&o.RequestTimeout, "request-timeout", 0, "limit on a whole request (0: none)")
+	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", bench.DefaultProbeTimeout, "limit on each calibration probe; the whole calibration gets five times it")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
 	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
 	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
@@ -121,6 +129,9 @@ func (o *Options) validate() ([]bench.Spec, error) {
 		if d.v < 0 {
 			return nil, cmdutil.BadInput("%s must not be negative", d.name)
 		}
+	}
+	if o.ProbeTimeout <= 0 {
+		return nil, cmdutil.BadInput("--probe-timeout must be positive")
 	}
 	if o.RequestRate < 0 {
 		return nil, cmdutil.BadInput("--request-rate must not be negative")
@@ -183,6 +194,7 @@ func Run(ctx context.Context, o *Options) error {
 			TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout,
 		},
 		ConnectTimeout: o.ConnectTimeout,
+		ProbeTimeout:   o.ProbeTimeout,
 		PhaseCap:       o.PhaseCap,
 		RequestRate:    o.RequestRate,
 		MaxConcurrency: o.MaxConcurrency,
@@ -197,7 +209,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
-			return cmdutil.Silent(cmdutil.ExitInterrupted) // nothing measured yet
+			// Calibration sends no load: there is nothing to report.
+			return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
+				Err: errors.New("interrupted during calibration, before any load was sent: nothing was measured, so no report was written")}
 		}
 		return target.RedactErr(ep, err)
 	}
@@ -223,7 +237,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		return nil
 	}
-	completed := 0
+	var tally outcome
 	for _, pl := range plans {
 		if ctx.Err() != nil {
 			break
@@ -236,7 +250,7 @@ func Run(ctx context.Context, o *Options) error {
 		rep.Client.CPUSeconds += run.CPUSeconds
 		rep.Client.MaxSendLag = max(rep.Client.MaxSendLag, run.Result.MaxSendLag)
 		rep.Client.Saturated = rep.Client.MaxSendLag > bench.SaturationLag.Seconds()
-		completed += run.Result.Completed
+		tally.add(&run.Result)
 		fmt.Fprintln(io.ErrOut, phaseLine(&run.Result))
 		// Write after every phase, so a killed run keeps what it measured.
 		if err := write(); err != nil {
@@ -254,12 +268,44 @@ func Run(ctx context.Context, o *Options) error {
 	switch {
 	case rep.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
-	case completed == 0:
-		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("every request failed (see the failures in the report)")}
+	case tally.completed == 0:
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New(tally.none())}
 	case gp != nil:
 		return gp.Check([]*schema.Report{rep})
 	}
 	return nil
+}
+
+// outcome counts the requests of a run's phases by how they ended.
+type outcome struct {
+	batch, completed, errors, cancelled, notSent int
+}
+
+func (t *outcome) add(r *schema.PhaseResult) {
+	t.batch += r.BatchSize
+	t.completed += r.Completed
+	t.errors += r.Errors
+	t.cancelled += r.Cancelled
+	t.notSent += r.NotSent
+}
+
+// none says why a run in which no request completed has no figures: every
+// request failed, or the phase cap cut off what had not failed.
+func (t *outcome) none() string {
+	if t.errors == t.batch {
+		return "every request failed (see the failures in the report)"
+	}
+	var parts []string
+	if t.errors > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", t.errors))
+	}
+	if t.cancelled > 0 {
+		parts = append(parts, fmt.Sprintf("%d cancelled at the phase cap", t.cancelled))
+	}
+	if t.notSent > 0 {
+		parts = append(parts, fmt.Sprintf("%d not sent before the cap", t.notSent))
+	}
+	return fmt.Sprintf("none of the %d requests completed: %s (see the report)", t.batch, strings.Join(parts, ", "))
 }
 
 func phaseList(specs []bench.Spec) string {
@@ -273,7 +319,7 @@ func phaseList(specs []bench.Spec) string {
 func timeouts(o *Options) map[string]float64 {
 	return map[string]float64{
 		"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(), "stall": o.StallTimeout.Seconds(),
-		"request": o.RequestTimeout.Seconds(), "phase_cap": o.PhaseCap.Seconds(),
+		"request": o.RequestTimeout.Seconds(), "phase_cap": o.PhaseCap.Seconds(), "probe": o.ProbeTimeout.Seconds(),
 	}
 }
 

@@ -1,0 +1,94 @@
+package endpoints
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// maxInfoBody bounds a server-information answer read into memory (llama.cpp's
+// /props carries the whole chat template).
+const maxInfoBody = 4 << 20
+
+// maxContext bounds a stated context length that is taken at its word.
+const maxContext = 1 << 40
+
+// ContextLength returns the longest sequence (prompt plus output, in tokens)
+// one request may have on this endpoint, where the server states it, and
+// where it was read. It asks, in order:
+//
+//   - GET /models: the served model's max_model_len (vLLM; SGLang too);
+//   - GET /get_server_info beside the API base: context_length (SGLang; null
+//     there unless --context-length was given);
+//   - GET /props beside the API base: default_generation_settings.n_ctx, the
+//     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096).
+//
+// A missing route, another status or an unknown shape means "not stated":
+// n is 0 and err nil. err is only ctx's end.
+func (c *Client) ContextLength(ctx context.Context) (n int, source string, err error) {
+	var models struct {
+		Data []struct {
+			ID          string `json:"id"`
+			MaxModelLen *int64 `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if c.getJSON(ctx, c.ep.BaseURL+"/models", &models) {
+		for _, m := range models.Data {
+			// A LoRA adapter's card (vLLM) has no max_model_len; only the
+			// served model's own card counts.
+			if (m.ID == c.ep.Model || c.ep.Model == "") && m.MaxModelLen != nil && stated(*m.MaxModelLen) {
+				return int(*m.MaxModelLen), "max_model_len in GET /models", nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, "", err
+	}
+	root := strings.TrimSuffix(c.ep.BaseURL, "/v1")
+	var info struct {
+		ContextLength *int64 `json:"context_length"`
+	}
+	if c.getJSON(ctx, root+"/get_server_info", &info) && info.ContextLength != nil && stated(*info.ContextLength) {
+		return int(*info.ContextLength), "context_length in GET /get_server_info", nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, "", err
+	}
+	// llama.cpp's get_props: default_generation_settings.n_ctx is the slot's
+	// context (slots[0].n_ctx: -c divided among the --parallel slots, which
+	// total_slots counts). Some versions also had a top-level n_ctx, the whole
+	// context, which no single request can use.
+	var props struct {
+		Settings *struct {
+			NCtx *int64 `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	if c.getJSON(ctx, root+"/props", &props) && props.Settings != nil && props.Settings.NCtx != nil && stated(*props.Settings.NCtx) {
+		return int(*props.Settings.NCtx), "n_ctx per slot in GET /props", nil
+	}
+	return 0, "", ctx.Err()
+}
+
+func stated(n int64) bool { return n > 0 && n < maxContext }
+
+// getJSON GETs url and decodes a 200 JSON answer into v; false for anything else.
+func (c *Client) getJSON(ctx context.Context, url string, v any) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Accept", "application/json")
+	c.ep.Apply(req.Header)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return false
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, maxInfoBody)).Decode(v) == nil
+}
