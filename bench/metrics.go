@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/montanaflynn/stats"
 
@@ -26,6 +27,13 @@ func Summarize(spec Spec, records []schema.Record, status string) schema.PhaseRe
 	for i := range records {
 		rec := &records[i]
 		if !rec.NotSent {
+			r.MalformedEvents += rec.MalformedEvents
+			if rec.MalformedEvents > 0 {
+				r.MalformedRequests++
+			}
+			if rec.BadUsage != "" {
+				r.BadUsage++
+			}
 			firstSend = math.Min(firstSend, rec.SendOffset)
 			r.MaxSendLag = math.Max(r.MaxSendLag, rec.SendLag)
 			if rec.TEnd != nil {
@@ -128,6 +136,8 @@ func ptr[T any](v T) *T { return &v }
 // or the class and the harness's own account.
 func ErrorKind(rec *schema.Record) string {
 	switch {
+	case rec.Class == schema.Redirect:
+		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(strings.TrimPrefix(rec.Detail, "a "), 60))
 	case rec.Status != 0 && rec.Status != 200:
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(endpoints.ErrorMessage([]byte(rec.Body)), 60))
 	case rec.Class == schema.QueueFull || rec.Class == schema.StreamError:
