@@ -30,7 +30,7 @@ type Client struct {
 	http *http.Client
 	chat string
 	// window is how many bytes of a failed body are read before redaction
-	// (Endpoint.bodyWindow).
+	// (Endpoint.BodyWindow).
 	window int
 }
 
@@ -41,10 +41,14 @@ type Client struct {
 // (and 301/302 would turn the POST into a bodiless GET), so a 3xx is an
 // answer, classed Redirect.
 func NewClient(ep *Endpoint, rt http.RoundTripper) *Client {
-	return &Client{ep: ep, http: noRedirects(rt), chat: ep.BaseURL + "/chat/completions", window: ep.bodyWindow()}
+	return &Client{ep: ep, http: NewHTTPClient(rt), chat: ep.BaseURL + "/chat/completions", window: ep.BodyWindow()}
 }
 
-func noRedirects(rt http.RoundTripper) *http.Client {
+// NewHTTPClient returns an http.Client over rt that never follows a
+// redirect: the 3xx comes back as the answer. Every request glmbench makes
+// to an endpoint goes through one (conformance checks included), so no key
+// or header is ever carried to another origin.
+func NewHTTPClient(rt http.RoundTripper) *http.Client {
 	return &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
@@ -55,7 +59,7 @@ func (c *Client) Endpoint() *Endpoint { return c.ep }
 func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	cfg := openai.DefaultConfig(c.ep.apiKey)
 	cfg.BaseURL = c.ep.BaseURL
-	cfg.HTTPClient = noRedirects(headerTransport{c.ep, c.http.Transport})
+	cfg.HTTPClient = NewHTTPClient(headerTransport{c.ep, c.http.Transport})
 	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
 	if err != nil {
 		return nil, c.redactError(err)
@@ -515,7 +519,7 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.window)+1))
 		res.End = time.Since(res.T0)
-		res.Body = c.ep.clipBody(b[:min(len(b), c.window)], len(b) > c.window)
+		res.Body = c.ep.ClipBody(b[:min(len(b), c.window)], len(b) > c.window)
 		res.Class = ClassifyStatus(resp.StatusCode, res.Body)
 		res.Detail = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		c.overrideByCause(ctx, parent, res)
@@ -565,29 +569,29 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 			res.Class, res.Detail = schema.Truncated, "stream cut: "+readErr.Error()
 		}
 		if res.Class != "" || res.Cancelled != nil {
-			res.Body = c.ep.clipBody(cap.b, cap.more)
+			res.Body = c.ep.ClipBody(cap.b, cap.more)
 		}
 	case errors.Is(readErr, sse.ErrTooLarge):
 		res.Class = schema.StreamError
 		res.Detail = fmt.Sprintf("the endpoint sent an SSE line longer than %d bytes (the client's bound), after %d content events", MaxLine, len(res.Events))
-		res.Body = c.ep.clipBody(cap.b, cap.more)
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case errors.Is(readErr, sse.ErrBodyTooLarge):
 		res.Class = schema.StreamError
 		res.Detail = fmt.Sprintf("the endpoint sent more than %d bytes (%d content events) for max_tokens %d: a stream without end", BodyBound(s.lim.MaxTokens), len(res.Events), s.lim.MaxTokens)
-		res.Body = c.ep.clipBody(cap.b, cap.more)
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case len(res.Events) == 0:
 		res.Class, res.Detail = schema.Empty, "200 with no content event"
 		if res.Malformed > 0 {
 			res.Detail += fmt.Sprintf(" (%d malformed data lines skipped)", res.Malformed)
 		}
-		res.Body = c.ep.clipBody(cap.b, cap.more)
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case !res.Done && res.Finish == "":
 		res.Class = schema.Truncated
 		res.Detail = "stream ended with neither [DONE] nor a finish reason"
 		if readErr != nil {
 			res.Detail = "stream cut: " + readErr.Error()
 		}
-		res.Body = c.ep.clipBody(cap.b, cap.more)
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	}
 }
 
@@ -661,8 +665,8 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 		}
 		if ch.Error {
 			res.End = at
-			w := min(len(ev.Data), BodyLimit+6*ep.secretsToFind().longest+64)
-			res.Body = ep.clipBody(ev.Data[:w], len(ev.Data) > w)
+			w := min(len(ev.Data), ep.BodyWindow())
+			res.Body = ep.ClipBody(ev.Data[:w], len(ev.Data) > w)
 			res.Class, res.Detail = classifyErrorEvent(&ch)
 			return nil, true
 		}

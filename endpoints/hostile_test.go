@@ -461,7 +461,7 @@ func TestClipBodyRedactsASecretCutOffAtTheEnd(t *testing.T) {
 	// Ten whole keys shrink to marks, which pulls the cut-off start of the
 	// eleventh under the 200-byte cut.
 	b := []byte(strings.Repeat(hostileKey+" ", 10) + strings.Repeat("x", 100) + hostileKey[:12])
-	got := ep.clipBody(b, true)
+	got := ep.ClipBody(b, true)
 	if l := leaks(string(got)); l != nil {
 		t.Fatalf("%q leaks %v", got, l)
 	}
@@ -469,7 +469,7 @@ func TestClipBodyRedactsASecretCutOffAtTheEnd(t *testing.T) {
 		t.Fatalf("the cut-off tail was not marked: %q", got)
 	}
 	// A body that ends there is not cut: its tail is ordinary text.
-	if got := ep.clipBody([]byte("sk-"), false); string(got) != "sk-" {
+	if got := ep.ClipBody([]byte("sk-"), false); string(got) != "sk-" {
 		t.Fatalf("%q", got)
 	}
 }

@@ -88,7 +88,7 @@ func (e *Endpoint) Redact(s string) string {
 // letter case, JSON-escaped (\/, \", \uXXXX, behind any number of
 // backslashes, as JSON quoted inside JSON gives it), percent-encoded, or any
 // mix of these. Not found: other encodings (base64 and the like) and
-// fragments of a secret other than a cut-off tail (see clipBody).
+// fragments of a secret other than a cut-off tail (see ClipBody).
 func (e *Endpoint) RedactBytes(b []byte) []byte {
 	ss := e.secretsToFind()
 	if len(ss.secrets) == 0 {
@@ -98,18 +98,18 @@ func (e *Endpoint) RedactBytes(b []byte) []byte {
 	return out
 }
 
-// bodyWindow is how many bytes of a failed body to read before redacting and
+// BodyWindow is how many bytes of a failed body to read before redacting and
 // clipping it to BodyLimit: enough that a secret starting before the cut,
 // even escaped at six bytes a character, is read whole.
-func (e *Endpoint) bodyWindow() int {
+func (e *Endpoint) BodyWindow() int {
 	return BodyLimit + 6*e.secretsToFind().longest + 64
 }
 
-// clipBody returns at most BodyLimit bytes of b redacted: it redacts first,
+// ClipBody returns at most BodyLimit bytes of b redacted: it redacts first,
 // then clips, so a secret straddling the cut leaks no prefix. more says the
 // body went on past b; then a tail of b that spells the start of a secret
 // (minPartial characters or more) is redacted too.
-func (e *Endpoint) clipBody(b []byte, more bool) []byte {
+func (e *Endpoint) ClipBody(b []byte, more bool) []byte {
 	ss := e.secretsToFind()
 	out := b
 	if len(ss.secrets) > 0 {
