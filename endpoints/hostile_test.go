@@ -491,6 +491,10 @@ func TestRedactFindsTheFormsAServerWritesASecretIn(t *testing.T) {
 			t.Errorf("Redact(%q) = %q", in, got)
 		}
 	}
+	pct := &Endpoint{apiKey: "key%41with\\marks"}
+	if got := pct.Redact(`a key%41with\\marks b`); got != "a *** b" {
+		t.Errorf("a secret holding %% and \\ itself: %q", got)
+	}
 	if got := ep.Redact("nothing secret here"); got != "nothing secret here" {
 		t.Errorf("changed %q", got)
 	}

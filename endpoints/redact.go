@@ -178,19 +178,31 @@ func matchAt(b []byte, i int, s []byte) (end int, full, partial bool) {
 		if !complete {
 			return 0, false, units >= minPartial
 		}
-		if len(dec) > len(s)-j {
-			return 0, false, false
-		}
-		for k, c := range dec {
-			if asciiLowerByte(c) != s[j+k] {
+		if !spells(dec, s[j:]) {
+			// A '\' or '%' that is part of the secret itself.
+			if n == 1 || asciiLowerByte(b[i]) != s[j] {
 				return 0, false, false
 			}
+			dec, n = b[i:i+1], 1
 		}
 		j += len(dec)
 		i += n
 		units++
 	}
 	return i, true, false
+}
+
+// spells reports whether dec is the start of s (lowercase), in any ASCII case.
+func spells(dec, s []byte) bool {
+	if len(dec) > len(s) {
+		return false
+	}
+	for k, c := range dec {
+		if asciiLowerByte(c) != s[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // unit decodes the one character written at b[i] as a server may have
