@@ -248,7 +248,7 @@ func EventBound(maxTokens int) int {
 // BodyBound is the most bytes a stream asking for maxTokens may carry: 8 KiB
 // per event EventBound allows (an event with 20 top_logprobs is about 3
 // KiB) plus 1 MiB; no bound (0) when maxTokens is 0. It ends a stream that
-// sends bytes forever without content events, comments or empty deltas.
+// sends bytes forever but no content events: comments, empty deltas.
 func BodyBound(maxTokens int) int64 {
 	if maxTokens <= 0 {
 		return 0

@@ -27,7 +27,7 @@ var Formulas = []Formula{
 	{"tpot", "(last content event − first content event) / (n − 1), per request with n ≥ 2"},
 	{"itl", "every gap between consecutive content events, pooled over completed requests"},
 	{"lat", "end of stream ([DONE], or EOF after a finish reason) − t0"},
-	{"n", "usage.completion_tokens; without usage, the number of content events (n_source: events)"},
+	{"n", "usage.completion_tokens when it is a sound count; without usage, or with usage that is not (bad_usage), the number of content events (n_source: events)"},
 	{"in_tput", "Σ usage.prompt_tokens of completed requests / wall_sec"},
 	{"out_tput", "Σ n of completed requests / wall_sec"},
 	{"wall_sec", "first send of the phase → its last completion"},
