@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -498,4 +499,38 @@ func TestRedactFindsTheFormsAServerWritesASecretIn(t *testing.T) {
 	if got := ep.Redact("nothing secret here"); got != "nothing secret here" {
 		t.Errorf("changed %q", got)
 	}
+}
+
+// FuzzRedactLeavesNoSecret: whatever surrounds a secret, in whichever of
+// the forms a server writes it, the redacted text holds no secret as it
+// is, in any letter case, nor once JSON-unescaped.
+func FuzzRedactLeavesNoSecret(f *testing.F) {
+	f.Add([]byte("pre "), []byte(" post"), uint8(0))
+	f.Add([]byte(`{"error":{"message":"`), []byte(`"}}`), uint8(1))
+	f.Add([]byte("sk-hos"), []byte("tile/0123"), uint8(2))
+	f.Add([]byte(`\`), []byte(`\u0073`), uint8(3))
+	ep := hostileEndpoint("http://x")
+	forms := []func(string) string{
+		func(s string) string { return s },
+		func(s string) string { return strings.ReplaceAll(s, "/", `\/`) },
+		strings.ToUpper,
+		func(s string) string { return `\u00` + fmt.Sprintf("%x", s[0]) + s[1:] },
+		func(s string) string { return strings.ReplaceAll(s, "-", "%2D") },
+	}
+	f.Fuzz(func(t *testing.T, pre, post []byte, form uint8) {
+		for _, sec := range []string{hostileKey, hostileHeader} {
+			in := string(pre) + forms[int(form)%len(forms)](sec) + string(post)
+			out := ep.Redact(in)
+			low := strings.ToLower(out)
+			for _, s := range []string{hostileKey, hostileHeader} {
+				if strings.Contains(low, strings.ToLower(s)) {
+					t.Fatalf("Redact(%q) = %q holds %q", in, out, s)
+				}
+			}
+			var dec string
+			if json.Unmarshal([]byte(`"`+out+`"`), &dec) == nil && strings.Contains(strings.ToLower(dec), strings.ToLower(sec)) {
+				t.Fatalf("Redact(%q) = %q holds %q once unescaped", in, out, sec)
+			}
+		}
+	})
 }
