@@ -568,6 +568,12 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		if res.Class == "" && res.Cancelled == nil {
 			res.Class, res.Detail = schema.Truncated, "stream cut: "+readErr.Error()
 		}
+		if res.Class == schema.TTFTTimeout && res.Bytes > 0 {
+			// Bytes came, just no content event: say so, it is not a
+			// silent server. (The counts come last: error_kinds keys on
+			// the first 60 characters.)
+			res.Detail += fmt.Sprintf(" though bytes arrived, none of them a content event (%d bytes, %d malformed data lines)", res.Bytes, res.Malformed)
+		}
 		if res.Class != "" || res.Cancelled != nil {
 			res.Body = c.ep.ClipBody(cap.b, cap.more)
 		}

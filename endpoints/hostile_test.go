@@ -187,8 +187,8 @@ func TestHostileEndlessBodyWithoutEventsIsATTFTTimeout(t *testing.T) {
 	bounded(t, 256<<20, func() {
 		res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 300 * time.Millisecond, Stall: 10 * time.Second})
 	})
-	if res.Class != schema.TTFTTimeout {
-		t.Fatalf("class %q, want ttft_timeout", res.Class)
+	if res.Class != schema.TTFTTimeout || !strings.Contains(res.Detail, "though bytes arrived, none of them a content event") {
+		t.Fatalf("class %q detail %q, want ttft_timeout saying bytes came", res.Class, res.Detail)
 	}
 }
 
