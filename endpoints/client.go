@@ -583,12 +583,12 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case errors.Is(readErr, sse.ErrBodyTooLarge):
 		res.Class = schema.StreamError
-		res.Detail = fmt.Sprintf("the endpoint sent more than %d bytes (%d content events) for max_tokens %d: a stream without end", BodyBound(s.lim.MaxTokens), len(res.Events), s.lim.MaxTokens)
+		res.Detail = fmt.Sprintf("the endpoint sent more than %d bytes for max_tokens %d: a stream without end (%d content events)", BodyBound(s.lim.MaxTokens), s.lim.MaxTokens, len(res.Events))
 		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case len(res.Events) == 0:
 		res.Class, res.Detail = schema.Empty, "200 with no content event"
 		if res.Malformed > 0 {
-			res.Detail += fmt.Sprintf(" (%d malformed data lines skipped)", res.Malformed)
+			res.Detail += fmt.Sprintf("; some data lines were malformed and skipped (%d)", res.Malformed)
 		}
 		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case !res.Done && res.Finish == "":
