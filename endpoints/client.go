@@ -869,9 +869,10 @@ type Response struct {
 const maxResponse = 64 << 20
 
 // Post sends a JSON body to path (relative to the base URL, e.g.
-// "/chat/completions") and reads the whole answer, with every secret of the
-// endpoint redacted from it (whatever its status: an eval or a probe may
-// quote a 200 answer too). err is for a request that got no answer, an
+// "/chat/completions") and reads the whole answer, with the endpoint's
+// secrets redacted from it: all of them from an error answer, those of 8
+// bytes or more from a 2xx one (an eval or a probe may quote it; shorter
+// values could be JSON's own words). err is for a request that got no answer, an
 // answer it could not read (a compressed body), or a redirect, which is
 // never followed (a *RedirectError); an HTTP error status is a Response.
 func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response, error) {
@@ -898,6 +899,13 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 		return nil, fmt.Errorf("reading answer: %s", c.ep.Redact(err.Error()))
 	}
 	ss := c.ep.secretsToFind()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// An answer the caller parses: only secrets of minWord bytes or
+		// more, which no JSON syntax or common word spells (a header value
+		// "true" would otherwise break every boolean). Whoever quotes a part
+		// of it redacts that part again with Redact.
+		ss = ss.atLeast(minWord)
+	}
 	if len(ss.secrets) > 0 {
 		b, _ = ss.redact(b, len(b) == maxResponse)
 	}

@@ -534,3 +534,30 @@ func FuzzRedactLeavesNoSecret(f *testing.F) {
 		}
 	})
 }
+
+func TestRedactLeavesNumbersAndAnswersWhole(t *testing.T) {
+	ep := &Endpoint{apiKey: hostileKey, headers: []header{{"X-Tenant", "1234"}, {"X-Cache", "true"}}}
+	for in, want := range map[string]string{
+		"tenant 1234 refused":           "tenant *** refused",
+		`{"logprob":-0.12345,"n":1234}`: `{"logprob":-0.12345,"n":***}`,
+		"id 91234 and 12340":            "id 91234 and 12340",
+	} {
+		if got := ep.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A 2xx answer keeps short values that are JSON's own words; a long
+	// secret echoed in it is still redacted.
+	answer := `{"choices":[{"text":"ok","logprobs":null}],"cached":true,"echo":"` + hostileKey + `"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, answer) }))
+	defer srv.Close()
+	ep.BaseURL = srv.URL + "/v1"
+	resp, err := NewClient(ep, NewTransport(TransportOptions{})).Post(context.Background(), "/completions", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(answer, hostileKey, redactedMark)
+	if string(resp.Body) != want {
+		t.Fatalf("200 body %s, want %s", resp.Body, want)
+	}
+}

@@ -25,8 +25,30 @@ const minPartial = 3
 // and which bytes may start one as a server could have written it.
 type secretSet struct {
 	secrets [][]byte
+	// numeric marks a secret of digits only: it matches only where no digit,
+	// sign, point or exponent adjoins it, so a numeric header value never
+	// blanks out part of a number in an answer.
+	numeric []bool
 	start   [256]bool
 	longest int
+}
+
+// atLeast returns the secrets of n bytes or more.
+func (ss *secretSet) atLeast(n int) *secretSet {
+	out := &secretSet{}
+	for i, s := range ss.secrets {
+		if len(s) >= n {
+			out.secrets = append(out.secrets, s)
+			out.numeric = append(out.numeric, ss.numeric[i])
+			out.longest = max(out.longest, len(s))
+			out.start[s[0]] = true
+			if 'a' <= s[0] && s[0] <= 'z' {
+				out.start[s[0]-'a'+'A'] = true
+			}
+		}
+	}
+	out.start['\\'], out.start['%'] = true, true
+	return out
 }
 
 // secretsToFind returns the endpoint's secrets ready for matching: the API
@@ -46,6 +68,7 @@ func (e *Endpoint) secretsToFind() *secretSet {
 		seen[v] = true
 		low := []byte(asciiLower(v))
 		ss.secrets = append(ss.secrets, low)
+		ss.numeric = append(ss.numeric, strings.Trim(v, "0123456789") == "")
 		ss.longest = max(ss.longest, len(low))
 		c := low[0]
 		ss.start[c] = true
@@ -87,7 +110,8 @@ func (e *Endpoint) Redact(s string) string {
 // it, else a redacted copy. A secret is found written as it is, in any ASCII
 // letter case, JSON-escaped (\/, \", \uXXXX, behind any number of
 // backslashes, as JSON quoted inside JSON gives it), percent-encoded, or any
-// mix of these. Not found: other encodings (base64 and the like) and
+// mix of these; a secret of digits only, where no other digit, sign, point
+// or exponent adjoins it (not inside a longer number). Not found: other encodings (base64 and the like) and
 // fragments of a secret other than a cut-off tail (see ClipBody).
 func (e *Endpoint) RedactBytes(b []byte) []byte {
 	ss := e.secretsToFind()
@@ -134,8 +158,11 @@ func (ss *secretSet) redact(b []byte, partialTail bool) ([]byte, bool) {
 			continue
 		}
 		end, tail := 0, false
-		for _, s := range ss.secrets {
+		for k, s := range ss.secrets {
 			e, full, partial := matchAt(b, i, s)
+			if full && ss.numeric[k] && (i > 0 && numberByte(b[i-1]) || e < len(b) && numberByte(b[e])) {
+				full = false
+			}
 			if full && e > end {
 				end = e
 			}
@@ -247,6 +274,10 @@ func unit(b []byte, i int, buf *[utf8.UTFMax]byte) (dec []byte, n int, complete 
 		}
 	}
 	return b[i : i+1], 1, true
+}
+
+func numberByte(c byte) bool {
+	return '0' <= c && c <= '9' || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'
 }
 
 func hex(b []byte) (int, bool) {
