@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/montanaflynn/stats"
 
@@ -26,6 +27,13 @@ func Summarize(spec Spec, records []schema.Record, status string) schema.PhaseRe
 	for i := range records {
 		rec := &records[i]
 		if !rec.NotSent {
+			r.MalformedEvents += rec.MalformedEvents
+			if rec.MalformedEvents > 0 {
+				r.MalformedRequests++
+			}
+			if rec.BadUsage != "" {
+				r.BadUsage++
+			}
 			firstSend = math.Min(firstSend, rec.SendOffset)
 			r.MaxSendLag = math.Max(r.MaxSendLag, rec.SendLag)
 			if rec.TEnd != nil {
@@ -128,12 +136,21 @@ func ptr[T any](v T) *T { return &v }
 // or the class and the harness's own account.
 func ErrorKind(rec *schema.Record) string {
 	switch {
+	case rec.Class == schema.Redirect:
+		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(strings.TrimPrefix(rec.Detail, "a "), 60))
 	case rec.Status != 0 && rec.Status != 200:
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(endpoints.ErrorMessage([]byte(rec.Body)), 60))
-	case rec.Class == schema.QueueFull || rec.Class == schema.StreamError:
+	case (rec.Class == schema.QueueFull || rec.Class == schema.StreamError) && fromErrorEvent(rec):
 		return fmt.Sprintf("stream error event: %s", first(endpoints.ErrorMessage([]byte(rec.Body)), 60))
 	}
 	return fmt.Sprintf("%s: %s", rec.Class, first(rec.Detail, 60))
+}
+
+// fromErrorEvent tells a failure the endpoint stated in an error event from
+// one the client found in the stream (a runaway, a huge line), by the
+// client's detail; a record without one (imported) is taken as an event.
+func fromErrorEvent(rec *schema.Record) bool {
+	return rec.Detail == "" || strings.HasPrefix(rec.Detail, "error event")
 }
 
 func first(s string, n int) string {

@@ -199,6 +199,10 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 		sem = make(chan struct{}, o.MaxConcurrency)
 	}
 	evCap := min(spec.Out+8, 1<<16)
+	// A load request knows its max_tokens: a stream far past it is ended as
+	// the endpoint's fault (endpoints.EventBound).
+	lim := o.Limits
+	lim.MaxTokens = spec.Out
 
 	records := make([]schema.Record, spec.N)
 	var wg sync.WaitGroup
@@ -206,7 +210,7 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	// ready makes request i ready to send (body, context, result buffer), so
 	// that none of it counts as send lag; the returned func sends it.
 	ready := func(i int) func(planned time.Time, queued time.Duration) {
-		st := pool.Client(i).PrepareChat(phaseCtx, tmpl.body(i), o.Limits)
+		st := pool.Client(i).PrepareChat(phaseCtx, tmpl.body(i), lim)
 		res := &endpoints.StreamResult{Events: make([]time.Duration, 0, evCap)}
 		return func(planned time.Time, queued time.Duration) {
 			defer wg.Done()
@@ -323,6 +327,9 @@ func record(spec Spec, i int, start, planned time.Time, queued time.Duration, re
 		Status:     res.Status,
 		RetryAfter: res.RetryAfter,
 		Detail:     res.Detail,
+		// The endpoint's usage when sound, else a note; n then counts events.
+		BadUsage:        res.BadUsage,
+		MalformedEvents: res.Malformed,
 	}
 	if len(res.Events) > 0 {
 		rec.Events = make([]float64, len(res.Events))

@@ -22,9 +22,17 @@ type Chunk struct {
 	// It aliases the parsed input.
 	Finish []byte
 	// Usage is true when a non-null "usage" object was present.
-	Usage            bool
+	Usage bool
+	// PromptTokens and CompletionTokens are its counts, 0 when a count is
+	// not sound (see BadUsage).
 	PromptTokens     int
 	CompletionTokens int
+	// BadUsage names the usage field that is not a sound count: a value
+	// that is not a JSON integer (a fraction, an exponent, a string, null),
+	// negative or over MaxUsageCount, or a missing completion_tokens. It
+	// aliases the input; BadValue is the raw value (nil when missing).
+	BadUsage []byte
+	BadValue []byte
 	// Error is true for an error event: a non-null top-level "error" (object
 	// or string), or a top-level "object": "error" as vLLM and SGLang send it.
 	Error bool
@@ -51,20 +59,26 @@ func ParseChunk(b []byte, c *Chunk) error {
 			c.Content, c.ContentBytes, c.Choices, c.Finish = false, 0, 0, nil
 			return s.choices(c)
 		case "usage":
-			c.Usage, c.PromptTokens, c.CompletionTokens = false, 0, 0
+			c.Usage, c.PromptTokens, c.CompletionTokens, c.BadUsage, c.BadValue = false, 0, 0, nil, nil
 			if s.null() {
 				return nil
 			}
 			c.Usage = true
-			return s.object(func(k []byte) error {
+			sawCompletion := false
+			err := s.object(func(k []byte) error {
 				switch string(k) {
 				case "prompt_tokens":
-					return s.int(&c.PromptTokens)
+					return s.count(k, &c.PromptTokens, c)
 				case "completion_tokens":
-					return s.int(&c.CompletionTokens)
+					sawCompletion = true
+					return s.count(k, &c.CompletionTokens, c)
 				}
 				return s.skip()
 			})
+			if err == nil && !sawCompletion && c.BadUsage == nil {
+				c.BadUsage = usageCompletionKey
+			}
+			return err
 		case "error":
 			c.Error = false
 			if s.null() {
@@ -350,6 +364,34 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 		}
 	}
 	return nil, false, ErrBadJSON
+}
+
+// MaxUsageCount is the largest token count in usage taken as sound: no
+// context or generation is 100 million tokens long.
+const MaxUsageCount = 100_000_000
+
+var usageCompletionKey = []byte("completion_tokens")
+
+// count reads a usage count into n: a plain JSON integer from 0 to
+// MaxUsageCount. Any other value (a fraction or exponent such as 5.0 or
+// 1e18, a negative number, a string, null, an object) leaves n 0 and marks
+// c.BadUsage with the key and the raw value.
+func (s *scanner) count(key []byte, n *int, c *Chunk) error {
+	s.ws()
+	start := s.i
+	*n = 0
+	if err := s.skip(); err != nil {
+		return err
+	}
+	raw := s.b[start:s.i]
+	if v, ok := atoi(raw); ok && v >= 0 && v <= MaxUsageCount {
+		*n = v
+		return nil
+	}
+	if c.BadUsage == nil {
+		c.BadUsage, c.BadValue = key, raw
+	}
+	return nil
 }
 
 // strOrSkip reads a string, or skips any other value and reports it was none.

@@ -94,6 +94,36 @@ func TestParseChunkReadsWhatServersSend(t *testing.T) {
 			in:   `{"choices":[{"delta":{"content":"ab"}},{"delta":{"content":"c"},"finish_reason":"stop"}]}`,
 			want: Chunk{Content: true, ContentBytes: 3, Choices: 2, Finish: []byte("stop")},
 		},
+		{
+			name: "a negative completion count is not a count",
+			in:   `{"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":-5}}`,
+			want: Chunk{Usage: true, PromptTokens: 8, BadUsage: []byte("completion_tokens"), BadValue: []byte("-5")},
+		},
+		{
+			name: "1e18 prompt tokens is not a count (it used to become 0 silently)",
+			in:   `{"choices":[],"usage":{"prompt_tokens":1e18,"completion_tokens":3}}`,
+			want: Chunk{Usage: true, CompletionTokens: 3, BadUsage: []byte("prompt_tokens"), BadValue: []byte("1e18")},
+		},
+		{
+			name: "a fraction is not a count",
+			in:   `{"usage":{"prompt_tokens":8,"completion_tokens":2.5}}`,
+			want: Chunk{Usage: true, PromptTokens: 8, BadUsage: []byte("completion_tokens"), BadValue: []byte("2.5")},
+		},
+		{
+			name: "a string is not a count",
+			in:   `{"usage":{"prompt_tokens":"8","completion_tokens":2}}`,
+			want: Chunk{Usage: true, CompletionTokens: 2, BadUsage: []byte("prompt_tokens"), BadValue: []byte(`"8"`)},
+		},
+		{
+			name: "a count past MaxUsageCount is absurd",
+			in:   `{"usage":{"prompt_tokens":8,"completion_tokens":100000001}}`,
+			want: Chunk{Usage: true, PromptTokens: 8, BadUsage: []byte("completion_tokens"), BadValue: []byte("100000001")},
+		},
+		{
+			name: "usage without completion_tokens",
+			in:   `{"usage":{"prompt_tokens":8}}`,
+			want: Chunk{Usage: true, PromptTokens: 8, BadUsage: []byte("completion_tokens")},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -135,7 +165,8 @@ func chunkEqual(a, b Chunk) bool {
 	return a.Content == b.Content && a.ContentBytes == b.ContentBytes && a.Choices == b.Choices &&
 		string(a.Finish) == string(b.Finish) && a.Usage == b.Usage && a.PromptTokens == b.PromptTokens &&
 		a.CompletionTokens == b.CompletionTokens && a.Error == b.Error && a.ErrorCode == b.ErrorCode &&
-		string(a.ErrorType) == string(b.ErrorType)
+		string(a.ErrorType) == string(b.ErrorType) &&
+		string(a.BadUsage) == string(b.BadUsage) && string(a.BadValue) == string(b.BadValue)
 }
 
 // refChunk derives the fields of Chunk that survive decoding from the
@@ -173,8 +204,11 @@ func refChunk(m map[string]any) (c Chunk) {
 	}
 	if u, ok := m["usage"].(map[string]any); ok {
 		c.Usage = true
-		c.PromptTokens = refInt(u["prompt_tokens"])
-		c.CompletionTokens = refInt(u["completion_tokens"])
+		c.PromptTokens, c.CompletionTokens = refCount(u["prompt_tokens"]), refCount(u["completion_tokens"])
+		_, hasCompletion := u["completion_tokens"]
+		if !hasCompletion || !refSound(u["prompt_tokens"]) || !refSound(u["completion_tokens"]) {
+			c.BadUsage = []byte("some")
+		}
 	}
 	switch e := m["error"].(type) {
 	case string:
@@ -193,6 +227,24 @@ func refChunk(m map[string]any) (c Chunk) {
 		}
 	}
 	return c
+}
+
+// refSound reports whether a decoded usage count is sound: absent, or a
+// whole number from 0 to MaxUsageCount. (encoding/json cannot tell 5 from
+// 5.0; the fuzz comparison accepts the scanner's stricter "5.0 is bad".)
+func refSound(v any) bool {
+	if v == nil {
+		return true
+	}
+	f, ok := v.(float64)
+	return ok && f >= 0 && f <= MaxUsageCount && f == math.Trunc(f)
+}
+
+func refCount(v any) int {
+	if f, ok := v.(float64); ok && refSound(v) {
+		return int(f)
+	}
+	return 0
 }
 
 func refInt(v any) int {
@@ -246,7 +298,13 @@ func FuzzParseChunk(f *testing.F) {
 		if c.Content != want.Content || c.Choices != want.Choices || c.Usage != want.Usage || c.Error != want.Error {
 			t.Fatalf("%q: got %+v, want %+v", in, c, want)
 		}
-		if c.Usage && (c.PromptTokens != want.PromptTokens || c.CompletionTokens != want.CompletionTokens) {
+		// The reference cannot tell 5 from 5.0 (nor an explicit null from a
+		// missing count), so it checks soundness one way: what it calls
+		// unsound, the scanner must too; and counts the scanner took agree.
+		if want.BadUsage != nil && c.BadUsage == nil {
+			t.Fatalf("%q: usage taken as sound (%d/%d)", in, c.PromptTokens, c.CompletionTokens)
+		}
+		if c.Usage && c.BadUsage == nil && (c.PromptTokens != want.PromptTokens || c.CompletionTokens != want.CompletionTokens) {
 			t.Fatalf("%q: usage %d/%d, want %d/%d", in, c.PromptTokens, c.CompletionTokens, want.PromptTokens, want.CompletionTokens)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -28,13 +29,27 @@ type Client struct {
 	ep   *Endpoint
 	http *http.Client
 	chat string
+	// window is how many bytes of a failed body are read before redaction
+	// (Endpoint.BodyWindow).
+	window int
 }
 
 // NewClient returns a client for ep over rt (a transport from NewTransport, or
 // any RoundTripper in tests). The http.Client has no overall timeout: streams
-// are bounded by StreamLimits instead.
+// are bounded by StreamLimits instead. It never follows a redirect: a 3xx
+// would carry the key and every header to wherever its Location points
+// (and 301/302 would turn the POST into a bodiless GET), so a 3xx is an
+// answer, classed Redirect.
 func NewClient(ep *Endpoint, rt http.RoundTripper) *Client {
-	return &Client{ep: ep, http: &http.Client{Transport: rt}, chat: ep.BaseURL + "/chat/completions"}
+	return &Client{ep: ep, http: NewHTTPClient(rt), chat: ep.BaseURL + "/chat/completions", window: ep.BodyWindow()}
+}
+
+// NewHTTPClient returns an http.Client over rt that never follows a
+// redirect: the 3xx comes back as the answer. Every request glmbench makes
+// to an endpoint goes through one (conformance checks included), so no key
+// or header is ever carried to another origin.
+func NewHTTPClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // Endpoint returns the client's endpoint.
@@ -44,10 +59,10 @@ func (c *Client) Endpoint() *Endpoint { return c.ep }
 func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	cfg := openai.DefaultConfig(c.ep.apiKey)
 	cfg.BaseURL = c.ep.BaseURL
-	cfg.HTTPClient = &http.Client{Transport: headerTransport{c.ep, c.http.Transport}}
+	cfg.HTTPClient = NewHTTPClient(headerTransport{c.ep, c.http.Transport})
 	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c.redactError(err)
 	}
 	ids := make([]string, 0, len(list.Models))
 	for _, m := range list.Models {
@@ -67,7 +82,96 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for _, kv := range h.ep.headers {
 		r.Header.Set(kv.name, kv.value)
 	}
-	return h.rt.RoundTrip(r)
+	r.Header.Set("Accept-Encoding", "identity")
+	resp, err := h.rt.RoundTrip(r)
+	if err == nil {
+		if msg := compressed(resp); msg != "" {
+			resp.Body.Close()
+			return nil, errors.New(msg)
+		}
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			resp.Body.Close()
+			return nil, &RedirectError{Status: resp.StatusCode, Origin: locationOrigin(resp)}
+		}
+	}
+	return resp, err
+}
+
+// redactError removes the endpoint's secrets from an error of go-openai,
+// in place (its APIError and RequestError carry the server's words), and
+// from its message.
+func (c *Client) redactError(err error) error {
+	var ae *openai.APIError
+	if errors.As(err, &ae) {
+		ae.Message = c.ep.Redact(ae.Message)
+		if s, ok := ae.Code.(string); ok {
+			ae.Code = c.ep.Redact(s)
+		}
+		if ae.Param != nil {
+			p := c.ep.Redact(*ae.Param)
+			ae.Param = &p
+		}
+	}
+	var re *openai.RequestError
+	if errors.As(err, &re) {
+		re.Body = c.ep.RedactBytes(re.Body)
+	}
+	if msg := err.Error(); c.ep.Redact(msg) != msg {
+		return &redactedError{msg: c.ep.Redact(msg), err: err}
+	}
+	return err
+}
+
+// redactedError is an error whose message had a secret in it.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// RedirectError is a 3xx answer to a request that is not a stream (Post,
+// ListModels): the client never follows it.
+type RedirectError struct {
+	Status int
+	// Origin is the Location's scheme://host, "" when it gave none.
+	Origin string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("HTTP %d: %s", e.Status, redirectText(e.Origin))
+}
+
+// redirectText says what a 3xx was, naming only its Location's origin: a
+// path or query may hold a token.
+func redirectText(origin string) string {
+	if origin == "" {
+		return "a redirect without a Location, not followed (glmbench never follows redirects)"
+	}
+	return "a redirect to " + origin + ", not followed (glmbench never follows redirects; if that is the endpoint, give its URL)"
+}
+
+// locationOrigin is the scheme://host of resp's Location (resolved against
+// the request's URL), "" when it has none or it does not parse.
+func locationOrigin(resp *http.Response) string {
+	u, err := resp.Location()
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// compressed says, in a sentence, that resp's body is compressed though
+// the client asked for none ("" when it is not): glmbench times a stream's
+// bytes as they arrive, so it never asks for compression, and its
+// transport does not undo one.
+func compressed(resp *http.Response) string {
+	ce := strings.TrimSpace(resp.Header.Get("Content-Encoding"))
+	if ce == "" || strings.EqualFold(ce, "identity") {
+		return ""
+	}
+	return fmt.Sprintf("the endpoint answered with a %s-compressed body (Content-Encoding: %s) though the request asked for none (Accept-Encoding: identity)", oneLine(ce), oneLine(ce))
 }
 
 // HTTPStatus returns the HTTP status carried by an error from go-openai, or 0.
@@ -119,9 +223,41 @@ type StreamLimits struct {
 	Total time.Duration
 	// MaxTokens is the request's max_tokens, 0 when unknown. A stream whose
 	// content events run far past it (an endpoint that ignores max_tokens,
-	// or streams without end) is ended as the endpoint's fault.
+	// or streams without end) is ended as the endpoint's fault: more than
+	// EventBound(MaxTokens) content events, or more than BodyBound(MaxTokens)
+	// bytes, is a StreamError.
 	MaxTokens int
 }
+
+// MaxEvents is the most content events one stream may carry whatever its
+// max_tokens: the client keeps a timestamp per event (8 bytes), and no real
+// generation is a million events long.
+const MaxEvents = 1 << 20
+
+// EventBound is the most content events a stream asking for maxTokens may
+// carry before it is ended as the endpoint's fault: 2×maxTokens+32, wide
+// enough for a server that splits a token over two events, or sends a few
+// extra; MaxEvents when maxTokens is 0 (unknown).
+func EventBound(maxTokens int) int {
+	if maxTokens <= 0 || maxTokens > (MaxEvents-32)/2 {
+		return MaxEvents
+	}
+	return 2*maxTokens + 32
+}
+
+// BodyBound is the most bytes a stream asking for maxTokens may carry: 8 KiB
+// per event EventBound allows (an event with 20 top_logprobs is about 3
+// KiB) plus 1 MiB; no bound (0) when maxTokens is 0. It ends a stream that
+// sends bytes forever but no content events: comments, empty deltas.
+func BodyBound(maxTokens int) int64 {
+	if maxTokens <= 0 {
+		return 0
+	}
+	return int64(EventBound(maxTokens))*(8<<10) + 1<<20
+}
+
+// MaxLine is the longest SSE line (or event) the client reads, in bytes.
+const MaxLine = sse.DefaultMaxEvent
 
 // StreamResult is the raw account of one streamed request. Times are
 // durations from T0, the moment just before the request is written to its
@@ -139,12 +275,21 @@ type StreamResult struct {
 	Events []time.Duration
 	// End is when the stream ended: [DONE], EOF, the error event, or the failure.
 	End time.Duration
-	// Usage reports whether any event carried usage, with its counts.
+	// Usage reports whether usage was given and sound, with its counts. The
+	// last usage object of the stream decides.
 	Usage            bool
 	PromptTokens     int
 	CompletionTokens int
-	Finish           string
-	Done             bool
+	// BadUsage, when not empty, says why the usage given was not used: a
+	// count that is not one (see Chunk.BadUsage), completion_tokens 0
+	// beside content events, or past EventBound of max_tokens. Usage is then
+	// false; PromptTokens keeps its count when that one was sound.
+	BadUsage string
+	// Malformed counts data lines that were not one JSON object in valid
+	// UTF-8. They are skipped (not content events) but counted.
+	Malformed int
+	Finish    string
+	Done      bool
 	// Class is the error class of a failed request; empty when it completed
 	// or was cancelled from outside.
 	Class schema.Class
@@ -324,6 +469,7 @@ func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimi
 	if s.err == nil {
 		s.req.Header.Set("Content-Type", "application/json")
 		s.req.Header.Set("Accept", "text/event-stream")
+		s.req.Header.Set("Accept-Encoding", "identity")
 		c.ep.Apply(s.req.Header)
 	}
 	return s
@@ -335,6 +481,11 @@ func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimi
 // header was written.
 func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	defer s.cancel(nil)
+	defer func() {
+		if res.Detail != "" {
+			res.Detail = s.c.ep.Redact(res.Detail)
+		}
+	}()
 	if s.err != nil {
 		res.Class, res.Detail = schema.Connect, s.err.Error()
 		return
@@ -358,18 +509,31 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
 	res.RetryAfter = resp.Header.Get("Retry-After")
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, BodyLimit))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Its body is boilerplate that quotes the whole Location; only the
+		// origin is kept, in the detail.
 		res.End = time.Since(res.T0)
-		res.Body = b
-		res.Class = ClassifyStatus(resp.StatusCode, b)
+		res.Class, res.Detail = schema.Redirect, redirectText(locationOrigin(resp))
+		return
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.window)+1))
+		res.End = time.Since(res.T0)
+		res.Body = c.ep.ClipBody(b[:min(len(b), c.window)], len(b) > c.window)
+		res.Class = ClassifyStatus(resp.StatusCode, res.Body)
 		res.Detail = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		c.overrideByCause(ctx, parent, res)
 		return
 	}
+	if msg := compressed(resp); msg != "" {
+		res.End = time.Since(res.T0)
+		res.Class, res.Detail = schema.StreamError, msg
+		return
+	}
 
-	cap := &prefix{r: resp.Body}
+	cap := &prefix{r: resp.Body, max: c.window}
 	rd := sse.NewReader(cap)
+	rd.SetMaxBytes(BodyBound(s.lim.MaxTokens))
 	// An event's time is when its bytes reached this host (the kernel's
 	// receive stamp, see rxstamp), not when this goroutine got a core to
 	// read them: with thousands of streams on a few cores the two differ
@@ -380,12 +544,13 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		lv.last.Store(mono(t))
 		return t
 	})
-	readErr, over := readEvents(rd, res, live, s.untilFirst, func() {
+	readErr, over := readEvents(rd, res, live, s.untilFirst, EventBound(s.lim.MaxTokens), s.lim.MaxTokens, c.ep, func() {
 		lv.first.Store(true)
 		wd.firstContent()
 	})
 	if over {
 		lv.done.Store(true)
+		res.Bytes = rd.Bytes
 		return
 	}
 	lv.done.Store(true)
@@ -396,26 +561,62 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		wd.drainDeadline(time.Second)
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 	}
+	checkUsage(res, s.lim.MaxTokens)
 	switch {
 	case readErr != nil && ctx.Err() != nil:
 		c.overrideByCause(ctx, parent, res)
 		if res.Class == "" && res.Cancelled == nil {
 			res.Class, res.Detail = schema.Truncated, "stream cut: "+readErr.Error()
 		}
-		if res.Class != "" || res.Cancelled != nil {
-			res.Body = clip(cap.b)
+		if res.Class == schema.TTFTTimeout && res.Bytes > 0 {
+			// Bytes came, just no content event: say so, it is not a
+			// silent server. (The counts come last: error_kinds keys on
+			// the first 60 characters.)
+			res.Detail += fmt.Sprintf(" though bytes arrived, none of them a content event (%d bytes, %d malformed data lines)", res.Bytes, res.Malformed)
 		}
+		if res.Class != "" || res.Cancelled != nil {
+			res.Body = c.ep.ClipBody(cap.b, cap.more)
+		}
+	case errors.Is(readErr, sse.ErrTooLarge):
+		res.Class = schema.StreamError
+		res.Detail = fmt.Sprintf("the endpoint sent an SSE line longer than %d bytes (the client's bound), after %d content events", MaxLine, len(res.Events))
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
+	case errors.Is(readErr, sse.ErrBodyTooLarge):
+		res.Class = schema.StreamError
+		res.Detail = fmt.Sprintf("the endpoint sent more than %d bytes for max_tokens %d: a stream without end (%d content events)", BodyBound(s.lim.MaxTokens), s.lim.MaxTokens, len(res.Events))
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case len(res.Events) == 0:
 		res.Class, res.Detail = schema.Empty, "200 with no content event"
-		res.Body = clip(cap.b)
+		if res.Malformed > 0 {
+			res.Detail += fmt.Sprintf("; some data lines were malformed and skipped (%d)", res.Malformed)
+		}
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case !res.Done && res.Finish == "":
 		res.Class = schema.Truncated
 		res.Detail = "stream ended with neither [DONE] nor a finish reason"
 		if readErr != nil {
 			res.Detail = "stream cut: " + readErr.Error()
 		}
-		res.Body = clip(cap.b)
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	}
+}
+
+// checkUsage drops usage that is sound as JSON but not as an account of the
+// stream: completion_tokens 0 beside content events, or past the runaway
+// bound of max_tokens.
+func checkUsage(res *StreamResult, maxTokens int) {
+	if !res.Usage {
+		return
+	}
+	switch {
+	case res.CompletionTokens == 0 && len(res.Events) > 0:
+		res.BadUsage = fmt.Sprintf("usage.completion_tokens is 0 beside %d content events", len(res.Events))
+	case maxTokens > 0 && res.CompletionTokens > EventBound(maxTokens):
+		res.BadUsage = fmt.Sprintf("usage.completion_tokens %d is past 2×max_tokens+32 for max_tokens %d", res.CompletionTokens, maxTokens)
+	default:
+		return
+	}
+	res.Usage, res.CompletionTokens = false, 0
 }
 
 // eventTime is when the bytes a read just returned reached this host, by
@@ -440,7 +641,10 @@ func eventTime(rx *atomic.Int64, t0 time.Time) time.Time {
 //
 // This is the client's hot path: per event it takes no lock and allocates
 // nothing beyond the growth of res.Events.
-func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirst bool, onFirst func()) (readErr error, over bool) {
+// A stream that brings more than maxEvents content events is ended here as
+// a StreamError naming maxTokens; a data line that is not one JSON object
+// in valid UTF-8 is counted in res.Malformed and skipped.
+func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirst bool, maxEvents, maxTokens int, ep *Endpoint, onFirst func()) (readErr error, over bool) {
 	var ch Chunk
 	for {
 		ev, err := rd.Next()
@@ -457,16 +661,32 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			res.End = at
 			return nil, false
 		}
-		if ParseChunk(ev.Data, &ch) != nil {
-			continue // not JSON: ignored, as OpenAI's clients do with unknown events
+		if len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue // an empty data line: no event, as the SSE rules say
+		}
+		if !utf8.Valid(ev.Data) || ParseChunk(ev.Data, &ch) != nil {
+			// Skipped, as OpenAI's clients skip what they cannot decode, but counted.
+			res.Malformed++
+			continue
 		}
 		if ch.Error {
 			res.End = at
-			res.Body = clip(ev.Data)
+			w := min(len(ev.Data), ep.BodyWindow())
+			res.Body = ep.ClipBody(ev.Data[:w], len(ev.Data) > w)
 			res.Class, res.Detail = classifyErrorEvent(&ch)
 			return nil, true
 		}
 		if ch.Content {
+			if len(res.Events) >= maxEvents {
+				res.End = at
+				res.Class = schema.StreamError
+				if maxTokens > 0 {
+					res.Detail = fmt.Sprintf("the endpoint streamed %d content events for max_tokens %d (the bound is 2×max_tokens+32): it ignores max_tokens or streams without end", len(res.Events)+1, maxTokens)
+				} else {
+					res.Detail = fmt.Sprintf("the endpoint streamed more than %d content events (the client's bound)", maxEvents)
+				}
+				return nil, true
+			}
 			res.Events = append(res.Events, at)
 			if len(res.Events) == 1 && onFirst != nil {
 				onFirst()
@@ -483,10 +703,25 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			res.Finish = string(ch.Finish)
 		}
 		if ch.Usage {
-			res.Usage = true
+			res.Usage, res.BadUsage = ch.BadUsage == nil, ""
 			res.PromptTokens, res.CompletionTokens = ch.PromptTokens, ch.CompletionTokens
+			if ch.BadUsage != nil {
+				res.BadUsage, res.CompletionTokens = badUsage(&ch), 0
+			}
 		}
 	}
+}
+
+// badUsage words a chunk's unsound usage count (off the hot path: it allocates).
+func badUsage(ch *Chunk) string {
+	if ch.BadValue == nil {
+		return "usage without " + string(ch.BadUsage)
+	}
+	v := string(ch.BadValue)
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	return fmt.Sprintf("usage.%s %s is not a token count", ch.BadUsage, strings.ToValidUTF8(oneLine(v), "?"))
 }
 
 // failBeforeResponse classifies a request that got no response at all.
@@ -496,7 +731,18 @@ func (c *Client) failBeforeResponse(ctx, parent context.Context, err error, res 
 		return
 	}
 	res.Class = schema.Connect
-	res.Detail = c.ep.Redact(oneLine(unwrapURLError(err).Error()))
+	res.Detail = c.ep.Redact(transportError(err))
+}
+
+// transportError words an error of a request that got no response. Go's
+// transport gives an oversized header block only as text, so it is
+// recognised by its words.
+func transportError(err error) string {
+	msg := oneLine(unwrapURLError(err).Error())
+	if strings.Contains(msg, "server response headers exceeded") {
+		return "the endpoint's response headers are larger than the client accepts (" + msg + ")"
+	}
+	return msg
 }
 
 // overrideByCause sets the class (or the outside cancellation) from why the
@@ -540,6 +786,8 @@ func ClassifyStatus(status int, body []byte) schema.Class {
 		return schema.HTTP5xx
 	case status >= 400:
 		return schema.HTTP4xx
+	case status >= 300:
+		return schema.Redirect
 	}
 	// 1xx/3xx/other 2xx: not a stream the client can read.
 	return schema.HTTP4xx
@@ -591,23 +839,21 @@ func isDone(b []byte) bool {
 	return string(bytes.TrimSpace(b)) == "[DONE]"
 }
 
-func clip(b []byte) []byte {
-	if len(b) > BodyLimit {
-		b = b[:BodyLimit]
-	}
-	return bytes.Clone(b)
-}
-
-// prefix keeps the first BodyLimit bytes that pass through it.
+// prefix keeps the first max bytes that pass through it; more is set once
+// a byte past them did.
 type prefix struct {
-	r io.Reader
-	b []byte
+	r    io.Reader
+	max  int
+	b    []byte
+	more bool
 }
 
 func (p *prefix) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
-	if room := BodyLimit - len(p.b); room > 0 && n > 0 {
+	if n > 0 && !p.more {
+		room := p.max - len(p.b)
 		p.b = append(p.b, b[:min(n, room)]...)
+		p.more = n > room
 	}
 	return n, err
 }
@@ -623,23 +869,45 @@ type Response struct {
 const maxResponse = 64 << 20
 
 // Post sends a JSON body to path (relative to the base URL, e.g.
-// "/chat/completions") and reads the whole answer. err is only for a request
-// that got no answer; an HTTP error status is a Response.
+// "/chat/completions") and reads the whole answer, with the endpoint's
+// secrets redacted from it: all of them from an error answer, those of 8
+// bytes or more from a 2xx one (an eval or a probe may quote it; shorter
+// values could be JSON's own words). err is for a request that got no answer, an
+// answer it could not read (a compressed body), or a redirect, which is
+// never followed (a *RedirectError); an HTTP error status is a Response.
 func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ep.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept-Encoding", "identity")
 	c.ep.Apply(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s", c.ep.Redact(oneLine(unwrapURLError(err).Error())))
+		return nil, errors.New(c.ep.Redact(transportError(err)))
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, &RedirectError{Status: resp.StatusCode, Origin: locationOrigin(resp)}
+	}
+	if msg := compressed(resp); msg != "" {
+		return nil, errors.New(msg)
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		return nil, fmt.Errorf("reading answer: %s", c.ep.Redact(err.Error()))
+	}
+	ss := c.ep.secretsToFind()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// An answer the caller parses: only secrets of minWord bytes or
+		// more, which no JSON syntax or common word spells (a header value
+		// "true" would otherwise break every boolean). Whoever quotes a part
+		// of it redacts that part again with Redact.
+		ss = ss.atLeast(minWord)
+	}
+	if len(ss.secrets) > 0 {
+		b, _ = ss.redact(b, len(b) == maxResponse)
 	}
 	return &Response{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: b}, nil
 }
@@ -672,5 +940,24 @@ func (c *Client) ServerInfo(ctx context.Context) (map[string]any, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&info); err != nil {
 		return nil, err
 	}
+	// SGLang's server info holds its own --api-key: often the user's.
+	redactValues(c.ep, info)
 	return info, nil
+}
+
+// redactValues redacts the endpoint's secrets from every string in v, in place.
+func redactValues(ep *Endpoint, v any) any {
+	switch x := v.(type) {
+	case string:
+		return ep.Redact(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = redactValues(ep, e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = redactValues(ep, e)
+		}
+	}
+	return v
 }

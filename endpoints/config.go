@@ -62,20 +62,7 @@ func (e *Endpoint) Apply(h http.Header) {
 	}
 }
 
-// Redact replaces every secret of the endpoint found in s with "***", so an
-// error message that quotes a server's answer cannot leak a key.
-func (e *Endpoint) Redact(s string) string {
-	if e == nil {
-		return s
-	}
-	for _, secret := range e.secrets() {
-		if len(secret) >= 4 {
-			s = strings.ReplaceAll(s, secret, "***")
-		}
-	}
-	return s
-}
-
+// secrets lists the endpoint's secret values, unfiltered (see secretsToFind).
 func (e *Endpoint) secrets() []string {
 	out := []string{e.apiKey}
 	for _, h := range e.headers {

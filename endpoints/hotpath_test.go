@@ -34,7 +34,7 @@ func TestReadEventsAllocatesNothingPerEvent(t *testing.T) {
 		rd.Reset(src)
 		res.Reset()
 		res.T0 = time.Now()
-		if _, over := readEvents(rd, res, nil, false, nil); over || len(res.Events) != 256 || !res.Done || res.CompletionTokens != 256 {
+		if _, over := readEvents(rd, res, nil, false, MaxEvents, 0, nil, nil); over || len(res.Events) != 256 || !res.Done || res.CompletionTokens != 256 {
 			t.Fatalf("%+v", res)
 		}
 	})
@@ -61,7 +61,7 @@ func BenchmarkReadEvents(b *testing.B) {
 		rd.Reset(src)
 		res.Reset()
 		res.T0 = time.Now()
-		readEvents(rd, res, nil, false, nil)
+		readEvents(rd, res, nil, false, MaxEvents, 0, nil, nil)
 		if len(res.Events) != n {
 			b.Fatalf("%d events", len(res.Events))
 		}

@@ -28,7 +28,10 @@ type TransportOptions struct {
 //
 // HTTP/2 is off on purpose: one TCP connection per stream is what serving
 // engines see from real clients, and it keeps one slow stream from holding up
-// others' frames. Compression is off so bytes are timed as they arrive.
+// others' frames. Compression is off so bytes are timed as they arrive: with
+// DisableCompression Go's transport neither asks for gzip nor undoes it, and
+// the client says Accept-Encoding: identity itself, so a compressed answer
+// is the endpoint's fault and named so.
 type Transport struct {
 	*http.Transport
 	dialer  *net.Dialer
@@ -37,6 +40,9 @@ type Transport struct {
 	mu    sync.Mutex
 	ready map[string][]net.Conn // warmed connections by "scheme|host:port"
 }
+
+// MaxHeaderBytes bounds a response's header block.
+const MaxHeaderBytes = 1 << 20
 
 // NewTransport returns a Transport sized for opts.
 func NewTransport(opts TransportOptions) *Transport {
@@ -63,8 +69,11 @@ func NewTransport(opts TransportOptions) *Transport {
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 		ResponseHeaderTimeout: 0, // the TTFT timeout covers a server that never answers
-		WriteBufferSize:       4 << 10,
-		ReadBufferSize:        4 << 10,
+		// No serving endpoint sends a megabyte of headers; Go's default
+		// (10 MiB) would let each of a phase's connections hold that much.
+		MaxResponseHeaderBytes: MaxHeaderBytes,
+		WriteBufferSize:        4 << 10,
+		ReadBufferSize:         4 << 10,
 	}
 	return t
 }

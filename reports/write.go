@@ -201,6 +201,20 @@ func (p *printer) phaseTables(r *schema.Report) {
 	if len(kinds) > 0 {
 		p.f("\n### What the failures said\n\n%s", strings.Join(kinds, ""))
 	}
+	var unusable []string
+	for _, ph := range r.Phases {
+		if ph.MalformedEvents > 0 {
+			unusable = append(unusable, fmt.Sprintf("- %s: %d malformed data lines (not one JSON object in valid UTF-8) in %s, skipped: they are not content events\n",
+				ph.Phase, ph.MalformedEvents, plural(ph.MalformedRequests, "request")))
+		}
+		if ph.BadUsage > 0 {
+			unusable = append(unusable, fmt.Sprintf("- %s: %s with usage that is not a sound count (bad_usage in requests.jsonl): their n counts content events\n",
+				ph.Phase, plural(ph.BadUsage, "request")))
+		}
+	}
+	if len(unusable) > 0 {
+		p.f("\n### What the endpoint sent that glmbench could not use\n\n%s", strings.Join(unusable, ""))
+	}
 }
 
 // printer remembers the first write error so rendering code stays linear.

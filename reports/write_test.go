@@ -36,6 +36,7 @@ func sampleReport() *schema.Report {
 				LatMed: f(2.5), LatP99: f(2.5), TTFTMed: f(0.05), TTFTP99: f(0.05), TPOTMed: f(0.0096), TPOTP99: f(0.0096),
 				ITLP99: f(0.011), InTput: 102.4, OutTput: 102.4, TokensPerEvent: f(1), PromptTokensMean: f(256),
 				ErrorKinds: map[string]int{}, ByClass: map[schema.Class]int{}, Status: schema.StatusComplete,
+				MalformedEvents: 3, MalformedRequests: 1, BadUsage: 1,
 			},
 			{
 				Phase: "decode_medium", BatchSize: 512, InputLen: 256, OutputLen: 256, Completed: 0, Errors: 500, WallSec: 61.5,

@@ -24,6 +24,11 @@ const DefaultMaxEvent = 8 << 20
 // ErrTooLarge is returned when one line or event outgrows the Reader's limit.
 var ErrTooLarge = errors.New("sse: event exceeds size limit")
 
+// ErrBodyTooLarge is returned once the source has given more bytes than the
+// Reader's body limit (SetMaxBytes), whatever they hold: it ends a stream of
+// comments or empty events that would otherwise never end.
+var ErrBodyTooLarge = errors.New("sse: stream exceeds its byte limit")
+
 // Event is one dispatched event. Its slices are only valid until the next call
 // to Next.
 type Event struct {
@@ -37,9 +42,10 @@ type Event struct {
 
 // Reader reads events from an io.Reader. It is not safe for concurrent use.
 type Reader struct {
-	src io.Reader
-	now func() time.Time
-	max int
+	src      io.Reader
+	now      func() time.Time
+	max      int
+	maxBytes int64
 
 	buf        []byte
 	start, end int // buf[start:end] holds bytes not yet parsed
@@ -92,6 +98,9 @@ func (r *Reader) SetClock(now func() time.Time) { r.now = now }
 
 // SetMaxEvent sets the largest line or event in bytes.
 func (r *Reader) SetMaxEvent(n int) { r.max = n }
+
+// SetMaxBytes bounds the bytes read from the source; 0 means no bound.
+func (r *Reader) SetMaxBytes(n int64) { r.maxBytes = n }
 
 // LastRead is the time the most recent Read from the source returned data.
 func (r *Reader) LastRead() time.Time { return r.stamp }
@@ -243,6 +252,10 @@ func (r *Reader) fill() {
 		}
 		if err != nil {
 			r.err = err
+			return
+		}
+		if r.maxBytes > 0 && r.Bytes > r.maxBytes {
+			r.err = ErrBodyTooLarge
 			return
 		}
 		if n > 0 {

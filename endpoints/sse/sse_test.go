@@ -219,3 +219,31 @@ func (s *splitReader) Read(p []byte) (int, error) {
 	s.b = s.b[n:]
 	return n, nil
 }
+
+// comments is a stream of keep-alive comments without end.
+type comments struct{}
+
+func (comments) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ":\n"[i%2]
+	}
+	return len(p) &^ 1, nil
+}
+
+func TestReaderStopsAtItsByteLimitEvenWithoutEvents(t *testing.T) {
+	t.Parallel()
+	r := NewReader(comments{})
+	r.SetMaxBytes(100 << 10)
+	_, err := r.Next()
+	if !errors.Is(err, ErrBodyTooLarge) {
+		t.Fatalf("Next = %v, want ErrBodyTooLarge", err)
+	}
+	if r.Bytes <= 100<<10 || r.Bytes > 100<<10+64<<10 {
+		t.Fatalf("read %d bytes for a 100 KiB limit", r.Bytes)
+	}
+	// Without a limit the same stream would never end; a limit of 0 is none.
+	r = NewReader(io.MultiReader(io.LimitReader(comments{}, 1<<20), strings.NewReader("data: x\n\n")))
+	if ev, err := r.Next(); err != nil || string(ev.Data) != "x" {
+		t.Fatalf("%q %v", ev.Data, err)
+	}
+}

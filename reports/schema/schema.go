@@ -27,7 +27,7 @@ var Formulas = []Formula{
 	{"tpot", "(last content event − first content event) / (n − 1), per request with n ≥ 2"},
 	{"itl", "every gap between consecutive content events, pooled over completed requests"},
 	{"lat", "end of stream ([DONE], or EOF after a finish reason) − t0"},
-	{"n", "usage.completion_tokens; without usage, the number of content events (n_source: events)"},
+	{"n", "usage.completion_tokens when it is a sound count; without usage, or with usage that is not (bad_usage), the number of content events (n_source: events)"},
 	{"in_tput", "Σ usage.prompt_tokens of completed requests / wall_sec"},
 	{"out_tput", "Σ n of completed requests / wall_sec"},
 	{"wall_sec", "first send of the phase → its last completion"},
@@ -51,7 +51,12 @@ const (
 	HTTP5xx Class = "http_5xx"
 	// HTTP4xx is any other 4xx status.
 	HTTP4xx Class = "http_4xx"
-	// Connect is a dial or TLS failure, or a reset before any response.
+	// Redirect is a 3xx answer. glmbench never follows one (it would carry
+	// the key and headers to wherever the Location points); the record's
+	// detail names the Location's origin, so the user can give that URL.
+	Redirect Class = "redirect"
+	// Connect is a dial or TLS failure, a reset before any response, or a
+	// response the client could not read at all (headers past its limit).
 	Connect Class = "connect"
 	// TTFTTimeout is no content event within the TTFT timeout.
 	TTFTTimeout Class = "ttft_timeout"
@@ -59,7 +64,10 @@ const (
 	Stalled Class = "stalled"
 	// TotalTimeout is a request that outlived the request timeout.
 	TotalTimeout Class = "total_timeout"
-	// StreamError is an error event inside a 200 stream (other than 503).
+	// StreamError is an error event inside a 200 stream (other than 503), or
+	// a 200 stream the endpoint broke: far more content events than
+	// max_tokens, an SSE line or a body past the client's bounds, a
+	// compressed body the request did not ask for.
 	StreamError Class = "stream_error"
 	// Truncated is a stream that ended with neither [DONE] nor a finish reason.
 	Truncated Class = "truncated"
@@ -71,7 +79,7 @@ const (
 
 // Classes lists every error class in the order reports show them.
 var Classes = []Class{
-	RateLimited, QueueFull, HTTP5xx, HTTP4xx, Connect, TTFTTimeout, Stalled,
+	RateLimited, QueueFull, HTTP5xx, HTTP4xx, Redirect, Connect, TTFTTimeout, Stalled,
 	TotalTimeout, StreamError, Truncated, Empty, Unclassified,
 }
 
@@ -119,14 +127,24 @@ type Record struct {
 	// Events holds seconds from t0 of every content event.
 	Events []float64 `json:"events,omitempty"`
 	// N is the output token count: usage.completion_tokens, else the number of content events.
-	N          int     `json:"n"`
-	NSource    NSource `json:"n_source,omitempty"`
-	Prompt     int     `json:"prompt_tokens"`
-	Finish     string  `json:"finish_reason,omitempty"`
-	Class      Class   `json:"class,omitempty"`
-	Status     int     `json:"status,omitempty"`
-	RetryAfter string  `json:"retry_after,omitempty"`
-	// Body is the first 200 bytes of the response body (or of the error event) on failure.
+	N       int     `json:"n"`
+	NSource NSource `json:"n_source,omitempty"`
+	// BadUsage, when set, says why the endpoint's usage was not used: a
+	// count that is negative, not an integer, absurd (over 1e8, or a
+	// completion count past the runaway bound of max_tokens), missing, or
+	// zero beside content events. N then counts content events (n_source
+	// events) and Prompt is 0 unless its own count was sound.
+	BadUsage string `json:"bad_usage,omitempty"`
+	// MalformedEvents counts data lines that were not one JSON object in
+	// valid UTF-8: skipped, so not content events, but counted here.
+	MalformedEvents int    `json:"malformed_events,omitempty"`
+	Prompt          int    `json:"prompt_tokens"`
+	Finish          string `json:"finish_reason,omitempty"`
+	Class           Class  `json:"class,omitempty"`
+	Status          int    `json:"status,omitempty"`
+	RetryAfter      string `json:"retry_after,omitempty"`
+	// Body is the first 200 bytes of the response body (or of the error
+	// event) on failure, with every secret of the endpoint redacted first.
 	Body string `json:"body,omitempty"`
 	// Detail is the harness's own one-line account of a failure (a Go error, a timeout).
 	Detail string `json:"detail,omitempty"`
@@ -215,6 +233,13 @@ type PhaseResult struct {
 	CancelledOutTokens int `json:"cancelled_out_tokens"`
 	// MaxSendLag is the largest lag in seconds between a planned and an actual send.
 	MaxSendLag float64 `json:"max_send_lag_sec"`
+	// MalformedEvents sums the records' malformed_events (data lines that
+	// were not JSON or not UTF-8, skipped) over every sent request.
+	MalformedEvents int `json:"malformed_events"`
+	// MalformedRequests counts the sent requests with any malformed event.
+	MalformedRequests int `json:"malformed_requests"`
+	// BadUsage counts sent requests whose usage was not used (bad_usage).
+	BadUsage int `json:"bad_usage"`
 	// Concurrency and RequestRate echo the phase's arrival (0: unlimited, burst).
 	Concurrency int     `json:"max_concurrency,omitempty"`
 	RequestRate float64 `json:"request_rate,omitempty"`
