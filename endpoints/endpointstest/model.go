@@ -1,0 +1,248 @@
+package endpointstest
+
+import (
+	"hash/fnv"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// The personalities' model: a deterministic stand-in for a real tokenizer and
+// a random-weight model, so calibration can converge on a known count and
+// every answer can be recomputed by a test.
+//
+// Tokens: a text is cut into pieces of RunesPerToken runes (the last may be
+// shorter); each piece is one token. So a text of r runes is ceil(r/4)
+// tokens, and a longer text never counts fewer.
+//
+// Chat prompts: ChatPromptTokens = ChatOverhead + Σ over messages
+// (MessageOverhead + Tokens(content)), the fixed parts standing for a chat
+// template's role markers and the assistant header.
+//
+// Generation: token p of an answer is a word of Vocab chosen by an FNV hash of
+// (prompt, seed, choice, p); at temperature 0 it is the first of that
+// position's ranked candidates, whose logprobs are −(j+1)·ln 2 for rank j (a
+// valid distribution over the first candidates), so "the greedy token is the
+// most likely" holds by construction.
+
+// RunesPerToken is how many runes make one token.
+const RunesPerToken = 4
+
+// ChatOverhead and MessageOverhead are the chat template's tokens: once per
+// prompt, and once per message.
+const (
+	ChatOverhead    = 3
+	MessageOverhead = 4
+)
+
+// Vocab is what the model says: short words with their leading space.
+var Vocab = []string{" the", " cat", " sat", " on", " a", " mat", " and", " ran", " far", " to", " sea", " sun", " red", " big", " dog", " day",
+	" of", " in", " it", " was", " one", " old", " new", " way"}
+
+// Tokens is the number of tokens text counts as.
+func Tokens(text string) int {
+	return (utf8.RuneCountInString(text) + RunesPerToken - 1) / RunesPerToken
+}
+
+// Pieces cuts text into its tokens.
+func Pieces(text string) []string {
+	var out []string
+	r := []rune(text)
+	for i := 0; i < len(r); i += RunesPerToken {
+		out = append(out, string(r[i:min(i+RunesPerToken, len(r))]))
+	}
+	return out
+}
+
+// ChatPromptTokens is the prompt count of a chat request with these message
+// contents.
+func ChatPromptTokens(contents []string) int {
+	n := ChatOverhead
+	for _, c := range contents {
+		n += MessageOverhead + Tokens(c)
+	}
+	return n
+}
+
+// vocabIDs gives token pieces stable ids, assigned on first sight (the ids of
+// Vocab first), so /tokenize, token-id prompts and return_tokens_as_token_ids
+// agree within one server.
+type vocabIDs struct {
+	mu   sync.Mutex
+	ids  map[string]int
+	text []string
+}
+
+// firstID is the id of the first piece; below it are "special" ids.
+const firstID = 1000
+
+func newVocabIDs() *vocabIDs {
+	v := &vocabIDs{ids: map[string]int{}}
+	for _, w := range Vocab {
+		v.id(w)
+	}
+	return v
+}
+
+func (v *vocabIDs) id(piece string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if id, ok := v.ids[piece]; ok {
+		return id
+	}
+	id := firstID + len(v.text)
+	v.ids[piece] = id
+	v.text = append(v.text, piece)
+	return id
+}
+
+// piece is the text of id; an id never handed out reads as "<unk>" (one
+// token all the same).
+func (v *vocabIDs) piece(id int) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if i := id - firstID; i >= 0 && i < len(v.text) {
+		return v.text[i]
+	}
+	return "<unk>"
+}
+
+func (v *vocabIDs) encode(text string) []int {
+	var out []int
+	for _, p := range Pieces(text) {
+		out = append(out, v.id(p))
+	}
+	return out
+}
+
+func hash64(parts ...string) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// candidate is one ranked alternative at a position.
+type candidate struct {
+	Token   string
+	Logprob float64
+}
+
+// ranked is the model's ranked candidates at position p after prompt: k words
+// of Vocab in an order fixed by the hash, with logprob −(j+1)·ln 2.
+func ranked(prompt string, p, k int) []candidate {
+	k = min(max(k, 1), len(Vocab))
+	start := int(hash64(prompt, strconv.Itoa(p)) % uint64(len(Vocab)))
+	out := make([]candidate, k)
+	for j := range out {
+		out[j] = candidate{Vocab[(start+j*7)%len(Vocab)], -float64(j+1) * math.Ln2}
+	}
+	return out
+}
+
+// genToken is one generated token.
+type genToken struct {
+	Text    string
+	Logprob float64
+	Top     []candidate
+}
+
+// sampling is what decides a generation.
+type sampling struct {
+	Temperature float64
+	Seed        *int64
+	// Choice is the index of the choice (n > 1), so choices differ.
+	Choice int
+	// nonce varies unseeded sampling between requests.
+	nonce uint64
+}
+
+// generate returns n tokens after prompt, with topK candidates each (0: none).
+func generate(prompt string, n, topK int, s sampling) []genToken {
+	out := make([]genToken, 0, n)
+	for p := 0; p < n; p++ {
+		c := ranked(prompt, p, len(Vocab))
+		pick := 0
+		if s.Temperature > 0 {
+			seed := "unseeded" + strconv.FormatUint(s.nonce, 10)
+			if s.Seed != nil {
+				seed = strconv.FormatInt(*s.Seed, 10)
+			}
+			// Rank j is drawn with probability 2^−(j+1) (the remainder on the last).
+			u := float64(hash64(prompt, seed, strconv.Itoa(s.Choice), strconv.Itoa(p))>>11) / float64(1<<53)
+			for acc := 0.5; pick < len(c)-1 && u > acc; pick++ {
+				acc += math.Pow(2, -float64(pick+2))
+			}
+		}
+		t := genToken{Text: c[pick].Token, Logprob: c[pick].Logprob}
+		if topK > 0 {
+			t.Top = c[:min(topK, len(c))]
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// promptLogprob is the logprob the model gives prompt piece i (i ≥ 1) after
+// the pieces before it: in [−8, −0.1], never 0 or positive, never clamped.
+func promptLogprob(pieces []string, i int) float64 {
+	h := hash64(strings.Join(pieces[:i], ""), pieces[i])
+	return -0.1 - float64(h%790)/100
+}
+
+// stopAt cuts generated tokens at the first stop string: the tokens up to
+// and including the one that completes it, the last clipped so the text ends
+// just before the stop. ok reports whether a stop was found.
+func stopAt(toks []genToken, stops []string) ([]genToken, bool) {
+	if len(stops) == 0 {
+		return toks, false
+	}
+	var text strings.Builder
+	for i, t := range toks {
+		before := text.Len()
+		text.WriteString(t.Text)
+		s := text.String()
+		cut := -1
+		for _, st := range stops {
+			if st == "" {
+				continue
+			}
+			if j := strings.Index(s, st); j >= 0 && (cut < 0 || j < cut) {
+				cut = j
+			}
+		}
+		if cut < 0 {
+			continue
+		}
+		out := append([]genToken(nil), toks[:i+1]...)
+		// Clip every token's text to the cut (a stop may start in an earlier token).
+		pos := 0
+		for k := range out {
+			end := pos + len(out[k].Text)
+			if k == i {
+				end = before + len(t.Text)
+			}
+			switch {
+			case pos >= cut:
+				out[k].Text = ""
+			case end > cut:
+				out[k].Text = out[k].Text[:cut-pos]
+			}
+			pos = end
+		}
+		return out, true
+	}
+	return toks, false
+}
+
+func joinText(toks []genToken) string {
+	var b strings.Builder
+	for _, t := range toks {
+		b.WriteString(t.Text)
+	}
+	return b.String()
+}
