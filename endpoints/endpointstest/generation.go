@@ -31,6 +31,8 @@ type genRequest struct {
 	compLP    bool // completions logprobs given (0 counts)
 	echo      bool
 	asIDs     bool // return_tokens_as_token_ids
+	// sentHeader: the stream's 200 is already written (a held gateway stream).
+	sentHeader bool
 }
 
 func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
@@ -408,6 +410,7 @@ func (p *Personality) hang(w http.ResponseWriter, r *http.Request, g *genRequest
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
 		http.NewResponseController(w).Flush()
+		g.sentHeader = true
 		t := time.NewTicker(o.KeepAlive)
 		defer t.Stop()
 		tick = t.C
@@ -604,8 +607,10 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 	if !g.chat {
 		id, obj = "cmpl-"+strconv.FormatInt(now, 36), "text_completion"
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
+	if !g.sentHeader {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+	}
 	rc := http.NewResponseController(w)
 	send := func(v map[string]any) {
 		v["id"], v["object"], v["created"], v["model"] = id, obj, now, p.Opts.Model
