@@ -385,14 +385,16 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		s.Choice = i
 		choices[i] = p.answer(g, budget, s)
 	}
+	// Every answer has an id of its own.
+	id := fmt.Sprintf("%x%06x", time.Now().UnixNano(), seq)
 	if g.stream {
-		p.streamAnswer(w, r, g, promptN, choices[0])
+		p.streamAnswer(w, r, g, id, promptN, choices[0])
 		return
 	}
 	if !p.sleep(r, p.Opts.TTFT+time.Duration(max(choices[0].n-1, 0))*p.Opts.Gap) {
 		return
 	}
-	p.wholeAnswer(w, g, promptN, choices)
+	p.wholeAnswer(w, g, id, promptN, choices)
 }
 
 // hang holds the gateway's every HangEvery-th request; false when the client left.
@@ -501,7 +503,7 @@ func timings(prompt, completion int) map[string]any {
 		"predicted_n": completion, "predicted_ms": 1.0, "predicted_per_token_ms": 1.0, "predicted_per_second": 1000.0}
 }
 
-func (p *Personality) wholeAnswer(w http.ResponseWriter, g *genRequest, promptN int, choices []answer) {
+func (p *Personality) wholeAnswer(w http.ResponseWriter, g *genRequest, id string, promptN int, choices []answer) {
 	now := time.Now().Unix()
 	total := 0
 	var cs []any
@@ -522,10 +524,9 @@ func (p *Personality) wholeAnswer(w http.ResponseWriter, g *genRequest, promptN 
 		}
 		cs = append(cs, c)
 	}
-	obj := "chat.completion"
-	id := "chatcmpl-" + strconv.FormatInt(now, 36)
+	obj, id := "chat.completion", "chatcmpl-"+id
 	if !g.chat {
-		obj, id = "text_completion", "cmpl-"+strconv.FormatInt(now, 36)
+		obj, id = "text_completion", "cmpl-"+id
 	}
 	resp := map[string]any{"id": id, "object": obj, "created": now, "model": p.Opts.Model, "choices": cs, "usage": usageOf(promptN, total)}
 	if p.Kind == LlamaCpp {
@@ -600,12 +601,11 @@ func (p *Personality) completionText(g *genRequest, a answer) (string, any) {
 	return text, map[string]any{"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets}
 }
 
-func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *genRequest, promptN int, a answer) {
+func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *genRequest, id string, promptN int, a answer) {
 	now := time.Now().Unix()
-	id := "chatcmpl-" + strconv.FormatInt(now, 36)
-	obj := "chat.completion.chunk"
+	id, obj := "chatcmpl-"+id, "chat.completion.chunk"
 	if !g.chat {
-		id, obj = "cmpl-"+strconv.FormatInt(now, 36), "text_completion"
+		id, obj = "cmpl-"+id, "text_completion"
 	}
 	if !g.sentHeader {
 		w.Header().Set("Content-Type", "text/event-stream")

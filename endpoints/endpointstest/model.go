@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -13,9 +14,12 @@ import (
 // a random-weight model, so calibration can converge on a known count and
 // every answer can be recomputed by a test.
 //
-// Tokens: a text is cut into pieces of RunesPerToken runes (the last may be
-// shorter); each piece is one token. So a text of r runes is ceil(r/4)
-// tokens, and a longer text never counts fewer.
+// Tokens: like a BPE pre-tokenizer, a token is up to RunesPerToken
+// non-space runes with the whitespace before them ("the cat" is "the",
+// " cat"; "abcdefgh" is "abcd", "efgh"); a run of more than RunesPerToken
+// whitespace runes first gives tokens of RunesPerToken spaces, and whitespace
+// at the end is a token of its own. So a word of up to four letters is one
+// token, as in real tokenizers, and a longer text never counts fewer.
 //
 // Chat prompts: ChatPromptTokens = ChatOverhead + Σ over messages
 // (MessageOverhead + Tokens(content)), the fixed parts standing for a chat
@@ -27,7 +31,7 @@ import (
 // valid distribution over the first candidates), so "the greedy token is the
 // most likely" holds by construction.
 
-// RunesPerToken is how many runes make one token.
+// RunesPerToken is how many non-space runes one token holds at most.
 const RunesPerToken = 4
 
 // ChatOverhead and MessageOverhead are the chat template's tokens: once per
@@ -37,22 +41,62 @@ const (
 	MessageOverhead = 4
 )
 
-// Vocab is what the model says: short words with their leading space.
+// Vocab is what the model says: short words with their leading space, one
+// token each.
 var Vocab = []string{" the", " cat", " sat", " on", " a", " mat", " and", " ran", " far", " to", " sea", " sun", " red", " big", " dog", " day",
 	" of", " in", " it", " was", " one", " old", " new", " way"}
 
-// Tokens is the number of tokens text counts as.
-func Tokens(text string) int {
-	return (utf8.RuneCountInString(text) + RunesPerToken - 1) / RunesPerToken
+// eachPiece calls f with the byte bounds of every token of text, in order.
+func eachPiece(text string, f func(start, end int)) {
+	i := 0
+	for i < len(text) {
+		// Leading whitespace, at most RunesPerToken runes of it before a word.
+		j, spaces := i, 0
+		for j < len(text) {
+			r, size := utf8.DecodeRuneInString(text[j:])
+			if !unicode.IsSpace(r) {
+				break
+			}
+			j += size
+			spaces++
+			if spaces == RunesPerToken {
+				break
+			}
+		}
+		if j == len(text) {
+			f(i, j)
+			return
+		}
+		if r, _ := utf8.DecodeRuneInString(text[j:]); unicode.IsSpace(r) {
+			f(i, j) // RunesPerToken spaces, and more follow
+			i = j
+			continue
+		}
+		k, n := j, 0
+		for k < len(text) && n < RunesPerToken {
+			r, size := utf8.DecodeRuneInString(text[k:])
+			if unicode.IsSpace(r) {
+				break
+			}
+			k += size
+			n++
+		}
+		f(i, k)
+		i = k
+	}
 }
 
-// Pieces cuts text into its tokens.
+// Tokens is the number of tokens text counts as.
+func Tokens(text string) int {
+	n := 0
+	eachPiece(text, func(int, int) { n++ })
+	return n
+}
+
+// Pieces cuts text into its tokens; they join back to text.
 func Pieces(text string) []string {
 	var out []string
-	r := []rune(text)
-	for i := 0; i < len(r); i += RunesPerToken {
-		out = append(out, string(r[i:min(i+RunesPerToken, len(r))]))
-	}
+	eachPiece(text, func(a, b int) { out = append(out, text[a:b]) })
 	return out
 }
 

@@ -775,9 +775,10 @@ func TestTheModelCountsTokensByItsRule(t *testing.T) {
 	for _, tc := range []struct {
 		text string
 		want int
-	}{{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {"ééééé", 2}, {filler(100), 100}} {
-		if got := Tokens(tc.text); got != tc.want || len(Pieces(tc.text)) != tc.want {
-			t.Errorf("Tokens(%q) = %d, want %d", tc.text, got, tc.want)
+	}{{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {"ééééé", 2}, {filler(100), 100}, {"the cat", 2}, {" x x", 2},
+		{"a  \n b", 2}, {"a         b", 4}, {"end  ", 2}, {strings.Repeat(" x", 4160), 4160}} {
+		if got := Tokens(tc.text); got != tc.want || len(Pieces(tc.text)) != tc.want || strings.Join(Pieces(tc.text), "") != tc.text {
+			t.Errorf("Tokens(%q) = %d, want %d (pieces %q)", tc.text, got, tc.want, Pieces(tc.text))
 		}
 	}
 	if got := ChatPromptTokens([]string{"abcd", "abcdefgh"}); got != 3+4+1+4+2 {
