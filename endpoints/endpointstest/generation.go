@@ -218,6 +218,10 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 			// Without context shift (the default since 2025) generation
 			// stops when the slot is full.
 			budget = min(budget, int64(L-promptN))
+		} else {
+			// With context shift the real server would go on past the
+			// slot's end; the fake stops after one slot's worth.
+			budget = min(budget, int64(L))
 		}
 		return promptN, budget, nil
 	case VLLM, Gateway:

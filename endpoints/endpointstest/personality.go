@@ -236,16 +236,27 @@ func (p *Personality) MaxPromptTokens() int {
 	return m
 }
 
-// maxBody bounds what the fake reads of one body.
-const maxBody = 256 << 20
+// MaxBody bounds what a personality parses of one body, in bytes. It is the
+// fake's own limit, not a server's: past it the body is read to its end (so
+// LargestBody is its true size) and answered 413.
+const MaxBody = 256 << 20
 
 func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	size := len(body)
+	if size > MaxBody {
+		rest, _ := io.Copy(io.Discard, r.Body)
+		size += int(rest)
+	}
 	p.mu.Lock()
 	p.routes[r.Method+" "+r.URL.Path]++
-	p.largest = max(p.largest, len(body))
+	p.largest = max(p.largest, size)
 	p.auth = append(p.auth, r.Header.Get("Authorization"))
 	p.mu.Unlock()
+	if size > MaxBody {
+		p.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the test fake parses no body over %d bytes (this one: %d)", MaxBody, size), nil)
+		return
+	}
 
 	if !p.authorized(w, r) {
 		return
