@@ -565,6 +565,7 @@ func (p *Personality) completionText(g *genRequest, a answer) (string, any) {
 		return piece
 	}
 	if g.echo {
+		ctx := prefixHashes(g.pieces)
 		for i, piece := range g.pieces {
 			tokens = append(tokens, name(piece))
 			offsets = append(offsets, off)
@@ -573,11 +574,11 @@ func (p *Personality) completionText(g *genRequest, a answer) (string, any) {
 				lps, tops = append(lps, nil), append(tops, nil)
 				continue
 			}
-			lp := promptLogprob(g.pieces, i)
+			lp := promptLogprob(ctx[i], piece)
 			lps = append(lps, lp)
 			top := map[string]float64{name(piece): lp}
 			rest := 1 - math.Exp(lp)
-			for j, c := range ranked(strings.Join(g.pieces[:i], ""), i, g.topK) {
+			for j, c := range ranked(ctx[i], i, g.topK) {
 				if len(top) >= g.topK {
 					break
 				}
@@ -594,7 +595,7 @@ func (p *Personality) completionText(g *genRequest, a answer) (string, any) {
 		off += utf8.RuneCountInString(t.Text)
 		lps = append(lps, t.Logprob)
 		top := map[string]float64{name(t.Text): t.Logprob}
-		for _, c := range ranked(g.prompt, 0, g.topK) {
+		for _, c := range t.Top {
 			if len(top) >= max(g.topK, 1) {
 				break
 			}

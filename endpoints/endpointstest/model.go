@@ -176,11 +176,26 @@ type candidate struct {
 	Logprob float64
 }
 
-// ranked is the model's ranked candidates at position p after prompt: k words
-// of Vocab in an order fixed by the hash, with logprob −(j+1)·ln 2.
-func ranked(prompt string, p, k int) []candidate {
+// mix combines hashes (splitmix64's finalizer over each step), so a
+// prompt is hashed once however many positions follow it.
+func mix(h uint64, xs ...uint64) uint64 {
+	for _, x := range xs {
+		h ^= x + 0x9e3779b97f4a7c15 + h<<6 + h>>2
+		h ^= h >> 30
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 27
+		h *= 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return h
+}
+
+// ranked is the model's ranked candidates at position p after a context
+// whose hash is ctx: k words of Vocab in an order fixed by the hash, with
+// logprob −(j+1)·ln 2.
+func ranked(ctx uint64, p, k int) []candidate {
 	k = min(max(k, 1), len(Vocab))
-	start := int(hash64(prompt, strconv.Itoa(p)) % uint64(len(Vocab)))
+	start := int(mix(ctx, uint64(p)) % uint64(len(Vocab)))
 	out := make([]candidate, k)
 	for j := range out {
 		out[j] = candidate{Vocab[(start+j*7)%len(Vocab)], -float64(j+1) * math.Ln2}
@@ -208,16 +223,17 @@ type sampling struct {
 // generate returns n tokens after prompt, with topK candidates each (0: none).
 func generate(prompt string, n, topK int, s sampling) []genToken {
 	out := make([]genToken, 0, n)
+	ph := hash64(prompt)
+	seed := hash64("unseeded", strconv.FormatUint(s.nonce, 10))
+	if s.Seed != nil {
+		seed = hash64(strconv.FormatInt(*s.Seed, 10))
+	}
 	for p := 0; p < n; p++ {
-		c := ranked(prompt, p, len(Vocab))
+		c := ranked(ph, p, len(Vocab))
 		pick := 0
 		if s.Temperature > 0 {
-			seed := "unseeded" + strconv.FormatUint(s.nonce, 10)
-			if s.Seed != nil {
-				seed = strconv.FormatInt(*s.Seed, 10)
-			}
 			// Rank j is drawn with probability 2^−(j+1) (the remainder on the last).
-			u := float64(hash64(prompt, seed, strconv.Itoa(s.Choice), strconv.Itoa(p))>>11) / float64(1<<53)
+			u := float64(mix(ph, seed, uint64(s.Choice), uint64(p))>>11) / float64(1<<53)
 			for acc := 0.5; pick < len(c)-1 && u > acc; pick++ {
 				acc += math.Pow(2, -float64(pick+2))
 			}
@@ -231,11 +247,20 @@ func generate(prompt string, n, topK int, s sampling) []genToken {
 	return out
 }
 
-// promptLogprob is the logprob the model gives prompt piece i (i ≥ 1) after
-// the pieces before it: in [−8, −0.1], never 0 or positive, never clamped.
-func promptLogprob(pieces []string, i int) float64 {
-	h := hash64(strings.Join(pieces[:i], ""), pieces[i])
-	return -0.1 - float64(h%790)/100
+// prefixHashes are the context hashes of a prompt's positions: [i] stands
+// for pieces[:i], built in one pass.
+func prefixHashes(pieces []string) []uint64 {
+	out := make([]uint64, len(pieces)+1)
+	for i, p := range pieces {
+		out[i+1] = mix(out[i], hash64(p))
+	}
+	return out
+}
+
+// promptLogprob is the logprob the model gives a prompt piece after a
+// context whose hash is ctx: in [−8, −0.1], never 0 or positive, never clamped.
+func promptLogprob(ctx uint64, piece string) float64 {
+	return -0.1 - float64(mix(ctx, hash64(piece))%790)/100
 }
 
 // stopAt cuts generated tokens at the first stop string: the tokens up to
@@ -245,18 +270,24 @@ func stopAt(toks []genToken, stops []string) ([]genToken, bool) {
 	if len(stops) == 0 {
 		return toks, false
 	}
+	longest := 0
+	for _, st := range stops {
+		longest = max(longest, len(st))
+	}
 	var text strings.Builder
 	for i, t := range toks {
 		before := text.Len()
 		text.WriteString(t.Text)
 		s := text.String()
+		// Only a stop that ends in this token is new: look from where it could start.
+		from := max(0, before-longest+1)
 		cut := -1
 		for _, st := range stops {
 			if st == "" {
 				continue
 			}
-			if j := strings.Index(s, st); j >= 0 && (cut < 0 || j < cut) {
-				cut = j
+			if j := strings.Index(s[from:], st); j >= 0 && (cut < 0 || from+j < cut) {
+				cut = from + j
 			}
 		}
 		if cut < 0 {

@@ -798,6 +798,41 @@ func TestTheModelCountsTokensByItsRule(t *testing.T) {
 	}
 }
 
+func TestAStopStringEndsTheTextJustBeforeIt(t *testing.T) {
+	toks := []genToken{{Text: " the"}, {Text: " cat"}, {Text: " sat"}, {Text: " on"}}
+	for _, tc := range []struct {
+		stop  string
+		texts []string
+	}{
+		{"e c", []string{" th", ""}},           // spans two tokens: counted up to the one that completes it
+		{" sat", []string{" the", " cat", ""}}, // a whole token
+		{"dog", nil},                           // absent: no cut
+	} {
+		got, ok := stopAt(toks, []string{tc.stop})
+		if !ok {
+			if tc.texts != nil {
+				t.Errorf("stop %q not found", tc.stop)
+			}
+			continue
+		}
+		var texts []string
+		for _, g := range got {
+			texts = append(texts, g.Text)
+		}
+		if strings.Join(texts, "|") != strings.Join(tc.texts, "|") {
+			t.Errorf("stop %q: %q, want %q", tc.stop, texts, tc.texts)
+		}
+	}
+}
+
+func TestPersonalitiesListenOnLoopbackOnly(t *testing.T) {
+	for _, name := range Names() {
+		if p := Start(t, name, Issue12LlamaCpp); !strings.HasPrefix(p.BaseURL(), "http://127.0.0.1:") || !strings.HasSuffix(p.BaseURL(), "/v1") {
+			t.Errorf("%s: %s", name, p.BaseURL())
+		}
+	}
+}
+
 func TestStartRefusesAnUnknownName(t *testing.T) {
 	if _, err := NewPersonality("tgi", Options{}); err == nil || !strings.Contains(err.Error(), "llama.cpp, vllm, sglang, openai, gateway") {
 		t.Fatalf("err %v", err)

@@ -109,6 +109,10 @@ type Options struct {
 	EOSAfter int
 }
 
+// Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
+// (4,096 tokens per slot), a build that truncates overlong prompts.
+var Issue12LlamaCpp = Options{Context: 4096, Slots: 16, LlamaOverflow: LlamaTruncate}
+
 // Personality is a running fake of one real server.
 type Personality struct {
 	*httptest.Server
