@@ -19,7 +19,8 @@ type genRequest struct {
 	pieces    []string // the completion prompt's tokens
 	ids       bool     // the completion prompt came as token ids
 	promptN   int      // usage.prompt_tokens before truncation
-	maxTokens int64    // requested; -1 when absent
+	maxTokens int64    // requested (max_completion_tokens, else max_tokens)
+	hasMax    bool     // maxTokens was given
 	stream    bool
 	usage     bool // stream_options.include_usage
 	ignoreEOS bool
@@ -48,7 +49,7 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
 		}
 		return nil, 400, "JSON decode error: " + err.Error()
 	}
-	g := &genRequest{chat: chat, raw: raw, maxTokens: -1, n: 1}
+	g := &genRequest{chat: chat, raw: raw, n: 1}
 	var f struct {
 		Model    string `json:"model"`
 		Messages []struct {
@@ -56,8 +57,8 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 		Prompt              json.RawMessage `json:"prompt"`
-		MaxTokens           *float64        `json:"max_tokens"`
-		MaxCompletionTokens *float64        `json:"max_completion_tokens"`
+		MaxTokens           json.RawMessage `json:"max_tokens"`
+		MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
 		Stream              bool            `json:"stream"`
 		StreamOptions       *struct {
 			IncludeUsage bool `json:"include_usage"`
@@ -126,14 +127,21 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
 		g.promptN = len(g.pieces)
 	}
 	mt := f.MaxTokens
-	if f.MaxCompletionTokens != nil {
+	if len(f.MaxCompletionTokens) > 0 && string(f.MaxCompletionTokens) != "null" {
 		mt = f.MaxCompletionTokens
 	}
-	if mt != nil {
-		if *mt != math.Trunc(*mt) {
-			return nil, 400, "max_tokens must be an integer"
+	if len(mt) > 0 && string(mt) != "null" {
+		// Exact as an integer (Python servers keep 2⁶³−1 exact); an
+		// integral float is read as one; anything else is a 400.
+		n, err := strconv.ParseInt(string(mt), 10, 64)
+		if err != nil {
+			f, ferr := strconv.ParseFloat(string(mt), 64)
+			if ferr != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+				return nil, 400, "max_tokens must be an integer"
+			}
+			n = int64(f)
 		}
-		g.maxTokens = int64(min(*mt, 1<<62))
+		g.maxTokens, g.hasMax = n, true
 	}
 	g.stream, g.ignoreEOS, g.echo, g.asIDs = f.Stream, f.IgnoreEOS, f.Echo, f.AsIDs
 	g.usage = f.StreamOptions != nil && f.StreamOptions.IncludeUsage
@@ -211,7 +219,8 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 			}
 		}
 		budget = M
-		if M < 0 {
+		if !g.hasMax || M < 0 {
+			// n_predict -1: until the slot's end (the fake: 16 tokens).
 			budget = 16
 		}
 		if o.LlamaOverflow != LlamaTruncate {
@@ -225,7 +234,7 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 		}
 		return promptN, budget, nil
 	case VLLM, Gateway:
-		if M == 0 && !(g.echo && !g.chat) || M < 0 && M != -1 {
+		if g.hasMax && (M == 0 && !(g.echo && !g.chat) || M < 0) {
 			return 0, 0, &refusal{400, fmt.Sprintf("max_tokens must be at least 1, got %d.", M), nil}
 		}
 		if g.topK > 20 {
@@ -239,18 +248,18 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 			}
 			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", L, P), nil}
 		}
-		if M == -1 {
+		if !g.hasMax {
 			M = int64(L - P)
 		}
 		if M > int64(L-P) {
 			if o.VLLMFlatErrors {
-				return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", L, int64(P)+M, P, M), nil}
+				return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", L, uint64(P)+uint64(M), P, M), nil}
 			}
 			return 0, 0, &refusal{400, fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", M, L, P, M, L, P), nil}
 		}
 		return P, M, nil
 	case SGLang:
-		if M == 0 || M < -1 {
+		if g.hasMax && M <= 0 {
 			// SGLang refuses max_tokens 0, echo or not (evals/echo.go's
 			// note; the wording is unverified).
 			return 0, 0, &refusal{400, "max_tokens must be at least 1", nil}
@@ -259,11 +268,11 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 		if P >= L {
 			return 0, 0, &refusal{400, fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", P, L), nil}
 		}
-		if M == -1 {
+		if !g.hasMax {
 			M = 128
 		}
-		if M+int64(P) >= int64(L) {
-			return 0, 0, &refusal{400, fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", L, M+int64(P), P, M), nil}
+		if M >= int64(L-P) {
+			return 0, 0, &refusal{400, fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", L, uint64(M)+uint64(P), P, M), nil}
 		}
 		return P, M, nil
 	default: // OpenAI
@@ -275,11 +284,15 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", L, P),
 				map[string]any{"param": "messages", "code": "context_length_exceeded"}}
 		}
+		if g.hasMax && M < 1 {
+			return 0, 0, &refusal{400, fmt.Sprintf("Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", M),
+				map[string]any{"param": "max_tokens", "code": "integer_below_min_value"}}
+		}
 		if M > int64(o.MaxOutput) {
 			return 0, 0, &refusal{400, fmt.Sprintf("max_tokens is too large: %d. This model supports at most %d completion tokens, whereas you provided %d.", M, o.MaxOutput, M),
 				map[string]any{"param": "max_tokens"}}
 		}
-		if M == -1 {
+		if !g.hasMax {
 			M = 16
 		}
 		return P, M, nil

@@ -445,9 +445,9 @@ func TestAHugeMaxTokensIsAnsweredAsEachServerDoes(t *testing.T) {
 		msg        string
 		completion float64
 	}{
-		{"vLLM", VLLM, Options{}, 400, "'max_tokens' or 'max_completion_tokens' is too large: 4611686018427387904. This model's maximum context length is 4096 tokens and your request has 8 input tokens (4611686018427387904 > 4096 - 8).", 0},
-		{"SGLang", SGLang, Options{}, 400, "Requested token count exceeds the model's maximum context length of 4096 tokens. You requested a total of 4611686018427387912 tokens: 8 tokens from the input messages and 4611686018427387904 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", 0},
-		{"OpenAI", OpenAI, Options{}, 400, "max_tokens is too large: 4611686018427387904. This model supports at most 16384 completion tokens, whereas you provided 4611686018427387904.", 0},
+		{"vLLM", VLLM, Options{}, 400, "'max_tokens' or 'max_completion_tokens' is too large: 9223372036854775807. This model's maximum context length is 4096 tokens and your request has 8 input tokens (9223372036854775807 > 4096 - 8).", 0},
+		{"SGLang", SGLang, Options{}, 400, "Requested token count exceeds the model's maximum context length of 4096 tokens. You requested a total of 9223372036854775815 tokens: 8 tokens from the input messages and 9223372036854775807 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", 0},
+		{"OpenAI", OpenAI, Options{}, 400, "max_tokens is too large: 9223372036854775807. This model supports at most 16384 completion tokens, whereas you provided 9223372036854775807.", 0},
 		{"llama.cpp stops at the slot's end", LlamaCpp, Options{Context: 64, LlamaOverflow: LlamaRejectCounts}, 200, "", 64 - 8},
 		{"llama.cpp with context shift accepts it (the fake stops after a slot)", LlamaCpp, Options{Context: 64}, 200, "", 64},
 	} {
