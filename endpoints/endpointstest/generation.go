@@ -14,10 +14,8 @@ import (
 // genRequest is what a personality read of a chat or completions body.
 type genRequest struct {
 	chat      bool
-	raw       map[string]json.RawMessage
 	prompt    string   // the chat messages' contents joined, or the completion prompt's text
 	pieces    []string // the completion prompt's tokens
-	ids       bool     // the completion prompt came as token ids
 	promptN   int      // usage.prompt_tokens before truncation
 	maxTokens int64    // requested (max_completion_tokens, else max_tokens)
 	hasMax    bool     // maxTokens was given
@@ -49,7 +47,7 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
 		}
 		return nil, 400, "JSON decode error: " + err.Error()
 	}
-	g := &genRequest{chat: chat, raw: raw, n: 1}
+	g := &genRequest{chat: chat, n: 1}
 	var f struct {
 		Model    string `json:"model"`
 		Messages []struct {
@@ -113,7 +111,6 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
 		case json.Unmarshal(f.Prompt, &s) == nil:
 			g.prompt, g.pieces = s, Pieces(s)
 		case json.Unmarshal(f.Prompt, &ids) == nil && len(ids) > 0:
-			g.ids = true
 			for _, id := range ids {
 				g.pieces = append(g.pieces, p.vocab.piece(id))
 			}

@@ -659,9 +659,11 @@ func TestAuthIsCheckedAndCountedAsEachServerDoes(t *testing.T) {
 			}
 		})
 	}
-	p := Start(t, LlamaCpp, Options{APIKey: key})
-	if r := get(t, p.URL+"/health"); r.status != 200 {
-		t.Fatalf("llama.cpp /health is public: %d", r.status)
+	for _, name := range []string{LlamaCpp, VLLM} {
+		p := Start(t, name, Options{APIKey: key})
+		if r := get(t, p.URL+"/health"); r.status != 200 {
+			t.Fatalf("%s /health is public: %d", name, r.status)
+		}
 	}
 }
 

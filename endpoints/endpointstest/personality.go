@@ -382,6 +382,14 @@ func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if got == "Bearer "+p.Opts.APIKey {
 		return true
 	}
+	if p.Kind == SGLang && r.URL.Path == "/health" {
+		return true // (unverified)
+	}
+	if p.Kind == VLLM && !strings.HasPrefix(r.URL.Path, "/v1") {
+		// vLLM's --api-key guards only the /v1 routes (api_server.py's
+		// middleware); /health, /metrics and /tokenize stay open.
+		return true
+	}
 	switch p.Kind {
 	case VLLM, SGLang:
 		// vLLM's and SGLang's api-key middleware: {"error": "Unauthorized"}
