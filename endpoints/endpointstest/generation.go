@@ -354,6 +354,10 @@ func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(
 	}, seq, true
 }
 
+// maxN is the most choices a personality generates for one request; a
+// stream carries only the first.
+const maxN = 16
+
 func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
 	if !chat && (p.Kind == OpenAI || p.Kind == Gateway) {
 		if p.Kind == OpenAI {
@@ -372,6 +376,11 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		return
 	}
 	promptN, budget, ref := p.check(g)
+	if ref == nil && (g.n < 1 || g.n > maxN) {
+		// The fake's own bound (real servers differ): no answer of a
+		// million choices.
+		ref = &refusal{400, fmt.Sprintf("n must be between 1 and %d", maxN), nil}
+	}
 	if ref != nil {
 		p.mu.Lock()
 		p.prompts = append(p.prompts, g.promptN)
