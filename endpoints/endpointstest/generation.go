@@ -1,0 +1,711 @@
+package endpointstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// genRequest is what a personality read of a chat or completions body.
+type genRequest struct {
+	chat      bool
+	prompt    string   // the chat messages' contents joined, or the completion prompt's text
+	pieces    []string // the completion prompt's tokens
+	promptN   int      // usage.prompt_tokens before truncation
+	maxTokens int64    // requested (max_completion_tokens, else max_tokens)
+	hasMax    bool     // maxTokens was given
+	stream    bool
+	usage     bool // stream_options.include_usage
+	ignoreEOS bool
+	n         int
+	stop      []string
+	samp      sampling
+	logprobs  bool // chat logprobs
+	topK      int  // chat top_logprobs, or completions logprobs
+	compLP    bool // completions logprobs given (0 counts)
+	echo      bool
+	asIDs     bool // return_tokens_as_token_ids
+	// sentHeader: the stream's 200 is already written (a held gateway stream).
+	sentHeader bool
+}
+
+func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		switch p.Kind {
+		case LlamaCpp:
+			// nlohmann's parse_error is no std::invalid_argument: ex_wrapper
+			// answers 500 (tools/server/server.cpp; read from source, unverified on the wire).
+			return nil, 500, "[json.exception.parse_error.101] parse error: " + err.Error()
+		case OpenAI, Gateway:
+			return nil, 400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
+		}
+		return nil, 400, "JSON decode error: " + err.Error()
+	}
+	g := &genRequest{chat: chat, n: 1}
+	var f struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Prompt              json.RawMessage `json:"prompt"`
+		MaxTokens           json.RawMessage `json:"max_tokens"`
+		MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
+		Stream              bool            `json:"stream"`
+		StreamOptions       *struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+		IgnoreEOS   bool            `json:"ignore_eos"`
+		N           *int            `json:"n"`
+		Stop        json.RawMessage `json:"stop"`
+		Temperature *float64        `json:"temperature"`
+		Seed        *int64          `json:"seed"`
+		Logprobs    json.RawMessage `json:"logprobs"`
+		TopLogprobs *int            `json:"top_logprobs"`
+		Echo        bool            `json:"echo"`
+		AsIDs       bool            `json:"return_tokens_as_token_ids"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil {
+		return nil, 400, "invalid request: " + err.Error()
+	}
+	if p.Kind == OpenAI && chat {
+		if bad := unrecognized(raw, openAIChatParams); len(bad) == 1 {
+			return nil, 400, "Unrecognized request argument supplied: " + bad[0]
+		} else if len(bad) > 1 {
+			return nil, 400, "Unrecognized request arguments supplied: " + strings.Join(bad, ", ")
+		}
+	}
+	if p.Kind != LlamaCpp && p.Kind != SGLang && f.Model != p.Opts.Model {
+		// vLLM: 404 "The model `X` does not exist." (serving_engine
+		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
+		// (single model) answer whatever the model field says.
+		if p.Kind == OpenAI || p.Kind == Gateway {
+			return nil, 404, "The model `" + f.Model + "` does not exist or you do not have access to it."
+		}
+		return nil, 404, "The model `" + f.Model + "` does not exist."
+	}
+	if chat {
+		if len(f.Messages) == 0 {
+			return nil, 400, "messages must not be empty"
+		}
+		var contents []string
+		for _, m := range f.Messages {
+			var s string
+			if err := json.Unmarshal(m.Content, &s); err != nil {
+				return nil, 400, "message content must be a string"
+			}
+			contents = append(contents, s)
+		}
+		g.prompt = strings.Join(contents, "\n")
+		g.promptN = ChatPromptTokens(contents)
+	} else {
+		var s string
+		var ids []int
+		switch {
+		case json.Unmarshal(f.Prompt, &s) == nil:
+			g.prompt, g.pieces = s, Pieces(s)
+		case json.Unmarshal(f.Prompt, &ids) == nil && len(ids) > 0:
+			for _, id := range ids {
+				g.pieces = append(g.pieces, p.vocab.piece(id))
+			}
+			g.prompt = strings.Join(g.pieces, "")
+		default:
+			return nil, 400, "prompt must be a string or a list of token ids"
+		}
+		if len(g.pieces) == 0 {
+			return nil, 400, "prompt must not be empty"
+		}
+		g.promptN = len(g.pieces)
+	}
+	mt := f.MaxTokens
+	if len(f.MaxCompletionTokens) > 0 && string(f.MaxCompletionTokens) != "null" {
+		mt = f.MaxCompletionTokens
+	}
+	if len(mt) > 0 && string(mt) != "null" {
+		// Exact as an integer (Python servers keep 2⁶³−1 exact); an
+		// integral float is read as one; anything else is a 400.
+		n, err := strconv.ParseInt(string(mt), 10, 64)
+		if err != nil {
+			f, ferr := strconv.ParseFloat(string(mt), 64)
+			if ferr != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+				return nil, 400, "max_tokens must be an integer"
+			}
+			n = int64(f)
+		}
+		g.maxTokens, g.hasMax = n, true
+	}
+	g.stream, g.ignoreEOS, g.echo, g.asIDs = f.Stream, f.IgnoreEOS, f.Echo, f.AsIDs
+	g.usage = f.StreamOptions != nil && f.StreamOptions.IncludeUsage
+	if f.N != nil {
+		g.n = *f.N
+	}
+	if len(f.Stop) > 0 {
+		var one string
+		if json.Unmarshal(f.Stop, &one) == nil {
+			g.stop = []string{one}
+		} else {
+			_ = json.Unmarshal(f.Stop, &g.stop)
+		}
+	}
+	if f.Temperature != nil {
+		g.samp.Temperature = *f.Temperature
+	} else {
+		g.samp.Temperature = 1
+	}
+	g.samp.Seed = f.Seed
+	if chat {
+		_ = json.Unmarshal(f.Logprobs, &g.logprobs)
+		if f.TopLogprobs != nil {
+			g.topK = *f.TopLogprobs
+		}
+	} else if len(f.Logprobs) > 0 && string(f.Logprobs) != "null" {
+		g.compLP = json.Unmarshal(f.Logprobs, &g.topK) == nil
+	}
+	return g, 0, ""
+}
+
+// refusal is a request the server answers with an error status.
+type refusal struct {
+	status int
+	msg    string
+	extra  map[string]any
+}
+
+// check applies the server's rules to a parsed request: its limits and
+// context check. It returns the prompt count the server will report and the
+// number of tokens it may generate.
+func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refusal) {
+	o := p.Opts
+	P, L := g.promptN, o.Context
+	M := g.maxTokens
+	promptN = P
+	switch p.Kind {
+	case LlamaCpp:
+		if g.n != 1 {
+			// oaicompat_*_params_parse throws std::runtime_error: 500
+			// (tools/server/utils.hpp, server-common.cpp).
+			return 0, 0, &refusal{500, "Only one completion choice is allowed", nil}
+		}
+		if !g.chat && g.echo {
+			// "Only no echo is supported", a runtime_error: 500 (same file).
+			return 0, 0, &refusal{500, "Only no echo is supported", nil}
+		}
+		if g.chat && g.topK > 0 && !g.logprobs {
+			return 0, 0, &refusal{400, "top_logprobs requires logprobs to be set to true", nil}
+		}
+		if P >= L {
+			switch o.LlamaOverflow {
+			case LlamaTruncate:
+				// n_keep 0: keep none, drop erased_blocks blocks of n_ctx/2
+				// (examples/server/server.cpp, "input truncated").
+				block := L / 2
+				erased := (P - block) / block
+				promptN = P - erased*block
+			case LlamaReject:
+				return 0, 0, &refusal{400, "the request exceeds the available context size, try increasing it",
+					map[string]any{"type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": L}}
+			default:
+				return 0, 0, &refusal{400, fmt.Sprintf("request (%d tokens) exceeds the available context size (%d tokens), try increasing it", P, L),
+					map[string]any{"type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": L}}
+			}
+		}
+		budget = M
+		if !g.hasMax || M < 0 {
+			// n_predict -1: until the slot's end (the fake: 16 tokens).
+			budget = 16
+		}
+		if o.LlamaOverflow != LlamaTruncate {
+			// Without context shift (the default since 2025) generation
+			// stops when the slot is full.
+			budget = min(budget, int64(L-promptN))
+		} else {
+			// With context shift the real server would go on past the
+			// slot's end; the fake stops after one slot's worth.
+			budget = min(budget, int64(L))
+		}
+		return promptN, budget, nil
+	case VLLM, Gateway:
+		if g.hasMax && (M == 0 && !(g.echo && !g.chat) || M < 0) {
+			return 0, 0, &refusal{400, fmt.Sprintf("max_tokens must be at least 1, got %d.", M), nil}
+		}
+		if g.topK > 20 {
+			// --max-logprobs defaults to 20 (wording unverified).
+			return 0, 0, &refusal{400, fmt.Sprintf("Requested logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
+		}
+		if P > L {
+			// vllm/entrypoints/openai/serving_engine.py (_validate_input).
+			if o.VLLMFlatErrors {
+				return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens in the messages, Please reduce the length of the messages.", L, P), nil}
+			}
+			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", L, P), nil}
+		}
+		if !g.hasMax {
+			M = int64(L - P)
+		}
+		if M > int64(L-P) {
+			if o.VLLMFlatErrors {
+				return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", L, uint64(P)+uint64(M), P, M), nil}
+			}
+			return 0, 0, &refusal{400, fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", M, L, P, M, L, P), nil}
+		}
+		return P, M, nil
+	case SGLang:
+		if g.hasMax && M <= 0 {
+			// SGLang refuses max_tokens 0, echo or not (evals/echo.go's
+			// note; the wording is unverified).
+			return 0, 0, &refusal{400, "max_tokens must be at least 1", nil}
+		}
+		// tokenizer_manager.py _validate_one_request: both checks use >=.
+		if P >= L {
+			return 0, 0, &refusal{400, fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", P, L), nil}
+		}
+		if !g.hasMax {
+			M = 128
+		}
+		if M >= int64(L-P) {
+			return 0, 0, &refusal{400, fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", L, uint64(M)+uint64(P), P, M), nil}
+		}
+		return P, M, nil
+	default: // OpenAI
+		if g.topK > 20 {
+			return 0, 0, &refusal{400, fmt.Sprintf("Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got %d instead.", g.topK),
+				map[string]any{"param": "top_logprobs", "code": "integer_above_max_value"}}
+		}
+		if P > L {
+			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", L, P),
+				map[string]any{"param": "messages", "code": "context_length_exceeded"}}
+		}
+		if g.hasMax && M < 1 {
+			return 0, 0, &refusal{400, fmt.Sprintf("Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", M),
+				map[string]any{"param": "max_tokens", "code": "integer_below_min_value"}}
+		}
+		if M > int64(o.MaxOutput) {
+			return 0, 0, &refusal{400, fmt.Sprintf("max_tokens is too large: %d. This model supports at most %d completion tokens, whereas you provided %d.", M, o.MaxOutput, M),
+				map[string]any{"param": "max_tokens"}}
+		}
+		if !g.hasMax {
+			M = 16
+		}
+		return P, M, nil
+	}
+}
+
+// admit applies the server's load limits; release must be called after.
+func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(), seq int, ok bool) {
+	p.mu.Lock()
+	p.seq++
+	seq = p.seq
+	now := time.Now()
+	o := p.Opts
+	if p.Kind == Gateway {
+		cut := 0
+		for cut < len(p.recent) && now.Sub(p.recent[cut]) > time.Minute {
+			cut++
+		}
+		p.recent = p.recent[cut:]
+		if o.Concurrency > 0 && p.inflight >= o.Concurrency || o.RPM > 0 && len(p.recent) >= o.RPM {
+			p.mu.Unlock()
+			// OpenAI's 429: type "requests", code rate_limit_exceeded, and
+			// the x-ratelimit-* headers (platform.openai.com/docs/guides/rate-limits).
+			h := w.Header()
+			h.Set("Retry-After", o.RetryAfter)
+			h.Set("x-ratelimit-limit-requests", strconv.Itoa(max(o.RPM, o.Concurrency)))
+			h.Set("x-ratelimit-remaining-requests", "0")
+			h.Set("x-ratelimit-reset-requests", o.RetryAfter+"s")
+			p.fail(w, 429, fmt.Sprintf("Rate limit reached for %s on requests per min (RPM): Limit %d, Used %d, Requested 1. Please try again in %ss.",
+				o.Model, max(o.RPM, o.Concurrency), max(o.RPM, o.Concurrency), o.RetryAfter), map[string]any{"type": "requests", "code": "rate_limit_exceeded"})
+			return nil, 0, false
+		}
+		p.recent = append(p.recent, now)
+	}
+	if p.Kind == SGLang && o.MaxQueued > 0 {
+		running := o.MaxRunning
+		if running <= 0 {
+			running = 1024
+		}
+		if p.inflight >= running+o.MaxQueued {
+			p.mu.Unlock()
+			// SGLang rejects at admission with "The request queue is full.":
+			// 503 for a JSON request, a 503 error event on a 200 stream.
+			if g.stream {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(200)
+				b, _ := json.Marshal(map[string]any{"error": p.errorBody(503, "The request queue is full.", nil)})
+				fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+				return nil, 0, false
+			}
+			p.fail(w, 503, "The request queue is full.", nil)
+			return nil, 0, false
+		}
+	}
+	p.inflight++
+	p.prompts = append(p.prompts, g.promptN)
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.inflight--
+		p.mu.Unlock()
+	}, seq, true
+}
+
+// maxN is the most choices a personality generates for one request; a
+// stream carries only the first.
+const maxN = 16
+
+func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
+	if !chat && (p.Kind == OpenAI || p.Kind == Gateway) {
+		if p.Kind == OpenAI {
+			// Chat models on the legacy route: 404, param "model" (widely
+			// reported, e.g. sashabaranov/go-openai#126).
+			p.fail(w, 404, "This is a chat model and not supported in the v1/completions endpoint. Did you mean to use v1/chat/completions?", map[string]any{"param": "model"})
+			return
+		}
+		// A chat-only hosted gateway.
+		p.notFound(w, r)
+		return
+	}
+	g, status, msg := p.parse(body, chat)
+	if g == nil {
+		p.fail(w, status, msg, nil)
+		return
+	}
+	promptN, budget, ref := p.check(g)
+	if ref == nil && (g.n < 1 || g.n > maxN) {
+		// The fake's own bound (real servers differ): no answer of a
+		// million choices.
+		ref = &refusal{400, fmt.Sprintf("n must be between 1 and %d", maxN), nil}
+	}
+	if ref != nil {
+		p.mu.Lock()
+		p.prompts = append(p.prompts, g.promptN)
+		p.mu.Unlock()
+		p.fail(w, ref.status, ref.msg, ref.extra)
+		return
+	}
+	release, seq, ok := p.admit(w, g)
+	if !ok {
+		return
+	}
+	defer release()
+	if !p.hang(w, r, g, seq) {
+		return
+	}
+	// Seeded and temperature-0 answers are the same every time; unseeded
+	// sampling varies between requests.
+	g.samp.nonce = uint64(seq)
+	choices := make([]answer, max(g.n, 1))
+	if g.stream {
+		choices = choices[:1]
+	}
+	for i := range choices {
+		s := g.samp
+		s.Choice = i
+		choices[i] = p.answer(g, budget, s)
+	}
+	// Every answer has an id of its own.
+	id := fmt.Sprintf("%x%06x", time.Now().UnixNano(), seq)
+	if g.stream {
+		p.streamAnswer(w, r, g, id, promptN, choices[0])
+		return
+	}
+	if !p.sleep(r, p.Opts.TTFT+time.Duration(max(choices[0].n-1, 0))*p.Opts.Gap) {
+		return
+	}
+	p.wholeAnswer(w, g, id, promptN, choices)
+}
+
+// hang holds the gateway's every HangEvery-th request; false when the client left.
+func (p *Personality) hang(w http.ResponseWriter, r *http.Request, g *genRequest, seq int) bool {
+	o := p.Opts
+	if p.Kind != Gateway || o.HangEvery <= 0 || o.Hang <= 0 || (seq-1)%o.HangEvery != 0 {
+		return true
+	}
+	deadline := time.NewTimer(o.Hang)
+	defer deadline.Stop()
+	var tick <-chan time.Time
+	if g.stream && o.KeepAlive > 0 {
+		// OpenRouter sends SSE comments while it waits
+		// (openrouter.ai/docs/api_reference/streaming).
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		http.NewResponseController(w).Flush()
+		g.sentHeader = true
+		t := time.NewTicker(o.KeepAlive)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-deadline.C:
+			return true
+		case <-tick:
+			fmt.Fprint(w, ": OPENROUTER PROCESSING\n\n")
+			http.NewResponseController(w).Flush()
+		case <-r.Context().Done():
+			return false
+		}
+	}
+}
+
+// answer is one choice's generation.
+type answer struct {
+	toks   []genToken
+	n      int // completion tokens
+	finish string
+}
+
+func (p *Personality) answer(g *genRequest, budget int64, s sampling) answer {
+	n := int(min(budget, 1<<20))
+	finish := "length"
+	if p.Opts.EOSAfter > 0 && !g.ignoreEOS && n > p.Opts.EOSAfter {
+		n, finish = p.Opts.EOSAfter, "stop"
+	}
+	k := g.topK
+	if g.chat && !g.logprobs {
+		k = 0
+	}
+	toks := generate(g.prompt, n, k, s)
+	if cut, ok := stopAt(toks, g.stop); ok {
+		toks, finish = cut, "stop"
+	}
+	return answer{toks: toks, n: len(toks), finish: finish}
+}
+
+func (p *Personality) sleep(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// chatLogprobs is an OpenAI chat logprobs entry list.
+func chatLogprobs(toks []genToken) []any {
+	var out []any
+	for _, t := range toks {
+		var top []any
+		for _, c := range t.Top {
+			top = append(top, map[string]any{"token": c.Token, "logprob": c.Logprob, "bytes": []byte(c.Token)})
+		}
+		if top == nil {
+			top = []any{}
+		}
+		out = append(out, map[string]any{"token": t.Text, "logprob": t.Logprob, "bytes": bytesOf(t.Text), "top_logprobs": top})
+	}
+	return out
+}
+
+// bytesOf is a token's bytes as a JSON array of integers (not base64).
+func bytesOf(s string) []int {
+	out := make([]int, len(s))
+	for i := range len(s) {
+		out[i] = int(s[i])
+	}
+	return out
+}
+
+func usageOf(prompt, completion int) map[string]any {
+	return map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+}
+
+// timings is llama.cpp's per-response timing object.
+func timings(prompt, completion int) map[string]any {
+	return map[string]any{"cache_n": 0, "prompt_n": prompt, "prompt_ms": 1.0, "prompt_per_token_ms": 0.1, "prompt_per_second": 1000.0,
+		"predicted_n": completion, "predicted_ms": 1.0, "predicted_per_token_ms": 1.0, "predicted_per_second": 1000.0}
+}
+
+func (p *Personality) wholeAnswer(w http.ResponseWriter, g *genRequest, id string, promptN int, choices []answer) {
+	now := time.Now().Unix()
+	total := 0
+	var cs []any
+	for i, a := range choices {
+		total += a.n
+		c := map[string]any{"index": i, "finish_reason": a.finish, "logprobs": nil}
+		if g.chat {
+			msg := map[string]any{"role": "assistant", "content": joinText(a.toks)}
+			if p.Kind == OpenAI {
+				msg["refusal"] = nil
+			}
+			c["message"] = msg
+			if g.logprobs {
+				c["logprobs"] = map[string]any{"content": chatLogprobs(a.toks)}
+			}
+		} else {
+			c["text"], c["logprobs"] = p.completionText(g, a)
+		}
+		cs = append(cs, c)
+	}
+	obj, id := "chat.completion", "chatcmpl-"+id
+	if !g.chat {
+		obj, id = "text_completion", "cmpl-"+id
+	}
+	resp := map[string]any{"id": id, "object": obj, "created": now, "model": p.Opts.Model, "choices": cs, "usage": usageOf(promptN, total)}
+	if p.Kind == LlamaCpp {
+		resp["timings"] = timings(promptN, total)
+		resp["system_fingerprint"] = "b6000-fake"
+	}
+	writeJSON(w, 200, resp)
+}
+
+// completionText is a completion choice's text and logprobs, with the
+// prompt's when echo is set (vLLM, SGLang: the first prompt token's logprob
+// and top_logprobs null).
+func (p *Personality) completionText(g *genRequest, a answer) (string, any) {
+	text := joinText(a.toks)
+	if g.echo {
+		text = g.prompt + text
+	}
+	// llama.cpp gives no logprobs on /v1/completions (issue 12); SGLang reads
+	// logprobs 0 as none.
+	if !g.compLP || p.Kind == LlamaCpp || p.Kind == SGLang && g.topK == 0 {
+		return text, nil
+	}
+	var tokens []string
+	var lps []any
+	var tops []any
+	var offsets []int
+	off := 0
+	name := func(piece string) string {
+		if g.asIDs && p.Kind == VLLM {
+			return "token_id:" + strconv.Itoa(p.vocab.id(piece))
+		}
+		return piece
+	}
+	if g.echo {
+		ctx := prefixHashes(g.pieces)
+		for i, piece := range g.pieces {
+			tokens = append(tokens, name(piece))
+			offsets = append(offsets, off)
+			off += utf8.RuneCountInString(piece)
+			if i == 0 {
+				lps, tops = append(lps, nil), append(tops, nil)
+				continue
+			}
+			lp := promptLogprob(ctx[i], piece)
+			lps = append(lps, lp)
+			top := map[string]float64{name(piece): lp}
+			rest := 1 - math.Exp(lp)
+			for j, c := range ranked(ctx[i], i, g.topK) {
+				if len(top) >= g.topK {
+					break
+				}
+				if _, dup := top[name(c.Token)]; !dup {
+					top[name(c.Token)] = math.Log(rest * math.Pow(2, -float64(j+1)))
+				}
+			}
+			tops = append(tops, top)
+		}
+	}
+	for _, t := range a.toks {
+		tokens = append(tokens, name(t.Text))
+		offsets = append(offsets, off)
+		off += utf8.RuneCountInString(t.Text)
+		lps = append(lps, t.Logprob)
+		top := map[string]float64{name(t.Text): t.Logprob}
+		for _, c := range t.Top {
+			if len(top) >= max(g.topK, 1) {
+				break
+			}
+			top[name(c.Token)] = c.Logprob
+		}
+		tops = append(tops, top)
+	}
+	return text, map[string]any{"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets}
+}
+
+func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *genRequest, id string, promptN int, a answer) {
+	now := time.Now().Unix()
+	id, obj := "chatcmpl-"+id, "chat.completion.chunk"
+	if !g.chat {
+		id, obj = "cmpl-"+id, "text_completion"
+	}
+	if !g.sentHeader {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+	}
+	rc := http.NewResponseController(w)
+	send := func(v map[string]any) {
+		v["id"], v["object"], v["created"], v["model"] = id, obj, now, p.Opts.Model
+		if p.Kind == OpenAI && g.usage {
+			// With include_usage every chunk carries "usage": null but the last.
+			if _, ok := v["usage"]; !ok {
+				v["usage"] = nil
+			}
+		}
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		rc.Flush()
+	}
+	choice := func(delta map[string]any, finish any) map[string]any {
+		c := map[string]any{"index": 0, "finish_reason": finish}
+		if g.chat {
+			c["delta"] = delta
+			c["logprobs"] = nil
+		} else {
+			c["text"] = delta["content"]
+			c["logprobs"] = nil
+		}
+		return c
+	}
+	if g.chat {
+		switch {
+		case p.Kind == LlamaCpp && p.Opts.LlamaRoleChunk:
+			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": nil}, nil)}})
+		case p.Kind == LlamaCpp:
+			// No role chunk (issue 12).
+		case p.Kind == OpenAI:
+			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)}})
+		default:
+			// vLLM and SGLang open with a role chunk of empty content.
+			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": ""}, nil)}})
+		}
+	}
+	if !p.sleep(r, p.Opts.TTFT) {
+		return
+	}
+	for i, t := range a.toks {
+		if i > 0 && !p.sleep(r, p.Opts.Gap) {
+			return
+		}
+		if t.Text == "" {
+			continue
+		}
+		c := choice(map[string]any{"content": t.Text}, nil)
+		if g.chat && g.logprobs {
+			c["logprobs"] = map[string]any{"content": chatLogprobs([]genToken{t})}
+		}
+		send(map[string]any{"choices": []any{c}})
+	}
+	fin := map[string]any{"choices": []any{choice(map[string]any{}, a.finish)}}
+	usage := usageOf(promptN, a.n)
+	if p.Kind == LlamaCpp {
+		if p.Opts.LlamaUsageChunk {
+			// b6497+: a usage chunk of its own, with timings, include_usage or not.
+			send(fin)
+			send(map[string]any{"choices": []any{}, "usage": usage, "timings": timings(promptN, a.n)})
+		} else {
+			// Usage and timings on the finish chunk (issue 12; a b6097 trace).
+			fin["usage"], fin["timings"] = usage, timings(promptN, a.n)
+			send(fin)
+		}
+	} else {
+		send(fin)
+		if g.usage {
+			send(map[string]any{"choices": []any{}, "usage": usage})
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	rc.Flush()
+}

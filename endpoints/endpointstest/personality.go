@@ -1,0 +1,593 @@
+package endpointstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Personalities: fake servers that answer what glmbench sends as a named real
+// server documents it (or, where marked, as issue 12 observed it). Each is an
+// httptest server on loopback; BaseURL ends in /v1. The model behind them is
+// the deterministic one of model.go. docs/SERVERS.md has the table, with
+// sources; every behaviour below names its source in a comment.
+
+// Personality names, for Start.
+const (
+	LlamaCpp = "llama.cpp"
+	VLLM     = "vllm"
+	SGLang   = "sglang"
+	OpenAI   = "openai"
+	Gateway  = "gateway"
+)
+
+// Names lists the personalities.
+func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway} }
+
+// LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
+// context; it changed across versions.
+type LlamaOverflow int
+
+const (
+	// LlamaTruncate keeps the first n_keep (0) tokens and drops whole blocks
+	// of n_ctx/2 from the start until the prompt fits, answering 200 with the
+	// truncated usage.prompt_tokens (examples/server/server.cpp since PR
+	// #3996, 2023, through 2024; what issue 12 saw with -c 65536 -np 16).
+	LlamaTruncate LlamaOverflow = iota
+	// LlamaReject answers 400 "the request exceeds the available context
+	// size, try increasing it", type exceed_context_size_error, with
+	// n_prompt_tokens and n_ctx (llama.cpp b7062, issue ggml-org/llama.cpp#17284).
+	LlamaReject
+	// LlamaRejectCounts answers 400 "request (N tokens) exceeds the available
+	// context size (M tokens), try increasing it" with the same fields
+	// (tools/server/server-context.cpp, 2026).
+	LlamaRejectCounts
+)
+
+// Options configure a personality. Zero values take the defaults named.
+type Options struct {
+	// Model is the served model id (default per personality).
+	Model string
+	// Context is the context length in tokens: vLLM's max_model_len,
+	// SGLang's context_len, llama.cpp's context per slot (-c / -np), the
+	// OpenAI model's window (default 4096).
+	Context int
+	// Slots is llama.cpp's -np (default 1); /props total_slots.
+	Slots int
+	// LlamaOverflow picks llama.cpp's answer to an overlong prompt.
+	LlamaOverflow LlamaOverflow
+	// LlamaRoleChunk makes llama.cpp open a stream with {"role":"assistant",
+	// "content":null} (seen from b6097); without it no role chunk, as issue
+	// 12 saw.
+	LlamaRoleChunk bool
+	// LlamaUsageChunk makes llama.cpp send usage in a chunk of its own with
+	// choices [] after the finish chunk, always (PR #15444, b6497, issue
+	// #16048); without it usage rides on the finish chunk, as issue 12 saw.
+	LlamaUsageChunk bool
+	// Metrics turns on /metrics where the server gates it (llama.cpp
+	// --metrics, SGLang --enable-metrics); vLLM always serves it.
+	Metrics bool
+	// VLLMFlatErrors answers errors in vLLM's flat shape before v0.10.1
+	// ({"object":"error","message",...}; vllm PR #22099 nested them).
+	VLLMFlatErrors bool
+	// SGLangTokenize serves /tokenize and /v1/tokenize on SGLang (newer versions).
+	SGLangTokenize bool
+	// SGLangContextArg reports Context as /get_server_info's context_length
+	// (set when SGLang runs with --context-length; otherwise null).
+	SGLangContextArg bool
+	// MaxRunning and MaxQueued are SGLang's --max-running-requests and
+	// --max-queued-requests: past both, a request gets 503 "The request queue
+	// is full." (0: unbounded).
+	MaxRunning, MaxQueued int
+	// MaxOutput is the OpenAI model's completion-token cap (default 16384).
+	MaxOutput int
+	// APIKey, when set, is required as "Authorization: Bearer KEY".
+	APIKey string
+	// Concurrency and RPM are the gateway's limiters: past Concurrency
+	// requests in flight, or RPM requests in the last minute, a 429 with
+	// Retry-After (default "1") and x-ratelimit-* headers.
+	Concurrency, RPM int
+	RetryAfter       string
+	// HangEvery and Hang: every HangEvery-th request to the gateway (1:
+	// all) is held for Hang (or until the client leaves) before anything;
+	// with KeepAlive, a stream gets its headers at once and an SSE comment
+	// ": OPENROUTER PROCESSING" every KeepAlive while held.
+	HangEvery       int
+	Hang, KeepAlive time.Duration
+	// TTFT is the delay before the first content event, Gap the delay
+	// between content events.
+	TTFT, Gap time.Duration
+	// EOSAfter makes the model end with finish_reason "stop" after that many
+	// tokens unless ignore_eos is set (0: never).
+	EOSAfter int
+}
+
+// Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
+// (4,096 tokens per slot), a build that truncates overlong prompts.
+var Issue12LlamaCpp = Options{Context: 4096, Slots: 16, LlamaOverflow: LlamaTruncate}
+
+// Personality is a running fake of one real server.
+type Personality struct {
+	*httptest.Server
+	Kind string
+	Opts Options
+
+	vocab *vocabIDs
+	mu    sync.Mutex
+	// counters
+	routes   map[string]int
+	largest  int
+	auth     []string
+	prompts  []int
+	inflight int
+	recent   []time.Time
+	seq      int
+}
+
+// Start starts the personality name (one of Names) and closes it when the
+// test ends.
+func Start(t testing.TB, name string, o Options) *Personality {
+	t.Helper()
+	p, err := NewPersonality(name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// NewPersonality starts the personality name; the caller closes it.
+func NewPersonality(name string, o Options) (*Personality, error) {
+	switch name {
+	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway:
+	default:
+		return nil, fmt.Errorf("no personality %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	if o.Context <= 0 {
+		o.Context = 4096
+	}
+	if o.Slots <= 0 {
+		o.Slots = 1
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = 16384
+	}
+	if o.RetryAfter == "" {
+		o.RetryAfter = "1"
+	}
+	if o.Model == "" {
+		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
+			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct"}[name]
+	}
+	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
+	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
+	return p, nil
+}
+
+// NewLlamaCpp starts a llama.cpp server fake.
+func NewLlamaCpp(o Options) *Personality { p, _ := NewPersonality(LlamaCpp, o); return p }
+
+// NewVLLM starts a vLLM server fake.
+func NewVLLM(o Options) *Personality { p, _ := NewPersonality(VLLM, o); return p }
+
+// NewSGLang starts an SGLang server fake.
+func NewSGLang(o Options) *Personality { p, _ := NewPersonality(SGLang, o); return p }
+
+// NewOpenAI starts an OpenAI API fake.
+func NewOpenAI(o Options) *Personality { p, _ := NewPersonality(OpenAI, o); return p }
+
+// NewGateway starts a hosted-gateway fake (OpenAI-shaped, vLLM behind it).
+func NewGateway(o Options) *Personality { p, _ := NewPersonality(Gateway, o); return p }
+
+// BaseURL is the API base to give a client.
+func (p *Personality) BaseURL() string { return p.URL + "/v1" }
+
+// Requests is how many requests arrived for "METHOD /path" (e.g.
+// "POST /v1/chat/completions").
+func (p *Personality) Requests(route string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.routes[route]
+}
+
+// TotalRequests is how many requests arrived, on any route.
+func (p *Personality) TotalRequests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.routes {
+		n += c
+	}
+	return n
+}
+
+// LargestBody is the largest request body received, in bytes.
+func (p *Personality) LargestBody() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.largest
+}
+
+// AuthHeaders are the Authorization values received, in order (empty when a
+// request had none).
+func (p *Personality) AuthHeaders() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.auth...)
+}
+
+// PromptTokens are the prompt counts of the generation requests received,
+// as counted before any truncation, in order.
+func (p *Personality) PromptTokens() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int(nil), p.prompts...)
+}
+
+// MaxPromptTokens is the largest of PromptTokens (0 when none).
+func (p *Personality) MaxPromptTokens() int {
+	m := 0
+	for _, n := range p.PromptTokens() {
+		m = max(m, n)
+	}
+	return m
+}
+
+// MaxBody bounds what a personality parses of one body, in bytes. It is the
+// fake's own limit, not a server's: past it the body is read to its end (so
+// LargestBody is its true size) and answered 413.
+const MaxBody = 256 << 20
+
+func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	size := len(body)
+	if size > MaxBody {
+		rest, _ := io.Copy(io.Discard, r.Body)
+		size += int(rest)
+	}
+	p.mu.Lock()
+	p.routes[r.Method+" "+r.URL.Path]++
+	p.largest = max(p.largest, size)
+	p.auth = append(p.auth, r.Header.Get("Authorization"))
+	p.mu.Unlock()
+	if size > MaxBody {
+		p.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the test fake parses no body over %d bytes (this one: %d)", MaxBody, size), nil)
+		return
+	}
+
+	if !p.authorized(w, r) {
+		return
+	}
+	path := r.URL.Path
+	switch {
+	case path == "/v1/models" && r.Method == http.MethodGet:
+		p.models(w)
+	case path == "/v1/chat/completions" && r.Method == http.MethodPost:
+		p.generation(w, r, body, true)
+	case path == "/v1/completions" && r.Method == http.MethodPost:
+		p.generation(w, r, body, false)
+	case path == "/health" && r.Method == http.MethodGet && p.Kind != OpenAI && p.Kind != Gateway:
+		p.health(w)
+	case path == "/props" && r.Method == http.MethodGet && p.Kind == LlamaCpp:
+		p.props(w)
+	case (path == "/get_server_info" || path == "/server_info") && p.Kind == SGLang:
+		p.serverInfo(w)
+	case path == "/metrics" && r.Method == http.MethodGet:
+		p.metrics(w, r)
+	case path == "/tokenize" && r.Method == http.MethodPost && (p.Kind == LlamaCpp || p.Kind == VLLM || (p.Kind == SGLang && p.Opts.SGLangTokenize)),
+		path == "/v1/tokenize" && r.Method == http.MethodPost && p.Kind == SGLang && p.Opts.SGLangTokenize:
+		p.tokenize(w, body)
+	default:
+		p.notFound(w, r)
+	}
+}
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// fail answers an error in this server's shape. typ is the OpenAI-style type
+// where the server has one; extra fields go inside the error object.
+func (p *Personality) fail(w http.ResponseWriter, status int, msg string, extra map[string]any) {
+	writeJSON(w, status, p.errorBody(status, msg, extra))
+}
+
+// errorBody is an error object as this server writes it.
+func (p *Personality) errorBody(status int, msg string, extra map[string]any) map[string]any {
+	switch p.Kind {
+	case LlamaCpp:
+		// {"error":{"code","message","type"}}, the status equal to code
+		// (tools/server/server-common.cpp format_error_response; error types
+		// 400 invalid_request_error, 401 authentication_error, 404
+		// not_found_error, 500 server_error, 501 not_supported_error, 503
+		// unavailable_error).
+		typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+			404: "not_found_error", 500: "server_error", 501: "not_supported_error", 503: "unavailable_error"}[status]
+		e := map[string]any{"code": status, "message": msg, "type": typ}
+		for k, v := range extra {
+			e[k] = v
+		}
+		return map[string]any{"error": e}
+	case VLLM, SGLang:
+		// vLLM ≥ 0.10.1: {"error":{"message","type","param","code"}} (vllm
+		// PR #22099); before, and SGLang: flat {"object":"error","message",
+		// "type","param","code"} (sglang/srt/.../protocol.py ErrorResponse).
+		typ := map[int]string{400: "BadRequestError", 404: "NotFoundError", 500: "InternalServerError", 503: "ServiceUnavailableError"}[status]
+		e := map[string]any{"message": msg, "type": typ, "param": nil, "code": status}
+		for k, v := range extra {
+			e[k] = v
+		}
+		if p.Kind == SGLang || p.Opts.VLLMFlatErrors {
+			e["object"] = "error"
+			return e
+		}
+		return map[string]any{"error": e}
+	default:
+		// OpenAI: {"error":{"message","type","param","code"}}, code a string or null.
+		e := map[string]any{"message": msg, "type": "invalid_request_error", "param": nil, "code": nil}
+		for k, v := range extra {
+			e[k] = v
+		}
+		return map[string]any{"error": e}
+	}
+}
+
+func (p *Personality) notFound(w http.ResponseWriter, r *http.Request) {
+	switch p.Kind {
+	case VLLM, SGLang:
+		// FastAPI's default for an unknown route.
+		writeJSON(w, 404, map[string]any{"detail": "Not Found"})
+	case LlamaCpp:
+		// cpp-httplib's error handler in llama-server (unverified wording).
+		p.fail(w, 404, "File Not Found", nil)
+	default:
+		// api.openai.com's answer to an unknown path (as widely reported).
+		p.fail(w, 404, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), nil)
+	}
+}
+
+// authorized checks the API key where one is set, answering 401 as the
+// server does.
+func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if p.Opts.APIKey == "" {
+		return true
+	}
+	got := r.Header.Get("Authorization")
+	if p.Kind == LlamaCpp {
+		// /health is public; X-Api-Key is accepted when Authorization is
+		// empty; "Bearer " is stripped (tools/server/server-http.cpp).
+		if r.URL.Path == "/health" || r.URL.Path == "/v1/health" {
+			return true
+		}
+		if got == "" {
+			got = r.Header.Get("X-Api-Key")
+		}
+		if strings.TrimPrefix(got, "Bearer ") == p.Opts.APIKey {
+			return true
+		}
+		p.fail(w, 401, "Invalid API Key", nil)
+		return false
+	}
+	if got == "Bearer "+p.Opts.APIKey {
+		return true
+	}
+	if p.Kind == SGLang && r.URL.Path == "/health" {
+		return true // (unverified)
+	}
+	if p.Kind == VLLM && !strings.HasPrefix(r.URL.Path, "/v1") {
+		// vLLM's --api-key guards only the /v1 routes (api_server.py's
+		// middleware); /health, /metrics and /tokenize stay open.
+		return true
+	}
+	switch p.Kind {
+	case VLLM, SGLang:
+		// vLLM's and SGLang's api-key middleware: {"error": "Unauthorized"}
+		// (vllm/entrypoints/openai/api_server.py; unverified for SGLang).
+		writeJSON(w, 401, map[string]any{"error": "Unauthorized"})
+	default:
+		// OpenAI names the wrong key, masked to its first and last
+		// characters, in the message: a partial secret in an error body.
+		key := strings.TrimPrefix(got, "Bearer ")
+		msg := "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+		code := any(nil)
+		if key != "" {
+			msg = "Incorrect API key provided: " + maskKey(key) + ". You can find your API key at https://platform.openai.com/account/api-keys."
+			code = "invalid_api_key"
+		}
+		p.fail(w, 401, msg, map[string]any{"code": code})
+	}
+	return false
+}
+
+// maskKey is OpenAI's masking of a key in its 401: the first three and last
+// four characters around asterisks.
+func maskKey(k string) string {
+	if len(k) <= 8 {
+		return strings.Repeat("*", len(k))
+	}
+	return k[:3] + strings.Repeat("*", len(k)-7) + k[len(k)-4:]
+}
+
+func (p *Personality) models(w http.ResponseWriter) {
+	now := time.Now().Unix()
+	m := p.Opts.Model
+	switch p.Kind {
+	case VLLM, Gateway:
+		// vllm ModelCard: owned_by "vllm", root, parent, max_model_len, permission.
+		card := map[string]any{"id": m, "object": "model", "created": now, "owned_by": "vllm", "root": m, "parent": nil,
+			"max_model_len": p.Opts.Context, "permission": []any{map[string]any{"id": "modelperm-0", "object": "model_permission",
+				"created": now, "allow_sampling": true, "allow_logprobs": true, "allow_view": true, "organization": "*", "is_blocking": false}}}
+		if p.Kind == Gateway {
+			// A gateway lists its own catalogue: no context length field.
+			card = map[string]any{"id": m, "object": "model", "created": now, "owned_by": "gateway"}
+		}
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{card}})
+	case SGLang:
+		// sglang/srt/entrypoints/openai/protocol.py ModelCard; max_model_len
+		// is model_config.context_len.
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": m, "object": "model",
+			"created": now, "owned_by": "sglang", "root": m, "parent": nil, "max_model_len": p.Opts.Context}}})
+	case LlamaCpp:
+		// tools/server/server-context.cpp get_res_models: Ollama-style models[]
+		// and OpenAI-style data[] in one body; meta carries n_ctx_train (the
+		// model's training context, not the slot's).
+		writeJSON(w, 200, map[string]any{
+			"models": []any{map[string]any{"name": m, "model": m, "modified_at": "", "size": "", "digest": "", "type": "model",
+				"description": "", "tags": []any{""}, "capabilities": []any{"completion"}, "parameters": "", "details": map[string]any{"format": "gguf"}}},
+			"object": "list",
+			"data": []any{map[string]any{"id": m, "object": "model", "created": now, "owned_by": "llamacpp",
+				"meta": map[string]any{"vocab_type": 2, "n_vocab": 32000, "n_ctx_train": 131072, "n_embd": 2048, "n_params": 1100048384, "size": 2200096768}}},
+		})
+	default:
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": m, "object": "model", "created": 1721172741, "owned_by": "system"}}})
+	}
+}
+
+func (p *Personality) health(w http.ResponseWriter) {
+	if p.Kind == LlamaCpp {
+		// tools/server/server-context.cpp get_health.
+		writeJSON(w, 200, map[string]any{"status": "ok"})
+		return
+	}
+	// vLLM and SGLang: 200 with an empty body.
+	w.WriteHeader(200)
+}
+
+func (p *Personality) props(w http.ResponseWriter) {
+	// tools/server/server-context.cpp get_res_props: n_ctx is per slot.
+	writeJSON(w, 200, map[string]any{
+		"default_generation_settings": map[string]any{"n_ctx": p.Opts.Context, "params": map[string]any{"temperature": 0.8, "top_k": 40, "top_p": 0.95, "n_predict": -1}},
+		"total_slots":                 p.Opts.Slots,
+		"model_alias":                 p.Opts.Model,
+		"model_path":                  "/models/" + p.Opts.Model,
+		"modalities":                  map[string]any{"vision": false, "audio": false},
+		"chat_template":               "{{ bos_token }}{% for m in messages %}...{% endfor %}",
+		"bos_token":                   "<s>",
+		"eos_token":                   "</s>",
+		"build_info":                  "b6000-fake",
+		"endpoint_slots":              true,
+		"endpoint_props":              false,
+		"endpoint_metrics":            p.Opts.Metrics,
+	})
+}
+
+func (p *Personality) serverInfo(w http.ResponseWriter) {
+	// SGLang's /get_server_info: the ServerArgs dataclass (context_length is
+	// the --context-length argument, null when not given) merged with the
+	// scheduler's info; api_key is included unredacted
+	// (sglang/srt/entrypoints/http_server.py; reference dump
+	// shared/reference/sglang_server_config.json).
+	var ctx, key, queued any
+	if p.Opts.SGLangContextArg {
+		ctx = p.Opts.Context
+	}
+	if p.Opts.APIKey != "" {
+		key = p.Opts.APIKey
+	}
+	if p.Opts.MaxQueued > 0 {
+		queued = p.Opts.MaxQueued
+	}
+	running := p.Opts.MaxRunning
+	if running == 0 {
+		running = 1024
+	}
+	writeJSON(w, 200, map[string]any{"model_path": p.Opts.Model, "served_model_name": p.Opts.Model, "context_length": ctx,
+		"api_key": key, "max_running_requests": running, "max_queued_requests": queued, "max_total_tokens": nil,
+		"max_total_num_tokens": 2328128, "max_req_input_len": p.Opts.Context - 5, "enable_metrics": p.Opts.Metrics, "version": "0.5.6"})
+}
+
+func (p *Personality) metrics(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	running, total := p.inflight, len(p.prompts)
+	p.mu.Unlock()
+	switch {
+	case p.Kind == VLLM:
+		// vLLM always serves /metrics (vllm: prefix).
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=%q} %d\n"+
+			"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=%q} 0\n"+
+			"# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{model_name=%q} %d\n", p.Opts.Model, running, p.Opts.Model, p.Opts.Model, total)
+	case p.Kind == SGLang && p.Opts.Metrics:
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name=%q} %d\n"+
+			"# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs{model_name=%q} 0\n", p.Opts.Model, running, p.Opts.Model)
+	case p.Kind == LlamaCpp && p.Opts.Metrics:
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n"+
+			"# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred 0\n", running)
+	case p.Kind == LlamaCpp:
+		// 501 without --metrics (server-context.cpp get_metrics).
+		p.fail(w, 501, "This server does not support metrics endpoint. Start it with `--metrics`", nil)
+	default:
+		// SGLang without --enable-metrics mounts no /metrics: FastAPI 404.
+		p.notFound(w, r)
+	}
+}
+
+func (p *Personality) tokenize(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Content *string `json:"content"`
+		Prompt  *string `json:"prompt"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		p.fail(w, 400, "invalid JSON body", nil)
+		return
+	}
+	if p.Kind == LlamaCpp {
+		// llama.cpp's /tokenize reads "content"; without it the answer is an
+		// empty token list (server-context.cpp handle_tokenize).
+		ids := []int{}
+		if req.Content != nil {
+			ids = append(ids, p.vocab.encode(*req.Content)...)
+		}
+		writeJSON(w, 200, map[string]any{"tokens": ids})
+		return
+	}
+	// vLLM's /tokenize: {"count","max_model_len","tokens"}.
+	if req.Prompt == nil {
+		p.fail(w, 400, "prompt is required", nil)
+		return
+	}
+	ids := p.vocab.encode(*req.Prompt)
+	writeJSON(w, 200, map[string]any{"count": len(ids), "max_model_len": p.Opts.Context, "tokens": ids})
+}
+
+// openAIChatParams are the chat parameters api.openai.com accepts; any other
+// is a 400 "Unrecognized request argument supplied: X" (widely reported, e.g.
+// davidmigloz/langchain_dart#712 for reasoning_effort, xlinx/…#29 for top_k).
+var openAIChatParams = set("model", "messages", "max_tokens", "max_completion_tokens", "stream", "stream_options",
+	"temperature", "top_p", "n", "stop", "seed", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty",
+	"logit_bias", "user", "tools", "tool_choice", "parallel_tool_calls", "response_format", "service_tier", "store",
+	"metadata", "reasoning_effort", "modalities", "audio", "prediction", "web_search_options", "functions",
+	"function_call", "safety_identifier", "prompt_cache_key", "verbosity")
+
+func set(xs ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// unrecognized names the keys of body outside known, sorted.
+func unrecognized(body map[string]json.RawMessage, known map[string]bool) []string {
+	var out []string
+	for k := range body {
+		if !known[k] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
