@@ -143,6 +143,30 @@ func (e *RedirectError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.Status, redirectText(e.Origin))
 }
 
+// UnreadableError is an answer that came but cannot be read (a compressed
+// body the request did not ask for): asking again gets the same answer.
+type UnreadableError struct {
+	Status int
+	Msg    string
+}
+
+func (e *UnreadableError) Error() string { return e.Msg }
+
+// Answered reports whether err is an answer the endpoint gave that the
+// client will not use (a redirect, an unreadable body), as against no
+// answer at all: sending the request again would get the same.
+func Answered(err error) (status int, ok bool) {
+	var re *RedirectError
+	if errors.As(err, &re) {
+		return re.Status, true
+	}
+	var ue *UnreadableError
+	if errors.As(err, &ue) {
+		return ue.Status, true
+	}
+	return 0, false
+}
+
 // redirectText says what a 3xx was, naming only its Location's origin: a
 // path or query may hold a token.
 func redirectText(origin string) string {
@@ -892,7 +916,7 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 		return nil, &RedirectError{Status: resp.StatusCode, Origin: locationOrigin(resp)}
 	}
 	if msg := compressed(resp); msg != "" {
-		return nil, errors.New(msg)
+		return nil, &UnreadableError{Status: resp.StatusCode, Msg: msg}
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {

@@ -211,6 +211,48 @@ func TestARequestTimeoutIsNotRetried(t *testing.T) {
 	}
 }
 
+// A redirect or a compressed body is an answer, not a lost request: asking
+// again would get the same, so each is sent once and is an http_error
+// carrying the 3xx or the status of the compressed answer.
+func TestAnAnswerTheClientCannotUseIsNotRetried(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter)
+		status int
+		detail string
+	}{
+		{"a 307 to another origin", func(w http.ResponseWriter) {
+			w.Header().Set("Location", "http://127.0.0.2:9/v1/completions")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		}, 307, "http://127.0.0.2:9"},
+		{"a gzip body nobody asked for", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(http.StatusOK)
+			w.Write([]byte{0x1f, 0x8b, 8, 0})
+		}, 200, "gzip-compressed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				io.Copy(io.Discard, r.Body)
+				tc.answer(w)
+			}))
+			defer srv.Close()
+			c := endpoints.NewClient(&endpoints.Endpoint{BaseURL: srv.URL + "/v1"}, endpoints.NewTransport(endpoints.TransportOptions{}))
+			_, fail := probeEcho(context.Background(), sender{c: c, backoff: time.Millisecond}, "fake")
+			if KindOf(fail) != HTTPError || fail.HTTPStatus != tc.status || !strings.Contains(fail.Detail, tc.detail) {
+				t.Fatalf("%+v, want http_error %d naming %q", fail, tc.status, tc.detail)
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("%d calls, want 1", n)
+			}
+		})
+	}
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x
