@@ -964,9 +964,65 @@ func (c *Client) ServerInfo(ctx context.Context) (map[string]any, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&info); err != nil {
 		return nil, err
 	}
-	// SGLang's server info holds its own --api-key: often the user's.
+	// SGLang's server info holds its own --api-key and --admin-api-key in
+	// clear: often the user's, or a key glmbench never sent and so cannot
+	// find by value. Such fields are dropped by name, then the endpoint's
+	// own secrets are redacted from what is left.
+	dropSecretFields(info)
 	redactValues(c.ep, info)
 	return info, nil
+}
+
+// secretField reports whether a server-args name holds a credential:
+// one whose last word is key, secret or password, or token after a word
+// that names a credential (SGLang's api_key, admin_api_key,
+// ssl_keyfile_password; hf_token, auth_token), or that has secret,
+// password or credential(s) among its words. Names that only mention tokens
+// (max_total_tokens, speculative_token_map, bucket_time_to_first_token) or
+// a key file's path (ssl_keyfile) are kept.
+func secretField(name string) bool {
+	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' })
+	if len(words) == 0 {
+		return false
+	}
+	switch last := words[len(words)-1]; last {
+	case "key", "apikey", "secret", "password", "passwd":
+		return true
+	case "token":
+		// hf_token, auth_token, access_token; not per_token or first_token.
+		if len(words) == 1 {
+			return true
+		}
+		switch words[len(words)-2] {
+		case "hf", "auth", "access", "api", "bearer", "refresh", "session", "github", "wandb":
+			return true
+		}
+	}
+	for _, w := range words {
+		switch w {
+		case "secret", "password", "passwd", "credential", "credentials":
+			return true
+		}
+	}
+	return false
+}
+
+// dropSecretFields removes credential fields from v at every depth, in place.
+func dropSecretFields(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if secretField(k) {
+				delete(x, k)
+				continue
+			}
+			dropSecretFields(e)
+		}
+	case []any:
+		for _, e := range x {
+			dropSecretFields(e)
+		}
+	}
 }
 
 // redactValues redacts the endpoint's secrets from every string in v, in place.

@@ -98,7 +98,15 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 	defer tr.Close()
 	ids, err := endpoints.NewClient(ep, tr).ListModels(ctx)
 	status := endpoints.HTTPStatus(err)
+	var redirect *endpoints.RedirectError
 	switch {
+	case errors.As(err, &redirect):
+		// Never followed: it would carry the key and headers to the Location.
+		where := "without a Location"
+		if redirect.Origin != "" {
+			where = "to " + redirect.Origin
+		}
+		return cmdutil.BadInput("GET %s/models answered a redirect (HTTP %d) %s; glmbench never follows redirects: give the endpoint's own URL", ep.BaseURL, redirect.Status, where)
 	case err == nil && ep.Model == "" && len(ids) == 0:
 		return cmdutil.BadInput("%s/models lists no model; pass --model", ep.BaseURL)
 	case err == nil:
