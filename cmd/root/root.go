@@ -120,7 +120,7 @@ func Main() int {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sig
-		fmt.Fprintln(os.Stderr, "\nglmbench: interrupted; writing what finished (press Ctrl-C again to quit at once)")
+		fmt.Fprintln(os.Stderr, "\nglmbench: interrupted; stopping, and writing what was measured (press Ctrl-C again to quit at once)")
 		cancel(cmdutil.ErrInterrupted)
 		<-sig
 		os.Exit(cmdutil.ExitInterrupted)

@@ -66,5 +66,13 @@ func phaseLine(r *schema.PhaseResult) string {
 	if r.Cancelled > 0 || r.NotSent > 0 {
 		s += fmt.Sprintf(", cancelled %d, not sent %d", r.Cancelled, r.NotSent)
 	}
+	// What the endpoint sent that could not be used: a phase can be
+	// complete and still say so.
+	if r.MalformedEvents > 0 {
+		s += fmt.Sprintf(", %d malformed data lines in %d requests", r.MalformedEvents, r.MalformedRequests)
+	}
+	if r.BadUsage > 0 {
+		s += fmt.Sprintf(", usage unusable in %d (n counted from events)", r.BadUsage)
+	}
 	return s
 }

@@ -62,6 +62,12 @@ func TestProgressLineSaysWhereThePhaseIs(t *testing.T) {
 	if got := phaseLine(r); !strings.Contains(got, "3/4 completed") || !strings.Contains(got, "stalled 1") {
 		t.Fatalf("%q", got)
 	}
+	// A complete phase whose endpoint sent lines that were not JSON, or
+	// usage that was no count, says so on its line too.
+	r = &schema.PhaseResult{Phase: "x", Status: "complete", Completed: 4, BatchSize: 4, MalformedEvents: 7, MalformedRequests: 2, BadUsage: 3}
+	if got := phaseLine(r); !strings.Contains(got, "7 malformed data lines in 2 requests") || !strings.Contains(got, "usage unusable in 3") {
+		t.Fatalf("%q", got)
+	}
 }
 
 // execute runs `glmbench run ARGS` as the CLI does, and returns its exit code

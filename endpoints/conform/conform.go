@@ -111,7 +111,7 @@ var Checks = []Check{
 		Request: "chat, logprobs true, top_logprobs 3, max_tokens 8, temperature 0", run: checkLogprobs},
 	{ID: "completions-echo", Title: "/completions echo gives prompt logprobs", Needs: []string{"usage"},
 		Provides: "echo answers the echo probe accepts",
-		Asserts:  "the echo probe of glmbench eval passes; a failure is named by its kind (echo_rejected, echo_server_error, echo_ignored, logprobs_missing, echo_misaligned, echo_implausible)",
+		Asserts:  "the echo probe of glmbench eval passes; a failure is named by its kind (echo_rejected, echo_server_error, echo_ignored, logprobs_missing, echo_misaligned, echo_implausible; completions_missing where /completions is absent and chat answers)",
 		Request:  "POST /completions, echo true, logprobs 1, max_tokens 1, temperature 0 (evals.ProbeEcho)", run: checkEcho},
 	{ID: "echo-max-tokens-0", Title: "max_tokens 0 with echo scores the prompt alone, or is refused cleanly", Needs: []string{"completions-echo"},
 		Asserts: "200 with the prompt's text and logprobs and no generated token, or a 4xx with OpenAI error JSON (SGLang and OpenAI refuse 0)",
