@@ -196,6 +196,59 @@ func TestRunAgainstATruncatingLlamaCppExitsTwoBeforeAnyLoad(t *testing.T) {
 	})
 }
 
+// Item 1 on the other servers: each states its context in its own place
+// (vLLM and SGLang max_model_len in /v1/models), or refuses an overlong
+// prompt with 400 as newer llama.cpp builds do; either way run exits 2
+// before any load, naming the numbers.
+func TestRunChecksEachPhaseAgainstTheContextTheServerGives(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		kind string
+		opts endpointstest.Options
+	}{
+		{"vLLM's max_model_len", endpointstest.VLLM, endpointstest.Options{Context: 2048}},
+		{"vLLM's max_model_len, errors in the flat shape before v0.10.1", endpointstest.VLLM, endpointstest.Options{Context: 2048, VLLMFlatErrors: true}},
+		{"SGLang's max_model_len, --context-length not given", endpointstest.SGLang, endpointstest.Options{Context: 2048}},
+		{"SGLang's max_model_len and --context-length", endpointstest.SGLang, endpointstest.Options{Context: 2048, SGLangContextArg: true}},
+	} {
+		t.Run(tc.name+" refuses IN+OUT past it before any probe", func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, tc.kind, tc.opts)
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2040/16", "--out", dir)
+			wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,040+16", "2,048")
+			if n := p.Requests("POST /v1/chat/completions"); n != 0 {
+				t.Errorf("%d chat requests reached the server", n)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		ov   endpointstest.LlamaOverflow
+	}{
+		{"llama.cpp b7062 (400 exceed_context_size_error)", endpointstest.LlamaReject},
+		{"llama.cpp 2026 (400 naming both counts)", endpointstest.LlamaRejectCounts},
+	} {
+		t.Run(tc.name+" behind a proxy that hides /props: the first 400 below the target ends calibration", func(t *testing.T) {
+			t.Parallel()
+			o := endpointstest.Issue12LlamaCpp
+			o.LlamaOverflow = tc.ov
+			p := endpointstest.Start(t, endpointstest.LlamaCpp, o)
+			base, log := v1Only(t, p)
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "long=2/8192/16", "--out", dir)
+			wantExit2InOneLine(t, code, stderr, dir, "phase long", "8,192", "HTTP 400", "exceeds the available context size")
+			if probes, load := log.counts(); load != 0 || probes == 0 {
+				t.Errorf("%d probes and %d load requests reached the server; want probes only", probes, load)
+			}
+			if b := p.LargestBody(); b > 256<<10 {
+				t.Errorf("the largest body sent was %d bytes", b)
+			}
+		})
+	}
+}
+
 // endlessContent answers every chat request with content events until the
 // client leaves, and lists one model: the "server that streams content
 // events forever in answer to a probe" of issue 12 (no personality streams
@@ -679,5 +732,54 @@ func TestTheEngineRefusesOverflowingLimitsAndKeepsServing(t *testing.T) {
 	}
 	if rep, _, _ := readReport(t, dir); rep.Phases[0].Completed != 2 {
 		t.Errorf("phase %+v", rep.Phases[0])
+	}
+}
+
+// With --probe-limits, conform's burst finds the limits these servers
+// document: the gateway's 429s, each with Retry-After, and SGLang's 503s
+// past --max-running-requests and --max-queued-requests (where rate-limit
+// is a skip: SGLang sends no 429). Each request is held 100 ms before its
+// first token so the 64 of the burst overlap.
+func TestConformFindsTheLimitsOfAGatewayAndOfSGLang(t *testing.T) {
+	t.Parallel()
+	held := 100 * time.Millisecond
+	for _, tc := range []struct {
+		name                string
+		kind                string
+		opts                endpointstest.Options
+		rateLimit, overflow string
+	}{
+		{"a gateway limited to 8 concurrent requests", endpointstest.Gateway, endpointstest.Options{Concurrency: 8, TTFT: held}, "pass", "pass"},
+		{"SGLang with 4 running and 4 queued", endpointstest.SGLang, endpointstest.Options{MaxRunning: 4, MaxQueued: 4, TTFT: held}, "skip", "pass"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, tc.kind, tc.opts)
+			code, got, stderr := checks(t, p.BaseURL(), "--probe-limits", "64", "--only", "rate-limit,queue-overflow")
+			if code != 0 {
+				t.Errorf("exit %d; stderr:\n%s", code, stderr)
+			}
+			if got["rate-limit"].Status != tc.rateLimit || got["queue-overflow"].Status != tc.overflow {
+				t.Errorf("rate-limit %+v, queue-overflow %+v; want %s and %s", got["rate-limit"], got["queue-overflow"], tc.rateLimit, tc.overflow)
+			}
+		})
+	}
+}
+
+// Item 9's last line: a capped phase with no error used to print "every
+// request failed". A server slower than the cap leaves every request
+// cancelled at it, and the line says so.
+func TestACappedPhaseSaysItsRequestsWereCancelledNotFailed(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{TTFT: 150 * time.Millisecond})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--phase-cap", "30ms", "--out", dir)
+	rep, recs, _ := readReport(t, dir)
+	ph := rep.Phases[0]
+	if code != 1 || ph.Status != schema.StatusCapped || ph.Cancelled != 4 || ph.Errors != 0 || len(recs) != 4 {
+		t.Fatalf("exit %d, phase %+v", code, ph)
+	}
+	if line := lastLine(stderr); strings.Contains(line, "every request failed") || !strings.Contains(line, "4 cancelled at the phase cap") {
+		t.Errorf("last line: %s", line)
 	}
 }
