@@ -404,6 +404,37 @@ func TestConformAgainstLlamaCppRunsTheChecksBuiltOnStreams(t *testing.T) {
 	}
 }
 
+// Newer llama.cpp builds open with a role chunk (b6097) and then send usage
+// in a chunk of its own (b6497): stream passes for both, stream-usage only
+// for the second, and its detail names where the older build put usage.
+func TestConformTellsLlamaCppBuildsApart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		opts        endpointstest.Options
+		streamUsage string
+		detail      string
+	}{
+		{"b6097: usage on the finish chunk", endpointstest.Options{LlamaRoleChunk: true}, "fail", "finish chunk"},
+		{"b6497: usage in a last chunk with choices []", endpointstest.Options{LlamaRoleChunk: true, LlamaUsageChunk: true}, "pass", "choices []"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.LlamaCpp, tc.opts)
+			_, got, _ := checks(t, p.BaseURL(), "--only", "stream-usage,go-openai")
+			if got["stream"].Status != "pass" {
+				t.Errorf("stream: %+v; want pass (a role chunk opens the stream)", got["stream"])
+			}
+			if c := got["stream-usage"]; c.Status != tc.streamUsage || !strings.Contains(c.Detail, tc.detail) {
+				t.Errorf("stream-usage: %+v; want %s naming %q", c, tc.streamUsage, tc.detail)
+			}
+			if got["go-openai"].Status != "pass" {
+				t.Errorf("go-openai: %+v; want pass", got["go-openai"])
+			}
+		})
+	}
+}
+
 // evalsOf runs eval all against base and returns the evals by name.
 func evalsOf(t *testing.T, base string) (code int, byName map[string]schema.EvalResult, stderr string) {
 	t.Helper()
@@ -434,8 +465,8 @@ func TestEvalsTakeTheChatRouteWhereCompletionsLacksWhatTheyNeed(t *testing.T) {
 		// The fake model's 24 words hold no answer letter, so no route can
 		// score MMLU here; what this shows is that mmlu went on to the chat
 		// route llama.cpp serves rather than stopping at logprobs_missing.
-		if e := got["mmlu"]; !strings.HasPrefix(e.Method, "chat-") {
-			t.Errorf("mmlu: %+v; want the chat route tried", e)
+		if e := got["mmlu"]; e.Method != "chat-top-logprobs" || e.Failure == nil || !strings.Contains(e.Failure.Detail, "no answer letter among the top 20") {
+			t.Errorf("mmlu: %+v; want the chat top_logprobs route tried, finding no letter in the top 20", e)
 		}
 		if e := got["triviaqa"]; e.Status != "ok" {
 			t.Errorf("triviaqa: %+v", e)
@@ -456,6 +487,25 @@ func TestEvalsTakeTheChatRouteWhereCompletionsLacksWhatTheyNeed(t *testing.T) {
 		}
 		if e := got["ppl"]; e.Status != "unsupported" || e.Failure == nil || e.Failure.HTTPStatus != 404 {
 			t.Errorf("ppl: %+v; want unsupported after the gateway's 404", e)
+		}
+		if t.Failed() {
+			t.Log(stderr)
+		}
+	})
+	t.Run("the OpenAI API refuses ignore_eos: long-ppl's chat route says so rather than scoring a shorter generation", func(t *testing.T) {
+		t.Parallel()
+		// evals/longppl.go sends ignore_eos on every route by design, so
+		// every generation runs to --gen-tokens; OpenAI's 400 then ends
+		// the eval, as it ends a run's probe.
+		p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{})
+		_, got, stderr := evalsOf(t, p.BaseURL())
+		e := got["long-ppl"]
+		if e.Status != "failed" || e.Method != "chat-logprobs" || e.Failure == nil || e.Failure.HTTPStatus != 400 ||
+			!strings.Contains(e.Failure.Body, "ignore_eos") || len(e.Metrics) != 0 {
+			t.Errorf("long-ppl: %+v %+v; want failed on the chat route with OpenAI's 400 naming ignore_eos", e, e.Failure)
+		}
+		if e := got["triviaqa"]; e.Status != "ok" || e.Method != "chat-generate" {
+			t.Errorf("triviaqa: %+v", e)
 		}
 		if t.Failed() {
 			t.Log(stderr)
@@ -616,12 +666,28 @@ func TestRunFollowsNoRedirectAndSendsNoSecretElsewhere(t *testing.T) {
 // max(4, 1%) of IN as the server counts it.
 func TestRunCompletesAgainstEveryPersonality(t *testing.T) {
 	t.Parallel()
-	for _, name := range endpointstest.Names() {
-		t.Run(name, func(t *testing.T) {
+	type server struct {
+		name, kind string
+		opts       endpointstest.Options
+	}
+	var servers []server
+	for _, kind := range endpointstest.Names() {
+		servers = append(servers, server{kind, kind, endpointstest.Options{}})
+	}
+	servers = append(servers,
+		server{"llama.cpp b6097 (a role chunk, usage on the finish chunk)", endpointstest.LlamaCpp, endpointstest.Options{LlamaRoleChunk: true}},
+		server{"llama.cpp b6497 (usage in a chunk of its own)", endpointstest.LlamaCpp, endpointstest.Options{LlamaRoleChunk: true, LlamaUsageChunk: true}},
+		server{"issue 12's llama.cpp, -c 65536 -np 16", endpointstest.LlamaCpp, endpointstest.Issue12LlamaCpp},
+		server{"vLLM before v0.10.1", endpointstest.VLLM, endpointstest.Options{VLLMFlatErrors: true}},
+	)
+	for _, sv := range servers {
+		t.Run(sv.name, func(t *testing.T) {
 			t.Parallel()
-			p := endpointstest.Start(t, name, endpointstest.Options{APIKey: secretKey})
+			o := sv.opts
+			o.APIKey = secretKey
+			p := endpointstest.Start(t, sv.kind, o)
 			args := []string{"run", "--endpoint", p.BaseURL(), "--phase", "small=4/64/8"}
-			if name == endpointstest.OpenAI {
+			if sv.kind == endpointstest.OpenAI {
 				// OpenAI refuses ignore_eos (400 Unrecognized request argument
 				// supplied: ignore_eos): the default says so in one line
 				// before any load, and --ignore-eos=false runs.
