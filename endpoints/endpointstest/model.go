@@ -29,7 +29,8 @@ import (
 // (prompt, seed, choice, p); at temperature 0 it is the first of that
 // position's ranked candidates, whose logprobs are −(j+1)·ln 2 for rank j (a
 // valid distribution over the first candidates), so "the greedy token is the
-// most likely" holds by construction.
+// most likely" holds by construction. After a prompt ending in "Answer:" the
+// first token's candidates are the letters A–D first (rankedLetters).
 
 // RunesPerToken is how many non-space runes one token holds at most.
 const RunesPerToken = 4
@@ -203,6 +204,30 @@ func ranked(ctx uint64, p, k int) []candidate {
 	return out
 }
 
+// Letters are what the model says first after a prompt that ends in
+// "Answer:" (MMLU's question format), so a multiple-choice eval scored from
+// the first token's top logprobs or from a greedy answer gets a letter, as
+// from a real instruction-following model.
+var Letters = []string{" A", " B", " C", " D"}
+
+// rankedLetters is ranked for the first token after "Answer:": the four
+// letters first, in an order fixed by the hash, then the words.
+func rankedLetters(ctx uint64, k int) []candidate {
+	k = min(max(k, 1), len(Letters)+len(Vocab))
+	start := int(mix(ctx, 0) % uint64(len(Letters)))
+	out := make([]candidate, 0, len(Letters)+len(Vocab))
+	for j := range Letters {
+		out = append(out, candidate{Letters[(start+j)%len(Letters)], 0})
+	}
+	for _, w := range ranked(ctx, 0, len(Vocab)) {
+		out = append(out, candidate{w.Token, 0})
+	}
+	for j := range out {
+		out[j].Logprob = -float64(j+1) * math.Ln2
+	}
+	return out[:k]
+}
+
 // genToken is one generated token.
 type genToken struct {
 	Text    string
@@ -228,8 +253,12 @@ func generate(prompt string, n, topK int, s sampling) []genToken {
 	if s.Seed != nil {
 		seed = hash64(strconv.FormatInt(*s.Seed, 10))
 	}
+	answer := strings.HasSuffix(strings.TrimSpace(prompt), "Answer:")
 	for p := 0; p < n; p++ {
 		c := ranked(ph, p, len(Vocab))
+		if p == 0 && answer {
+			c = rankedLetters(ph, len(Letters)+len(Vocab))
+		}
 		pick := 0
 		if s.Temperature > 0 {
 			// Rank j is drawn with probability 2^−(j+1) (the remainder on the last).
