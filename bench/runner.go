@@ -332,12 +332,18 @@ func record(spec Spec, i int, start, planned time.Time, queued time.Duration, re
 		MalformedEvents: res.Malformed,
 	}
 	if len(res.Events) > 0 {
-		rec.Events = make([]float64, len(res.Events))
-		for k, d := range res.Events {
+		keep := res.Events
+		if res.Class != "" {
+			// No metric reads a failed request's gaps; its first events say
+			// how it began, its detail how many came.
+			keep = keep[:min(len(keep), keptFailedEvents(spec.Out))]
+		}
+		rec.Events = make([]float64, len(keep))
+		for k, d := range keep {
 			rec.Events[k] = d.Seconds()
 		}
 		rec.TFirst = ptr(rec.Events[0])
-		rec.TLast = ptr(rec.Events[len(rec.Events)-1])
+		rec.TLast = ptr(res.Events[len(res.Events)-1].Seconds())
 	}
 	rec.TEnd = ptr(res.End.Seconds())
 	if res.Usage {
@@ -356,6 +362,11 @@ func record(spec Spec, i int, start, planned time.Time, queued time.Duration, re
 	}
 	return rec
 }
+
+// keptFailedEvents is how many event times a failed request's record keeps:
+// 2×OUT+32, all that a server honouring max_tokens (even one splitting
+// each token in two) sends.
+func keptFailedEvents(out int) int { return 2*out + 32 }
 
 // arrivalOffsets returns when each request is planned, from the phase start:
 // all at zero (burst), or a Poisson process of rate per second seeded by seed.

@@ -259,25 +259,34 @@ type StreamLimits struct {
 const MaxEvents = 1 << 20
 
 // EventBound is the most content events a stream asking for maxTokens may
-// carry before it is ended as the endpoint's fault: 2×maxTokens+32, wide
-// enough for a server that splits a token over two events, or sends a few
-// extra; MaxEvents when maxTokens is 0 (unknown).
+// carry before it is ended as the endpoint's fault: 16×maxTokens + 65,536,
+// at most MaxEvents (and MaxEvents when maxTokens is 0, unknown). The margin
+// is wide on purpose: content events include reasoning, which some hosted
+// reasoning models do not count in max_tokens (DeepSeek's reasoner: up to
+// 32K tokens of thinking before a max_tokens-bounded answer), and a gateway
+// may split one token over several events. A stream past it ignores
+// max_tokens or has no end; the floor keeps even a max_tokens 1 probe's
+// runaway at half a MiB of timestamps.
 func EventBound(maxTokens int) int {
-	if maxTokens <= 0 || maxTokens > (MaxEvents-32)/2 {
+	if maxTokens <= 0 || maxTokens > (MaxEvents-eventFloor)/16 {
 		return MaxEvents
 	}
-	return 2*maxTokens + 32
+	return 16*maxTokens + eventFloor
 }
 
+// eventFloor is EventBound's margin for any max_tokens.
+const eventFloor = 1 << 16
+
 // BodyBound is the most bytes a stream asking for maxTokens may carry: 8 KiB
-// per event EventBound allows (an event with 20 top_logprobs is about 3
-// KiB) plus 1 MiB; no bound (0) when maxTokens is 0. It ends a stream that
-// sends bytes forever but no content events: comments, empty deltas.
+// per 16 events of EventBound's slope (an event with 20 top_logprobs is about
+// 3 KiB) per requested token, plus 64 MiB; no bound (0) when maxTokens is 0.
+// It ends a stream that sends bytes forever but no content events:
+// comments, empty deltas.
 func BodyBound(maxTokens int) int64 {
 	if maxTokens <= 0 {
 		return 0
 	}
-	return int64(EventBound(maxTokens))*(8<<10) + 1<<20
+	return int64(min(maxTokens, MaxEvents))*16*(8<<10) + 64<<20
 }
 
 // MaxLine is the longest SSE line (or event) the client reads, in bytes.
@@ -636,7 +645,7 @@ func checkUsage(res *StreamResult, maxTokens int) {
 	case res.CompletionTokens == 0 && len(res.Events) > 0:
 		res.BadUsage = fmt.Sprintf("usage.completion_tokens is 0 beside %d content events", len(res.Events))
 	case maxTokens > 0 && res.CompletionTokens > EventBound(maxTokens):
-		res.BadUsage = fmt.Sprintf("usage.completion_tokens %d is past 2×max_tokens+32 for max_tokens %d", res.CompletionTokens, maxTokens)
+		res.BadUsage = fmt.Sprintf("usage.completion_tokens %d is past %d, the runaway bound for max_tokens %d", res.CompletionTokens, EventBound(maxTokens), maxTokens)
 	default:
 		return
 	}
@@ -705,7 +714,7 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 				res.End = at
 				res.Class = schema.StreamError
 				if maxTokens > 0 {
-					res.Detail = fmt.Sprintf("the endpoint streamed %d content events for max_tokens %d (the bound is 2×max_tokens+32): it ignores max_tokens or streams without end", len(res.Events)+1, maxTokens)
+					res.Detail = fmt.Sprintf("the endpoint streamed %d content events for max_tokens %d (the bound is 16×max_tokens+65536): it ignores max_tokens or streams without end", len(res.Events)+1, maxTokens)
 				} else {
 					res.Detail = fmt.Sprintf("the endpoint streamed more than %d content events (the client's bound)", maxEvents)
 				}

@@ -109,7 +109,7 @@ func endless(w http.ResponseWriter, r *http.Request, block []byte) {
 	}
 }
 
-func TestHostileEndlessContentEventsEndAtTwiceMaxTokens(t *testing.T) {
+func TestHostileEndlessContentEventsEndAtTheRunawayBound(t *testing.T) {
 	block := []byte(strings.Repeat(contentEvent, 64))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sseHeaders(w)
@@ -120,11 +120,44 @@ func TestHostileEndlessContentEventsEndAtTwiceMaxTokens(t *testing.T) {
 	bounded(t, 64<<20, func() {
 		res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second, MaxTokens: 16})
 	})
-	if res.Class != schema.StreamError || len(res.Events) != EventBound(16) || EventBound(16) != 64 {
-		t.Fatalf("class %q with %d events kept, want stream_error at 2×16+32 = 64", res.Class, len(res.Events))
+	if res.Class != schema.StreamError || len(res.Events) != EventBound(16) || EventBound(16) != 16*16+65536 {
+		t.Fatalf("class %q with %d events kept, want stream_error at 16×16+65536 = 65792", res.Class, len(res.Events))
 	}
-	if !strings.Contains(res.Detail, "65 content events for max_tokens 16") {
+	if !strings.Contains(res.Detail, "65793 content events for max_tokens 16") {
 		t.Fatalf("detail %q does not name both counts", res.Detail)
+	}
+}
+
+// Streams far longer than max_tokens that are sound are not runaways: a
+// gateway that splits each token over three events, and a hosted reasoning
+// model whose thinking max_tokens does not count (DeepSeek's reasoner:
+// max_tokens bounds the answer after the reasoning). Both end with a finish
+// reason and usage, and both complete with their usage used.
+func TestLongSoundStreamsAreNotRunaways(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		events, completion int
+		delta              string
+	}{
+		{"three events per token", 3 * 256, 256, `{"content":"x"}`},
+		{"8,000 reasoning events before 256 tokens of answer", 8000 + 256, 8000 + 256, `{"reasoning_content":"x"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sseHeaders(w)
+				for range tc.events {
+					fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":%s}]}\n\n", tc.delta)
+				}
+				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
+				fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", tc.completion)
+			}))
+			defer srv.Close()
+			res := stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 10 * time.Second, MaxTokens: 256})
+			if res.Class != "" || len(res.Events) != tc.events || !res.Usage || res.CompletionTokens != tc.completion || res.BadUsage != "" {
+				t.Fatalf("class %q (%s), %d events, usage %v %d, note %q: want a completed stream of %d events with usage %d",
+					res.Class, res.Detail, len(res.Events), res.Usage, res.CompletionTokens, res.BadUsage, tc.events, tc.completion)
+			}
+		})
 	}
 }
 
@@ -269,7 +302,7 @@ func TestHostileUsageThatIsNoCountIsNotUsed(t *testing.T) {
 		{"a string", `{"prompt_tokens":8,"completion_tokens":"3"}`, `completion_tokens "3"`},
 		{"missing", `{"prompt_tokens":8}`, "without completion_tokens"},
 		{"zero beside content", `{"prompt_tokens":8,"completion_tokens":0}`, "is 0 beside 3 content events"},
-		{"far past max_tokens", `{"prompt_tokens":8,"completion_tokens":100000}`, "100000 is past 2×max_tokens+32"},
+		{"far past max_tokens", `{"prompt_tokens":8,"completion_tokens":100000}`, "100000 is past 65792, the runaway bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

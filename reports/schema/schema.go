@@ -124,7 +124,10 @@ type Record struct {
 	TLast *float64 `json:"t_last,omitempty"`
 	// TEnd is seconds from t0 to the end of the stream ([DONE], EOF or failure).
 	TEnd *float64 `json:"t_end,omitempty"`
-	// Events holds seconds from t0 of every content event.
+	// Events holds seconds from t0 of every content event. A failed request
+	// keeps at most the first 2×OUT+32 (a runaway stream's count is in its
+	// detail; t_last and n still count them all), so one endpoint that
+	// streams without end cannot fill requests.jsonl.
 	Events []float64 `json:"events,omitempty"`
 	// N is the output token count: usage.completion_tokens, else the number of content events.
 	N       int     `json:"n"`
