@@ -60,7 +60,7 @@ func (e *ProbeError) Error() string {
 	case e.Class == schema.Connect:
 		return fmt.Sprintf("%s is unreachable during the %s: %s", where, e.What, e.Msg)
 	case e.Limit > 0 && (e.Class == schema.TTFTTimeout || e.Class == schema.TotalTimeout || e.Class == schema.Stalled):
-		return fmt.Sprintf("%s did not finish the %s within its limit of %s (%s: %s)", where, e.What, e.Limit, e.Class, e.Msg)
+		return fmt.Sprintf("%s did not finish the %s within its limit of %s (%s: %s; --probe-timeout sets the limit, for a server that is only slow)", where, e.What, e.Limit, e.Class, e.Msg)
 	default:
 		return fmt.Sprintf("%s failed the %s (%s: %s)", where, e.What, e.Class, e.Msg)
 	}
@@ -131,6 +131,14 @@ func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 	case err != nil && errors.Is(context.Cause(pctx), errProbeLimit):
 		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Class: schema.TotalTimeout, Msg: "no whole answer", Limit: p.lim.Total}
 	case err != nil:
+		if status, ok := endpoints.Answered(err); ok {
+			// A redirect (never followed) or an unreadable body: an answer.
+			class := schema.StreamError
+			if status >= 300 && status < 400 {
+				class = schema.Redirect
+			}
+			return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: status, Class: class, Msg: short(err.Error())}
+		}
 		return 0, &ProbeError{Phase: p.phase, What: "calibration probe", Class: schema.Connect, Msg: err.Error()}
 	}
 	if resp.Status != 200 {
@@ -374,9 +382,24 @@ func abs(x int) int {
 	return x
 }
 
-// DefaultProbeTimeout is each calibration probe's time limit when
-// Options.ProbeTimeout is 0; the whole calibration gets five times it.
+// DefaultProbeTimeout is the least time limit of a calibration probe when
+// none is given; ProbeLimit adds time for long prompts.
 const DefaultProbeTimeout = time.Minute
+
+// probePrefillAllowance is the time ProbeLimit allows a prompt token by
+// default: 50 tokens/s, a CPU llama.cpp's prefill of a mid-size model, so
+// an 8,192-token probe on a slow but working server gets 164 s.
+const probePrefillAllowance = 20 * time.Millisecond
+
+// ProbeLimit is a calibration probe's time limit for a phase of in prompt
+// tokens: given, when given (> 0); else the larger of DefaultProbeTimeout
+// and in × 20 ms. The whole calibration gets five times the largest.
+func ProbeLimit(given time.Duration, in int) time.Duration {
+	if given > 0 {
+		return given
+	}
+	return max(DefaultProbeTimeout, time.Duration(in)*probePrefillAllowance)
+}
 
 // errCalibrationBudget ends a calibration that outlived its budget.
 var errCalibrationBudget = errors.New("calibration budget spent")

@@ -361,3 +361,25 @@ func TestCountWritesThousands(t *testing.T) {
 		}
 	}
 }
+
+// A probe of a long prompt on a slow but working server (a CPU llama.cpp
+// prefills some 50 tokens/s) must not be cut at the minute that suits a
+// short one; a limit the user gives is kept exactly.
+func TestProbeLimitGrowsWithThePromptUnlessGiven(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		given time.Duration
+		in    int
+		want  time.Duration
+	}{
+		{0, 256, time.Minute},
+		{0, 3000, time.Minute},
+		{0, 8192, 8192 * 20 * time.Millisecond},
+		{300 * time.Millisecond, 8192, 300 * time.Millisecond},
+		{2 * time.Hour, 16, 2 * time.Hour},
+	} {
+		if got := ProbeLimit(tc.given, tc.in); got != tc.want {
+			t.Errorf("ProbeLimit(%s, %d) = %s, want %s", tc.given, tc.in, got, tc.want)
+		}
+	}
+}

@@ -32,10 +32,11 @@ type Options struct {
 	// Limits bound each request (TTFT, stall, total).
 	Limits         endpoints.StreamLimits
 	ConnectTimeout time.Duration
-	// ProbeTimeout limits each calibration probe (0: DefaultProbeTimeout).
+	// ProbeTimeout limits each calibration probe (0: ProbeLimit's default,
+	// which grows with the phase's prompt).
 	ProbeTimeout time.Duration
 	// CalibrationBudget limits the whole calibration (0: five times the
-	// probe limit).
+	// largest phase's probe limit).
 	CalibrationBudget time.Duration
 	// PhaseCap ends a phase after this long, cancelling requests in flight (0: none).
 	PhaseCap time.Duration
@@ -83,28 +84,23 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	if err := preflight(ctx, o, client, specs); err != nil {
 		return nil, nil, err
 	}
-	limit := o.ProbeTimeout
-	if limit <= 0 {
-		limit = DefaultProbeTimeout
-	}
 	budget := o.CalibrationBudget
 	if budget <= 0 {
-		budget = 5 * limit
+		for _, s := range specs {
+			budget = max(budget, 5*ProbeLimit(o.ProbeTimeout, s.In))
+		}
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, budget, errCalibrationBudget)
 	defer cancel()
 	// A probe has a time limit of its own, whatever the load's limits: a
 	// server that never answers, or streams without end, must not hold the
 	// run before it has measured anything.
-	lim := endpoints.StreamLimits{Total: limit, MaxTokens: 1}
-	if o.Limits.Stall > 0 {
-		lim.Stall = min(o.Limits.Stall, limit)
-	}
+	lim := endpoints.StreamLimits{MaxTokens: 1}
 	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim, sleep: sleepCtx}
 	probes := 0
 	spent := func(err error) error {
 		if errors.Is(err, errCalibrationBudget) {
-			return bad("phase %s: calibration did not end within its budget of %s (%d probes sent)", p.phase, budget, probes+p.probes)
+			return bad("phase %s: calibration did not end within its budget of %s (%d probes sent; the budget is five times the probe limit: raise --probe-timeout for a slow server)", p.phase, budget, probes+p.probes)
 		}
 		return err
 	}
@@ -113,6 +109,12 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	var warns []string
 	for _, s := range specs {
 		p.phase = s.Name
+		limit := ProbeLimit(o.ProbeTimeout, s.In)
+		p.lim.Total, p.lim.Stall = limit, 0
+		if o.Limits.Stall > 0 {
+			p.lim.Stall = min(o.Limits.Stall, limit)
+		}
+		lim := p.lim
 		cal, ok := cals[s.In]
 		if !ok {
 			var err error

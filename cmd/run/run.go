@@ -105,7 +105,7 @@ the phase cap, or on Ctrl-C (exit 130).`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "limit on silence after the first content event (0: none)")
 	fl.DurationVar(&o.RequestTimeout, "request-timeout", 0, "limit on a whole request (0: none)")
-	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", bench.DefaultProbeTimeout, "limit on each calibration probe; the whole calibration gets five times it")
+	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: the larger of 1m and 20ms per input token); the whole calibration gets five times the largest")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
 	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
 	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
@@ -130,8 +130,8 @@ func (o *Options) validate() ([]bench.Spec, error) {
 			return nil, cmdutil.BadInput("%s must not be negative", d.name)
 		}
 	}
-	if o.ProbeTimeout <= 0 {
-		return nil, cmdutil.BadInput("--probe-timeout must be positive")
+	if o.ProbeTimeout < 0 {
+		return nil, cmdutil.BadInput("--probe-timeout must not be negative")
 	}
 	if o.RequestRate < 0 {
 		return nil, cmdutil.BadInput("--request-rate must not be negative")

@@ -43,7 +43,7 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 	}
 	def := parse(t)
 	if def.Phases != "all" || !def.IgnoreEOS || def.PhaseCap != 30*time.Minute || def.TTFTTimeout != 10*time.Minute ||
-		def.StallTimeout != time.Minute || def.ConnectTimeout != 10*time.Second || def.RequestTimeout != 0 || def.ProbeTimeout != time.Minute || def.Endpoint.APIKeyEnvSet {
+		def.StallTimeout != time.Minute || def.ConnectTimeout != 10*time.Second || def.RequestTimeout != 0 || def.ProbeTimeout != 0 || def.Endpoint.APIKeyEnvSet {
 		t.Fatalf("defaults: %+v", def)
 	}
 	if o := parse(t, "--phases", "single"); !o.PhasesGiven {
@@ -223,7 +223,7 @@ func TestAProbeCannotHoldTheRun(t *testing.T) {
 		// The client may end an endless stream as the endpoint's fault
 		// before the probe's limit does.
 		{"a server that streams content forever to a probe", endless, "calibration probe (max_tokens 1)"},
-		{"a chat endpoint that never answers", silent, "within its limit of 300ms (total_timeout: no content event)"},
+		{"a chat endpoint that never answers", silent, "within its limit of 300ms (total_timeout: no content event;"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
