@@ -937,7 +937,7 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 		// more, which no JSON syntax or common word spells (a header value
 		// "true" would otherwise break every boolean). Whoever quotes a part
 		// of it redacts that part again with Redact.
-		ss = ss.atLeast(minWord)
+		ss = ss.atLeast(minWord, true)
 	}
 	if len(ss.secrets) > 0 {
 		b, _ = ss.redact(b, len(b) == maxResponse)

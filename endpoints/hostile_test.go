@@ -593,4 +593,16 @@ func TestRedactLeavesNumbersAndAnswersWhole(t *testing.T) {
 	if string(resp.Body) != want {
 		t.Fatalf("200 body %s, want %s", resp.Body, want)
 	}
+	// A numeric header value of 8+ digits equal to a number in a 2xx answer
+	// (an org id equal to a "created" stamp) is left there: *** in its place
+	// would make the answer invalid JSON for the eval or probe parsing it.
+	num := &Endpoint{BaseURL: srv.URL + "/v1", headers: []header{{"X-Org-Id", "17330000"}}}
+	answer = `{"created":17330000,"choices":[]}`
+	resp, err = NewClient(num, NewTransport(TransportOptions{})).Post(context.Background(), "/completions", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(resp.Body) || string(resp.Body) != answer {
+		t.Fatalf("200 body %s, want it whole and valid JSON", resp.Body)
+	}
 }

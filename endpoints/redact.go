@@ -33,11 +33,14 @@ type secretSet struct {
 	longest int
 }
 
-// atLeast returns the secrets of n bytes or more.
-func (ss *secretSet) atLeast(n int) *secretSet {
+// atLeast returns the secrets of n bytes or more; without numeric ones when
+// words is set (a body the caller parses as JSON: a number equal to a
+// numeric header value cannot be told from data, and *** in its place
+// would make the body invalid JSON).
+func (ss *secretSet) atLeast(n int, words bool) *secretSet {
 	out := &secretSet{}
 	for i, s := range ss.secrets {
-		if len(s) >= n {
+		if len(s) >= n && !(words && ss.numeric[i]) {
 			out.secrets = append(out.secrets, s)
 			out.numeric = append(out.numeric, ss.numeric[i])
 			out.longest = max(out.longest, len(s))
