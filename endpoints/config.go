@@ -69,6 +69,9 @@ func (e *Endpoint) secrets() []string {
 		out = append(out, h.value)
 	}
 	if u, err := url.Parse(e.BaseURL); err == nil && u.User != nil {
+		// A token given as the user name (https://sk-…@host/v1) is as
+		// secret as a password.
+		out = append(out, u.User.Username())
 		if p, ok := u.User.Password(); ok {
 			out = append(out, p)
 		}
@@ -78,10 +81,7 @@ func (e *Endpoint) secrets() []string {
 
 // String names the endpoint without secrets.
 func (e *Endpoint) String() string {
-	u := e.BaseURL
-	if pu, err := url.Parse(u); err == nil {
-		u = pu.Redacted()
-	}
+	u := RedactURL(e.BaseURL)
 	if e.Model != "" {
 		return u + " (" + e.Model + ")"
 	}
@@ -242,11 +242,24 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-func redactURL(raw string) string {
+func redactURL(raw string) string { return RedactURL(raw) }
+
+// RedactURL writes a URL without its user information: the user name as
+// well as the password, since a token is often given as the user name
+// (url.URL.Redacted hides only the password).
+func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+		if u.User == nil {
+			return u.String()
+		}
+		u.User = nil
+		s := u.String()
+		if i := strings.Index(s, "//"); i >= 0 {
+			return s[:i+2] + "***@" + s[i+2:]
+		}
+		return s
 	}
-	if i := strings.Index(raw, "@"); i >= 0 {
+	if i := strings.LastIndex(raw, "@"); i >= 0 {
 		return "***" + raw[i:]
 	}
 	return raw

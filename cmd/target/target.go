@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -69,12 +68,7 @@ func (t *Target) Close() {
 }
 
 // RedactedURL is a URL without its password.
-func RedactedURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return raw
-}
+func RedactedURL(raw string) string { return endpoints.RedactURL(raw) }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
