@@ -596,13 +596,15 @@ func TestRedactLeavesNumbersAndAnswersWhole(t *testing.T) {
 	// A numeric header value of 8+ digits equal to a number in a 2xx answer
 	// (an org id equal to a "created" stamp) is left there: *** in its place
 	// would make the answer invalid JSON for the eval or probe parsing it.
-	num := &Endpoint{BaseURL: srv.URL + "/v1", headers: []header{{"X-Org-Id", "17330000"}}}
-	answer = `{"created":17330000,"choices":[]}`
+	const stamped = `{"created":17330000,"choices":[]}`
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, stamped) }))
+	defer srv2.Close()
+	num := &Endpoint{BaseURL: srv2.URL + "/v1", headers: []header{{"X-Org-Id", "17330000"}}}
 	resp, err = NewClient(num, NewTransport(TransportOptions{})).Post(context.Background(), "/completions", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !json.Valid(resp.Body) || string(resp.Body) != answer {
+	if !json.Valid(resp.Body) || string(resp.Body) != stamped {
 		t.Fatalf("200 body %s, want it whole and valid JSON", resp.Body)
 	}
 }
