@@ -106,3 +106,25 @@ func TestTheBoundsComeFromTheRequestsMaxTokens(t *testing.T) {
 		}
 	}
 }
+
+// The probe burst's streams are bounded as glmbench run bounds its own, by
+// their max_tokens: an endless stream is ended as a stream_error naming
+// the bound, and queue-overflow fails naming it. Before, the burst told
+// the client no max_tokens, so each stream ran to endpoints.MaxEvents
+// content events (8 MiB of stamps a request, times --probe-limits) before
+// the client's last-resort bound ended it.
+func TestTheProbeBurstEndsAnEndlessStreamAtItsBound(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
+	defer srv.Close()
+	cfg := testConfig(srv.URL, "m")
+	cfg.Timeout, cfg.ProbeLimits = 2*time.Second, 2
+	s, done := newSuite(cfg)
+	defer done()
+	s.provided["max-tokens"] = true // as if max-tokens had passed
+	out := checkQueueOverflow(context.Background(), s)
+	want := fmt.Sprintf("for max_tokens %d", burstTokens)
+	if out.status != Fail || !strings.Contains(out.detail, "2 stream_error") || !strings.Contains(out.detail, want) {
+		t.Errorf("queue-overflow: %s %q, want a failure of 2 stream_errors naming %q", out.status, out.detail, want)
+	}
+}

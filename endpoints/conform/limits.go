@@ -62,8 +62,11 @@ func (s *suite) sendBurst(ctx context.Context) *burst {
 	}
 	// A request waiting in a queue is not hung until the time limit; once
 	// streaming, a silence of the stall limit is a hang; and no request
-	// lives past twice the time limit.
-	lim := endpoints.StreamLimits{TTFT: s.cfg.Timeout, Stall: s.cfg.StallTimeout, Total: 2 * s.cfg.Timeout}
+	// lives past twice the time limit. MaxTokens bounds a stream that does
+	// not end as glmbench run bounds it (endpoints.EventBound events,
+	// endpoints.BodyBound bytes): without it a request's event stamps alone
+	// could grow to endpoints.MaxEvents.
+	lim := endpoints.StreamLimits{TTFT: s.cfg.Timeout, Stall: s.cfg.StallTimeout, Total: 2 * s.cfg.Timeout, MaxTokens: burstTokens}
 	b := &burst{results: make([]endpoints.StreamResult, n), note: note}
 	streams := make([]*endpoints.Stream, n)
 	for i := range streams {
