@@ -57,6 +57,11 @@ type Check struct {
 	// Needs are the checks whose Provides this one needs in order to run
 	// at all; each runs first.
 	Needs []string
+	// Uses are checks whose findings this one reads when they ran (before
+	// it): max-tokens says whether the endpoint accepts ignore_eos, which
+	// the checks that use it send only then. Select runs them too, but
+	// their verdict never keeps this check from running.
+	Uses []string
 	// Provides is what a check establishes about the endpoint as it runs,
 	// whatever its own verdict: the capability the checks that need it rely
 	// on. A pass always establishes it; a failure or skip does only where
@@ -93,7 +98,7 @@ var Checks = []Check{
 		Asserts:  "exactly one chunk carries usage, the last before [DONE], with choices []; prompt_tokens as the same messages non-streamed; content events <= completion_tokens <= max_tokens, equal to it when finish_reason is length",
 		Request:  "stream with stream_options.include_usage, max_tokens 12, temperature 0; the same messages non-streamed", run: checkStreamUsage},
 	{ID: "max-tokens", Title: "max_tokens is honoured exactly with ignore_eos", Needs: []string{"stream"},
-		Provides: "streams with ignore_eos accepted that end",
+		Provides: "streams with ignore_eos accepted that end: the checks that use this one send ignore_eos only then",
 		Asserts:  `usage.completion_tokens = max_tokens and finish_reason "length": the shape glmbench run sends (usage read from any chunk, as run reads it; a skip when no chunk carries usage)`,
 		Request:  "stream with include_usage, max_tokens 24, ignore_eos true", run: checkMaxTokens},
 	{ID: "temperature-0", Title: "temperature 0 gives the same text twice", Needs: []string{"chat"},
@@ -137,19 +142,19 @@ var Checks = []Check{
 	{ID: "n", Title: "n = 2 is served with two choices or refused cleanly", Needs: []string{"chat"},
 		Asserts: "200 with choices of index 0 and 1, or a 4xx with OpenAI error JSON; never one choice or a 5xx",
 		Request: "chat, n 2, max_tokens 8", run: checkN},
-	{ID: "concurrent-streams", Title: "32 concurrent streams each get their own answer", Needs: []string{"usage", "stream-usage", "max-tokens"},
-		Asserts: "stream i (its own prompt and max_tokens 4+i, ignore_eos) completes with one id of its own, the prompt_tokens its prompt has alone and completion_tokens = 4+i",
+	{ID: "concurrent-streams", Title: "32 concurrent streams each get their own answer", Needs: []string{"usage", "stream-usage"}, Uses: []string{"max-tokens"},
+		Asserts: "stream i (its own prompt and max_tokens 4+i, ignore_eos where max-tokens established it) completes with one id of its own, the prompt_tokens its prompt has alone and completion_tokens = 4+i (with ignore_eos; without, at most 4+i and exactly 4+i at finish_reason length)",
 		Request: "32 × chat max_tokens 1 one at a time (the prompts' counts), then 32 streams at once", run: checkConcurrentStreams},
-	{ID: "disconnect", Title: "a client hanging up does not break later requests", Needs: []string{"max-tokens"},
+	{ID: "disconnect", Title: "a client hanging up does not break later requests", Needs: []string{"stream"}, Uses: []string{"max-tokens"},
 		Asserts: "after hanging up on one stream before its first token and on another after it, a stream and a plain chat are answered in full",
-		Request: "2 streams of max_tokens 1024 with ignore_eos abandoned; a second later a stream and a chat of max_tokens 8", run: checkDisconnect},
+		Request: "2 streams of max_tokens 1024 (ignore_eos where max-tokens established it) abandoned; a second later a stream and a chat of max_tokens 8", run: checkDisconnect},
 	{ID: "go-openai", Title: "the go-openai client streams a chat and reads usage", Needs: []string{"stream-usage"},
 		Asserts: "github.com/sashabaranov/go-openai reads content, a finish_reason and usage that adds up, and ends at io.EOF",
 		Request: "CreateChatCompletionStream with StreamOptions.IncludeUsage, max_tokens 16, seed 1234", run: checkGoOpenAI},
-	{ID: "rate-limit", Title: "a 429 carries Retry-After", Needs: []string{"max-tokens"}, Probe: true,
+	{ID: "rate-limit", Title: "a 429 carries Retry-After", Needs: []string{"stream"}, Uses: []string{"max-tokens"}, Probe: true,
 		Asserts: "in a burst of N streams at once, every HTTP 429 has a Retry-After of seconds or an HTTP date; a skip when none is rate-limited",
-		Request: "N streams at once, max_tokens 128, ignore_eos (with --probe-limits N)", run: checkRateLimit},
-	{ID: "queue-overflow", Title: "a burst past capacity is answered with a status, not a hang", Needs: []string{"max-tokens"}, Probe: true,
+		Request: "N streams at once, max_tokens 128, ignore_eos where max-tokens established it (with --probe-limits N)", run: checkRateLimit},
+	{ID: "queue-overflow", Title: "a burst past capacity is answered with a status, not a hang", Needs: []string{"stream"}, Uses: []string{"max-tokens"}, Probe: true,
 		Asserts: "in the same burst, every request completes or is refused with 429 or 503 (a status or a 503 error event) within the time limits: none hangs, is reset or gets another error; a skip when all are served",
 		Request: "the rate-limit burst", run: checkQueueOverflow},
 }
@@ -173,7 +178,7 @@ func IDs() []string {
 }
 
 // Select returns the checks to run, in run order: all of them, or with only
-// those ids and every check they need. It refuses an unknown id, and a
+// those ids and every check they need or use. It refuses an unknown id, and a
 // probe check asked for by name without a burst size (probeLimits 0).
 func Select(only []string, probeLimits int) ([]*Check, error) {
 	if len(only) == 0 {
@@ -194,7 +199,7 @@ func Select(only []string, probeLimits int) ([]*Check, error) {
 			return fmt.Errorf("no check %q (have %s)", id, strings.Join(IDs(), ", "))
 		}
 		want[id] = true
-		for _, n := range c.Needs {
+		for _, n := range slices.Concat(c.Needs, c.Uses) {
 			if err := add(n); err != nil {
 				return err
 			}
@@ -260,6 +265,9 @@ type suite struct {
 	status map[string]Status
 	// provided holds the checks that established what they Provide.
 	provided map[string]bool
+	// eosRefused is the endpoint's refusal of ignore_eos, when max-tokens
+	// got one.
+	eosRefused string
 
 	// The probe burst is sent once, for the two checks that read it.
 	burstOnce sync.Once
@@ -382,6 +390,22 @@ func fail(format string, args ...any) outcome {
 }
 func skip(format string, args ...any) outcome {
 	return outcome{status: Skip, detail: fmt.Sprintf(format, args...)}
+}
+
+// ignoreEOS reports whether the checks that use max-tokens send
+// ignore_eos: only where it established that streams with it end. Without
+// it a stream may end early with finish_reason "stop", which the checks
+// that use it allow; note says why it is left out, for their details.
+func (s *suite) ignoreEOS() (ok bool, note string) {
+	switch {
+	case s.provided["max-tokens"]:
+		return true, ""
+	case s.eosRefused != "":
+		return false, "without ignore_eos, which the endpoint refuses"
+	case s.status["max-tokens"] == "":
+		return false, "without ignore_eos (max-tokens did not run)"
+	}
+	return false, "without ignore_eos (max-tokens did not establish that streams with it end)"
 }
 
 // newNonce is 8 random hex characters, put into prompts so that no prefix

@@ -106,6 +106,11 @@ func TestTheRegistryIsWellFormed(t *testing.T) {
 		}
 		// A check runs after what it needs, so the need's verdict is known,
 		// and what it needs is named (a skip's detail quotes it).
+		for _, n := range c.Uses {
+			if !seen[n] {
+				t.Errorf("check %s uses %s, which does not run before it", c.ID, n)
+			}
+		}
 		for _, n := range c.Needs {
 			if !seen[n] {
 				t.Errorf("check %s needs %s, which does not run before it", c.ID, n)
@@ -140,6 +145,11 @@ func TestSelectAddsWhatTheChecksNeedAndRefusesWhatCannotRun(t *testing.T) {
 	}
 	if want := "chat stream stream-usage temperature-0 stop go-openai"; strings.Join(ids, " ") != want {
 		t.Fatalf("selected %v, want %s (run order, needs included)", ids, want)
+	}
+	// A check runs with what it uses (max-tokens: whether to send
+	// ignore_eos), though it does not need it.
+	if got, err := Select([]string{"disconnect"}, 0); err != nil || len(got) != 3 || got[1].ID != "max-tokens" {
+		t.Errorf("Select(disconnect) = %v, %v; want stream max-tokens disconnect", got, err)
 	}
 	if all, _ := Select(nil, 0); len(all) != len(Checks) {
 		t.Fatalf("no --only selects %d checks of %d", len(all), len(Checks))
@@ -214,7 +224,7 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 			skip: map[string]string{"echo-max-tokens-0": "needs completions-echo"}},
 		{fault: "stall=0.5", fail: map[string]string{"stream": "stream stalled after the first token"},
 			skip: map[string]string{"stream-usage": "needs stream", "max-tokens": "needs stream",
-				"concurrent-streams": "needs stream-usage", "disconnect": "needs max-tokens", "go-openai": "needs stream-usage"}},
+				"concurrent-streams": "needs stream-usage", "disconnect": "needs stream", "go-openai": "needs stream-usage"}},
 		// Streams that end after their finish_reason without [DONE] are
 		// complete for glmbench run: only the strict shape fails.
 		{fault: "drop-done", fail: map[string]string{"stream": "without data: [DONE]"}},

@@ -18,13 +18,16 @@ import (
 // by two checks, how an endpoint past its capacity says so.
 
 // burstTokens is each burst request's max_tokens: long enough that the
-// burst's requests overlap on the server. They are asked with ignore_eos,
-// so that a served request always streams content.
+// burst's requests overlap on the server. They are asked with ignore_eos
+// where max-tokens established it, so that a served request streams them
+// all.
 const burstTokens = 128
 
 // burst is the outcome of the probe burst.
 type burst struct {
 	results []endpoints.StreamResult
+	// note says the burst went without ignore_eos, and why; "" with it.
+	note string
 }
 
 // burst sends the probe burst once per run and returns it.
@@ -38,13 +41,17 @@ func (s *suite) sendBurst(ctx context.Context) *burst {
 	pool := endpoints.NewPool(s.cfg.Endpoint, endpoints.TransportOptions{Conns: n, ConnectTimeout: s.cfg.ConnectTimeout})
 	defer pool.Close()
 	bodies := make([][]byte, n)
-	ignoreEOS := true
+	eos, note := s.ignoreEOS()
+	var ignoreEOS *bool
+	if eos {
+		ignoreEOS = &eos
+	}
 	for i := range bodies {
 		b, err := json.Marshal(endpoints.ChatRequest{
 			Model:         s.cfg.Endpoint.Model,
 			Messages:      []endpoints.Message{{Role: "user", Content: fmt.Sprintf("%s-%06d %s", s.nonce, i, storyPrompt)}},
 			MaxTokens:     burstTokens,
-			IgnoreEOS:     &ignoreEOS,
+			IgnoreEOS:     ignoreEOS,
 			Stream:        true,
 			StreamOptions: &endpoints.StreamOptions{IncludeUsage: true},
 		})
@@ -55,9 +62,12 @@ func (s *suite) sendBurst(ctx context.Context) *burst {
 	}
 	// A request waiting in a queue is not hung until the time limit; once
 	// streaming, a silence of the stall limit is a hang; and no request
-	// lives past twice the time limit.
-	lim := endpoints.StreamLimits{TTFT: s.cfg.Timeout, Stall: s.cfg.StallTimeout, Total: 2 * s.cfg.Timeout}
-	b := &burst{results: make([]endpoints.StreamResult, n)}
+	// lives past twice the time limit. MaxTokens bounds a stream that does
+	// not end as glmbench run bounds it (endpoints.EventBound events,
+	// endpoints.BodyBound bytes): without it a request's event stamps alone
+	// could grow to endpoints.MaxEvents.
+	lim := endpoints.StreamLimits{TTFT: s.cfg.Timeout, Stall: s.cfg.StallTimeout, Total: 2 * s.cfg.Timeout, MaxTokens: burstTokens}
+	b := &burst{results: make([]endpoints.StreamResult, n), note: note}
 	streams := make([]*endpoints.Stream, n)
 	for i := range streams {
 		streams[i] = pool.Client(i).PrepareChat(ctx, bodies[i], lim)
@@ -75,6 +85,15 @@ func (s *suite) sendBurst(ctx context.Context) *burst {
 	close(start)
 	wg.Wait()
 	return b
+}
+
+// say adds to a probe check's detail that the burst went without
+// ignore_eos, and why.
+func (b *burst) say(o outcome) outcome {
+	if b.note != "" {
+		o.detail += " (the burst went " + b.note + ")"
+	}
+	return o
 }
 
 // classes counts the burst's results by error class; "" is completed.
@@ -114,11 +133,11 @@ func checkRateLimit(ctx context.Context, s *suite) outcome {
 	}
 	switch {
 	case limited == 0:
-		return skip("none of %d requests at once was rate-limited (HTTP 429): nothing to check at this load", len(b.results))
+		return b.say(skip("none of %d requests at once was rate-limited (HTTP 429): nothing to check at this load", len(b.results)))
 	case missing > 0:
-		return fail("%d of %d HTTP 429 answers carry no valid Retry-After", missing, limited)
+		return b.say(fail("%d of %d HTTP 429 answers carry no valid Retry-After", missing, limited))
 	}
-	return pass("%d of %d requests got HTTP 429, each with Retry-After (e.g. %s)", limited, len(b.results), example)
+	return b.say(pass("%d of %d requests got HTTP 429, each with Retry-After (e.g. %s)", limited, len(b.results), example))
 }
 
 func checkQueueOverflow(ctx context.Context, s *suite) outcome {
@@ -152,11 +171,11 @@ func checkQueueOverflow(ctx context.Context, s *suite) outcome {
 				break
 			}
 		}
-		return fail("of %d requests at once, %s; e.g. %s", n, strings.Join(wrong, ", "), example)
+		return b.say(fail("of %d requests at once, %s; e.g. %s", n, strings.Join(wrong, ", "), example))
 	}
 	if refused == 0 {
-		return skip("all %d requests at once were served: the burst did not overflow the endpoint (a larger --probe-limits may)", n)
+		return b.say(skip("all %d requests at once were served: the burst did not overflow the endpoint (a larger --probe-limits may)", n))
 	}
-	return pass("of %d requests at once, %d served, %d refused with a status (%d × 429, %d × 503), none hung",
-		n, counts[""], refused, counts[schema.RateLimited], counts[schema.QueueFull])
+	return b.say(pass("of %d requests at once, %d served, %d refused with a status (%d × 429, %d × 503), none hung",
+		n, counts[""], refused, counts[schema.RateLimited], counts[schema.QueueFull]))
 }

@@ -522,12 +522,27 @@ func (st *streamed) problem() string {
 // readLimit bounds the bytes read of a refused stream's body.
 const readLimit = 4 << 10
 
+// chunkBound is the most chunks of any kind a stream asking for maxTokens
+// may carry before it is ended as the endpoint's fault: twice the content
+// events endpoints.EventBound allows, room for one chunk without text (a
+// role, an empty delta, a finish_reason, usage) beside each. It bounds what
+// streamed.chunks holds: a stream of empty deltas brings no content event
+// but costs a chunk each.
+func chunkBound(maxTokens int) int { return 2 * endpoints.EventBound(maxTokens) }
+
 // stream posts a streaming chat and reads it to its end, within the
 // suite's time limit and stall limit. hangUp, when not nil, is asked after
 // the response headers (with no chunk read) and after each event whether
 // to hang up now.
+//
+// A stream that does not end is cut, as glmbench run cuts it, at the bounds
+// of the body's max_tokens: more than endpoints.EventBound content events,
+// more than endpoints.BodyBound bytes, or more than chunkBound chunks; its
+// failure names the bound. So what one stream keeps in memory is bounded by
+// its max_tokens, not by how fast an endpoint streams within the time limit.
 func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*streamed) bool) *streamed {
 	st := &streamed{base: s.cfg.Endpoint.BaseURL, r: s.redact()}
+	maxTokens, _ := body["max_tokens"].(int)
 	b, err := json.Marshal(body)
 	if err != nil {
 		st.noAnswer = err
@@ -573,6 +588,7 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 		}
 	}()
 	rd := sse.NewReader(resp.Body)
+	rd.SetMaxBytes(endpoints.BodyBound(maxTokens))
 	rd.SetClock(func() time.Time {
 		if stall != nil {
 			stall.Reset(s.cfg.StallTimeout)
@@ -582,7 +598,11 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 	for {
 		ev, err := rd.Next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, sse.ErrBodyTooLarge) && !st.done:
+				st.failure = fmt.Sprintf("the stream did not end: more than %d bytes for max_tokens %d (%d content events)",
+					endpoints.BodyBound(maxTokens), maxTokens, st.contentEvents)
+			case !errors.Is(err, io.EOF):
 				st.failure = s.cutShort(ctx, parent, st, err)
 			}
 			return st
@@ -608,6 +628,16 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 		}
 		if c.isError() {
 			st.errorEvent, st.body = true, bytes.Clone(data)
+			return st
+		}
+		if len(st.chunks) == chunkBound(maxTokens) {
+			st.failure = fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (%d content events)",
+				chunkBound(maxTokens), maxTokens, st.contentEvents)
+			return st
+		}
+		if c.content() && st.contentEvents == endpoints.EventBound(maxTokens) {
+			st.failure = fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d",
+				st.contentEvents, maxTokens)
 			return st
 		}
 		st.chunks = append(st.chunks, c)

@@ -1,0 +1,130 @@
+package conform
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+)
+
+// endlessStream answers every chat with a 200 event stream that never
+// ends, written as fast as the connection takes it: event, again and
+// again, until the client hangs up. It is an endpoint that ignores
+// max_tokens and never stops (a server bug, or a proxy looping), at the
+// speed that hurts a reader most.
+func endlessStream(event string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		// Many events per write, so the fake outruns the reader.
+		batch := []byte(strings.Repeat(event, 256))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(batch); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// The stream check sends max_tokens 8: its bounds are those of
+// glmbench run for that request.
+const streamCheckTokens = 8
+
+// A stream that never ends is cut at the bound of its max_tokens (content
+// events, chunks or bytes, as glmbench run cuts it) long before the time
+// limit, and what reading it allocated is bounded by those bounds, not by
+// how fast the endpoint streams. Before the bounds, the suite kept every
+// chunk until the time limit: 1.37 GB in 8 s against such a fake, and the
+// failure said only that the stream did not end within the limit.
+func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
+	// Not parallel: the memory counted is this test's alone.
+	const chunkHead = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":`
+	for _, tc := range []struct {
+		name, event, want string
+	}{
+		{"content events", chunkHead + `{"content":"tide "},"finish_reason":null}]}` + "\n\n",
+			fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d", endpoints.EventBound(streamCheckTokens), streamCheckTokens)},
+		{"empty deltas", chunkHead + `{},"finish_reason":null}]}` + "\n\n",
+			fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (0 content events)", chunkBound(streamCheckTokens), streamCheckTokens)},
+		{"comments", ": keep-alive\n\n",
+			fmt.Sprintf("the stream did not end: more than %d bytes for max_tokens %d (0 content events)", endpoints.BodyBound(streamCheckTokens), streamCheckTokens)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(endlessStream(tc.event))
+			defer srv.Close()
+			cfg := testConfig(srv.URL, "m")
+			// The time limit is what the stream would run to without its
+			// bounds: short, so that a regression costs seconds, and long
+			// against the bounds, which this fake reaches in milliseconds.
+			cfg.Timeout, cfg.StallTimeout = 3*time.Second, 3*time.Second
+			cfg.Only = []string{"stream"}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			res, err := Run(context.Background(), cfg)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// TotalAlloc counts every byte allocated, freed or not: a bound
+			// on the reader's peak, whatever the collector did meanwhile.
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("allocated %.1f MiB reading the stream (heap in use after: %.1f MiB)",
+				float64(alloc)/(1<<20), float64(after.HeapInuse)/(1<<20))
+			if len(res) != 1 || res[0].Status != string(Fail) || !strings.Contains(res[0].Detail, tc.want) {
+				t.Errorf("%+v, want the stream check failing with %q", res, tc.want)
+			}
+			if alloc > 64<<20 {
+				t.Errorf("reading one stream of max_tokens %d allocated %d MiB, want under 64 MiB", streamCheckTokens, alloc>>20)
+			}
+		})
+	}
+}
+
+// Each stream's bound is that of its own max_tokens (the disconnect check
+// asks for 1024 tokens, the crossing check for 4 to 35): it reads exactly
+// EventBound(max_tokens) content events of an endless stream, then fails it.
+func TestTheBoundsComeFromTheRequestsMaxTokens(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
+	defer srv.Close()
+	cfg := testConfig(srv.URL, "m")
+	cfg.Timeout = 2 * time.Second
+	s, done := newSuite(cfg)
+	defer done()
+	for _, n := range []int{1, 24, 1024} {
+		st := s.stream(context.Background(), s.streamBody(storyPrompt, n, nil), nil)
+		want := fmt.Sprintf("more than %d content events for max_tokens %d", endpoints.EventBound(n), n)
+		if !strings.Contains(st.problem(), want) || st.contentEvents != endpoints.EventBound(n) {
+			t.Errorf("max_tokens %d: %q after %d content events, want %q", n, st.problem(), st.contentEvents, want)
+		}
+	}
+}
+
+// The probe burst's streams are bounded as glmbench run bounds its own, by
+// their max_tokens: an endless stream is ended as a stream_error naming
+// the bound, and queue-overflow fails naming it. Before, the burst told
+// the client no max_tokens, so each stream ran to endpoints.MaxEvents
+// content events (8 MiB of stamps a request, times --probe-limits) before
+// the client's last-resort bound ended it.
+func TestTheProbeBurstEndsAnEndlessStreamAtItsBound(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
+	defer srv.Close()
+	cfg := testConfig(srv.URL, "m")
+	cfg.Timeout, cfg.ProbeLimits = 2*time.Second, 2
+	s, done := newSuite(cfg)
+	defer done()
+	s.provided["max-tokens"] = true // as if max-tokens had passed
+	out := checkQueueOverflow(context.Background(), s)
+	want := fmt.Sprintf("for max_tokens %d", burstTokens)
+	if out.status != Fail || !strings.Contains(out.detail, "2 stream_error") || !strings.Contains(out.detail, want) {
+		t.Errorf("queue-overflow: %s %q, want a failure of 2 stream_errors naming %q", out.status, out.detail, want)
+	}
+}
