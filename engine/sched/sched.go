@@ -368,7 +368,7 @@ func (s *Scheduler) Run() {
 	defer close(s.done)
 	for {
 		s.takeInbox()
-		s.dropAborted()
+		s.recovered(func() bool { s.dropAborted(); return false })
 		if s.stopping() {
 			s.abortAll(ErrShuttingDown)
 			return
@@ -390,7 +390,13 @@ func (s *Scheduler) Run() {
 // executor that failed) ends the requests of the step's batch with a 500
 // and is logged; the loop goes on serving the others, as an HTTP server
 // survives a handler's panic.
-func (s *Scheduler) step() (worked bool) {
+func (s *Scheduler) step() bool {
+	return s.recovered(func() bool { return s.prefillStep() || s.decodeStep() })
+}
+
+// recovered runs f, a piece of the loop's work on its lists; a panic in it
+// fails the requests it was working on (see failStep) and counts as work.
+func (s *Scheduler) recovered(f func() bool) (worked bool) {
 	s.inStep, s.between = s.inStep[:0], nil
 	defer func() {
 		if v := recover(); v != nil {
@@ -398,7 +404,7 @@ func (s *Scheduler) step() (worked bool) {
 			worked = true
 		}
 	}()
-	return s.prefillStep() || s.decodeStep()
+	return f()
 }
 
 // failStep ends the requests a panicking step was running: its batch and
@@ -439,7 +445,7 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		func() {
 			defer func() {
 				if rv := recover(); rv != nil {
-					q.pages, q.node = nil, nil
+					q.pages, q.shared, q.node = nil, 0, nil
 				}
 			}()
 			s.release(q, false)
@@ -453,7 +459,7 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 
 // move marks q as the request the step is moving between its lists, so
 // that a panic before the move ends fails it; stage names the move for
-// tests ("admit", "chunk", "retract"). The caller clears s.between once q
+// tests ("admit", "chunk", "retract", "drop"). The caller clears s.between once q
 // is in a list (or the batch) again.
 func (s *Scheduler) move(q *req, stage string) {
 	s.between = q
@@ -519,20 +525,29 @@ func (s *Scheduler) takeInbox() {
 }
 
 // dropAborted removes requests whose client went away, freeing their KV.
+// Each is ended while still in its list, so that a panic freeing it fails
+// it alone (see move); one ended before such a panic is ended again, to no
+// effect, the next time round. Only those it ended leave their lists: a
+// client may abort in between.
 func (s *Scheduler) dropAborted() {
-	keep := func(list []*req) []*req {
-		return slices.DeleteFunc(list, func(q *req) bool {
-			if !q.stream.isAborted() {
-				return false
+	var gone []*req
+	for _, list := range [][]*req{s.waiting, s.running, {s.chunked}} {
+		for _, q := range list {
+			if q != nil && q.stream.isAborted() {
+				s.move(q, "drop")
+				s.abort(q, nil)
+				gone = append(gone, q)
 			}
-			s.abort(q, nil)
-			return true
-		})
+		}
 	}
-	s.waiting = keep(s.waiting)
-	s.running = keep(s.running)
-	if s.chunked != nil && s.chunked.stream.isAborted() {
-		s.abort(s.chunked, nil)
+	s.between = nil
+	if len(gone) == 0 {
+		return
+	}
+	dropped := func(q *req) bool { return slices.Contains(gone, q) }
+	s.waiting = slices.DeleteFunc(s.waiting, dropped)
+	s.running = slices.DeleteFunc(s.running, dropped)
+	if s.chunked != nil && dropped(s.chunked) {
 		s.chunked = nil
 	}
 }

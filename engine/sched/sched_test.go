@@ -754,3 +754,29 @@ func TestAPanicWhileRetractingFailsTheRetractedRequestAndTheRestFinish(t *testin
 	}
 	waitUntil(t, func() bool { return k.h.s.Stats().KVUsedTokens == 0 })
 }
+
+func TestAPanicFreeingAnAbortedRequestFailsItAndTheOthersFinish(t *testing.T) {
+	t.Parallel()
+	k := newHooked(t, Config{DisableRadixCache: true}, 2048, func(stage string, r *Request) {
+		if stage == "drop" && r.ID == "gone" {
+			panic("injected: release of an aborted request")
+		}
+	})
+	// The client of "gone" leaves while it is queued; the loop frees it first thing.
+	gone := mustSubmit(t, k.h.s, &Request{ID: "gone", Prompt: prompt(8, 5), Params: greedy(1000)})
+	stays := mustSubmit(t, k.h.s, &Request{ID: "stays", Prompt: prompt(8, 6), Params: greedy(200)})
+	gone.Abort()
+	k.run(t)
+	wantFailed500(t, "the aborted request", gone)
+	toks, evs := collectWithin(t, stays, 10*time.Second)
+	if f := evs[len(evs)-1].Finish; f.Reason != "length" || len(toks) != 200 {
+		t.Fatalf("the other request ended with %+v after %d tokens, want length after 200", f, len(toks))
+	}
+	if n := k.h.s.StepPanics(); n != 1 {
+		t.Errorf("StepPanics = %d, want 1", n)
+	}
+	if n := k.panicsLogged(); n != 1 {
+		t.Errorf("the panic was logged %d times, want once", n)
+	}
+	waitUntil(t, func() bool { return k.h.s.Stats().KVUsedTokens == 0 })
+}
