@@ -459,8 +459,8 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 
 // move marks q as the request the step is moving between its lists, so
 // that a panic before the move ends fails it; stage names the move for
-// tests ("admit", "chunk", "retract", "drop"). The caller clears s.between once q
-// is in a list (or the batch) again.
+// tests ("admit", "chunk", "retract", "drop"). The caller clears s.between
+// once q is in a list (or the batch) again.
 func (s *Scheduler) move(q *req, stage string) {
 	s.between = q
 	if s.moveHook != nil {
