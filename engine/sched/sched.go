@@ -238,7 +238,15 @@ type Scheduler struct {
 	logp     []float32
 
 	// inStep is the batch of the step running now, for failStep.
-	inStep     []*req
+	inStep []*req
+	// between is the request the step is moving from one list to another
+	// (matching or admitting it, extending its chunked prefill, retracting
+	// it): out of its batch, and perhaps out of every list, so failStep
+	// fails it by name. See move.
+	between *req
+	// moveHook, set by tests only, hears each such move as it begins; a
+	// panic from it stands for one from the code that moves the request.
+	moveHook   func(stage string, r *Request)
 	stepPanics atomic.Int64
 	log        atomic.Pointer[slog.Logger]
 }
@@ -360,7 +368,7 @@ func (s *Scheduler) Run() {
 	defer close(s.done)
 	for {
 		s.takeInbox()
-		s.dropAborted()
+		s.recovered(func() bool { s.dropAborted(); return false })
 		if s.stopping() {
 			s.abortAll(ErrShuttingDown)
 			return
@@ -382,29 +390,46 @@ func (s *Scheduler) Run() {
 // executor that failed) ends the requests of the step's batch with a 500
 // and is logged; the loop goes on serving the others, as an HTTP server
 // survives a handler's panic.
-func (s *Scheduler) step() (worked bool) {
-	s.inStep = s.inStep[:0]
+func (s *Scheduler) step() bool {
+	return s.recovered(func() bool { return s.prefillStep() || s.decodeStep() })
+}
+
+// recovered runs f, a piece of the loop's work on its lists; a panic in it
+// fails the requests it was working on (see failStep) and counts as work.
+func (s *Scheduler) recovered(f func() bool) (worked bool) {
+	s.inStep, s.between = s.inStep[:0], nil
 	defer func() {
 		if v := recover(); v != nil {
 			s.failStep(v, debug.Stack())
 			worked = true
 		}
 	}()
-	return s.prefillStep() || s.decodeStep()
+	return f()
 }
 
-// failStep ends the requests a panicking step was running: its batch, or,
-// when it panicked before forming one, every running request (making room
-// for them is what failed). Their KV is given back; a release that panics
+// failStep ends the requests a panicking step was running: its batch and
+// the request it was moving between lists (being admitted, extended or
+// retracted), or, when it panicked with neither, every running request
+// (making room for them is what failed), or else the head of the queue.
+// So every recovered panic fails at least one request while any is left,
+// and a request that panics each time it is touched cannot keep the loop
+// panicking without serving. Their KV is given back; a release that panics
 // too leaks its pages rather than the process.
 func (s *Scheduler) failStep(v any, stack []byte) {
 	affected := slices.Clone(s.inStep)
+	if s.between != nil {
+		affected = append(affected, s.between)
+	}
 	if len(affected) == 0 {
 		affected = slices.Clone(s.running)
 		if s.chunked != nil {
 			affected = append(affected, s.chunked)
 		}
 	}
+	if len(affected) == 0 && len(s.waiting) > 0 {
+		affected = []*req{s.waiting[0]}
+	}
+	s.between = nil
 	hit := make(map[*req]bool, len(affected))
 	for _, q := range affected {
 		hit[q] = true
@@ -420,7 +445,7 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		func() {
 			defer func() {
 				if rv := recover(); rv != nil {
-					q.pages, q.node = nil, nil
+					q.pages, q.shared, q.node = nil, 0, nil
 				}
 			}()
 			s.release(q, false)
@@ -430,6 +455,17 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 	s.stepPanics.Add(1)
 	s.logger().Error("scheduler step panicked; its requests failed with 500, serving goes on",
 		"panic", fmt.Sprint(v), "failed_requests", len(hit), "stack", string(stack))
+}
+
+// move marks q as the request the step is moving between its lists, so
+// that a panic before the move ends fails it; stage names the move for
+// tests ("admit", "chunk", "retract", "drop"). The caller clears s.between
+// once q is in a list (or the batch) again.
+func (s *Scheduler) move(q *req, stage string) {
+	s.between = q
+	if s.moveHook != nil {
+		s.moveHook(stage, q.r)
+	}
 }
 
 // SetLogger sets the logger that hears a panicking step; nil discards.
@@ -489,20 +525,29 @@ func (s *Scheduler) takeInbox() {
 }
 
 // dropAborted removes requests whose client went away, freeing their KV.
+// Each is ended while still in its list, so that a panic freeing it fails
+// it alone (see move); one ended before such a panic is ended again, to no
+// effect, the next time round. Only those it ended leave their lists: a
+// client may abort in between.
 func (s *Scheduler) dropAborted() {
-	keep := func(list []*req) []*req {
-		return slices.DeleteFunc(list, func(q *req) bool {
-			if !q.stream.isAborted() {
-				return false
+	var gone []*req
+	for _, list := range [][]*req{s.waiting, s.running, {s.chunked}} {
+		for _, q := range list {
+			if q != nil && q.stream.isAborted() {
+				s.move(q, "drop")
+				s.abort(q, nil)
+				gone = append(gone, q)
 			}
-			s.abort(q, nil)
-			return true
-		})
+		}
 	}
-	s.waiting = keep(s.waiting)
-	s.running = keep(s.running)
-	if s.chunked != nil && s.chunked.stream.isAborted() {
-		s.abort(s.chunked, nil)
+	s.between = nil
+	if len(gone) == 0 {
+		return
+	}
+	dropped := func(q *req) bool { return slices.Contains(gone, q) }
+	s.waiting = slices.DeleteFunc(s.waiting, dropped)
+	s.running = slices.DeleteFunc(s.running, dropped)
+	if s.chunked != nil && dropped(s.chunked) {
 		s.chunked = nil
 	}
 }
@@ -594,9 +639,11 @@ func (s *Scheduler) order() {
 	}
 	match := make(map[*req]int, len(s.waiting))
 	for _, q := range s.waiting {
+		s.move(q, "admit")
 		_, n, _ := s.radix.Match(q.tokens()[:q.target])
 		match[q] = n
 	}
+	s.between = nil
 	sort.SliceStable(s.waiting, func(i, j int) bool { return match[s.waiting[i]] > match[s.waiting[j]] })
 }
 
@@ -643,6 +690,7 @@ func (s *Scheduler) prefillStep() bool {
 	}
 	// The request being prefilled in chunks goes first.
 	if q := s.chunked; q != nil {
+		s.move(q, "chunk")
 		extend := min(q.target-q.filled, remChunk)
 		if extend < q.target-q.filled {
 			extend = extend / ps * ps
@@ -654,6 +702,7 @@ func (s *Scheduler) prefillStep() bool {
 			}
 			slots--
 		}
+		s.between = nil
 	}
 	s.order()
 	admitted := 0
@@ -661,6 +710,7 @@ func (s *Scheduler) prefillStep() bool {
 		if slots <= 0 || remInput <= 0 || remChunk <= 0 || s.chunked != nil {
 			break
 		}
+		s.move(q, "admit")
 		if q.pages == nil && s.radix != nil && !q.r.Params.PromptLogprobs {
 			// Reuse a cached prefix; at least the last token is computed, for its logits.
 			pages, n, node := s.radix.Match(q.tokens()[:q.target-1])
@@ -700,6 +750,7 @@ func (s *Scheduler) prefillStep() bool {
 			s.chunked = q
 		}
 	}
+	s.between = nil
 	s.waiting = s.waiting[admitted:]
 	if len(batch) == 0 {
 		return false // with mixed chunks, the decode step will run them
@@ -924,10 +975,12 @@ func (s *Scheduler) makeRoom() {
 		for len(s.running) > 1 && s.kv.FreePages()*ps < len(s.running)*retractDecodeSteps {
 			q := s.running[len(s.running)-1]
 			s.running = s.running[:len(s.running)-1]
+			s.move(q, "retract")
 			s.release(q, false)
 			q.retracted = true
 			q.target = len(q.r.Prompt) + len(q.out)
 			s.waiting = append([]*req{q}, s.waiting...)
+			s.between = nil
 			s.retracts.Add(1)
 		}
 		// SGLang re-estimates the ratio after retracting.

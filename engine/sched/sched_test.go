@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,7 +51,13 @@ func prompt(n, salt int) []int32 {
 // collect reads a stream to its end.
 func collect(t *testing.T, st *Stream) ([]int32, []Event) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return collectWithin(t, st, 60*time.Second)
+}
+
+// collectWithin reads a stream to its end, failing the test after d.
+func collectWithin(t *testing.T, st *Stream, d time.Duration) ([]int32, []Event) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var toks []int32
 	var all []Event
@@ -587,4 +594,189 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// hooked is a scheduler on the nano model whose moves of a request between
+// its lists go through hook first, with its log kept. Requests submitted
+// before run are queued together, in order.
+type hooked struct {
+	h    *harness
+	logs strings.Builder
+	mu   sync.Mutex
+}
+
+func newHooked(t *testing.T, cfg Config, pages int, hook func(stage string, r *Request)) *hooked {
+	t.Helper()
+	mc, _ := model.Preset("nano")
+	m := model.New(mc, model.Synth(mc, 1), kernels.Default(), model.NewKVCache(mc, pages, 1))
+	cfg.MaxTotalTokens, cfg.PageSize, cfg.ContextLength = pages, 1, mc.MaxPositionEmbeddings
+	s, err := New(cfg, m, []int32{262}, vocabLimit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.moveHook = hook
+	k := &hooked{h: &harness{m: m, s: s}}
+	s.SetLogger(slog.New(slog.NewTextHandler(&lockedWriter{w: &k.logs, mu: &k.mu}, nil)))
+	return k
+}
+
+func (k *hooked) run(t *testing.T) {
+	go k.h.s.Run()
+	t.Cleanup(func() { k.h.s.Shutdown(context.Background()) })
+}
+
+// panicsLogged counts the panic records in the log.
+func (k *hooked) panicsLogged() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return strings.Count(k.logs.String(), "scheduler step panicked")
+}
+
+// wantFailed500 checks that st ends, within seconds, with an abort carrying
+// a 500 that names the injected panic.
+func wantFailed500(t *testing.T, name string, st *Stream) {
+	t.Helper()
+	_, evs := collectWithin(t, st, 10*time.Second)
+	f := evs[len(evs)-1].Finish
+	var re *RequestError
+	if f == nil || f.Reason != "abort" || !errors.As(f.Err, &re) || re.Status != 500 || !strings.Contains(re.Message, "injected") {
+		t.Fatalf("%s ended with %+v, want an abort carrying a 500 naming the panic", name, f)
+	}
+}
+
+func TestARequestWhoseAdmissionPanicsIsFailedAndTheQueueMovesOn(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{"fcfs", "lpm"} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			var touched atomic.Int64
+			k := newHooked(t, Config{SchedulePolicy: policy}, 256, func(stage string, r *Request) {
+				if stage == "admit" && r.ID == "poison" {
+					touched.Add(1)
+					panic("injected: radix match of the queue's head")
+				}
+			})
+			// The poison request is the head of the queue, the next one behind it.
+			poison := mustSubmit(t, k.h.s, &Request{ID: "poison", Prompt: prompt(6, 1), Params: greedy(4)})
+			next := mustSubmit(t, k.h.s, &Request{ID: "next", Prompt: prompt(5, 2), Params: greedy(3)})
+			k.run(t)
+
+			wantFailed500(t, "the request whose admission panicked", poison)
+			got, evs := collectWithin(t, next, 10*time.Second)
+			if f := evs[len(evs)-1].Finish; f.Reason != "length" {
+				t.Fatalf("the next request ended with %+v, want length", f)
+			}
+			if want := direct(t, k.h, prompt(5, 2), 3); !slices.Equal(got, want) {
+				t.Fatalf("the next request got %v, the model alone %v", got, want)
+			}
+			if n := k.h.s.StepPanics(); n != 1 {
+				t.Errorf("StepPanics = %d, want 1 (the poison request was retried)", n)
+			}
+			if n := touched.Load(); n != 1 {
+				t.Errorf("admission of the poison request began %d times, want 1", n)
+			}
+			if n := k.panicsLogged(); n != 1 {
+				t.Errorf("the panic was logged %d times, want once", n)
+			}
+			waitUntil(t, func() bool { st := k.h.s.Stats(); return st.Running == 0 && st.Waiting == 0 })
+			if st := k.h.s.Stats(); st.KVUsedTokens > st.CachedTokens {
+				t.Errorf("KV in use %d beyond the prefix cache's %d: pages leaked", st.KVUsedTokens, st.CachedTokens)
+			}
+		})
+	}
+}
+
+func TestAPanicWhileExtendingAChunkedPrefillFailsThatRequestAlone(t *testing.T) {
+	t.Parallel()
+	k := newHooked(t, Config{ChunkedPrefillSize: 8}, 256, func(stage string, r *Request) {
+		if stage == "chunk" && r.ID == "poison" {
+			panic("injected: chunk continuation")
+		}
+	})
+	// Step one runs other's 4-token prompt and poison's first 4 tokens; at
+	// step two other is decoding while poison's next chunk is formed.
+	other := mustSubmit(t, k.h.s, &Request{ID: "other", Prompt: prompt(4, 3), Params: greedy(20)})
+	poison := mustSubmit(t, k.h.s, &Request{ID: "poison", Prompt: prompt(20, 4), Params: greedy(3)})
+	k.run(t)
+
+	wantFailed500(t, "the chunked request", poison)
+	got, evs := collectWithin(t, other, 10*time.Second)
+	if f := evs[len(evs)-1].Finish; f.Reason != "length" {
+		t.Fatalf("the running request ended with %+v, want length: it was failed with the chunked one", f)
+	}
+	if want := direct(t, k.h, prompt(4, 3), 20); !slices.Equal(got, want) {
+		t.Fatalf("the running request got %v, the model alone %v", got, want)
+	}
+	if n := k.h.s.StepPanics(); n != 1 {
+		t.Errorf("StepPanics = %d, want 1", n)
+	}
+	if n := k.panicsLogged(); n != 1 {
+		t.Errorf("the panic was logged %d times, want once", n)
+	}
+}
+
+func TestAPanicWhileRetractingFailsTheRetractedRequestAndTheRestFinish(t *testing.T) {
+	t.Parallel()
+	// As in TestRetractionUnderKVPressureKeepsOutputsExact: 16 × (20 + 40)
+	// tokens in a 320-token pool, so decoding retracts. The first request
+	// retracted panics after it left the running batch, before it was queued.
+	var first atomic.Pointer[string]
+	k := newHooked(t, Config{DisableRadixCache: true}, 320, func(stage string, r *Request) {
+		if stage == "retract" && first.CompareAndSwap(nil, &r.ID) {
+			panic("injected: release of a retracted request")
+		}
+	})
+	streams := make([]*Stream, 16)
+	for i := range streams {
+		streams[i] = mustSubmit(t, k.h.s, &Request{ID: string(rune('a' + i)), Prompt: prompt(20, 10+i), Params: greedy(40)})
+	}
+	k.run(t)
+	for i, st := range streams {
+		toks, evs := collectWithin(t, st, 30*time.Second)
+		id := string(rune('a' + i))
+		if p := first.Load(); p != nil && *p == id {
+			f := evs[len(evs)-1].Finish
+			var re *RequestError
+			if f.Reason != "abort" || !errors.As(f.Err, &re) || re.Status != 500 {
+				t.Errorf("the retracted request %s ended with %+v, want a 500", id, f)
+			}
+			continue
+		}
+		if f := evs[len(evs)-1].Finish; f.Reason != "length" || len(toks) != 40 {
+			t.Errorf("request %s ended with %+v after %d tokens, want length after 40", id, f, len(toks))
+		}
+	}
+	if first.Load() == nil {
+		t.Fatal("no request was retracted")
+	}
+	if n := k.h.s.StepPanics(); n != 1 {
+		t.Errorf("StepPanics = %d, want 1", n)
+	}
+	waitUntil(t, func() bool { return k.h.s.Stats().KVUsedTokens == 0 })
+}
+
+func TestAPanicFreeingAnAbortedRequestFailsItAndTheOthersFinish(t *testing.T) {
+	t.Parallel()
+	k := newHooked(t, Config{DisableRadixCache: true}, 2048, func(stage string, r *Request) {
+		if stage == "drop" && r.ID == "gone" {
+			panic("injected: release of an aborted request")
+		}
+	})
+	// The client of "gone" leaves while it is queued; the loop frees it first thing.
+	gone := mustSubmit(t, k.h.s, &Request{ID: "gone", Prompt: prompt(8, 5), Params: greedy(1000)})
+	stays := mustSubmit(t, k.h.s, &Request{ID: "stays", Prompt: prompt(8, 6), Params: greedy(200)})
+	gone.Abort()
+	k.run(t)
+	wantFailed500(t, "the aborted request", gone)
+	toks, evs := collectWithin(t, stays, 10*time.Second)
+	if f := evs[len(evs)-1].Finish; f.Reason != "length" || len(toks) != 200 {
+		t.Fatalf("the other request ended with %+v after %d tokens, want length after 200", f, len(toks))
+	}
+	if n := k.h.s.StepPanics(); n != 1 {
+		t.Errorf("StepPanics = %d, want 1", n)
+	}
+	if n := k.panicsLogged(); n != 1 {
+		t.Errorf("the panic was logged %d times, want once", n)
+	}
+	waitUntil(t, func() bool { return k.h.s.Stats().KVUsedTokens == 0 })
 }
