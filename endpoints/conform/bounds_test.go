@@ -49,7 +49,7 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 		name, event, want string
 	}{
 		{"content events", chunkHead + `{"content":"tide "},"finish_reason":null}]}` + "\n\n",
-			fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d", endpoints.EventBound(streamCheckTokens), streamCheckTokens)},
+			fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (%d content events)", chunkBound(streamCheckTokens), streamCheckTokens, chunkBound(streamCheckTokens))},
 		{"empty deltas", chunkHead + `{},"finish_reason":null}]}` + "\n\n",
 			fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (0 content events)", chunkBound(streamCheckTokens), streamCheckTokens)},
 		{"comments", ": keep-alive\n\n",
@@ -89,7 +89,8 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 
 // Each stream's bound is that of its own max_tokens (the disconnect check
 // asks for 1024 tokens, the crossing check for 4 to 35): it reads exactly
-// EventBound(max_tokens) content events of an endless stream, then fails it.
+// chunkBound(max_tokens) chunks of an endless stream, then fails it; that
+// is always below run's EventBound, since conform keeps every chunk.
 func TestTheBoundsComeFromTheRequestsMaxTokens(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
@@ -100,8 +101,8 @@ func TestTheBoundsComeFromTheRequestsMaxTokens(t *testing.T) {
 	defer done()
 	for _, n := range []int{1, 24, 1024} {
 		st := s.stream(context.Background(), s.streamBody(storyPrompt, n, nil), nil)
-		want := fmt.Sprintf("more than %d content events for max_tokens %d", endpoints.EventBound(n), n)
-		if !strings.Contains(st.problem(), want) || st.contentEvents != endpoints.EventBound(n) {
+		want := fmt.Sprintf("more than %d chunks for max_tokens %d", chunkBound(n), n)
+		if !strings.Contains(st.problem(), want) || st.contentEvents != chunkBound(n) || chunkBound(n) >= endpoints.EventBound(n) {
 			t.Errorf("max_tokens %d: %q after %d content events, want %q", n, st.problem(), st.contentEvents, want)
 		}
 	}
