@@ -443,21 +443,6 @@ type streamed struct {
 	r              redactor
 }
 
-// text is the streamed reasoning and content, each joined.
-func (st *streamed) text() (reasoning, content string) {
-	var r, c strings.Builder
-	for _, ch := range st.chunks {
-		if ch.Choices == nil {
-			continue
-		}
-		for _, x := range *ch.Choices {
-			r.WriteString(x.Delta.reasoning())
-			c.WriteString(x.Delta.content())
-		}
-	}
-	return r.String(), c.String()
-}
-
 // finishes lists every non-null finish_reason, in order.
 func (st *streamed) finishes() []string {
 	var out []string
