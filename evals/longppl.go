@@ -66,6 +66,10 @@ func LongPrompt(text string) string {
 // ignore_eos is sent, so every generation runs to GenTokens; a provider that
 // refuses it fails the eval, as a run's probe would.
 func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
+	return r.finish(longPPL(ctx, r, docs))
+}
+
+func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	const name = "long-ppl"
 	list := docs.Docs
 	if n := r.limit(DefaultLongPrompts); n < len(list) {

@@ -197,6 +197,10 @@ func (t *mmluTally) metrics() map[string]float64 {
 // (mmluTally.metrics). Config.Limit caps the questions per subject
 // (default: all).
 func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
+	return r.finish(mmlu(ctx, r, set))
+}
+
+func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	const name = "mmlu"
 	type item struct {
 		subject string
@@ -213,7 +217,7 @@ func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 			items = append(items, item{sub.Name, MMLUPrompt(sub.Name, sub.Shots, q), q.Answer})
 		}
 	}
-	_, echoFail := r.Probe(ctx)
+	_, echoFail := r.probeRaw(ctx)
 	if KindOf(echoFail) == Interrupted {
 		return noScore(name, MethodEcho, echoFail)
 	}

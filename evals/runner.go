@@ -113,6 +113,12 @@ func (r *Runner) rootSender() sender {
 
 // Probe runs the echo probe once and returns its outcome every time after.
 func (r *Runner) Probe(ctx context.Context) (*EchoProbe, *schema.EvalFailure) {
+	p, f := r.probeRaw(ctx)
+	return p, finishFailure(r.cfg.Endpoint, f)
+}
+
+// probeRaw is Probe with the failure as the evals hold it (newFailure).
+func (r *Runner) probeRaw(ctx context.Context) (*EchoProbe, *schema.EvalFailure) {
 	r.probeOnce.Do(func() {
 		r.cfg.Progress.begin("echo probe", 1)
 		r.probe, r.probeFail = probeEcho(ctx, r.sender(0), r.model)

@@ -89,6 +89,10 @@ func ExactMatch(pred string, aliases []string) bool {
 // other question go to /v1/chat/completions, the prompt as one user message
 // (method chat-generate).
 func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
+	return r.finish(triviaQA(ctx, r, set, shots))
+}
+
+func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
 	const name = "triviaqa"
 	items := set.Items
 	var sh []TriviaItem
