@@ -106,7 +106,9 @@ const (
 //	ppl       echo, echo-tokenize, echo-text (all /v1/completions echo; the
 //	          chat route gives no prompt logprobs, so an endpoint without echo
 //	          leaves ppl unsupported, with its echo failure kind)
-//	long-ppl  generate (/v1/completions logprobs), then chat-logprobs
+//	long-ppl  generate (/v1/completions logprobs), then chat-logprobs;
+//	          either with the suffix -until-eos (UntilEOS) where the route
+//	          refuses ignore_eos, so generations may stop before GenTokens
 //	mmlu      echo, then top_logprobs (/v1/completions), then
 //	          chat-top-logprobs, then chat-greedy
 //	triviaqa  generate (/v1/completions), then chat-generate
@@ -129,6 +131,12 @@ const (
 	// /v1/chat/completions generation sampled (the prompt is the document's
 	// opening as one user message, under the server's chat template).
 	MethodChatLogprobs = "chat-logprobs"
+	// UntilEOS ends the method of a long-ppl whose route refused
+	// ignore_eos (the OpenAI API): it generated without it, so each
+	// generation may have stopped at the model's EOS before GenTokens (its
+	// tokens metric says how many were scored). Its ppl is over shorter,
+	// EOS-ended texts: not the same measurement as one run to GenTokens.
+	UntilEOS = "-until-eos"
 	// MethodChatTopLogprobs is MMLU scored from the top_logprobs of the first
 	// token a chat answer generates (the 5-shot prompt as one user message).
 	MethodChatTopLogprobs = "chat-top-logprobs"
