@@ -80,6 +80,30 @@ func (t chatTokenLogprob) top() map[string]float64 {
 	return m
 }
 
+// content is the answer's content alone, without a thinking model's
+// reasoning: what an answer is read from.
+func (c *chatCompletion) content() string {
+	if m := c.Choices[0].Message; m.Content != nil {
+		return *m.Content
+	}
+	return ""
+}
+
+// reasoning is a thinking model's reasoning (reasoning_content or
+// reasoning), "" when the answer has none.
+func (c *chatCompletion) reasoning() string {
+	m := c.Choices[0].Message
+	return m.ReasoningContent + m.Reasoning
+}
+
+// finish is the answer's finish_reason, "" when absent.
+func (c *chatCompletion) finish() string {
+	if f := c.Choices[0].FinishReason; f != nil {
+		return *f
+	}
+	return ""
+}
+
 // text is the answer's text: reasoning (if any), then content.
 func (c *chatCompletion) text() string {
 	m := c.Choices[0].Message

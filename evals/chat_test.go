@@ -388,3 +388,68 @@ func (p *chatOnlyProxy) answers() []chatRecord {
 	defer p.mu.Unlock()
 	return p.rec
 }
+
+// thinking makes the fake chat model a thinking model (as Qwen3 or R1 on
+// vLLM or llama.cpp with a reasoning parser): its answer opens with 60 bytes
+// of reasoning that start with the article "A" and name letters on their
+// way, then "The answer is X." as content.
+func thinking(letter func(string) string) func(f *fakeLM) {
+	return func(f *fakeLM) {
+		f.reasoning = func(string) string {
+			return "A question with four options; B and D look wrong to me. So."
+		}
+		f.generate = func(prompt string) string {
+			return "The answer is " + letter(strings.TrimSuffix(prompt, "\nAnswer:")) + "."
+		}
+	}
+}
+
+func TestMMLUOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
+	t.Parallel()
+	set := SampleMMLU()
+	letter, _ := mmluModel(set)
+	// The truth: the letter each content names, the fake's preferred one.
+	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
+		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25}
+	for _, tc := range []struct {
+		name        string
+		personality func(f *fakeLM)
+	}{
+		// The first token's top_logprobs are the reasoning's ("A"): not read.
+		{"llama.cpp with chat logprobs", func(f *fakeLM) { llamaCppLike(f); thinking(letter)(f) }},
+		{"a chat-only provider without logprobs", func(f *fakeLM) { chatOnlyNoLogprobs(f); thinking(letter)(f) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeLM(t, tc.personality)
+			r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
+			defer r.Close()
+			res := MMLU(context.Background(), r, set)
+			if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 {
+				t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatGreedy)
+			}
+			sameMetrics(t, res.Metrics, want)
+			// 16 tokens hold reasoning only: the first question is asked
+			// again with room, every later one with room at once.
+			if got := f.count("chat"); got > 16+3 {
+				t.Errorf("%d chat requests for 16 questions", got)
+			}
+		})
+	}
+}
+
+func TestMMLUOnAThinkingModelThatNeverAnswersHasNoScore(t *testing.T) {
+	t.Parallel()
+	f := newFakeLM(t, func(f *fakeLM) {
+		llamaCppLike(f)
+		f.reasoning = func(string) string { return "A long thought, B then C, " + strings.Repeat("hmm ", 100) }
+		f.generate = func(string) string { return "A" }
+	})
+	r := f.runner(Config{Limit: 1, ReasoningTokens: 64})
+	defer r.Close()
+	res := MMLU(context.Background(), r, SampleMMLU())
+	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
+		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "max_tokens 64") {
+		t.Fatalf("%+v %+v, want failed: reasoning only within 64 tokens", res, res.Failure)
+	}
+}
