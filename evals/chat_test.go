@@ -453,3 +453,38 @@ func TestMMLUOnAThinkingModelThatNeverAnswersHasNoScore(t *testing.T) {
 		t.Fatalf("%+v %+v, want failed: reasoning only within 64 tokens", res, res.Failure)
 	}
 }
+
+// The built-in engine is a thinking model (its chat template opens a
+// thinking part unless chat_template_kwargs.enable_thinking is false, which
+// MMLU never sends): its answers are reasoning_content first. Behind a
+// chat-only proxy, MMLU may not score the reasoning's first token or its
+// letters; the truth, asked of the engine directly, is that its greedy
+// answer to the first question is reasoning only, so there is no score.
+func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
+	t.Parallel()
+	const budget = 48
+	b := startBuiltin(t)
+	set := SampleMMLU()
+	sub := set.Subjects[0]
+	req, _ := json.Marshal(chatRequest(b.Endpoint.Model, MMLUPrompt(sub.Name, sub.Shots, sub.Test[0]), map[string]any{"max_tokens": budget, "temperature": 0}))
+	resp, err := endpoints.NewClient(b.Endpoint, endpoints.NewTransport(endpoints.TransportOptions{})).Post(context.Background(), "/chat/completions", req)
+	if err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	var truth chatCompletion
+	if err := json.Unmarshal(resp.Body, &truth); err != nil || len(truth.Choices) == 0 {
+		t.Fatalf("%v: %s", err, resp.Body)
+	}
+	if truth.reasoning() == "" || strings.TrimSpace(truth.content()) != "" {
+		t.Fatalf("the engine's answer is not reasoning only (the premise of this test): %s", resp.Body)
+	}
+
+	p := newChatOnlyProxy(t, b.Endpoint.BaseURL)
+	r := NewRunner(Config{Endpoint: p.endpoint(b.Endpoint.Model), Limit: 1, Concurrency: 2, ReasoningTokens: budget})
+	defer r.Close()
+	res := MMLU(context.Background(), r, set)
+	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
+		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "chat-top-logprobs: logprobs_missing") {
+		t.Fatalf("%+v %+v, want failed: reasoning only, after chat-top-logprobs saw reasoning", res, res.Failure)
+	}
+}
