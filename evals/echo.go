@@ -251,7 +251,7 @@ func (s sender) echo(ctx context.Context, model string, req map[string]any) (*Ec
 // EchoServerError when a plain generation (no echo, no logprobs) to the
 // same endpoint succeeds, else HTTPError.
 func (s sender) classifyEchoStatus(ctx context.Context, model string, resp *endpoints.Response, req map[string]any) *schema.EvalFailure {
-	msg := "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(endpoints.ErrorMessage(resp.Body))
+	msg := s.statusLine(resp)
 	switch {
 	case endpoints.NotThisRequest(resp.Status) || resp.Status < 400: // not an echo failure
 		return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)

@@ -59,3 +59,35 @@ func TestAShortHeaderValueAcrossTheBodyCutLeaksNoPrefix(t *testing.T) {
 		})
 	}
 }
+
+// A 2xx other than 200 is an error to the evals, and its error message is
+// quoted in the detail, clipped to 160 bytes: a 5-byte header value that a
+// 202 echoes across that clip leaks no prefix either (Post redacted only
+// secrets of 8 bytes or more from the 2xx body).
+func TestAShortHeaderValueAcrossTheMessageClipLeaksNoPrefix(t *testing.T) {
+	t.Parallel()
+	const secret = "k3y5Z"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"error":{"message":"%s%s%s"}}`, strings.Repeat("x", 157), r.Header.Get("X-Trace"), strings.Repeat("y", 40))
+	}))
+	defer srv.Close()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m", Headers: []string{"X-Trace=" + secret}},
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(Config{Endpoint: ep, Limit: 1, GenTokens: 4})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	f := res.Failure
+	if res.Status != StatusFailed || KindOf(f) != HTTPError || f.HTTPStatus != http.StatusAccepted || !strings.Contains(f.Detail, "HTTP 202: xxx") {
+		t.Fatalf("%+v %+v, want http_error 202 quoting the message", res, f)
+	}
+	for i := 0; i+3 <= len(secret); i++ {
+		if p := secret[i : i+3]; strings.Contains(f.Detail, p) || strings.Contains(f.Body, p) {
+			t.Errorf("the failure quotes %q of the header value: detail %q", p, f.Detail)
+		}
+	}
+}
