@@ -14,7 +14,11 @@
 // can be computed there, and its result's Method names the route that gave
 // the number (see the Method constants for the names and the order in which
 // routes are tried). ppl cannot: it needs prompt logprobs, which chat never
-// gives.
+// gives. Where a route refuses ignore_eos (the OpenAI API), long-ppl
+// generates without it and its method says so (the suffix UntilEOS), since
+// generations that may stop at EOS are not the measurement of ones run to
+// GenTokens. On chat, an answer is read from its content, never from a
+// thinking model's reasoning; one that is reasoning only gives no score.
 package evals
 
 import (
