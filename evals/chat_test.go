@@ -488,3 +488,32 @@ func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
 		t.Fatalf("%+v %+v, want failed: reasoning only, after chat-top-logprobs saw reasoning", res, res.Failure)
 	}
 }
+
+// A thinking model asked TriviaQA by chat: its reasoning holds newlines,
+// so the "\n" stop ends it inside the reasoning; the answer is read from
+// the content of an answer given room and no stop, never from the
+// reasoning (which names a wrong answer first).
+func TestTriviaQAOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
+	t.Parallel()
+	set := SampleTriviaQA()
+	answers := map[string]string{}
+	right := 0
+	for i, it := range set.Items[TriviaShots:] {
+		answers[it.Question] = "I do not know"
+		if i%3 == 0 {
+			answers[it.Question], right = it.Aliases[0], right+1
+		}
+	}
+	f := newFakeLM(t, func(f *fakeLM) {
+		chatOnlyLike(f)
+		f.generate = triviaModel(answers)
+		f.reasoning = func(string) string { return "Maybe London.\nNo, let me think again.\n" }
+	})
+	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 512})
+	defer r.Close()
+	res := TriviaQA(context.Background(), r, set, nil)
+	n := len(set.Items) - TriviaShots
+	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
+		t.Fatalf("%+v %+v, want %d of %d by %s", res, res.Failure, right, n, MethodChatGenerate)
+	}
+}

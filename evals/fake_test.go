@@ -306,6 +306,16 @@ func (f *fakeLM) chatAnswer(w http.ResponseWriter, req map[string]any) {
 	if mt, ok := req["max_tokens"].(float64); ok && len(out) >= int(mt) {
 		out, finish = out[:int(mt)], "length"
 	}
+	// A stop string ends the generation where it first appears, reasoning
+	// included (vLLM and llama.cpp match stop strings on the whole output,
+	// before the reasoning parser splits it).
+	if stops, ok := req["stop"].([]any); ok {
+		for _, st := range stops {
+			if k := strings.Index(out, st.(string)); k >= 0 {
+				out, finish = out[:k], "stop"
+			}
+		}
+	}
 	msg := map[string]any{"role": "assistant", "content": out}
 	if f.reasoning != nil {
 		n := min(len(think), len(out))

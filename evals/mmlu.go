@@ -377,43 +377,19 @@ func (r *Runner) mmluByChatTopLogprobs(ctx context.Context, i int, prompt string
 // mmluByChatGreedy scores the letter a greedy chat answer to prompt names
 // in its content (AnswerLetter; never in its reasoning, which names letters
 // on its way) 0 and the others −Inf; content naming none scores all −Inf.
-// An answer with reasoning and no letter in its content, asked with
-// mmluGreedyTokens, is asked again with Config.ReasoningTokens, and so is
-// every later question (Runner.thinks). An answer that is still reasoning
-// only, with no content, is a BadResponse failure: the model gave no answer
-// within the budget, and no score is better than one made of it.
+// A thinking model is given room to answer, and an answer that is
+// reasoning only is a failure (Runner.chatAnswer).
 func (r *Runner) mmluByChatGreedy(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
 	out := [4]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1), math.Inf(-1)}
-	budget := mmluGreedyTokens
-	if r.thinks.Load() {
-		budget = r.cfg.ReasoningTokens
+	content, f := r.chatAnswer(ctx, i, prompt, map[string]any{"max_tokens": mmluGreedyTokens, "temperature": 0},
+		func(content string) bool { return AnswerLetter(content) >= 0 })
+	if f != nil {
+		return out, f
 	}
-	for {
-		req := chatRequest(r.model, prompt, map[string]any{"max_tokens": budget, "temperature": 0})
-		resp, c, f := r.sender(i).chat(ctx, req)
-		if f != nil {
-			return out, f
-		}
-		k := AnswerLetter(c.content())
-		if k >= 0 {
-			out[k] = 0
-			return out, nil
-		}
-		if c.reasoning() == "" {
-			return out, nil
-		}
-		r.thinks.Store(true)
-		if budget < r.cfg.ReasoningTokens {
-			budget = r.cfg.ReasoningTokens
-			continue
-		}
-		if strings.TrimSpace(c.content()) != "" {
-			return out, nil // an answer, naming no letter: wrong
-		}
-		return out, newFailure(BadResponse, resp.Status, resp.Body, shape(req), fmt.Sprintf(
-			"the greedy chat answer is reasoning only (%d bytes, finish_reason %q), no content within max_tokens %d: a thinking model that gives no answer letter has no score",
-			len(c.reasoning()), c.finish(), budget))
+	if k := AnswerLetter(content); k >= 0 {
+		out[k] = 0
 	}
+	return out, nil
 }
 
 // AnswerLetter returns the index of the first answer letter A–D that s

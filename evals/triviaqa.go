@@ -119,11 +119,10 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 		return c.Choices[0].Text, nil
 	}
 	byChat := func(ctx context.Context, i int) (string, *schema.EvalFailure) {
-		_, c, f := r.sender(i).chat(ctx, chatRequest(r.model, TriviaPrompt(sh, items[i]), gen))
-		if f != nil {
-			return "", f
-		}
-		return c.text(), nil
+		// The answer's content only: a thinking model's reasoning is no
+		// answer (chatAnswer).
+		return r.chatAnswer(ctx, i, TriviaPrompt(sh, items[i]), gen,
+			func(content string) bool { return strings.TrimSpace(content) != "" })
 	}
 	right := 0
 	var mu sync.Mutex
