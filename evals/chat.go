@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
@@ -80,14 +82,28 @@ func (t chatTokenLogprob) top() map[string]float64 {
 	return m
 }
 
-// text is the answer's text: reasoning (if any), then content.
-func (c *chatCompletion) text() string {
-	m := c.Choices[0].Message
-	s := m.ReasoningContent + m.Reasoning
-	if m.Content != nil {
-		s += *m.Content
+// content is the answer's content alone, without a thinking model's
+// reasoning: what an answer is read from.
+func (c *chatCompletion) content() string {
+	if m := c.Choices[0].Message; m.Content != nil {
+		return *m.Content
 	}
-	return s
+	return ""
+}
+
+// reasoning is a thinking model's reasoning (reasoning_content or
+// reasoning), "" when the answer has none.
+func (c *chatCompletion) reasoning() string {
+	m := c.Choices[0].Message
+	return m.ReasoningContent + m.Reasoning
+}
+
+// finish is the answer's finish_reason, "" when absent.
+func (c *chatCompletion) finish() string {
+	if f := c.Choices[0].FinishReason; f != nil {
+		return *f
+	}
+	return ""
 }
 
 // chatRequest is a non-streamed chat request of prompt as the one user
@@ -116,6 +132,46 @@ func (s sender) chat(ctx context.Context, req map[string]any) (*endpoints.Respon
 	}
 	sort.SliceStable(c.Choices, func(i, j int) bool { return c.Choices[i].Index < c.Choices[j].Index })
 	return resp, &c, nil
+}
+
+// chatAnswer asks prompt by a chat request with the fields in short and
+// returns the answer's content, never a thinking model's reasoning. When
+// the answer has reasoning and its content is not done, it is asked again
+// with Config.ReasoningTokens as max_tokens and no stop (a stop string such
+// as TriviaQA's "\n" would end the reasoning), and so is every later
+// question (Runner.thinks). An answer still reasoning only, with no content,
+// is a BadResponse failure: the model gave no answer within the budget,
+// and no score is better than one made of its reasoning.
+func (r *Runner) chatAnswer(ctx context.Context, i int, prompt string, short map[string]any, done func(content string) bool) (string, *schema.EvalFailure) {
+	room := r.thinks.Load()
+	for {
+		extra := short
+		if room {
+			extra = maps.Clone(short)
+			extra["max_tokens"] = r.cfg.ReasoningTokens
+			delete(extra, "stop")
+		}
+		req := chatRequest(r.model, prompt, extra)
+		resp, c, f := r.sender(i).chat(ctx, req)
+		if f != nil {
+			return "", f
+		}
+		content := c.content()
+		if done(content) || c.reasoning() == "" {
+			return content, nil
+		}
+		r.thinks.Store(true)
+		if !room {
+			room = true
+			continue
+		}
+		if strings.TrimSpace(content) != "" {
+			return content, nil
+		}
+		return "", newFailure(BadResponse, resp.Status, resp.Body, shape(req), fmt.Sprintf(
+			"the greedy chat answer is reasoning only (%d bytes, finish_reason %q), no content within max_tokens %d: a thinking model that gives no answer has no score",
+			len(c.reasoning()), c.finish(), r.cfg.ReasoningTokens))
+	}
 }
 
 // chatNLL sends a chat generation with logprobs and returns the nll of

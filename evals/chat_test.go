@@ -388,3 +388,132 @@ func (p *chatOnlyProxy) answers() []chatRecord {
 	defer p.mu.Unlock()
 	return p.rec
 }
+
+// thinking makes the fake chat model a thinking model (as Qwen3 or R1 on
+// vLLM or llama.cpp with a reasoning parser): its answer opens with 60 bytes
+// of reasoning that start with the article "A" and name letters on their
+// way, then "The answer is X." as content.
+func thinking(letter func(string) string) func(f *fakeLM) {
+	return func(f *fakeLM) {
+		f.reasoning = func(string) string {
+			return "A question with four options; B and D look wrong to me. So."
+		}
+		f.generate = func(prompt string) string {
+			return "The answer is " + letter(strings.TrimSuffix(prompt, "\nAnswer:")) + "."
+		}
+	}
+}
+
+func TestMMLUOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
+	t.Parallel()
+	set := SampleMMLU()
+	letter, _ := mmluModel(set)
+	// The truth: the letter each content names, the fake's preferred one.
+	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
+		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25}
+	for _, tc := range []struct {
+		name        string
+		personality func(f *fakeLM)
+	}{
+		// The first token's top_logprobs are the reasoning's ("A"): not read.
+		{"llama.cpp with chat logprobs", func(f *fakeLM) { llamaCppLike(f); thinking(letter)(f) }},
+		{"a chat-only provider without logprobs", func(f *fakeLM) { chatOnlyNoLogprobs(f); thinking(letter)(f) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeLM(t, tc.personality)
+			r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
+			defer r.Close()
+			res := MMLU(context.Background(), r, set)
+			if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 {
+				t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatGreedy)
+			}
+			sameMetrics(t, res.Metrics, want)
+			// 16 tokens hold reasoning only: the first question is asked
+			// again with room, every later one with room at once.
+			if got := f.count("chat"); got > 16+3 {
+				t.Errorf("%d chat requests for 16 questions", got)
+			}
+		})
+	}
+}
+
+func TestMMLUOnAThinkingModelThatNeverAnswersHasNoScore(t *testing.T) {
+	t.Parallel()
+	f := newFakeLM(t, func(f *fakeLM) {
+		llamaCppLike(f)
+		f.reasoning = func(string) string { return "A long thought, B then C, " + strings.Repeat("hmm ", 100) }
+		f.generate = func(string) string { return "A" }
+	})
+	r := f.runner(Config{Limit: 1, ReasoningTokens: 64})
+	defer r.Close()
+	res := MMLU(context.Background(), r, SampleMMLU())
+	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
+		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "max_tokens 64") {
+		t.Fatalf("%+v %+v, want failed: reasoning only within 64 tokens", res, res.Failure)
+	}
+}
+
+// The built-in engine is a thinking model (its chat template opens a
+// thinking part unless chat_template_kwargs.enable_thinking is false, which
+// MMLU never sends): its answers are reasoning_content first. Behind a
+// chat-only proxy, MMLU may not score the reasoning's first token or its
+// letters; the truth, asked of the engine directly, is that its greedy
+// answer to the first question is reasoning only, so there is no score.
+func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
+	t.Parallel()
+	const budget = 48
+	b := startBuiltin(t)
+	set := SampleMMLU()
+	sub := set.Subjects[0]
+	req, _ := json.Marshal(chatRequest(b.Endpoint.Model, MMLUPrompt(sub.Name, sub.Shots, sub.Test[0]), map[string]any{"max_tokens": budget, "temperature": 0}))
+	resp, err := endpoints.NewClient(b.Endpoint, endpoints.NewTransport(endpoints.TransportOptions{})).Post(context.Background(), "/chat/completions", req)
+	if err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	var truth chatCompletion
+	if err := json.Unmarshal(resp.Body, &truth); err != nil || len(truth.Choices) == 0 {
+		t.Fatalf("%v: %s", err, resp.Body)
+	}
+	if truth.reasoning() == "" || strings.TrimSpace(truth.content()) != "" {
+		t.Fatalf("the engine's answer is not reasoning only (the premise of this test): %s", resp.Body)
+	}
+
+	p := newChatOnlyProxy(t, b.Endpoint.BaseURL)
+	r := NewRunner(Config{Endpoint: p.endpoint(b.Endpoint.Model), Limit: 1, Concurrency: 2, ReasoningTokens: budget})
+	defer r.Close()
+	res := MMLU(context.Background(), r, set)
+	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
+		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "chat-top-logprobs: logprobs_missing") {
+		t.Fatalf("%+v %+v, want failed: reasoning only, after chat-top-logprobs saw reasoning", res, res.Failure)
+	}
+}
+
+// A thinking model asked TriviaQA by chat: its reasoning holds newlines,
+// so the "\n" stop ends it inside the reasoning; the answer is read from
+// the content of an answer given room and no stop, never from the
+// reasoning (which names a wrong answer first).
+func TestTriviaQAOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
+	t.Parallel()
+	set := SampleTriviaQA()
+	answers := map[string]string{}
+	right := 0
+	for i, it := range set.Items[TriviaShots:] {
+		answers[it.Question] = "I do not know"
+		if i%3 == 0 {
+			answers[it.Question], right = it.Aliases[0], right+1
+		}
+	}
+	f := newFakeLM(t, func(f *fakeLM) {
+		chatOnlyLike(f)
+		f.generate = triviaModel(answers)
+		f.reasoning = func(string) string { return "Maybe London.\nNo, let me think again.\n" }
+	})
+	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 512})
+	defer r.Close()
+	res := TriviaQA(context.Background(), r, set, nil)
+	n := len(set.Items) - TriviaShots
+	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
+		t.Fatalf("%+v %+v, want %d of %d by %s", res, res.Failure, right, n, MethodChatGenerate)
+	}
+}

@@ -61,8 +61,14 @@ func EchoRequest(model string, prompt any) map[string]any {
 // CheckEcho reads an echo request's 200 answer, checks it against the echo
 // invariants and returns the prompt part. Its failure has exactly one kind:
 // LogprobsMissing, EchoIgnored, EchoMisaligned, EchoImplausible, or
-// BadResponse for a body that is no completion.
+// BadResponse for a body that is no completion. Its body is clipped to
+// endpoints.BodyLimit bytes and not redacted: whoever quotes it redacts it.
 func CheckEcho(resp *endpoints.Response, req map[string]any) (*Echo, *schema.EvalFailure) {
+	e, f := checkEcho(resp, req)
+	return e, finishFailure(nil, f)
+}
+
+func checkEcho(resp *endpoints.Response, req map[string]any) (*Echo, *schema.EvalFailure) {
 	c, f := parseCompletion(resp, req)
 	if f != nil {
 		return nil, f
@@ -209,7 +215,8 @@ type EchoProbe struct {
 // A 5xx costs one more, plain request to tell EchoServerError from a server
 // that fails everything. Only requests that got no answer are retried.
 func ProbeEcho(ctx context.Context, c *endpoints.Client, model string) (*EchoProbe, *schema.EvalFailure) {
-	return probeEcho(ctx, sender{c: c}, model)
+	p, f := probeEcho(ctx, sender{c: c}, model)
+	return p, finishFailure(c.Endpoint(), f)
 }
 
 func probeEcho(ctx context.Context, s sender, model string) (*EchoProbe, *schema.EvalFailure) {
@@ -236,7 +243,7 @@ func (s sender) echo(ctx context.Context, model string, req map[string]any) (*Ec
 	if resp.Status != http.StatusOK {
 		return nil, s.classifyEchoStatus(ctx, model, resp, req)
 	}
-	return CheckEcho(resp, req)
+	return checkEcho(resp, req)
 }
 
 // classifyEchoStatus classes an echo request's error status: a 4xx is
@@ -244,7 +251,7 @@ func (s sender) echo(ctx context.Context, model string, req map[string]any) (*Ec
 // EchoServerError when a plain generation (no echo, no logprobs) to the
 // same endpoint succeeds, else HTTPError.
 func (s sender) classifyEchoStatus(ctx context.Context, model string, resp *endpoints.Response, req map[string]any) *schema.EvalFailure {
-	msg := "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(endpoints.ErrorMessage(resp.Body))
+	msg := s.statusLine(resp)
 	switch {
 	case endpoints.NotThisRequest(resp.Status) || resp.Status < 400: // not an echo failure
 		return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)

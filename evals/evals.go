@@ -6,14 +6,19 @@
 //
 // An eval that cannot be scored gives no metric, never a wrong one: its
 // result carries one failure kind, the HTTP status, the first 200 bytes of
-// the answer and the shape of the request that failed.
+// the answer (redacted of the endpoint's secrets before the cut, so a secret
+// straddling it leaks no prefix) and the shape of the request that failed.
 //
 // Where /v1/completions lacks what an eval needs (llama.cpp's server, a
 // chat-only hosted provider), the eval moves to /v1/chat/completions if it
 // can be computed there, and its result's Method names the route that gave
 // the number (see the Method constants for the names and the order in which
 // routes are tried). ppl cannot: it needs prompt logprobs, which chat never
-// gives.
+// gives. Where a route refuses ignore_eos (the OpenAI API), long-ppl
+// generates without it and its method says so (the suffix UntilEOS), since
+// generations that may stop at EOS are not the measurement of ones run to
+// GenTokens. On chat, an answer is read from its content, never from a
+// thinking model's reasoning; one that is reasoning only gives no score.
 package evals
 
 import (
@@ -105,7 +110,9 @@ const (
 //	ppl       echo, echo-tokenize, echo-text (all /v1/completions echo; the
 //	          chat route gives no prompt logprobs, so an endpoint without echo
 //	          leaves ppl unsupported, with its echo failure kind)
-//	long-ppl  generate (/v1/completions logprobs), then chat-logprobs
+//	long-ppl  generate (/v1/completions logprobs), then chat-logprobs;
+//	          either with the suffix -until-eos (UntilEOS) where the route
+//	          refuses ignore_eos, so generations may stop before GenTokens
 //	mmlu      echo, then top_logprobs (/v1/completions), then
 //	          chat-top-logprobs, then chat-greedy
 //	triviaqa  generate (/v1/completions), then chat-generate
@@ -128,6 +135,12 @@ const (
 	// /v1/chat/completions generation sampled (the prompt is the document's
 	// opening as one user message, under the server's chat template).
 	MethodChatLogprobs = "chat-logprobs"
+	// UntilEOS ends the method of a long-ppl whose route refused
+	// ignore_eos (the OpenAI API): it generated without it, so each
+	// generation may have stopped at the model's EOS before GenTokens (its
+	// tokens metric says how many were scored). Its ppl is over shorter,
+	// EOS-ended texts: not the same measurement as one run to GenTokens.
+	UntilEOS = "-until-eos"
 	// MethodChatTopLogprobs is MMLU scored from the top_logprobs of the first
 	// token a chat answer generates (the 5-shot prompt as one user message).
 	MethodChatTopLogprobs = "chat-top-logprobs"
@@ -147,12 +160,53 @@ func KindOf(f *schema.EvalFailure) Kind {
 	return Kind(f.Kind)
 }
 
-// newFailure builds a failure; body is clipped to endpoints.BodyLimit bytes.
+// failureWindow is how much of an answer's body a failure holds until it
+// leaves the package (finishFailure): enough that a secret starting before
+// the BodyLimit cut is there whole, even JSON-escaped, so that it is
+// redacted before the cut rather than leaking its first bytes.
+const failureWindow = 16 << 10
+
+// newFailure builds a failure holding up to failureWindow bytes of body,
+// raw: every failure an eval returns passes finishFailure, which redacts
+// that window and only then clips it to endpoints.BodyLimit bytes. One more
+// byte is kept to say that the body went on.
 func newFailure(kind Kind, status int, body []byte, req map[string]any, detail string) *schema.EvalFailure {
-	if len(body) > endpoints.BodyLimit {
-		body = body[:endpoints.BodyLimit]
+	if len(body) > failureWindow+1 {
+		body = body[:failureWindow+1]
 	}
-	return &schema.EvalFailure{Kind: string(kind), HTTPStatus: status, Body: strings.ToValidUTF8(string(body), "?"), Request: req, Detail: detail}
+	return &schema.EvalFailure{Kind: string(kind), HTTPStatus: status, Body: string(body), Request: req, Detail: detail}
+}
+
+// finishFailure returns f as it may leave the package: its body redacted
+// of ep's secrets (all of them, however short: a 2xx body comes from
+// endpoints.Client.Post redacted only of those of 8 bytes or more), then
+// clipped to endpoints.BodyLimit bytes (ClipBody, which also blanks a cut-off
+// start of a secret at the window's end), made valid UTF-8; its detail
+// redacted. Redacting after the cut would leak the first bytes of a secret
+// straddling it. ep may be nil (no secrets known): the body is only clipped.
+// Applying it twice changes nothing more.
+func finishFailure(ep *endpoints.Endpoint, f *schema.EvalFailure) *schema.EvalFailure {
+	if f == nil {
+		return nil
+	}
+	out := *f
+	b := []byte(f.Body)
+	more := len(b) > failureWindow
+	if more {
+		b = b[:failureWindow]
+	}
+	out.Body = strings.ToValidUTF8(string(ep.ClipBody(b, more)), "?")
+	if ep != nil {
+		out.Detail = ep.Redact(f.Detail)
+	}
+	return &out
+}
+
+// finish is res as an eval returns it: its failure finished (finishFailure)
+// with the Runner's endpoint.
+func (r *Runner) finish(res schema.EvalResult) schema.EvalResult {
+	res.Failure = finishFailure(r.cfg.Endpoint, res.Failure)
+	return res
 }
 
 // noScore is the result of an eval stopped by f: status unsupported for an

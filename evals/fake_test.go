@@ -62,6 +62,12 @@ type fakeLM struct {
 	chatNoLogprobs bool
 	// chatStatus answers every chat request when set.
 	chatStatus int
+	// reasoning makes the chat model a thinking model: it generates
+	// reasoning(prompt) before generate(prompt), both within max_tokens,
+	// the first part in message.reasoning_content and the rest in content
+	// (null when none), logprobs covering both in order, as vLLM's and
+	// llama.cpp's reasoning parsers answer.
+	reasoning func(prompt string) string
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -291,10 +297,34 @@ func (f *fakeLM) chatAnswer(w http.ResponseWriter, req map[string]any) {
 	case mt > 0:
 		out = strings.Repeat("y", int(mt))
 	}
-	if mt, ok := req["max_tokens"].(float64); ok && len(out) > int(mt) {
-		out = out[:int(mt)]
+	think := ""
+	if f.reasoning != nil {
+		think = f.reasoning(prompt)
+		out = think + out
 	}
-	choice := map[string]any{"index": 0, "finish_reason": "length", "message": map[string]any{"role": "assistant", "content": out}}
+	finish := "stop"
+	if mt, ok := req["max_tokens"].(float64); ok && len(out) >= int(mt) {
+		out, finish = out[:int(mt)], "length"
+	}
+	// A stop string ends the generation where it first appears, reasoning
+	// included (vLLM and llama.cpp match stop strings on the whole output,
+	// before the reasoning parser splits it).
+	if stops, ok := req["stop"].([]any); ok {
+		for _, st := range stops {
+			if k := strings.Index(out, st.(string)); k >= 0 {
+				out, finish = out[:k], "stop"
+			}
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": out}
+	if f.reasoning != nil {
+		n := min(len(think), len(out))
+		msg["reasoning_content"], msg["content"] = out[:n], nil
+		if n < len(out) {
+			msg["content"] = out[n:]
+		}
+	}
+	choice := map[string]any{"index": 0, "finish_reason": finish, "message": msg}
 	if lp, _ := req["logprobs"].(bool); lp && !f.chatNoLogprobs {
 		n := 20
 		if k, ok := req["top_logprobs"].(float64); ok {
@@ -315,7 +345,7 @@ func (f *fakeLM) chatAnswer(w http.ResponseWriter, req map[string]any) {
 		for i := range len(out) {
 			e := entry(out[i:i+1], byteLP(out[i]))
 			top := map[string]float64{out[i : i+1]: byteLP(out[i])}
-			if f.top != nil {
+			if f.top != nil && i >= len(think) {
 				top = f.top(prompt)
 			}
 			keys := make([]string, 0, len(top))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
+	"strings"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -63,9 +65,18 @@ func LongPrompt(text string) string {
 // answers; a 404, as a chat-only provider answers) the first prompt and
 // every other go to /v1/chat/completions instead, the opening as one user
 // message, with logprobs: true (method chat-logprobs). Either way
-// ignore_eos is sent, so every generation runs to GenTokens; a provider that
-// refuses it fails the eval, as a run's probe would.
+// ignore_eos is sent, so every generation runs to GenTokens. Where the
+// route refuses it (a 400 naming ignore_eos: the OpenAI API's
+// "Unrecognized request argument supplied: ignore_eos"), the first prompt is
+// sent again without it, and so is every other: the model may then stop
+// early, metric tokens counts what was scored, and the method gets the
+// suffix UntilEOS (generate-until-eos, chat-logprobs-until-eos), so that
+// reports never compare it unmarked with a generation that ran to GenTokens.
 func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
+	return r.finish(longPPL(ctx, r, docs))
+}
+
+func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	const name = "long-ppl"
 	list := docs.Docs
 	if n := r.limit(DefaultLongPrompts); n < len(list) {
@@ -74,14 +85,23 @@ func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	if len(list) == 0 {
 		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no document to prompt with"))
 	}
-	gen := map[string]any{"max_tokens": r.cfg.GenTokens, "temperature": 1, "top_p": 1, "ignore_eos": true}
+	// untilEOS is set on the first prompt, before any other is sent, when
+	// the route refuses ignore_eos.
+	untilEOS := false
+	gen := func() map[string]any {
+		g := map[string]any{"max_tokens": r.cfg.GenTokens, "temperature": 1, "top_p": 1}
+		if !untilEOS {
+			g["ignore_eos"] = true
+		}
+		return g
+	}
 	byCompletions := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
 		req := map[string]any{"model": r.model, "prompt": LongPrompt(list[i].Text), "logprobs": 1, "seed": longSeed + i}
-		maps.Copy(req, gen)
+		maps.Copy(req, gen())
 		return generatedNLL(ctx, r.sender(i), req)
 	}
 	byChat := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
-		req := chatRequest(r.model, LongPrompt(list[i].Text), gen)
+		req := chatRequest(r.model, LongPrompt(list[i].Text), gen())
 		// top_logprobs 1, not absent: llama.cpp would compute and send its
 		// default 20 per token (megabytes for 2,048 tokens), and not 0: it
 		// reads n_probs 0 as "no logprobs at all".
@@ -91,14 +111,25 @@ func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	nlls := make([][]float64, len(list))
 	r.cfg.Progress.begin(name, len(list))
 	// The first prompt finds the route.
+	firstTry := func(by func(context.Context, int) ([]float64, *schema.EvalFailure)) ([]float64, *schema.EvalFailure) {
+		nll, f := by(ctx, 0)
+		if !untilEOS && refusesIgnoreEOS(f) {
+			untilEOS = true
+			nll, f = by(ctx, 0)
+		}
+		return nll, f
+	}
 	method, gen1 := MethodGenerate, byCompletions
-	nll, f := byCompletions(ctx, 0)
+	nll, f := firstTry(byCompletions)
 	if routeLacks(f) {
 		first := f
 		method, gen1 = MethodChatLogprobs, byChat
-		if nll, f = byChat(ctx, 0); f != nil {
+		if nll, f = firstTry(byChat); f != nil {
 			f = withFallback(first, f, "chat logprobs")
 		}
+	}
+	if untilEOS {
+		method += UntilEOS
 	}
 	r.cfg.Progress.add(1)
 	if f != nil {
@@ -126,6 +157,14 @@ func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	}
 	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(list),
 		Metrics: map[string]float64{"ppl": math.Exp(total / float64(n)), "worst_seg": worst, "tokens": float64(n)}}
+}
+
+// refusesIgnoreEOS reports whether f is a 400 refusing ignore_eos: the
+// OpenAI API answers an unknown field with 400 "Unrecognized request
+// argument supplied: ignore_eos" (docs/SERVERS.md).
+func refusesIgnoreEOS(f *schema.EvalFailure) bool {
+	return KindOf(f) == HTTPError && f.HTTPStatus == http.StatusBadRequest &&
+		(strings.Contains(f.Body, "ignore_eos") || strings.Contains(f.Detail, "ignore_eos"))
 }
 
 // generatedNLL sends a generation with logprobs and returns the nll of each

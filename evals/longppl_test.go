@@ -5,6 +5,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
 func TestSegmentsAre256TokensWithShortTailsJoined(t *testing.T) {
@@ -91,5 +94,42 @@ func TestLongPromptsAreCutAtALineEnd(t *testing.T) {
 	}
 	if LongPrompt("short") != "short" {
 		t.Error("a short document is its own prompt")
+	}
+}
+
+// The OpenAI API serves chat alone to a chat model (its /v1/completions is
+// a 404) and refuses ignore_eos as an unrecognized argument (400): long-ppl
+// asks again without it and scores the generations as they came, stopped
+// at the model's EOS, under a method that says so.
+func TestLongPPLOnTheOpenAIAPIGeneratesWithoutIgnoreEOSAndSaysSo(t *testing.T) {
+	t.Parallel()
+	const eosAfter, gen, prompts = 5, 24, 3
+	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{EOSAfter: eosAfter})
+	r := NewRunner(Config{Endpoint: &endpoints.Endpoint{BaseURL: p.BaseURL(), Model: p.Opts.Model}, GenTokens: gen, Limit: prompts, Concurrency: 2})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	if res.Status != StatusOK || res.Method != MethodChatLogprobs+UntilEOS || res.N != prompts || res.Failure != nil {
+		t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatLogprobs+UntilEOS)
+	}
+	// The truth: each generation stopped after eosAfter tokens, as the
+	// personality's model does without ignore_eos.
+	if got := res.Metrics["tokens"]; got != eosAfter*prompts {
+		t.Errorf("tokens %v, want %d (%d prompts stopped at EOS after %d)", got, eosAfter*prompts, prompts, eosAfter)
+	}
+	if ppl := res.Metrics["ppl"]; !(ppl >= 1) || math.IsInf(ppl, 0) {
+		t.Errorf("ppl %v", ppl)
+	}
+}
+
+// A route that takes ignore_eos keeps it and the plain method: vLLM's runs
+// every generation to GenTokens even where its model would stop.
+func TestLongPPLKeepsIgnoreEOSWhereTheRouteTakesIt(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{EOSAfter: 5})
+	r := NewRunner(Config{Endpoint: &endpoints.Endpoint{BaseURL: p.BaseURL(), Model: p.Opts.Model}, GenTokens: 24, Limit: 2})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	if res.Status != StatusOK || res.Method != MethodGenerate || res.Metrics["tokens"] != 48 {
+		t.Fatalf("%+v %+v, want ok by %s over 48 tokens", res, res.Failure, MethodGenerate)
 	}
 }

@@ -190,13 +190,23 @@ func (t *mmluTally) metrics() map[string]float64 {
 //   - chat-top-logprobs: the top_logprobs of the first token a chat answer
 //     generates (llama.cpp, which gives no logprobs on /v1/completions);
 //   - chat-greedy: the first answer letter a greedy chat answer names
-//     (AnswerLetter), for an endpoint that gives no logprobs at all.
+//     (AnswerLetter), for an endpoint that gives no logprobs at all, or a
+//     thinking model, whose first token is reasoning.
+//
+// The chat routes read the answer's content only, never a thinking model's
+// reasoning; no chat_template_kwargs are sent (the OpenAI API refuses
+// unknown fields), so a thinking model thinks, and chat-greedy gives it
+// Config.ReasoningTokens to answer in (mmluByChatGreedy).
 //
 // A route is left for the next when it lacks what MMLU needs (routeLacks).
 // The metrics are accuracy overall, per category and per subject
 // (mmluTally.metrics). Config.Limit caps the questions per subject
 // (default: all).
 func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
+	return r.finish(mmlu(ctx, r, set))
+}
+
+func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	const name = "mmlu"
 	type item struct {
 		subject string
@@ -213,7 +223,7 @@ func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 			items = append(items, item{sub.Name, MMLUPrompt(sub.Name, sub.Shots, q), q.Answer})
 		}
 	}
-	_, echoFail := r.Probe(ctx)
+	_, echoFail := r.probeRaw(ctx)
 	if KindOf(echoFail) == Interrupted {
 		return noScore(name, MethodEcho, echoFail)
 	}
@@ -339,7 +349,13 @@ func (r *Runner) mmluByTopLogprobs(ctx context.Context, i int, prompt string) ([
 const mmluGreedyTokens = 16
 
 // mmluByChatTopLogprobs returns the four letters' logprobs as the first
-// token of a greedy chat answer to prompt.
+// token of a greedy chat answer to prompt. Only an answer whose first token
+// is its content's is read: one with reasoning (a thinking model: vLLM,
+// SGLang and llama.cpp put it in reasoning_content, some gateways in
+// reasoning) or with no content starts with the reasoning, and the top
+// logprobs of that token say nothing of the answer (a reasoning that starts
+// "A question…" would score the letter A for every question). That answer
+// is LogprobsMissing, so MMLU moves to chat-greedy, which reads the content.
 func (r *Runner) mmluByChatTopLogprobs(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
 	var out [4]float64
 	req := chatRequest(r.model, prompt, map[string]any{"max_tokens": 1, "temperature": 0, "logprobs": true, "top_logprobs": chatTopLogprobs})
@@ -351,19 +367,26 @@ func (r *Runner) mmluByChatTopLogprobs(ctx context.Context, i int, prompt string
 	if lp == nil || len(lp.Content) == 0 || len(lp.Content[0].TopLogprobs) == 0 {
 		return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the chat answer's first token")
 	}
+	if c.reasoning() != "" || strings.TrimSpace(c.content()) == "" {
+		return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req),
+			"the chat answer's first token is reasoning, not content (a thinking model): its top_logprobs are not the answer's")
+	}
 	return LetterScores(lp.Content[0].top()), nil
 }
 
 // mmluByChatGreedy scores the letter a greedy chat answer to prompt names
-// (AnswerLetter) 0 and the others −Inf; an answer naming none scores all −Inf.
+// in its content (AnswerLetter; never in its reasoning, which names letters
+// on its way) 0 and the others −Inf; content naming none scores all −Inf.
+// A thinking model is given room to answer, and an answer that is
+// reasoning only is a failure (Runner.chatAnswer).
 func (r *Runner) mmluByChatGreedy(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
 	out := [4]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1), math.Inf(-1)}
-	req := chatRequest(r.model, prompt, map[string]any{"max_tokens": mmluGreedyTokens, "temperature": 0})
-	_, c, f := r.sender(i).chat(ctx, req)
+	content, f := r.chatAnswer(ctx, i, prompt, map[string]any{"max_tokens": mmluGreedyTokens, "temperature": 0},
+		func(content string) bool { return AnswerLetter(content) >= 0 })
 	if f != nil {
 		return out, f
 	}
-	if k := AnswerLetter(c.text()); k >= 0 {
+	if k := AnswerLetter(content); k >= 0 {
 		out[k] = 0
 	}
 	return out, nil

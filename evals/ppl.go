@@ -65,7 +65,7 @@ func (r *Runner) tokenizer(ctx context.Context) (*tokSource, *schema.EvalFailure
 }
 
 func (r *Runner) findTokenizer(ctx context.Context) (*tokSource, *schema.EvalFailure) {
-	probe, f := r.Probe(ctx)
+	probe, f := r.probeRaw(ctx)
 	if f != nil {
 		return nil, f
 	}
@@ -281,8 +281,12 @@ func (r *Runner) tokenizeDoc(ctx context.Context, i int, ts *tokSource, text str
 // pplTotals. Documents of fewer than two tokens are skipped. Config.Limit
 // caps the documents (default: all).
 func PPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
+	return r.finish(ppl(ctx, r, docs))
+}
+
+func ppl(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	const name = "ppl"
-	if _, f := r.Probe(ctx); f != nil {
+	if _, f := r.probeRaw(ctx); f != nil {
 		if KindOf(f).Unsupported() {
 			// Say why no other route is tried: chat has no prompt logprobs.
 			nf := *f

@@ -87,7 +87,7 @@ func (s sender) postOK(ctx context.Context, path string, body map[string]any) (*
 		return nil, f
 	}
 	if resp.Status != http.StatusOK {
-		return nil, httpFailure(resp, body)
+		return nil, s.httpFailure(resp, body)
 	}
 	return resp, nil
 }
@@ -159,8 +159,20 @@ func parseCompletion(resp *endpoints.Response, req map[string]any) (*completion,
 
 // httpFailure classes an error status of a request that is not an echo
 // request: always HTTPError.
-func httpFailure(resp *endpoints.Response, req map[string]any) *schema.EvalFailure {
-	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), "HTTP "+strconv.Itoa(resp.Status)+": "+clipLine(endpoints.ErrorMessage(resp.Body)))
+func (s sender) httpFailure(resp *endpoints.Response, req map[string]any) *schema.EvalFailure {
+	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), s.statusLine(resp))
+}
+
+// statusLine is "HTTP <status>: <the error message>", the message redacted
+// of the endpoint's secrets before it is clipped (a 2xx other than 200 comes
+// from Post redacted only of secrets of 8 bytes or more), so a secret across
+// the clip leaks no prefix.
+func (s sender) statusLine(resp *endpoints.Response) string {
+	var ep *endpoints.Endpoint
+	if s.c != nil {
+		ep = s.c.Endpoint()
+	}
+	return "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(endpoints.ErrorMessage(resp.Body)))
 }
 
 func clipLine(s string) string {

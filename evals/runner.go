@@ -20,6 +20,13 @@ const (
 	// 8 KiB is about 2,000 tokens for a BPE tokenizer and 8,192 for a
 	// byte-level one, within any context glmbench meets.
 	DefaultTokenizeBytes = 8 << 10
+	// DefaultReasoningTokens is Config.ReasoningTokens' default: room for
+	// the reasoning a thinking model gives an MMLU question (a few hundred
+	// to a couple of thousand tokens), and its answer.
+	DefaultReasoningTokens = 4096
+	// MaxReasoningTokens bounds Config.ReasoningTokens: no question is
+	// worth more.
+	MaxReasoningTokens = 32768
 )
 
 // Config says how evals talk to an endpoint and how big they are.
@@ -43,6 +50,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// TokenizeBytes bounds the text of one tokenization echo.
 	TokenizeBytes int
+	// ReasoningTokens is the max_tokens of MMLU's greedy chat answer once
+	// the model has shown it reasons before it answers (a thinking model):
+	// room for its reasoning and then the answer.
+	ReasoningTokens int
 	// Progress, when not nil, is kept up to date for a display.
 	Progress *Progress
 }
@@ -61,6 +72,10 @@ type Runner struct {
 	probeOnce sync.Once
 	probe     *EchoProbe
 	probeFail *schema.EvalFailure
+
+	// thinks is set once a greedy MMLU chat answer came with reasoning:
+	// every later one is asked with Config.ReasoningTokens at once.
+	thinks atomic.Bool
 
 	tokOnce sync.Once
 	tok     *tokSource
@@ -82,6 +97,10 @@ func NewRunner(cfg Config) *Runner {
 	if cfg.TokenizeBytes <= 0 {
 		cfg.TokenizeBytes = DefaultTokenizeBytes
 	}
+	if cfg.ReasoningTokens <= 0 {
+		cfg.ReasoningTokens = DefaultReasoningTokens
+	}
+	cfg.ReasoningTokens = min(cfg.ReasoningTokens, MaxReasoningTokens)
 	return &Runner{
 		cfg: cfg, model: cfg.Endpoint.Model,
 		pool: endpoints.NewPool(cfg.Endpoint, endpoints.TransportOptions{Conns: cfg.Concurrency, ConnectTimeout: cfg.ConnectTimeout}),
@@ -113,6 +132,12 @@ func (r *Runner) rootSender() sender {
 
 // Probe runs the echo probe once and returns its outcome every time after.
 func (r *Runner) Probe(ctx context.Context) (*EchoProbe, *schema.EvalFailure) {
+	p, f := r.probeRaw(ctx)
+	return p, finishFailure(r.cfg.Endpoint, f)
+}
+
+// probeRaw is Probe with the failure as the evals hold it (newFailure).
+func (r *Runner) probeRaw(ctx context.Context) (*EchoProbe, *schema.EvalFailure) {
 	r.probeOnce.Do(func() {
 		r.cfg.Progress.begin("echo probe", 1)
 		r.probe, r.probeFail = probeEcho(ctx, r.sender(0), r.model)

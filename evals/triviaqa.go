@@ -89,6 +89,10 @@ func ExactMatch(pred string, aliases []string) bool {
 // other question go to /v1/chat/completions, the prompt as one user message
 // (method chat-generate).
 func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
+	return r.finish(triviaQA(ctx, r, set, shots))
+}
+
+func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
 	const name = "triviaqa"
 	items := set.Items
 	var sh []TriviaItem
@@ -115,11 +119,10 @@ func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 		return c.Choices[0].Text, nil
 	}
 	byChat := func(ctx context.Context, i int) (string, *schema.EvalFailure) {
-		_, c, f := r.sender(i).chat(ctx, chatRequest(r.model, TriviaPrompt(sh, items[i]), gen))
-		if f != nil {
-			return "", f
-		}
-		return c.text(), nil
+		// The answer's content only: a thinking model's reasoning is no
+		// answer (chatAnswer).
+		return r.chatAnswer(ctx, i, TriviaPrompt(sh, items[i]), gen,
+			func(content string) bool { return strings.TrimSpace(content) != "" })
 	}
 	right := 0
 	var mu sync.Mutex

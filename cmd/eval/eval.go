@@ -54,15 +54,22 @@ func NewCmdEval(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Short: "Measure the model's quality: perplexity, long-decode perplexity, MMLU, TriviaQA",
 		Long: `Eval checks that the model behind an endpoint is the model it should be: a
 deployment's quantization or kernels can damage it quietly while throughput
-looks fine. Every eval uses raw /v1/completions (no chat template).
+looks fine. Every eval uses raw /v1/completions (no chat template) where it
+gives what the eval needs, else /v1/chat/completions where the eval can be
+computed there (the report's method names the route; ppl has none).
 
   ppl       token perplexity of documents by echo (prompt logprobs), in
             lm-eval's disjoint windows of --window tokens; also word and byte
             perplexity and bits per byte
   long-ppl  perplexity of --gen-tokens tokens the model generates itself at
-            temperature 1, and worst_seg, the highest of any 256-token segment
+            temperature 1, and worst_seg, the highest of any 256-token segment;
+            where ignore_eos is refused (the OpenAI API), generated without
+            it, method *-until-eos, tokens counting what was scored
   mmlu      MMLU 5-shot, by the log-likelihood of " A" " B" " C" " D" (echo),
-            else by the top_logprobs of one generated token
+            else by the top_logprobs of one generated token, else on chat by
+            the first token's top_logprobs, else by the letter a greedy
+            answer's content names (a thinking model's reasoning is never
+            read; an answer that is reasoning only gives no score)
   triviaqa  TriviaQA 5-shot, greedy to a newline, exact match with any alias
   all       the four, in this order
 

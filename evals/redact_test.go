@@ -1,0 +1,93 @@
+package evals
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/endpoints"
+)
+
+// A server that echoes a request header in a 200 body that is no
+// completion: endpoints.Client.Post redacts a 2xx body only of secrets of 8
+// bytes or more, so a 5-byte header value reaches the eval whole. Its
+// failure must carry none of it, not even the first bytes of a value that
+// straddles the BodyLimit cut.
+func TestAShortHeaderValueAcrossTheBodyCutLeaksNoPrefix(t *testing.T) {
+	t.Parallel()
+	const secret = "k3y5Z" // 5 bytes: a secret (4 or more), below Post's 8
+	for _, start := range []int{endpoints.BodyLimit - 3, endpoints.BodyLimit - 1, endpoints.BodyLimit - 5, 40} {
+		t.Run(fmt.Sprintf("the value at byte %d", start), func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				head := `{"choices":[],"note":"`
+				body := head + strings.Repeat("x", start-len(head)) + r.Header.Get("X-Trace") + strings.Repeat("y", 300) + `"}`
+				if strings.Index(body, secret) != start {
+					t.Errorf("the header did not arrive: %q", r.Header.Get("X-Trace"))
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, body)
+			}))
+			defer srv.Close()
+			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m", Headers: []string{"X-Trace=" + secret}},
+				func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := NewRunner(Config{Endpoint: ep, Limit: 1, GenTokens: 4})
+			defer r.Close()
+			res := LongPPL(context.Background(), r, SampleDocs())
+			f := res.Failure
+			if res.Status != StatusFailed || KindOf(f) != BadResponse || len(f.Body) > endpoints.BodyLimit {
+				t.Fatalf("%+v %+v, want a bad_response quoting at most %d bytes", res, f, endpoints.BodyLimit)
+			}
+			// 3 characters of a secret are what ClipBody counts as telling.
+			for i := 0; i+3 <= len(secret); i++ {
+				if p := secret[i : i+3]; strings.Contains(f.Body, p) || strings.Contains(f.Detail, p) {
+					t.Errorf("the failure quotes %q of the header value: body %q", p, f.Body)
+				}
+			}
+			head := `{"choices":[],"note":"`
+			if want := (head + strings.Repeat("x", start-len(head)) + "***" + strings.Repeat("y", 300))[:endpoints.BodyLimit]; f.Body != want {
+				t.Errorf("body %q,\nwant %q: the answer's first %d bytes with the value as ***", f.Body, want, endpoints.BodyLimit)
+			}
+		})
+	}
+}
+
+// A 2xx other than 200 is an error to the evals, and its error message is
+// quoted in the detail, clipped to 160 bytes: a 5-byte header value that a
+// 202 echoes across that clip leaks no prefix either (Post redacted only
+// secrets of 8 bytes or more from the 2xx body).
+func TestAShortHeaderValueAcrossTheMessageClipLeaksNoPrefix(t *testing.T) {
+	t.Parallel()
+	const secret = "k3y5Z"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, `{"error":{"message":"%s%s%s"}}`, strings.Repeat("x", 157), r.Header.Get("X-Trace"), strings.Repeat("y", 40))
+	}))
+	defer srv.Close()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m", Headers: []string{"X-Trace=" + secret}},
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(Config{Endpoint: ep, Limit: 1, GenTokens: 4})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	f := res.Failure
+	if res.Status != StatusFailed || KindOf(f) != HTTPError || f.HTTPStatus != http.StatusAccepted || !strings.Contains(f.Detail, "HTTP 202: xxx") {
+		t.Fatalf("%+v %+v, want http_error 202 quoting the message", res, f)
+	}
+	for i := 0; i+3 <= len(secret); i++ {
+		if p := secret[i : i+3]; strings.Contains(f.Detail, p) || strings.Contains(f.Body, p) {
+			t.Errorf("the failure quotes %q of the header value: detail %q", p, f.Detail)
+		}
+	}
+}
