@@ -42,7 +42,8 @@ type Chunk struct {
 	ErrorType []byte
 }
 
-// ErrBadJSON is returned by ParseChunk for input that is not one JSON object.
+// ErrBadJSON is returned by ParseChunk for input that is not one JSON object
+// in valid UTF-8.
 var ErrBadJSON = errors.New("endpoints: event is not a JSON object")
 
 // ParseChunk scans one event's JSON. Duplicate keys resolve as encoding/json
@@ -359,6 +360,14 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 			}
 		case c < 0x20:
 			return nil, false, ErrBadJSON
+		case c >= utf8.RuneSelf:
+			// Outside strings no byte above ASCII is JSON, so checking
+			// here checks the whole event, at no cost to ASCII text.
+			r, size := utf8.DecodeRune(s.b[s.i:])
+			if r == utf8.RuneError && size == 1 {
+				return nil, false, ErrBadJSON
+			}
+			s.i += size
 		default:
 			s.i++
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseChunkReadsWhatServersSend(t *testing.T) {
@@ -278,6 +279,7 @@ func FuzzParseChunk(f *testing.F) {
 		`{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
 		`{"error":{"code":503,"type":"x"}}`, `{"object":"error","code":"429"}`, `{"choices":[{"text":"\u00e9"}]}`,
 		`{"choices":null,"usage":null}`, `{"a":[1,-2.5e3,true,false,null,{"b":"c"}]}`,
+		"{\"choices\":[{\"delta\":{\"content\":\"\xff\xfe\"}}]}", "{\"k\xc3\":1}", "{\"a\":1}\xe2\x82", `{"choices":[{"delta":{"content":"é ✓ 𝄞"}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -286,6 +288,14 @@ func FuzzParseChunk(f *testing.F) {
 		err := ParseChunk(in, &c)
 		if err == nil && !json.Valid(in) {
 			t.Fatalf("scanner accepted invalid JSON %q", in)
+		}
+		// encoding/json takes invalid UTF-8 (as U+FFFD); the scanner
+		// refuses it, so the client counts such an event as malformed.
+		if !utf8.Valid(in) {
+			if err == nil {
+				t.Fatalf("scanner accepted invalid UTF-8 %q", in)
+			}
+			return
 		}
 		var m map[string]any
 		if json.Unmarshal(in, &m) != nil || m == nil {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -697,7 +696,7 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
 			continue // an empty data line: no event, as the SSE rules say
 		}
-		if !utf8.Valid(ev.Data) || ParseChunk(ev.Data, &ch) != nil {
+		if ParseChunk(ev.Data, &ch) != nil { // not one JSON object in valid UTF-8
 			// Skipped, as OpenAI's clients skip what they cannot decode, but counted.
 			res.Malformed++
 			continue
