@@ -47,6 +47,9 @@ type ProbeError struct {
 	Msg    string
 	// Limit is the probe's time limit, for a probe that ran past it.
 	Limit time.Duration
+	// Runaway is set for a probe that streamed past its max_tokens until
+	// the limit: not a slow server, one that ignores max_tokens.
+	Runaway bool
 }
 
 func (e *ProbeError) Error() string {
@@ -59,8 +62,14 @@ func (e *ProbeError) Error() string {
 		return fmt.Sprintf("%s rejected the %s (HTTP %d: %s)", where, e.What, e.Status, e.Msg)
 	case e.Class == schema.Connect:
 		return fmt.Sprintf("%s is unreachable during the %s: %s", where, e.What, e.Msg)
-	case e.Limit > 0 && (e.Class == schema.TTFTTimeout || e.Class == schema.TotalTimeout || e.Class == schema.Stalled):
-		return fmt.Sprintf("%s did not finish the %s within its limit of %s (%s: %s; --probe-timeout sets the limit, for a server that is only slow)", where, e.What, e.Limit, e.Class, e.Msg)
+	case e.Limit > 0 && e.Class == schema.Stalled:
+		return fmt.Sprintf("%s went silent during the %s for its limit of %s (%s: %s; --stall-timeout sets it)", where, e.What, e.Limit, e.Class, e.Msg)
+	case e.Limit > 0 && (e.Class == schema.TTFTTimeout || e.Class == schema.TotalTimeout):
+		hint := "; --probe-timeout sets the limit, for a server that is only slow"
+		if e.Runaway {
+			hint = ": it does not honour max_tokens"
+		}
+		return fmt.Sprintf("%s did not finish the %s within its limit of %s (%s: %s%s)", where, e.What, e.Limit, e.Class, e.Msg, hint)
 	default:
 		return fmt.Sprintf("%s failed the %s (%s: %s)", where, e.What, e.Class, e.Msg)
 	}
@@ -142,7 +151,10 @@ func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 		return 0, &ProbeError{Phase: p.phase, What: "calibration probe", Class: schema.Connect, Msg: err.Error()}
 	}
 	if resp.Status != 200 {
-		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(endpoints.ErrorMessage(resp.Body))}
+		// A 2xx body comes with only its long secrets redacted (it was for
+		// parsing): redact all of them before the cut.
+		msg := endpoints.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
+		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg)}
 	}
 	var v struct {
 		Usage *endpoints.Usage `json:"usage"`
@@ -173,6 +185,7 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 			pe.Msg = "no content event"
 		case p.lim.MaxTokens > 0 && n > p.lim.MaxTokens:
 			pe.Msg = fmt.Sprintf("%s content events for max_tokens %d, and no end", count(n), p.lim.MaxTokens)
+			pe.Runaway = true
 		case res.Class == schema.Stalled:
 			pe.Msg = fmt.Sprintf("silent after %s content events", count(n))
 		default:
@@ -388,17 +401,19 @@ const DefaultProbeTimeout = time.Minute
 
 // probePrefillAllowance is the time ProbeLimit allows a prompt token by
 // default: 50 tokens/s, a CPU llama.cpp's prefill of a mid-size model, so
-// an 8,192-token probe on a slow but working server gets 164 s.
+// an 8,192-token probe on a slow but working server gets 164 s of prefill
+// and a minute beside.
 const probePrefillAllowance = 20 * time.Millisecond
 
 // ProbeLimit is a calibration probe's time limit for a phase of in prompt
-// tokens: given, when given (> 0); else the larger of DefaultProbeTimeout
-// and in × 20 ms. The whole calibration gets five times the largest.
+// tokens: given, when given (> 0); else DefaultProbeTimeout plus in × 20 ms,
+// a minute of headroom beyond the prefill itself. The whole calibration
+// gets five times the sum over the phases' distinct prompt lengths.
 func ProbeLimit(given time.Duration, in int) time.Duration {
 	if given > 0 {
 		return given
 	}
-	return max(DefaultProbeTimeout, time.Duration(in)*probePrefillAllowance)
+	return DefaultProbeTimeout + time.Duration(in)*probePrefillAllowance
 }
 
 // errCalibrationBudget ends a calibration that outlived its budget.

@@ -372,9 +372,8 @@ func TestProbeLimitGrowsWithThePromptUnlessGiven(t *testing.T) {
 		in    int
 		want  time.Duration
 	}{
-		{0, 256, time.Minute},
-		{0, 3000, time.Minute},
-		{0, 8192, 8192 * 20 * time.Millisecond},
+		{0, 256, time.Minute + 256*20*time.Millisecond},
+		{0, 8192, time.Minute + 8192*20*time.Millisecond},
 		{300 * time.Millisecond, 8192, 300 * time.Millisecond},
 		{2 * time.Hour, 16, 2 * time.Hour},
 	} {

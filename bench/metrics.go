@@ -56,8 +56,11 @@ func Summarize(spec Spec, records []schema.Record, status string) schema.PhaseRe
 		}
 		r.Completed++
 		r.NSources[rec.NSource]++
-		if rec.N < spec.Out {
+		switch {
+		case rec.N < spec.Out:
 			r.Short++
+		case rec.N > spec.Out:
+			r.Long++
 		}
 		inTok += rec.Prompt
 		outTok += rec.N

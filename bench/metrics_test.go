@@ -43,6 +43,12 @@ func TestSummarizeFollowsTheFormulas(t *testing.T) {
 	if r.ErrorKinds["HTTP 429: slow down"] != 1 || r.ErrorKinds["stalled: no bytes"] != 1 {
 		t.Fatalf("error kinds %v", r.ErrorKinds)
 	}
+	// A completed request past OUT (a server that ignores max_tokens but
+	// stops) is long_output: counted, and its tokens are in out_tput.
+	long := Summarize(spec, []schema.Record{{I: 0, TFirst: fp(0.1), TLast: fp(0.9), TEnd: fp(1), Events: []float64{0.1, 0.9}, N: 50, NSource: schema.NFromUsage}}, schema.StatusComplete)
+	if long.Long != 1 || long.Short != 0 || long.OutTput != 50 {
+		t.Fatalf("long %d short %d out_tput %v, want 1, 0, 50", long.Long, long.Short, long.OutTput)
+	}
 	// wall: first send (0) → last completion (0.2 + 0.8 = 1.0).
 	if math.Abs(r.WallSec-1.0) > 1e-12 || math.Abs(r.OutTput-9) > 1e-9 || math.Abs(r.InTput-100) > 1e-9 {
 		t.Fatalf("wall %v out %v in %v", r.WallSec, r.OutTput, r.InTput)

@@ -36,7 +36,7 @@ type Options struct {
 	// which grows with the phase's prompt).
 	ProbeTimeout time.Duration
 	// CalibrationBudget limits the whole calibration (0: five times the
-	// largest phase's probe limit).
+	// probe limit, summed over the phases' distinct prompt lengths).
 	CalibrationBudget time.Duration
 	// PhaseCap ends a phase after this long, cancelling requests in flight (0: none).
 	PhaseCap time.Duration
@@ -86,8 +86,14 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	}
 	budget := o.CalibrationBudget
 	if budget <= 0 {
+		// Each distinct prompt length is calibrated once (a few probes),
+		// and every phase sends one probe of its full shape.
+		seen := map[int]bool{}
 		for _, s := range specs {
-			budget = max(budget, 5*ProbeLimit(o.ProbeTimeout, s.In))
+			if !seen[s.In] {
+				seen[s.In] = true
+				budget += 5 * ProbeLimit(o.ProbeTimeout, s.In)
+			}
 		}
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, budget, errCalibrationBudget)
@@ -100,7 +106,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	probes := 0
 	spent := func(err error) error {
 		if errors.Is(err, errCalibrationBudget) {
-			return bad("phase %s: calibration did not end within its budget of %s (%d probes sent; the budget is five times the probe limit: raise --probe-timeout for a slow server)", p.phase, budget, probes+p.probes)
+			return bad("phase %s: calibration did not end within its budget of %s (%d probes sent; the budget is five times the probe limit for each prompt length: raise --probe-timeout for a slow server)", p.phase, budget, probes+p.probes)
 		}
 		return err
 	}

@@ -14,6 +14,9 @@ type Chunk struct {
 	// delta.reasoning_content (SGLang, DeepSeek), delta.reasoning (vLLM since
 	// late 2025, ollama) or, for completions, text.
 	Content bool
+	// Answer is true when that text is the answer's (delta.content or
+	// text), not only reasoning: the part max_tokens bounds on every server.
+	Answer bool
 	// ContentBytes is the raw JSON length of those strings (escapes included).
 	ContentBytes int
 	// Choices is the number of entries in "choices".
@@ -57,7 +60,7 @@ func ParseChunk(b []byte, c *Chunk) error {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "choices":
-			c.Content, c.ContentBytes, c.Choices, c.Finish = false, 0, 0, nil
+			c.Content, c.Answer, c.ContentBytes, c.Choices, c.Finish = false, false, 0, 0, nil
 			return s.choices(c)
 		case "usage":
 			c.Usage, c.PromptTokens, c.CompletionTokens, c.BadUsage, c.BadValue = false, 0, 0, nil, nil
@@ -194,6 +197,9 @@ func (s *scanner) choices(c *Chunk) error {
 		if n := text + content + reasoningContent + reasoning; n > 0 {
 			c.Content = true
 			c.ContentBytes += n
+		}
+		if text+content > 0 {
+			c.Answer = true
 		}
 		if finish != nil {
 			c.Finish = finish

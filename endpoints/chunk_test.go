@@ -180,9 +180,10 @@ func refChunk(m map[string]any) (c Chunk) {
 			if !ok {
 				continue
 			}
-			n := 0
+			n, answer := 0, 0
 			if s, ok := o["text"].(string); ok {
 				n += len(s)
+				answer += len(s)
 			}
 			for _, key := range []string{"delta", "message"} {
 				if _, present := o[key]; !present {
@@ -192,11 +193,17 @@ func refChunk(m map[string]any) (c Chunk) {
 				for _, k := range []string{"content", "reasoning_content", "reasoning"} {
 					if s, ok := d[k].(string); ok {
 						n += len(s)
+						if k == "content" {
+							answer += len(s)
+						}
 					}
 				}
 			}
 			if n > 0 {
 				c.Content = true
+			}
+			if answer > 0 {
+				c.Answer = true
 			}
 			if s, ok := o["finish_reason"].(string); ok && s != "" {
 				c.Finish = []byte(s)
@@ -305,7 +312,7 @@ func FuzzParseChunk(f *testing.F) {
 			t.Fatalf("scanner rejected %q: %v", in, err)
 		}
 		want := refChunk(m)
-		if c.Content != want.Content || c.Choices != want.Choices || c.Usage != want.Usage || c.Error != want.Error {
+		if c.Content != want.Content || c.Answer != want.Answer || c.Choices != want.Choices || c.Usage != want.Usage || c.Error != want.Error {
 			t.Fatalf("%q: got %+v, want %+v", in, c, want)
 		}
 		// The reference cannot tell 5 from 5.0 (nor an explicit null from a

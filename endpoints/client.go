@@ -247,8 +247,9 @@ type StreamLimits struct {
 	// MaxTokens is the request's max_tokens, 0 when unknown. A stream whose
 	// content events run far past it (an endpoint that ignores max_tokens,
 	// or streams without end) is ended as the endpoint's fault: more than
-	// EventBound(MaxTokens) content events, or more than BodyBound(MaxTokens)
-	// bytes, is a StreamError.
+	// AnswerBound(MaxTokens) answer events, EventBound(MaxTokens) content
+	// events (reasoning included) or BodyBound(MaxTokens) bytes is a
+	// StreamError.
 	MaxTokens int
 }
 
@@ -275,6 +276,19 @@ func EventBound(maxTokens int) int {
 
 // eventFloor is EventBound's margin for any max_tokens.
 const eventFloor = 1 << 16
+
+// AnswerBound is the most content events carrying the answer (delta.content
+// or text, not reasoning alone) a stream asking for maxTokens may carry:
+// 4×maxTokens+32, since max_tokens bounds the answer on every server and
+// room is left for a token split over a few events. A server that ignores
+// max_tokens is caught here, whatever it does with reasoning; MaxEvents when
+// maxTokens is 0 (unknown).
+func AnswerBound(maxTokens int) int {
+	if maxTokens <= 0 || maxTokens > (MaxEvents-32)/4 {
+		return MaxEvents
+	}
+	return 4*maxTokens + 32
+}
 
 // BodyBound is the most bytes a stream asking for maxTokens may carry: 8 KiB
 // per 16 events of EventBound's slope (an event with 20 top_logprobs is about
@@ -678,6 +692,7 @@ func eventTime(rx *atomic.Int64, t0 time.Time) time.Time {
 // in valid UTF-8 is counted in res.Malformed and skipped.
 func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirst bool, maxEvents, maxTokens int, ep *Endpoint, onFirst func()) (readErr error, over bool) {
 	var ch Chunk
+	answers := 0 // content events carrying the answer, not reasoning alone
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -709,14 +724,23 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			return nil, true
 		}
 		if ch.Content {
-			if len(res.Events) >= maxEvents {
+			if ch.Answer {
+				answers++
+			}
+			switch {
+			case len(res.Events) >= maxEvents:
 				res.End = at
 				res.Class = schema.StreamError
 				if maxTokens > 0 {
-					res.Detail = fmt.Sprintf("the endpoint streamed %d content events for max_tokens %d (the bound is 16×max_tokens+65536): it ignores max_tokens or streams without end", len(res.Events)+1, maxTokens)
+					res.Detail = fmt.Sprintf("the endpoint streamed %d content events for max_tokens %d (the bound is %d, reasoning included): it streams without end", len(res.Events)+1, maxTokens, maxEvents)
 				} else {
 					res.Detail = fmt.Sprintf("the endpoint streamed more than %d content events (the client's bound)", maxEvents)
 				}
+				return nil, true
+			case answers > AnswerBound(maxTokens):
+				res.End = at
+				res.Class = schema.StreamError
+				res.Detail = fmt.Sprintf("the endpoint streamed %d answer events for max_tokens %d (the bound is %d, 4×max_tokens+32): it ignores max_tokens", answers, maxTokens, AnswerBound(maxTokens))
 				return nil, true
 			}
 			res.Events = append(res.Events, at)

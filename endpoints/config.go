@@ -70,10 +70,13 @@ func (e *Endpoint) secrets() []string {
 	}
 	if u, err := url.Parse(e.BaseURL); err == nil && u.User != nil {
 		// A token given as the user name (https://sk-…@host/v1) is as
-		// secret as a password.
-		out = append(out, u.User.Username())
+		// secret as a password; beside a password, the user name is a
+		// name ("user", "admin") that would otherwise vanish from every
+		// quoted body.
 		if p, ok := u.User.Password(); ok {
 			out = append(out, p)
+		} else {
+			out = append(out, u.User.Username())
 		}
 	}
 	return out

@@ -109,22 +109,40 @@ func endless(w http.ResponseWriter, r *http.Request, block []byte) {
 	}
 }
 
+// A server that ignores max_tokens is ended at AnswerBound (4×16+32 answer
+// events for max_tokens 16); one that streams reasoning without end, at
+// EventBound (16×16+65536 content events), the margin left for reasoning
+// some providers do not count in max_tokens.
 func TestHostileEndlessContentEventsEndAtTheRunawayBound(t *testing.T) {
-	block := []byte(strings.Repeat(contentEvent, 64))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sseHeaders(w)
-		endless(w, r, block)
-	}))
-	defer srv.Close()
-	var res *StreamResult
-	bounded(t, 64<<20, func() {
-		res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second, MaxTokens: 16})
-	})
-	if res.Class != schema.StreamError || len(res.Events) != EventBound(16) || EventBound(16) != 16*16+65536 {
-		t.Fatalf("class %q with %d events kept, want stream_error at 16×16+65536 = 65792", res.Class, len(res.Events))
+	const reasoningEvent = "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"x\"},\"finish_reason\":null}]}\n\n"
+	for _, tc := range []struct {
+		name, event, detail string
+		bound               int
+	}{
+		{"answer content", contentEvent, "97 answer events for max_tokens 16 (the bound is 96", AnswerBound(16)},
+		{"reasoning", reasoningEvent, "65793 content events for max_tokens 16 (the bound is 65792", EventBound(16)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			block := []byte(strings.Repeat(tc.event, 64))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sseHeaders(w)
+				endless(w, r, block)
+			}))
+			defer srv.Close()
+			var res *StreamResult
+			bounded(t, 64<<20, func() {
+				res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second, MaxTokens: 16})
+			})
+			if res.Class != schema.StreamError || len(res.Events) != tc.bound {
+				t.Fatalf("class %q with %d events kept, want stream_error at %d", res.Class, len(res.Events), tc.bound)
+			}
+			if !strings.Contains(res.Detail, tc.detail) {
+				t.Fatalf("detail %q does not name the counts (%q)", res.Detail, tc.detail)
+			}
+		})
 	}
-	if !strings.Contains(res.Detail, "65793 content events for max_tokens 16") {
-		t.Fatalf("detail %q does not name both counts", res.Detail)
+	if AnswerBound(16) != 4*16+32 || EventBound(16) != 16*16+65536 {
+		t.Fatalf("bounds %d, %d", AnswerBound(16), EventBound(16))
 	}
 }
 

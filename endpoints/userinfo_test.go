@@ -14,7 +14,6 @@ func TestATokenInTheURLsUserNameReachesNoOutput(t *testing.T) {
 	const token = "sk-user-token-0123456789"
 	for _, raw := range []string{
 		"https://" + token + "@gw.example.com/v1",
-		"https://" + token + ":pw-secret-42@gw.example.com/v1",
 	} {
 		ep, err := Resolve(Flags{Endpoint: raw, Model: "m"}, func(string) string { return "" })
 		if err != nil {
@@ -36,5 +35,17 @@ func TestATokenInTheURLsUserNameReachesNoOutput(t *testing.T) {
 		if got := RedactURL(raw); got != "https://***@gw.example.com/v1" {
 			t.Errorf("RedactURL(%q) = %q", raw, got)
 		}
+	}
+	// Beside a password the user name is a name, not a secret: a quoted
+	// body keeps the word, while the URL still hides both.
+	ep, err := Resolve(Flags{Endpoint: "https://user:pw-secret-42@gw.example.com/v1", Model: "m"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ep.Redact(`{"role":"user","key":"pw-secret-42"}`); got != `{"role":"user","key":"***"}` {
+		t.Errorf("Redact = %s", got)
+	}
+	if s := ep.String(); strings.Contains(s, "user") || strings.Contains(s, "pw-secret") {
+		t.Errorf("String() = %s", s)
 	}
 }

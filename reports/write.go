@@ -172,14 +172,14 @@ func (p *printer) phaseTables(r *schema.Report) {
 					opt(ph.LatMed, 1, 3), opt(ph.LatP99, 1, 3), opt(ph.TokensPerEvent, 1, 2), opt(ph.PromptTokensMean, 1, 0))
 			}
 		})
-	p.f("\n## Failures by class\n\nEvery failed request has exactly one class. Cancelled, not sent and short output are counted but are not errors.\n\n")
+	p.f("\n## Failures by class\n\nEvery failed request has exactly one class. Cancelled, not sent, short and long output are counted but are not errors.\n\n")
 	head := []string{"phase", "error_rate"}
 	for _, c := range schema.Classes {
 		if c != schema.Unclassified {
 			head = append(head, string(c))
 		}
 	}
-	head = append(head, "cancelled_at_cap", "not_sent", "short_output")
+	head = append(head, "cancelled_at_cap", "not_sent", "short_output", "long_output")
 	p.table(head, func(add func(...string)) {
 		for _, ph := range r.Phases {
 			row := []string{ph.Phase, num(ph.ErrorRate, 4)}
@@ -188,7 +188,7 @@ func (p *printer) phaseTables(r *schema.Report) {
 					row = append(row, strconv.Itoa(ph.ByClass[c]))
 				}
 			}
-			row = append(row, strconv.Itoa(ph.Cancelled), strconv.Itoa(ph.NotSent), strconv.Itoa(ph.Short))
+			row = append(row, strconv.Itoa(ph.Cancelled), strconv.Itoa(ph.NotSent), strconv.Itoa(ph.Short), strconv.Itoa(ph.Long))
 			add(row...)
 		}
 	})

@@ -37,8 +37,8 @@ type Options struct {
 	TTFTTimeout    time.Duration
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
-	// ProbeTimeout limits each calibration probe; the whole calibration
-	// gets five times it.
+	// ProbeTimeout limits each calibration probe (0: bench.ProbeLimit's
+	// default, which grows with the prompt).
 	ProbeTimeout time.Duration
 	IgnoreEOS    bool
 
@@ -105,7 +105,7 @@ the phase cap, or on Ctrl-C (exit 130).`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "limit on silence after the first content event (0: none)")
 	fl.DurationVar(&o.RequestTimeout, "request-timeout", 0, "limit on a whole request (0: none)")
-	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: the larger of 1m and 20ms per input token); the whole calibration gets five times the largest")
+	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token); the whole calibration gets five times it for each distinct input length")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
 	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
 	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")

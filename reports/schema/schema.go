@@ -204,6 +204,11 @@ type PhaseResult struct {
 	NotSent   int `json:"not_sent"`
 	// Short counts completed requests with fewer output tokens than asked.
 	Short int `json:"short_output"`
+	// Long counts completed requests with more output tokens than asked: a
+	// server that does not honour max_tokens, or a reasoning model whose
+	// provider counts its thinking in completion_tokens but not in
+	// max_tokens. Not an error; out_tput counts what was served.
+	Long int `json:"long_output"`
 
 	LatMean  *float64 `json:"lat_mean"`
 	LatP90   *float64 `json:"lat_p90"`
