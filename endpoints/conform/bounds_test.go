@@ -52,6 +52,11 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 			fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (%d content events)", chunkBound(streamCheckTokens), streamCheckTokens, chunkBound(streamCheckTokens))},
 		{"empty deltas", chunkHead + `{},"finish_reason":null}]}` + "\n\n",
 			fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (0 content events)", chunkBound(streamCheckTokens), streamCheckTokens)},
+		// A reasoner that thinks without end: its chunks counted, not
+		// kept, up to run's own bound of content events.
+		{"reasoning alone", thinkerChunk,
+			fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d, glmbench run's bound (%d of them chunks of reasoning alone",
+				endpoints.EventBound(streamCheckTokens), streamCheckTokens, endpoints.EventBound(streamCheckTokens))},
 		{"comments", ": keep-alive\n\n",
 			fmt.Sprintf("the stream did not end: more than %d bytes for max_tokens %d (0 content events)", endpoints.BodyBound(streamCheckTokens), streamCheckTokens)},
 	} {
