@@ -52,6 +52,11 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 			fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (%d content events)", chunkBound(streamCheckTokens), streamCheckTokens, chunkBound(streamCheckTokens))},
 		{"empty deltas", chunkHead + `{},"finish_reason":null}]}` + "\n\n",
 			fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (0 content events)", chunkBound(streamCheckTokens), streamCheckTokens)},
+		// A reasoner that thinks without end: its chunks counted, not
+		// kept, up to run's own bound of content events.
+		{"reasoning alone", thinkerChunk,
+			fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d, glmbench run's bound (%d of them chunks of reasoning alone",
+				endpoints.EventBound(streamCheckTokens), streamCheckTokens, endpoints.EventBound(streamCheckTokens))},
 		{"comments", ": keep-alive\n\n",
 			fmt.Sprintf("the stream did not end: more than %d bytes for max_tokens %d (0 content events)", endpoints.BodyBound(streamCheckTokens), streamCheckTokens)},
 	} {
@@ -60,9 +65,11 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 			defer srv.Close()
 			cfg := testConfig(srv.URL, "m")
 			// The time limit is what the stream would run to without its
-			// bounds: short, so that a regression costs seconds, and long
-			// against the bounds, which this fake reaches in milliseconds.
-			cfg.Timeout, cfg.StallTimeout = 3*time.Second, 3*time.Second
+			// bounds: long against them, which this fake reaches in well
+			// under a second (64 MiB of comments the slowest), so that a
+			// loaded machine under -race does not reach it first. The
+			// bound ends the stream; the limit only guards a regression.
+			cfg.Timeout, cfg.StallTimeout = 30*time.Second, 30*time.Second
 			cfg.Only = []string{"stream"}
 			runtime.GC()
 			var before, after runtime.MemStats
@@ -90,13 +97,16 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 // Each stream's bound is that of its own max_tokens (the disconnect check
 // asks for 1024 tokens, the crossing check for 4 to 35): it reads exactly
 // chunkBound(max_tokens) chunks of an endless stream, then fails it; that
-// is always below run's EventBound, since conform keeps every chunk.
+// is always below run's EventBound, since conform keeps these chunks whole.
 func TestTheBoundsComeFromTheRequestsMaxTokens(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
 	defer srv.Close()
 	cfg := testConfig(srv.URL, "m")
-	cfg.Timeout = 2 * time.Second
+	// The bound ends each stream (in well under a second); the limit only
+	// guards a regression, long enough that a loaded machine under -race
+	// does not reach it first.
+	cfg.Timeout = 30 * time.Second
 	s, done := newSuite(cfg)
 	defer done()
 	for _, n := range []int{1, 24, 1024} {
@@ -119,7 +129,10 @@ func TestTheProbeBurstEndsAnEndlessStreamAtItsBound(t *testing.T) {
 	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
 	defer srv.Close()
 	cfg := testConfig(srv.URL, "m")
-	cfg.Timeout, cfg.ProbeLimits = 2*time.Second, 2
+	// The bound ends each stream; the limit (the burst's TTFT, twice it
+	// in all) only guards a regression, long enough that a loaded machine
+	// under -race does not reach it first.
+	cfg.Timeout, cfg.ProbeLimits = 20*time.Second, 2
 	s, done := newSuite(cfg)
 	defer done()
 	s.provided["max-tokens"] = true // as if max-tokens had passed

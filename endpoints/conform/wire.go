@@ -390,6 +390,9 @@ type chunk struct {
 	Choices *[]streamChoice  `json:"choices"`
 	Usage   *endpoints.Usage `json:"usage"`
 	Error   json.RawMessage  `json:"error"`
+	// n is the chunk's place in its stream, from 0, the chunks summarized
+	// rather than kept (streamed.reasoningChunks) counted too.
+	n int
 }
 
 type streamChoice struct {
@@ -411,6 +414,35 @@ func (c *chunk) content() bool {
 	return false
 }
 
+// reasoningOnly reports whether c carries reasoning and nothing else: each
+// choice's delta has reasoning, no content, role or tool call, and no
+// finish_reason; no usage. A reasoning model streams thousands of these
+// before its answer (DeepSeek's reasoner up to 32K tokens of thinking,
+// not counted in max_tokens).
+func (c *chunk) reasoningOnly() bool {
+	if c.Choices == nil || len(*c.Choices) == 0 || c.Usage != nil {
+		return false
+	}
+	for _, ch := range *c.Choices {
+		d := ch.Delta
+		if d.reasoning() == "" || d.content() != "" || d.Role != "" || len(d.ToolCalls) > 0 || deref(ch.FinishReason) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// reasoningBytes is the bytes of reasoning text c carries.
+func (c *chunk) reasoningBytes() int {
+	n := 0
+	if c.Choices != nil {
+		for _, ch := range *c.Choices {
+			n += len(ch.Delta.reasoning())
+		}
+	}
+	return n
+}
+
 func (c *chunk) isError() bool {
 	return (len(c.Error) > 0 && string(c.Error) != "null") || c.Object == "error"
 }
@@ -421,9 +453,22 @@ type streamed struct {
 	retryAfter  string
 	contentType string
 	// body is a refusal's body, or the error event inside a 200 stream.
-	body   []byte
+	body []byte
+	// chunks holds the stream's chunks whole, but for the reasoning-only
+	// ones that nothing a check reads tells from the kept ones (see
+	// summarize): those are counted in reasoningChunks, not kept.
 	chunks []chunk
-	// contentEvents counts the chunks that carried text.
+	// total counts every chunk, kept or summarized.
+	total int
+	// reasoningChunks counts the chunks that carried only reasoning, kept
+	// or not; reasoningBytes the bytes of their reasoning text.
+	reasoningChunks int
+	reasoningBytes  int64
+	// opened is set once a kept chunk carried a choice, finished once one
+	// carried a finish_reason.
+	opened, finished bool
+	// contentEvents counts the chunks that carried text (reasoning
+	// included), as glmbench run counts content events.
 	contentEvents int
 	done          bool
 	// afterDone counts events after [DONE].
@@ -514,10 +559,25 @@ const readLimit = 4 << 10
 // chunks a provider does not count in max_tokens. It bounds what
 // streamed.chunks holds (about 1 KiB a chunk, so some 16 MiB for conform's
 // short checks), tighter than endpoints.EventBound, because conform keeps
-// every chunk to judge the stream's shape where the client keeps 8 bytes
-// an event.
+// the chunks whole to judge the stream's shape where the client keeps 8
+// bytes an event. Chunks of reasoning alone, mostly not kept (see
+// streamed.summarize), are bounded by EventBound as run bounds them.
 func chunkBound(maxTokens int) int {
 	return min(16*max(maxTokens, 0)+16384, 2*endpoints.EventBound(maxTokens))
+}
+
+// summarize reports whether c is counted in st's reasoning summary rather
+// than kept in st.chunks: it carries only reasoning, and every field a
+// check reads of a chunk is the same as in one kept (the stream's first
+// chunk's id, the object "chat.completion.chunk"), after the first chunk
+// with a choice and before any finish_reason. The first chunk with a
+// choice is kept because its delta is where the role must be (noRole
+// quotes a stream that opens with reasoning); reasoning after a
+// finish_reason is a fault streamShape names. A reasoning model's
+// thinking then costs a count, not a kilobyte a chunk.
+func (st *streamed) summarize(c *chunk) bool {
+	return st.opened && !st.finished && c.reasoningOnly() &&
+		c.ID == st.chunks[0].ID && c.Object == "chat.completion.chunk"
 }
 
 // stream posts a streaming chat and reads it to its end, within the
@@ -525,11 +585,15 @@ func chunkBound(maxTokens int) int {
 // the response headers (with no chunk read) and after each event whether
 // to hang up now.
 //
-// A stream that does not end is cut at the bounds of the body's max_tokens:
-// more than endpoints.BodyBound bytes, as glmbench run cuts it, or more than
-// chunkBound chunks of any kind (tighter than run's endpoints.EventBound
-// content events, which it always is); its failure names the bound. So what one stream keeps in memory is bounded by
-// its max_tokens, not by how fast an endpoint streams within the time limit.
+// A stream that does not end is cut at the bounds of the body's max_tokens,
+// its failure naming the bound: more than endpoints.BodyBound bytes or
+// endpoints.EventBound content events (reasoning included), as glmbench
+// run cuts it, or more than chunkBound chunks kept whole (tighter than
+// EventBound, which it always is). Chunks of reasoning alone are counted,
+// not kept (see summarize), so a reasoning model may think as long as run
+// lets it. So what one stream keeps in memory is bounded by its
+// max_tokens, not by how fast an endpoint streams within the time limit,
+// nor by how long a model thinks.
 func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*streamed) bool) *streamed {
 	st := &streamed{base: s.cfg.Endpoint.BaseURL, r: s.redact()}
 	maxTokens, _ := body["max_tokens"].(int)
@@ -620,12 +684,28 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 			st.errorEvent, st.body = true, bytes.Clone(data)
 			return st
 		}
-		if len(st.chunks) == chunkBound(maxTokens) {
+		if c.content() && st.contentEvents == endpoints.EventBound(maxTokens) {
+			st.failure = fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d, glmbench run's bound (%d of them chunks of reasoning alone, %d KiB of reasoning)",
+				endpoints.EventBound(maxTokens), maxTokens, st.reasoningChunks, st.reasoningBytes>>10)
+			return st
+		}
+		keep := !st.summarize(&c)
+		if keep && len(st.chunks) == chunkBound(maxTokens) {
 			st.failure = fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (%d content events)",
 				chunkBound(maxTokens), maxTokens, st.contentEvents)
 			return st
 		}
-		st.chunks = append(st.chunks, c)
+		c.n = st.total
+		st.total++
+		if c.reasoningOnly() {
+			st.reasoningChunks++
+			st.reasoningBytes += int64(c.reasoningBytes())
+		}
+		if keep {
+			st.opened = st.opened || (c.Choices != nil && len(*c.Choices) > 0)
+			st.finished = st.finished || finishOf(c) != ""
+			st.chunks = append(st.chunks, c)
+		}
 		if c.content() {
 			st.contentEvents++
 			if stall == nil {
