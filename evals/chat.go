@@ -230,10 +230,18 @@ func (r *Runner) chatAnswer(ctx context.Context, i int, prompt string, short map
 // route's: present (LogprobsMissing), one per usage.completion_tokens
 // (EchoMisaligned), finite and ≤ 0 (EchoImplausible; llama.cpp writes a
 // probability of zero as float's lowest, −3.4e38, which this catches).
-func chatNLL(ctx context.Context, s sender, req map[string]any) ([]float64, *schema.EvalFailure) {
+// With emptyOK (a generation without ignore_eos), an answer that stopped at
+// once (finish_reason stop, no content, no logprobs, no completion token)
+// is an empty generation with nothing to score, not missing logprobs.
+func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([]float64, *schema.EvalFailure) {
 	resp, c, f := s.chat(ctx, req)
 	if f != nil {
 		return nil, f
+	}
+	m := c.Choices[0].Message
+	if lp := c.Choices[0].Logprobs; emptyOK && (m.Content == nil || *m.Content == "") && c.reasoning() == "" &&
+		(lp == nil || len(lp.Content) == 0) && c.finish() == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
+		return []float64{}, nil // stopped at EOS at once: nothing to score
 	}
 	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
 		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), "chat generated tokens: "+fmt.Sprintf(format, args...))

@@ -73,6 +73,9 @@ type fakeLM struct {
 	// llama.cpp with --reasoning-format none or a gateway that passes the
 	// text through answers (llama.cpp issue 11325).
 	thinkInContent bool
+	// refuseIgnoreEOS answers a chat request holding ignore_eos as the
+	// OpenAI API does (openAIIgnoreEOS400).
+	refuseIgnoreEOS bool
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -82,6 +85,10 @@ type fakeLM struct {
 // std::runtime_error in oaicompat_completion_params_parse, which its
 // ex_wrapper turns into a 500 of type server_error.
 const llamaCppEcho500 = `{"error":{"code":500,"message":"Only no echo is supported","type":"server_error"}}`
+
+// openAIIgnoreEOS400 is the OpenAI API's answer to a field it does not
+// know, here ignore_eos (docs/SERVERS.md).
+const openAIIgnoreEOS400 = `{"error":{"message":"Unrecognized request argument supplied: ignore_eos","type":"invalid_request_error","param":null,"code":null}}`
 
 // chatOnly404 is OpenAI's answer to a route it does not serve, as hosted
 // chat-only gateways give for /v1/completions.
@@ -138,6 +145,11 @@ func (f *fakeLM) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.calls["chat"]++
 		f.mu.Unlock()
+		if _, ok := req["ignore_eos"]; ok && f.refuseIgnoreEOS {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, openAIIgnoreEOS400)
+			return
+		}
 		if f.chatStatus != 0 {
 			w.WriteHeader(f.chatStatus)
 			io.WriteString(w, `{"error":{"message":"chat says no"}}`)
