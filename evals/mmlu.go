@@ -321,8 +321,11 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 		case MethodChatGreedy:
 			where = "in the greedy chat answer"
 		}
-		count := fmt.Sprintf("the %s fallback gave no answer to %d of %d questions: no answer letter %s of %d, reasoning only within max_tokens %d in %d",
-			method, noAnswer, len(items), where, noAnswer-reasoningOnly, r.cfg.ReasoningTokens, reasoningOnly)
+		count := fmt.Sprintf("the %s fallback gave no answer to %d of %d questions: no answer letter %s of %d",
+			method, noAnswer, len(items), where, noAnswer-reasoningOnly)
+		if reasoningOnly > 0 {
+			count += fmt.Sprintf(", reasoning only within max_tokens %d in %d", r.cfg.ReasoningTokens, reasoningOnly)
+		}
 		if 2*reasoningOnly > noAnswer {
 			// A thinking model out of budget: failed, by an answer that says so.
 			lf := *lastUnanswered

@@ -2,6 +2,7 @@ package evals
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -192,5 +193,31 @@ func TestTriviaQAReadsAThinkingModelsAnswerAfterItsBlankLine(t *testing.T) {
 				t.Fatalf("%+v %+v, want %d of %d", res, res.Failure, right, n)
 			}
 		})
+	}
+}
+
+// When most TriviaQA answers are reasoning only, no exact_match is made of
+// the rest: the eval fails and says how many.
+func TestTriviaQAWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T) {
+	t.Parallel()
+	set := SampleTriviaQA()
+	items := set.Items[TriviaShots:]
+	first := items[0].Question
+	f := newFakeLM(t, func(f *fakeLM) {
+		chatOnlyLike(f)
+		f.generate = triviaModel(map[string]string{first: items[0].Aliases[0]})
+		f.reasoning = func(p string) string {
+			if strings.Contains(p, "Question: "+first+"?\nAnswer:") {
+				return "Easy.\n"
+			}
+			return strings.Repeat("hmm\n", 100)
+		}
+	})
+	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 64})
+	defer r.Close()
+	res := TriviaQA(context.Background(), r, set, nil)
+	want := fmt.Sprintf("%d of %d answers are reasoning only, no content within max_tokens 64", len(items)-1, len(items))
+	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != BadResponse || !strings.Contains(res.Failure.Detail, want) {
+		t.Fatalf("%+v %+v, want failed: %s", res, res.Failure, want)
 	}
 }
