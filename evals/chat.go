@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
@@ -83,19 +84,66 @@ func (t chatTokenLogprob) top() map[string]float64 {
 }
 
 // content is the answer's content alone, without a thinking model's
-// reasoning: what an answer is read from.
+// reasoning: what an answer is read from. A leading thinking block that the
+// server left in content (splitThink) is reasoning, not content.
 func (c *chatCompletion) content() string {
 	if m := c.Choices[0].Message; m.Content != nil {
-		return *m.Content
+		_, content := splitThink(*m.Content)
+		return content
 	}
 	return ""
 }
 
 // reasoning is a thinking model's reasoning (reasoning_content or
-// reasoning), "" when the answer has none.
+// reasoning, then a thinking block left in content: splitThink), "" when
+// the answer has none.
 func (c *chatCompletion) reasoning() string {
 	m := c.Choices[0].Message
-	return m.ReasoningContent + m.Reasoning
+	r := m.ReasoningContent + m.Reasoning
+	if m.Content != nil {
+		think, _ := splitThink(*m.Content)
+		r += think
+	}
+	return r
+}
+
+// thinkTags are the tags a thinking model wraps its reasoning in, as the
+// servers' reasoning parsers split them out: <think>…</think> (DeepSeek-R1
+// and V3, Qwen3, GLM-4.5: vLLM's deepseek_r1, qwen3 and glm45 parsers,
+// SGLang's deepseek-r1 and qwen3, llama.cpp's deepseek format), Mistral's
+// [THINK]…[/THINK] (vLLM's mistral parser) and Kimi's ◁think▷…◁/think▷
+// (SGLang's kimi parser). A server that does not split reasoning out
+// (llama.cpp with --reasoning-format none, a pass-through gateway) returns
+// them in content: "<think>\n…</think>\n\nB" (llama.cpp issue 11325).
+var thinkTags = [][2]string{{"<think>", "</think>"}, {"[THINK]", "[/THINK]"}, {"\u25c1think\u25b7", "\u25c1/think\u25b7"}}
+
+// splitThink splits a thinking block off the start of a chat answer's
+// content and returns it, tags included (so that a block of its opening
+// tag alone, the first token of a thinking model, is reasoning too), and
+// the content after it. Content opening (after whitespace) with a think tag
+// is reasoning up to and through its closing tag; with no closing tag (the
+// model was still thinking at max_tokens), reasoning only. Content holding
+// "</think>" with no opening tag is DeepSeek-R1's and Qwen3-Thinking's
+// shape, whose chat template opens the block in the prompt (SGLang's
+// reasoning parser docs: "No <think> start tag"): reasoning through it.
+// Content with neither is content.
+func splitThink(s string) (reasoning, content string) {
+	rest := strings.TrimLeftFunc(s, unicode.IsSpace)
+	for _, t := range thinkTags {
+		if !strings.HasPrefix(rest, t[0]) {
+			continue
+		}
+		if k := strings.Index(rest[len(t[0]):], t[1]); k >= 0 {
+			end := len(t[0]) + k + len(t[1])
+			return rest[:end], rest[end:]
+		}
+		return rest, ""
+	}
+	if k := strings.Index(s, thinkTags[0][1]); k >= 0 {
+		end := k + len(thinkTags[0][1])
+		return s[:end], s[end:]
+	}
+	return "", s
 }
 
 // finish is the answer's finish_reason, "" when absent.
@@ -140,9 +188,12 @@ func (s sender) chat(ctx context.Context, req map[string]any) (*endpoints.Respon
 // with Config.ReasoningTokens as max_tokens and no stop (a stop string such
 // as TriviaQA's "\n" would end the reasoning), and so is every later
 // question (Runner.thinks). An answer still reasoning only, with no content,
-// is a BadResponse failure: the model gave no answer within the budget,
-// and no score is better than one made of its reasoning.
-func (r *Runner) chatAnswer(ctx context.Context, i int, prompt string, short map[string]any, done func(content string) bool) (string, *schema.EvalFailure) {
+// is no answer: the model gave none within the budget, and no score is
+// better than one made of its reasoning. Its unanswered is then a
+// BadResponse failure saying so, which the question that chooses the route
+// returns as the eval's failure and any later question counts as no answer
+// (wrong, and in metric no_answer); f is a failure of the request itself.
+func (r *Runner) chatAnswer(ctx context.Context, i int, prompt string, short map[string]any, done func(content string) bool) (content string, unanswered, f *schema.EvalFailure) {
 	room := r.thinks.Load()
 	for {
 		extra := short
@@ -154,11 +205,11 @@ func (r *Runner) chatAnswer(ctx context.Context, i int, prompt string, short map
 		req := chatRequest(r.model, prompt, extra)
 		resp, c, f := r.sender(i).chat(ctx, req)
 		if f != nil {
-			return "", f
+			return "", nil, f
 		}
 		content := c.content()
 		if done(content) || c.reasoning() == "" {
-			return content, nil
+			return content, nil, nil
 		}
 		r.thinks.Store(true)
 		if !room {
@@ -166,11 +217,11 @@ func (r *Runner) chatAnswer(ctx context.Context, i int, prompt string, short map
 			continue
 		}
 		if strings.TrimSpace(content) != "" {
-			return content, nil
+			return content, nil, nil
 		}
 		return "", newFailure(BadResponse, resp.Status, resp.Body, shape(req), fmt.Sprintf(
 			"the greedy chat answer is reasoning only (%d bytes, finish_reason %q), no content within max_tokens %d: a thinking model that gives no answer has no score",
-			len(c.reasoning()), c.finish(), r.cfg.ReasoningTokens))
+			len(c.reasoning()), c.finish(), r.cfg.ReasoningTokens)), nil
 	}
 }
 
@@ -179,10 +230,18 @@ func (r *Runner) chatAnswer(ctx context.Context, i int, prompt string, short map
 // route's: present (LogprobsMissing), one per usage.completion_tokens
 // (EchoMisaligned), finite and ≤ 0 (EchoImplausible; llama.cpp writes a
 // probability of zero as float's lowest, −3.4e38, which this catches).
-func chatNLL(ctx context.Context, s sender, req map[string]any) ([]float64, *schema.EvalFailure) {
+// With emptyOK (a generation without ignore_eos), an answer that stopped at
+// once (finish_reason stop, no content, no logprobs, no completion token)
+// is an empty generation with nothing to score, not missing logprobs.
+func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([]float64, *schema.EvalFailure) {
 	resp, c, f := s.chat(ctx, req)
 	if f != nil {
 		return nil, f
+	}
+	m := c.Choices[0].Message
+	if lp := c.Choices[0].Logprobs; emptyOK && (m.Content == nil || *m.Content == "") && c.reasoning() == "" &&
+		(lp == nil || len(lp.Content) == 0) && c.finish() == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
+		return []float64{}, nil // stopped at EOS at once: nothing to score
 	}
 	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
 		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), "chat generated tokens: "+fmt.Sprintf(format, args...))

@@ -162,7 +162,8 @@ func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
 	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25}
+		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
+		NoAnswerMetric: 0}
 	// A chat answer's first token is the bare letter ("B", no space: it
 	// starts the assistant turn), among other likely first tokens.
 	chatTop := func(prompt string) map[string]float64 {
@@ -410,7 +411,8 @@ func TestMMLUOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 	letter, _ := mmluModel(set)
 	// The truth: the letter each content names, the fake's preferred one.
 	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25}
+		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
+		NoAnswerMetric: 0}
 	for _, tc := range []struct {
 		name        string
 		personality func(f *fakeLM)

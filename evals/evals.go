@@ -18,7 +18,14 @@
 // generates without it and its method says so (the suffix UntilEOS), since
 // generations that may stop at EOS are not the measurement of ones run to
 // GenTokens. On chat, an answer is read from its content, never from a
-// thinking model's reasoning; one that is reasoning only gives no score.
+// thinking model's reasoning (reasoning_content or reasoning, and a leading
+// <think>…</think> block, or [THINK]…[/THINK] or ◁think▷…◁/think▷, that a
+// server left in content: an unterminated one is reasoning only). The route
+// is chosen on the first question, and an eval fails when that question
+// gets no answer; a later question that gets none (reasoning only within
+// Config.ReasoningTokens, no answer letter) is scored wrong and counted in
+// the metric no_answer (NoAnswerMetric), and an eval where more than half
+// the questions get none fails with that count.
 package evals
 
 import (

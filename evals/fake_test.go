@@ -68,6 +68,14 @@ type fakeLM struct {
 	// (null when none), logprobs covering both in order, as vLLM's and
 	// llama.cpp's reasoning parsers answer.
 	reasoning func(prompt string) string
+	// thinkInContent leaves the reasoning in content as the model wrote it,
+	// "<think>" reasoning "</think>" then the answer, each tag one token, as
+	// llama.cpp with --reasoning-format none or a gateway that passes the
+	// text through answers (llama.cpp issue 11325).
+	thinkInContent bool
+	// refuseIgnoreEOS answers a chat request holding ignore_eos as the
+	// OpenAI API does (openAIIgnoreEOS400).
+	refuseIgnoreEOS bool
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -77,6 +85,10 @@ type fakeLM struct {
 // std::runtime_error in oaicompat_completion_params_parse, which its
 // ex_wrapper turns into a 500 of type server_error.
 const llamaCppEcho500 = `{"error":{"code":500,"message":"Only no echo is supported","type":"server_error"}}`
+
+// openAIIgnoreEOS400 is the OpenAI API's answer to a field it does not
+// know, here ignore_eos (docs/SERVERS.md).
+const openAIIgnoreEOS400 = `{"error":{"message":"Unrecognized request argument supplied: ignore_eos","type":"invalid_request_error","param":null,"code":null}}`
 
 // chatOnly404 is OpenAI's answer to a route it does not serve, as hosted
 // chat-only gateways give for /v1/completions.
@@ -133,6 +145,11 @@ func (f *fakeLM) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.calls["chat"]++
 		f.mu.Unlock()
+		if _, ok := req["ignore_eos"]; ok && f.refuseIgnoreEOS {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, openAIIgnoreEOS400)
+			return
+		}
 		if f.chatStatus != 0 {
 			w.WriteHeader(f.chatStatus)
 			io.WriteString(w, `{"error":{"message":"chat says no"}}`)
@@ -297,31 +314,50 @@ func (f *fakeLM) chatAnswer(w http.ResponseWriter, req map[string]any) {
 	case mt > 0:
 		out = strings.Repeat("y", int(mt))
 	}
-	think := ""
-	if f.reasoning != nil {
-		think = f.reasoning(prompt)
-		out = think + out
+	// toks are the generated tokens: bytes, but for the think tags, one
+	// token each as in the tokenizers of the models that use them.
+	var toks []string
+	bytesOf := func(s string) {
+		for i := range len(s) {
+			toks = append(toks, s[i:i+1])
+		}
 	}
+	if f.reasoning != nil {
+		if f.thinkInContent {
+			toks = append(toks, "<think>")
+		}
+		bytesOf(f.reasoning(prompt))
+		if f.thinkInContent {
+			toks = append(toks, "</think>")
+		}
+	}
+	thinkToks := len(toks)
+	bytesOf(out)
 	finish := "stop"
-	if mt, ok := req["max_tokens"].(float64); ok && len(out) >= int(mt) {
-		out, finish = out[:int(mt)], "length"
+	if mt, ok := req["max_tokens"].(float64); ok && len(toks) >= int(mt) {
+		toks, finish = toks[:int(mt)], "length"
 	}
 	// A stop string ends the generation where it first appears, reasoning
 	// included (vLLM and llama.cpp match stop strings on the whole output,
 	// before the reasoning parser splits it).
 	if stops, ok := req["stop"].([]any); ok {
 		for _, st := range stops {
-			if k := strings.Index(out, st.(string)); k >= 0 {
-				out, finish = out[:k], "stop"
+			if k := strings.Index(strings.Join(toks, ""), st.(string)); k >= 0 {
+				n, at := 0, 0
+				for n < len(toks) && at+len(toks[n]) <= k {
+					at += len(toks[n])
+					n++
+				}
+				toks, finish = toks[:n], "stop"
 			}
 		}
 	}
-	msg := map[string]any{"role": "assistant", "content": out}
-	if f.reasoning != nil {
-		n := min(len(think), len(out))
-		msg["reasoning_content"], msg["content"] = out[:n], nil
-		if n < len(out) {
-			msg["content"] = out[n:]
+	msg := map[string]any{"role": "assistant", "content": strings.Join(toks, "")}
+	if f.reasoning != nil && !f.thinkInContent {
+		n := min(thinkToks, len(toks))
+		msg["reasoning_content"], msg["content"] = strings.Join(toks[:n], ""), nil
+		if n < len(toks) {
+			msg["content"] = strings.Join(toks[n:], "")
 		}
 	}
 	choice := map[string]any{"index": 0, "finish_reason": finish, "message": msg}
@@ -341,11 +377,11 @@ func (f *fakeLM) chatAnswer(w http.ResponseWriter, req map[string]any) {
 			}
 			return map[string]any{"id": id, "token": tok, "bytes": bs, "logprob": lp}
 		}
-		var content []any
-		for i := range len(out) {
-			e := entry(out[i:i+1], byteLP(out[i]))
-			top := map[string]float64{out[i : i+1]: byteLP(out[i])}
-			if f.top != nil && i >= len(think) {
+		content := []any{}
+		for i, tok := range toks {
+			e := entry(tok, byteLP(tok[0]))
+			top := map[string]float64{tok: byteLP(tok[0])}
+			if f.top != nil && i >= thinkToks {
 				top = f.top(prompt)
 			}
 			keys := make([]string, 0, len(top))
@@ -366,5 +402,5 @@ func (f *fakeLM) chatAnswer(w http.ResponseWriter, req map[string]any) {
 	}
 	json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": "fake",
 		"choices": []any{choice},
-		"usage":   map[string]any{"prompt_tokens": len(prompt), "completion_tokens": len(out), "total_tokens": len(prompt) + len(out)}})
+		"usage":   map[string]any{"prompt_tokens": len(prompt), "completion_tokens": len(toks), "total_tokens": len(prompt) + len(toks)}})
 }

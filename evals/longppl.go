@@ -33,15 +33,40 @@ const (
 // no tiny tail decides worst_seg.
 func SegmentPPLs(nll []float64) []float64 {
 	var out []float64
+	for _, seg := range segments(nll) {
+		out = append(out, math.Exp(sum(seg)/float64(len(seg))))
+	}
+	return out
+}
+
+// segments splits nll as SegmentPPLs does.
+func segments(nll []float64) [][]float64 {
+	var out [][]float64
 	for lo := 0; lo < len(nll); {
 		hi := min(lo+SegmentTokens, len(nll))
 		if rest := len(nll) - hi; rest > 0 && rest < SegmentTokens/2 {
 			hi = len(nll)
 		}
-		out = append(out, math.Exp(sum(nll[lo:hi])/float64(hi-lo)))
+		out = append(out, nll[lo:hi])
 		lo = hi
 	}
 	return out
+}
+
+// worstSegment is the highest ppl of any segment (SegmentPPLs) of at least
+// minTokens tokens, false when there is none: a generation that stopped at
+// EOS after a few tokens is no segment, and its ppl over those few would
+// decide worst_seg.
+func worstSegment(nlls [][]float64, minTokens int) (float64, bool) {
+	worst, found := 0.0, false
+	for _, nll := range nlls {
+		for _, seg := range segments(nll) {
+			if len(seg) >= minTokens {
+				worst, found = math.Max(worst, math.Exp(sum(seg)/float64(len(seg)))), true
+			}
+		}
+	}
+	return worst, found
 }
 
 // LongPrompt is the prompt long-ppl builds from a document.
@@ -72,6 +97,10 @@ func LongPrompt(text string) string {
 // early, metric tokens counts what was scored, and the method gets the
 // suffix UntilEOS (generate-until-eos, chat-logprobs-until-eos), so that
 // reports never compare it unmarked with a generation that ran to GenTokens.
+// A generation that stopped at once there scores nothing (no generation at
+// all fails the eval). worst_seg is over segments of at least
+// min(SegmentTokens/2, GenTokens) tokens, so that a generation that stopped
+// early decides nothing there; with none, there is no worst_seg.
 func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	return r.finish(longPPL(ctx, r, docs))
 }
@@ -98,7 +127,7 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	byCompletions := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
 		req := map[string]any{"model": r.model, "prompt": LongPrompt(list[i].Text), "logprobs": 1, "seed": longSeed + i}
 		maps.Copy(req, gen())
-		return generatedNLL(ctx, r.sender(i), req)
+		return generatedNLL(ctx, r.sender(i), req, untilEOS)
 	}
 	byChat := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
 		req := chatRequest(r.model, LongPrompt(list[i].Text), gen())
@@ -106,7 +135,7 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 		// default 20 per token (megabytes for 2,048 tokens), and not 0: it
 		// reads n_probs 0 as "no logprobs at all".
 		req["logprobs"], req["top_logprobs"], req["seed"] = true, 1, longSeed+i
-		return chatNLL(ctx, r.sender(i), req)
+		return chatNLL(ctx, r.sender(i), req, untilEOS)
 	}
 	nlls := make([][]float64, len(list))
 	r.cfg.Progress.begin(name, len(list))
@@ -144,19 +173,20 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	if f != nil {
 		return noScore(name, method, f)
 	}
-	total, n, worst := 0.0, 0, 0.0
+	total, n := 0.0, 0
 	for _, nll := range nlls {
 		total += sum(nll)
 		n += len(nll)
-		for _, p := range SegmentPPLs(nll) {
-			worst = math.Max(worst, p)
-		}
 	}
 	if n == 0 {
-		return noScore(name, method, newFailure(BadResponse, 0, nil, nil, "no generated token"))
+		return noScore(name, method, newFailure(BadResponse, 0, nil, nil, fmt.Sprintf(
+			"no generated token: each of the %d generations stopped at once", len(list))))
 	}
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(list),
-		Metrics: map[string]float64{"ppl": math.Exp(total / float64(n)), "worst_seg": worst, "tokens": float64(n)}}
+	metrics := map[string]float64{"ppl": math.Exp(total / float64(n)), "tokens": float64(n)}
+	if worst, ok := worstSegment(nlls, min(SegmentTokens/2, r.cfg.GenTokens)); ok {
+		metrics["worst_seg"] = worst
+	}
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(list), Metrics: metrics}
 }
 
 // refusesIgnoreEOS reports whether f is a 400 refusing ignore_eos: the
@@ -171,10 +201,17 @@ func refusesIgnoreEOS(f *schema.EvalFailure) bool {
 // generated token, checked as echo logprobs are: present (LogprobsMissing),
 // one per usage.completion_tokens (EchoMisaligned), finite and ≤ 0
 // (EchoImplausible) — the same kinds, since the same server faults cause them.
-func generatedNLL(ctx context.Context, s sender, req map[string]any) ([]float64, *schema.EvalFailure) {
+// With emptyOK (a generation without ignore_eos), one that stopped at once
+// (finish_reason stop, no text, no logprobs, no completion token) is an
+// empty generation with nothing to score, not missing logprobs.
+func generatedNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([]float64, *schema.EvalFailure) {
 	resp, c, f := s.complete(ctx, req)
 	if f != nil {
 		return nil, f
+	}
+	if ch := c.Choices[0]; emptyOK && ch.Text == "" && (ch.Logprobs == nil || len(ch.Logprobs.TokenLogprobs) == 0) &&
+		ch.FinishReason != nil && *ch.FinishReason == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
+		return []float64{}, nil // stopped at EOS at once: nothing to score
 	}
 	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
 		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), "generated tokens: "+fmt.Sprintf(format, args...))

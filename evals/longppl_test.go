@@ -133,3 +133,59 @@ func TestLongPPLKeepsIgnoreEOSWhereTheRouteTakesIt(t *testing.T) {
 		t.Fatalf("%+v %+v, want ok by %s over 48 tokens", res, res.Failure, MethodGenerate)
 	}
 }
+
+// Without ignore_eos (the OpenAI API), generations stop at the model's EOS
+// at lengths of their own: one of 3 tokens is no 256-token segment and
+// decides nothing in worst_seg, and one that stopped at once (no token, no
+// logprobs, finish_reason stop) is empty, scored nothing, not a failure.
+func TestLongPPLUntilEOSScoresShortAndEmptyGenerationsAsTheyCame(t *testing.T) {
+	t.Parallel()
+	docs := SampleDocs()
+	long, short := strings.Repeat("ab", 150), "ccc" // 300 tokens, and 3 of a higher nll
+	gens := map[string]string{LongPrompt(docs.Docs[0].Text): long, LongPrompt(docs.Docs[1].Text): short, LongPrompt(docs.Docs[2].Text): ""}
+	f := newFakeLM(t, func(f *fakeLM) {
+		chatOnlyLike(f)
+		f.refuseIgnoreEOS = true
+		f.generate = func(p string) string { return gens[p] }
+	})
+	r := f.runner(Config{GenTokens: 400, Limit: 3, Concurrency: 2})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, docs)
+	// The truth: ppl over the 303 tokens scored; worst_seg is the long
+	// generation's one segment (256 and a tail of 44 joined).
+	nll := 150*-(byteLP('a')+byteLP('b')) + 3*-byteLP('c')
+	wantPPL, wantWorst := math.Exp(nll/303), math.Exp(-(byteLP('a')+byteLP('b'))/2)
+	if res.Status != StatusOK || res.Method != MethodChatLogprobs+UntilEOS || res.N != 3 || res.Metrics["tokens"] != 303 ||
+		math.Abs(res.Metrics["ppl"]-wantPPL) > 1e-9 || math.Abs(res.Metrics["worst_seg"]-wantWorst) > 1e-9 {
+		t.Fatalf("%+v %+v, want ppl %v, worst_seg %v over 303 tokens", res, res.Failure, wantPPL, wantWorst)
+	}
+
+	// Only short generations: no segment, no worst_seg.
+	g := newFakeLM(t, func(f *fakeLM) {
+		chatOnlyLike(f)
+		f.refuseIgnoreEOS = true
+		f.generate = func(string) string { return short }
+	})
+	r2 := g.runner(Config{GenTokens: 400, Limit: 2})
+	defer r2.Close()
+	res = LongPPL(context.Background(), r2, docs)
+	if _, ok := res.Metrics["worst_seg"]; res.Status != StatusOK || ok || res.Metrics["tokens"] != 6 {
+		t.Fatalf("%+v %+v, want ok over 6 tokens without worst_seg", res, res.Failure)
+	}
+}
+
+func TestLongPPLUntilEOSWhereEveryGenerationIsEmptyFails(t *testing.T) {
+	t.Parallel()
+	f := newFakeLM(t, func(f *fakeLM) {
+		chatOnlyLike(f)
+		f.refuseIgnoreEOS = true
+		f.generate = func(string) string { return "" }
+	})
+	r := f.runner(Config{GenTokens: 64, Limit: 2})
+	defer r.Close()
+	res := LongPPL(context.Background(), r, SampleDocs())
+	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != BadResponse ||
+		!strings.Contains(res.Failure.Detail, "each of the 2 generations stopped at once") {
+		t.Fatalf("%+v %+v", res, res.Failure)
+	}
+}

@@ -199,9 +199,17 @@ func (t *mmluTally) metrics() map[string]float64 {
 // Config.ReasoningTokens to answer in (mmluByChatGreedy).
 //
 // A route is left for the next when it lacks what MMLU needs (routeLacks).
+// The route is chosen on the first question, which must be answered; after
+// it, a question that gets no answer (no letter among the top logprobs or
+// in the greedy content, an answer that is reasoning only) is scored wrong
+// and counted in NoAnswerMetric, and on chat-top-logprobs a question whose
+// first token is no letter (reasoning, a "\n") is asked by chat-greedy
+// alone. When more than half the questions get no answer, MMLU fails, the
+// count in the detail: bad_response where most were reasoning only (a
+// budget too small: Config.ReasoningTokens), else the echo failure's kind.
 // The metrics are accuracy overall, per category and per subject
-// (mmluTally.metrics). Config.Limit caps the questions per subject
-// (default: all).
+// (mmluTally.metrics), and no_answer. Config.Limit caps the questions per
+// subject (default: all).
 func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	return r.finish(mmlu(ctx, r, set))
 }
@@ -238,7 +246,7 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 		echoFail = &ef
 		routes := []struct {
 			method string
-			score  func(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure)
+			score  mmluScorer
 		}{
 			{MethodTopLogprobs, r.mmluByTopLogprobs},
 			{MethodChatTopLogprobs, r.mmluByChatTopLogprobs},
@@ -246,7 +254,11 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 		}
 		for k, rt := range routes {
 			method, score = rt.method, rt.score
-			sc, f := score(ctx, 0, items[0].prompt)
+			sc, unanswered, f := score(ctx, 0, items[0].prompt)
+			if f == nil {
+				// The question that chooses the route must be answered.
+				f = unanswered
+			}
 			if f == nil {
 				first, haveFirst = sc, true
 				break
@@ -260,21 +272,37 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	}
 	var tally mmluTally
 	var mu sync.Mutex
-	found := 0
+	noAnswer, reasoningOnly := 0, 0
+	var lastUnanswered *schema.EvalFailure
 	r.cfg.Progress.begin(name, len(items))
 	f := r.forEach(ctx, len(items), func(ctx context.Context, i int) *schema.EvalFailure {
-		scores := first
+		scores, unanswered := first, (*schema.EvalFailure)(nil)
 		if i > 0 || !haveFirst {
 			var f *schema.EvalFailure
-			if scores, f = score(ctx, i, items[i].prompt); f != nil {
+			if scores, unanswered, f = score(ctx, i, items[i].prompt); f != nil {
 				return f
 			}
 		}
-		pred := Argmax(scores)
+		if method == MethodChatTopLogprobs && (unanswered != nil || Argmax(scores) < 0) {
+			// This question's first token is no answer letter (reasoning,
+			// a "\n", a word): its greedy answer's content is read instead.
+			var f *schema.EvalFailure
+			if scores, unanswered, f = r.mmluByChatGreedy(ctx, i, items[i].prompt); f != nil {
+				return f
+			}
+		}
+		pred := -1
+		if unanswered == nil {
+			pred = Argmax(scores)
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		if pred >= 0 {
-			found++
+		if pred < 0 {
+			noAnswer++
+		}
+		if unanswered != nil {
+			reasoningOnly++
+			lastUnanswered = unanswered
 		}
 		tally.add(items[i].subject, pred == items[i].answer)
 		return nil
@@ -284,64 +312,92 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 		return noScore(name, method, withFallback(echoFail, f, method))
 	case f != nil:
 		return noScore(name, method, f)
-	case found == 0 && echoFail != nil:
-		ef := *echoFail
+	case 2*noAnswer > len(items) && echoFail != nil:
+		// Most questions got no answer: no accuracy is made of the rest.
 		where := fmt.Sprintf("among the top %d tokens", MMLUTopLogprobs)
 		switch method {
 		case MethodChatTopLogprobs:
-			where = fmt.Sprintf("among the top %d first tokens of the chat answer", chatTopLogprobs)
+			where = fmt.Sprintf("among the top %d first tokens of the chat answer nor in its greedy answer", chatTopLogprobs)
 		case MethodChatGreedy:
 			where = "in the greedy chat answer"
 		}
-		ef.Detail = joinDetail(ef.Detail, fmt.Sprintf("the %s fallback found no answer letter %s of any question", method, where))
+		count := fmt.Sprintf("the %s fallback gave no answer to %d of %d questions: no answer letter %s of %d",
+			method, noAnswer, len(items), where, noAnswer-reasoningOnly)
+		if reasoningOnly > 0 {
+			count += fmt.Sprintf(", reasoning only within max_tokens %d in %d", r.cfg.ReasoningTokens, reasoningOnly)
+		}
+		if 2*reasoningOnly > noAnswer {
+			// A thinking model out of budget: failed, by an answer that says so.
+			lf := *lastUnanswered
+			lf.Detail = joinDetail(count, joinDetail(lf.Detail, fmt.Sprintf("taken because of %s: %s", echoFail.Kind, echoFail.Detail)))
+			return noScore(name, method, &lf)
+		}
+		ef := *echoFail
+		ef.Detail = joinDetail(ef.Detail, count)
 		return noScore(name, method, &ef)
 	}
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, Metrics: tally.metrics(), N: len(items), Failure: echoFail}
+	metrics := tally.metrics()
+	metrics[NoAnswerMetric] = float64(noAnswer)
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, Metrics: metrics, N: len(items), Failure: echoFail}
 }
 
+// mmluScorer scores one question (the i-th, for its connection) by one
+// route: the four letters' scores, or unanswered when the route gave this
+// question no usable answer (a chat answer that is reasoning only, a first
+// token that is reasoning), or f when the request itself failed.
+type mmluScorer func(ctx context.Context, i int, prompt string) (scores [4]float64, unanswered, f *schema.EvalFailure)
+
+// NoAnswerMetric names the count of questions that got no answer: MMLU's
+// with no answer letter (none among the top logprobs, none in the greedy
+// answer's content, or an answer that is reasoning only within
+// Config.ReasoningTokens), TriviaQA's chat answers that are reasoning only.
+// Each is scored wrong; when more than half the questions get none, the
+// eval fails instead, the count in its failure's detail.
+const NoAnswerMetric = "no_answer"
+
 // mmluByEcho returns the four letters' log-likelihoods after prompt.
-func (r *Runner) mmluByEcho(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
+func (r *Runner) mmluByEcho(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
 	var out [4]float64
 	s := r.sender(i)
 	ctxReq := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0}
 	resp, c, f := s.complete(ctx, ctxReq)
 	if f != nil {
-		return out, f
+		return out, nil, f
 	}
 	if c.Usage == nil || c.Usage.PromptTokens <= 0 {
-		return out, newFailure(EchoMisaligned, resp.Status, resp.Body, shape(ctxReq), "no usage.prompt_tokens: the context's length is unknown")
+		return out, nil, newFailure(EchoMisaligned, resp.Status, resp.Body, shape(ctxReq), "no usage.prompt_tokens: the context's length is unknown")
 	}
 	ctxLen := c.Usage.PromptTokens
 	for k, l := range Letters {
 		req := EchoRequest(r.model, prompt+" "+l)
 		e, f := s.echo(ctx, r.model, req)
 		if f != nil {
-			return out, f
+			return out, nil, f
 		}
 		if e.PromptTokens <= ctxLen {
-			return out, newFailure(EchoMisaligned, http.StatusOK, nil, shape(req),
+			return out, nil, newFailure(EchoMisaligned, http.StatusOK, nil, shape(req),
 				fmt.Sprintf("usage.prompt_tokens %d with the answer, %d without: the answer has no token", e.PromptTokens, ctxLen))
 		}
 		out[k] = sum(e.Logprobs[ctxLen:])
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // mmluByTopLogprobs returns the four letters' logprobs as the first
 // generated token after prompt.
-func (r *Runner) mmluByTopLogprobs(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
+func (r *Runner) mmluByTopLogprobs(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
 	var out [4]float64
 	req := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": MMLUTopLogprobs}
 	resp, c, f := r.sender(i).complete(ctx, req)
 	if f != nil {
-		return out, f
+		return out, nil, f
 	}
 	lp := c.Choices[0].Logprobs
 	if lp == nil || len(lp.TopLogprobs) == 0 || lp.TopLogprobs[len(lp.TopLogprobs)-1] == nil {
-		return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the generated token")
+		return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the generated token")
 	}
 	// The last entry is the generated token's, whether or not the server echoed.
-	return LetterScores(lp.TopLogprobs[len(lp.TopLogprobs)-1]), nil
+	return LetterScores(lp.TopLogprobs[len(lp.TopLogprobs)-1]), nil, nil
 }
 
 // mmluGreedyTokens bounds a greedy chat answer: enough for "B", "B.",
@@ -352,44 +408,47 @@ const mmluGreedyTokens = 16
 // token of a greedy chat answer to prompt. Only an answer whose first token
 // is its content's is read: one with reasoning (a thinking model: vLLM,
 // SGLang and llama.cpp put it in reasoning_content, some gateways in
-// reasoning) or with no content starts with the reasoning, and the top
-// logprobs of that token say nothing of the answer (a reasoning that starts
-// "A question…" would score the letter A for every question). That answer
-// is LogprobsMissing, so MMLU moves to chat-greedy, which reads the content.
-func (r *Runner) mmluByChatTopLogprobs(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
+// reasoning, a server that splits nothing leaves "<think>" in content:
+// splitThink) or with no content starts with the reasoning or a blank, and
+// the top logprobs of that token say nothing of the answer (a reasoning
+// that starts "A question…" would score the letter A for every question).
+// That answer is unanswered, LogprobsMissing: on the question that chooses
+// the route, MMLU moves to chat-greedy, which reads the content; on a later
+// one, that question alone is asked by chat-greedy.
+func (r *Runner) mmluByChatTopLogprobs(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
 	var out [4]float64
 	req := chatRequest(r.model, prompt, map[string]any{"max_tokens": 1, "temperature": 0, "logprobs": true, "top_logprobs": chatTopLogprobs})
 	resp, c, f := r.sender(i).chat(ctx, req)
 	if f != nil {
-		return out, f
+		return out, nil, f
 	}
 	lp := c.Choices[0].Logprobs
 	if lp == nil || len(lp.Content) == 0 || len(lp.Content[0].TopLogprobs) == 0 {
-		return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the chat answer's first token")
+		return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the chat answer's first token")
 	}
 	if c.reasoning() != "" || strings.TrimSpace(c.content()) == "" {
 		return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req),
-			"the chat answer's first token is reasoning, not content (a thinking model): its top_logprobs are not the answer's")
+			"the chat answer's first token is reasoning or blank, not content (a thinking model): its top_logprobs are not the answer's"), nil
 	}
-	return LetterScores(lp.Content[0].top()), nil
+	return LetterScores(lp.Content[0].top()), nil, nil
 }
 
 // mmluByChatGreedy scores the letter a greedy chat answer to prompt names
 // in its content (AnswerLetter; never in its reasoning, which names letters
 // on its way) 0 and the others −Inf; content naming none scores all −Inf.
 // A thinking model is given room to answer, and an answer that is
-// reasoning only is a failure (Runner.chatAnswer).
-func (r *Runner) mmluByChatGreedy(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure) {
+// reasoning only is unanswered (Runner.chatAnswer).
+func (r *Runner) mmluByChatGreedy(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
 	out := [4]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1), math.Inf(-1)}
-	content, f := r.chatAnswer(ctx, i, prompt, map[string]any{"max_tokens": mmluGreedyTokens, "temperature": 0},
+	content, unanswered, f := r.chatAnswer(ctx, i, prompt, map[string]any{"max_tokens": mmluGreedyTokens, "temperature": 0},
 		func(content string) bool { return AnswerLetter(content) >= 0 })
-	if f != nil {
-		return out, f
+	if f != nil || unanswered != nil {
+		return out, unanswered, f
 	}
 	if k := AnswerLetter(content); k >= 0 {
 		out[k] = 0
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // AnswerLetter returns the index of the first answer letter A–D that s

@@ -100,7 +100,8 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
 	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25}
+		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
+		NoAnswerMetric: 0}
 	t.Run("by echo", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeLM(t, func(f *fakeLM) { f.letter = letter })
@@ -204,8 +205,8 @@ func TestMMLUOnTheBuiltinEngineScoresByEcho(t *testing.T) {
 	r := NewRunner(Config{Endpoint: b.Endpoint, Concurrency: 4, Limit: 1})
 	defer r.Close()
 	res := MMLU(context.Background(), r, SampleMMLU())
-	// acc, the four categories and the four subjects.
-	if res.Status != StatusOK || res.Method != MethodEcho || res.N != 4 || len(res.Metrics) != 9 {
+	// acc, the four categories, the four subjects and no_answer (none: echo scores every letter).
+	if res.Status != StatusOK || res.Method != MethodEcho || res.N != 4 || len(res.Metrics) != 10 || res.Metrics[NoAnswerMetric] != 0 {
 		t.Fatalf("%+v", res)
 	}
 }

@@ -2,6 +2,7 @@ package evals
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -87,7 +88,11 @@ func ExactMatch(pred string, aliases []string) bool {
 // The first question goes to /v1/completions (method generate); when that
 // route is lacking (routeLacks: a chat-only provider's 404) it and every
 // other question go to /v1/chat/completions, the prompt as one user message
-// (method chat-generate).
+// (method chat-generate). There the answer is read from the content, its
+// leading blank lines dropped; an answer that is reasoning only is wrong
+// and counted in NoAnswerMetric (on the first question, which chooses the
+// route, it fails the eval), and when more than half are, the eval fails
+// with the count.
 func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
 	return r.finish(triviaQA(ctx, r, set, shots))
 }
@@ -109,37 +114,53 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no question left to score after the shots"))
 	}
 	gen := map[string]any{"max_tokens": TriviaMaxTokens, "temperature": 0, "stop": []string{"\n"}}
-	byCompletions := func(ctx context.Context, i int) (string, *schema.EvalFailure) {
+	byCompletions := func(ctx context.Context, i int) (string, *schema.EvalFailure, *schema.EvalFailure) {
 		req := map[string]any{"model": r.model, "prompt": TriviaPrompt(sh, items[i])}
 		maps.Copy(req, gen)
 		_, c, f := r.sender(i).complete(ctx, req)
 		if f != nil {
-			return "", f
+			return "", nil, f
 		}
-		return c.Choices[0].Text, nil
+		return c.Choices[0].Text, nil, nil
 	}
-	byChat := func(ctx context.Context, i int) (string, *schema.EvalFailure) {
+	byChat := func(ctx context.Context, i int) (string, *schema.EvalFailure, *schema.EvalFailure) {
 		// The answer's content only: a thinking model's reasoning is no
 		// answer (chatAnswer).
-		return r.chatAnswer(ctx, i, TriviaPrompt(sh, items[i]), gen,
+		content, unanswered, f := r.chatAnswer(ctx, i, TriviaPrompt(sh, items[i]), gen,
 			func(content string) bool { return strings.TrimSpace(content) != "" })
+		// Content after reasoning opens with the blank line that ended it
+		// (vLLM's deepseek_r1 and qwen3 parsers leave "\n\n" there), and
+		// once asked without the "\n" stop, TriviaAnswer would cut there:
+		// the answer starts at its first non-blank.
+		return strings.TrimLeftFunc(content, unicode.IsSpace), unanswered, f
 	}
-	right := 0
+	right, noAnswer := 0, 0
+	var lastUnanswered *schema.EvalFailure
 	var mu sync.Mutex
-	score := func(i int, text string) {
+	score := func(i int, text string, unanswered *schema.EvalFailure) {
+		mu.Lock()
+		defer mu.Unlock()
+		if unanswered != nil {
+			noAnswer++
+			lastUnanswered = unanswered
+			return
+		}
 		if ExactMatch(TriviaAnswer(text), items[i].Aliases) {
-			mu.Lock()
 			right++
-			mu.Unlock()
 		}
 	}
 	r.cfg.Progress.begin(name, len(items))
 	method, ask := MethodGenerate, byCompletions
-	text, f := byCompletions(ctx, 0)
+	text, unanswered, f := byCompletions(ctx, 0)
 	if routeLacks(f) {
 		first := f
 		method, ask = MethodChatGenerate, byChat
-		if text, f = byChat(ctx, 0); f != nil {
+		text, unanswered, f = byChat(ctx, 0)
+		if f == nil {
+			// The question that chooses the route must be answered.
+			f = unanswered
+		}
+		if f != nil {
 			f = withFallback(first, f, "chat")
 		}
 	}
@@ -147,17 +168,23 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 	if f != nil {
 		return noScore(name, method, f)
 	}
-	score(0, text)
+	score(0, text, unanswered)
 	f = r.forEach(ctx, len(items)-1, func(ctx context.Context, i int) *schema.EvalFailure {
-		text, f := ask(ctx, i+1)
+		text, unanswered, f := ask(ctx, i+1)
 		if f == nil {
-			score(i+1, text)
+			score(i+1, text, unanswered)
 		}
 		return f
 	})
 	if f != nil {
 		return noScore(name, method, f)
 	}
+	if 2*noAnswer > len(items) {
+		// Most answers were reasoning only: no exact_match is made of the rest.
+		lf := *lastUnanswered
+		lf.Detail = joinDetail(fmt.Sprintf("%d of %d answers are reasoning only, no content within max_tokens %d", noAnswer, len(items), r.cfg.ReasoningTokens), lf.Detail)
+		return noScore(name, method, &lf)
+	}
 	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(items),
-		Metrics: map[string]float64{"exact_match": float64(right) / float64(len(items))}}
+		Metrics: map[string]float64{"exact_match": float64(right) / float64(len(items)), NoAnswerMetric: float64(noAnswer)}}
 }

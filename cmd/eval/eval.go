@@ -62,15 +62,22 @@ computed there (the report's method names the route; ppl has none).
             lm-eval's disjoint windows of --window tokens; also word and byte
             perplexity and bits per byte
   long-ppl  perplexity of --gen-tokens tokens the model generates itself at
-            temperature 1, and worst_seg, the highest of any 256-token segment;
-            where ignore_eos is refused (the OpenAI API), generated without
-            it, method *-until-eos, tokens counting what was scored
+            temperature 1, and worst_seg, the highest of any 256-token segment
+            (one shorter than min(128, --gen-tokens) counts for nothing; with
+            none, no worst_seg); where ignore_eos is refused
+            (the OpenAI API), generated without it, method *-until-eos,
+            tokens counting what was scored (a generation that stops at once
+            scores nothing)
   mmlu      MMLU 5-shot, by the log-likelihood of " A" " B" " C" " D" (echo),
             else by the top_logprobs of one generated token, else on chat by
             the first token's top_logprobs, else by the letter a greedy
-            answer's content names (a thinking model's reasoning is never
-            read; an answer that is reasoning only gives no score)
+            answer's content names (a thinking model's reasoning, and a
+            leading <think>...</think> left in content, is never read)
   triviaqa  TriviaQA 5-shot, greedy to a newline, exact match with any alias
+            (on chat, read from the content's first line that is not blank)
+  A question with no answer (reasoning only within the budget, no letter)
+  is scored wrong and counted in no_answer; mmlu and triviaqa fail when the
+  first question gets none, or more than half do.
   all       the four, in this order
 
 Before ppl and mmlu, one echo probe checks that the endpoint gives prompt
