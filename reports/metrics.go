@@ -31,10 +31,11 @@ var phaseFields = func() map[string]int {
 	return m
 }()
 
-// EvalMetrics are the metric names DESIGN.md gives the built-in evals.
+// EvalMetrics are the metric names DESIGN.md gives the built-in evals, and
+// no_answer (MMLU and TriviaQA questions that got no usable answer, issue 12).
 var EvalMetrics = []string{
 	"ppl", "nll_per_token", "word_perplexity", "byte_perplexity", "bits_per_byte", "tokens", "worst_seg",
-	"acc", "acc_stem", "acc_humanities", "acc_social_sciences", "acc_other", "exact_match",
+	"acc", "acc_stem", "acc_humanities", "acc_social_sciences", "acc_other", "exact_match", "no_answer",
 }
 
 // IsPhaseMetric reports whether name is a phase metric: a numeric
