@@ -2,7 +2,6 @@ package root
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,12 +29,9 @@ func execute(t *testing.T, ctx context.Context, args ...string) (code int, stdou
 
 func readReport(t *testing.T, dir string) (*schema.Report, []schema.Record, string) {
 	t.Helper()
+	rep := reportJSON(t, dir)
 	b, err := os.ReadFile(filepath.Join(dir, reports.ReportJSON))
 	if err != nil {
-		t.Fatalf("no report: %v", err)
-	}
-	var rep schema.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(filepath.Join(dir, reports.RecordsJSONL))
@@ -51,7 +47,7 @@ func readReport(t *testing.T, dir string) (*schema.Report, []schema.Record, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rep, recs, string(b) + string(md)
+	return rep, recs, string(b) + string(md)
 }
 
 func TestRunWritesTheReportAndKeepsSecretsOut(t *testing.T) {
