@@ -102,7 +102,7 @@ test harnesses against the failures real endpoints show:
 	fl.IntVar(&e.MaxParsing, "max-parsing", 0, "bodies decoded and tokenized at once; others wait up to 10 s, then 503 (0: max(2, CPUs))")
 	fl.DurationVar(&e.IdleTimeout, "idle-timeout", 0, "close keep-alive connections idle this long (0: 2m)")
 	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
-	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: echo=500|ignored, stall=F, drop-done, no-usage, rate-limit=N (repeatable; see above)")
+	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: "+server.FaultSynopsis+" (repeatable; see above)")
 	return cmd
 }
 
