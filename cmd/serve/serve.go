@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/engine"
@@ -26,8 +27,9 @@ type Options struct {
 	Faults       []string
 	SimProfile   string
 	TruthFile    string
-	// changed names the flags given on the command line, which win over --server-config.
-	changed func(name string) bool
+	// flags are the parsed flags; those given on the command line win over
+	// --server-config.
+	flags *pflag.FlagSet
 }
 
 // NewCmdServe binds serve's flags. runF replaces the run function in tests.
@@ -59,7 +61,7 @@ test harnesses against the failures real endpoints show:
   glmbench serve --server-config sglang_server_config.json --max-queued-requests 128`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.changed = cmd.Flags().Changed
+			o.flags = cmd.Flags()
 			if runF != nil {
 				return runF(o)
 			}
@@ -102,7 +104,7 @@ test harnesses against the failures real endpoints show:
 	fl.IntVar(&e.MaxParsing, "max-parsing", 0, "bodies decoded and tokenized at once; others wait up to 10 s, then 503 (0: max(2, CPUs))")
 	fl.DurationVar(&e.IdleTimeout, "idle-timeout", 0, "close keep-alive connections idle this long (0: 2m)")
 	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
-	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: echo=500|ignored, stall=F, drop-done, no-usage, rate-limit=N (repeatable; see above)")
+	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: "+server.FaultSynopsis+" (repeatable; see above)")
 	return cmd
 }
 
@@ -112,16 +114,8 @@ func Run(ctx context.Context, o *Options) error {
 		ctx = context.Background()
 	}
 	io := o.F.IO
-	if o.ServerConfig != "" {
-		fromFlags := o.Engine
-		ignored, err := engine.ApplyServerConfig(o.ServerConfig, &o.Engine)
-		if err != nil {
-			return cmdutil.BadInput("--server-config: %v", err)
-		}
-		o.reapplyFlags(fromFlags)
-		if len(ignored) > 0 {
-			fmt.Fprintf(io.ErrOut, "glmbench: --server-config: ignored %d keys the engine does not use: %s\n", len(ignored), strings.Join(ignored, ", "))
-		}
+	if err := o.applyServerConfig(); err != nil {
+		return err
 	}
 	if len(o.Faults) > 0 {
 		o.Engine.Faults = &server.Faults{}
@@ -174,28 +168,54 @@ func waitErr(e *engine.Engine) <-chan error {
 	return ch
 }
 
-// reapplyFlags puts back the values of flags given on the command line,
-// which take precedence over --server-config.
-func (o *Options) reapplyFlags(f engine.Options) {
-	e, s, fs := &o.Engine, &o.Engine.Sched, &f.Sched
-	for name, apply := range map[string]func(){
-		"host": func() { e.Host = f.Host }, "port": func() { e.Port = f.Port },
-		"served-model-name":         func() { e.ServedModelName = f.ServedModelName },
-		"max-running-requests":      func() { s.MaxRunningRequests = fs.MaxRunningRequests },
-		"max-queued-requests":       func() { s.MaxQueuedRequests = fs.MaxQueuedRequests },
-		"chunked-prefill-size":      func() { s.ChunkedPrefillSize = fs.ChunkedPrefillSize },
-		"max-prefill-tokens":        func() { s.MaxPrefillTokens = fs.MaxPrefillTokens },
-		"page-size":                 func() { s.PageSize = fs.PageSize },
-		"max-total-tokens":          func() { s.MaxTotalTokens = fs.MaxTotalTokens },
-		"schedule-policy":           func() { s.SchedulePolicy = fs.SchedulePolicy },
-		"disable-radix-cache":       func() { s.DisableRadixCache = fs.DisableRadixCache },
-		"stream-interval":           func() { s.StreamInterval = fs.StreamInterval },
-		"schedule-conservativeness": func() { s.ScheduleConservativeness = fs.ScheduleConservativeness },
-		"context-length":            func() { s.ContextLength = fs.ContextLength },
-		"enable-mixed-chunk":        func() { s.EnableMixedChunk = fs.EnableMixedChunk },
-	} {
-		if o.changed != nil && o.changed(name) {
-			apply()
+// applyServerConfig applies --server-config, if given, to o.Engine and
+// names on stderr the keys it ignores. The flags given on the command line
+// keep their values: they are set again after the file, so whichever
+// settings the file can write (sched.Config's SGLang names, host, port,
+// served_model_name), no list here has to follow them.
+func (o *Options) applyServerConfig() error {
+	if o.ServerConfig == "" {
+		return nil
+	}
+	restore := snapshotChanged(o.flags)
+	ignored, err := engine.ApplyServerConfig(o.ServerConfig, &o.Engine)
+	if err != nil {
+		return cmdutil.BadInput("--server-config: %v", err)
+	}
+	if err := restore(); err != nil {
+		return err
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: --server-config: ignored %d keys the engine does not use: %s\n", len(ignored), strings.Join(ignored, ", "))
+	}
+	return nil
+}
+
+// snapshotChanged records the values of the flags in fs given on the command
+// line (none when fs is nil); restore sets them back into the variables they
+// are bound to.
+func snapshotChanged(fs *pflag.FlagSet) (restore func() error) {
+	var undo []func() error
+	if fs != nil {
+		fs.Visit(func(f *pflag.Flag) {
+			// A repeatable flag's Set appends; its whole list is put back.
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				list := sv.GetSlice()
+				undo = append(undo, func() error { return sv.Replace(list) })
+				return
+			}
+			// Every scalar flag's String is a value its Set reads back
+			// exactly (floats shortest round-trip, durations in full).
+			v := f.Value.String()
+			undo = append(undo, func() error { return f.Value.Set(v) })
+		})
+	}
+	return func() error {
+		for _, u := range undo {
+			if err := u(); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
 }

@@ -34,47 +34,113 @@ type Faults struct {
 // echo500 is what a hosted endpoint answered echo requests with.
 const echo500 = "ValidationError.__new__() missing 1 required positional argument: 'line_errors'"
 
-// FaultHelp documents the faults, for `glmbench serve --help`.
-const FaultHelp = `echo=500|ignored  echo requests answered with HTTP 500 ("` + echo500 + `"), or with no prompt logprobs
-stall=F           that share (0-1) of streams stop sending after their first token
-drop-done         streams end without data: [DONE]
-no-usage          no usage anywhere
-rate-limit=N      429 with Retry-After beyond N concurrent requests`
+// faultKinds are the --fault kinds, one row each: the switch of ParseFault,
+// FaultHelp, FaultSynopsis and the unknown-kind error are made from them, so
+// adding a fault is adding a row (and its field in Faults).
+var faultKinds = []struct {
+	name string
+	// form is KIND[=VALUE] as the help shows it.
+	form string
+	help string
+	// takes ends the error for a value set refuses: "<name> takes <takes>".
+	takes string
+	// set applies the value (hasValue: the spec had "="), or reports false
+	// and leaves f as it was.
+	set func(f *Faults, value string, hasValue bool) bool
+}{
+	{"echo", "echo=500|ignored", `echo requests answered with HTTP 500 ("` + echo500 + `"), or with no prompt logprobs`,
+		"500 or ignored", func(f *Faults, v string, _ bool) bool {
+			if v != "500" && v != "ignored" {
+				return false
+			}
+			f.Echo = v
+			return true
+		}},
+	{"stall", "stall=F", "that share (0-1) of streams stop sending after their first token",
+		"a share from 0 to 1", func(f *Faults, v string, _ bool) bool {
+			share, err := strconv.ParseFloat(v, 64)
+			if err != nil || share < 0 || share > 1 {
+				return false
+			}
+			f.Stall = share
+			return true
+		}},
+	{"drop-done", "drop-done", "streams end without data: [DONE]",
+		"no value", func(f *Faults, _ string, hasValue bool) bool {
+			if hasValue {
+				return false
+			}
+			f.DropDone = true
+			return true
+		}},
+	{"no-usage", "no-usage", "no usage anywhere",
+		"no value", func(f *Faults, _ string, hasValue bool) bool {
+			if hasValue {
+				return false
+			}
+			f.NoUsage = true
+			return true
+		}},
+	{"rate-limit", "rate-limit=N", "429 with Retry-After beyond N concurrent requests",
+		"a number of requests ≥ 1", func(f *Faults, v string, _ bool) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return false
+			}
+			f.RateLimit = n
+			return true
+		}},
+}
+
+// FaultHelp documents the faults, one line each, for `glmbench serve --help`.
+var FaultHelp = faultHelp()
+
+// FaultSynopsis lists the faults' forms on one line ("echo=500|ignored,
+// stall=F, ..."), for the --fault flag's help.
+var FaultSynopsis = faultSynopsis()
+
+// FaultKinds are the --fault kinds' names, in the help's order.
+func FaultKinds() []string {
+	names := make([]string, len(faultKinds))
+	for i, k := range faultKinds {
+		names[i] = k.name
+	}
+	return names
+}
+
+func faultHelp() string {
+	width := 0
+	for _, k := range faultKinds {
+		width = max(width, len(k.form))
+	}
+	lines := make([]string, len(faultKinds))
+	for i, k := range faultKinds {
+		lines[i] = fmt.Sprintf("%-*s%s", width+2, k.form, k.help)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func faultSynopsis() string {
+	forms := make([]string, len(faultKinds))
+	for i, k := range faultKinds {
+		forms[i] = k.form
+	}
+	return strings.Join(forms, ", ")
+}
 
 // ParseFault applies one --fault KIND[=VALUE] to f.
 func ParseFault(spec string, f *Faults) error {
 	kind, value, hasValue := strings.Cut(spec, "=")
-	switch kind {
-	case "echo":
-		if value != "500" && value != "ignored" {
-			return fmt.Errorf("--fault %q: echo takes 500 or ignored", spec)
+	for _, k := range faultKinds {
+		if k.name != kind {
+			continue
 		}
-		f.Echo = value
-	case "stall":
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil || v < 0 || v > 1 {
-			return fmt.Errorf("--fault %q: stall takes a share from 0 to 1", spec)
+		if !k.set(f, value, hasValue) {
+			return fmt.Errorf("--fault %q: %s takes %s", spec, kind, k.takes)
 		}
-		f.Stall = v
-	case "drop-done", "no-usage":
-		if hasValue {
-			return fmt.Errorf("--fault %q: %s takes no value", spec, kind)
-		}
-		if kind == "drop-done" {
-			f.DropDone = true
-		} else {
-			f.NoUsage = true
-		}
-	case "rate-limit":
-		n, err := strconv.Atoi(value)
-		if err != nil || n < 1 {
-			return fmt.Errorf("--fault %q: rate-limit takes a number of requests ≥ 1", spec)
-		}
-		f.RateLimit = n
-	default:
-		return fmt.Errorf("--fault %q: unknown kind (echo, stall, drop-done, no-usage, rate-limit)", spec)
+		return nil
 	}
-	return nil
+	return fmt.Errorf("--fault %q: unknown kind (%s)", spec, strings.Join(FaultKinds(), ", "))
 }
 
 // stallNext says whether the stream beginning now is one that stalls: of

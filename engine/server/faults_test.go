@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,72 @@ func TestParseFault(t *testing.T) {
 		if err := ParseFault(bad, &f); err == nil {
 			t.Fatalf("%s accepted", bad)
 		}
+	}
+}
+
+// The help, the synopsis and the unknown-kind error are made from the table
+// of kinds, so each names exactly the kinds ParseFault accepts, in order.
+func TestTheFaultHelpAndErrorsNameExactlyTheTablesKinds(t *testing.T) {
+	t.Parallel()
+	kinds := FaultKinds()
+	if len(kinds) != len(faultKinds) {
+		t.Fatalf("FaultKinds %v for %d rows", kinds, len(faultKinds))
+	}
+	kindOf := func(form string) string { k, _, _ := strings.Cut(form, "="); return k }
+
+	var helped []string
+	column := -1
+	for _, line := range strings.Split(FaultHelp, "\n") {
+		form, _, _ := strings.Cut(line, " ")
+		helped = append(helped, kindOf(form))
+		// Every line's explanation starts in the same column.
+		at := len(line) - len(strings.TrimLeft(line[len(form):], " "))
+		if column >= 0 && at != column {
+			t.Errorf("help line %q starts its text at column %d, the others at %d", line, at, column)
+		}
+		column = at
+	}
+	if !slices.Equal(helped, kinds) {
+		t.Errorf("the help names %v, the table %v", helped, kinds)
+	}
+
+	var synopsis []string
+	for _, form := range strings.Split(FaultSynopsis, ", ") {
+		synopsis = append(synopsis, kindOf(form))
+	}
+	if !slices.Equal(synopsis, kinds) {
+		t.Errorf("the synopsis names %v, the table %v", synopsis, kinds)
+	}
+
+	err := ParseFault("explode", &Faults{})
+	if err == nil {
+		t.Fatal("an unknown kind was accepted")
+	}
+	_, list, _ := strings.Cut(err.Error(), "unknown kind (")
+	list, closed := strings.CutSuffix(list, ")")
+	if !closed || !slices.Equal(strings.Split(list, ", "), kinds) {
+		t.Errorf("the error %q does not list the table's kinds %v", err, kinds)
+	}
+
+	// Each kind is one ParseFault knows: a value it refuses is named by kind,
+	// never answered as an unknown kind.
+	for _, k := range kinds {
+		err := ParseFault(k+"=no-such-value", &Faults{})
+		if err == nil || strings.Contains(err.Error(), "unknown kind") || !strings.Contains(err.Error(), k+" takes ") {
+			t.Errorf("%s=no-such-value: %v", k, err)
+		}
+	}
+}
+
+func TestARefusedFaultLeavesTheFaultsAsTheyWere(t *testing.T) {
+	t.Parallel()
+	f := Faults{Echo: "500", Stall: 0.5, DropDone: true, NoUsage: true, RateLimit: 2}
+	for _, bad := range []string{"echo=404", "stall=2", "drop-done=0", "no-usage=false", "rate-limit=0"} {
+		if err := ParseFault(bad, &f); err == nil {
+			t.Fatalf("%s accepted", bad)
+		}
+	}
+	if f.Echo != "500" || f.Stall != 0.5 || !f.DropDone || !f.NoUsage || f.RateLimit != 2 {
+		t.Fatalf("after refused faults: %s %v %v %v %d", f.Echo, f.Stall, f.DropDone, f.NoUsage, f.RateLimit)
 	}
 }
