@@ -647,8 +647,157 @@ func (s *Scheduler) order() {
 	sort.SliceStable(s.waiting, func(i, j int) bool { return match[s.waiting[i]] > match[s.waiting[j]] })
 }
 
+// prefillAdder forms one prefill batch against the step's budgets, as
+// SGLang's PrefillAdder does (schedule_policy.py): the request being
+// prefilled in chunks first (add_chunked_req), then waiting requests one at
+// a time (add_one_req) until a budget runs out.
+type prefillAdder struct {
+	s        *Scheduler
+	remTotal float64 // KV tokens left, less the running requests' reservation
+	remInput int     // new tokens left in the batch (max_prefill_tokens)
+	remChunk int     // prompt tokens left for this step's chunks (chunked_prefill_size)
+	slots    int     // places left in the running batch (max_running_requests)
+	admitted int     // waiting requests admitted, from the head of the queue
+	batch    []*req
+	sizes    []int // tokens each request of batch extends by
+}
+
+// newPrefillAdder starts a batch with the budgets left now, after the
+// running requests took their pages.
+func (s *Scheduler) newPrefillAdder() *prefillAdder {
+	remChunk := s.cfg.ChunkedPrefillSize
+	if remChunk < 0 {
+		remChunk = math.MaxInt
+	}
+	return &prefillAdder{
+		s:        s,
+		remTotal: float64(s.freeTokens()) - s.reserved(),
+		remInput: s.cfg.MaxPrefillTokens,
+		remChunk: remChunk,
+		slots:    s.cfg.MaxRunningRequests - len(s.running),
+	}
+}
+
+// full reports whether no further waiting request can join the batch: no
+// place, no input or chunk budget left, or a request still being chunked
+// (only one is chunked at a time).
+func (a *prefillAdder) full() bool {
+	return a.slots <= 0 || a.remInput <= 0 || a.remChunk <= 0 || a.s.chunked != nil
+}
+
+// add puts extend more tokens of q in the batch, taking the KV pages they
+// need; it reports false, changing nothing, when the pool has none left.
+func (a *prefillAdder) add(q *req, extend int) bool {
+	s := a.s
+	ps := s.cfg.PageSize
+	need := (q.filled + extend + ps - 1) / ps
+	if need > len(q.pages) {
+		more, ok := s.alloc(need - len(q.pages))
+		if !ok {
+			return false
+		}
+		q.pages = append(q.pages, more...)
+	}
+	a.batch = append(a.batch, q)
+	s.inStep = append(s.inStep, q)
+	a.sizes = append(a.sizes, extend)
+	a.remInput -= extend
+	a.remChunk -= extend
+	return true
+}
+
+// addChunked adds the next chunk of the request being prefilled in chunks
+// (SGLang's add_chunked_req): as much of the rest as the chunk budget
+// holds, whole pages unless it is the last chunk. The request stays
+// s.chunked while chunks remain after this one, or when it could not be
+// added at all.
+func (a *prefillAdder) addChunked() {
+	s := a.s
+	q := s.chunked
+	s.move(q, "chunk")
+	ps := s.cfg.PageSize
+	extend := min(q.target-q.filled, a.remChunk)
+	if extend < q.target-q.filled {
+		extend = extend / ps * ps
+	}
+	if extend > 0 && a.add(q, extend) {
+		s.chunked = nil
+		if q.filled+extend < q.target {
+			s.chunked = q
+		}
+		a.slots--
+	}
+	s.between = nil
+}
+
+// addOne admits the waiting request q to the batch (SGLang's add_one_req),
+// reusing its cached prefix, and reports false when it does not fit: the
+// batch is then full, and q keeps no matched prefix. A request whose prompt
+// does not fit in the chunk budget is added in part and becomes s.chunked.
+// q is the request between lists (see move) until the caller clears it.
+func (a *prefillAdder) addOne(q *req) bool {
+	s := a.s
+	s.move(q, "admit")
+	s.matchPrefix(q)
+	extend, need, ok := a.budget(q)
+	if !ok || !a.add(q, extend) {
+		s.unshare(q)
+		return false
+	}
+	a.remTotal -= need
+	a.admitted++
+	a.slots--
+	if q.filled+extend < q.target {
+		s.chunked = q
+	}
+	return true
+}
+
+// budget returns how many tokens of q's prompt this batch can take (all
+// that is left, or a chunk of whole pages) and the KV they and q's future
+// tokens need; ok is false when q does not fit. The first waiting request
+// admitted is taken beyond max_prefill_tokens, and, with nothing running,
+// whatever the KV estimate, so that an idle scheduler always makes progress.
+func (a *prefillAdder) budget(q *req) (extend int, need float64, ok bool) {
+	ps := a.s.cfg.PageSize
+	extend = q.target - q.filled
+	need = float64(extend + min(q.r.Params.MaxNewTokens-len(q.out), clipMaxNewTokens))
+	if need > a.remTotal && (len(a.s.running) > 0 || a.admitted > 0) {
+		return 0, 0, false // not enough KV for it and its future tokens
+	}
+	if extend > a.remChunk {
+		extend = a.remChunk / ps * ps
+		if extend == 0 {
+			return 0, 0, false
+		}
+	}
+	if extend > a.remInput && a.admitted > 0 {
+		return 0, 0, false
+	}
+	return extend, need, true
+}
+
+// matchPrefix gives a request that holds no pages the longest prefix of its
+// tokens that the prefix cache holds, locked there; at least the last token
+// is left to compute, for its logits. A request that wants prompt logprobs
+// computes its whole prompt.
+func (s *Scheduler) matchPrefix(q *req) {
+	if q.pages != nil || s.radix == nil || q.r.Params.PromptLogprobs {
+		return
+	}
+	pages, n, node := s.radix.Match(q.tokens()[:q.target-1])
+	if n > 0 {
+		q.pages, q.shared, q.node, q.filled, q.slots = slices.Clone(pages), len(pages), node, n, q.slots[:0]
+		s.radix.Lock(node)
+		if !q.retracted {
+			q.cached = n
+		}
+	}
+}
+
 // prefillStep forms and runs a prefill batch if it can (SGLang runs prefill
-// first when possible).
+// first when possible), as SGLang's get_new_batch_prefill: the chunked
+// request first, then waiting requests in the policy's order.
 func (s *Scheduler) prefillStep() bool {
 	if len(s.waiting) == 0 && s.chunked == nil {
 		return false
@@ -660,101 +809,40 @@ func (s *Scheduler) prefillStep() bool {
 		s.makeRoom()
 		decoding = slices.Clone(s.running)
 	}
-	ps := s.cfg.PageSize
-	remTotal := float64(s.freeTokens()) - s.reserved()
-	remInput := s.cfg.MaxPrefillTokens
-	remChunk := s.cfg.ChunkedPrefillSize
-	if remChunk < 0 {
-		remChunk = math.MaxInt
-	}
-	slots := s.cfg.MaxRunningRequests - len(s.running)
-	var batch []*req
-	var seqs []model.Seq
-	var sizes []int
-
-	add := func(q *req, extend int) bool {
-		need := (q.filled + extend + ps - 1) / ps
-		if need > len(q.pages) {
-			more, ok := s.alloc(need - len(q.pages))
-			if !ok {
-				return false
-			}
-			q.pages = append(q.pages, more...)
-		}
-		batch = append(batch, q)
-		s.inStep = append(s.inStep, q)
-		sizes = append(sizes, extend)
-		remInput -= extend
-		remChunk -= extend
-		return true
-	}
-	// The request being prefilled in chunks goes first.
-	if q := s.chunked; q != nil {
-		s.move(q, "chunk")
-		extend := min(q.target-q.filled, remChunk)
-		if extend < q.target-q.filled {
-			extend = extend / ps * ps
-		}
-		if extend > 0 && add(q, extend) {
-			s.chunked = nil
-			if q.filled+extend < q.target {
-				s.chunked = q
-			}
-			slots--
-		}
-		s.between = nil
+	a := s.newPrefillAdder()
+	if s.chunked != nil {
+		a.addChunked()
 	}
 	s.order()
-	admitted := 0
 	for _, q := range s.waiting {
-		if slots <= 0 || remInput <= 0 || remChunk <= 0 || s.chunked != nil {
+		if a.full() || !a.addOne(q) {
 			break
-		}
-		s.move(q, "admit")
-		if q.pages == nil && s.radix != nil && !q.r.Params.PromptLogprobs {
-			// Reuse a cached prefix; at least the last token is computed, for its logits.
-			pages, n, node := s.radix.Match(q.tokens()[:q.target-1])
-			if n > 0 {
-				q.pages, q.shared, q.node, q.filled, q.slots = slices.Clone(pages), len(pages), node, n, q.slots[:0]
-				s.radix.Lock(node)
-				if !q.retracted {
-					q.cached = n
-				}
-			}
-		}
-		extend := q.target - q.filled
-		need := float64(extend + min(q.r.Params.MaxNewTokens-len(q.out), clipMaxNewTokens))
-		if need > remTotal && (len(s.running) > 0 || admitted > 0) {
-			s.unshare(q)
-			break // not enough KV for it and its future tokens: the batch is full
-		}
-		if extend > remChunk {
-			extend = remChunk / ps * ps
-			if extend == 0 {
-				s.unshare(q)
-				break
-			}
-		}
-		if extend > remInput && admitted > 0 {
-			s.unshare(q)
-			break
-		}
-		if !add(q, extend) {
-			s.unshare(q)
-			break
-		}
-		remTotal -= need
-		admitted++
-		slots--
-		if q.filled+extend < q.target {
-			s.chunked = q
 		}
 	}
 	s.between = nil
-	s.waiting = s.waiting[admitted:]
-	if len(batch) == 0 {
+	s.waiting = s.waiting[a.admitted:]
+	if len(a.batch) == 0 {
 		return false // with mixed chunks, the decode step will run them
 	}
+	s.runPrefill(a.batch, a.sizes, decoding)
+	return true
+}
+
+// runPrefill runs a prefill batch whose requests extend by sizes, the
+// decoding requests' tokens after theirs, and takes the results of both.
+func (s *Scheduler) runPrefill(batch []*req, sizes []int, decoding []*req) {
+	seqs := s.prefillSeqs(batch, sizes)
+	s.inStep = append(s.inStep, decoding...)
+	out := s.exec.Forward(append(seqs, s.decodeSeqs(decoding)...))
+	s.decoded(decoding, out, len(batch))
+	s.prefilled(batch, sizes, seqs, out)
+}
+
+// prefillSeqs is each request's next sizes[i] tokens from its first
+// uncomputed position, with logits for its last row once its prompt is
+// whole, or for every row when it wants prompt logprobs.
+func (s *Scheduler) prefillSeqs(batch []*req, sizes []int) []model.Seq {
+	var seqs []model.Seq
 	for i, q := range batch {
 		rows := model.NoRows
 		if q.filled+sizes[i] == q.target {
@@ -771,10 +859,14 @@ func (s *Scheduler) prefillStep() bool {
 			Logits: rows,
 		})
 	}
-	s.inStep = append(s.inStep, decoding...)
-	seqs = append(seqs, s.decodeSeqs(decoding)...)
-	out := s.exec.Forward(seqs)
-	s.decoded(decoding, out, len(batch))
+	return seqs
+}
+
+// prefilled takes a prefill batch's results, sequence i of out being
+// seqs[i]: each chunk's prompt logprobs, and for a request whose prompt is
+// now whole, its first token (it joins the running batch) or, with
+// max_tokens 0, its finish.
+func (s *Scheduler) prefilled(batch []*req, sizes []int, seqs []model.Seq, out *model.Output) {
 	for i, q := range batch {
 		logits, _ := out.SeqRows(i)
 		q.filled += sizes[i]
@@ -792,7 +884,6 @@ func (s *Scheduler) prefillStep() bool {
 		s.running = append(s.running, q)
 		s.emit(q, logits.Row(logits.Rows-1))
 	}
-	return true
 }
 
 // unshare drops the prefix a request matched but was not admitted with.

@@ -9,7 +9,7 @@ import (
 // oracle drafts the known greedy continuation; wrong drafts anything else.
 type oracle struct{ greedy []int32 }
 
-func (o oracle) Draft(_ *Model, s *SpecSeq, k int) []int32 {
+func (o oracle) Draft(_ *Model, s *RefSpecSeq, k int) []int32 {
 	at := len(s.Tokens) + 1 // greedy[at] follows s.Next
 	return slices.Clone(o.greedy[at:min(at+k, len(o.greedy))])
 }
@@ -19,7 +19,7 @@ type wrong struct {
 	vocab  int32
 }
 
-func (w wrong) Draft(_ *Model, s *SpecSeq, k int) []int32 {
+func (w wrong) Draft(_ *Model, s *RefSpecSeq, k int) []int32 {
 	out := oracle{w.greedy}.Draft(nil, s, k)
 	for i := range out {
 		out[i] = (out[i] + 1) % w.vocab
@@ -56,7 +56,7 @@ func cacheRows(m *Model, pages []int32, n int) [][]float32 {
 	return out
 }
 
-func TestSpeculativeDecodingGivesGreedysTokensAndCache(t *testing.T) {
+func TestRefSpecStepGivesGreedysTokensAndCache(t *testing.T) {
 	t.Parallel()
 	cfg := microConfig()
 	prompt := tokensN(14, 5)
@@ -66,12 +66,12 @@ func TestSpeculativeDecodingGivesGreedysTokensAndCache(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		d       Drafter
+		d       RefDrafter
 		perStep int // new tokens each step
 	}{
 		{"an oracle drafter's tokens are all accepted", oracle{greedy}, k + 1},
 		{"a wrong drafter's tokens are all rejected", wrong{greedy, int32(cfg.VocabSize)}, 1},
-		{"the MTP layer drafts; greedy's tokens come out whatever it proposes", MTPDrafter{}, 0},
+		{"the MTP layer drafts; greedy's tokens come out whatever it proposes", RefMTPDrafter{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -80,11 +80,11 @@ func TestSpeculativeDecodingGivesGreedysTokensAndCache(t *testing.T) {
 			if !ok {
 				t.Fatal("cache full")
 			}
-			s := &SpecSeq{Tokens: slices.Clone(prompt), Pages: pages}
-			m.Prefill(s)
+			s := &RefSpecSeq{Tokens: slices.Clone(prompt), Pages: pages}
+			m.RefSpecPrefill(s)
 			got := []int32{s.Next}
 			for len(got) < n {
-				step := m.SpecStep(s, tc.d, k)
+				step := m.RefSpecStep(s, tc.d, k)
 				if tc.perStep != 0 && len(step) != tc.perStep && len(got)+len(step) < n {
 					t.Fatalf("a step gave %d tokens, want %d", len(step), tc.perStep)
 				}
