@@ -172,7 +172,10 @@ func (c *RadixCache) lruLeaf() *radixNode {
 	var walk func(n *radixNode)
 	walk = func(n *radixNode) {
 		if len(n.children) == 0 && n != c.root && n.lockRef == 0 {
-			if best == nil || n.lastUse < best.lastUse {
+			// Ties (leaves last used in the same step) go to the lowest
+			// first page, not to the children map's order, so eviction,
+			// and the slots later requests get, repeat from run to run.
+			if best == nil || n.lastUse < best.lastUse || n.lastUse == best.lastUse && len(n.pages) > 0 && len(best.pages) > 0 && n.pages[0] < best.pages[0] {
 				best = n
 			}
 		}

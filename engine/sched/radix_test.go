@@ -66,3 +66,22 @@ func TestRadixEvictsLeastRecentlyUsedUnlockedLeaves(t *testing.T) {
 		t.Fatalf("after full eviction: pages %d evictable %d freed %v + %v", c.Pages(), c.Evictable(), freed, all)
 	}
 }
+
+// Leaves last used at the same moment are evicted lowest first page first,
+// not in the children map's order (Go randomizes it), so which pages go
+// back, and which slots later requests get, repeats from run to run.
+func TestRadixEvictionTiesAreBrokenByPageNotByMapOrder(t *testing.T) {
+	t.Parallel()
+	for trial := 0; trial < 50; trial++ {
+		c := NewRadixCache(1)
+		c.Insert(toks("p"), []int32{9})
+		c.Insert(toks("q"), []int32{3})
+		c.Insert(toks("r"), []int32{6})
+		for _, n := range c.root.children {
+			n.lastUse = 7 // one step touched all three
+		}
+		if freed := c.Evict(1); !slices.Equal(freed, []int32{3}) {
+			t.Fatalf("trial %d: evicted %v, want [3]", trial, freed)
+		}
+	}
+}

@@ -441,7 +441,14 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		s.chunked = nil
 	}
 	err := &RequestError{Status: 500, Message: fmt.Sprintf("Internal server error: the scheduler step failed (%v).", v)}
-	for q := range hit {
+	seen := make(map[*req]bool, len(affected))
+	for _, q := range affected {
+		// In affected's order, not the map's: which pages go back first
+		// decides later requests' slots, and runs must repeat.
+		if seen[q] {
+			continue
+		}
+		seen[q] = true
 		func() {
 			defer func() {
 				if rv := recover(); rv != nil {
