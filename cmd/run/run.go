@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,7 +54,17 @@ type Options struct {
 	// ProgressEvery is how often plain progress lines are printed when
 	// stderr is not a terminal.
 	ProgressEvery time.Duration
+	// Summary is what stdout gets when the run ends: SummaryFull,
+	// SummaryCompact, or SummaryAuto ("" too): compact on a terminal.
+	Summary string
 }
+
+// The --summary values.
+const (
+	SummaryAuto    = "auto"
+	SummaryFull    = "full"
+	SummaryCompact = "compact"
+)
 
 // NewCmdRun binds run's flags. runF replaces the run function in tests.
 func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
@@ -79,7 +90,13 @@ request streams /chat/completions with usage and ignore_eos; none is retried.
 Each failed request gets one error class (rate_limited, queue_full, http_5xx,
 http_4xx, connect, ttft_timeout, stalled, total_timeout, stream_error,
 truncated, empty). The report is written even when every request failed, at
-the phase cap, or on Ctrl-C (exit 130).`,
+the phase cap, or on Ctrl-C (exit 130).
+
+When the run ends, stdout gets a summary (--summary): on a terminal (auto,
+the default) or with compact, a plain-text table of the columns that matter,
+only the error classes that occurred and where the report went; otherwise, or
+with full, report.md's phase and failure tables in Markdown. report.md always
+has everything.`,
 		Example: `  glmbench run --phases all --endpoint http://127.0.0.1:30000/v1
   glmbench run --endpoint https://api.example.com/v1 --model glm-5 --phases single,decode_medium
   glmbench run --endpoints endpoints.yaml --name hosted --phase burst=64/1024/128 --max-concurrency 16`,
@@ -113,6 +130,7 @@ the phase cap, or on Ctrl-C (exit 130).`,
 	fl.StringArrayVar(&o.Thresholds, "threshold", nil, "a gate threshold, e.g. 'decode_medium.out_tput > -5%' (repeatable; needs --baseline)")
 	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
 	fl.StringVar(&o.JUnit, "junit", "", "write the gate's JUnit XML to this file (needs --baseline)")
+	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
 	return cmd
 }
 
@@ -138,6 +156,11 @@ func (o *Options) validate() ([]bench.Spec, error) {
 	}
 	if o.MaxConcurrency < 0 {
 		return nil, cmdutil.BadInput("--max-concurrency must not be negative")
+	}
+	switch o.Summary {
+	case "", SummaryAuto, SummaryFull, SummaryCompact:
+	default:
+		return nil, cmdutil.BadInput("--summary must be auto, full or compact, not %q", o.Summary)
 	}
 	if len(o.Baseline) == 0 && (len(o.Thresholds) > 0 || o.ThresholdFile != "" || o.JUnit != "") {
 		return nil, cmdutil.BadInput("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")
@@ -261,7 +284,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := write(); err != nil {
 		return err
 	}
-	if err := reports.WriteSummary(io.Out, rep); err != nil {
+	if err := o.writeSummary(rep, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(io.ErrOut, "glmbench: report written to %s\n", out)
@@ -274,6 +297,17 @@ func Run(ctx context.Context, o *Options) error {
 		return gp.Check([]*schema.Report{rep})
 	}
 	return nil
+}
+
+// writeSummary prints the run's end on stdout: WriteCompact on a terminal
+// (or with --summary compact), where report.md's 16-column tables would
+// wrap; else those tables, for a pipe or a file to keep.
+func (o *Options) writeSummary(rep *schema.Report, dir string) error {
+	io := o.F.IO
+	if o.Summary == SummaryCompact || (o.Summary == SummaryAuto || o.Summary == "") && io.OutTTY() {
+		return reports.WriteCompact(io.Out, rep, filepath.Join(dir, reports.ReportMD))
+	}
+	return reports.WriteSummary(io.Out, rep)
 }
 
 // outcome counts the requests of a run's phases by how they ended.
