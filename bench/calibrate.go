@@ -11,6 +11,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // Calibration is the filler length that brings a request's prompt to a
@@ -153,7 +154,7 @@ func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 	if resp.Status != 200 {
 		// A 2xx body comes with only its long secrets redacted (it was for
 		// parsing): redact all of them before the cut.
-		msg := endpoints.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
+		msg := summary.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
 		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg)}
 	}
 	var v struct {
@@ -170,7 +171,7 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	msg := res.Detail
 	if len(res.Body) > 0 && res.Status != 200 {
-		msg = endpoints.ErrorMessage(res.Body)
+		msg = summary.ErrorMessage(res.Body)
 	}
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
 	switch res.Class {
@@ -193,7 +194,7 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		}
 	case schema.StreamError, schema.QueueFull:
 		if len(res.Body) > 0 {
-			pe.Msg = short(endpoints.ErrorMessage(res.Body))
+			pe.Msg = short(summary.ErrorMessage(res.Body))
 		}
 	}
 	return pe

@@ -11,6 +11,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // Causes a phase's requests are cancelled with.
@@ -303,7 +304,7 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 		status = schema.StatusComplete
 	}
 	run := PhaseRun{Start: start, Records: records, CPUSeconds: cpuSeconds() - cpu0}
-	run.Result = Summarize(spec, records, status)
+	run.Result = summary.Phase(spec.Name, spec.In, spec.Out, records, status)
 	if plan.Cal.PromptTokens >= 0 {
 		run.Result.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
 	}
@@ -455,3 +456,5 @@ func (p *Progress) Errors() map[schema.Class]int64 {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -135,22 +135,6 @@ func TestListModelsAndItsErrors(t *testing.T) {
 	}
 }
 
-func TestErrorMessageReadsCommonShapes(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		`{"error":{"message":"Rate limit\nreached","code":429}}`:      "Rate limit reached",
-		`{"object":"error","message":"The request queue is full."}`:   "The request queue is full.",
-		`{"error":"model not found"}`:                                 "model not found",
-		`{"detail":"Not Found"}`:                                      "Not Found",
-		"<html>502 Bad Gateway</html>":                                "<html>502 Bad Gateway</html>",
-		`{"error":{"message":"ValidationError.__new__() missing 1"}}`: "ValidationError.__new__() missing 1",
-	} {
-		if got := endpoints.ErrorMessage([]byte(in)); got != want {
-			t.Errorf("ErrorMessage(%s) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestStreamsReuseKeepAliveConnections(t *testing.T) {
 	t.Parallel()
 	var conns atomic.Int64

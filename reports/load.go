@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // ErrBadInput is wrapped by every error about the files given (missing,
@@ -42,7 +42,7 @@ type Input struct {
 // Load reads one report: a report.json, a folder holding one, or a legacy
 // JSON list of rows. A requests.jsonl beside a report.json (or in the folder)
 // is read too, and every phase it holds records for is recomputed from them
-// with bench.Summarize, so a report can be re-made offline. A requests.jsonl
+// with summary.Phase, so a report can be re-made offline. A requests.jsonl
 // beside a file of another name is not read: it may belong to another run.
 func Load(path string) (*Input, error) {
 	if path == "" {
@@ -160,7 +160,7 @@ func parseReport(file string, data []byte) (*schema.Report, error) {
 }
 
 // recompute replaces the figures of every phase that has records with those
-// bench.Summarize computes from them. A phase whose record count is not its
+// summary.Phase computes from them. A phase whose record count is not its
 // batch_size keeps its stored figures: the records are not all of it.
 func recompute(in *Input) {
 	byPhase := map[string][]schema.Record{}
@@ -184,8 +184,7 @@ func recompute(in *Input) {
 				in.Path, ph.Phase, len(recs), ph.BatchSize))
 			continue
 		}
-		spec := bench.Spec{Name: ph.Phase, N: ph.BatchSize, In: ph.InputLen, Out: ph.OutputLen}
-		fresh := bench.Summarize(spec, recs, ph.Status)
+		fresh := summary.Phase(ph.Phase, ph.InputLen, ph.OutputLen, recs, ph.Status)
 		// What records cannot tell is kept from the stored phase.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
 		*ph = fresh

@@ -24,7 +24,7 @@ import (
 type Target struct {
 	Endpoint *endpoints.Endpoint
 	connect  time.Duration
-	builtin  *endpoints.Builtin
+	builtin  *Builtin
 }
 
 // Open resolves the endpoint flags and checks the endpoint answers (taking
@@ -39,7 +39,7 @@ func Open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connec
 	if !flags.Given() {
 		o := engine.DefaultOptions()
 		o.Version = f.Version
-		b, err := endpoints.StartBuiltin(o)
+		b, err := StartBuiltin(o)
 		if err != nil {
 			return nil, err
 		}
