@@ -26,7 +26,7 @@ type rule struct {
 }
 
 var rules = []rule{
-	{from: "reports/...", not: []string{"engine/...", "kernels/...", "bench/...", "evals/...", "cmd/..."},
+	{from: "reports/...", not: []string{"engine/...", "kernels/...", "bench/...", "endpoints/...", "evals/...", "cmd/..."},
 		why: "the report writers are pure functions of records: they neither make requests nor run load, and an engine edit must not re-run their tests"},
 	{from: "bench/...", not: []string{"engine/...", "kernels/...", "evals/...", "reports", "cmd/..."},
 		why: "the load runner talks to any endpoint through the client; the built-in engine is started by cmd/target"},
@@ -42,6 +42,8 @@ var rules = []rule{
 		why: "the shared types are the leaf everything imports"},
 	{from: "reports/summary", only: []string{"reports/schema"},
 		why: "phase metrics are shared by the load runner and the report reader, so they link neither"},
+	{from: "internal/badinput", only: []string{},
+		why: "the one bad-input error is returned by every layer, so it links none"},
 }
 
 // pkg is one package as go list describes it.
