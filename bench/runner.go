@@ -74,7 +74,8 @@ type PhaseRun struct {
 // lets a probe outlive its limit or the calibration its budget gives a bad
 // input error (badinput.Error; wrapping a *ProbeError for a refused or
 // failed probe). Warnings (an endpoint without usage, a calibration out of
-// tolerance) are returned beside the plans. When ctx is cancelled, its cause is returned.
+// tolerance) are returned beside the plans. When ctx is cancelled, its
+// cause is returned.
 func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, error) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
 	defer tr.Close()

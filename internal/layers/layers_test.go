@@ -67,12 +67,12 @@ func load(t *testing.T) map[string]pkg {
 		t.Skip("no go command on PATH")
 	}
 	gomod, err := exec.Command(goTool, "env", "GOMOD").Output()
-	if err != nil || len(bytes.TrimSpace(gomod)) == 0 {
-		t.Skipf("go env GOMOD: %v", err)
+	gomod = bytes.TrimSpace(gomod)
+	if err != nil || len(gomod) == 0 || string(gomod) == os.DevNull {
+		t.Skipf("not inside the module (go env GOMOD: %q, %v)", gomod, err)
 	}
 	cmd := exec.Command(goTool, "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...")
-	cmd.Dir = filepath.Dir(string(bytes.TrimSpace(gomod)))
-	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	cmd.Dir = filepath.Dir(string(gomod))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
