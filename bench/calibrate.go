@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // Calibration is the filler length that brings a request's prompt to a
@@ -37,8 +39,8 @@ const maxProbes = 16
 // charsPerTokenGuess starts the search; the search measures the real ratio.
 const charsPerTokenGuess = 4
 
-// ProbeError is an endpoint's refusal of a probe: bad input, said before any
-// load is sent.
+// ProbeError is an endpoint's refusal of a probe: bad input (Prepare
+// returns it wrapped in a badinput.Error), said before any load is sent.
 type ProbeError struct {
 	Phase  string
 	What   string
@@ -74,9 +76,6 @@ func (e *ProbeError) Error() string {
 		return fmt.Sprintf("%s failed the %s (%s: %s)", where, e.What, e.Class, e.Msg)
 	}
 }
-
-// Unwrap makes a ProbeError bad input.
-func (e *ProbeError) Unwrap() error { return endpoints.ErrBadInput }
 
 // ProbeIndex is the request index every probe's prefix carries, under a
 // nonce of its own: same length as the load's prefixes, so the same token
@@ -153,7 +152,7 @@ func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 	if resp.Status != 200 {
 		// A 2xx body comes with only its long secrets redacted (it was for
 		// parsing): redact all of them before the cut.
-		msg := endpoints.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
+		msg := summary.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
 		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg)}
 	}
 	var v struct {
@@ -170,7 +169,7 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	msg := res.Detail
 	if len(res.Body) > 0 && res.Status != 200 {
-		msg = endpoints.ErrorMessage(res.Body)
+		msg = summary.ErrorMessage(res.Body)
 	}
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
 	switch res.Class {
@@ -193,7 +192,7 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		}
 	case schema.StreamError, schema.QueueFull:
 		if len(res.Body) > 0 {
-			pe.Msg = short(endpoints.ErrorMessage(res.Body))
+			pe.Msg = short(summary.ErrorMessage(res.Body))
 		}
 	}
 	return pe
@@ -253,7 +252,7 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 		return cal, err
 	}
 	if base > target+tol {
-		return cal, bad("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", p.phase, target, base)
+		return cal, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", p.phase, target, base)
 	}
 	if base >= target-tol {
 		return done(0, base)
@@ -306,7 +305,7 @@ search:
 			// target's length will do.
 			if s := slope(); s > 0 {
 				if at := tlo + int(s*float64(c-lo)); at < target-tol {
-					return cal, bad("phase %s: the endpoint refuses a prompt of about %s tokens, below this phase's %s (HTTP 400: %s)", p.phase, count(at), count(target), pe.Msg)
+					return cal, badinput.Errorf("phase %s: the endpoint refuses a prompt of about %s tokens, below this phase's %s (HTTP 400: %s)", p.phase, count(at), count(target), pe.Msg)
 				}
 			}
 			hi, thi = c, math.MaxInt
@@ -331,7 +330,7 @@ search:
 			}
 			if lo == 0 {
 				// Cut already at the first probe: no ratio to judge by.
-				return cal, bad("phase %s: the endpoint's prompt count does not follow the prompt: %s characters of filler counted only %s tokens (a truncated prompt?), far below this phase's %s",
+				return cal, badinput.Errorf("phase %s: the endpoint's prompt count does not follow the prompt: %s characters of filler counted only %s tokens (a truncated prompt?), far below this phase's %s",
 					p.phase, count(firstC), count(firstT), count(target))
 			}
 			hi, thi = c, math.MaxInt
@@ -365,7 +364,7 @@ search:
 		}
 	}
 	if cut && thi == math.MaxInt {
-		return cal, bad("phase %s: the endpoint truncates prompts at about %s tokens, below this phase's %s (%s characters of filler counted %s tokens; %s counted %s)",
+		return cal, badinput.Errorf("phase %s: the endpoint truncates prompts at about %s tokens, below this phase's %s (%s characters of filler counted %s tokens; %s counted %s)",
 			p.phase, count(tlo), count(target), count(lo), count(tlo), count(firstC), count(firstT))
 	}
 	return done(best, tbest)
@@ -434,7 +433,7 @@ func preflight(ctx context.Context, o *Options, client *endpoints.Client, specs 
 	}
 	for _, s := range specs {
 		if s.In+s.Out > n {
-			return bad("phase %s: IN+OUT is %s+%s = %s tokens, more than the endpoint's context of %s tokens (%s)",
+			return badinput.Errorf("phase %s: IN+OUT is %s+%s = %s tokens, more than the endpoint's context of %s tokens (%s)",
 				s.Name, count(s.In), count(s.Out), count(s.In+s.Out), count(n), source)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -183,7 +184,7 @@ func TestCalibrationStopsAtAServerThatTruncatesPrompts(t *testing.T) {
 	start := time.Now()
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), long)
 	guard(t, start, 15*time.Second)
-	if !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "phase long: the endpoint truncates prompts at about 4,0") ||
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "phase long: the endpoint truncates prompts at about 4,0") ||
 		!strings.Contains(err.Error(), "below this phase's 8,192") {
 		t.Fatalf("err = %v", err)
 	}
@@ -205,7 +206,7 @@ func TestCalibrationStopsWhenTheFirstProbeIsAlreadyTruncated(t *testing.T) {
 	// token of the target) is cut at once.
 	srv := newLlama(t, llamaTruncate, 512, false)
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), long)
-	if !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "prompt count does not follow the prompt") ||
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "prompt count does not follow the prompt") ||
 		!strings.Contains(err.Error(), "far below this phase's 8,192") {
 		t.Fatalf("err = %v", err)
 	}
@@ -218,7 +219,7 @@ func TestCalibrationStopsAtAServerThatRefusesLongPrompts(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, llamaRefuse, 4096, false)
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), long)
-	if !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "below this phase's 8,192") ||
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "below this phase's 8,192") ||
 		!strings.Contains(err.Error(), "exceeds the available context size (4096 tokens)") {
 		t.Fatalf("err = %v", err)
 	}
@@ -266,7 +267,7 @@ func TestPreflightChecksEachPhaseAgainstTheStatedContext(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, llamaTruncate, 4096, true)
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), []Spec{{Name: "fits", N: 1, In: 256, Out: 256}, {Name: "long", N: 2, In: 4000, Out: 128}})
-	if !errors.Is(err, endpoints.ErrBadInput) || err.Error() != "bad input: phase long: IN+OUT is 4,000+128 = 4,128 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props)" {
+	if !badinput.Is(err) || err.Error() != "phase long: IN+OUT is 4,000+128 = 4,128 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props)" {
 		t.Fatalf("err = %v", err)
 	}
 	if requests, _ := srv.stats(); requests != 0 {
@@ -297,7 +298,7 @@ func TestAProbeHasATimeLimitOfItsOwn(t *testing.T) {
 			_, _, err := Prepare(context.Background(), o, long)
 			guard(t, start, 10*time.Second)
 			var pe *ProbeError
-			if !errors.As(err, &pe) || !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "phase long: the endpoint") ||
+			if !errors.As(err, &pe) || !badinput.Is(err) || !strings.Contains(err.Error(), "phase long: the endpoint") ||
 				!strings.Contains(err.Error(), "calibration probe (max_tokens 1)") {
 				t.Fatalf("err = %v", err)
 			}
@@ -330,7 +331,7 @@ func TestTheWholeCalibrationHasABudget(t *testing.T) {
 	start := time.Now()
 	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "a", N: 1, In: 300, Out: 4}, {Name: "b", N: 1, In: 900, Out: 4}, {Name: "c", N: 1, In: 2000, Out: 4}})
 	guard(t, start, 10*time.Second)
-	if !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "calibration did not end within its budget of 400ms") {
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "calibration did not end within its budget of 400ms") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -343,12 +344,12 @@ func TestInterruptDuringCalibrationReturnsItsCause(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() {
 		<-srv.started
-		cancel(ErrInterrupted)
+		cancel(errInterrupted)
 	}()
 	start := time.Now()
 	_, _, err := Prepare(ctx, o, long)
 	guard(t, start, 10*time.Second)
-	if !errors.Is(err, ErrInterrupted) || errors.Is(err, endpoints.ErrBadInput) {
+	if !errors.Is(err, errInterrupted) || badinput.Is(err) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -3,73 +3,14 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
-
-func fp(v float64) *float64 { return &v }
-
-func near(t *testing.T, name string, got *float64, want float64) {
-	t.Helper()
-	if got == nil || math.Abs(*got-want) > 1e-9 {
-		t.Errorf("%s = %v, want %v", name, deref(got), want)
-	}
-}
-
-func TestSummarizeFollowsTheFormulas(t *testing.T) {
-	t.Parallel()
-	spec := Spec{Name: "p", N: 6, In: 100, Out: 5}
-	recs := []schema.Record{
-		// Two completed requests: one with usage and packed events, one without usage.
-		{I: 0, SendOffset: 0, TFirst: fp(0.1), TLast: fp(0.5), TEnd: fp(0.6), Events: []float64{0.1, 0.3, 0.5}, N: 5, NSource: schema.NFromUsage, Prompt: 100},
-		{I: 1, SendOffset: 0.2, TFirst: fp(0.3), TLast: fp(0.7), TEnd: fp(0.8), Events: []float64{0.3, 0.4, 0.5, 0.7}, N: 4, NSource: schema.NFromEvents, Prompt: 0},
-		{I: 2, SendOffset: 0.1, Class: schema.RateLimited, Status: 429, Body: `{"error":{"message":"slow down"}}`, TEnd: fp(0.01)},
-		{I: 3, SendOffset: 0.1, Class: schema.Stalled, Detail: "no bytes", TFirst: fp(0.2), Events: []float64{0.2}, TEnd: fp(3)},
-		{I: 4, SendOffset: 0.1, Cancelled: schema.CancelCap, Events: []float64{0.5, 0.6}, TEnd: fp(4)},
-		{I: 5, NotSent: true},
-	}
-	r := Summarize(spec, recs, schema.StatusCapped)
-	if r.Completed != 2 || r.Errors != 2 || r.Cancelled != 1 || r.NotSent != 1 || r.BatchSize != 6 {
-		t.Fatalf("counts: %+v", r)
-	}
-	if r.Short != 1 || r.CancelledOutTokens != 2 || r.ByClass[schema.RateLimited] != 1 || r.ByClass[schema.Stalled] != 1 {
-		t.Fatalf("short %d cancelled tokens %d by class %v", r.Short, r.CancelledOutTokens, r.ByClass)
-	}
-	if r.ErrorKinds["HTTP 429: slow down"] != 1 || r.ErrorKinds["stalled: no bytes"] != 1 {
-		t.Fatalf("error kinds %v", r.ErrorKinds)
-	}
-	// A completed request past OUT (a server that ignores max_tokens but
-	// stops) is long_output: counted, and its tokens are in out_tput.
-	long := Summarize(spec, []schema.Record{{I: 0, TFirst: fp(0.1), TLast: fp(0.9), TEnd: fp(1), Events: []float64{0.1, 0.9}, N: 50, NSource: schema.NFromUsage}}, schema.StatusComplete)
-	if long.Long != 1 || long.Short != 0 || long.OutTput != 50 {
-		t.Fatalf("long %d short %d out_tput %v, want 1, 0, 50", long.Long, long.Short, long.OutTput)
-	}
-	// wall: first send (0) → last completion (0.2 + 0.8 = 1.0).
-	if math.Abs(r.WallSec-1.0) > 1e-12 || math.Abs(r.OutTput-9) > 1e-9 || math.Abs(r.InTput-100) > 1e-9 {
-		t.Fatalf("wall %v out %v in %v", r.WallSec, r.OutTput, r.InTput)
-	}
-	if math.Abs(r.ErrorRate-2.0/6) > 1e-12 {
-		t.Fatalf("error_rate %v", r.ErrorRate)
-	}
-	near(t, "ttft_med", r.TTFTMed, 0.2)                  // of 0.1 and 0.3
-	near(t, "tpot_med", r.TPOTMed, (0.4/4+0.4/3)/2)      // (0.5−0.1)/(5−1) and (0.7−0.3)/(4−1)
-	near(t, "lat_p99", r.LatP99, 0.6+0.99*(0.8-0.6))     // linear interpolation
-	near(t, "itl_med", r.ITLMed, 0.2)                    // gaps 0.2 0.2 0.1 0.1 0.2
-	near(t, "tokens_per_event", r.TokensPerEvent, 9.0/7) // 9 tokens, 7 events
-	if r.NSources[schema.NFromUsage] != 1 || r.NSources[schema.NFromEvents] != 1 {
-		t.Fatalf("n_sources %v", r.NSources)
-	}
-
-	empty := Summarize(spec, []schema.Record{{I: 0, Class: schema.Connect, TEnd: fp(0.001)}}, schema.StatusComplete)
-	if empty.TTFTMed != nil || empty.LatP99 != nil || empty.TokensPerEvent != nil || empty.OutTput != 0 {
-		t.Fatalf("metrics over an empty sample must be null: %+v", empty)
-	}
-}
 
 func TestAReportCanBeRecomputedFromItsRecords(t *testing.T) {
 	t.Parallel()
@@ -90,7 +31,7 @@ func TestAReportCanBeRecomputedFromItsRecords(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	again := Summarize(spec, back, run.Result.Status)
+	again := summary.Phase(spec.Name, spec.In, spec.Out, back, run.Result.Status)
 	again.Concurrency, again.RequestRate, again.CalibratedInputLen = run.Result.Concurrency, run.Result.RequestRate, run.Result.CalibratedInputLen
 	if !reflect.DeepEqual(again, run.Result) {
 		t.Fatalf("recomputed from JSON records:\n%+v\nwant\n%+v", again, run.Result)

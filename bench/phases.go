@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // Spec is one phase's shape.
@@ -53,23 +53,23 @@ const (
 	maxTokens   = 10_000_000
 )
 
-// ParsePhase parses a custom phase "NAME=N/IN/OUT". Errors wrap
-// endpoints.ErrBadInput and say what is wrong in one line.
+// ParsePhase parses a custom phase "NAME=N/IN/OUT". Errors are bad input
+// (badinput.Error) and say what is wrong in one line.
 func ParsePhase(s string) (Spec, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok {
-		return Spec{}, bad("--phase %q: want NAME=N/IN/OUT, e.g. burst=64/1024/128", s)
+		return Spec{}, badinput.Errorf("--phase %q: want NAME=N/IN/OUT, e.g. burst=64/1024/128", s)
 	}
 	name = strings.TrimSpace(name)
 	if !phaseName.MatchString(name) {
-		return Spec{}, bad("--phase %q: name must match [a-z][a-z0-9_-]*", s)
+		return Spec{}, badinput.Errorf("--phase %q: name must match [a-z][a-z0-9_-]*", s)
 	}
 	if _, isBuiltin := builtin(name); isBuiltin || name == "all" {
-		return Spec{}, bad("--phase %q: %q is a built-in name; pick another", s, name)
+		return Spec{}, badinput.Errorf("--phase %q: %q is a built-in name; pick another", s, name)
 	}
 	parts := strings.Split(rest, "/")
 	if len(parts) != 3 {
-		return Spec{}, bad("--phase %q: want NAME=N/IN/OUT with three numbers", s)
+		return Spec{}, badinput.Errorf("--phase %q: want NAME=N/IN/OUT with three numbers", s)
 	}
 	var v [3]int
 	for i, p := range parts {
@@ -77,7 +77,7 @@ func ParsePhase(s string) (Spec, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 1 || n > limit {
 			what := [3]string{"N (requests)", "IN (input tokens)", "OUT (output tokens)"}[i]
-			return Spec{}, bad("--phase %q: %s must be a whole number from 1 to %d", s, what, limit)
+			return Spec{}, badinput.Errorf("--phase %q: %s must be a whole number from 1 to %d", s, what, limit)
 		}
 		v[i] = n
 	}
@@ -92,7 +92,7 @@ func Select(phases string, phasesGiven bool, custom []string) ([]Spec, error) {
 	seen := map[string]bool{}
 	add := func(s Spec) error {
 		if seen[s.Name] {
-			return bad("phase %q is named twice", s.Name)
+			return badinput.Errorf("phase %q is named twice", s.Name)
 		}
 		seen[s.Name] = true
 		out = append(out, s)
@@ -114,7 +114,7 @@ func Select(phases string, phasesGiven bool, custom []string) ([]Spec, error) {
 			}
 			s, ok := builtin(name)
 			if !ok {
-				return nil, bad("--phases: unknown phase %q (known: all, %s; custom ones go in --phase NAME=N/IN/OUT)", name, builtinNames())
+				return nil, badinput.Errorf("--phases: unknown phase %q (known: all, %s; custom ones go in --phase NAME=N/IN/OUT)", name, builtinNames())
 			}
 			if err := add(s); err != nil {
 				return nil, err
@@ -139,8 +139,4 @@ func builtinNames() string {
 		names[i] = s.Name
 	}
 	return strings.Join(names, ", ")
-}
-
-func bad(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{endpoints.ErrBadInput}, args...)...)
 }

@@ -1,11 +1,10 @@
 package bench
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 func TestSelectPhases(t *testing.T) {
@@ -37,7 +36,7 @@ func TestSelectPhases(t *testing.T) {
 			t.Parallel()
 			got, err := Select(tc.phases, tc.given, tc.custom)
 			if tc.wantE != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantE) || !errors.Is(err, endpoints.ErrBadInput) {
+				if err == nil || !strings.Contains(err.Error(), tc.wantE) || !badinput.Is(err) {
 					t.Fatalf("err = %v, want bad input containing %q", err, tc.wantE)
 				}
 				return
@@ -55,7 +54,7 @@ func TestSelectPhases(t *testing.T) {
 func TestParsePhaseRejectsBadSpecs(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{"", "x", "x=1/2", "x=1/2/3/4", "X=1/2/3", "1x=1/2/3", "x=0/2/3", "x=1/-2/3", "x=1/2/a", "x=1/2/99999999999", "x y=1/2/3", "=1/2/3"} {
-		if _, err := ParsePhase(in); err == nil || !errors.Is(err, endpoints.ErrBadInput) {
+		if _, err := ParsePhase(in); err == nil || !badinput.Is(err) {
 			t.Errorf("ParsePhase(%q) = %v, want a bad-input error", in, err)
 		}
 	}
@@ -74,7 +73,7 @@ func FuzzParsePhase(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		s, err := ParsePhase(in)
 		if err != nil {
-			if !errors.Is(err, endpoints.ErrBadInput) || strings.Contains(err.Error(), "\n") {
+			if !badinput.Is(err) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error is not one bad-input line: %v", err)
 			}
 			return

@@ -10,16 +10,14 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
-// Causes a phase's requests are cancelled with.
-var (
-	// ErrPhaseCap ends a phase that outlived its cap.
-	ErrPhaseCap = errors.New("phase cap reached")
-	// ErrInterrupted ends a run the user interrupted (Ctrl-C).
-	ErrInterrupted = errors.New("interrupted")
-)
+// ErrPhaseCap is the cause a phase's requests are cancelled with when the
+// phase outlived its cap.
+var ErrPhaseCap = errors.New("phase cap reached")
 
 // SaturationLag is the send lag beyond which the client itself may have
 // shaped the figures.
@@ -74,9 +72,10 @@ type PhaseRun struct {
 // sent. Where the server states its context, each phase's IN+OUT is checked
 // against it first. An endpoint that refuses a probe, truncates prompts,
 // lets a probe outlive its limit or the calibration its budget gives a bad
-// input error (a *ProbeError for a refused or failed probe). Warnings (an
-// endpoint without usage, a calibration out of tolerance) are returned
-// beside the plans. When ctx is cancelled, its cause is returned.
+// input error (badinput.Error; wrapping a *ProbeError for a refused or
+// failed probe). Warnings (an endpoint without usage, a calibration out of
+// tolerance) are returned beside the plans. When ctx is cancelled, its
+// cause is returned.
 func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, error) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
 	defer tr.Close()
@@ -104,9 +103,15 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	lim := endpoints.StreamLimits{MaxTokens: 1}
 	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim, sleep: sleepCtx}
 	probes := 0
+	// spent is how a calibration ends early: a spent budget and a refused
+	// or failed probe are bad input, a cancelled ctx gives its cause.
 	spent := func(err error) error {
-		if errors.Is(err, errCalibrationBudget) {
-			return bad("phase %s: calibration did not end within its budget of %s (%d probes sent; the budget is five times the probe limit for each prompt length: raise --probe-timeout for a slow server)", p.phase, budget, probes+p.probes)
+		var pe *ProbeError
+		switch {
+		case errors.Is(err, errCalibrationBudget):
+			return badinput.Errorf("phase %s: calibration did not end within its budget of %s (%d probes sent; the budget is five times the probe limit for each prompt length: raise --probe-timeout for a slow server)", p.phase, budget, probes+p.probes)
+		case errors.As(err, &pe):
+			return badinput.Wrap(err)
 		}
 		return err
 	}
@@ -145,7 +150,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 			return nil, warns, spent(res.Cancelled)
 		}
 		if res.Class != "" {
-			return nil, warns, p.fail("probe of the load's request shape", &res)
+			return nil, warns, spent(p.fail("probe of the load's request shape", &res))
 		}
 		plans = append(plans, Plan{Spec: s, Cal: cal})
 	}
@@ -163,8 +168,8 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // RunPhase sends one phase's requests and waits for all of them to end. It
 // never fails: every request, sent or not, becomes a record, and the result
-// is computed from the records. Cancelling ctx with ErrInterrupted ends the
-// phase early with status interrupted.
+// is computed from the records. Cancelling ctx (the user's Ctrl-C: any
+// cause but ErrPhaseCap) ends the phase early with status interrupted.
 func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	spec := plan.Spec
 	conc := spec.N
@@ -303,7 +308,7 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 		status = schema.StatusComplete
 	}
 	run := PhaseRun{Start: start, Records: records, CPUSeconds: cpuSeconds() - cpu0}
-	run.Result = Summarize(spec, records, status)
+	run.Result = summary.Phase(spec.Name, spec.In, spec.Out, records, status)
 	if plan.Cal.PromptTokens >= 0 {
 		run.Result.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
 	}
@@ -455,3 +460,5 @@ func (p *Progress) Errors() map[schema.Class]int64 {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }

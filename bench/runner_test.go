@@ -17,6 +17,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -320,7 +321,7 @@ func TestInterruptKeepsWhatFinished(t *testing.T) {
 	defer srv.Close()
 	o := testOptions(t, srv, "cafe0003")
 	ctx, cancel := context.WithCancelCause(context.Background())
-	time.AfterFunc(300*time.Millisecond, func() { cancel(ErrInterrupted) })
+	time.AfterFunc(300*time.Millisecond, func() { cancel(errInterrupted) })
 	run := RunPhase(ctx, o, plan(4, 16, 4))
 	r := run.Result
 	if r.Status != schema.StatusInterrupted || r.Completed != 1 || r.Cancelled != 3 {
@@ -465,7 +466,7 @@ func TestCalibrationProblemsAreSaidBeforeLoad(t *testing.T) {
 		srv := endpointstest.New(nil, func(s *endpointstest.Server) { s.PromptTokens = func(string) int { return 30 } })
 		defer srv.Close()
 		_, _, err := Prepare(context.Background(), testOptions(t, srv, "cafe0008"), []Spec{{Name: "x", N: 1, In: 5, Out: 3}})
-		if !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "smallest prompt of 30") {
+		if !badinput.Is(err) || !strings.Contains(err.Error(), "smallest prompt of 30") {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -477,7 +478,7 @@ func TestCalibrationProblemsAreSaidBeforeLoad(t *testing.T) {
 		defer srv.Close()
 		_, _, err := Prepare(context.Background(), testOptions(t, srv, "cafe0009"), []Spec{{Name: "x", N: 1, In: 64, Out: 3}})
 		var pe *ProbeError
-		if !errors.As(err, &pe) || !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "HTTP 400: Unsupported param: ignore_eos") {
+		if !errors.As(err, &pe) || !badinput.Is(err) || !strings.Contains(err.Error(), "HTTP 400: Unsupported param: ignore_eos") {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -491,7 +492,7 @@ func TestCalibrationProblemsAreSaidBeforeLoad(t *testing.T) {
 		})
 		defer srv.Close()
 		_, _, err := Prepare(context.Background(), testOptions(t, srv, "cafe000a"), []Spec{{Name: "x", N: 1, In: 64, Out: 500}})
-		if !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), "request shape") {
+		if !badinput.Is(err) || !strings.Contains(err.Error(), "request shape") {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -507,6 +508,9 @@ func TestCalibrationProblemsAreSaidBeforeLoad(t *testing.T) {
 		}
 	})
 }
+
+// errInterrupted stands for the command's cause of a Ctrl-C.
+var errInterrupted = errors.New("interrupted")
 
 func deref(p *float64) any {
 	if p == nil {

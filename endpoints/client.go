@@ -862,35 +862,6 @@ func classifyErrorEvent(c *Chunk) (schema.Class, string) {
 	return schema.StreamError, "error event inside a 200 stream"
 }
 
-// ErrorMessage extracts the human message from an error body: the "message"
-// of an OpenAI-shaped error (or a top-level "message"/"detail"), else the text.
-func ErrorMessage(body []byte) string {
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  any             `json:"detail"`
-	}
-	if json.Unmarshal(body, &v) == nil {
-		var inner struct {
-			Message string `json:"message"`
-		}
-		if len(v.Error) > 0 && json.Unmarshal(v.Error, &inner) == nil && inner.Message != "" {
-			return oneLine(inner.Message)
-		}
-		var s string
-		if len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil && s != "" {
-			return oneLine(s)
-		}
-		if v.Message != "" {
-			return oneLine(v.Message)
-		}
-		if d, ok := v.Detail.(string); ok && d != "" {
-			return oneLine(d)
-		}
-	}
-	return oneLine(strings.ToValidUTF8(string(body), "?"))
-}
-
 func isDone(b []byte) bool {
 	return string(bytes.TrimSpace(b)) == "[DONE]"
 }

@@ -2,7 +2,6 @@ package endpoints_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -109,7 +109,7 @@ func TestResolveRejectsBadInputInOneLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := endpoints.Resolve(tc.f, env(nil))
-			if err == nil || !errors.Is(err, endpoints.ErrBadInput) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want one bad-input line containing %q", err, tc.want)
 			}
 		})
@@ -132,22 +132,6 @@ func TestListModelsAndItsErrors(t *testing.T) {
 	defer locked.Close()
 	if _, err := client(locked).ListModels(context.Background()); endpoints.HTTPStatus(err) != 401 {
 		t.Fatalf("status of %v = %d", err, endpoints.HTTPStatus(err))
-	}
-}
-
-func TestErrorMessageReadsCommonShapes(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		`{"error":{"message":"Rate limit\nreached","code":429}}`:      "Rate limit reached",
-		`{"object":"error","message":"The request queue is full."}`:   "The request queue is full.",
-		`{"error":"model not found"}`:                                 "model not found",
-		`{"detail":"Not Found"}`:                                      "Not Found",
-		"<html>502 Bad Gateway</html>":                                "<html>502 Bad Gateway</html>",
-		`{"error":{"message":"ValidationError.__new__() missing 1"}}`: "ValidationError.__new__() missing 1",
-	} {
-		if got := endpoints.ErrorMessage([]byte(in)); got != want {
-			t.Errorf("ErrorMessage(%s) = %q, want %q", in, got, want)
-		}
 	}
 }
 

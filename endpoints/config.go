@@ -6,7 +6,6 @@ package endpoints
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // DefaultAPIKeyEnv is the environment variable an API key is read from unless told otherwise.
@@ -106,13 +107,6 @@ type Flags struct {
 // Given reports whether any endpoint was named; if not, the built-in engine is meant.
 func (f Flags) Given() bool { return f.Endpoint != "" || f.File != "" || f.Name != "" }
 
-// ErrBadInput marks errors in what the user gave (flags, files), which exit 2.
-var ErrBadInput = errors.New("bad input")
-
-func badf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadInput}, args...)...)
-}
-
 // fileEntry is one endpoint of an endpoints YAML file.
 type fileEntry struct {
 	Name      string            `json:"name"`
@@ -128,7 +122,7 @@ type fileDoc struct {
 
 // Resolve turns the flags into an Endpoint, reading the YAML file when one is
 // named and the API key from the environment through getenv. Every error
-// wraps ErrBadInput and names the problem in one line.
+// is bad input (badinput.Error) and names the problem in one line.
 func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -136,10 +130,10 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	var entry fileEntry
 	switch {
 	case f.File != "" && f.Endpoint != "":
-		return nil, badf("give either --endpoint or --endpoints/--name, not both")
+		return nil, badinput.Errorf("give either --endpoint or --endpoints/--name, not both")
 	case f.File != "":
 		if f.Name == "" {
-			return nil, badf("--endpoints %s needs --name to pick an entry", f.File)
+			return nil, badinput.Errorf("--endpoints %s needs --name to pick an entry", f.File)
 		}
 		e, err := loadEntry(f.File, f.Name)
 		if err != nil {
@@ -147,7 +141,7 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 		}
 		entry = e
 	case f.Name != "":
-		return nil, badf("--name needs --endpoints FILE")
+		return nil, badinput.Errorf("--name needs --endpoints FILE")
 	default:
 		entry = fileEntry{BaseURL: f.Endpoint}
 	}
@@ -168,7 +162,7 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	ep := &Endpoint{Name: entry.Name, BaseURL: base, Model: entry.Model, APIKeyEnv: keyEnv}
 	ep.apiKey = strings.TrimSpace(getenv(keyEnv))
 	if mustHaveKey && ep.apiKey == "" {
-		return nil, badf("environment variable %s (the API key) is empty or unset", keyEnv)
+		return nil, badinput.Errorf("environment variable %s (the API key) is empty or unset", keyEnv)
 	}
 	names := make([]string, 0, len(entry.Headers))
 	for k := range entry.Headers {
@@ -183,7 +177,7 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	for _, kv := range f.Headers {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, badf("--header %q: want NAME=VALUE", redactHeaderArg(kv))
+			return nil, badinput.Errorf("--header %q: want NAME=VALUE", redactHeaderArg(kv))
 		}
 		if err := ep.addHeader(strings.TrimSpace(k), v); err != nil {
 			return nil, err
@@ -204,10 +198,10 @@ func redactHeaderArg(kv string) string {
 
 func (e *Endpoint) addHeader(name, value string) error {
 	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-		return badf("header name %q is not a valid HTTP header name", name)
+		return badinput.Errorf("header name %q is not a valid HTTP header name", name)
 	}
 	if strings.ContainsAny(value, "\r\n") {
-		return badf("header %s: value holds a line break", name)
+		return badinput.Errorf("header %s: value holds a line break", name)
 	}
 	name = http.CanonicalHeaderKey(name)
 	e.headers = slices.DeleteFunc(e.headers, func(h header) bool { return h.name == name })
@@ -219,20 +213,20 @@ func (e *Endpoint) addHeader(name, value string) error {
 func checkBaseURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return "", badf("no endpoint URL given")
+		return "", badinput.Errorf("no endpoint URL given")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", badf("endpoint URL %q is malformed: %v", redactURL(raw), unwrapURLError(err))
+		return "", badinput.Errorf("endpoint URL %q is malformed: %v", redactURL(raw), unwrapURLError(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", badf("endpoint URL %q: scheme must be http or https", redactURL(raw))
+		return "", badinput.Errorf("endpoint URL %q: scheme must be http or https", redactURL(raw))
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return "", badf("endpoint URL %q has no host", redactURL(raw))
+		return "", badinput.Errorf("endpoint URL %q has no host", redactURL(raw))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", badf("endpoint URL %q: give the API base (e.g. https://host/v1) without query or fragment", redactURL(raw))
+		return "", badinput.Errorf("endpoint URL %q: give the API base (e.g. https://host/v1) without query or fragment", redactURL(raw))
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
@@ -271,21 +265,21 @@ func RedactURL(raw string) string {
 func loadEntry(path, name string) (fileEntry, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fileEntry{}, badf("endpoints file: %v", err)
+		return fileEntry{}, badinput.Errorf("endpoints file: %v", err)
 	}
 	var doc fileDoc
 	if err := yaml.UnmarshalStrict(b, &doc); err != nil {
-		return fileEntry{}, badf("endpoints file %s: %v", path, oneLine(err.Error()))
+		return fileEntry{}, badinput.Errorf("endpoints file %s: %v", path, oneLine(err.Error()))
 	}
 	var names []string
 	var found *fileEntry
 	for i := range doc.Endpoints {
 		e := &doc.Endpoints[i]
 		if e.Name == "" {
-			return fileEntry{}, badf("endpoints file %s: entry %d has no name", path, i+1)
+			return fileEntry{}, badinput.Errorf("endpoints file %s: entry %d has no name", path, i+1)
 		}
 		if slices.Contains(names, e.Name) {
-			return fileEntry{}, badf("endpoints file %s: name %q appears twice", path, e.Name)
+			return fileEntry{}, badinput.Errorf("endpoints file %s: name %q appears twice", path, e.Name)
 		}
 		names = append(names, e.Name)
 		if e.Name == name {
@@ -294,12 +288,12 @@ func loadEntry(path, name string) (fileEntry, error) {
 	}
 	if found == nil {
 		if len(names) == 0 {
-			return fileEntry{}, badf("endpoints file %s lists no endpoints (want endpoints: [{name, base_url, ...}])", path)
+			return fileEntry{}, badinput.Errorf("endpoints file %s lists no endpoints (want endpoints: [{name, base_url, ...}])", path)
 		}
-		return fileEntry{}, badf("endpoints file %s has no endpoint named %q (it has: %s)", path, name, strings.Join(names, ", "))
+		return fileEntry{}, badinput.Errorf("endpoints file %s has no endpoint named %q (it has: %s)", path, name, strings.Join(names, ", "))
 	}
 	if found.BaseURL == "" {
-		return fileEntry{}, badf("endpoints file %s: endpoint %q has no base_url", path, name)
+		return fileEntry{}, badinput.Errorf("endpoints file %s: endpoint %q has no base_url", path, name)
 	}
 	return *found, nil
 }

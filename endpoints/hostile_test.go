@@ -26,6 +26,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints/sse"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // The two secrets a hostile server echoes: the API key (with a '/', which
@@ -487,7 +488,7 @@ func TestHostileEchoedSecretsAreRedactedEverywhere(t *testing.T) {
 		if res.Class != want {
 			t.Fatalf("class %q, want %q", res.Class, want)
 		}
-		if l := leaks(string(res.Body) + " " + res.Detail + " " + ErrorMessage(res.Body)); l != nil {
+		if l := leaks(string(res.Body) + " " + res.Detail + " " + summary.ErrorMessage(res.Body)); l != nil {
 			t.Fatalf("%s leaks %v: body %q detail %q", want, l, res.Body, res.Detail)
 		}
 		if !strings.Contains(string(res.Body), redactedMark) {

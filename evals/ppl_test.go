@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/engine/sampler"
@@ -15,9 +15,9 @@ import (
 )
 
 // startBuiltin starts the built-in engine (nano) for one test.
-func startBuiltin(t *testing.T) *endpoints.Builtin {
+func startBuiltin(t *testing.T) *target.Builtin {
 	t.Helper()
-	b, err := endpoints.StartBuiltin(engine.DefaultOptions())
+	b, err := target.StartBuiltin(engine.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

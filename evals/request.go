@@ -14,6 +14,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // Retries is how many times a request that got no answer at all (refused or
@@ -172,7 +173,7 @@ func (s sender) statusLine(resp *endpoints.Response) string {
 	if s.c != nil {
 		ep = s.c.Endpoint()
 	}
-	return "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(endpoints.ErrorMessage(resp.Body)))
+	return "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(summary.ErrorMessage(resp.Body)))
 }
 
 func clipLine(s string) string {

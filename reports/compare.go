@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -209,7 +210,7 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 				ByClass: map[schema.Class]int{}, Status: schema.StatusComplete}
 			src = run.Path
 		} else if Shape(ph) != c.shape() {
-			return nil, badInput("label %s: phase %s is %s in %s but %s in %s; reports of one label are merged, so their phases must have one shape",
+			return nil, badinput.Errorf("label %s: phase %s is %s in %s but %s in %s; reports of one label are merged, so their phases must have one shape",
 				label, name, shapeString(c.shape()), src, shapeString(Shape(ph)), run.Path)
 		}
 		c.Runs++

@@ -11,6 +11,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -37,7 +38,7 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 	case FormatText:
 		return WriteComparisonText(w, c)
 	}
-	return badInput("unknown format %q (want md, json or text)", format)
+	return badinput.Errorf("unknown format %q (want md, json or text)", format)
 }
 
 // compareIntro says how to read the grid; Markdown and text share it.

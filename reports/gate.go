@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/threshold"
 )
@@ -135,10 +136,10 @@ func (g *GateResult) Crossed() []Check {
 func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts GateOptions) (*GateResult, error) {
 	opts = opts.withDefaults()
 	if len(baseline) == 0 {
-		return nil, badInput("gate: no baseline report")
+		return nil, badinput.Errorf("gate: no baseline report")
 	}
 	if len(current) == 0 {
-		return nil, badInput("gate: no current report")
+		return nil, badinput.Errorf("gate: no current report")
 	}
 	res := &GateResult{}
 	for _, r := range baseline {
@@ -154,7 +155,7 @@ func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts Ga
 	for _, t := range ths {
 		phaseMetric := IsPhaseMetric(t.Metric)
 		if !phaseMetric && !known[t.Metric] {
-			return nil, badInput("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; an error class; or an eval metric such as ppl.ppl)",
+			return nil, badinput.Errorf("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; an error class; or an eval metric such as ppl.ppl)",
 				t.String(), t.Metric)
 		}
 		scopes := []string{t.Scope}
@@ -381,7 +382,7 @@ func sameShape(name string, relative bool, baseline, current []*schema.Report) e
 				continue
 			}
 			if s := Shape(ph); s != first.shape {
-				return badInput("phase %s is %s (requests/input/output) in %s but %s in %s; phases of different shapes are not compared",
+				return badinput.Errorf("phase %s is %s (requests/input/output) in %s but %s in %s; phases of different shapes are not compared",
 					name, shapeString(first.shape), first.where, shapeString(s), where)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -46,7 +47,7 @@ func ParseLegacy(path string, data []byte) (*schema.Report, error) {
 		return nil, jsonErr(path, data, err, toOld)
 	}
 	if len(rows) == 0 {
-		return nil, badInput("%s: an empty list holds no phase", path)
+		return nil, badinput.Errorf("%s: an empty list holds no phase", path)
 	}
 	name := filepath.Base(path)
 	r := &schema.Report{
@@ -59,15 +60,15 @@ func ParseLegacy(path string, data []byte) (*schema.Report, error) {
 	for i, raw := range rows {
 		var row legacyRow
 		if err := json.Unmarshal(raw, &row); err != nil {
-			return nil, badInput("%s: row %d: %v", path, i+1, err)
+			return nil, badinput.Errorf("%s: row %d: %v", path, i+1, err)
 		}
 		switch {
 		case row.Phase == nil || *row.Phase == "":
-			return nil, badInput("%s: row %d has no phase", path, i+1)
+			return nil, badinput.Errorf("%s: row %d has no phase", path, i+1)
 		case seen[*row.Phase]:
-			return nil, badInput("%s: phase %q appears twice", path, *row.Phase)
+			return nil, badinput.Errorf("%s: phase %q appears twice", path, *row.Phase)
 		case row.BatchSize < 0 || row.Completed < 0 || row.Errors < 0:
-			return nil, badInput("%s: phase %q has a negative count", path, *row.Phase)
+			return nil, badinput.Errorf("%s: phase %q has a negative count", path, *row.Phase)
 		}
 		seen[*row.Phase] = true
 		ph := schema.PhaseResult{
@@ -195,14 +196,14 @@ func jsonErr(path string, data []byte, err error, toOld ...func(int64) int64) er
 		off = te.Offset
 	}
 	if off < 0 {
-		return badInput("%s: malformed JSON: %v", path, err)
+		return badinput.Errorf("%s: malformed JSON: %v", path, err)
 	}
 	for _, f := range toOld {
 		off = f(off)
 	}
 	// Offset counts the bytes read, the offending one included.
 	line, col := lineCol(data, off-1)
-	return badInput("%s:%d:%d: malformed JSON: %v", path, line, col, err)
+	return badinput.Errorf("%s:%d:%d: malformed JSON: %v", path, line, col, err)
 }
 
 // lineCol turns a byte offset into a 1-based line and column.

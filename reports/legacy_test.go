@@ -1,16 +1,16 @@
 package reports
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-func isBadInput(err error) bool { return errors.Is(err, ErrBadInput) }
+func isBadInput(err error) bool { return badinput.Is(err) }
 
 // legacyFile is the older harness's output for a run that met a rate
 // limiter and some hangs; Python wrote NaN for an empty sample.

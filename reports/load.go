@@ -10,19 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/glmbench/glmbench/bench"
-	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
-
-// ErrBadInput is wrapped by every error about the files given (missing,
-// malformed, not a report): they exit 2. It is endpoints.ErrBadInput, so
-// cmdutil.ExitCode maps it without knowing this package.
-var ErrBadInput = endpoints.ErrBadInput
-
-func badInput(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadInput}, args...)...)
-}
 
 // Input is one report as read from disk.
 type Input struct {
@@ -42,18 +33,18 @@ type Input struct {
 // Load reads one report: a report.json, a folder holding one, or a legacy
 // JSON list of rows. A requests.jsonl beside a report.json (or in the folder)
 // is read too, and every phase it holds records for is recomputed from them
-// with bench.Summarize, so a report can be re-made offline. A requests.jsonl
+// with summary.Phase, so a report can be re-made offline. A requests.jsonl
 // beside a file of another name is not read: it may belong to another run.
 func Load(path string) (*Input, error) {
 	if path == "" {
-		return nil, badInput("empty report path")
+		return nil, badinput.Errorf("empty report path")
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, badInput("%s: no such file or folder", path)
+			return nil, badinput.Errorf("%s: no such file or folder", path)
 		}
-		return nil, badInput("%s: %v", path, unwrapPath(err))
+		return nil, badinput.Errorf("%s: %v", path, unwrapPath(err))
 	}
 	file := path
 	if st.IsDir() {
@@ -62,9 +53,9 @@ func Load(path string) (*Input, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, badInput("%s: folder holds no %s", path, ReportJSON)
+			return nil, badinput.Errorf("%s: folder holds no %s", path, ReportJSON)
 		}
-		return nil, badInput("%s: %v", file, unwrapPath(err))
+		return nil, badinput.Errorf("%s: %v", file, unwrapPath(err))
 	}
 	in := &Input{Path: path}
 	if in.Report, in.Legacy, err = decode(file, data); err != nil {
@@ -81,11 +72,11 @@ func Load(path string) (*Input, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return in, nil
 	} else if err != nil {
-		return nil, badInput("%s: %v", recPath, unwrapPath(err))
+		return nil, badinput.Errorf("%s: %v", recPath, unwrapPath(err))
 	}
 	defer f.Close()
 	if in.Records, err = ReadRecords(f); err != nil {
-		return nil, badInput("%s: %v", recPath, err)
+		return nil, badinput.Errorf("%s: %v", recPath, err)
 	}
 	recompute(in)
 	return in, nil
@@ -132,12 +123,12 @@ func decode(file string, data []byte) (r *schema.Report, legacy bool, err error)
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	switch {
 	case len(trimmed) == 0:
-		return nil, false, badInput("%s: empty file", file)
+		return nil, false, badinput.Errorf("%s: empty file", file)
 	case trimmed[0] == '[':
 		r, err = ParseLegacy(file, data)
 		return r, true, err
 	case trimmed[0] != '{':
-		return nil, false, badInput("%s: not a report (want a JSON object, or a legacy JSON list of rows)", file)
+		return nil, false, badinput.Errorf("%s: not a report (want a JSON object, or a legacy JSON list of rows)", file)
 	}
 	r, err = parseReport(file, data)
 	return r, false, err
@@ -149,18 +140,18 @@ func parseReport(file string, data []byte) (*schema.Report, error) {
 		return nil, jsonErr(file, data, err)
 	}
 	if r.Schema != schema.ReportSchema {
-		return nil, badInput("%s: schema %q, want %q", file, r.Schema, schema.ReportSchema)
+		return nil, badinput.Errorf("%s: schema %q, want %q", file, r.Schema, schema.ReportSchema)
 	}
 	for i := range r.Phases {
 		if r.Phases[i].Phase == "" {
-			return nil, badInput("%s: phase %d has no name", file, i+1)
+			return nil, badinput.Errorf("%s: phase %d has no name", file, i+1)
 		}
 	}
 	return &r, nil
 }
 
 // recompute replaces the figures of every phase that has records with those
-// bench.Summarize computes from them. A phase whose record count is not its
+// summary.Phase computes from them. A phase whose record count is not its
 // batch_size keeps its stored figures: the records are not all of it.
 func recompute(in *Input) {
 	byPhase := map[string][]schema.Record{}
@@ -184,8 +175,7 @@ func recompute(in *Input) {
 				in.Path, ph.Phase, len(recs), ph.BatchSize))
 			continue
 		}
-		spec := bench.Spec{Name: ph.Phase, N: ph.BatchSize, In: ph.InputLen, Out: ph.OutputLen}
-		fresh := bench.Summarize(spec, recs, ph.Status)
+		fresh := summary.Phase(ph.Phase, ph.InputLen, ph.OutputLen, recs, ph.Status)
 		// What records cannot tell is kept from the stored phase.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
 		*ph = fresh

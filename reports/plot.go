@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -47,7 +48,7 @@ func WritePlots(dir string, ins []*Input) ([]string, error) {
 		}
 	}
 	if len(withRecs) == 0 {
-		return nil, badInput("no records to plot: plots are drawn from the requests.jsonl beside a report.json, and none of the reports has one")
+		return nil, badinput.Errorf("no records to plot: plots are drawn from the requests.jsonl beside a report.json, and none of the reports has one")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // run describes a synthetic run: what the server did, not what it measured.
@@ -85,7 +86,7 @@ func (r run) build() (*schema.Report, []schema.Record) {
 	var all []schema.Record
 	for _, spec := range r.specs {
 		recs := r.phaseRecords(spec, rng)
-		rep.Phases = append(rep.Phases, bench.Summarize(spec, recs, schema.StatusComplete))
+		rep.Phases = append(rep.Phases, summary.Phase(spec.Name, spec.In, spec.Out, recs, schema.StatusComplete))
 		all = append(all, recs...)
 	}
 	return rep, all

@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // ReadReport reads a report.json. An error reading the file is os's own,
 // unwrapped (so errors.Is(err, fs.ErrNotExist) tells a missing file); one
-// about its content wraps ErrBadInput.
+// about its content is bad input (badinput.Error).
 func ReadReport(path string) (*schema.Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -70,7 +71,7 @@ func dirReport(dir, label string) (*schema.Report, error) {
 	case err != nil:
 		return nil, err
 	case old.Label != label:
-		return nil, badInput("%s holds the report of label %q, not %q; pass another --out", dir, old.Label, label)
+		return nil, badinput.Errorf("%s holds the report of label %q, not %q; pass another --out", dir, old.Label, label)
 	}
 	return old, nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -183,7 +184,7 @@ func TestUpdateDirRefusesAFolderHoldingAnotherLabelsReport(t *testing.T) {
 	other := &schema.Report{Schema: schema.ReportSchema, Label: "other"}
 	changed := false
 	r, err := UpdateDir(dir, other, func(*schema.Report) { changed = true })
-	if r != nil || !errors.Is(err, ErrBadInput) || changed {
+	if r != nil || !badinput.Is(err) || changed {
 		t.Fatalf("%+v %v: want a bad-input error and no change", r, err)
 	}
 	for _, want := range []string{dir, strconv.Quote(run.Label), `"other"`, "--out"} {
@@ -207,7 +208,7 @@ func TestReadReportKeepsOSErrorsAndRejectsOtherSchemas(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"schema": "something/else"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadReport(p); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "something/else") {
+	if _, err := ReadReport(p); !badinput.Is(err) || !strings.Contains(err.Error(), "something/else") {
 		t.Fatalf("another schema: %v, want a bad-input error naming it", err)
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glmbench/glmbench/endpoints"
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // Exit codes, as DESIGN.md fixes them. Precedence: 2 > 1 > 99.
@@ -79,15 +81,25 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// BadInput marks err as bad usage or input (exit 2).
-func BadInput(format string, args ...any) error {
-	return &ExitError{Code: ExitBadInput, Err: fmt.Errorf(format, args...)}
+// BadInput is bad usage or input (exit 2): badinput.Errorf.
+//
+// Deprecated: call badinput.Errorf; this stays only until cmd/serve does.
+func BadInput(format string, args ...any) error { return badinput.Errorf(format, args...) }
+
+// NoArgs is cobra.NoArgs, its text and all, returning bad usage (exit 2):
+// the validator of every command that takes no arguments.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return badinput.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
 }
 
 // Silent returns an error that exits with code without printing anything.
 func Silent(code int) error { return &ExitError{Code: code} }
 
-// ExitCode maps an error to the process exit code.
+// ExitCode maps an error to the process exit code: an ExitError's own code,
+// 2 for bad input (badinput.Error), 130 for an interruption, else 1.
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
@@ -96,7 +108,7 @@ func ExitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	if errors.Is(err, endpoints.ErrBadInput) {
+	if badinput.Is(err) {
 		return ExitBadInput
 	}
 	if errors.Is(err, ErrInterrupted) {
@@ -105,19 +117,13 @@ func ExitCode(err error) int {
 	return ExitFailed
 }
 
-// Message is what to print for err: its text, without the bad-input marker,
-// or "" for a silent exit.
+// Message is what to print for err: its text, or "" for a silent exit.
 func Message(err error) string {
 	var ee *ExitError
 	if errors.As(err, &ee) && ee.Err == nil {
 		return ""
 	}
-	msg := err.Error()
-	const marker = "bad input: "
-	if len(msg) > len(marker) && msg[:len(marker)] == marker {
-		msg = msg[len(marker):]
-	}
-	return msg
+	return err.Error()
 }
 
 // TestFactory returns a Factory over buffers, for tests: out and errOut

@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/conform"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -71,7 +72,7 @@ any request), 130 interrupted.`,
 		Example: `  glmbench conform
   glmbench conform --endpoint http://127.0.0.1:30000/v1 --probe-limits 256
   glmbench conform --endpoints endpoints.yaml --name hosted --only stream-usage,completions-echo`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
 			if runF != nil {
@@ -105,17 +106,17 @@ func checkList() string {
 func (o *Options) validate() error {
 	switch {
 	case o.Timeout <= 0:
-		return cmdutil.BadInput("--timeout must be positive")
+		return badinput.Errorf("--timeout must be positive")
 	case o.StallTimeout <= 0:
-		return cmdutil.BadInput("--stall-timeout must be positive")
+		return badinput.Errorf("--stall-timeout must be positive")
 	case o.ConnectTimeout < 0:
-		return cmdutil.BadInput("--connect-timeout must not be negative")
+		return badinput.Errorf("--connect-timeout must not be negative")
 	case o.ProbeLimits < 0 || o.ProbeLimits == 1:
 		// One request cannot overflow anything.
-		return cmdutil.BadInput("--probe-limits must be 0 (off) or at least 2, got %d", o.ProbeLimits)
+		return badinput.Errorf("--probe-limits must be 0 (off) or at least 2, got %d", o.ProbeLimits)
 	}
 	if _, err := conform.Select(o.Only, o.ProbeLimits); err != nil {
-		return cmdutil.BadInput("--only: %v", err)
+		return badinput.Errorf("--only: %v", err)
 	}
 	return nil
 }
@@ -151,7 +152,7 @@ func Run(o *Options) error {
 		},
 	})
 	if err != nil {
-		return cmdutil.BadInput("%v", err)
+		return badinput.Wrap(err)
 	}
 	interrupted := ctx.Err() != nil
 

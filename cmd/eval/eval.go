@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -99,7 +100,7 @@ bad data set (said before any request), 130 interrupted.`,
   glmbench eval all --endpoint https://api.example.com/v1 --model glm-5 --dataset mmlu=data/ --dataset triviaqa=web-dev.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return cmdutil.BadInput("eval takes one of %s, all (see glmbench eval --help)", strings.Join(evals.Names(), ", "))
+				return badinput.Errorf("eval takes one of %s, all (see glmbench eval --help)", strings.Join(evals.Names(), ", "))
 			}
 			return nil
 		},
@@ -143,7 +144,7 @@ func (o *Options) validate() ([]job, error) {
 	} else if e, ok := evals.Lookup(o.Eval); ok {
 		selected = []evals.Eval{e}
 	} else {
-		return nil, cmdutil.BadInput("no eval %q: want one of %s, all", o.Eval, strings.Join(evals.Names(), ", "))
+		return nil, badinput.Errorf("no eval %q: want one of %s, all", o.Eval, strings.Join(evals.Names(), ", "))
 	}
 	for _, c := range []struct {
 		flag string
@@ -151,11 +152,11 @@ func (o *Options) validate() ([]job, error) {
 		min  int
 	}{{"--window", o.Window, 3}, {"--gen-tokens", o.GenTokens, 1}, {"--concurrency", o.Concurrency, 1}, {"--limit", o.Limit, 0}} {
 		if c.v < c.min {
-			return nil, cmdutil.BadInput("%s must be at least %d, got %d", c.flag, c.min, c.v)
+			return nil, badinput.Errorf("%s must be at least %d, got %d", c.flag, c.min, c.v)
 		}
 	}
 	if o.ConnectTimeout < 0 || o.RequestTimeout < 0 {
-		return nil, cmdutil.BadInput("timeouts must not be negative")
+		return nil, badinput.Errorf("timeouts must not be negative")
 	}
 	paths, err := datasetPaths(o.Eval, o.Datasets)
 	if err != nil {
@@ -176,7 +177,7 @@ func (o *Options) validate() ([]job, error) {
 	if o.Shots != "" {
 		i := slices.IndexFunc(jobs, func(j job) bool { return j.eval.Name == "triviaqa" })
 		if i < 0 {
-			return nil, cmdutil.BadInput("--shots is for triviaqa only")
+			return nil, badinput.Errorf("--shots is for triviaqa only")
 		}
 		shots, err := evals.LoadTriviaQA(o.Shots, evals.TriviaShots)
 		if err != nil {
@@ -186,14 +187,14 @@ func (o *Options) validate() ([]job, error) {
 	}
 	for _, j := range jobs {
 		if t, ok := j.in.Data.(*evals.TriviaSet); ok && j.in.Shots == nil && t.Len() <= evals.TriviaShots {
-			return nil, cmdutil.BadInput("triviaqa data set %s: %d questions, all needed as shots; give more, or --shots", t.Origin(), t.Len())
+			return nil, badinput.Errorf("triviaqa data set %s: %d questions, all needed as shots; give more, or --shots", t.Origin(), t.Len())
 		}
 	}
 	return jobs, nil
 }
 
 func badData(name string, err error) error {
-	return cmdutil.BadInput("%s data set: %v", name, err)
+	return badinput.Errorf("%s data set: %v", name, err)
 }
 
 // datasetPaths reads the --dataset values into paths by eval name. For one
@@ -204,18 +205,18 @@ func datasetPaths(eval string, values []string) (map[string]string, error) {
 		name, path, named := strings.Cut(v, "=")
 		if _, known := evals.Lookup(name); !named || !known {
 			if eval == "all" {
-				return nil, cmdutil.BadInput("--dataset %q: eval all takes NAME=PATH, NAME one of %s", v, strings.Join(evals.Names(), ", "))
+				return nil, badinput.Errorf("--dataset %q: eval all takes NAME=PATH, NAME one of %s", v, strings.Join(evals.Names(), ", "))
 			}
 			name, path = eval, v
 		}
 		if eval != "all" && name != eval {
-			return nil, cmdutil.BadInput("--dataset %q names %s, but the eval is %s", v, name, eval)
+			return nil, badinput.Errorf("--dataset %q names %s, but the eval is %s", v, name, eval)
 		}
 		if path == "" {
-			return nil, cmdutil.BadInput("--dataset %q: no path", v)
+			return nil, badinput.Errorf("--dataset %q: no path", v)
 		}
 		if _, dup := paths[name]; dup {
-			return nil, cmdutil.BadInput("--dataset: %s given twice", name)
+			return nil, badinput.Errorf("--dataset: %s given twice", name)
 		}
 		paths[name] = path
 	}

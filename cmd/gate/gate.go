@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/threshold"
@@ -65,7 +66,7 @@ Exit codes: 0 passed, 99 thresholds crossed, 2 bad input.`,
 		Example: `  glmbench gate --baseline main/report.json --current pr/report.json
   glmbench gate --baseline b1,b2,b3 --current c1,c2,c3 --threshold 'decode_medium.out_tput > -3%'
   glmbench gate --baseline base.json --current new/ --threshold-file gate.yaml --junit gate.xml`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(o)
@@ -85,7 +86,7 @@ Exit codes: 0 passed, 99 thresholds crossed, 2 bad input.`,
 // Run is the gate command's work: Prepare, load the current reports, Check.
 func Run(o *Options) error {
 	if len(reports.SplitList(o.Current)) == 0 {
-		return cmdutil.BadInput("gate: --current is required (the reports to check)")
+		return badinput.Errorf("gate: --current is required (the reports to check)")
 	}
 	p, err := Prepare(o)
 	if err != nil {
@@ -110,16 +111,16 @@ type Plan struct {
 // input (exit 2). `run --baseline` calls it before sending any load.
 func Prepare(o *Options) (*Plan, error) {
 	if len(reports.SplitList(o.Baseline)) == 0 {
-		return nil, cmdutil.BadInput("gate: --baseline is required (the reports to compare with)")
+		return nil, badinput.Errorf("gate: --baseline is required (the reports to compare with)")
 	}
 	ths, err := threshold.ParseAll(o.Thresholds)
 	if err != nil {
-		return nil, cmdutil.BadInput("%v", err)
+		return nil, badinput.Wrap(err)
 	}
 	if o.ThresholdFile != "" {
 		more, err := threshold.ReadFile(o.ThresholdFile)
 		if err != nil {
-			return nil, cmdutil.BadInput("--threshold-file: %v", err)
+			return nil, badinput.Errorf("--threshold-file: %v", err)
 		}
 		ths = append(ths, more...)
 	}
@@ -137,7 +138,7 @@ func Prepare(o *Options) (*Plan, error) {
 func (p *Plan) CheckShape(name string, n, in, out int) error {
 	for _, r := range p.Baseline {
 		if ph := reports.FindPhase(r, name); ph != nil && reports.Shape(ph) != [3]int{n, in, out} {
-			return cmdutil.BadInput("phase %s is %d/%d/%d (requests/input/output) here but %d/%d/%d in the baseline (label %s); phases of different shapes are not compared",
+			return badinput.Errorf("phase %s is %d/%d/%d (requests/input/output) here but %d/%d/%d in the baseline (label %s); phases of different shapes are not compared",
 				name, n, in, out, ph.BatchSize, ph.InputLen, ph.OutputLen, r.Label)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	engine "github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // SynthOptions are `model synth`'s flags.
@@ -37,7 +38,7 @@ func NewCmdSynth(f *cmdutil.Factory, runF func(*SynthOptions) error) *cobra.Comm
 		Long: `Synth writes a GLM-5-architecture (glm_moe_dsa) checkpoint with random weights
 drawn from --seed: the same preset and seed always give the same bytes.
 Presets: nano (the built-in engine's default) and tiny (about 27 M parameters).`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if runF != nil {
 				return runF(o)
@@ -54,11 +55,11 @@ Presets: nano (the built-in engine's default) and tiny (about 27 M parameters).`
 // Synth writes the checkpoint.
 func Synth(o *SynthOptions) error {
 	if o.Out == "" {
-		return cmdutil.BadInput("model synth needs --out DIR")
+		return badinput.Errorf("model synth needs --out DIR")
 	}
 	cfg, err := engine.Preset(o.Preset)
 	if err != nil {
-		return cmdutil.BadInput("--preset: %v", err)
+		return badinput.Errorf("--preset: %v", err)
 	}
 	w := engine.Synth(cfg, o.Seed)
 	if err := engine.Save(o.Out, cfg, w); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
 )
 
@@ -69,10 +70,10 @@ tokens/s over time and errors over time by class, as PNG and SVG.`,
 // malformed report, an unknown format) exits 2 before anything is written.
 func Run(o *Options) error {
 	if len(o.Files) == 0 {
-		return cmdutil.BadInput("report: name at least one report (a report.json, a folder holding one, or a legacy JSON list)")
+		return badinput.Errorf("report: name at least one report (a report.json, a folder holding one, or a legacy JSON list)")
 	}
 	if !slices.Contains(reports.Formats, o.Format) {
-		return cmdutil.BadInput("report: unknown --format %q (want %s)", o.Format, strings.Join(reports.Formats, ", "))
+		return badinput.Errorf("report: unknown --format %q (want %s)", o.Format, strings.Join(reports.Formats, ", "))
 	}
 	ins, err := reports.LoadAll(o.Files)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/selftest"
 	"github.com/glmbench/glmbench/cmd/serve"
 	"github.com/glmbench/glmbench/cmd/version"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // Version is set at build time with -ldflags "-X github.com/glmbench/glmbench/cmd/root.Version=…";
@@ -65,7 +66,7 @@ requests.jsonl for side-by-side comparison.`,
 	cmd.SetOut(f.IO.Out)
 	cmd.SetErr(f.IO.ErrOut)
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return cmdutil.BadInput("%s: %v (see %s --help)", c.CommandPath(), err, c.CommandPath())
+		return badinput.Errorf("%s: %v (see %s --help)", c.CommandPath(), err, c.CommandPath())
 	})
 	cmd.AddCommand(run.NewCmdRun(f, nil))
 	cmd.AddCommand(conform.NewCmdConform(f, nil))
@@ -84,15 +85,19 @@ requests.jsonl for side-by-side comparison.`,
 func Execute(f *cmdutil.Factory, args []string) int {
 	cmd := NewCmdRoot(f)
 	cmd.SetArgs(args)
+	// Whatever cobra refuses before any command runs is the command line's
+	// fault: an unknown command, or the arguments of cobra's own commands
+	// (completion, help). Ours say so themselves (cmdutil.NoArgs).
+	ran := false
+	cmd.PersistentPreRun = func(*cobra.Command, []string) { ran = true }
 	err := cmd.ExecuteContext(f.Context)
 	if err == nil {
 		return cmdutil.ExitOK
 	}
-	code := cmdutil.ExitCode(err)
-	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
-		strings.Contains(err.Error(), "arg(s)") {
-		code = cmdutil.ExitBadInput
+	if !ran {
+		err = badinput.Wrap(err)
 	}
+	code := cmdutil.ExitCode(err)
 	if msg := cmdutil.Message(err); msg != "" {
 		fmt.Fprintf(f.IO.ErrOut, "glmbench: %s\n", strings.Join(strings.Fields(msg), " "))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -100,7 +101,7 @@ has everything.`,
 		Example: `  glmbench run --phases all --endpoint http://127.0.0.1:30000/v1
   glmbench run --endpoint https://api.example.com/v1 --model glm-5 --phases single,decode_medium
   glmbench run --endpoints endpoints.yaml --name hosted --phase burst=64/1024/128 --max-concurrency 16`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.PhasesGiven = cmd.Flags().Changed("phases")
 			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
@@ -145,17 +146,17 @@ func (o *Options) validate() ([]bench.Spec, error) {
 		v    time.Duration
 	}{{"--phase-cap", o.PhaseCap}, {"--connect-timeout", o.ConnectTimeout}, {"--ttft-timeout", o.TTFTTimeout}, {"--stall-timeout", o.StallTimeout}, {"--request-timeout", o.RequestTimeout}} {
 		if d.v < 0 {
-			return nil, cmdutil.BadInput("%s must not be negative", d.name)
+			return nil, badinput.Errorf("%s must not be negative", d.name)
 		}
 	}
 	if o.ProbeTimeout < 0 {
-		return nil, cmdutil.BadInput("--probe-timeout must not be negative")
+		return nil, badinput.Errorf("--probe-timeout must not be negative")
 	}
 	if o.RequestRate < 0 {
-		return nil, cmdutil.BadInput("--request-rate must not be negative")
+		return nil, badinput.Errorf("--request-rate must not be negative")
 	}
 	if o.MaxConcurrency < 0 {
-		return nil, cmdutil.BadInput("--max-concurrency must not be negative")
+		return nil, badinput.Errorf("--max-concurrency must not be negative")
 	}
 	switch o.Summary {
 	case "", SummaryAuto, SummaryFull, SummaryCompact:
@@ -163,7 +164,7 @@ func (o *Options) validate() ([]bench.Spec, error) {
 		return nil, cmdutil.BadInput("--summary must be auto, full or compact, not %q", o.Summary)
 	}
 	if len(o.Baseline) == 0 && (len(o.Thresholds) > 0 || o.ThresholdFile != "" || o.JUnit != "") {
-		return nil, cmdutil.BadInput("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")
+		return nil, badinput.Errorf("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")
 	}
 	return specs, nil
 }

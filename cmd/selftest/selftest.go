@@ -18,6 +18,7 @@ import (
 	"github.com/glmbench/glmbench/bench/selftest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/target"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // Options are selftest's flags.
@@ -51,7 +52,7 @@ says at which level the client saturates. It writes selftest.json in --out.
 With --python PATH (a python3 with httpx, e.g. Debian's /usr/bin/python3), a
 plain Python httpx streaming client does the same work at every level, for
 comparison in the same run.`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if runF != nil {
 				return runF(o)
@@ -77,15 +78,15 @@ func Run(o *Options) error {
 	for _, s := range strings.Split(o.Levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 65536 {
-			return cmdutil.BadInput("--levels %q: want a comma list of stream counts from 1 to 65536", o.Levels)
+			return badinput.Errorf("--levels %q: want a comma list of stream counts from 1 to 65536", o.Levels)
 		}
 		levels = append(levels, n)
 	}
 	if o.Tokens < 2 || o.Prompt < 16 {
-		return cmdutil.BadInput("--tokens must be at least 2 and --prompt at least 16")
+		return badinput.Errorf("--tokens must be at least 2 and --prompt at least 16")
 	}
 	if o.Step < 0 {
-		return cmdutil.BadInput("--sim-step-overhead must not be negative")
+		return badinput.Errorf("--sim-step-overhead must not be negative")
 	}
 	clientCPUs, serverCPUs, err := o.cpus()
 	if err != nil {
@@ -130,7 +131,7 @@ func Run(o *Options) error {
 // list this process may run on.
 func (o *Options) cpus() (client, server []int, err error) {
 	if (o.ClientCPUs == "") != (o.ServerCPUs == "") {
-		return nil, nil, cmdutil.BadInput("--client-cpus and --server-cpus go together: give both or neither")
+		return nil, nil, badinput.Errorf("--client-cpus and --server-cpus go together: give both or neither")
 	}
 	if o.ClientCPUs == "" {
 		return nil, nil, nil
@@ -144,7 +145,7 @@ func (o *Options) cpus() (client, server []int, err error) {
 			err = selftest.CheckCPUs(cpus)
 		}
 		if err != nil {
-			return nil, nil, cmdutil.BadInput("%s: %v", f.flag, err)
+			return nil, nil, badinput.Errorf("%s: %v", f.flag, err)
 		}
 		*f.dst = cpus
 	}

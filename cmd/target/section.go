@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -32,7 +33,7 @@ type Section struct {
 func (t *Target) SectionOutput(label, out string, started time.Time) (string, string, error) {
 	label, out = t.Output(label, out, started)
 	if err := reports.CheckUpdateDir(out, label); err != nil {
-		return "", "", cmdutil.BadInput("%v", err)
+		return "", "", badinput.Wrap(err)
 	}
 	return label, out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -24,7 +25,7 @@ import (
 type Target struct {
 	Endpoint *endpoints.Endpoint
 	connect  time.Duration
-	builtin  *endpoints.Builtin
+	builtin  *Builtin
 }
 
 // Open resolves the endpoint flags and checks the endpoint answers (taking
@@ -39,7 +40,7 @@ func Open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connec
 	if !flags.Given() {
 		o := engine.DefaultOptions()
 		o.Version = f.Version
-		b, err := endpoints.StartBuiltin(o)
+		b, err := StartBuiltin(o)
 		if err != nil {
 			return nil, err
 		}
@@ -100,9 +101,9 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 		if redirect.Origin != "" {
 			where = "to " + redirect.Origin
 		}
-		return cmdutil.BadInput("GET %s/models answered a redirect (HTTP %d) %s; glmbench never follows redirects: give the endpoint's own URL", ep.BaseURL, redirect.Status, where)
+		return badinput.Errorf("GET %s/models answered a redirect (HTTP %d) %s; glmbench never follows redirects: give the endpoint's own URL", ep.BaseURL, redirect.Status, where)
 	case err == nil && ep.Model == "" && len(ids) == 0:
-		return cmdutil.BadInput("%s/models lists no model; pass --model", ep.BaseURL)
+		return badinput.Errorf("%s/models lists no model; pass --model", ep.BaseURL)
 	case err == nil:
 		if ep.Model == "" {
 			ep.Model = ids[0]
@@ -113,15 +114,15 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 		if ep.HasKey() {
 			key = "check the key in $" + ep.APIKeyEnv
 		}
-		return cmdutil.BadInput("the endpoint refused the credentials (HTTP %d): %s", status, key)
+		return badinput.Errorf("the endpoint refused the credentials (HTTP %d): %s", status, key)
 	case status != 0 && ep.Model != "":
 		// Some providers have no /models; with --model given that is fine.
 		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d; using --model %s\n", status, ep.Model)
 		return nil
 	case status != 0:
-		return cmdutil.BadInput("GET %s/models answered HTTP %d; pass --model", ep.BaseURL, status)
+		return badinput.Errorf("GET %s/models answered HTTP %d; pass --model", ep.BaseURL, status)
 	}
-	return cmdutil.BadInput("the endpoint %s is unreachable: %s", ep, oneLine(err.Error()))
+	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, oneLine(err.Error()))
 }
 
 // ServerInfo fetches SGLang's /get_server_info beside the API base, when the
@@ -142,7 +143,11 @@ func RedactErr(ep *endpoints.Endpoint, err error) error {
 	if msg == err.Error() {
 		return err
 	}
-	return &cmdutil.ExitError{Code: cmdutil.ExitCode(err), Err: errors.New(msg)}
+	redacted := errors.New(msg)
+	if badinput.Is(err) {
+		return badinput.Wrap(redacted)
+	}
+	return &cmdutil.ExitError{Code: cmdutil.ExitCode(err), Err: redacted}
 }
 
 // Output gives a command's report label and folder: the ones given, or by

@@ -12,6 +12,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // The probe checks: one burst of Config.ProbeLimits streams at once, read
@@ -166,7 +167,7 @@ func checkQueueOverflow(ctx context.Context, s *suite) outcome {
 			if r.Class != "" && r.Class != schema.RateLimited && r.Class != schema.QueueFull {
 				example = s.redact()(r.Detail)
 				if len(r.Body) > 0 {
-					example += ": " + s.redact().clip(endpoints.ErrorMessage(r.Body), 120)
+					example += ": " + s.redact().clip(summary.ErrorMessage(r.Body), 120)
 				}
 				break
 			}

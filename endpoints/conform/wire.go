@@ -14,6 +14,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/sse"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // withHeaders sets the endpoint's key and extra headers on every request,
@@ -202,7 +203,7 @@ func statusLine(r redactor, status int, retryAfter string, body []byte) string {
 			s += " (no Retry-After)"
 		}
 	}
-	if msg := r.clip(endpoints.ErrorMessage(body), 160); msg != "" {
+	if msg := r.clip(summary.ErrorMessage(body), 160); msg != "" {
 		s += ": " + msg
 	}
 	return s
@@ -538,7 +539,7 @@ func (st *streamed) problem() string {
 	case st.status != http.StatusOK:
 		return statusLine(st.r, st.status, st.retryAfter, st.body)
 	case st.errorEvent:
-		return "an error event inside the 200 stream: " + st.r.clip(endpoints.ErrorMessage(st.body), 160)
+		return "an error event inside the 200 stream: " + st.r.clip(summary.ErrorMessage(st.body), 160)
 	case st.failure != "":
 		return st.failure
 	case st.contentEvents == 0:

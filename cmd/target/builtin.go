@@ -1,17 +1,20 @@
-package endpoints
+package target
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine"
 )
 
 // Builtin is glmbench's reference engine started in-process on a free
-// loopback port: the endpoint every command uses when none is given.
+// loopback port: the endpoint every command uses when none is given. It
+// lives here, where it is started, so that the harness's packages
+// (endpoints, bench, evals, reports) never link the engine.
 type Builtin struct {
 	Engine   *engine.Engine
-	Endpoint *Endpoint
+	Endpoint *endpoints.Endpoint
 }
 
 // StartBuiltin starts the engine (engine.DefaultOptions, with what opts
@@ -22,7 +25,7 @@ func StartBuiltin(opts engine.Options) (*Builtin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the built-in engine: %w", err)
 	}
-	return &Builtin{Engine: e, Endpoint: &Endpoint{
+	return &Builtin{Engine: e, Endpoint: &endpoints.Endpoint{
 		Name: "builtin", BaseURL: e.BaseURL(), Model: e.ModelName(), Builtin: true,
 	}}, nil
 }

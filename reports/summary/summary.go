@@ -1,6 +1,14 @@
-package bench
+// Package summary computes a phase's metrics from its records alone: the pure
+// functions the load runner uses while it measures and the report reader uses
+// to re-make a report offline from requests.jsonl.
+//
+// It is a leaf beside reports/schema: it imports no other glmbench package, so
+// the report writers can recompute phases without linking the load runner,
+// the client or the engine.
+package summary
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -8,15 +16,16 @@ import (
 
 	"github.com/montanaflynn/stats"
 
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-// Summarize computes a phase's metrics from its records alone, so any report
-// can be recomputed offline from requests.jsonl.
-func Summarize(spec Spec, records []schema.Record, status string) schema.PhaseResult {
+// Phase computes the metrics of the phase name, whose requests asked for in
+// prompt tokens and out output tokens (max_tokens), from its records alone,
+// so any report can be recomputed offline from requests.jsonl. status is the
+// phase's ending (schema.StatusComplete, …), which records cannot tell.
+func Phase(name string, in, out int, records []schema.Record, status string) schema.PhaseResult {
 	r := schema.PhaseResult{
-		Phase: spec.Name, BatchSize: len(records), InputLen: spec.In, OutputLen: spec.Out,
+		Phase: name, BatchSize: len(records), InputLen: in, OutputLen: out,
 		ErrorKinds: map[string]int{}, ByClass: map[schema.Class]int{}, NSources: map[schema.NSource]int{},
 		Status: status,
 	}
@@ -57,9 +66,9 @@ func Summarize(spec Spec, records []schema.Record, status string) schema.PhaseRe
 		r.Completed++
 		r.NSources[rec.NSource]++
 		switch {
-		case rec.N < spec.Out:
+		case rec.N < out:
 			r.Short++
-		case rec.N > spec.Out:
+		case rec.N > out:
 			r.Long++
 		}
 		inTok += rec.Prompt
@@ -142,9 +151,9 @@ func ErrorKind(rec *schema.Record) string {
 	case rec.Class == schema.Redirect:
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(strings.TrimPrefix(rec.Detail, "a "), 60))
 	case rec.Status != 0 && rec.Status != 200:
-		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(endpoints.ErrorMessage([]byte(rec.Body)), 60))
+		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(ErrorMessage([]byte(rec.Body)), 60))
 	case (rec.Class == schema.QueueFull || rec.Class == schema.StreamError) && fromErrorEvent(rec):
-		return fmt.Sprintf("stream error event: %s", first(endpoints.ErrorMessage([]byte(rec.Body)), 60))
+		return fmt.Sprintf("stream error event: %s", first(ErrorMessage([]byte(rec.Body)), 60))
 	}
 	return fmt.Sprintf("%s: %s", rec.Class, first(rec.Detail, 60))
 }
@@ -165,4 +174,38 @@ func first(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// ErrorMessage extracts the human message from an error body, on one line:
+// the "message" of an OpenAI-shaped error (or a top-level "message"/"detail"),
+// else the text.
+func ErrorMessage(body []byte) string {
+	return strings.Join(strings.Fields(errorText(body)), " ")
+}
+
+func errorText(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  any             `json:"detail"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		if len(v.Error) > 0 && json.Unmarshal(v.Error, &inner) == nil && inner.Message != "" {
+			return inner.Message
+		}
+		var s string
+		if len(v.Error) > 0 && json.Unmarshal(v.Error, &s) == nil && s != "" {
+			return s
+		}
+		if v.Message != "" {
+			return v.Message
+		}
+		if d, ok := v.Detail.(string); ok && d != "" {
+			return d
+		}
+	}
+	return strings.ToValidUTF8(string(body), "?")
 }
