@@ -52,17 +52,12 @@ type Factory struct {
 // System returns a Factory over the real process.
 func System(ctx context.Context, version string) *Factory {
 	return &Factory{
-		IO:      &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: isTerminal(os.Stderr)},
+		IO:      &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, ErrTTY: IsTerminal(os.Stderr)},
 		Getenv:  os.Getenv,
 		Now:     time.Now,
 		Version: version,
 		Context: ctx,
 	}
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // ExitError is an error that says which exit code it means. A nil Err with a
@@ -80,11 +75,6 @@ func (e *ExitError) Error() string {
 }
 
 func (e *ExitError) Unwrap() error { return e.Err }
-
-// BadInput is bad usage or input (exit 2): badinput.Errorf.
-//
-// Deprecated: call badinput.Errorf; this stays only until cmd/serve does.
-func BadInput(format string, args ...any) error { return badinput.Errorf(format, args...) }
 
 // NoArgs is cobra.NoArgs, its text and all, returning bad usage (exit 2):
 // the validator of every command that takes no arguments.

@@ -161,7 +161,7 @@ func (o *Options) validate() ([]bench.Spec, error) {
 	switch o.Summary {
 	case "", SummaryAuto, SummaryFull, SummaryCompact:
 	default:
-		return nil, cmdutil.BadInput("--summary must be auto, full or compact, not %q", o.Summary)
+		return nil, badinput.Errorf("--summary must be auto, full or compact, not %q", o.Summary)
 	}
 	if len(o.Baseline) == 0 && (len(o.Thresholds) > 0 || o.ThresholdFile != "" || o.JUnit != "") {
 		return nil, badinput.Errorf("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")

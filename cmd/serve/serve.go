@@ -17,6 +17,7 @@ import (
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/server"
 	"github.com/glmbench/glmbench/engine/sim"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // Options are serve's flags.
@@ -59,7 +60,7 @@ test harnesses against the failures real endpoints show:
 		Example: `  glmbench serve --port 30000 --model-preset nano
   glmbench serve --model-path ./tiny --max-running-requests 64 --chunked-prefill-size 2048
   glmbench serve --server-config sglang_server_config.json --max-queued-requests 128`,
-		Args: cobra.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.flags = cmd.Flags()
 			if runF != nil {
@@ -121,21 +122,21 @@ func Run(ctx context.Context, o *Options) error {
 		o.Engine.Faults = &server.Faults{}
 		for _, spec := range o.Faults {
 			if err := server.ParseFault(spec, o.Engine.Faults); err != nil {
-				return cmdutil.BadInput("%v", err)
+				return badinput.Errorf("%v", err)
 			}
 		}
 	}
 	if o.SimProfile != "" {
 		cost, err := sim.ReadCost(o.SimProfile)
 		if err != nil {
-			return cmdutil.BadInput("--sim-profile: %v", err)
+			return badinput.Errorf("--sim-profile: %v", err)
 		}
 		o.Engine.SimCost = cost
 	}
 	if o.TruthFile != "" {
 		f, err := os.Create(o.TruthFile)
 		if err != nil {
-			return cmdutil.BadInput("--truth: %v", err)
+			return badinput.Errorf("--truth: %v", err)
 		}
 		defer f.Close()
 		o.Engine.Truth = f
@@ -144,7 +145,7 @@ func Run(ctx context.Context, o *Options) error {
 	o.Engine.Logger = slog.New(slog.NewTextHandler(io.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e, err := engine.Start(o.Engine)
 	if err != nil {
-		return cmdutil.BadInput("%v", err)
+		return badinput.Errorf("%v", err)
 	}
 	sc := e.Sched.Config()
 	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d)\n",
@@ -180,7 +181,7 @@ func (o *Options) applyServerConfig() error {
 	restore := snapshotChanged(o.flags)
 	ignored, err := engine.ApplyServerConfig(o.ServerConfig, &o.Engine)
 	if err != nil {
-		return cmdutil.BadInput("--server-config: %v", err)
+		return badinput.Errorf("--server-config: %v", err)
 	}
 	if err := restore(); err != nil {
 		return err
