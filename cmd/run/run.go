@@ -188,12 +188,13 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 	return gp, nil
 }
 
-// Run is the run command's work.
+// Run is the run command's work: it checks the flags and the gate's
+// baseline, opens the endpoint, calibrates every phase, runs them, writes
+// the report after each, and maps how the run ended to an exit code.
 func Run(ctx context.Context, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	io := o.F.IO
 	specs, err := o.validate()
 	if err != nil {
 		return err
@@ -207,11 +208,40 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
-	ep := tg.Endpoint
 	started := o.F.Now()
 	label, out := tg.Output(o.Label, o.Out, started)
+	bo := o.benchOptions(tg.Endpoint)
+	plans, err := o.calibrate(ctx, bo, specs)
+	if err != nil {
+		return err
+	}
+	rep := o.newReport(ctx, tg, label, started, specs, bo.Nonce)
+	totals, records, err := o.runPhases(ctx, bo, plans, rep, out)
+	if err != nil {
+		return err
+	}
+	rep.Interrupted = ctx.Err() != nil
+	if err := o.writeReport(out, rep, records); err != nil {
+		return err
+	}
+	if err := o.writeSummary(rep, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: report written to %s\n", out)
+	switch {
+	case rep.Interrupted:
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case totals.Completed == 0:
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New(totals.NoneCompleted())}
+	case gp != nil:
+		return gp.Check([]*schema.Report{rep})
+	}
+	return nil
+}
 
-	bo := &bench.Options{
+// benchOptions are the load's options for the endpoint ep, from the flags.
+func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
+	return &bench.Options{
 		Endpoint: ep,
 		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS},
 		Limits: endpoints.StreamLimits{
@@ -226,22 +256,33 @@ func Run(ctx context.Context, o *Options) error {
 		Nonce:          bench.NewNonce(),
 		Progress:       &bench.Progress{},
 	}
-	fmt.Fprintf(io.ErrOut, "glmbench: %s, model %s: calibrating %d phase(s)\n", ep, ep.Model, len(specs))
+}
+
+// calibrate runs bench.Prepare, printing its warnings on stderr. A Ctrl-C
+// during it exits 130 with no report, as nothing was measured yet.
+func (o *Options) calibrate(ctx context.Context, bo *bench.Options, specs []bench.Spec) ([]bench.Plan, error) {
+	ep := bo.Endpoint
+	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: %s, model %s: calibrating %d phase(s)\n", ep, ep.Model, len(specs))
 	plans, warns, err := bench.Prepare(ctx, bo, specs)
 	for _, w := range warns {
-		fmt.Fprintf(io.ErrOut, "glmbench: warning: %s\n", w)
+		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: %s\n", w)
 	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
 			// Calibration sends no load: there is nothing to report.
-			return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
+			return nil, &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
 				Err: errors.New("interrupted during calibration, before any load was sent: nothing was measured, so no report was written")}
 		}
-		return target.RedactErr(ep, err)
+		return nil, target.RedactErr(ep, err)
 	}
+	return plans, nil
+}
 
+// newReport is the report before any phase: the target, the run's options
+// and what the server says of itself.
+func (o *Options) newReport(ctx context.Context, tg *target.Target, label string, started time.Time, specs []bench.Spec, nonce string) *schema.Report {
 	rep := tg.Report(o.F, label, started)
-	rep.Nonce = bo.Nonce
+	rep.Nonce = nonce
 	rep.Options = schema.Options{
 		Phases:         phaseList(specs),
 		IgnoreEOS:      o.IgnoreEOS,
@@ -253,49 +294,40 @@ func Run(ctx context.Context, o *Options) error {
 		Percentiles:    schema.PercentileMethod,
 	}
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
+	return rep
+}
+
+// runPhases runs the plans in turn until ctx is cancelled, adding each
+// phase to rep and writing the report after every phase, so a killed run
+// keeps what it measured. It returns the totals and every phase's records.
+func (o *Options) runPhases(ctx context.Context, bo *bench.Options, plans []bench.Plan, rep *schema.Report, out string) (bench.Totals, []schema.Record, error) {
+	var totals bench.Totals
 	var records []schema.Record
-	write := func() error {
-		rep.FinishedAt = o.F.Now().UTC()
-		if err := reports.WriteDir(out, rep, records); err != nil {
-			return fmt.Errorf("writing the report to %s: %w", out, err)
-		}
-		return nil
-	}
-	var tally outcome
 	for _, pl := range plans {
 		if ctx.Err() != nil {
 			break
 		}
-		stop := startProgress(io, bo.Progress, o.ProgressEvery)
+		stop := startProgress(o.F.IO, bo.Progress, o.ProgressEvery)
 		run := bench.RunPhase(ctx, bo, pl)
 		stop()
 		rep.Phases = append(rep.Phases, run.Result)
 		records = append(records, run.Records...)
-		rep.Client.CPUSeconds += run.CPUSeconds
-		rep.Client.MaxSendLag = max(rep.Client.MaxSendLag, run.Result.MaxSendLag)
-		rep.Client.Saturated = rep.Client.MaxSendLag > bench.SaturationLag.Seconds()
-		tally.add(&run.Result)
-		fmt.Fprintln(io.ErrOut, phaseLine(&run.Result))
-		// Write after every phase, so a killed run keeps what it measured.
-		if err := write(); err != nil {
-			return err
+		totals.Add(&run)
+		rep.Client = totals.Client
+		fmt.Fprintln(o.F.IO.ErrOut, phaseLine(&run.Result))
+		if err := o.writeReport(out, rep, records); err != nil {
+			return totals, records, err
 		}
 	}
-	rep.Interrupted = ctx.Err() != nil
-	if err := write(); err != nil {
-		return err
-	}
-	if err := o.writeSummary(rep, out); err != nil {
-		return err
-	}
-	fmt.Fprintf(io.ErrOut, "glmbench: report written to %s\n", out)
-	switch {
-	case rep.Interrupted:
-		return cmdutil.Silent(cmdutil.ExitInterrupted)
-	case tally.completed == 0:
-		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New(tally.none())}
-	case gp != nil:
-		return gp.Check([]*schema.Report{rep})
+	return totals, records, nil
+}
+
+// writeReport writes rep and records to the folder out, stamped with the
+// time it finished.
+func (o *Options) writeReport(out string, rep *schema.Report, records []schema.Record) error {
+	rep.FinishedAt = o.F.Now().UTC()
+	if err := reports.WriteDir(out, rep, records); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", out, err)
 	}
 	return nil
 }
@@ -309,38 +341,6 @@ func (o *Options) writeSummary(rep *schema.Report, dir string) error {
 		return reports.WriteCompact(io.Out, rep, filepath.Join(dir, reports.ReportMD))
 	}
 	return reports.WriteSummary(io.Out, rep)
-}
-
-// outcome counts the requests of a run's phases by how they ended.
-type outcome struct {
-	batch, completed, errors, cancelled, notSent int
-}
-
-func (t *outcome) add(r *schema.PhaseResult) {
-	t.batch += r.BatchSize
-	t.completed += r.Completed
-	t.errors += r.Errors
-	t.cancelled += r.Cancelled
-	t.notSent += r.NotSent
-}
-
-// none says why a run in which no request completed has no figures: every
-// request failed, or the phase cap cut off what had not failed.
-func (t *outcome) none() string {
-	if t.errors == t.batch {
-		return "every request failed (see the failures in the report)"
-	}
-	var parts []string
-	if t.errors > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed", t.errors))
-	}
-	if t.cancelled > 0 {
-		parts = append(parts, fmt.Sprintf("%d cancelled at the phase cap", t.cancelled))
-	}
-	if t.notSent > 0 {
-		parts = append(parts, fmt.Sprintf("%d not sent before the cap", t.notSent))
-	}
-	return fmt.Sprintf("none of the %d requests completed: %s (see the report)", t.batch, strings.Join(parts, ", "))
 }
 
 func phaseList(specs []bench.Spec) string {

@@ -298,18 +298,3 @@ func TestNoCompletedRequestSaysWhy(t *testing.T) {
 		})
 	}
 }
-
-func TestOutcomeNamesWhatEndedEachRequest(t *testing.T) {
-	t.Parallel()
-	var o outcome
-	o.add(&schema.PhaseResult{BatchSize: 10, Errors: 3, Cancelled: 5, NotSent: 2})
-	if got := o.none(); got != "none of the 10 requests completed: 3 failed, 5 cancelled at the phase cap, 2 not sent before the cap (see the report)" {
-		t.Fatalf("%q", got)
-	}
-	o = outcome{}
-	o.add(&schema.PhaseResult{BatchSize: 2, Errors: 2})
-	o.add(&schema.PhaseResult{BatchSize: 3, Errors: 3})
-	if got := o.none(); got != "every request failed (see the failures in the report)" {
-		t.Fatalf("%q", got)
-	}
-}
