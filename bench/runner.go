@@ -178,13 +178,12 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	}
 	pool := endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
 	defer pool.Close()
-	tmpl := newTemplate(o.Shape, o.Nonce, newFiller().Text(plan.Cal.Chars), spec.Out)
-	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
-
 	prog := o.Progress
 	if prog == nil {
 		prog = &Progress{}
 	}
+	ph := newPhase(o, plan, pool, prog)
+	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
 	prog.begin(spec)
 
 	// For a burst, open the phase's connections first, so the burst is not
@@ -200,101 +199,171 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 		cancelWarm()
 	}
 
-	phaseCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if o.PhaseCap > 0 {
-		var cancelCap context.CancelFunc
-		phaseCtx, cancelCap = context.WithTimeoutCause(phaseCtx, o.PhaseCap, ErrPhaseCap)
-		defer cancelCap()
+	var cancel func()
+	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
+	defer cancel()
+	cpu0 := cpuSeconds()
+	if o.RequestRate <= 0 && ph.sem == nil {
+		ph.burst()
+	} else {
+		ph.dispatch(arrivals)
 	}
-	var sem chan struct{}
+	ph.wg.Wait()
+	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
+	run.Result = phaseResult(o, plan, ph.records, phaseStatus(ctx, ph.ctx, ph.records))
+	return run
+}
+
+// phase is one phase in flight: what RunPhase's parts share.
+type phase struct {
+	spec Spec
+	// ctx is the phase's own: cancelled by the caller's, or at the cap.
+	ctx  context.Context
+	pool *endpoints.Pool
+	tmpl template
+	lim  endpoints.StreamLimits
+	// evCap is each result's initial room for event times.
+	evCap int
+	prog  *Progress
+	// sem, under --max-concurrency below the phase's N, holds a slot per
+	// request in flight.
+	sem     chan struct{}
+	records []schema.Record
+	wg      sync.WaitGroup
+	// start is the phase's clock: records' send_offset counts from it.
+	start time.Time
+}
+
+// newPhase sets up the phase of plan: its prompts, each request's limits,
+// and its records; ctx and start are set when it begins.
+func newPhase(o *Options, plan Plan, pool *endpoints.Pool, prog *Progress) *phase {
+	spec := plan.Spec
+	ph := &phase{
+		spec:    spec,
+		pool:    pool,
+		tmpl:    newTemplate(o.Shape, o.Nonce, newFiller().Text(plan.Cal.Chars), spec.Out),
+		evCap:   min(spec.Out+8, 1<<16),
+		prog:    prog,
+		records: make([]schema.Record, spec.N),
+	}
 	if o.MaxConcurrency > 0 && o.MaxConcurrency < spec.N {
-		sem = make(chan struct{}, o.MaxConcurrency)
+		ph.sem = make(chan struct{}, o.MaxConcurrency)
 	}
-	evCap := min(spec.Out+8, 1<<16)
 	// A load request knows its max_tokens: a stream far past it is ended as
 	// the endpoint's fault (endpoints.EventBound).
-	lim := o.Limits
-	lim.MaxTokens = spec.Out
+	ph.lim = o.Limits
+	ph.lim.MaxTokens = spec.Out
+	return ph
+}
 
-	records := make([]schema.Record, spec.N)
-	var wg sync.WaitGroup
-	var start time.Time
-	// ready makes request i ready to send (body, context, result buffer), so
-	// that none of it counts as send lag; the returned func sends it.
-	ready := func(i int) func(planned time.Time, queued time.Duration) {
-		st := pool.Client(i).PrepareChat(phaseCtx, tmpl.body(i), lim)
-		res := &endpoints.StreamResult{Events: make([]time.Duration, 0, evCap)}
-		return func(planned time.Time, queued time.Duration) {
-			defer wg.Done()
-			prog.Sent.Add(1)
-			st.Run(&prog.Events, res)
-			records[i] = record(spec, i, start, planned, queued, res)
-			prog.end(&records[i])
+// phaseContext is the phase's context under ctx: ended at the cap (when
+// one is set) with the cause ErrPhaseCap. The returned func releases it.
+func phaseContext(ctx context.Context, phaseCap time.Duration) (context.Context, func()) {
+	phaseCtx, cancel := context.WithCancelCause(ctx)
+	if phaseCap <= 0 {
+		return phaseCtx, func() { cancel(nil) }
+	}
+	capCtx, cancelCap := context.WithTimeoutCause(phaseCtx, phaseCap, ErrPhaseCap)
+	return capCtx, func() {
+		cancelCap()
+		cancel(nil)
+	}
+}
+
+// ready makes request i ready to send (body, context, result buffer), so
+// that none of it counts as send lag; the returned func sends it.
+func (ph *phase) ready(i int) func(planned time.Time, queued time.Duration) {
+	st := ph.pool.Client(i).PrepareChat(ph.ctx, ph.tmpl.body(i), ph.lim)
+	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, ph.evCap)}
+	return func(planned time.Time, queued time.Duration) {
+		defer ph.wg.Done()
+		ph.prog.Sent.Add(1)
+		st.Run(&ph.prog.Events, res)
+		ph.records[i] = record(ph.spec, i, ph.start, planned, queued, res)
+		ph.prog.end(&ph.records[i])
+	}
+}
+
+// burst makes every request ready, then releases all of them at once.
+func (ph *phase) burst() {
+	gate := make(chan struct{})
+	ph.wg.Add(ph.spec.N)
+	for i := range ph.spec.N {
+		send := ph.ready(i)
+		go func() {
+			<-gate
+			send(ph.start, 0)
+		}()
+	}
+	ph.start = time.Now()
+	close(gate)
+}
+
+// dispatch sends request i at arrivals[i] from the phase start, or when a
+// slot frees under --max-concurrency, until the phase ends; the requests
+// it had no time to send are recorded as not sent.
+func (ph *phase) dispatch(arrivals []time.Duration) {
+	ph.start = time.Now()
+	sent := 0
+	for i := range ph.spec.N {
+		send := ph.ready(i)
+		planned, queued, ok := ph.await(ph.start.Add(arrivals[i]))
+		if !ok {
+			break
+		}
+		sent++
+		ph.wg.Add(1)
+		go func() {
+			if ph.sem != nil {
+				defer func() { <-ph.sem }()
+			}
+			send(planned, queued)
+		}()
+	}
+	for i := sent; i < ph.spec.N; i++ {
+		ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
+		ph.prog.end(&ph.records[i])
+	}
+}
+
+// await waits until planned and then, under --max-concurrency, for a free
+// slot. It returns when the send is planned for and how long it queued
+// for its slot, or false when the phase ended first.
+func (ph *phase) await(planned time.Time) (time.Time, time.Duration, bool) {
+	if wait := time.Until(planned); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ph.ctx.Done():
+			t.Stop()
+			return planned, 0, false
 		}
 	}
-	cpu0 := cpuSeconds()
-	if o.RequestRate <= 0 && sem == nil {
-		// Burst: every request is made ready, then all are released at once.
-		gate := make(chan struct{})
-		wg.Add(spec.N)
-		for i := range spec.N {
-			send := ready(i)
-			go func() {
-				<-gate
-				send(start, 0)
-			}()
-		}
-		start = time.Now()
-		close(gate)
-	} else {
-		start = time.Now()
-		sent := 0
-	dispatch:
-		for i := range spec.N {
-			send := ready(i)
-			planned := start.Add(arrivals[i])
-			if wait := time.Until(planned); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-phaseCtx.Done():
-					t.Stop()
-					break dispatch
-				}
-			}
-			if phaseCtx.Err() != nil {
-				break
-			}
-			var queued time.Duration
-			if sem != nil {
-				select {
-				case sem <- struct{}{}:
-				case <-phaseCtx.Done():
-					break dispatch
-				}
-				// Waiting for a slot is client-side queueing, reported apart;
-				// the send is planned for when the slot freed.
-				if now := time.Now(); now.After(planned) {
-					queued = now.Sub(planned)
-					planned = now
-				}
-			}
-			sent++
-			wg.Add(1)
-			go func() {
-				if sem != nil {
-					defer func() { <-sem }()
-				}
-				send(planned, queued)
-			}()
-		}
-		for i := sent; i < spec.N; i++ {
-			records[i] = schema.Record{Phase: spec.Name, I: i, NotSent: true}
-			prog.end(&records[i])
-		}
+	if ph.ctx.Err() != nil {
+		return planned, 0, false
 	}
-	wg.Wait()
+	if ph.sem == nil {
+		return planned, 0, true
+	}
+	select {
+	case ph.sem <- struct{}{}:
+	case <-ph.ctx.Done():
+		return planned, 0, false
+	}
+	// Waiting for a slot is client-side queueing, reported apart; the send
+	// is planned for when the slot freed.
+	var queued time.Duration
+	if now := time.Now(); now.After(planned) {
+		queued = now.Sub(planned)
+		planned = now
+	}
+	return planned, queued, true
+}
+
+// phaseStatus is how a phase ended: capped when phaseCtx ended at the cap
+// and cut a request off, interrupted when the caller's ctx was cancelled,
+// else complete.
+func phaseStatus(ctx, phaseCtx context.Context, records []schema.Record) string {
 	status := schema.StatusComplete
 	if phaseCtx.Err() != nil {
 		if errors.Is(context.Cause(phaseCtx), ErrPhaseCap) {
@@ -307,14 +376,20 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	if status == schema.StatusCapped && !anyCut(records) {
 		status = schema.StatusComplete
 	}
-	run := PhaseRun{Start: start, Records: records, CPUSeconds: cpuSeconds() - cpu0}
-	run.Result = summary.Phase(spec.Name, spec.In, spec.Out, records, status)
+	return status
+}
+
+// phaseResult is the phase's result: its metrics from the records, and
+// the calibration and arrival options it ran under.
+func phaseResult(o *Options, plan Plan, records []schema.Record, status string) schema.PhaseResult {
+	spec := plan.Spec
+	r := summary.Phase(spec.Name, spec.In, spec.Out, records, status)
 	if plan.Cal.PromptTokens >= 0 {
-		run.Result.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
+		r.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
 	}
-	run.Result.Concurrency = o.MaxConcurrency
-	run.Result.RequestRate = o.RequestRate
-	return run
+	r.Concurrency = o.MaxConcurrency
+	r.RequestRate = o.RequestRate
+	return r
 }
 
 func anyCut(records []schema.Record) bool {
