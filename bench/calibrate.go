@@ -232,142 +232,205 @@ const maxCharsPerToken = 16
 // bad input naming about where the count stops. A 400 for a prompt that the
 // ratio puts below the target ends it at once.
 func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error) {
-	tol := Tolerance(target)
-	cal := Calibration{Target: target, PromptTokens: -1}
-	done := func(chars, toks int) (Calibration, error) {
-		cal.Chars, cal.PromptTokens, cal.Probes = chars, toks, p.probes
-		if d := toks - target; d > tol || d < -tol {
-			cal.Warning = fmt.Sprintf("calibrated prompt has %d tokens, %d from the target %d (tolerance %d)", toks, d, target, tol)
-		}
-		return cal, nil
-	}
+	s := &search{p: p, target: target, tol: Tolerance(target), cal: Calibration{Target: target, PromptTokens: -1}}
 	base, err := p.tokens(ctx, 0)
 	if errors.Is(err, errNoUsage) {
 		p.noUsage = true
-		cal.Chars, cal.Probes = target*charsPerTokenGuess, p.probes
-		cal.Warning = fmt.Sprintf("the endpoint reports no usage, so prompts are not calibrated (%d characters of filler, about %d per token, assumed)", cal.Chars, charsPerTokenGuess)
-		return cal, nil
+		s.cal.Chars, s.cal.Probes = target*charsPerTokenGuess, p.probes
+		s.cal.Warning = fmt.Sprintf("the endpoint reports no usage, so prompts are not calibrated (%d characters of filler, about %d per token, assumed)", s.cal.Chars, charsPerTokenGuess)
+		return s.cal, nil
 	}
 	if err != nil {
-		return cal, err
+		return s.cal, err
 	}
-	if base > target+tol {
-		return cal, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", p.phase, target, base)
+	if base > target+s.tol {
+		return s.cal, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", p.phase, target, base)
 	}
-	if base >= target-tol {
-		return done(0, base)
+	if base >= target-s.tol {
+		s.done(0, base)
+		return s.cal, nil
 	}
-	lo, tlo := 0, base // tlo < target
-	hi, thi := -1, 0   // thi > target, or math.MaxInt for a refusal, once found
-	best, tbest := 0, base
-	// slope is tokens per filler byte, measured from the empty filler to lo.
-	slope := func() float64 {
-		if lo == 0 {
-			return 0
-		}
-		return float64(tlo-base) / float64(lo)
-	}
-	// toward is the filler the measured ratio calls for; below a refused
-	// length, halfway to it when the ratio points at or past it.
-	toward := func() int {
-		next := lo * 2
-		if s := slope(); s > 0 {
-			next = lo + int(float64(target-tlo)/s) + 1
-		} else if hi >= 0 {
-			next = hi
-		}
-		if hi >= 0 && next >= hi-1 {
-			next = lo + (hi-lo)/2
-		}
-		return max(next, lo+1)
-	}
-	// cut is set once a probe's count fell short of the filler (firstC
-	// characters counted firstT): the endpoint truncates. The search goes
-	// on below that length, to reach the target if the cut was only an
-	// overshoot, or else to narrow down where the count stops following.
-	cut, firstC, firstT := false, 0, 0
-	limit := maxProbes
+	s.base, s.tlo, s.hi, s.tbest, s.limit = base, base, -1, base, maxProbes
 	// First guess: one character per token. The filler is ASCII and no
 	// tokenizer makes more than one token of a byte, so this cannot
 	// overshoot (and so cannot ask for more than the context holds); the
 	// probe then measures the real ratio.
-	c := target - base
-search:
-	for p.probes < limit {
-		t, err := p.tokens(ctx, c)
-		if err != nil {
-			var pe *ProbeError
-			if !errors.As(err, &pe) || pe.Status != 400 {
-				return cal, err
-			}
-			// Refused, as too long for the context, most likely. If the
-			// ratio puts that prompt below the target, no prompt of the
-			// target's length will do.
-			if s := slope(); s > 0 {
-				if at := tlo + int(s*float64(c-lo)); at < target-tol {
-					return cal, badinput.Errorf("phase %s: the endpoint refuses a prompt of about %s tokens, below this phase's %s (HTTP 400: %s)", p.phase, count(at), count(target), pe.Msg)
-				}
-			}
-			hi, thi = c, math.MaxInt
-			if hi-lo <= 1 {
-				return cal, err
-			}
-			c = toward()
-			continue
-		}
-		// The count must grow with the filler: by one token per
-		// maxCharsPerToken bytes at the least, and by half what the
-		// measured ratio predicts. Two tokens of slack cover a word cut
-		// in two at the filler's end.
-		grew, want := float64(t-tlo), float64(c-lo)/maxCharsPerToken
-		if s := slope(); s > 0 {
-			want = max(want, s*float64(c-lo)/2)
-		}
-		if grew < want-2 {
-			if !cut {
-				cut, firstC, firstT = true, c, t
-				limit = p.probes + narrowProbes
-			}
-			if lo == 0 {
-				// Cut already at the first probe: no ratio to judge by.
-				return cal, badinput.Errorf("phase %s: the endpoint's prompt count does not follow the prompt: %s characters of filler counted only %s tokens (a truncated prompt?), far below this phase's %s",
-					p.phase, count(firstC), count(firstT), count(target))
-			}
-			hi, thi = c, math.MaxInt
-			if hi-lo <= max(lo/100, 1) {
-				break search
-			}
-			c = toward()
-			continue
-		}
-		if abs(t-target) < abs(tbest-target) {
-			best, tbest = c, t
-		}
-		if abs(t-target) <= tol {
-			return done(c, t)
-		}
-		if t < target {
-			lo, tlo = c, t
-		} else {
-			hi, thi = c, t
-		}
+	s.c = target - base
+	return s.run(ctx)
+}
+
+// search is calibrate's state past the empty filler's probe: a bracket of
+// filler lengths around the target, narrowed by each probe.
+type search struct {
+	p                 *prober
+	target, tol, base int
+	// cal is the calibration, once found.
+	cal Calibration
+	// c is the filler length the next probe sends.
+	c       int
+	lo, tlo int // tlo < target
+	hi, thi int // thi > target, or math.MaxInt for a refusal, once found (hi -1 until then)
+	// best is the filler whose count tbest came nearest the target so far.
+	best, tbest int
+	// cut is set once a probe's count fell short of the filler (firstC
+	// characters counted firstT): the endpoint truncates. The search goes
+	// on below that length, to reach the target if the cut was only an
+	// overshoot, or else to narrow down where the count stops following.
+	cut            bool
+	firstC, firstT int
+	// limit bounds the probes: maxProbes, or narrowProbes past a cut.
+	limit int
+}
+
+// run probes until the search ends, in a calibration (s.cal) or an error.
+func (s *search) run(ctx context.Context) (Calibration, error) {
+	for s.p.probes < s.limit {
+		t, err := s.p.tokens(ctx, s.c)
+		var end bool
 		switch {
-		case cut && thi == math.MaxInt && hi-lo <= max(lo/100, 1):
-			break search // narrowed down to about 1%: lo is about where it cuts
-		case hi >= 0 && hi-lo <= 1:
-			return done(best, tbest)
-		case hi < 0 || thi == math.MaxInt:
-			c = toward()
+		case err != nil:
+			end, err = s.refused(err)
+		case s.fellShort(t):
+			end, err = s.truncated(t)
 		default:
-			next := lo + int(float64(target-tlo)*float64(hi-lo)/float64(thi-tlo))
-			c = min(max(next, lo+1), hi-1)
+			end, err = s.counted(t)
+		}
+		if end {
+			return s.cal, err
 		}
 	}
-	if cut && thi == math.MaxInt {
-		return cal, badinput.Errorf("phase %s: the endpoint truncates prompts at about %s tokens, below this phase's %s (%s characters of filler counted %s tokens; %s counted %s)",
-			p.phase, count(tlo), count(target), count(lo), count(tlo), count(firstC), count(firstT))
+	return s.cal, s.end()
+}
+
+// done ends the search at chars of filler, counted toks tokens, with a
+// warning when that is outside the tolerance.
+func (s *search) done(chars, toks int) {
+	s.cal.Chars, s.cal.PromptTokens, s.cal.Probes = chars, toks, s.p.probes
+	if d := toks - s.target; d > s.tol || d < -s.tol {
+		s.cal.Warning = fmt.Sprintf("calibrated prompt has %d tokens, %d from the target %d (tolerance %d)", toks, d, s.target, s.tol)
 	}
-	return done(best, tbest)
+}
+
+// end ends a search that ran out of probes or narrowed down a cut: bad
+// input when the endpoint truncates below the target, else the best filler
+// found.
+func (s *search) end() error {
+	if s.cut && s.thi == math.MaxInt {
+		return badinput.Errorf("phase %s: the endpoint truncates prompts at about %s tokens, below this phase's %s (%s characters of filler counted %s tokens; %s counted %s)",
+			s.p.phase, count(s.tlo), count(s.target), count(s.lo), count(s.tlo), count(s.firstC), count(s.firstT))
+	}
+	s.done(s.best, s.tbest)
+	return nil
+}
+
+// slope is tokens per filler byte, measured from the empty filler to lo.
+func (s *search) slope() float64 {
+	if s.lo == 0 {
+		return 0
+	}
+	return float64(s.tlo-s.base) / float64(s.lo)
+}
+
+// toward is the filler the measured ratio calls for; below a refused
+// length, halfway to it when the ratio points at or past it.
+func (s *search) toward() int {
+	next := s.lo * 2
+	if sl := s.slope(); sl > 0 {
+		next = s.lo + int(float64(s.target-s.tlo)/sl) + 1
+	} else if s.hi >= 0 {
+		next = s.hi
+	}
+	if s.hi >= 0 && next >= s.hi-1 {
+		next = s.lo + (s.hi-s.lo)/2
+	}
+	return max(next, s.lo+1)
+}
+
+// refused takes a probe of s.c bytes that failed with err. A 400 bounds
+// the bracket from above; any other failure ends the search with err.
+func (s *search) refused(err error) (end bool, _ error) {
+	var pe *ProbeError
+	if !errors.As(err, &pe) || pe.Status != 400 {
+		return true, err
+	}
+	// Refused, as too long for the context, most likely. If the ratio puts
+	// that prompt below the target, no prompt of the target's length will do.
+	if sl := s.slope(); sl > 0 {
+		if at := s.tlo + int(sl*float64(s.c-s.lo)); at < s.target-s.tol {
+			return true, badinput.Errorf("phase %s: the endpoint refuses a prompt of about %s tokens, below this phase's %s (HTTP 400: %s)", s.p.phase, count(at), count(s.target), pe.Msg)
+		}
+	}
+	s.hi, s.thi = s.c, math.MaxInt
+	if s.hi-s.lo <= 1 {
+		return true, err
+	}
+	s.c = s.toward()
+	return false, nil
+}
+
+// fellShort says whether a count of t tokens for s.c bytes of filler did
+// not follow it. The count must grow with the filler: by one token per
+// maxCharsPerToken bytes at the least, and by half what the measured ratio
+// predicts. Two tokens of slack cover a word cut in two at the filler's end.
+func (s *search) fellShort(t int) bool {
+	grew, want := float64(t-s.tlo), float64(s.c-s.lo)/maxCharsPerToken
+	if sl := s.slope(); sl > 0 {
+		want = max(want, sl*float64(s.c-s.lo)/2)
+	}
+	return grew < want-2
+}
+
+// truncated takes a count of t tokens that fell short of s.c bytes: the
+// bracket is bounded from above there, and the search narrows down where
+// the count stops following, within narrowProbes more probes.
+func (s *search) truncated(t int) (end bool, _ error) {
+	if !s.cut {
+		s.cut, s.firstC, s.firstT = true, s.c, t
+		s.limit = s.p.probes + narrowProbes
+	}
+	if s.lo == 0 {
+		// Cut already at the first probe: no ratio to judge by.
+		return true, badinput.Errorf("phase %s: the endpoint's prompt count does not follow the prompt: %s characters of filler counted only %s tokens (a truncated prompt?), far below this phase's %s",
+			s.p.phase, count(s.firstC), count(s.firstT), count(s.target))
+	}
+	s.hi, s.thi = s.c, math.MaxInt
+	if s.hi-s.lo <= max(s.lo/100, 1) {
+		return true, s.end()
+	}
+	s.c = s.toward()
+	return false, nil
+}
+
+// counted takes a sound count of t tokens for s.c bytes: it ends the
+// search within the tolerance, or narrows the bracket and picks the next
+// length (a secant step once both ends are counts).
+func (s *search) counted(t int) (end bool, _ error) {
+	c := s.c
+	if abs(t-s.target) < abs(s.tbest-s.target) {
+		s.best, s.tbest = c, t
+	}
+	if abs(t-s.target) <= s.tol {
+		s.done(c, t)
+		return true, nil
+	}
+	if t < s.target {
+		s.lo, s.tlo = c, t
+	} else {
+		s.hi, s.thi = c, t
+	}
+	switch {
+	case s.cut && s.thi == math.MaxInt && s.hi-s.lo <= max(s.lo/100, 1):
+		return true, s.end() // narrowed down to about 1%: lo is about where it cuts
+	case s.hi >= 0 && s.hi-s.lo <= 1:
+		s.done(s.best, s.tbest)
+		return true, nil
+	case s.hi < 0 || s.thi == math.MaxInt:
+		s.c = s.toward()
+	default:
+		next := s.lo + int(float64(s.target-s.tlo)*float64(s.hi-s.lo)/float64(s.thi-s.tlo))
+		s.c = min(max(next, s.lo+1), s.hi-1)
+	}
+	return false, nil
 }
 
 // narrowProbes bounds the probes that narrow down where a truncating
