@@ -34,112 +34,168 @@ type genRequest struct {
 	sentHeader bool
 }
 
-func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
+// genBody is the fields of a chat or completions body that a personality reads.
+type genBody struct {
+	Model               string          `json:"model"`
+	Messages            []genMessage    `json:"messages"`
+	Prompt              json.RawMessage `json:"prompt"`
+	MaxTokens           json.RawMessage `json:"max_tokens"`
+	MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	IgnoreEOS   bool            `json:"ignore_eos"`
+	N           *int            `json:"n"`
+	Stop        json.RawMessage `json:"stop"`
+	Temperature *float64        `json:"temperature"`
+	Seed        *int64          `json:"seed"`
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	Echo        bool            `json:"echo"`
+	AsIDs       bool            `json:"return_tokens_as_token_ids"`
+}
+
+// genMessage is one chat message.
+type genMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// parse reads a chat (or, with chat false, completions) body the way the
+// personality's server does; a refusal is the error it answers instead.
+func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		switch p.Kind {
-		case LlamaCpp:
-			// nlohmann's parse_error is no std::invalid_argument: ex_wrapper
-			// answers 500 (tools/server/server.cpp; read from source, unverified on the wire).
-			return nil, 500, "[json.exception.parse_error.101] parse error: " + err.Error()
-		case OpenAI, Gateway:
-			return nil, 400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
-		}
-		return nil, 400, "JSON decode error: " + err.Error()
+		return nil, p.badJSON(err)
 	}
 	g := &genRequest{chat: chat, n: 1}
-	var f struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Prompt              json.RawMessage `json:"prompt"`
-		MaxTokens           json.RawMessage `json:"max_tokens"`
-		MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
-		Stream              bool            `json:"stream"`
-		StreamOptions       *struct {
-			IncludeUsage bool `json:"include_usage"`
-		} `json:"stream_options"`
-		IgnoreEOS   bool            `json:"ignore_eos"`
-		N           *int            `json:"n"`
-		Stop        json.RawMessage `json:"stop"`
-		Temperature *float64        `json:"temperature"`
-		Seed        *int64          `json:"seed"`
-		Logprobs    json.RawMessage `json:"logprobs"`
-		TopLogprobs *int            `json:"top_logprobs"`
-		Echo        bool            `json:"echo"`
-		AsIDs       bool            `json:"return_tokens_as_token_ids"`
-	}
+	var f genBody
 	if err := json.Unmarshal(body, &f); err != nil {
-		return nil, 400, "invalid request: " + err.Error()
+		return nil, &refusal{400, "invalid request: " + err.Error(), nil}
 	}
+	if ref := p.checkFields(raw, f.Model, chat); ref != nil {
+		return nil, ref
+	}
+	var ref *refusal
+	if chat {
+		ref = g.readMessages(f.Messages)
+	} else {
+		ref = p.readPrompt(g, f.Prompt)
+	}
+	if ref != nil {
+		return nil, ref
+	}
+	if ref := g.readMaxTokens(f.MaxTokens, f.MaxCompletionTokens); ref != nil {
+		return nil, ref
+	}
+	g.readOptions(&f)
+	return g, nil
+}
+
+// badJSON is the refusal of a body that is not JSON.
+func (p *Personality) badJSON(err error) *refusal {
+	switch p.Kind {
+	case LlamaCpp:
+		// nlohmann's parse_error is no std::invalid_argument: ex_wrapper
+		// answers 500 (tools/server/server.cpp; read from source, unverified on the wire).
+		return &refusal{500, "[json.exception.parse_error.101] parse error: " + err.Error(), nil}
+	case OpenAI, Gateway:
+		return &refusal{400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)", nil}
+	}
+	return &refusal{400, "JSON decode error: " + err.Error(), nil}
+}
+
+// checkFields refuses the parameters OpenAI's chat does not know and a
+// model the server does not serve.
+func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, chat bool) *refusal {
 	if p.Kind == OpenAI && chat {
 		if bad := unrecognized(raw, openAIChatParams); len(bad) == 1 {
-			return nil, 400, "Unrecognized request argument supplied: " + bad[0]
+			return &refusal{400, "Unrecognized request argument supplied: " + bad[0], nil}
 		} else if len(bad) > 1 {
-			return nil, 400, "Unrecognized request arguments supplied: " + strings.Join(bad, ", ")
+			return &refusal{400, "Unrecognized request arguments supplied: " + strings.Join(bad, ", "), nil}
 		}
 	}
-	if p.Kind != LlamaCpp && p.Kind != SGLang && f.Model != p.Opts.Model {
+	if p.Kind != LlamaCpp && p.Kind != SGLang && model != p.Opts.Model {
 		// vLLM: 404 "The model `X` does not exist." (serving_engine
 		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
 		// (single model) answer whatever the model field says.
 		if p.Kind == OpenAI || p.Kind == Gateway {
-			return nil, 404, "The model `" + f.Model + "` does not exist or you do not have access to it."
+			return &refusal{404, "The model `" + model + "` does not exist or you do not have access to it.", nil}
 		}
-		return nil, 404, "The model `" + f.Model + "` does not exist."
+		return &refusal{404, "The model `" + model + "` does not exist.", nil}
 	}
-	if chat {
-		if len(f.Messages) == 0 {
-			return nil, 400, "messages must not be empty"
-		}
-		var contents []string
-		for _, m := range f.Messages {
-			var s string
-			if err := json.Unmarshal(m.Content, &s); err != nil {
-				return nil, 400, "message content must be a string"
-			}
-			contents = append(contents, s)
-		}
-		g.prompt = strings.Join(contents, "\n")
-		g.promptN = ChatPromptTokens(contents)
-	} else {
+	return nil
+}
+
+// readMessages sets the prompt and its count from the chat messages.
+func (g *genRequest) readMessages(messages []genMessage) *refusal {
+	if len(messages) == 0 {
+		return &refusal{400, "messages must not be empty", nil}
+	}
+	var contents []string
+	for _, m := range messages {
 		var s string
-		var ids []int
-		switch {
-		case json.Unmarshal(f.Prompt, &s) == nil:
-			g.prompt, g.pieces = s, Pieces(s)
-		case json.Unmarshal(f.Prompt, &ids) == nil && len(ids) > 0:
-			for _, id := range ids {
-				g.pieces = append(g.pieces, p.vocab.piece(id))
-			}
-			g.prompt = strings.Join(g.pieces, "")
-		default:
-			return nil, 400, "prompt must be a string or a list of token ids"
+		if err := json.Unmarshal(m.Content, &s); err != nil {
+			return &refusal{400, "message content must be a string", nil}
 		}
-		if len(g.pieces) == 0 {
-			return nil, 400, "prompt must not be empty"
+		contents = append(contents, s)
+	}
+	g.prompt = strings.Join(contents, "\n")
+	g.promptN = ChatPromptTokens(contents)
+	return nil
+}
+
+// readPrompt sets the prompt, its pieces and its count from a completion
+// prompt: a string or a list of token ids.
+func (p *Personality) readPrompt(g *genRequest, prompt json.RawMessage) *refusal {
+	var s string
+	var ids []int
+	switch {
+	case json.Unmarshal(prompt, &s) == nil:
+		g.prompt, g.pieces = s, Pieces(s)
+	case json.Unmarshal(prompt, &ids) == nil && len(ids) > 0:
+		for _, id := range ids {
+			g.pieces = append(g.pieces, p.vocab.piece(id))
 		}
-		g.promptN = len(g.pieces)
+		g.prompt = strings.Join(g.pieces, "")
+	default:
+		return &refusal{400, "prompt must be a string or a list of token ids", nil}
 	}
-	mt := f.MaxTokens
-	if len(f.MaxCompletionTokens) > 0 && string(f.MaxCompletionTokens) != "null" {
-		mt = f.MaxCompletionTokens
+	if len(g.pieces) == 0 {
+		return &refusal{400, "prompt must not be empty", nil}
 	}
-	if len(mt) > 0 && string(mt) != "null" {
-		// Exact as an integer (Python servers keep 2⁶³−1 exact); an
-		// integral float is read as one; anything else is a 400.
-		n, err := strconv.ParseInt(string(mt), 10, 64)
-		if err != nil {
-			f, ferr := strconv.ParseFloat(string(mt), 64)
-			if ferr != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
-				return nil, 400, "max_tokens must be an integer"
-			}
-			n = int64(f)
+	g.promptN = len(g.pieces)
+	return nil
+}
+
+// readMaxTokens sets the requested maximum: max_completion_tokens, else
+// max_tokens, when either is given and not null.
+func (g *genRequest) readMaxTokens(maxTokens, maxCompletionTokens json.RawMessage) *refusal {
+	mt := maxTokens
+	if len(maxCompletionTokens) > 0 && string(maxCompletionTokens) != "null" {
+		mt = maxCompletionTokens
+	}
+	if len(mt) == 0 || string(mt) == "null" {
+		return nil
+	}
+	// Exact as an integer (Python servers keep 2⁶³−1 exact); an
+	// integral float is read as one; anything else is a 400.
+	n, err := strconv.ParseInt(string(mt), 10, 64)
+	if err != nil {
+		x, xerr := strconv.ParseFloat(string(mt), 64)
+		if xerr != nil || x != math.Trunc(x) || math.Abs(x) >= 1<<63 {
+			return &refusal{400, "max_tokens must be an integer", nil}
 		}
-		g.maxTokens, g.hasMax = n, true
+		n = int64(x)
 	}
+	g.maxTokens, g.hasMax = n, true
+	return nil
+}
+
+// readOptions sets the options no server refuses at parse time: streaming,
+// n, stop, sampling and logprobs.
+func (g *genRequest) readOptions(f *genBody) {
 	g.stream, g.ignoreEOS, g.echo, g.asIDs = f.Stream, f.IgnoreEOS, f.Echo, f.AsIDs
 	g.usage = f.StreamOptions != nil && f.StreamOptions.IncludeUsage
 	if f.N != nil {
@@ -159,7 +215,7 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
 		g.samp.Temperature = 1
 	}
 	g.samp.Seed = f.Seed
-	if chat {
+	if g.chat {
 		_ = json.Unmarshal(f.Logprobs, &g.logprobs)
 		if f.TopLogprobs != nil {
 			g.topK = *f.TopLogprobs
@@ -167,7 +223,6 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, int, string) {
 	} else if len(f.Logprobs) > 0 && string(f.Logprobs) != "null" {
 		g.compLP = json.Unmarshal(f.Logprobs, &g.topK) == nil
 	}
-	return g, 0, ""
 }
 
 // refusal is a request the server answers with an error status.
@@ -181,119 +236,162 @@ type refusal struct {
 // context check. It returns the prompt count the server will report and the
 // number of tokens it may generate.
 func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refusal) {
+	switch p.Kind {
+	case LlamaCpp:
+		return p.checkLlamaCpp(g)
+	case VLLM, Gateway:
+		return p.checkVLLM(g)
+	case SGLang:
+		return p.checkSGLang(g)
+	default: // OpenAI
+		return p.checkOpenAI(g)
+	}
+}
+
+// checkLlamaCpp is llama.cpp's check.
+func (p *Personality) checkLlamaCpp(g *genRequest) (promptN int, budget int64, ref *refusal) {
+	if g.n != 1 {
+		// oaicompat_*_params_parse throws std::runtime_error: 500
+		// (tools/server/utils.hpp, server-common.cpp).
+		return 0, 0, &refusal{500, "Only one completion choice is allowed", nil}
+	}
+	if !g.chat && g.echo {
+		// "Only no echo is supported", a runtime_error: 500 (same file).
+		return 0, 0, &refusal{500, "Only no echo is supported", nil}
+	}
+	if g.chat && g.topK > 0 && !g.logprobs {
+		return 0, 0, &refusal{400, "top_logprobs requires logprobs to be set to true", nil}
+	}
+	promptN, ref = p.llamaContext(g.promptN)
+	if ref != nil {
+		return 0, 0, ref
+	}
+	return promptN, p.llamaBudget(g, promptN), nil
+}
+
+// llamaContext is the prompt count llama.cpp reports for a prompt of P
+// tokens: P when it fits the slot, else truncated or refused as
+// LlamaOverflow says.
+func (p *Personality) llamaContext(P int) (promptN int, ref *refusal) {
+	o := p.Opts
+	L := o.Context
+	if P < L {
+		return P, nil
+	}
+	switch o.LlamaOverflow {
+	case LlamaTruncate:
+		// n_keep 0: keep none, drop erased_blocks blocks of n_ctx/2
+		// (examples/server/server.cpp, "input truncated").
+		block := L / 2
+		erased := (P - block) / block
+		return P - erased*block, nil
+	case LlamaReject:
+		return 0, &refusal{400, "the request exceeds the available context size, try increasing it",
+			map[string]any{"type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": L}}
+	default:
+		return 0, &refusal{400, fmt.Sprintf("request (%d tokens) exceeds the available context size (%d tokens), try increasing it", P, L),
+			map[string]any{"type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": L}}
+	}
+}
+
+// llamaBudget is how many tokens llama.cpp generates after a prompt of
+// promptN tokens.
+func (p *Personality) llamaBudget(g *genRequest, promptN int) int64 {
+	o := p.Opts
+	L, M := o.Context, g.maxTokens
+	budget := M
+	if !g.hasMax || M < 0 {
+		// n_predict -1: until the slot's end (the fake: 16 tokens).
+		budget = 16
+	}
+	if o.LlamaOverflow != LlamaTruncate {
+		// Without context shift (the default since 2025) generation
+		// stops when the slot is full.
+		return min(budget, int64(L-promptN))
+	}
+	// With context shift the real server would go on past the
+	// slot's end; the fake stops after one slot's worth.
+	return min(budget, int64(L))
+}
+
+// checkVLLM is vLLM's check, which the gateway shares.
+func (p *Personality) checkVLLM(g *genRequest) (promptN int, budget int64, ref *refusal) {
 	o := p.Opts
 	P, L := g.promptN, o.Context
 	M := g.maxTokens
-	promptN = P
-	switch p.Kind {
-	case LlamaCpp:
-		if g.n != 1 {
-			// oaicompat_*_params_parse throws std::runtime_error: 500
-			// (tools/server/utils.hpp, server-common.cpp).
-			return 0, 0, &refusal{500, "Only one completion choice is allowed", nil}
-		}
-		if !g.chat && g.echo {
-			// "Only no echo is supported", a runtime_error: 500 (same file).
-			return 0, 0, &refusal{500, "Only no echo is supported", nil}
-		}
-		if g.chat && g.topK > 0 && !g.logprobs {
-			return 0, 0, &refusal{400, "top_logprobs requires logprobs to be set to true", nil}
-		}
-		if P >= L {
-			switch o.LlamaOverflow {
-			case LlamaTruncate:
-				// n_keep 0: keep none, drop erased_blocks blocks of n_ctx/2
-				// (examples/server/server.cpp, "input truncated").
-				block := L / 2
-				erased := (P - block) / block
-				promptN = P - erased*block
-			case LlamaReject:
-				return 0, 0, &refusal{400, "the request exceeds the available context size, try increasing it",
-					map[string]any{"type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": L}}
-			default:
-				return 0, 0, &refusal{400, fmt.Sprintf("request (%d tokens) exceeds the available context size (%d tokens), try increasing it", P, L),
-					map[string]any{"type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": L}}
-			}
-		}
-		budget = M
-		if !g.hasMax || M < 0 {
-			// n_predict -1: until the slot's end (the fake: 16 tokens).
-			budget = 16
-		}
-		if o.LlamaOverflow != LlamaTruncate {
-			// Without context shift (the default since 2025) generation
-			// stops when the slot is full.
-			budget = min(budget, int64(L-promptN))
-		} else {
-			// With context shift the real server would go on past the
-			// slot's end; the fake stops after one slot's worth.
-			budget = min(budget, int64(L))
-		}
-		return promptN, budget, nil
-	case VLLM, Gateway:
-		if g.hasMax && (M == 0 && !(g.echo && !g.chat) || M < 0) {
-			return 0, 0, &refusal{400, fmt.Sprintf("max_tokens must be at least 1, got %d.", M), nil}
-		}
-		if g.topK > 20 {
-			// --max-logprobs defaults to 20 (wording unverified).
-			return 0, 0, &refusal{400, fmt.Sprintf("Requested logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
-		}
-		if P > L {
-			// vllm/entrypoints/openai/serving_engine.py (_validate_input).
-			if o.VLLMFlatErrors {
-				return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens in the messages, Please reduce the length of the messages.", L, P), nil}
-			}
-			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", L, P), nil}
-		}
-		if !g.hasMax {
-			M = int64(L - P)
-		}
-		if M > int64(L-P) {
-			if o.VLLMFlatErrors {
-				return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", L, uint64(P)+uint64(M), P, M), nil}
-			}
-			return 0, 0, &refusal{400, fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", M, L, P, M, L, P), nil}
-		}
-		return P, M, nil
-	case SGLang:
-		if g.hasMax && M <= 0 {
-			// SGLang refuses max_tokens 0, echo or not (evals/echo.go's
-			// note; the wording is unverified).
-			return 0, 0, &refusal{400, "max_tokens must be at least 1", nil}
-		}
-		// tokenizer_manager.py _validate_one_request: both checks use >=.
-		if P >= L {
-			return 0, 0, &refusal{400, fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", P, L), nil}
-		}
-		if !g.hasMax {
-			M = 128
-		}
-		if M >= int64(L-P) {
-			return 0, 0, &refusal{400, fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", L, uint64(M)+uint64(P), P, M), nil}
-		}
-		return P, M, nil
-	default: // OpenAI
-		if g.topK > 20 {
-			return 0, 0, &refusal{400, fmt.Sprintf("Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got %d instead.", g.topK),
-				map[string]any{"param": "top_logprobs", "code": "integer_above_max_value"}}
-		}
-		if P > L {
-			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", L, P),
-				map[string]any{"param": "messages", "code": "context_length_exceeded"}}
-		}
-		if g.hasMax && M < 1 {
-			return 0, 0, &refusal{400, fmt.Sprintf("Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", M),
-				map[string]any{"param": "max_tokens", "code": "integer_below_min_value"}}
-		}
-		if M > int64(o.MaxOutput) {
-			return 0, 0, &refusal{400, fmt.Sprintf("max_tokens is too large: %d. This model supports at most %d completion tokens, whereas you provided %d.", M, o.MaxOutput, M),
-				map[string]any{"param": "max_tokens"}}
-		}
-		if !g.hasMax {
-			M = 16
-		}
-		return P, M, nil
+	if g.hasMax && (M == 0 && !(g.echo && !g.chat) || M < 0) {
+		return 0, 0, &refusal{400, fmt.Sprintf("max_tokens must be at least 1, got %d.", M), nil}
 	}
+	if g.topK > 20 {
+		// --max-logprobs defaults to 20 (wording unverified).
+		return 0, 0, &refusal{400, fmt.Sprintf("Requested logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
+	}
+	if P > L {
+		// vllm/entrypoints/openai/serving_engine.py (_validate_input).
+		if o.VLLMFlatErrors {
+			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens in the messages, Please reduce the length of the messages.", L, P), nil}
+		}
+		return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", L, P), nil}
+	}
+	if !g.hasMax {
+		M = int64(L - P)
+	}
+	if M > int64(L-P) {
+		if o.VLLMFlatErrors {
+			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", L, uint64(P)+uint64(M), P, M), nil}
+		}
+		return 0, 0, &refusal{400, fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", M, L, P, M, L, P), nil}
+	}
+	return P, M, nil
+}
+
+// checkSGLang is SGLang's check.
+func (p *Personality) checkSGLang(g *genRequest) (promptN int, budget int64, ref *refusal) {
+	P, L := g.promptN, p.Opts.Context
+	M := g.maxTokens
+	if g.hasMax && M <= 0 {
+		// SGLang refuses max_tokens 0, echo or not (evals/echo.go's
+		// note; the wording is unverified).
+		return 0, 0, &refusal{400, "max_tokens must be at least 1", nil}
+	}
+	// tokenizer_manager.py _validate_one_request: both checks use >=.
+	if P >= L {
+		return 0, 0, &refusal{400, fmt.Sprintf("The input (%d tokens) is longer than the model's context length (%d tokens).", P, L), nil}
+	}
+	if !g.hasMax {
+		M = 128
+	}
+	if M >= int64(L-P) {
+		return 0, 0, &refusal{400, fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", L, uint64(M)+uint64(P), P, M), nil}
+	}
+	return P, M, nil
+}
+
+// checkOpenAI is OpenAI's check.
+func (p *Personality) checkOpenAI(g *genRequest) (promptN int, budget int64, ref *refusal) {
+	o := p.Opts
+	P, L := g.promptN, o.Context
+	M := g.maxTokens
+	if g.topK > 20 {
+		return 0, 0, &refusal{400, fmt.Sprintf("Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got %d instead.", g.topK),
+			map[string]any{"param": "top_logprobs", "code": "integer_above_max_value"}}
+	}
+	if P > L {
+		return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", L, P),
+			map[string]any{"param": "messages", "code": "context_length_exceeded"}}
+	}
+	if g.hasMax && M < 1 {
+		return 0, 0, &refusal{400, fmt.Sprintf("Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", M),
+			map[string]any{"param": "max_tokens", "code": "integer_below_min_value"}}
+	}
+	if M > int64(o.MaxOutput) {
+		return 0, 0, &refusal{400, fmt.Sprintf("max_tokens is too large: %d. This model supports at most %d completion tokens, whereas you provided %d.", M, o.MaxOutput, M),
+			map[string]any{"param": "max_tokens"}}
+	}
+	if !g.hasMax {
+		M = 16
+	}
+	return P, M, nil
 }
 
 // admit applies the server's load limits; release must be called after.
@@ -370,9 +468,9 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		p.notFound(w, r)
 		return
 	}
-	g, status, msg := p.parse(body, chat)
-	if g == nil {
-		p.fail(w, status, msg, nil)
+	g, ref := p.parse(body, chat)
+	if ref != nil {
+		p.fail(w, ref.status, ref.msg, ref.extra)
 		return
 	}
 	promptN, budget, ref := p.check(g)

@@ -213,6 +213,8 @@ func parse(r *http.Request) (Request, error) {
 	return req, nil
 }
 
+// chat answers /v1/chat/completions as Behave says for the request, and
+// records its arrival and content events.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	req, err := parse(r)
@@ -224,15 +226,35 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if s.Behave != nil {
 		b = s.Behave(req)
 	}
-	snd := &Send{Req: req, Arrival: arrival}
-	s.mu.Lock()
-	s.sends = append(s.sends, snd)
-	s.mu.Unlock()
-
+	snd := s.record(req, arrival)
 	prompt := 10 + (len(req.Content)+3)/4
 	if s.PromptTokens != nil {
 		prompt = s.PromptTokens(req.Content)
 	}
+	if failBeforeAnswer(w, r, b) {
+		return
+	}
+	n := max(req.MaxTokens, 1)
+	if !req.Stream {
+		writeWhole(w, b, prompt, n)
+		return
+	}
+	st := &chatStream{s: s, w: w, r: r, rc: http.NewResponseController(w), b: b, snd: snd, prompt: prompt}
+	st.run(arrival, n, req.Usage)
+}
+
+// record adds a request's Send, to which its content events are added as they go.
+func (s *Server) record(req Request, arrival time.Time) *Send {
+	snd := &Send{Req: req, Arrival: arrival}
+	s.mu.Lock()
+	s.sends = append(s.sends, snd)
+	s.mu.Unlock()
+	return snd
+}
+
+// failBeforeAnswer fails the request before any answer when b says so
+// (Status, Reset, Hang); false when the request goes on to an answer.
+func failBeforeAnswer(w http.ResponseWriter, r *http.Request, b Behavior) bool {
 	switch b.Fail {
 	case Status:
 		if b.RetryAfter != "" {
@@ -241,41 +263,87 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(b.Status)
 		io.WriteString(w, b.Body)
-		return
+		return true
 	case Reset:
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
 			conn.Close()
 		}
-		return
+		return true
 	case Hang:
 		<-r.Context().Done()
-		return
+		return true
 	}
-	n := max(req.MaxTokens, 1)
-	if !req.Stream {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"length"}]`, strings.Repeat("a", n))
-		if b.Usage != UsageNone {
-			fmt.Fprintf(w, `,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, n, prompt+n)
-		}
-		io.WriteString(w, "}")
-		return
+	return false
+}
+
+// writeWhole answers a non-streaming request with n tokens of "a".
+func writeWhole(w http.ResponseWriter, b Behavior, prompt, n int) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"length"}]`, strings.Repeat("a", n))
+	if b.Usage != UsageNone {
+		fmt.Fprintf(w, `,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, n, prompt+n)
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
-	rc := http.NewResponseController(w)
-	flush := func() time.Time {
-		_ = rc.Flush()
-		return time.Now()
-	}
-	if b.Fail == Empty {
-		flush()
+	io.WriteString(w, "}")
+}
+
+// chatStream is one streamed answer in progress.
+type chatStream struct {
+	s      *Server
+	w      http.ResponseWriter
+	r      *http.Request
+	rc     *http.ResponseController
+	b      Behavior
+	snd    *Send
+	prompt int    // usage.prompt_tokens
+	sent   int    // content tokens sent so far
+	rng    uint64 // the jitter's generator state
+}
+
+// run streams n tokens: the role chunk, the content events, then the finish,
+// unless b makes the stream fail on the way.
+func (st *chatStream) run(arrival time.Time, n int, includeUsage bool) {
+	st.w.Header().Set("Content-Type", "text/event-stream")
+	st.w.WriteHeader(200)
+	if st.b.Fail == Empty {
+		st.flush()
 		return
 	}
 	// SGLang and vLLM open with a role chunk that carries no content.
-	io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n")
-	flush()
+	io.WriteString(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n")
+	st.flush()
+	if st.content(arrival, n) {
+		st.finish(includeUsage)
+	}
+}
+
+// flush sends what is written and returns when it was sent.
+func (st *chatStream) flush() time.Time {
+	_ = st.rc.Flush()
+	return time.Now()
+}
+
+// sleepUntil waits until t; false when the client went away first.
+func (st *chatStream) sleepUntil(t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-st.r.Context().Done():
+		return false
+	}
+}
+
+// content sends the n tokens as content events, TokensPerEvent at a time,
+// the first TTFT after arrival and each next one a gap after the last; false
+// when the stream ended before the last (the client left or b failed it).
+func (st *chatStream) content(arrival time.Time, n int) bool {
+	b := st.b
 	per := max(b.TokensPerEvent, 1)
 	field := "content"
 	if b.Reasoning {
@@ -284,72 +352,76 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			field = b.ReasoningField
 		}
 	}
-	rng := uint64(arrival.UnixNano())
-	sleepUntil := func(t time.Time) bool {
-		d := time.Until(t)
-		if d <= 0 {
-			return true
-		}
-		tm := time.NewTimer(d)
-		defer tm.Stop()
-		select {
-		case <-tm.C:
-			return true
-		case <-r.Context().Done():
+	st.rng = uint64(arrival.UnixNano())
+	next := arrival.Add(b.TTFT)
+	events := 0
+	for st.sent < n {
+		if !st.sleepUntil(next) {
 			return false
 		}
-	}
-	next := arrival.Add(b.TTFT)
-	sent, events := 0, 0
-	usage := func() string {
-		return fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, sent, prompt+sent)
-	}
-	for sent < n {
-		if !sleepUntil(next) {
-			return
+		if events == b.FailAfter && st.failMidStream() {
+			return false
 		}
-		if events == b.FailAfter && b.Fail != OK && b.Fail != NoDone {
-			switch b.Fail {
-			case Stall:
-				<-r.Context().Done()
-				return
-			case ErrorEvent:
-				fmt.Fprintf(w, "data: {\"error\":{\"object\":\"error\",\"message\":\"injected failure\",\"type\":\"x\",\"param\":null,\"code\":%d}}\n\ndata: [DONE]\n\n", b.ErrorCode)
-				flush()
-				return
-			case Truncate:
-				flush()
-				return
-			}
-		}
-		k := min(per, n-sent)
+		k := min(per, n-st.sent)
 		text := strings.Repeat("tok ", k)
-		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{%q:%q},\"finish_reason\":null}]}\n\n", field, text)
-		at := flush()
-		sent += k
+		fmt.Fprintf(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{%q:%q},\"finish_reason\":null}]}\n\n", field, text)
+		at := st.flush()
+		st.sent += k
 		events++
-		s.mu.Lock()
-		snd.Events = append(snd.Events, at)
-		snd.Tokens = sent
-		s.mu.Unlock()
-		gap := b.Gap
-		if b.Jitter > 0 {
-			rng = rng*6364136223846793005 + 1442695040888963407
-			f := float64(rng>>11)/float64(1<<53)*2 - 1
-			gap += time.Duration(math.Round(f * float64(b.Jitter)))
-		}
-		next = at.Add(gap)
+		st.s.mu.Lock()
+		st.snd.Events = append(st.snd.Events, at)
+		st.snd.Tokens = st.sent
+		st.s.mu.Unlock()
+		next = at.Add(st.gap())
 	}
+	return true
+}
+
+// failMidStream ends the stream as b.Fail says when it is a mid-stream
+// failure (Stall, ErrorEvent, Truncate); false when it is none.
+func (st *chatStream) failMidStream() bool {
+	switch st.b.Fail {
+	case Stall:
+		<-st.r.Context().Done()
+		return true
+	case ErrorEvent:
+		fmt.Fprintf(st.w, "data: {\"error\":{\"object\":\"error\",\"message\":\"injected failure\",\"type\":\"x\",\"param\":null,\"code\":%d}}\n\ndata: [DONE]\n\n", st.b.ErrorCode)
+		st.flush()
+		return true
+	case Truncate:
+		st.flush()
+		return true
+	}
+	return false
+}
+
+// gap is the delay before the next content event: Gap, plus up to ±Jitter
+// drawn from the stream's own generator.
+func (st *chatStream) gap() time.Duration {
+	gap := st.b.Gap
+	if st.b.Jitter > 0 {
+		st.rng = st.rng*6364136223846793005 + 1442695040888963407
+		f := float64(st.rng>>11)/float64(1<<53)*2 - 1
+		gap += time.Duration(math.Round(f * float64(st.b.Jitter)))
+	}
+	return gap
+}
+
+// finish ends a stream that sent all its content: the finish reason, usage
+// where b.Usage puts it, and [DONE] unless b.Fail is NoDone.
+func (st *chatStream) finish(includeUsage bool) {
+	b := st.b
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, st.prompt, st.sent, st.prompt+st.sent)
 	if b.Usage == UsageInFinish {
-		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":%s}\n\n", usage())
+		fmt.Fprintf(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":%s}\n\n", usage)
 	} else {
-		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
+		io.WriteString(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
 	}
-	if b.Usage == UsageFinal && req.Usage {
-		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":%s}\n\n", usage())
+	if b.Usage == UsageFinal && includeUsage {
+		fmt.Fprintf(st.w, "data: {\"choices\":[],\"usage\":%s}\n\n", usage)
 	}
 	if b.Fail != NoDone {
-		io.WriteString(w, "data: [DONE]\n\n")
+		io.WriteString(st.w, "data: [DONE]\n\n")
 	}
-	flush()
+	st.flush()
 }
