@@ -541,18 +541,38 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	lv.last.Store(mono(res.T0))
 	wd := startWatchdog(&lv, s.lim, s.cancel)
 	defer wd.stop()
-	c, ctx, parent := s.c, s.ctx, s.parent
 
-	resp, err := c.http.Do(s.req)
+	resp := s.send(res)
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	if s.settleNonStream(resp, res) {
+		return
+	}
+	s.readStream(resp, res, live, &lv, wd)
+}
+
+// send posts the request and stamps res.T0 with its first header write. It
+// returns nil, with res classified, when no response came.
+func (s *Stream) send(res *StreamResult) *http.Response {
+	resp, err := s.c.http.Do(s.req)
 	if v := s.wrote.Load(); v != 0 {
 		res.T0 = epoch.Add(time.Duration(v))
 	}
 	if err != nil {
 		res.End = time.Since(res.T0)
-		c.failBeforeResponse(ctx, parent, err, res)
-		return
+		s.c.failBeforeResponse(s.ctx, s.parent, err, res)
+		return nil
 	}
-	defer resp.Body.Close()
+	return resp
+}
+
+// settleNonStream records resp's status and reports whether resp is no
+// event stream to read (a redirect, a status other than 200, a compressed
+// body), in which case it has settled res.
+func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
+	c := s.c
 	res.Status = resp.StatusCode
 	res.RetryAfter = resp.Header.Get("Retry-After")
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
@@ -560,7 +580,7 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		// origin is kept, in the detail.
 		res.End = time.Since(res.T0)
 		res.Class, res.Detail = schema.Redirect, redirectText(locationOrigin(resp))
-		return
+		return true
 	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.window)+1))
@@ -568,16 +588,21 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		res.Body = c.ep.ClipBody(b[:min(len(b), c.window)], len(b) > c.window)
 		res.Class = ClassifyStatus(resp.StatusCode, res.Body)
 		res.Detail = fmt.Sprintf("HTTP %d", resp.StatusCode)
-		c.overrideByCause(ctx, parent, res)
-		return
+		c.overrideByCause(s.ctx, s.parent, res)
+		return true
 	}
 	if msg := compressed(resp); msg != "" {
 		res.End = time.Since(res.T0)
 		res.Class, res.Detail = schema.StreamError, msg
-		return
+		return true
 	}
+	return false
+}
 
-	cap := &prefix{r: resp.Body, max: c.window}
+// readStream reads a 200 event stream to its end (or, with untilFirst, its
+// first content event), then settles how it ended.
+func (s *Stream) readStream(resp *http.Response, res *StreamResult, live *atomic.Int64, lv *liveness, wd *watchdog) {
+	cap := &prefix{r: resp.Body, max: s.c.window}
 	rd := sse.NewReader(cap)
 	rd.SetMaxBytes(BodyBound(s.lim.MaxTokens))
 	// An event's time is when its bytes reached this host (the kernel's
@@ -590,17 +615,15 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		lv.last.Store(mono(t))
 		return t
 	})
-	readErr, over := readEvents(rd, res, live, s.untilFirst, EventBound(s.lim.MaxTokens), s.lim.MaxTokens, c.ep, func() {
+	readErr, over := readEvents(rd, res, live, s.untilFirst, EventBound(s.lim.MaxTokens), s.lim.MaxTokens, s.c.ep, func() {
 		lv.first.Store(true)
 		wd.firstContent()
 	})
-	if over {
-		lv.done.Store(true)
-		res.Bytes = rd.Bytes
-		return
-	}
 	lv.done.Store(true)
 	res.Bytes = rd.Bytes
+	if over {
+		return
+	}
 	if res.Done {
 		// Read what little follows [DONE] (the chunked terminator) so the
 		// connection can be reused, but never wait long for it.
@@ -608,9 +631,18 @@ func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 	}
 	checkUsage(res, s.lim.MaxTokens)
+	s.classifyEnd(readErr, cap, res)
+}
+
+// classifyEnd classifies a 200 stream read to its end by how it ended:
+// readErr is the read error that ended it (nil at [DONE] or EOF), cap holds
+// the start of its body for res.Body. A stream that ended well is left
+// unclassified.
+func (s *Stream) classifyEnd(readErr error, cap *prefix, res *StreamResult) {
+	c := s.c
 	switch {
-	case readErr != nil && ctx.Err() != nil:
-		c.overrideByCause(ctx, parent, res)
+	case readErr != nil && s.ctx.Err() != nil:
+		c.overrideByCause(s.ctx, s.parent, res)
 		if res.Class == "" && res.Cancelled == nil {
 			res.Class, res.Detail = schema.Truncated, "stream cut: "+readErr.Error()
 		}

@@ -597,42 +597,85 @@ func (st *streamed) summarize(c *chunk) bool {
 // nor by how long a model thinks.
 func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*streamed) bool) *streamed {
 	st := &streamed{base: s.cfg.Endpoint.BaseURL, r: s.redact()}
-	maxTokens, _ := body["max_tokens"].(int)
 	b, err := json.Marshal(body)
 	if err != nil {
 		st.noAnswer = err
 		return st
 	}
-	parent := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	limit := time.AfterFunc(s.cfg.Timeout, func() { cancel(errTimeout) })
-	defer limit.Stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Endpoint.BaseURL+"/chat/completions", bytes.NewReader(b))
-	if err != nil {
-		st.noAnswer = err
-		return st
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := s.http.Do(req)
-	if err != nil {
-		st.noAnswer = s.noAnswer(ctx, err)
+	call := &streamCall{s: s, st: st, parent: ctx, hangUp: hangUp}
+	call.maxTokens, _ = body["max_tokens"].(int)
+	call.ctx, call.cancel = context.WithCancelCause(ctx)
+	defer call.cancel(nil)
+	call.limit = time.AfterFunc(s.cfg.Timeout, func() { call.cancel(errTimeout) })
+	defer call.limit.Stop()
+	resp := call.send(b)
+	if resp == nil {
 		return st
 	}
 	defer resp.Body.Close()
-	st.status, st.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
-	st.contentType = resp.Header.Get("Content-Type")
-	st.location = resp.Header.Get("Location")
 	if resp.StatusCode != http.StatusOK {
 		st.body, _ = io.ReadAll(io.LimitReader(resp.Body, readLimit))
 		return st
 	}
-	if hangUp != nil && hangUp(st) {
-		st.hungUp = true
-		cancel(errHungUp)
+	if call.hangsUp() {
 		return st
 	}
+	call.read(resp.Body)
+	return st
+}
+
+// streamCall is one streamed chat of the suite in flight: the account it
+// fills, its context and the time limit that cancels it.
+type streamCall struct {
+	s      *suite
+	st     *streamed
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// limit is the suite's time limit, stopped at [DONE].
+	limit     *time.Timer
+	maxTokens int
+	hangUp    func(*streamed) bool
+}
+
+// send posts the streaming chat b and records the response's status and
+// headers. It returns nil, with st.noAnswer set, when no response came.
+func (call *streamCall) send(b []byte) *http.Response {
+	st := call.st
+	req, err := http.NewRequestWithContext(call.ctx, http.MethodPost, call.s.cfg.Endpoint.BaseURL+"/chat/completions", bytes.NewReader(b))
+	if err != nil {
+		st.noAnswer = err
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := call.s.http.Do(req)
+	if err != nil {
+		st.noAnswer = call.s.noAnswer(call.ctx, err)
+		return nil
+	}
+	st.status, st.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+	st.contentType = resp.Header.Get("Content-Type")
+	st.location = resp.Header.Get("Location")
+	return resp
+}
+
+// hangsUp asks hangUp whether to hang up now and, when so, does.
+func (call *streamCall) hangsUp() bool {
+	if call.hangUp == nil || !call.hangUp(call.st) {
+		return false
+	}
+	call.st.hungUp = true
+	call.cancel(errHungUp)
+	return true
+}
+
+// read reads a 200 stream's events from body until its end, an error event,
+// a bound of max_tokens, a hang-up or a limit. The stall limit applies from
+// the first content event; at [DONE] the time limit gives way to a short
+// drain of what follows.
+func (call *streamCall) read(body io.Reader) {
+	st, s := call.st, call.s
 	// The stall clock starts at the first content event: before it a
 	// request may wait in the server's queue, which only the time limit
 	// bounds.
@@ -642,8 +685,8 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 			stall.Stop()
 		}
 	}()
-	rd := sse.NewReader(resp.Body)
-	rd.SetMaxBytes(endpoints.BodyBound(maxTokens))
+	rd := sse.NewReader(body)
+	rd.SetMaxBytes(endpoints.BodyBound(call.maxTokens))
 	rd.SetClock(func() time.Time {
 		if stall != nil {
 			stall.Reset(s.cfg.StallTimeout)
@@ -653,14 +696,8 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 	for {
 		ev, err := rd.Next()
 		if err != nil {
-			switch {
-			case errors.Is(err, sse.ErrBodyTooLarge) && !st.done:
-				st.failure = fmt.Sprintf("the stream did not end: more than %d bytes for max_tokens %d (%d content events)",
-					endpoints.BodyBound(maxTokens), maxTokens, st.contentEvents)
-			case !errors.Is(err, io.EOF):
-				st.failure = s.cutShort(ctx, parent, st, err)
-			}
-			return st
+			call.readEnded(err)
+			return
 		}
 		data := bytes.TrimSpace(ev.Data)
 		if st.done {
@@ -671,8 +708,8 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 			st.done = true
 			// Read on to the end, to see whether anything follows [DONE],
 			// but never wait long for it.
-			limit.Stop()
-			drain := time.AfterFunc(time.Second, func() { cancel(errDrained) })
+			call.limit.Stop()
+			drain := time.AfterFunc(time.Second, func() { call.cancel(errDrained) })
 			defer drain.Stop()
 			continue
 		}
@@ -681,44 +718,68 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 			st.notJSON++
 			continue
 		}
-		if c.isError() {
-			st.errorEvent, st.body = true, bytes.Clone(data)
-			return st
+		content, settled := st.take(&c, data, call.maxTokens)
+		if settled {
+			return
 		}
-		if c.content() && st.contentEvents == endpoints.EventBound(maxTokens) {
-			st.failure = fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d, glmbench run's bound (%d of them chunks of reasoning alone, %d KiB of reasoning)",
-				endpoints.EventBound(maxTokens), maxTokens, st.reasoningChunks, st.reasoningBytes>>10)
-			return st
+		if content && stall == nil {
+			stall = time.AfterFunc(s.cfg.StallTimeout, func() { call.cancel(errStalled) })
 		}
-		keep := !st.summarize(&c)
-		if keep && len(st.chunks) == chunkBound(maxTokens) {
-			st.failure = fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (%d content events)",
-				chunkBound(maxTokens), maxTokens, st.contentEvents)
-			return st
-		}
-		c.n = st.total
-		st.total++
-		if c.reasoningOnly() {
-			st.reasoningChunks++
-			st.reasoningBytes += int64(c.reasoningBytes())
-		}
-		if keep {
-			st.opened = st.opened || (c.Choices != nil && len(*c.Choices) > 0)
-			st.finished = st.finished || finishOf(c) != ""
-			st.chunks = append(st.chunks, c)
-		}
-		if c.content() {
-			st.contentEvents++
-			if stall == nil {
-				stall = time.AfterFunc(s.cfg.StallTimeout, func() { cancel(errStalled) })
-			}
-		}
-		if hangUp != nil && hangUp(st) {
-			st.hungUp = true
-			cancel(errHungUp)
-			return st
+		if call.hangsUp() {
+			return
 		}
 	}
+}
+
+// readEnded records why reading stopped at err: past the body's bound
+// before [DONE], cut short, or nothing (the end of the stream).
+func (call *streamCall) readEnded(err error) {
+	st := call.st
+	switch {
+	case errors.Is(err, sse.ErrBodyTooLarge) && !st.done:
+		st.failure = fmt.Sprintf("the stream did not end: more than %d bytes for max_tokens %d (%d content events)",
+			endpoints.BodyBound(call.maxTokens), call.maxTokens, st.contentEvents)
+	case !errors.Is(err, io.EOF):
+		st.failure = call.s.cutShort(call.ctx, call.parent, st, err)
+	}
+}
+
+// take records c, a stream's chunk before its [DONE] decoded from the data
+// line data. It reports whether c was a content event, and whether it
+// settled the stream: an error event, or past a bound of maxTokens
+// (st.failure names it).
+func (st *streamed) take(c *chunk, data []byte, maxTokens int) (content, settled bool) {
+	if c.isError() {
+		st.errorEvent, st.body = true, bytes.Clone(data)
+		return false, true
+	}
+	if c.content() && st.contentEvents == endpoints.EventBound(maxTokens) {
+		st.failure = fmt.Sprintf("the stream did not end: more than %d content events for max_tokens %d, glmbench run's bound (%d of them chunks of reasoning alone, %d KiB of reasoning)",
+			endpoints.EventBound(maxTokens), maxTokens, st.reasoningChunks, st.reasoningBytes>>10)
+		return false, true
+	}
+	keep := !st.summarize(c)
+	if keep && len(st.chunks) == chunkBound(maxTokens) {
+		st.failure = fmt.Sprintf("the stream did not end: more than %d chunks for max_tokens %d (%d content events)",
+			chunkBound(maxTokens), maxTokens, st.contentEvents)
+		return false, true
+	}
+	c.n = st.total
+	st.total++
+	if c.reasoningOnly() {
+		st.reasoningChunks++
+		st.reasoningBytes += int64(c.reasoningBytes())
+	}
+	if keep {
+		st.opened = st.opened || (c.Choices != nil && len(*c.Choices) > 0)
+		st.finished = st.finished || finishOf(*c) != ""
+		st.chunks = append(st.chunks, *c)
+	}
+	if !c.content() {
+		return false, false
+	}
+	st.contentEvents++
+	return true, false
 }
 
 // cutShort words why a stream's reading stopped before its end.
