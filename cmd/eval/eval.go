@@ -283,23 +283,10 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	return target.WriteSection(io, target.Section{
 		Out: out, Fresh: tg.Report(o.F, label, started),
-		Change:      func(rep *schema.Report) { MergeEvals(rep, results) },
+		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,
 	})
-}
-
-// MergeEvals puts results into rep's evals section: each replaces the
-// entry of its name, or is added; entries of other evals stay, so evals
-// run one by one into one folder add up.
-func MergeEvals(rep *schema.Report, results []schema.EvalResult) {
-	for _, res := range results {
-		if i := slices.IndexFunc(rep.Evals, func(e schema.EvalResult) bool { return e.Name == res.Name }); i >= 0 {
-			rep.Evals[i] = res
-		} else {
-			rep.Evals = append(rep.Evals, res)
-		}
-	}
 }
 
 // resultLine is the one line said when an eval ends.
