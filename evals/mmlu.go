@@ -216,21 +216,7 @@ func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 
 func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	const name = "mmlu"
-	type item struct {
-		subject string
-		prompt  string
-		answer  int
-	}
-	var items []item
-	for _, sub := range set.Subjects {
-		test := sub.Test
-		if n := r.limit(0); n > 0 && n < len(test) {
-			test = test[:n]
-		}
-		for _, q := range test {
-			items = append(items, item{sub.Name, MMLUPrompt(sub.Name, sub.Shots, q), q.Answer})
-		}
-	}
+	items := r.mmluItems(set)
 	_, echoFail := r.probeRaw(ctx)
 	if KindOf(echoFail) == Interrupted {
 		return noScore(name, MethodEcho, echoFail)
@@ -238,52 +224,119 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	if len(items) == 0 {
 		return noScore(name, MethodEcho, newFailure(BadResponse, 0, nil, nil, "no question to score"))
 	}
-	method, score := MethodEcho, r.mmluByEcho
-	var first [4]float64 // the first question's scores, found while choosing the route
-	haveFirst := false
+	rt := mmluRoute{method: MethodEcho, score: r.mmluByEcho}
 	if echoFail != nil {
 		ef := *echoFail
 		echoFail = &ef
-		routes := []struct {
-			method string
-			score  mmluScorer
-		}{
-			{MethodTopLogprobs, r.mmluByTopLogprobs},
-			{MethodChatTopLogprobs, r.mmluByChatTopLogprobs},
-			{MethodChatGreedy, r.mmluByChatGreedy},
-		}
-		for k, rt := range routes {
-			method, score = rt.method, rt.score
-			sc, unanswered, f := score(ctx, 0, items[0].prompt)
-			if f == nil {
-				// The question that chooses the route must be answered.
-				f = unanswered
-			}
-			if f == nil {
-				first, haveFirst = sc, true
-				break
-			}
-			if KindOf(f) == Interrupted || !routeLacks(f) || k == len(routes)-1 {
-				// The echo failure is why the eval is down to the fallbacks; say both.
-				return noScore(name, method, withFallback(echoFail, f, method))
-			}
-			echoFail.Detail = joinDetail(echoFail.Detail, fmt.Sprintf("%s: %s: %s", rt.method, f.Kind, f.Detail))
+		var f *schema.EvalFailure
+		if rt, f = r.mmluFallback(ctx, items[0].prompt, echoFail); f != nil {
+			return noScore(name, rt.method, f)
 		}
 	}
-	var tally mmluTally
-	var mu sync.Mutex
-	noAnswer, reasoningOnly := 0, 0
-	var lastUnanswered *schema.EvalFailure
 	r.cfg.Progress.begin(name, len(items))
+	a, f := r.mmluAsk(ctx, rt, items)
+	switch {
+	case f != nil && echoFail != nil && KindOf(f) != Interrupted:
+		return noScore(name, rt.method, withFallback(echoFail, f, rt.method))
+	case f != nil:
+		return noScore(name, rt.method, f)
+	case 2*a.noAnswer > len(items) && echoFail != nil:
+		// Most questions got no answer: no accuracy is made of the rest.
+		return noScore(name, rt.method, r.mmluNoAnswer(rt.method, len(items), a, echoFail))
+	}
+	metrics := a.tally.metrics()
+	metrics[NoAnswerMetric] = float64(a.noAnswer)
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: rt.method, Metrics: metrics, N: len(items), Failure: echoFail}
+}
+
+// mmluItem is one test question to score: its subject, its 5-shot prompt
+// (MMLUPrompt) and the index of its answer.
+type mmluItem struct {
+	subject string
+	prompt  string
+	answer  int
+}
+
+// mmluItems are set's test questions to score, in subject order,
+// Config.Limit of each subject (default: all).
+func (r *Runner) mmluItems(set *MMLUSet) []mmluItem {
+	var items []mmluItem
+	for _, sub := range set.Subjects {
+		test := sub.Test
+		if n := r.limit(0); n > 0 && n < len(test) {
+			test = test[:n]
+		}
+		for _, q := range test {
+			items = append(items, mmluItem{sub.Name, MMLUPrompt(sub.Name, sub.Shots, q), q.Answer})
+		}
+	}
+	return items
+}
+
+// mmluRoute is how every question is scored: the method and its scorer,
+// and the first question's scores when choosing the route found them.
+type mmluRoute struct {
+	method    string
+	score     mmluScorer
+	first     [4]float64
+	haveFirst bool
+}
+
+// mmluFallback chooses the route when echo failed (echoFail, a copy it may
+// add to): the first of top_logprobs, chat-top-logprobs and chat-greedy on
+// which the first question (prompt) is answered. A route that lacks what
+// MMLU needs (routeLacks) is left for the next, what it tried said in
+// echoFail's detail; any other failure, or the last route's, is returned,
+// with the route's method, as the eval's failure.
+func (r *Runner) mmluFallback(ctx context.Context, prompt string, echoFail *schema.EvalFailure) (mmluRoute, *schema.EvalFailure) {
+	routes := []mmluRoute{
+		{method: MethodTopLogprobs, score: r.mmluByTopLogprobs},
+		{method: MethodChatTopLogprobs, score: r.mmluByChatTopLogprobs},
+		{method: MethodChatGreedy, score: r.mmluByChatGreedy},
+	}
+	for k, rt := range routes {
+		sc, unanswered, f := rt.score(ctx, 0, prompt)
+		if f == nil {
+			// The question that chooses the route must be answered.
+			f = unanswered
+		}
+		if f == nil {
+			rt.first, rt.haveFirst = sc, true
+			return rt, nil
+		}
+		if KindOf(f) == Interrupted || !routeLacks(f) || k == len(routes)-1 {
+			// The echo failure is why the eval is down to the fallbacks; say both.
+			return rt, withFallback(echoFail, f, rt.method)
+		}
+		echoFail.Detail = joinDetail(echoFail.Detail, fmt.Sprintf("%s: %s: %s", rt.method, f.Kind, f.Detail))
+	}
+	panic("unreachable: the last route always returns")
+}
+
+// mmluAnswers is what the questions got: the tally of right answers, how
+// many got no answer, how many of those were reasoning only, and the last
+// such answer's failure.
+type mmluAnswers struct {
+	tally                   mmluTally
+	noAnswer, reasoningOnly int
+	lastUnanswered          *schema.EvalFailure
+}
+
+// mmluAsk scores every question by rt, the first by the scores choosing
+// the route found; on chat-top-logprobs, a question whose first token is no
+// answer letter is asked by chat-greedy. A failed request stops it.
+func (r *Runner) mmluAsk(ctx context.Context, rt mmluRoute, items []mmluItem) (*mmluAnswers, *schema.EvalFailure) {
+	var a mmluAnswers
+	var mu sync.Mutex
 	f := r.forEach(ctx, len(items), func(ctx context.Context, i int) *schema.EvalFailure {
-		scores, unanswered := first, (*schema.EvalFailure)(nil)
-		if i > 0 || !haveFirst {
+		scores, unanswered := rt.first, (*schema.EvalFailure)(nil)
+		if i > 0 || !rt.haveFirst {
 			var f *schema.EvalFailure
-			if scores, unanswered, f = score(ctx, i, items[i].prompt); f != nil {
+			if scores, unanswered, f = rt.score(ctx, i, items[i].prompt); f != nil {
 				return f
 			}
 		}
-		if method == MethodChatTopLogprobs && (unanswered != nil || Argmax(scores) < 0) {
+		if rt.method == MethodChatTopLogprobs && (unanswered != nil || Argmax(scores) < 0) {
 			// This question's first token is no answer letter (reasoning,
 			// a "\n", a word): its greedy answer's content is read instead.
 			var f *schema.EvalFailure
@@ -298,47 +351,44 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 		mu.Lock()
 		defer mu.Unlock()
 		if pred < 0 {
-			noAnswer++
+			a.noAnswer++
 		}
 		if unanswered != nil {
-			reasoningOnly++
-			lastUnanswered = unanswered
+			a.reasoningOnly++
+			a.lastUnanswered = unanswered
 		}
-		tally.add(items[i].subject, pred == items[i].answer)
+		a.tally.add(items[i].subject, pred == items[i].answer)
 		return nil
 	})
-	switch {
-	case f != nil && echoFail != nil && KindOf(f) != Interrupted:
-		return noScore(name, method, withFallback(echoFail, f, method))
-	case f != nil:
-		return noScore(name, method, f)
-	case 2*noAnswer > len(items) && echoFail != nil:
-		// Most questions got no answer: no accuracy is made of the rest.
-		where := fmt.Sprintf("among the top %d tokens", MMLUTopLogprobs)
-		switch method {
-		case MethodChatTopLogprobs:
-			where = fmt.Sprintf("among the top %d first tokens of the chat answer nor in its greedy answer", chatTopLogprobs)
-		case MethodChatGreedy:
-			where = "in the greedy chat answer"
-		}
-		count := fmt.Sprintf("the %s fallback gave no answer to %d of %d questions: no answer letter %s of %d",
-			method, noAnswer, len(items), where, noAnswer-reasoningOnly)
-		if reasoningOnly > 0 {
-			count += fmt.Sprintf(", reasoning only within max_tokens %d in %d", r.cfg.ReasoningTokens, reasoningOnly)
-		}
-		if 2*reasoningOnly > noAnswer {
-			// A thinking model out of budget: failed, by an answer that says so.
-			lf := *lastUnanswered
-			lf.Detail = joinDetail(count, joinDetail(lf.Detail, fmt.Sprintf("taken because of %s: %s", echoFail.Kind, echoFail.Detail)))
-			return noScore(name, method, &lf)
-		}
-		ef := *echoFail
-		ef.Detail = joinDetail(ef.Detail, count)
-		return noScore(name, method, &ef)
+	return &a, f
+}
+
+// mmluNoAnswer is the failure of a fallback (method) that gave no answer
+// to most of n questions, the count in its detail: the last reasoning-only
+// answer's where most were reasoning only (a thinking model out of
+// budget), else echoFail's.
+func (r *Runner) mmluNoAnswer(method string, n int, a *mmluAnswers, echoFail *schema.EvalFailure) *schema.EvalFailure {
+	where := fmt.Sprintf("among the top %d tokens", MMLUTopLogprobs)
+	switch method {
+	case MethodChatTopLogprobs:
+		where = fmt.Sprintf("among the top %d first tokens of the chat answer nor in its greedy answer", chatTopLogprobs)
+	case MethodChatGreedy:
+		where = "in the greedy chat answer"
 	}
-	metrics := tally.metrics()
-	metrics[NoAnswerMetric] = float64(noAnswer)
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, Metrics: metrics, N: len(items), Failure: echoFail}
+	count := fmt.Sprintf("the %s fallback gave no answer to %d of %d questions: no answer letter %s of %d",
+		method, a.noAnswer, n, where, a.noAnswer-a.reasoningOnly)
+	if a.reasoningOnly > 0 {
+		count += fmt.Sprintf(", reasoning only within max_tokens %d in %d", r.cfg.ReasoningTokens, a.reasoningOnly)
+	}
+	if 2*a.reasoningOnly > a.noAnswer {
+		// A thinking model out of budget: failed, by an answer that says so.
+		lf := *a.lastUnanswered
+		lf.Detail = joinDetail(count, joinDetail(lf.Detail, fmt.Sprintf("taken because of %s: %s", echoFail.Kind, echoFail.Detail)))
+		return &lf
+	}
+	ef := *echoFail
+	ef.Detail = joinDetail(ef.Detail, count)
+	return &ef
 }
 
 // mmluScorer scores one question (the i-th, for its connection) by one

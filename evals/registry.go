@@ -21,8 +21,15 @@ type Data interface {
 // Input is what an eval runs on.
 type Input struct {
 	Data Data
-	// Shots are TriviaQA's shots (nil: the first five items of Data).
+	// Shots are TriviaQA's shots (nil: the first five items of Data;
+	// SetTriviaShots says which).
 	Shots *TriviaSet
+}
+
+// Job is one eval to run and its input.
+type Job struct {
+	Eval Eval
+	In   Input
 }
 
 // Eval is one eval, by name.

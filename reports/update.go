@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
@@ -55,10 +56,14 @@ func UpdateDir(dir string, fresh *schema.Report, change func(*schema.Report)) (*
 }
 
 // CheckUpdateDir says whether UpdateDir could write a report of label to dir:
-// nil when dir holds no report or one of that label.
+// nil when dir holds no report or one of that label. Any other answer is
+// bad input (badinput.Error), the report of another label as much as one
+// that cannot be read: the user names another --out before any load is sent.
 func CheckUpdateDir(dir, label string) error {
-	_, err := dirReport(dir, label)
-	return err
+	if _, err := dirReport(dir, label); err != nil {
+		return badinput.Wrap(err)
+	}
+	return nil
 }
 
 // dirReport is the report dir holds, nil when none; one of a label other
@@ -74,4 +79,52 @@ func dirReport(dir, label string) (*schema.Report, error) {
 		return nil, badinput.Errorf("%s holds the report of label %q, not %q; pass another --out", dir, old.Label, label)
 	}
 	return old, nil
+}
+
+// MergeEvals puts results into rep's evals section: each replaces the
+// entry of its name, or is added; entries of other evals stay, so evals
+// run one by one into one folder add up.
+func MergeEvals(rep *schema.Report, results []schema.EvalResult) {
+	for _, res := range results {
+		if i := slices.IndexFunc(rep.Evals, func(e schema.EvalResult) bool { return e.Name == res.Name }); i >= 0 {
+			rep.Evals[i] = res
+		} else {
+			rep.Evals = append(rep.Evals, res)
+		}
+	}
+}
+
+// PutChecks writes results into rep's conformance section. The results of
+// every check (some false) replace the section whole, so an entry of a
+// check this version no longer has, or has renamed, goes; those of some
+// checks (--only) are merged into it (MergeChecks), in order, the suite's
+// check IDs.
+func PutChecks(rep *schema.Report, results []schema.CheckResult, some bool, order []string) {
+	if some {
+		MergeChecks(rep, results, order)
+		return
+	}
+	rep.Conformance = slices.Clone(results)
+}
+
+// MergeChecks puts results into rep's conformance section: each replaces
+// the entry of its id, or is added; entries of checks that did not run
+// stay, so runs with --only into one folder add up. The section is kept in
+// the suite's order (order, its check IDs); an entry of a check not in it
+// goes last.
+func MergeChecks(rep *schema.Report, results []schema.CheckResult, order []string) {
+	for _, r := range results {
+		if i := slices.IndexFunc(rep.Conformance, func(c schema.CheckResult) bool { return c.ID == r.ID }); i >= 0 {
+			rep.Conformance[i] = r
+		} else {
+			rep.Conformance = append(rep.Conformance, r)
+		}
+	}
+	rank := func(id string) int {
+		if i := slices.Index(order, id); i >= 0 {
+			return i
+		}
+		return len(order) // a check this version no longer has: last
+	}
+	slices.SortStableFunc(rep.Conformance, func(a, b schema.CheckResult) int { return rank(a.ID) - rank(b.ID) })
 }

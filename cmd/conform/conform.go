@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -168,42 +167,8 @@ func Run(o *Options) error {
 	}
 	return target.WriteSection(std, target.Section{
 		Out: out, Fresh: tg.Report(o.F, label, started),
-		Change:      func(rep *schema.Report) { PutChecks(rep, results, len(o.Only) > 0) },
+		Change:      func(rep *schema.Report) { reports.PutChecks(rep, results, len(o.Only) > 0, conform.IDs()) },
 		Table:       func(w io.Writer) error { return reports.WriteChecks(w, results) },
 		Interrupted: interrupted, Failed: failure,
 	})
-}
-
-// PutChecks writes results into rep's conformance section. The results of
-// every check (some false) replace the section whole, so an entry of a
-// check this version no longer has, or has renamed, goes; those of some
-// checks (--only) are merged into it (MergeChecks).
-func PutChecks(rep *schema.Report, results []schema.CheckResult, some bool) {
-	if some {
-		MergeChecks(rep, results)
-		return
-	}
-	rep.Conformance = slices.Clone(results)
-}
-
-// MergeChecks puts results into rep's conformance section: each replaces
-// the entry of its id, or is added; entries of checks that did not run
-// stay, so runs with --only into one folder add up. The section is kept in
-// the suite's order.
-func MergeChecks(rep *schema.Report, results []schema.CheckResult) {
-	for _, r := range results {
-		if i := slices.IndexFunc(rep.Conformance, func(c schema.CheckResult) bool { return c.ID == r.ID }); i >= 0 {
-			rep.Conformance[i] = r
-		} else {
-			rep.Conformance = append(rep.Conformance, r)
-		}
-	}
-	order := conform.IDs()
-	rank := func(id string) int {
-		if i := slices.Index(order, id); i >= 0 {
-			return i
-		}
-		return len(order) // a check this version no longer has: last
-	}
-	slices.SortStableFunc(rep.Conformance, func(a, b schema.CheckResult) int { return rank(a.ID) - rank(b.ID) })
 }

@@ -238,37 +238,3 @@ func TestAFullRunReplacesTheSectionAndAnOnlyRunMergesIntoIt(t *testing.T) {
 		t.Fatalf("after a run of every check: %v, want exactly the suite's checks %v", ids, want)
 	}
 }
-
-func TestPutChecksReplacesTheSectionOrMergesIntoIt(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		some bool
-		want string
-	}{
-		{false, "chat:pass stream:pass"},
-		{true, "models:pass chat:pass stream:pass retired:pass"},
-	} {
-		rep := &schema.Report{Conformance: []schema.CheckResult{{ID: "stream", Status: "fail"}, {ID: "retired", Status: "pass"}, {ID: "models", Status: "pass"}}}
-		PutChecks(rep, []schema.CheckResult{{ID: "chat", Status: "pass"}, {ID: "stream", Status: "pass"}}, tc.some)
-		var got []string
-		for _, c := range rep.Conformance {
-			got = append(got, c.ID+":"+c.Status)
-		}
-		if strings.Join(got, " ") != tc.want {
-			t.Errorf("some %t: %v, want %s", tc.some, got, tc.want)
-		}
-	}
-}
-
-func TestMergeChecksReplacesByIDAndKeepsSuiteOrder(t *testing.T) {
-	t.Parallel()
-	rep := &schema.Report{Conformance: []schema.CheckResult{{ID: "stream", Status: "fail"}, {ID: "retired", Status: "pass"}, {ID: "models", Status: "pass"}}}
-	MergeChecks(rep, []schema.CheckResult{{ID: "chat", Status: "pass"}, {ID: "stream", Status: "pass"}})
-	var got []string
-	for _, c := range rep.Conformance {
-		got = append(got, c.ID+":"+c.Status)
-	}
-	if strings.Join(got, " ") != "models:pass chat:pass stream:pass retired:pass" {
-		t.Fatalf("%v", got)
-	}
-}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	stdio "io"
-	"slices"
 	"strings"
 	"time"
 
@@ -129,15 +128,9 @@ bad data set (said before any request), 130 interrupted.`,
 	return cmd
 }
 
-// job is one eval to run and its input.
-type job struct {
-	eval evals.Eval
-	in   evals.Input
-}
-
 // validate checks the flags and loads every data set: a bad one is bad
 // input, said before any request.
-func (o *Options) validate() ([]job, error) {
+func (o *Options) validate() ([]evals.Job, error) {
 	var selected []evals.Eval
 	if o.Eval == "all" {
 		selected = evals.Evals
@@ -162,33 +155,20 @@ func (o *Options) validate() ([]job, error) {
 	if err != nil {
 		return nil, err
 	}
-	var jobs []job
+	var jobs []evals.Job
 	for _, e := range selected {
-		j := job{eval: e}
+		j := evals.Job{Eval: e}
 		if p, ok := paths[e.Name]; ok {
-			if j.in.Data, err = e.Load(p, o.Limit); err != nil {
+			if j.In.Data, err = e.Load(p, o.Limit); err != nil {
 				return nil, badData(e.Name, err)
 			}
 		} else {
-			j.in.Data = e.Sample()
+			j.In.Data = e.Sample()
 		}
 		jobs = append(jobs, j)
 	}
-	if o.Shots != "" {
-		i := slices.IndexFunc(jobs, func(j job) bool { return j.eval.Name == "triviaqa" })
-		if i < 0 {
-			return nil, badinput.Errorf("--shots is for triviaqa only")
-		}
-		shots, err := evals.LoadTriviaQA(o.Shots, evals.TriviaShots)
-		if err != nil {
-			return nil, badData("triviaqa --shots", err)
-		}
-		jobs[i].in.Shots = shots
-	}
-	for _, j := range jobs {
-		if t, ok := j.in.Data.(*evals.TriviaSet); ok && j.in.Shots == nil && t.Len() <= evals.TriviaShots {
-			return nil, badinput.Errorf("triviaqa data set %s: %d questions, all needed as shots; give more, or --shots", t.Origin(), t.Len())
-		}
+	if err := evals.SetTriviaShots(jobs, o.Shots); err != nil {
+		return nil, err
 	}
 	return jobs, nil
 }
@@ -256,11 +236,11 @@ func Run(ctx context.Context, o *Options) error {
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(io.ErrOut, "glmbench: %s on %s (%d items), %s\n", j.eval.Name, j.in.Data.Origin(), j.in.Data.Len(), ep)
+		fmt.Fprintf(io.ErrOut, "glmbench: %s on %s (%d items), %s\n", j.Eval.Name, j.In.Data.Origin(), j.In.Data.Len(), ep)
 		stop := startProgress(io, prog, o.ProgressEvery)
 		t0 := time.Now()
-		res := j.eval.Run(ctx, r, j.in)
-		res.Dataset = j.in.Data.Origin()
+		res := j.Eval.Run(ctx, r, j.In)
+		res.Dataset = j.In.Data.Origin()
 		stop()
 		if res.Failure != nil {
 			res.Failure.Body = ep.Redact(res.Failure.Body)
@@ -283,23 +263,10 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	return target.WriteSection(io, target.Section{
 		Out: out, Fresh: tg.Report(o.F, label, started),
-		Change:      func(rep *schema.Report) { MergeEvals(rep, results) },
+		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,
 	})
-}
-
-// MergeEvals puts results into rep's evals section: each replaces the
-// entry of its name, or is added; entries of other evals stay, so evals
-// run one by one into one folder add up.
-func MergeEvals(rep *schema.Report, results []schema.EvalResult) {
-	for _, res := range results {
-		if i := slices.IndexFunc(rep.Evals, func(e schema.EvalResult) bool { return e.Name == res.Name }); i >= 0 {
-			rep.Evals[i] = res
-		} else {
-			rep.Evals = append(rep.Evals, res)
-		}
-	}
 }
 
 // resultLine is the one line said when an eval ends.

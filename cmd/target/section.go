@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
-	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -29,11 +28,12 @@ type Section struct {
 
 // SectionOutput is Output for a command that writes one section of a
 // report (WriteSection): a folder already holding another label's report is
-// refused as bad input, before any load is sent, rather than after the work.
+// refused as bad input (reports.CheckUpdateDir), before any load is sent,
+// rather than after the work.
 func (t *Target) SectionOutput(label, out string, started time.Time) (string, string, error) {
 	label, out = t.Output(label, out, started)
 	if err := reports.CheckUpdateDir(out, label); err != nil {
-		return "", "", badinput.Wrap(err)
+		return "", "", err
 	}
 	return label, out, nil
 }
