@@ -20,13 +20,15 @@ type Ready struct {
 
 // readyWriter writes the Ready line to stdout ("-") or to a file. A file is
 // written under a temporary name in its folder and renamed into place, so a
-// reader polling for the file never sees half a line; the temporary file is
-// made before the engine starts, so a bad path is bad input before any port
-// is taken.
+// reader polling for the file never sees half a line, and removed when serve
+// ends; the temporary file is made before the engine starts, so a bad path
+// is bad input before any port is taken.
 type readyWriter struct {
 	out  io.Writer
 	tmp  *os.File
 	path string
+	// placed is true once the file is in place.
+	placed bool
 }
 
 func openReady(path string, stdout io.Writer) (*readyWriter, error) {
@@ -64,15 +66,20 @@ func (w *readyWriter) write(r Ready) error {
 		w.discard()
 		return err
 	}
-	w.tmp = nil
+	w.tmp, w.placed = nil, true
 	return nil
 }
 
-// discard removes the temporary file if it was not renamed into place.
+// discard removes the temporary file, or the file once in place: a server
+// that has stopped listens nowhere, so a stale file would send the next
+// reader to a dead address.
 func (w *readyWriter) discard() {
 	if w.tmp != nil {
 		w.tmp.Close()
 		os.Remove(w.tmp.Name())
 		w.tmp = nil
+	} else if w.placed {
+		os.Remove(w.path)
+		w.placed = false
 	}
 }

@@ -116,9 +116,10 @@ func TestTheReadyFileNamesTheAddressTheServerListensOn(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("serve: %v", err)
 	}
-	// Only the file itself is left in its folder: the temporary one was renamed.
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*")); len(left) != 1 {
-		t.Errorf("folder holds %v", left)
+	// The file named the server while it listened, and it has stopped: the
+	// folder is empty again (the temporary file was renamed, then removed).
+	if left, _ := os.ReadDir(filepath.Dir(path)); len(left) != 0 {
+		t.Errorf("after serve stopped, the folder holds %v", left)
 	}
 }
 

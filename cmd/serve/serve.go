@@ -59,7 +59,8 @@ SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 5
 --ready-file PATH writes one JSON line once the server accepts requests, for
 scripts that start it on --port 0 (glmbench selftest reads it from stdout):
   {"base_url":"http://127.0.0.1:40113/v1","model":"glmbench-nano"}
-PATH "-" is stdout; a file appears whole (written aside, then renamed).
+PATH "-" is stdout; a file appears whole (written aside, then renamed) and is
+removed when the server stops.
 
 --fault KIND[=VALUE] (repeatable) makes the server misbehave on purpose, to
 test harnesses against the failures real endpoints show:
@@ -113,7 +114,7 @@ test harnesses against the failures real endpoints show:
 	fl.IntVar(&e.MaxParsing, "max-parsing", 0, "bodies decoded and tokenized at once; others wait up to 10 s, then 503 (0: max(2, CPUs))")
 	fl.DurationVar(&e.IdleTimeout, "idle-timeout", 0, "close keep-alive connections idle this long (0: 2m)")
 	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
-	fl.StringVar(&o.ReadyFile, "ready-file", "", `once serving, write {"base_url": …, "model": …} and a newline to PATH ("-": stdout)`)
+	fl.StringVar(&o.ReadyFile, "ready-file", "", `once serving, write {"base_url": …, "model": …} and a newline to PATH ("-": stdout), removed on exit`)
 	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: "+server.FaultSynopsis+" (repeatable; see above)")
 	return cmd
 }
