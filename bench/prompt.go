@@ -2,8 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
@@ -11,14 +9,6 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 )
-
-// NewNonce returns 8 random hex characters. Every user message of a run
-// starts with it, so no prefix cache holds a request before the run sends it.
-func NewNonce() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // Prefix is what starts request i's user message: "<nonce>-<i:06d> ".
 func Prefix(nonce string, i int) string { return fmt.Sprintf("%s-%06d ", nonce, i) }

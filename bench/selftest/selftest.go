@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -381,13 +380,18 @@ type server struct {
 	base string
 }
 
-var servingAt = regexp.MustCompile(`at (http://[^ ]+/v1)`)
+// ready is the line `glmbench serve --ready-file -` writes on stdout once
+// it accepts requests (cmd/serve's Ready).
+type ready struct {
+	BaseURL string `json:"base_url"`
+}
 
 // startServer starts `glmbench serve --executor sim` on a free port and
-// waits for the line that names its address.
+// waits for the line its --ready-file writes on stdout, which names its
+// address.
 // With cpus it is pinned there once it serves, its GOMAXPROCS set to match.
 func startServer(ctx context.Context, binary, truth string, streams int, step time.Duration, cpus []int) (*server, error) {
-	args := []string{"serve", "--executor", "sim", "--port", "0", "--truth", truth,
+	args := []string{"serve", "--executor", "sim", "--port", "0", "--ready-file", "-", "--truth", truth,
 		"--max-running-requests", fmt.Sprint(2 * streams), "--max-queued-requests", "0"}
 	if step > 0 {
 		args = append(args, "--sim-step-overhead", step.String())
@@ -402,7 +406,7 @@ func startServer(ctx context.Context, binary, truth string, streams int, step ti
 		cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOMAXPROCS=") }),
 			fmt.Sprintf("GOMAXPROCS=%d", len(cpus)))
 	}
-	stderr, err := cmd.StderrPipe()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
@@ -411,11 +415,12 @@ func startServer(ctx context.Context, binary, truth string, streams int, step ti
 	}
 	found := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if m := servingAt.FindStringSubmatch(sc.Text()); m != nil {
+			var r ready
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r.BaseURL != "" {
 				select {
-				case found <- m[1]:
+				case found <- r.BaseURL:
 				default:
 				}
 			}

@@ -28,6 +28,9 @@ type Options struct {
 	Faults       []string
 	SimProfile   string
 	TruthFile    string
+	// ReadyFile, when set, gets the Ready line once the server accepts
+	// requests ("-": stdout).
+	ReadyFile string
 	// flags are the parsed flags; those given on the command line win over
 	// --server-config.
 	flags *pflag.FlagSet
@@ -52,6 +55,12 @@ Mixed chunks are on by default (SGLang's default is off): a CPU prefills about
 a thousand times slower than a GPU, so pausing decode while prefills keep
 coming would stall started streams for minutes.
 SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.
+
+--ready-file PATH writes one JSON line once the server accepts requests, for
+scripts that start it on --port 0 (glmbench selftest reads it from stdout):
+  {"base_url":"http://127.0.0.1:40113/v1","model":"glmbench-nano"}
+PATH "-" is stdout; a file appears whole (written aside, then renamed) and is
+removed when the server stops.
 
 --fault KIND[=VALUE] (repeatable) makes the server misbehave on purpose, to
 test harnesses against the failures real endpoints show:
@@ -105,6 +114,7 @@ test harnesses against the failures real endpoints show:
 	fl.IntVar(&e.MaxParsing, "max-parsing", 0, "bodies decoded and tokenized at once; others wait up to 10 s, then 503 (0: max(2, CPUs))")
 	fl.DurationVar(&e.IdleTimeout, "idle-timeout", 0, "close keep-alive connections idle this long (0: 2m)")
 	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
+	fl.StringVar(&o.ReadyFile, "ready-file", "", `once serving, write {"base_url": …, "model": …} and a newline to PATH ("-": stdout), removed on exit`)
 	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: "+server.FaultSynopsis+" (repeatable; see above)")
 	return cmd
 }
@@ -141,6 +151,14 @@ func Run(ctx context.Context, o *Options) error {
 		defer f.Close()
 		o.Engine.Truth = f
 	}
+	var ready *readyWriter
+	if o.ReadyFile != "" {
+		var err error
+		if ready, err = openReady(o.ReadyFile, io.Out); err != nil {
+			return badinput.Errorf("--ready-file: %v", err)
+		}
+		defer ready.discard()
+	}
 	o.Engine.Version = o.F.Version
 	o.Engine.Logger = slog.New(slog.NewTextHandler(io.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e, err := engine.Start(o.Engine)
@@ -150,6 +168,12 @@ func Run(ctx context.Context, o *Options) error {
 	sc := e.Sched.Config()
 	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d)\n",
 		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests)
+	if ready != nil {
+		if err := ready.write(Ready{BaseURL: e.BaseURL(), Model: e.ModelName()}); err != nil {
+			e.Shutdown(context.Background())
+			return fmt.Errorf("--ready-file: %w", err)
+		}
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-waitErr(e):

@@ -22,8 +22,6 @@ package conform
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -32,6 +30,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/nonce"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -317,7 +316,7 @@ func newSuite(cfg Config) (*suite, func()) {
 	// carry the key and headers away.
 	rt := sameOrigin{cfg.Endpoint, tr}
 	s := &suite{
-		cfg: cfg, nonce: newNonce(),
+		cfg: cfg, nonce: nonce.New(),
 		client: endpoints.NewClient(cfg.Endpoint, rt),
 		http: &http.Client{Transport: withHeaders{cfg.Endpoint, rt},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
@@ -406,14 +405,6 @@ func (s *suite) ignoreEOS() (ok bool, note string) {
 		return false, "without ignore_eos (max-tokens did not run)"
 	}
 	return false, "without ignore_eos (max-tokens did not establish that streams with it end)"
-}
-
-// newNonce is 8 random hex characters, put into prompts so that no prefix
-// cache carries one run's answers into another.
-func newNonce() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // oneLine folds a detail into one line for the report's table.
