@@ -11,6 +11,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -198,12 +199,8 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	return pe
 }
 
-func short(s string) string {
-	if len(s) > 160 {
-		return s[:160] + "…"
-	}
-	return s
-}
+// short cuts a message for a one-line error, never inside a character.
+func short(s string) string { return text.Clip(s, 160, "…") }
 
 // retryWait reads Retry-After (seconds), bounded to [1s, 10s].
 func retryWait(h string) time.Duration {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints/sse"
 	"github.com/glmbench/glmbench/internal/rxstamp"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -194,7 +195,7 @@ func compressed(resp *http.Response) string {
 	if ce == "" || strings.EqualFold(ce, "identity") {
 		return ""
 	}
-	return fmt.Sprintf("the endpoint answered with a %s-compressed body (Content-Encoding: %s) though the request asked for none (Accept-Encoding: identity)", oneLine(ce), oneLine(ce))
+	return fmt.Sprintf("the endpoint answered with a %s-compressed body (Content-Encoding: %s) though the request asked for none (Accept-Encoding: identity)", text.OneLine(ce), text.OneLine(ce))
 }
 
 // HTTPStatus returns the HTTP status carried by an error from go-openai, or 0.
@@ -809,7 +810,7 @@ func badUsage(ch *Chunk) string {
 	if len(v) > 40 {
 		v = v[:40] + "…"
 	}
-	return fmt.Sprintf("usage.%s %s is not a token count", ch.BadUsage, strings.ToValidUTF8(oneLine(v), "?"))
+	return fmt.Sprintf("usage.%s %s is not a token count", ch.BadUsage, strings.ToValidUTF8(text.OneLine(v), "?"))
 }
 
 // failBeforeResponse classifies a request that got no response at all.
@@ -826,7 +827,7 @@ func (c *Client) failBeforeResponse(ctx, parent context.Context, err error, res 
 // transport gives an oversized header block only as text, so it is
 // recognised by its words.
 func transportError(err error) string {
-	msg := oneLine(unwrapURLError(err).Error())
+	msg := text.OneLine(unwrapURLError(err).Error())
 	if strings.Contains(msg, "server response headers exceeded") {
 		return "the endpoint's response headers are larger than the client accepts (" + msg + ")"
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 )
 
 // DefaultAPIKeyEnv is the environment variable an API key is read from unless told otherwise.
@@ -269,7 +270,7 @@ func loadEntry(path, name string) (fileEntry, error) {
 	}
 	var doc fileDoc
 	if err := yaml.UnmarshalStrict(b, &doc); err != nil {
-		return fileEntry{}, badinput.Errorf("endpoints file %s: %v", path, oneLine(err.Error()))
+		return fileEntry{}, badinput.Errorf("endpoints file %s: %v", path, text.OneLine(err.Error()))
 	}
 	var names []string
 	var found *fileEntry
@@ -296,9 +297,4 @@ func loadEntry(path, name string) (fileEntry, error) {
 		return fileEntry{}, badinput.Errorf("endpoints file %s: endpoint %q has no base_url", path, name)
 	}
 	return *found, nil
-}
-
-// oneLine folds a multi-line message into one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -176,12 +177,7 @@ func (s sender) statusLine(resp *endpoints.Response) string {
 	return "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(summary.ErrorMessage(resp.Body)))
 }
 
-func clipLine(s string) string {
-	if len(s) > 160 {
-		return strings.ToValidUTF8(s[:160], "") + "…"
-	}
-	return s
-}
+func clipLine(s string) string { return text.Clip(strings.ToValidUTF8(s, ""), 160, "…") }
 
 // nan is a null logprob: the first prompt token's.
 var nan = math.NaN()

@@ -18,6 +18,7 @@ import (
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -71,8 +72,6 @@ func (t *Target) Close() {
 // RedactedURL is a URL without its password.
 func RedactedURL(raw string) string { return endpoints.RedactURL(raw) }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // AddFlags binds the endpoint flags every endpoint command shares.
 func AddFlags(cmd *cobra.Command, f *endpoints.Flags) {
 	fl := cmd.Flags()
@@ -122,7 +121,7 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 	case status != 0:
 		return badinput.Errorf("GET %s/models answered HTTP %d; pass --model", ep.BaseURL, status)
 	}
-	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, oneLine(err.Error()))
+	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, text.OneLine(err.Error()))
 }
 
 // ServerInfo fetches SGLang's /get_server_info beside the API base, when the

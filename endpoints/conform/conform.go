@@ -31,6 +31,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/nonce"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -294,7 +295,7 @@ func Run(ctx context.Context, cfg Config) ([]schema.CheckResult, error) {
 		out := s.runOne(ctx, c)
 		s.status[c.ID] = out.status
 		s.provided[c.ID] = out.status == Pass || out.provided
-		r := schema.CheckResult{ID: c.ID, Title: c.Title, Status: string(out.status), Detail: s.cfg.Endpoint.Redact(oneLine(out.detail))}
+		r := schema.CheckResult{ID: c.ID, Title: c.Title, Status: string(out.status), Detail: s.cfg.Endpoint.Redact(text.OneLine(out.detail))}
 		results = append(results, r)
 		if cfg.OnResult != nil {
 			cfg.OnResult(i, len(checks), r)
@@ -408,4 +409,3 @@ func (s *suite) ignoreEOS() (ok bool, note string) {
 }
 
 // oneLine folds a detail into one line for the report's table.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/text"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -470,5 +471,5 @@ func (s *suite) goOpenAIError(ctx context.Context, err error) string {
 	if errors.Is(context.Cause(ctx), errTimeout) {
 		return fmt.Sprintf("no end within %s", s.cfg.Timeout)
 	}
-	return s.cfg.Endpoint.Redact(oneLine(err.Error()))
+	return s.cfg.Endpoint.Redact(text.OneLine(err.Error()))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/sse"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/summary"
 )
 
@@ -259,18 +260,8 @@ func refusal(a *answer) (msg string, problem string) {
 // clip shortens s to n bytes on a character boundary, marking the cut.
 // Text from a server goes through redactor.clip instead.
 func clip(s string, n int) string {
-	s = oneLine(strings.ToValidUTF8(s, "?"))
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return text.Clip(text.OneLine(strings.ToValidUTF8(s, "?")), n, "…")
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // usageProblem says what is wrong with u for an answer of at most
 // maxTokens, "" when nothing is.
@@ -798,5 +789,5 @@ func (s *suite) cutShort(ctx, parent context.Context, st *streamed, err error) s
 	case errors.Is(cause, errTimeout):
 		return fmt.Sprintf("the stream did not end within %s (%d content events)", s.cfg.Timeout, st.contentEvents)
 	}
-	return "the stream was cut: " + s.cfg.Endpoint.Redact(oneLine(err.Error()))
+	return "the stream was cut: " + s.cfg.Endpoint.Redact(text.OneLine(err.Error()))
 }

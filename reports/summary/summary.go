@@ -16,6 +16,7 @@ import (
 
 	"github.com/montanaflynn/stats"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -165,16 +166,7 @@ func fromErrorEvent(rec *schema.Record) bool {
 	return rec.Detail == "" || strings.HasPrefix(rec.Detail, "error event")
 }
 
-func first(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut on a rune boundary.
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
+func first(s string, n int) string { return text.Clip(s, n, "") }
 
 // ErrorMessage extracts the human message from an error body, on one line:
 // the "message" of an OpenAI-shaped error (or a top-level "message"/"detail"),

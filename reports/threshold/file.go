@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/glmbench/glmbench/internal/text"
 )
 
 // ParseFile reads thresholds from YAML (or JSON) in one of three shapes:
@@ -30,7 +31,7 @@ import (
 func ParseFile(data []byte) ([]Threshold, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w file: %s", ErrSyntax, oneLine(err.Error()))
+		return nil, fmt.Errorf("%w file: %s", ErrSyntax, text.OneLine(err.Error()))
 	}
 	var top any
 	if err := json.Unmarshal(js, &top); err != nil {
@@ -91,5 +92,3 @@ func ReadFile(path string) ([]Threshold, error) {
 	}
 	return ts, nil
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -33,6 +33,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/glmbench/glmbench/internal/text"
 )
 
 // Op is a comparison operator.
@@ -272,9 +274,4 @@ func validDecimal(s string) bool {
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-func first(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
+func first(s string, n int) string { return text.Clip(s, n, "") }

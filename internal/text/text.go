@@ -1,0 +1,27 @@
+// Package text holds the small string helpers every layer uses for what it
+// says to a person: folding a message onto one line and cutting it to a
+// length without splitting a character. It imports nothing of the project.
+package text
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// OneLine folds s onto one line: runs of white space, line breaks
+// included, become one space, and the ends are trimmed.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Clip returns s when it is at most n bytes long; else its longest prefix
+// of at most n bytes that ends on a character boundary, followed by more
+// ("…" to mark the cut, "" for none). A character is never cut in half.
+func Clip(s string, n int, more string) string {
+	if len(s) <= n {
+		return s
+	}
+	n = max(n, 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + more
+}

@@ -1,0 +1,54 @@
+package text
+
+import (
+	"testing"
+	"unicode/utf8"
+)
+
+func TestOneLineFoldsWhiteSpace(t *testing.T) {
+	t.Parallel()
+	if got := OneLine("  upstream\n\tsaid:  no \r\n"); got != "upstream said: no" {
+		t.Fatalf("%q", got)
+	}
+}
+
+// Clip counts bytes but never ends inside a character: "é" is 2 bytes and
+// "𝄞" 4, so a cut that falls inside one steps back to its start.
+func TestClipCutsOnACharacterBoundary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s    string
+		n    int
+		more string
+		want string
+	}{
+		{"short", 10, "…", "short"},
+		{"exactly", 7, "…", "exactly"},
+		{"abcdef", 3, "…", "abc…"},
+		{"abcdef", 3, "", "abc"},
+		{"aé", 2, "…", "a…"},
+		{"aé", 3, "…", "aé"},
+		{"ab𝄞c", 4, "", "ab"},
+		{"ab𝄞c", 6, "", "ab𝄞"},
+		{"é", 0, "…", "…"},
+		{"abc", -1, "", ""},
+	} {
+		got := Clip(tc.s, tc.n, tc.more)
+		if got != tc.want || !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d, %q) = %q, want %q", tc.s, tc.n, tc.more, got, tc.want)
+		}
+	}
+}
+
+func FuzzClipNeverSplitsACharacter(f *testing.F) {
+	f.Add("héllo wörld 𝄞", 5)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if !utf8.ValidString(s) || n < 0 || n > 1<<16 {
+			return
+		}
+		got := Clip(s, n, "")
+		if !utf8.ValidString(got) || len(got) > n && len(s) > n || got != s[:len(got)] {
+			t.Fatalf("Clip(%q, %d) = %q", s, n, got)
+		}
+	})
+}
