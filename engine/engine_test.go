@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"bufio"
@@ -17,31 +17,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/enginetest"
 	openai "github.com/sashabaranov/go-openai"
 )
 
 // start runs a small engine on a free port for one test.
-func start(t *testing.T, tweak func(*Options)) *Engine {
+func start(t *testing.T, tweak func(*engine.Options)) *engine.Engine {
 	t.Helper()
-	o := DefaultOptions()
-	o.Port = 0
-	o.Sched.MaxTotalTokens = 1 << 16
+	var opts []enginetest.Option
 	if tweak != nil {
-		tweak(&o)
+		opts = append(opts, enginetest.With(tweak))
 	}
-	e, err := Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		e.Shutdown(ctx)
-	})
-	return e
+	return enginetest.Start(t, opts...).Engine
 }
 
-func client(e *Engine) *openai.Client {
+func client(e *engine.Engine) *openai.Client {
 	cfg := openai.DefaultConfig("unused")
 	cfg.BaseURL = e.BaseURL()
 	return openai.NewClientWithConfig(cfg)
@@ -49,7 +40,7 @@ func client(e *Engine) *openai.Client {
 
 // streamChat streams a chat through go-openai with include_usage and
 // returns its text (reasoning and content), usage and chunk count.
-func streamChat(t *testing.T, e *Engine, prompt string, maxTokens int) (string, *openai.Usage, int) {
+func streamChat(t *testing.T, e *engine.Engine, prompt string, maxTokens int) (string, *openai.Usage, int) {
 	t.Helper()
 	stream, err := client(e).CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{
 		Model:         e.ModelName(),
@@ -120,7 +111,7 @@ func TestTheGoOpenAIClientReadsEchoLogprobs(t *testing.T) {
 }
 
 // chat posts a non-streamed chat and returns its text and usage.
-func chat(t *testing.T, e *Engine, body map[string]any) (string, map[string]any) {
+func chat(t *testing.T, e *engine.Engine, body map[string]any) (string, map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	resp, err := http.Post(e.BaseURL()+"/chat/completions", "application/json", bytes.NewReader(b))
@@ -197,8 +188,8 @@ func TestThePrefixCacheHitsOnASharedPrefixAndMissesOnDistinctOnes(t *testing.T) 
 
 func TestServerConfigAppliesKnownKeysAndListsTheRest(t *testing.T) {
 	t.Parallel()
-	o := DefaultOptions()
-	ignored, err := ApplyServerConfig(filepath.Join("testdata", "sglang_args.json"), &o)
+	o := engine.DefaultOptions()
+	ignored, err := engine.ApplyServerConfig(filepath.Join("testdata", "sglang_args.json"), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,15 +205,15 @@ func TestServerConfigAppliesKnownKeysAndListsTheRest(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"page_size": "sixty-four"}`), 0o644)
-	if _, err := ApplyServerConfig(bad, &o); err == nil || !strings.Contains(err.Error(), "page_size") {
+	if _, err := engine.ApplyServerConfig(bad, &o); err == nil || !strings.Contains(err.Error(), "page_size") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestTheReferenceSGLangDumpApplies(t *testing.T) {
 	t.Parallel()
-	o := DefaultOptions()
-	ignored, err := ApplyServerConfig(filepath.Join("..", "..", "shared", "reference", "sglang_server_config.json"), &o)
+	o := engine.DefaultOptions()
+	ignored, err := engine.ApplyServerConfig(filepath.Join("..", "..", "shared", "reference", "sglang_server_config.json"), &o)
 	if errors.Is(err, os.ErrNotExist) {
 		t.Skip("the SGLang dump of ../shared is not in this checkout")
 	}
@@ -240,7 +231,7 @@ func TestTheReferenceSGLangDumpApplies(t *testing.T) {
 	// The applied settings run.
 	o.Port, o.Host = 0, "127.0.0.1"
 	o.Sched.MaxTotalTokens = 1 << 14
-	e, err := Start(o)
+	e, err := engine.Start(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +246,7 @@ func TestTheSimulatedExecutorStreamsKnownTokensAndRecordsTheTruth(t *testing.T) 
 	t.Parallel()
 	var truth bytes.Buffer
 	var mu sync.Mutex
-	e := start(t, func(o *Options) {
+	e := start(t, func(o *engine.Options) {
 		o.Executor = "sim"
 		o.SimCost.StepOverhead = time.Millisecond
 		o.Truth = lockedWriter{&mu, &truth}
@@ -323,7 +314,7 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 
 func TestIdleKeepAliveConnectionsCloseAndStreamsOutliveTheBodyDeadline(t *testing.T) {
 	t.Parallel()
-	e := start(t, func(o *Options) {
+	e := start(t, func(o *engine.Options) {
 		o.Executor = "sim"
 		o.SimCost.StepOverhead = 2 * time.Millisecond
 		o.IdleTimeout = 100 * time.Millisecond

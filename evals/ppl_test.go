@@ -6,23 +6,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glmbench/glmbench/cmd/target"
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/engine/sampler"
 	"github.com/glmbench/glmbench/engine/tokenizer"
 	"github.com/glmbench/glmbench/kernels"
 )
 
-// startBuiltin starts the built-in engine (nano) for one test.
-func startBuiltin(t *testing.T) *target.Builtin {
+// builtin is the reference engine as the endpoint glmbench starts when
+// none is given (cmd/target.Builtin).
+type builtin struct {
+	Engine   *engine.Engine
+	Endpoint *endpoints.Endpoint
+}
+
+// startBuiltin starts the reference engine (nano) for one test.
+func startBuiltin(t *testing.T) *builtin {
 	t.Helper()
-	b, err := target.StartBuiltin(engine.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Stop(context.Background()) })
-	return b
+	e := enginetest.Start(t)
+	return &builtin{Engine: e.Engine, Endpoint: &endpoints.Endpoint{
+		Name: "builtin", BaseURL: e.BaseURL(), Model: e.ModelName(), Builtin: true,
+	}}
 }
 
 // forwardLL is the log-likelihood of ids[from:] given ids[:from] under the

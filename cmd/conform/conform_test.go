@@ -15,7 +15,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/conform"
 	"github.com/glmbench/glmbench/engine"
-	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -101,29 +101,11 @@ func TestBadInputExitsTwoBeforeAnyRequest(t *testing.T) {
 	}
 }
 
+// startEngine runs a reference engine with a small KV pool (see
+// engine/enginetest) and the given faults.
 func startEngine(t *testing.T, faults ...string) *engine.Engine {
 	t.Helper()
-	o := engine.DefaultOptions()
-	o.Port = 0
-	o.Sched.MaxTotalTokens = 1 << 16 // small: see endpoints/conform's tests
-	if len(faults) > 0 {
-		o.Faults = &server.Faults{}
-		for _, s := range faults {
-			if err := server.ParseFault(s, o.Faults); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	e, err := engine.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		e.Shutdown(ctx)
-	})
-	return e
+	return enginetest.Start(t, enginetest.Faults(faults...)).Engine
 }
 
 func readReport(t *testing.T, dir string) (*schema.Report, string) {

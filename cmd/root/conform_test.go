@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/glmbench/glmbench/engine"
-	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/reports"
 )
 
@@ -18,25 +17,7 @@ import (
 // already does) and the given faults.
 func startConformEngine(t *testing.T, faults ...string) *engine.Engine {
 	t.Helper()
-	o := engine.DefaultOptions()
-	o.Port = 0
-	o.Sched.MaxTotalTokens = 1 << 16
-	o.Faults = &server.Faults{}
-	for _, s := range faults {
-		if err := server.ParseFault(s, o.Faults); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e, err := engine.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		e.Shutdown(ctx)
-	})
-	return e
+	return enginetest.Start(t, enginetest.Faults(faults...)).Engine
 }
 
 func TestConformExitsByItsVerdictAndKeepsSecretsOut(t *testing.T) {

@@ -10,42 +10,26 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine"
-	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-// startEngine runs a reference engine on a free port for one test. Its KV
-// pool is small: the default is gigabytes of address space, which costs
-// nothing fresh but seconds to zero when a test process reuses the memory
-// of an engine it stopped.
+// startEngine runs a reference engine with a small KV pool (see
+// engine/enginetest) for one test, tweaked.
 func startEngine(t *testing.T, tweak func(*engine.Options)) *engine.Engine {
 	t.Helper()
-	o := engine.DefaultOptions()
-	o.Port = 0
-	o.Sched.MaxTotalTokens = 1 << 16
+	var opts []enginetest.Option
 	if tweak != nil {
-		tweak(&o)
+		opts = append(opts, enginetest.With(tweak))
 	}
-	e, err := engine.Start(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		e.Shutdown(ctx)
-	})
-	return e
+	return enginetest.Start(t, opts...).Engine
 }
 
 // withFaults sets the engine's faults from --fault specs.
 func withFaults(t *testing.T, specs ...string) func(*engine.Options) {
 	return func(o *engine.Options) {
-		o.Faults = &server.Faults{}
-		for _, s := range specs {
-			if err := server.ParseFault(s, o.Faults); err != nil {
-				t.Fatal(err)
-			}
+		if err := enginetest.Faults(specs...)(o); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
