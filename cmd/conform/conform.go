@@ -37,11 +37,27 @@ type Options struct {
 
 	Label string
 	Out   string
+
+	// flags binds the fields above that run and eval share.
+	flags target.Flags
 }
 
 // NewCmdConform binds conform's flags. runF replaces the run function in tests.
 func NewCmdConform(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{F: f}
+	o.flags = target.Flags{
+		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
+		// Tighter than run's, and never off: every check has a time limit,
+		// so that none can hang, and a check's requests are a few tokens
+		// each, so a stream silent for 10 s is already broken (run waits
+		// 60 s for a server busy with a long decode). conform.Config would
+		// take 0 as its default, so 0 is refused rather than changed.
+		RequestTimeout: target.Limit{To: &o.Timeout, Default: conform.DefaultTimeout, Positive: true},
+		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: conform.DefaultStallTimeout, Positive: true},
+		// conform's request limit was --timeout before it was spelled as
+		// run's and eval's.
+		Alias: "timeout",
+	}
 	cmd := &cobra.Command{
 		Use:   "conform",
 		Short: "Check which parts of the OpenAI API an endpoint really implements",
@@ -52,8 +68,8 @@ with the reason: one whose prerequisite the endpoint lacks (a stream that
 yields content and ends; usage on some chunk) names it. A prerequisite is
 never a stricter check's pass: a stream that ends but deviates in shape fails
 "stream" alone, and the checks built on streams still run. Every request has
-a time limit (--timeout, and --stall-timeout of silence inside a stream), so
-no check can hang.
+a time limit (--request-timeout, and --stall-timeout of silence inside a
+stream), so no check can hang.
 
 Checks, in the order they run:
 ` + checkList() + `
@@ -73,7 +89,7 @@ any request), 130 interrupted.`,
   glmbench conform --endpoints endpoints.yaml --name hosted --only stream-usage,completions-echo`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
+			o.flags.Parsed()
 			if runF != nil {
 				return runF(o)
 			}
@@ -81,14 +97,9 @@ any request), 130 interrupted.`,
 		},
 	}
 	fl := cmd.Flags()
-	target.AddFlags(cmd, &o.Endpoint)
+	o.flags.AddFlags(cmd)
 	fl.StringSliceVar(&o.Only, "only", nil, "run only these checks (comma list or repeated), with the checks they need")
 	fl.IntVar(&o.ProbeLimits, "probe-limits", 0, "send a burst of N streams at once to check 429 Retry-After and queue overflow (0: off)")
-	fl.DurationVar(&o.Timeout, "timeout", conform.DefaultTimeout, "limit on each request")
-	fl.DurationVar(&o.StallTimeout, "stall-timeout", conform.DefaultStallTimeout, "limit on silence inside a stream after its first token")
-	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 10*time.Second, "limit on a dial plus TLS handshake")
-	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name, or builtin)")
-	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
 	return cmd
 }
 
@@ -103,14 +114,10 @@ func checkList() string {
 
 // validate checks the flags that need no endpoint; it runs before anything is sent.
 func (o *Options) validate() error {
-	switch {
-	case o.Timeout <= 0:
-		return badinput.Errorf("--timeout must be positive")
-	case o.StallTimeout <= 0:
-		return badinput.Errorf("--stall-timeout must be positive")
-	case o.ConnectTimeout < 0:
-		return badinput.Errorf("--connect-timeout must not be negative")
-	case o.ProbeLimits < 0 || o.ProbeLimits == 1:
+	if err := o.flags.Validate(); err != nil {
+		return err
+	}
+	if o.ProbeLimits < 0 || o.ProbeLimits == 1 {
 		// One request cannot overflow anything.
 		return badinput.Errorf("--probe-limits must be 0 (off) or at least 2, got %d", o.ProbeLimits)
 	}
@@ -130,17 +137,12 @@ func Run(o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	tg, err := target.Open(ctx, o.F, o.Endpoint, o.ConnectTimeout)
+	tg, err := o.flags.Open(ctx, o.F)
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	ep := tg.Endpoint
-	started := o.F.Now()
-	label, out, err := tg.SectionOutput(o.Label, o.Out, started)
-	if err != nil {
-		return err
-	}
+	ep, label, out := tg.Endpoint, tg.Label, tg.Out
 
 	fmt.Fprintf(std.ErrOut, "glmbench: conformance of %s\n", ep)
 	results, err := conform.Run(ctx, conform.Config{
@@ -166,7 +168,7 @@ func Run(o *Options) error {
 		failure = fmt.Errorf("%d of %d conformance checks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
 	return target.WriteSection(std, target.Section{
-		Out: out, Fresh: tg.Report(o.F, label, started),
+		Out: out, Fresh: tg.Report(o.F, label, tg.Started),
 		Change:      func(rep *schema.Report) { reports.PutChecks(rep, results, len(o.Only) > 0, conform.IDs()) },
 		Table:       func(w io.Writer) error { return reports.WriteChecks(w, results) },
 		Interrupted: interrupted, Failed: failure,

@@ -44,11 +44,21 @@ type Options struct {
 	// ProgressEvery is how often plain progress lines are printed when
 	// stderr is not a terminal.
 	ProgressEvery time.Duration
+
+	// flags binds the fields above that run and conform share.
+	flags target.Flags
 }
 
 // NewCmdEval binds eval's flags. runF replaces the run function in tests.
 func NewCmdEval(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+	o.flags = target.Flags{
+		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
+		// 10 min, where run has none: an eval's requests are not streamed,
+		// so no TTFT or stall limit ends a hung one (and eval has no
+		// --stall-timeout); a whole request is the only thing to bound.
+		RequestTimeout: target.Limit{To: &o.RequestTimeout, Default: 10 * time.Minute},
+	}
 	cmd := &cobra.Command{
 		Use:   "eval ppl|long-ppl|mmlu|triviaqa|all",
 		Short: "Measure the model's quality: perplexity, long-decode perplexity, MMLU, TriviaQA",
@@ -106,7 +116,7 @@ bad data set (said before any request), 130 interrupted.`,
 		ValidArgs: append(evals.Names(), "all"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Eval = args[0]
-			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
+			o.flags.Parsed()
 			if runF != nil {
 				return runF(o)
 			}
@@ -114,17 +124,13 @@ bad data set (said before any request), 130 interrupted.`,
 		},
 	}
 	fl := cmd.Flags()
-	target.AddFlags(cmd, &o.Endpoint)
+	o.flags.AddFlags(cmd)
 	fl.StringArrayVar(&o.Datasets, "dataset", nil, "data set PATH for one eval, or NAME=PATH (repeatable; for all, always NAME=PATH); default: the built-in sample")
 	fl.StringVar(&o.Shots, "shots", "", "triviaqa: take the 5 shots from this file (default: the data set's first five, not scored)")
 	fl.IntVar(&o.Limit, "limit", 0, "items per eval: documents, prompts, questions per MMLU subject, questions (0: all; long-ppl 16, triviaqa 1000)")
 	fl.IntVar(&o.Window, "window", evals.DefaultWindow, "ppl: tokens per request, as lm-eval's max_length (one carried, window-2 scored, one generated)")
 	fl.IntVar(&o.GenTokens, "gen-tokens", evals.DefaultGenTokens, "long-ppl: tokens generated per prompt")
 	fl.IntVar(&o.Concurrency, "concurrency", evals.DefaultConcurrency, "requests in flight at once")
-	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 10*time.Second, "limit on a dial plus TLS handshake")
-	fl.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Minute, "limit on one request (0: none)")
-	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
-	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
 	return cmd
 }
 
@@ -148,8 +154,8 @@ func (o *Options) validate() ([]evals.Job, error) {
 			return nil, badinput.Errorf("%s must be at least %d, got %d", c.flag, c.min, c.v)
 		}
 	}
-	if o.ConnectTimeout < 0 || o.RequestTimeout < 0 {
-		return nil, badinput.Errorf("timeouts must not be negative")
+	if err := o.flags.Validate(); err != nil {
+		return nil, err
 	}
 	paths, err := datasetPaths(o.Eval, o.Datasets)
 	if err != nil {
@@ -213,17 +219,12 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	tg, err := target.Open(ctx, o.F, o.Endpoint, o.ConnectTimeout)
+	tg, err := o.flags.Open(ctx, o.F)
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	ep := tg.Endpoint
-	started := o.F.Now()
-	label, out, err := tg.SectionOutput(o.Label, o.Out, started)
-	if err != nil {
-		return err
-	}
+	ep, label, out := tg.Endpoint, tg.Label, tg.Out
 
 	prog := &evals.Progress{}
 	r := evals.NewRunner(evals.Config{
@@ -262,7 +263,7 @@ func Run(ctx context.Context, o *Options) error {
 		failed = fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))
 	}
 	return target.WriteSection(io, target.Section{
-		Out: out, Fresh: tg.Report(o.F, label, started),
+		Out: out, Fresh: tg.Report(o.F, label, tg.Started),
 		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,

@@ -58,6 +58,9 @@ type Options struct {
 	// Summary is what stdout gets when the run ends: SummaryFull,
 	// SummaryCompact, or SummaryAuto ("" too): compact on a terminal.
 	Summary string
+
+	// flags binds the fields above that eval and conform share.
+	flags target.Flags
 }
 
 // The --summary values.
@@ -70,6 +73,13 @@ const (
 // NewCmdRun binds run's flags. runF replaces the run function in tests.
 func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+	o.flags = target.Flags{
+		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out,
+		// No request limit by default: --ttft-timeout and --stall-timeout
+		// end a hung stream, and a long decode may take any time.
+		RequestTimeout: target.Limit{To: &o.RequestTimeout},
+		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
+	}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the load phases against an endpoint",
@@ -104,7 +114,7 @@ has everything.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.PhasesGiven = cmd.Flags().Changed("phases")
-			o.Endpoint.APIKeyEnvSet = cmd.Flags().Changed("api-key-env")
+			o.flags.Parsed()
 			if runF != nil {
 				return runF(o)
 			}
@@ -112,21 +122,16 @@ has everything.`,
 		},
 	}
 	fl := cmd.Flags()
-	target.AddFlags(cmd, &o.Endpoint)
+	o.flags.AddFlags(cmd)
 	fl.StringVar(&o.Phases, "phases", "all", "phases to run: all, or a comma list of single,decode_medium,decode_long,throughput_8k")
 	fl.StringArrayVar(&o.Custom, "phase", nil, "add a custom phase NAME=N/IN/OUT (repeatable)")
 	fl.Float64Var(&o.RequestRate, "request-rate", 0, "send requests as a Poisson process of R per second (0: all at once)")
 	fl.IntVar(&o.MaxConcurrency, "max-concurrency", 0, "at most C requests in flight (0: no limit)")
 	fl.Int64Var(&o.Seed, "seed", 1, "seed of the Poisson arrivals")
 	fl.DurationVar(&o.PhaseCap, "phase-cap", 30*time.Minute, "end a phase after this long, cancelling requests in flight (0: no cap)")
-	fl.DurationVar(&o.ConnectTimeout, "connect-timeout", 10*time.Second, "limit on a dial plus TLS handshake")
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
-	fl.DurationVar(&o.StallTimeout, "stall-timeout", 60*time.Second, "limit on silence after the first content event (0: none)")
-	fl.DurationVar(&o.RequestTimeout, "request-timeout", 0, "limit on a whole request (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token); the whole calibration gets five times it for each distinct input length")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
-	fl.StringVar(&o.Label, "label", "", "name of this run in reports (default: the model name)")
-	fl.StringVar(&o.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
 	fl.StringSliceVar(&o.Baseline, "baseline", nil, "gate this run against these reports when it ends (as glmbench gate; exit 99 when a threshold is crossed)")
 	fl.StringArrayVar(&o.Thresholds, "threshold", nil, "a gate threshold, e.g. 'decode_medium.out_tput > -5%' (repeatable; needs --baseline)")
 	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
@@ -144,10 +149,13 @@ func (o *Options) validate() ([]bench.Spec, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--phase-cap", o.PhaseCap}, {"--connect-timeout", o.ConnectTimeout}, {"--ttft-timeout", o.TTFTTimeout}, {"--stall-timeout", o.StallTimeout}, {"--request-timeout", o.RequestTimeout}} {
+	}{{"--phase-cap", o.PhaseCap}, {"--ttft-timeout", o.TTFTTimeout}} {
 		if d.v < 0 {
 			return nil, badinput.Errorf("%s must not be negative", d.name)
 		}
+	}
+	if err := o.flags.Validate(); err != nil {
+		return nil, err
 	}
 	if o.ProbeTimeout < 0 {
 		return nil, badinput.Errorf("--probe-timeout must not be negative")
@@ -203,13 +211,12 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	tg, err := target.Open(ctx, o.F, o.Endpoint, o.ConnectTimeout)
+	tg, err := o.flags.Open(ctx, o.F)
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	started := o.F.Now()
-	label, out := tg.Output(o.Label, o.Out, started)
+	started, label, out := tg.Started, tg.Label, tg.Out
 	bo := o.benchOptions(tg.Endpoint)
 	plans, err := o.calibrate(ctx, bo, specs)
 	if err != nil {

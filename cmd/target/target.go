@@ -25,8 +25,13 @@ import (
 // Target is an opened endpoint.
 type Target struct {
 	Endpoint *endpoints.Endpoint
-	connect  time.Duration
-	builtin  *Builtin
+	// Started, Label and Out are set by Flags.Open: when the command
+	// started, and its report's label and folder.
+	Started    time.Time
+	Label, Out string
+
+	connect time.Duration
+	builtin *Builtin
 }
 
 // Open resolves the endpoint flags and checks the endpoint answers (taking

@@ -1,0 +1,149 @@
+package target
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// DefaultConnectTimeout is --connect-timeout's default in every command.
+const DefaultConnectTimeout = 10 * time.Second
+
+// Flags is the one set of flags that run, eval and conform share: the
+// endpoint flags, --connect-timeout, --request-timeout, --stall-timeout,
+// --label and --out, with their help, their validation and the prologue
+// that opens the endpoint and names the report.
+//
+// Each command points the fields at its own Options, which so keep their
+// fields' names (conform's request limit is Options.Timeout, as
+// conform.Config's). Endpoint, ConnectTimeout, Label and Out are required;
+// a Limit whose To is nil is a flag the command does not have.
+type Flags struct {
+	Endpoint       *endpoints.Flags
+	ConnectTimeout *time.Duration
+	// RequestTimeout is --request-timeout, the limit on a whole request.
+	RequestTimeout Limit
+	// StallTimeout is --stall-timeout, the limit on silence after a
+	// stream's first content event.
+	StallTimeout Limit
+	Label        *string
+	Out          *string
+	// Section says the command writes one section of a report (eval,
+	// conform): Open refuses a --out that holds another label's report.
+	Section bool
+	// Alias is an old spelling of --request-timeout (conform's --timeout),
+	// kept as a hidden, deprecated flag that sets the same value.
+	Alias string
+
+	fs *pflag.FlagSet
+}
+
+// Limit is how a command takes one of the shared per-request limits.
+type Limit struct {
+	// To is the command's field the flag sets; nil: no such flag.
+	To *time.Duration
+	// Default is the flag's default.
+	Default time.Duration
+	// Positive refuses 0; otherwise 0 means no limit.
+	Positive bool
+}
+
+// help is the flag's help text: what it limits, and what 0 means.
+func (l Limit) help(what string) string {
+	if l.Positive {
+		return what + " (must be positive)"
+	}
+	return what + " (0: none)"
+}
+
+// AddFlags binds the shared flags to cmd. A deprecated alias's note is
+// written to the command's stderr (cobra would print it on its stdout,
+// where run's Markdown and the report tables go).
+func (s *Flags) AddFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	s.fs = fl
+	fl.SetOutput(stderrOf{cmd})
+	AddFlags(cmd, s.Endpoint)
+	fl.DurationVar(s.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "limit on a dial plus TLS handshake")
+	if r := s.RequestTimeout; r.To != nil {
+		fl.DurationVar(r.To, "request-timeout", r.Default, r.help("limit on a whole request"))
+		if s.Alias != "" {
+			fl.DurationVar(r.To, s.Alias, r.Default, r.help("limit on a whole request"))
+			_ = fl.MarkDeprecated(s.Alias, "use --request-timeout")
+		}
+	}
+	if st := s.StallTimeout; st.To != nil {
+		fl.DurationVar(st.To, "stall-timeout", st.Default, st.help("limit on silence after a stream's first content event"))
+	}
+	fl.StringVar(s.Label, "label", "", "name of this run in reports (default: the model name, or builtin)")
+	fl.StringVar(s.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
+}
+
+// Parsed records what only the parse tells: whether --api-key-env was
+// given (endpoints.Resolve then holds an endpoints file to it). The command
+// calls it first thing when it runs.
+func (s *Flags) Parsed() {
+	s.Endpoint.APIKeyEnvSet = s.changed("api-key-env")
+}
+
+func (s *Flags) changed(name string) bool { return s.fs != nil && s.fs.Changed(name) }
+
+// Validate checks the shared limits, before anything is sent: none is
+// negative, and a Positive one is not 0. Each error names the flag as it
+// was spelled (the alias, when only it was given).
+func (s *Flags) Validate() error {
+	if *s.ConnectTimeout < 0 {
+		return badinput.Errorf("--connect-timeout must not be negative")
+	}
+	request := "--request-timeout"
+	if s.Alias != "" && s.changed(s.Alias) && !s.changed("request-timeout") {
+		request = "--" + s.Alias
+	}
+	for _, l := range []struct {
+		name string
+		Limit
+	}{{"--stall-timeout", s.StallTimeout}, {request, s.RequestTimeout}} {
+		switch {
+		case l.To == nil:
+		case l.Positive && *l.To <= 0:
+			return badinput.Errorf("%s must be positive", l.name)
+		case *l.To < 0:
+			return badinput.Errorf("%s must not be negative", l.name)
+		}
+	}
+	return nil
+}
+
+// Open is the prologue the commands share, after Validate: it opens the
+// endpoint (Open, within --connect-timeout), takes the start time from
+// f.Now, and names the report's label and folder from --label and --out
+// (Target.Output, or Target.SectionOutput for a Section command, whose
+// error closes the target). The caller closes the target.
+func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
+	t, err := Open(ctx, f, *s.Endpoint, *s.ConnectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	t.Started = f.Now()
+	if !s.Section {
+		t.Label, t.Out = t.Output(*s.Label, *s.Out, t.Started)
+		return t, nil
+	}
+	if t.Label, t.Out, err = t.SectionOutput(*s.Label, *s.Out, t.Started); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// stderrOf writes to the command's stderr as it is when written to, so
+// that SetErr after AddFlags (the root command's, a test's) holds.
+type stderrOf struct{ cmd *cobra.Command }
+
+func (w stderrOf) Write(p []byte) (int, error) { return w.cmd.ErrOrStderr().Write(p) }
