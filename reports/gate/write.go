@@ -167,7 +167,7 @@ func AppendStepSummary(path string, g *Result) error {
 	return f.Close()
 }
 
-// JUnit XML, as CI systems read it: one suite, one test case per check.
+// JUnit XML, as CI systems read it: one suite, one test case per line.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
@@ -201,7 +201,7 @@ type junitFailure struct {
 }
 
 // WriteJUnit writes the gate as JUnit XML: test suite "glmbench gate",
-// one test case per check, named by its expression; a crossed check is a
+// one test case per line, named by its expression; a crossed line is a
 // failure whose message holds the observed values.
 func WriteJUnit(w io.Writer, g *Result) error {
 	s := junitSuite{Name: "glmbench gate", Tests: len(g.Lines), Failures: len(g.Crossed()), Time: "0"}
