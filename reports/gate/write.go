@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -87,17 +88,18 @@ func (c *Line) missingText() string {
 // Text is the line as printed: ✓/✗, the expression and what was observed.
 func (c *Line) Text() string { return c.Mark() + " " + c.Expr + ": " + c.Observed() }
 
-// WriteLines prints one ✓/✗ line per threshold and scope, after a line naming the
-// default thresholds when they were used.
+// WriteLines prints one ✓/✗ line per threshold and scope, after a line
+// naming the default thresholds when they were used.
 func WriteLines(w io.Writer, g *Result) error {
-	p := &printer{w: w}
+	var b strings.Builder
 	if g.Defaulted {
-		p.f("no thresholds given; the defaults: %s\n", defaultsList())
+		fmt.Fprintf(&b, "no thresholds given; the defaults: %s\n", defaultsList())
 	}
 	for i := range g.Lines {
-		p.f("%s\n", g.Lines[i].Text())
+		b.WriteString(g.Lines[i].Text() + "\n")
 	}
-	return p.err
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // Summary is the gate's verdict in one line: "passed, 9 checks" or
@@ -117,15 +119,15 @@ func (g *Result) Summary() string {
 // WriteMarkdown renders the gate as a Markdown section, for
 // $GITHUB_STEP_SUMMARY or a pull-request comment.
 func WriteMarkdown(w io.Writer, g *Result) error {
-	p := &printer{w: w}
+	var b bytes.Buffer
 	if n := len(g.Crossed()); n > 0 {
-		p.f("## glmbench gate: ✗ %d of %d checks crossed\n\n", n, len(g.Lines))
+		fmt.Fprintf(&b, "## glmbench gate: ✗ %d of %d checks crossed\n\n", n, len(g.Lines))
 	} else {
-		p.f("## glmbench gate: ✓ passed, %d checks\n\n", len(g.Lines))
+		fmt.Fprintf(&b, "## glmbench gate: ✓ passed, %d checks\n\n", len(g.Lines))
 	}
-	p.f("Baseline: %s. Current: %s.\n\n", runsText(g.BaselineLabels), runsText(g.CurrentLabels))
+	fmt.Fprintf(&b, "Baseline: %s. Current: %s.\n\n", runsText(g.BaselineLabels), runsText(g.CurrentLabels))
 	if g.Defaulted {
-		p.f("No thresholds given; the defaults: %s.\n\n", defaultsList())
+		fmt.Fprintf(&b, "No thresholds given; the defaults: %s.\n\n", defaultsList())
 	}
 	var rows [][]string
 	for i := range g.Lines {
@@ -142,10 +144,10 @@ func WriteMarkdown(w io.Writer, g *Result) error {
 		}
 		rows = append(rows, []string{c.Mark(), "`" + strings.ReplaceAll(c.Expr, "`", "'") + "`", base, cur, ch, reports.MDCell(c.Note())})
 	}
-	if p.err != nil {
-		return p.err
-	}
-	return reports.WriteCompactTable(w, []string{"", "threshold", "baseline", "current", "change", "note"}, rows)
+	// A bytes.Buffer never fails a write: only w can.
+	_ = reports.WriteCompactTable(&b, []string{"", "threshold", "baseline", "current", "change", "note"}, rows)
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // AppendStepSummary appends the gate's Markdown to path (GitHub Actions'
@@ -273,16 +275,4 @@ func pct(v float64) string {
 		return "-∞%"
 	}
 	return reports.SignedPct(v)
-}
-
-// printer remembers the first write error so the writers stay linear.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) f(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
 }
