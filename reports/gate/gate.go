@@ -54,6 +54,8 @@ func (o Options) withDefaults() Options {
 
 // Result is every line a gate decided, in threshold order.
 type Result struct {
+	// Lines are the decisions; their JSON key stays "checks", as before the
+	// gate had its own package.
 	Lines []Line `json:"checks"`
 	// Defaulted is set when no threshold was given and the defaults were used.
 	Defaulted bool `json:"defaulted,omitempty"`
