@@ -38,13 +38,13 @@ func dataErr(file string, line int, format string, args ...any) error {
 }
 
 // openData opens a data set file; a missing one is a DataError.
-func openData(path string) (*os.File, error) {
-	f, err := os.Open(path)
+func openData(file string) (*os.File, error) {
+	f, err := os.Open(file)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, dataErr(path, 0, "no such file")
+			return nil, dataErr(file, 0, "no such file")
 		}
-		return nil, dataErr(path, 0, "%v", errors.Unwrap(err))
+		return nil, dataErr(file, 0, "%v", errors.Unwrap(err))
 	}
 	return f, nil
 }
@@ -74,32 +74,32 @@ func (d *Docs) Len() int { return len(d.Docs) }
 // Origin says where the set came from.
 func (d *Docs) Origin() string { return d.From }
 
-// LoadDocs reads documents from path: a wikitext raw file (*.raw, e.g.
+// LoadDocs reads documents from src: a wikitext raw file (*.raw, e.g.
 // wiki.test.raw: one document per " = Title = " heading), a JSONL file
 // (*.jsonl: one object per line with a "text" field, or lm-eval's "page"),
 // any other file as one plain-text document, or a folder of such files.
-func LoadDocs(path string) (*Docs, error) {
-	st, err := os.Stat(path)
+func LoadDocs(src string) (*Docs, error) {
+	st, err := os.Stat(src)
 	if err != nil {
-		return nil, dataErr(path, 0, "no such file or folder")
+		return nil, dataErr(src, 0, "no such file or folder")
 	}
-	files := []string{path}
+	files := []string{src}
 	if st.IsDir() {
-		entries, err := os.ReadDir(path)
+		entries, err := os.ReadDir(src)
 		if err != nil {
-			return nil, dataErr(path, 0, "%v", err)
+			return nil, dataErr(src, 0, "%v", err)
 		}
 		files = files[:0]
 		for _, e := range entries {
 			if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
-				files = append(files, filepath.Join(path, e.Name()))
+				files = append(files, filepath.Join(src, e.Name()))
 			}
 		}
 		if len(files) == 0 {
-			return nil, dataErr(path, 0, "the folder holds no files")
+			return nil, dataErr(src, 0, "the folder holds no files")
 		}
 	}
-	out := &Docs{From: path}
+	out := &Docs{From: src}
 	for _, name := range files {
 		f, err := openData(name)
 		if err != nil {
@@ -297,7 +297,7 @@ func (s *MMLUSet) Origin() string { return s.From }
 // MMLUShots is the number of shots per prompt.
 const MMLUShots = 5
 
-// LoadMMLU reads MMLU from path: the original layout (a folder holding
+// LoadMMLU reads MMLU from src: the original layout (a folder holding
 // dev/<subject>_dev.csv and test/<subject>_test.csv, or a data/ folder that
 // does; CSV without a header, columns question, A, B, C, D, answer letter),
 // or one JSONL or CSV file whose rows have question, choices (JSONL: a list
@@ -305,20 +305,20 @@ const MMLUShots = 5
 // (a letter, or 0–3), with optional subject and split. In one file, a
 // subject's shots are its rows of split "dev", else its first five rows
 // (which are then not scored).
-func LoadMMLU(path string) (*MMLUSet, error) {
-	st, err := os.Stat(path)
+func LoadMMLU(src string) (*MMLUSet, error) {
+	st, err := os.Stat(src)
 	if err != nil {
-		return nil, dataErr(path, 0, "no such file or folder")
+		return nil, dataErr(src, 0, "no such file or folder")
 	}
 	if st.IsDir() {
-		return loadMMLUDir(path)
+		return loadMMLUDir(src)
 	}
-	f, err := openData(path)
+	f, err := openData(src)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseMMLU(path, f)
+	return ParseMMLU(src, f)
 }
 
 // ParseMMLU reads one MMLU file: JSONL when name ends in .jsonl, else CSV
@@ -380,8 +380,8 @@ type mmluRow struct {
 	subject, split string
 }
 
-func loadMMLUDir(path string) (*MMLUSet, error) {
-	return loadMMLUFS(os.DirFS(path), path)
+func loadMMLUDir(dir string) (*MMLUSet, error) {
+	return loadMMLUFS(os.DirFS(dir), dir)
 }
 
 // loadMMLUFS reads the original layout from fsys; display is what file
@@ -614,22 +614,22 @@ func (s *TriviaSet) Len() int { return len(s.Items) }
 // Origin says where the set came from.
 func (s *TriviaSet) Origin() string { return s.From }
 
-// LoadTriviaQA reads at most max items (0: all) from path: the original
+// LoadTriviaQA reads at most max items (0: all) from file: the original
 // JSON ({"Data": [{"Question", "Answer": {"Aliases", "NormalizedAliases",
 // "Value"}}]}, read as a stream, so a 1 GB file costs only the items
 // taken), or JSONL (*.jsonl) with question and answer (an object with
 // aliases / normalized_aliases / value, a string, or a list of strings).
-func LoadTriviaQA(path string, max int) (*TriviaSet, error) {
+func LoadTriviaQA(file string, max int) (*TriviaSet, error) {
 	// os.Open succeeds on a folder; reading it would fail as a bad layout.
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil, dataErr(path, 0, "a folder: want a TriviaQA JSON or JSONL file")
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return nil, dataErr(file, 0, "a folder: want a TriviaQA JSON or JSONL file")
 	}
-	f, err := openData(path)
+	f, err := openData(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseTriviaQA(path, f, max)
+	return ParseTriviaQA(file, f, max)
 }
 
 // ParseTriviaQA reads TriviaQA from r, JSONL when name ends in .jsonl.

@@ -1,4 +1,4 @@
-package reports
+package reports_test
 
 import (
 	"bytes"
@@ -7,15 +7,26 @@ import (
 	"testing"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/gate"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/threshold"
 )
 
+type run = reports.SynthRun
+
+var (
+	single   = reports.Single
+	decodeMd = reports.DecodeMd
+)
+
+func isBadInput(err error) bool { return badinput.Is(err) }
+
 func reportsOf(runs ...run) []*schema.Report {
 	var out []*schema.Report
 	for _, r := range runs {
-		rep, _ := r.build()
-		out = append(out, rep)
+		out = append(out, r.Report())
 	}
 	return out
 }
@@ -24,7 +35,7 @@ func reportsOf(runs ...run) []*schema.Report {
 func build(label string, first uint64, n int, speed float64) []run {
 	var out []run
 	for i := range n {
-		out = append(out, run{label: label, seed: first + uint64(i), jitter: 0.03, speed: speed, specs: []bench.Spec{single, decodeMd}})
+		out = append(out, run{Label: label, Seed: first + uint64(i), Jitter: 0.03, Speed: speed, Specs: []bench.Spec{single, decodeMd}})
 	}
 	return out
 }
@@ -38,10 +49,10 @@ func mustParse(t *testing.T, exprs ...string) []threshold.Threshold {
 	return ths
 }
 
-func gateLines(t *testing.T, g *GateResult) string {
+func gateLines(t *testing.T, g *gate.Result) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteGateLines(&buf, g); err != nil {
+	if err := gate.WriteLines(&buf, g); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()
@@ -51,11 +62,11 @@ func TestTwoRunsOfTheSameBuildPassTheDefaults(t *testing.T) {
 	t.Parallel()
 	// Different seeds: every request's TTFT and TPOT move by up to ±3%.
 	for seed := uint64(1); seed <= 20; seed++ {
-		g, err := Gate(reportsOf(build("main", seed, 1, 1)...), reportsOf(build("pr", seed+100, 1, 1)...), nil, GateOptions{})
+		g, err := gate.Evaluate(reportsOf(build("main", seed, 1, 1)...), reportsOf(build("pr", seed+100, 1, 1)...), nil, gate.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !g.Passed() || !g.Defaulted || len(g.Checks) != 6 {
+		if !g.Passed() || !g.Defaulted || len(g.Lines) != 6 {
 			t.Fatalf("seed %d:\n%s", seed, gateLines(t, g))
 		}
 	}
@@ -63,7 +74,7 @@ func TestTwoRunsOfTheSameBuildPassTheDefaults(t *testing.T) {
 
 func TestAnInjectedTenPercentThroughputDropFailsTheDefaults(t *testing.T) {
 	t.Parallel()
-	g, err := Gate(reportsOf(build("main", 1, 1, 1)...), reportsOf(build("pr", 2, 1, 0.9)...), nil, GateOptions{})
+	g, err := gate.Evaluate(reportsOf(build("main", 1, 1, 1)...), reportsOf(build("pr", 2, 1, 0.9)...), nil, gate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,15 +99,15 @@ func TestWithThreeRunsNoiseAloneDoesNotFailButARealDropDoes(t *testing.T) {
 	for i := range noisy[1].Phases {
 		noisy[1].Phases[i].OutTput *= 0.8
 	}
-	g, err := Gate(base, noisy, ths, GateOptions{})
+	g, err := gate.Evaluate(base, noisy, ths, gate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := g.Checks[1]
+	c := g.Lines[1]
 	if !g.Passed() || c.CI == nil || *c.Change > -5 {
 		t.Fatalf("noise failed the gate (or did not cross the point bound):\n%s", gateLines(t, g))
 	}
-	g, err = Gate(base, reportsOf(build("pr", 21, 3, 0.9)...), ths, GateOptions{})
+	g, err = gate.Evaluate(base, reportsOf(build("pr", 21, 3, 0.9)...), ths, gate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +115,7 @@ func TestWithThreeRunsNoiseAloneDoesNotFailButARealDropDoes(t *testing.T) {
 	if g.Passed() || !strings.Contains(lines, "95% CI") || !strings.Contains(lines, "means of 3 baseline runs vs 3 current runs") {
 		t.Fatalf("a 10%% drop over three runs passed:\n%s", lines)
 	}
-	again, _ := Gate(base, reportsOf(build("pr", 21, 3, 0.9)...), ths, GateOptions{})
+	again, _ := gate.Evaluate(base, reportsOf(build("pr", 21, 3, 0.9)...), ths, gate.Options{})
 	if gateLines(t, again) != lines {
 		t.Fatal("the bootstrap is not deterministic")
 	}
@@ -114,8 +125,8 @@ func TestThresholdsCheckWhatTheySay(t *testing.T) {
 	t.Parallel()
 	base := reportsOf(build("main", 1, 1, 1)...)
 	base[0].Evals = []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 3.0}}}
-	cur := reportsOf(run{label: "pr", seed: 2, jitter: 0.03, specs: []bench.Spec{single, decodeMd},
-		fail: []schema.Class{schema.RateLimited}})
+	cur := reportsOf(run{Label: "pr", Seed: 2, Jitter: 0.03, Specs: []bench.Spec{single, decodeMd},
+		Fail: []schema.Class{schema.RateLimited}})
 	cur[0].Evals = []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 3.06}}}
 	for _, tc := range []struct {
 		name, expr string
@@ -134,12 +145,12 @@ func TestThresholdsCheckWhatTheySay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := Gate(base, cur, mustParse(t, tc.expr), GateOptions{})
+			g, err := gate.Evaluate(base, cur, mustParse(t, tc.expr), gate.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []bool
-			for _, c := range g.Checks {
+			for _, c := range g.Lines {
 				got = append(got, c.Passed)
 			}
 			if len(got) != len(tc.pass) {
@@ -162,7 +173,7 @@ func TestAMissingMetricSaysWhichSideLacksIt(t *testing.T) {
 	cur[0].Evals = []schema.EvalResult{{Name: "ppl", Status: "unsupported", Failure: &schema.EvalFailure{Kind: "echo_server_error"}}}
 	// Every request of single failed in current: its TTFT is null.
 	cur[0].Phases[0].TTFTP99 = nil
-	g, err := Gate(base, cur, mustParse(t, "ppl.ppl < +1%", "single.ttft_p99 < +10%"), GateOptions{})
+	g, err := gate.Evaluate(base, cur, mustParse(t, "ppl.ppl < +1%", "single.ttft_p99 < +10%"), gate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +199,14 @@ func TestGateRefusesBadInput(t *testing.T) {
 		ths  []string
 		want string
 	}{
-		{"phases of different shapes are not compared", reportsOf(run{label: "pr", seed: 2, specs: []bench.Spec{other}}), nil,
+		{"phases of different shapes are not compared", reportsOf(run{Label: "pr", Seed: 2, Specs: []bench.Spec{other}}), nil,
 			"phase decode_medium is 64/256/64 (requests/input/output) in baseline 1 (label main) but 128/256/64 in current 1 (label pr)"},
 		{"an unknown metric is refused", base, []string{"single.out_tputt > 1"}, `unknown metric "out_tputt"`},
 		{"an empty current side is refused", nil, nil, "no current report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Gate(base, tc.cur, mustParse(t, tc.ths...), GateOptions{})
+			_, err := gate.Evaluate(base, tc.cur, mustParse(t, tc.ths...), gate.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !isBadInput(err) {
 				t.Fatalf("got %v, want bad input containing %q", err, tc.want)
 			}
@@ -207,19 +218,19 @@ func TestGateMarkdownAndJUnitMatchGolden(t *testing.T) {
 	t.Parallel()
 	base := reportsOf(build("main", 1, 1, 1)...)
 	cur := reportsOf(build("pr", 2, 1, 0.9)...)
-	g, err := Gate(base, cur, mustParse(t, "*.out_tput > -5%", "single.tpot_med < 0.015", "decode_medium.error_rate <= 0.01"), GateOptions{})
+	g, err := gate.Evaluate(base, cur, mustParse(t, "*.out_tput > -5%", "single.tpot_med < 0.015", "decode_medium.error_rate <= 0.01"), gate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var md, ju bytes.Buffer
-	if err := WriteGateMarkdown(&md, g); err != nil {
+	if err := gate.WriteMarkdown(&md, g); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteGateJUnit(&ju, g); err != nil {
+	if err := gate.WriteJUnit(&ju, g); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "gate.md.golden", md.Bytes())
-	golden(t, "gate.junit.xml.golden", ju.Bytes())
+	reports.Golden(t, "gate.md.golden", md.Bytes())
+	reports.Golden(t, "gate.junit.xml.golden", ju.Bytes())
 	var doc struct {
 		Suites []struct {
 			Name     string `xml:"name,attr"`
@@ -243,57 +254,25 @@ func TestGateMarkdownAndJUnitMatchGolden(t *testing.T) {
 	}
 }
 
-func TestObservedValuesReadWell(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		c    Check
-		want string
-	}{
-		{"an absolute check shows the value and unit",
-			Check{Expr: "single.tpot_med < 0.015", Metric: "tpot_med", Current: f(0.0096), CurrentRuns: []float64{0.0096}, Passed: true},
-			"✓ single.tpot_med < 0.015: 0.0096 s"},
-		{"a relative check shows both sides and the change",
-			Check{Expr: "x.out_tput > -5%", Metric: "out_tput", Current: f(1493.7), Baseline: f(1659.7), Change: f(-10.002), CurrentRuns: []float64{1}, BaselineRuns: []float64{1}},
-			"✗ x.out_tput > -5%: 1493.7 tok/s vs baseline 1659.7 tok/s (-10.0%)"},
-		{"large rates print whole",
-			Check{Expr: "x.out_tput > 1", Metric: "out_tput", Current: f(123456.7), CurrentRuns: []float64{1}, Passed: true},
-			"✓ x.out_tput > 1: 123457 tok/s"},
-		{"a change from zero is infinite",
-			Check{Expr: "x.error_rate < +10%", Metric: "error_rate", Current: f(0.01), Baseline: f(0), Change: f(relChange(0, 0.01)), CurrentRuns: []float64{1}, BaselineRuns: []float64{1}},
-			"✗ x.error_rate < +10%: 0.01 vs baseline 0 (+∞%)"},
-		{"an absolute check over runs shows the interval of the mean",
-			Check{Expr: "x.ttft_p99 < 1", Metric: "ttft_p99", Current: f(0.5), CurrentRuns: []float64{0.4, 0.5, 0.6}, CI: &[2]float64{0.4, 0.6}, Passed: true},
-			"✓ x.ttft_p99 < 1: 0.5 s (95% CI of the mean 0.4 to 0.6, mean of 3 runs)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if got := tc.c.Line(); got != tc.want {
-				t.Fatalf("got  %q\nwant %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestALegacyFileGatesLikeAReport(t *testing.T) {
 	t.Parallel()
-	legacy, err := ParseLegacy("old/h200.json", []byte(legacyFile))
+	legacy, err := reports.ParseLegacy("old/h200.json", []byte(reports.LegacyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur := reportsOf(build("pr", 1, 1, 1)...)
-	g, err := Gate([]*schema.Report{legacy}, cur, nil, GateOptions{})
+	g, err := gate.Evaluate([]*schema.Report{legacy}, cur, nil, gate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Checks) != 6 || !g.Passed() {
+	if len(g.Lines) != 6 || !g.Passed() {
 		t.Fatalf("against a legacy baseline:\n%s", gateLines(t, g))
 	}
-	g, err = Gate(cur, []*schema.Report{legacy}, mustParse(t, "decode_medium.rate_limited == 0", "decode_medium.stalled <= 6"), GateOptions{})
+	g, err = gate.Evaluate(cur, []*schema.Report{legacy}, mustParse(t, "decode_medium.rate_limited == 0", "decode_medium.stalled <= 6"), gate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lines := gateLines(t, g); g.Checks[0].Passed || !g.Checks[1].Passed || !strings.Contains(lines, "✗ decode_medium.rate_limited == 0: 30\n") {
+	if lines := gateLines(t, g); g.Lines[0].Passed || !g.Lines[1].Passed || !strings.Contains(lines, "✗ decode_medium.rate_limited == 0: 30\n") {
 		t.Fatalf("legacy classes as metrics:\n%s", lines)
 	}
 }
@@ -303,7 +282,7 @@ func TestAnEvalByAnotherMethodThanTheBaselinesFailsItsCheckAndSaysWhy(t *testing
 	side := func(label string, seed uint64, methods ...string) []*schema.Report {
 		var out []*schema.Report
 		for i, m := range methods {
-			rep := reportsOf(run{label: label, seed: seed + uint64(i), specs: []bench.Spec{single}})[0]
+			rep := reportsOf(run{Label: label, Seed: seed + uint64(i), Specs: []bench.Spec{single}})[0]
 			rep.Evals = []schema.EvalResult{{Name: "mmlu", Status: "ok", Method: m, Metrics: map[string]float64{"acc": 0.6}}}
 			out = append(out, rep)
 		}
@@ -329,14 +308,35 @@ func TestAnEvalByAnotherMethodThanTheBaselinesFailsItsCheckAndSaysWhy(t *testing
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := Gate(tc.base, tc.cur, mustParse(t, tc.expr), GateOptions{})
+			g, err := gate.Evaluate(tc.base, tc.cur, mustParse(t, tc.expr), gate.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			lines := gateLines(t, g)
-			if len(g.Checks) != 1 || g.Checks[0].Passed != tc.pass || !strings.Contains(lines, tc.line) {
-				t.Fatalf("passed=%v, want %v, with %q:\n%s", g.Checks[0].Passed, tc.pass, tc.line, lines)
+			if len(g.Lines) != 1 || g.Lines[0].Passed != tc.pass || !strings.Contains(lines, tc.line) {
+				t.Fatalf("passed=%v, want %v, with %q:\n%s", g.Lines[0].Passed, tc.pass, tc.line, lines)
 			}
 		})
 	}
+}
+
+// FuzzGateDecodedReport: whatever loads must gate against itself without
+// panicking (the gate's half of FuzzDecodeReport, from the same seeds).
+func FuzzGateDecodedReport(f *testing.F) {
+	var buf bytes.Buffer
+	if err := reports.WriteJSON(&buf, run{Label: "a", Seed: 1, Specs: []bench.Spec{single}}.Report()); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(reports.LegacyFile))
+	f.Add([]byte(`{"schema":"glmbench/report/v1","phases":[{"phase":"a","batch_size":-1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, _, err := reports.Decode("fuzz.json", data)
+		if err != nil {
+			return
+		}
+		if _, err := gate.Evaluate([]*schema.Report{r}, []*schema.Report{r}, nil, gate.Options{Resamples: 10}); err != nil && !isBadInput(err) {
+			t.Fatal(err)
+		}
+	})
 }

@@ -1,6 +1,6 @@
-// Package gate is `glmbench gate`: a CI performance-regression gate of
-// current reports against a baseline, with thresholds in a small k6-like
-// language (see package reports/threshold for its grammar).
+// Package gate is `glmbench gate`: the flags of package reports/gate, the
+// CI performance-regression gate of current reports against a baseline
+// (thresholds in the small k6-like language of package reports/threshold).
 package gate
 
 import (
@@ -14,12 +14,11 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/gate"
 	"github.com/glmbench/glmbench/reports/schema"
-	"github.com/glmbench/glmbench/reports/threshold"
 )
 
-// Options are gate's parsed flags and injected state. `run --baseline`
-// fills the same struct (without Current) and calls Prepare and Check.
+// Options are gate's parsed flags and injected state.
 type Options struct {
 	F *cmdutil.Factory
 	// Baseline and Current are report paths; each entry may be a comma list.
@@ -32,7 +31,7 @@ type Options struct {
 	// JUnit is a file for JUnit XML ("" for none).
 	JUnit string
 	// Gate tunes the bootstrap; the zero value means the defaults.
-	Gate reports.GateOptions
+	Gate gate.Options
 }
 
 // NewCmdGate binds gate's flags. runF replaces the run function in tests.
@@ -83,12 +82,13 @@ Exit codes: 0 passed, 99 thresholds crossed, 2 bad input.`,
 	return cmd
 }
 
-// Run is the gate command's work: Prepare, load the current reports, Check.
+// Run is the gate command's work: prepare the gate, load the current
+// reports, Decide.
 func Run(o *Options) error {
 	if len(reports.SplitList(o.Current)) == 0 {
 		return badinput.Errorf("gate: --current is required (the reports to check)")
 	}
-	p, err := Prepare(o)
+	p, err := gate.Prepare(o.spec(), o.F.IO.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -96,81 +96,40 @@ func Run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	warn(o.F, cur)
-	return p.Check(reports.Reports(cur))
+	gate.WriteWarnings(o.F.IO.ErrOut, cur)
+	return Decide(o.F, p, o.JUnit, reports.Reports(cur))
 }
 
-// Plan is a gate ready to check: its baseline read and thresholds parsed.
-type Plan struct {
-	o          *Options
-	Baseline   []*schema.Report
-	Thresholds []threshold.Threshold
+// spec is the gate the flags ask for.
+func (o *Options) spec() gate.Spec {
+	return gate.Spec{Baseline: o.Baseline, Thresholds: o.Thresholds, ThresholdFile: o.ThresholdFile, Options: o.Gate}
 }
 
-// Prepare reads the baseline and parses the thresholds; every error is bad
-// input (exit 2). `run --baseline` calls it before sending any load.
-func Prepare(o *Options) (*Plan, error) {
-	if len(reports.SplitList(o.Baseline)) == 0 {
-		return nil, badinput.Errorf("gate: --baseline is required (the reports to compare with)")
-	}
-	ths, err := threshold.ParseAll(o.Thresholds)
-	if err != nil {
-		return nil, badinput.Wrap(err)
-	}
-	if o.ThresholdFile != "" {
-		more, err := threshold.ReadFile(o.ThresholdFile)
-		if err != nil {
-			return nil, badinput.Errorf("--threshold-file: %v", err)
-		}
-		ths = append(ths, more...)
-	}
-	base, err := reports.LoadAll(o.Baseline)
-	if err != nil {
-		return nil, err
-	}
-	warn(o.F, base)
-	return &Plan{o: o, Baseline: reports.Reports(base), Thresholds: ths}, nil
-}
-
-// CheckShape fails (exit 2) when the baseline ran phase name with another
-// shape, so `run --baseline` can refuse before sending load that could not
-// be compared.
-func (p *Plan) CheckShape(name string, n, in, out int) error {
-	for _, r := range p.Baseline {
-		if ph := reports.FindPhase(r, name); ph != nil && reports.Shape(ph) != [3]int{n, in, out} {
-			return badinput.Errorf("phase %s is %d/%d/%d (requests/input/output) here but %d/%d/%d in the baseline (label %s); phases of different shapes are not compared",
-				name, n, in, out, ph.BatchSize, ph.InputLen, ph.OutputLen, r.Label)
-		}
-	}
-	return nil
-}
-
-// Check gates current against the plan's baseline: it prints the ✓/✗ lines
-// to stdout, appends Markdown to $GITHUB_STEP_SUMMARY when set and writes
-// JUnit XML when asked. It returns nil when every check passed, else an
-// error whose exit code is 2 (bad input, such as phases of different
-// shapes), 1 (an output could not be written) or 99 (thresholds crossed),
-// in that precedence.
-func (p *Plan) Check(current []*schema.Report) error {
-	f := p.o.F
-	res, err := reports.Gate(p.Baseline, current, p.Thresholds, p.o.Gate)
+// Decide gates current against p's baseline: it prints the ✓/✗ lines to
+// stdout, appends Markdown to $GITHUB_STEP_SUMMARY when set and writes
+// JUnit XML to junit unless it is "". It returns nil when every line
+// passed, else an error whose exit code is 2 (bad input, such as phases of
+// different shapes), 1 (an output could not be written) or 99 (thresholds
+// crossed), in that precedence. run --baseline calls it too.
+func Decide(f *cmdutil.Factory, p *gate.Plan, junit string, current []*schema.Report) error {
+	res, err := p.Evaluate(current)
 	if err != nil {
 		return err
 	}
-	if err := reports.WriteGateLines(f.IO.Out, res); err != nil {
+	if err := gate.WriteLines(f.IO.Out, res); err != nil {
 		return err
 	}
 	var outErr error
 	if path := f.Getenv("GITHUB_STEP_SUMMARY"); path != "" {
-		if err := reports.AppendStepSummary(path, res); err != nil {
+		if err := gate.AppendStepSummary(path, res); err != nil {
 			outErr = errors.Join(outErr, fmt.Errorf("writing $GITHUB_STEP_SUMMARY: %w", err))
 		}
 	}
-	if p.o.JUnit != "" {
+	if junit != "" {
 		var buf bytes.Buffer
-		err := reports.WriteGateJUnit(&buf, res)
+		err := gate.WriteJUnit(&buf, res)
 		if err == nil {
-			err = os.WriteFile(p.o.JUnit, buf.Bytes(), 0o644)
+			err = os.WriteFile(junit, buf.Bytes(), 0o644)
 		}
 		if err != nil {
 			outErr = errors.Join(outErr, fmt.Errorf("writing --junit: %w", err))
@@ -184,12 +143,4 @@ func (p *Plan) Check(current []*schema.Report) error {
 	}
 	fmt.Fprintf(f.IO.ErrOut, "glmbench: gate %s\n", res.Summary())
 	return nil
-}
-
-func warn(f *cmdutil.Factory, ins []*reports.Input) {
-	for _, in := range ins {
-		for _, w := range in.Warnings {
-			fmt.Fprintf(f.IO.ErrOut, "glmbench: warning: %s\n", w)
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/gate"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -153,17 +154,17 @@ func TestAnUnwritableJUnitFileExitsOneOverNinetyNine(t *testing.T) {
 func TestRunBaselineCanRefuseAShapeBeforeSendingLoad(t *testing.T) {
 	t.Parallel()
 	f, out, _ := cmdutil.TestFactory(context.Background(), nil)
-	p, err := Prepare(&Options{F: f, Baseline: []string{writeReport(t, "main", 1000, 512)}})
+	p, err := gate.Prepare(gate.Spec{Baseline: []string{writeReport(t, "main", 1000, 512)}}, f.IO.ErrOut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.CheckShape("decode_medium", 512, 256, 256); err != nil {
+	if err := p.RequireShape("decode_medium", 512, 256, 256); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.CheckShape("decode_medium", 64, 256, 256); cmdutil.ExitCode(err) != 2 {
+	if err := p.RequireShape("decode_medium", 64, 256, 256); cmdutil.ExitCode(err) != 2 {
 		t.Fatalf("got %v", err)
 	}
-	if err := p.CheckShape("custom", 1, 2, 3); err != nil {
+	if err := p.RequireShape("custom", 1, 2, 3); err != nil {
 		t.Fatalf("a phase the baseline lacks: %v", err)
 	}
 	// What run has in memory is gated without writing it first.
@@ -171,7 +172,7 @@ func TestRunBaselineCanRefuseAShapeBeforeSendingLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Check([]*schema.Report{cur.Report}); err != nil || !strings.Contains(out.String(), "✓ single.out_tput > -5%") {
+	if err := Decide(f, p, "", []*schema.Report{cur.Report}); err != nil || !strings.Contains(out.String(), "✓ single.out_tput > -5%") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }

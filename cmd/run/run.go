@@ -13,11 +13,12 @@ import (
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
-	"github.com/glmbench/glmbench/cmd/gate"
+	gatecmd "github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/gate"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -183,13 +184,13 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 	if len(o.Baseline) == 0 {
 		return nil, nil
 	}
-	gp, err := gate.Prepare(&gate.Options{F: o.F, Baseline: o.Baseline, Thresholds: o.Thresholds,
-		ThresholdFile: o.ThresholdFile, JUnit: o.JUnit})
+	gp, err := gate.Prepare(gate.Spec{Baseline: o.Baseline, Thresholds: o.Thresholds, ThresholdFile: o.ThresholdFile},
+		o.F.IO.ErrOut)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range specs {
-		if err := gp.CheckShape(s.Name, s.N, s.In, s.Out); err != nil {
+		if err := gp.RequireShape(s.Name, s.N, s.In, s.Out); err != nil {
 			return nil, err
 		}
 	}
@@ -241,7 +242,7 @@ func Run(ctx context.Context, o *Options) error {
 	case totals.Completed == 0:
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New(totals.NoneCompleted())}
 	case gp != nil:
-		return gp.Check([]*schema.Report{rep})
+		return gatecmd.Decide(o.F, gp, o.JUnit, []*schema.Report{rep})
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
-package reports
+package gate
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -9,20 +10,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/threshold"
 )
 
-// Mark is ✓ for a check that passed and ✗ for one that crossed its bound.
-func (c *Check) Mark() string {
+// Mark is ✓ for a line that passed and ✗ for one that crossed its bound.
+func (c *Line) Mark() string {
 	if c.Passed {
 		return "✓"
 	}
 	return "✗"
 }
 
-// Observed says in words what the check saw: the values, the change, the
+// Observed says in words what the line saw: the values, the change, the
 // interval and the runs behind them, or what was missing.
-func (c *Check) Observed() string {
+func (c *Line) Observed() string {
 	u := unit(c.Metric)
 	if c.Missing != "" {
 		return c.missingText()
@@ -42,7 +44,7 @@ func (c *Check) Observed() string {
 
 // Note gives what stands behind the values beyond one run each: the
 // confidence interval and the runs averaged, or what was missing.
-func (c *Check) Note() string {
+func (c *Line) Note() string {
 	if c.Missing != "" {
 		return c.missingText()
 	}
@@ -59,14 +61,14 @@ func (c *Check) Note() string {
 	}
 	switch {
 	case c.Change != nil && (len(c.CurrentRuns) > 1 || len(c.BaselineRuns) > 1):
-		parts = append(parts, fmt.Sprintf("means of %s vs %s", plural(len(c.BaselineRuns), "baseline run"), plural(len(c.CurrentRuns), "current run")))
+		parts = append(parts, fmt.Sprintf("means of %s vs %s", reports.Plural(len(c.BaselineRuns), "baseline run"), reports.Plural(len(c.CurrentRuns), "current run")))
 	case c.Change == nil && len(c.CurrentRuns) > 1:
-		parts = append(parts, fmt.Sprintf("mean of %s", plural(len(c.CurrentRuns), "run")))
+		parts = append(parts, fmt.Sprintf("mean of %s", reports.Plural(len(c.CurrentRuns), "run")))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func (c *Check) missingText() string {
+func (c *Line) missingText() string {
 	u := unit(c.Metric)
 	switch c.Missing {
 	case "both":
@@ -83,52 +85,53 @@ func (c *Check) missingText() string {
 	return c.Missing
 }
 
-// Line is the check as one ✓/✗ line.
-func (c *Check) Line() string { return c.Mark() + " " + c.Expr + ": " + c.Observed() }
+// Text is the line as printed: ✓/✗, the expression and what was observed.
+func (c *Line) Text() string { return c.Mark() + " " + c.Expr + ": " + c.Observed() }
 
-// WriteGateLines prints one ✓/✗ line per check, after a line naming the
-// default thresholds when they were used.
-func WriteGateLines(w io.Writer, g *GateResult) error {
-	p := &printer{w: w}
+// WriteLines prints one ✓/✗ line per threshold and scope, after a line
+// naming the default thresholds when they were used.
+func WriteLines(w io.Writer, g *Result) error {
+	var b strings.Builder
 	if g.Defaulted {
-		p.f("no thresholds given; the defaults: %s\n", defaultsList())
+		fmt.Fprintf(&b, "no thresholds given; the defaults: %s\n", defaultsList())
 	}
-	for i := range g.Checks {
-		p.f("%s\n", g.Checks[i].Line())
+	for i := range g.Lines {
+		b.WriteString(g.Lines[i].Text() + "\n")
 	}
-	return p.err
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // Summary is the gate's verdict in one line: "passed, 9 checks" or
 // "2 of 9 checks crossed: a, b".
-func (g *GateResult) Summary() string {
+func (g *Result) Summary() string {
 	crossed := g.Crossed()
 	if len(crossed) == 0 {
-		return fmt.Sprintf("passed, %d checks", len(g.Checks))
+		return fmt.Sprintf("passed, %d checks", len(g.Lines))
 	}
 	var names []string
 	for _, c := range crossed {
 		names = append(names, c.Expr)
 	}
-	return fmt.Sprintf("%d of %d checks crossed: %s", len(crossed), len(g.Checks), strings.Join(names, ", "))
+	return fmt.Sprintf("%d of %d checks crossed: %s", len(crossed), len(g.Lines), strings.Join(names, ", "))
 }
 
-// WriteGateMarkdown renders the gate as a Markdown section, for
+// WriteMarkdown renders the gate as a Markdown section, for
 // $GITHUB_STEP_SUMMARY or a pull-request comment.
-func WriteGateMarkdown(w io.Writer, g *GateResult) error {
-	p := &printer{w: w}
+func WriteMarkdown(w io.Writer, g *Result) error {
+	var b bytes.Buffer
 	if n := len(g.Crossed()); n > 0 {
-		p.f("## glmbench gate: ✗ %d of %d checks crossed\n\n", n, len(g.Checks))
+		fmt.Fprintf(&b, "## glmbench gate: ✗ %d of %d checks crossed\n\n", n, len(g.Lines))
 	} else {
-		p.f("## glmbench gate: ✓ passed, %d checks\n\n", len(g.Checks))
+		fmt.Fprintf(&b, "## glmbench gate: ✓ passed, %d checks\n\n", len(g.Lines))
 	}
-	p.f("Baseline: %s. Current: %s.\n\n", runsText(g.BaselineLabels), runsText(g.CurrentLabels))
+	fmt.Fprintf(&b, "Baseline: %s. Current: %s.\n\n", runsText(g.BaselineLabels), runsText(g.CurrentLabels))
 	if g.Defaulted {
-		p.f("No thresholds given; the defaults: %s.\n\n", defaultsList())
+		fmt.Fprintf(&b, "No thresholds given; the defaults: %s.\n\n", defaultsList())
 	}
 	var rows [][]string
-	for i := range g.Checks {
-		c := &g.Checks[i]
+	for i := range g.Lines {
+		c := &g.Lines[i]
 		base, cur, ch := "—", "—", "—"
 		if c.Baseline != nil {
 			base = val(*c.Baseline) + unit(c.Metric)
@@ -139,21 +142,23 @@ func WriteGateMarkdown(w io.Writer, g *GateResult) error {
 		if c.Change != nil {
 			ch = pct(*c.Change)
 		}
-		rows = append(rows, []string{c.Mark(), "`" + strings.ReplaceAll(c.Expr, "`", "'") + "`", base, cur, ch, mdCell(c.Note())})
+		rows = append(rows, []string{c.Mark(), "`" + strings.ReplaceAll(c.Expr, "`", "'") + "`", base, cur, ch, reports.MDCell(c.Note())})
 	}
-	p.compactTable([]string{"", "threshold", "baseline", "current", "change", "note"}, rows)
-	return p.err
+	// A bytes.Buffer never fails a write: only w can.
+	_ = reports.WriteCompactTable(&b, []string{"", "threshold", "baseline", "current", "change", "note"}, rows)
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // AppendStepSummary appends the gate's Markdown to path (GitHub Actions'
 // $GITHUB_STEP_SUMMARY); other steps write to the same file, so it is
 // never truncated.
-func AppendStepSummary(path string, g *GateResult) error {
+func AppendStepSummary(path string, g *Result) error {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := WriteGateMarkdown(f, g); err != nil {
+	if err := WriteMarkdown(f, g); err != nil {
 		f.Close()
 		return err
 	}
@@ -164,7 +169,7 @@ func AppendStepSummary(path string, g *GateResult) error {
 	return f.Close()
 }
 
-// JUnit XML, as CI systems read it: one suite, one test case per check.
+// JUnit XML, as CI systems read it: one suite, one test case per line.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
 	Name     string       `xml:"name,attr"`
@@ -197,18 +202,18 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-// WriteGateJUnit writes the gate as JUnit XML: test suite "glmbench gate",
-// one test case per check, named by its expression; a crossed check is a
+// WriteJUnit writes the gate as JUnit XML: test suite "glmbench gate",
+// one test case per line, named by its expression; a crossed line is a
 // failure whose message holds the observed values.
-func WriteGateJUnit(w io.Writer, g *GateResult) error {
-	s := junitSuite{Name: "glmbench gate", Tests: len(g.Checks), Failures: len(g.Crossed()), Time: "0"}
-	for i := range g.Checks {
-		c := &g.Checks[i]
+func WriteJUnit(w io.Writer, g *Result) error {
+	s := junitSuite{Name: "glmbench gate", Tests: len(g.Lines), Failures: len(g.Crossed()), Time: "0"}
+	for i := range g.Lines {
+		c := &g.Lines[i]
 		tc := junitCase{Name: c.Expr, Classname: "glmbench.gate." + c.Scope, Time: "0"}
 		if c.Passed {
-			tc.SystemOut = c.Line()
+			tc.SystemOut = c.Text()
 		} else {
-			tc.Failure = &junitFailure{Message: c.Observed(), Type: "threshold crossed", Text: c.Line()}
+			tc.Failure = &junitFailure{Message: c.Observed(), Type: "threshold crossed", Text: c.Text()}
 		}
 		s.Cases = append(s.Cases, tc)
 	}
@@ -223,13 +228,6 @@ func WriteGateJUnit(w io.Writer, g *GateResult) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // runsText names a side's runs by label: "main (3 runs)", "a, b".
@@ -276,5 +274,5 @@ func pct(v float64) string {
 	case math.IsInf(v, -1):
 		return "-∞%"
 	}
-	return signedPct(v)
+	return reports.SignedPct(v)
 }

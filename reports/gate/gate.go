@@ -1,4 +1,8 @@
-package reports
+// Package gate is the CI performance-regression gate: thresholds (package
+// reports/threshold) applied to current reports against a baseline, with
+// bootstrap confidence intervals over several runs, and its ✓/✗ lines,
+// Markdown and JUnit XML. glmbench gate and run --baseline both use it.
+package gate
 
 import (
 	"fmt"
@@ -11,13 +15,14 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/threshold"
 )
 
-// GateOptions tune the gate's noise handling. The zero value means the
+// Options tune the gate's noise handling. The zero value means the
 // defaults.
-type GateOptions struct {
+type Options struct {
 	// MinRuns is the number of runs on each side from which a threshold is
 	// decided by a bootstrap confidence interval instead of the point value
 	// (default 3).
@@ -31,7 +36,7 @@ type GateOptions struct {
 	Seed uint64
 }
 
-func (o GateOptions) withDefaults() GateOptions {
+func (o Options) withDefaults() Options {
 	if o.MinRuns <= 0 {
 		o.MinRuns = 3
 	}
@@ -47,9 +52,11 @@ func (o GateOptions) withDefaults() GateOptions {
 	return o
 }
 
-// GateResult is every check a gate made, in threshold order.
-type GateResult struct {
-	Checks []Check `json:"checks"`
+// Result is every line a gate decided, in threshold order.
+type Result struct {
+	// Lines are the decisions; their JSON key stays "checks", as before the
+	// gate had its own package.
+	Lines []Line `json:"checks"`
 	// Defaulted is set when no threshold was given and the defaults were used.
 	Defaulted bool `json:"defaulted,omitempty"`
 	// BaselineLabels and CurrentLabels are the labels of each side's runs.
@@ -57,8 +64,8 @@ type GateResult struct {
 	CurrentLabels  []string `json:"current_labels"`
 }
 
-// Check is one threshold applied to one phase or eval.
-type Check struct {
+// Line is one threshold applied to one phase or eval: one ✓/✗ line.
+type Line struct {
 	// Threshold is the expression as given; Expr is it with the scope
 	// resolved ("*.out_tput > -5%" becomes "single.out_tput > -5%").
 	Threshold threshold.Threshold `json:"-"`
@@ -77,7 +84,7 @@ type Check struct {
 	Change *float64 `json:"change_pct,omitempty"`
 	// CI is the bootstrap confidence interval of the compared quantity (the
 	// change in percent, or the current mean), when both sides had enough
-	// runs; the check is crossed only when all of it is past the bound.
+	// runs; the line is crossed only when all of it is past the bound.
 	CI *[2]float64 `json:"ci,omitempty"`
 	// Missing says which side lacked the metric ("baseline", "current",
 	// "both"), or which phase or eval none had.
@@ -89,7 +96,7 @@ type Check struct {
 	CurrentMethods  []string `json:"current_methods,omitempty"`
 	// MethodMismatch says why the values were not compared: the sides'
 	// methods differ (a relative bound), or one side's runs mix methods. The
-	// check then fails, whatever the values: a number by chat-greedy against
+	// line then fails, whatever the values: a number by chat-greedy against
 	// an echo baseline is no regression and no improvement, and a gate that
 	// passed it would compare them in silence; the fix is a baseline by the
 	// same method.
@@ -97,13 +104,13 @@ type Check struct {
 	Passed         bool   `json:"passed"`
 }
 
-// Passed reports whether every check passed.
-func (g *GateResult) Passed() bool { return len(g.Crossed()) == 0 }
+// Passed reports whether every line passed.
+func (g *Result) Passed() bool { return len(g.Crossed()) == 0 }
 
-// Crossed returns the checks that failed.
-func (g *GateResult) Crossed() []Check {
-	var out []Check
-	for _, c := range g.Checks {
+// Crossed returns the lines that failed.
+func (g *Result) Crossed() []Line {
+	var out []Line
+	for _, c := range g.Lines {
 		if !c.Passed {
 			out = append(out, c)
 		}
@@ -111,29 +118,29 @@ func (g *GateResult) Crossed() []Check {
 	return out
 }
 
-// Gate checks current against baseline. Each side is one or more runs
+// Evaluate gates current against baseline. Each side is one or more runs
 // (reports) of one build. With no thresholds, threshold.Defaults() apply to
 // every phase in both sides.
 //
 // A threshold on "*" ranges over the phases (or, for an eval metric, the
 // evals): for an absolute bound, those of the current side; for a relative
 // one, those present on both sides. A named phase or eval whose metric is
-// missing on a side it needs is a failed check, not an error.
+// missing on a side it needs is a failed line, not an error.
 //
 // On each side the point value is the mean over the runs that have the
 // metric. When both sides have at least MinRuns runs (for an absolute bound:
-// the current side), the check fails only when the whole bootstrap
+// the current side), the line fails only when the whole bootstrap
 // confidence interval is past the bound, so run-to-run noise alone does not
 // fail a gate.
 //
 // An eval metric got by different methods on the two sides (EvalResult.Method:
 // echo against chat-greedy), or by several methods among one side's runs,
-// is a failed check that says so (Check.MethodMismatch), whatever the values.
+// is a failed line that says so (Line.MethodMismatch), whatever the values.
 //
 // Errors (bad input) are: an empty side, a metric no report could have, and
 // a phase whose shape (batch_size/input_len/output_len) differs between the
 // runs it would compare.
-func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts GateOptions) (*GateResult, error) {
+func Evaluate(baseline, current []*schema.Report, ths []threshold.Threshold, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	if len(baseline) == 0 {
 		return nil, badinput.Errorf("gate: no baseline report")
@@ -141,7 +148,7 @@ func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts Ga
 	if len(current) == 0 {
 		return nil, badinput.Errorf("gate: no current report")
 	}
-	res := &GateResult{}
+	res := &Result{}
 	for _, r := range baseline {
 		res.BaselineLabels = append(res.BaselineLabels, r.Label)
 	}
@@ -153,7 +160,7 @@ func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts Ga
 	}
 	known := knownEvalMetrics(baseline, current)
 	for _, t := range ths {
-		phaseMetric := IsPhaseMetric(t.Metric)
+		phaseMetric := reports.IsPhaseMetric(t.Metric)
 		if !phaseMetric && !known[t.Metric] {
 			return nil, badinput.Errorf("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; an error class; or an eval metric such as ppl.ppl)",
 				t.String(), t.Metric)
@@ -170,7 +177,7 @@ func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts Ga
 				if !phaseMetric {
 					kind = "eval with metric " + t.Metric
 				}
-				res.Checks = append(res.Checks, Check{Threshold: t, Expr: t.String(), Scope: t.Scope, Metric: t.Metric,
+				res.Lines = append(res.Lines, Line{Threshold: t, Expr: t.String(), Scope: t.Scope, Metric: t.Metric,
 					Missing: "no " + kind + " in " + where})
 				continue
 			}
@@ -181,25 +188,26 @@ func Gate(baseline, current []*schema.Report, ths []threshold.Threshold, opts Ga
 					return nil, err
 				}
 			}
-			res.Checks = append(res.Checks, check(t, scope, phaseMetric, baseline, current, opts))
+			res.Lines = append(res.Lines, decide(t, scope, phaseMetric, baseline, current, opts))
 		}
 	}
 	return res, nil
 }
 
-func check(t threshold.Threshold, scope string, phaseMetric bool, baseline, current []*schema.Report, opts GateOptions) Check {
+// decide applies t to one scope (a phase or an eval) of both sides.
+func decide(t threshold.Threshold, scope string, phaseMetric bool, baseline, current []*schema.Report, opts Options) Line {
 	resolved := t
 	resolved.Scope = scope
-	c := Check{Threshold: t, Expr: resolved.String(), Scope: scope, Metric: t.Metric}
+	c := Line{Threshold: t, Expr: resolved.String(), Scope: scope, Metric: t.Metric}
 	values := func(rs []*schema.Report) (out []float64, methods []string) {
 		for _, r := range rs {
 			var v *float64
 			if phaseMetric {
-				if ph := FindPhase(r, scope); ph != nil {
-					v = PhaseValue(ph, t.Metric)
+				if ph := reports.FindPhase(r, scope); ph != nil {
+					v = reports.PhaseValue(ph, t.Metric)
 				}
-			} else if v = EvalValue(r, scope, t.Metric); v != nil {
-				if m := FindEval(r, scope).Method; !slices.Contains(methods, m) {
+			} else if v = reports.EvalValue(r, scope, t.Metric); v != nil {
+				if m := reports.FindEval(r, scope).Method; !slices.Contains(methods, m) {
 					methods = append(methods, m)
 				}
 			}
@@ -246,7 +254,7 @@ func check(t threshold.Threshold, scope string, phaseMetric bool, baseline, curr
 		c.Passed = t.Holds(point)
 		return c
 	}
-	// Each check draws from its own stream, seeded by its expression, so
+	// Each line draws from its own stream, seeded by its expression, so
 	// adding a threshold never changes how another one is decided.
 	h := fnv.New64a()
 	h.Write([]byte(c.Expr))
@@ -277,7 +285,7 @@ func methodMismatch(base, cur []string) string {
 func quoteMethods(ms []string) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
-		out[i] = methodName(m)
+		out[i] = reports.MethodName(m)
 	}
 	return out
 }
@@ -300,7 +308,7 @@ func relChange(base, cur float64) float64 {
 // bootstrapCI is the percentile bootstrap interval of the relative change of
 // means (or, when !relative, of the current mean): each resample draws each
 // side's runs with replacement.
-func bootstrapCI(base, cur []float64, relative bool, opts GateOptions, rng *rand.Rand) (lo, hi float64) {
+func bootstrapCI(base, cur []float64, relative bool, opts Options, rng *rand.Rand) (lo, hi float64) {
 	stats := make([]float64, opts.Resamples)
 	rb, rc := make([]float64, len(base)), make([]float64, len(cur))
 	for b := range stats {
@@ -372,18 +380,18 @@ func sameShape(name string, relative bool, baseline, current []*schema.Report) e
 	}
 	for _, side := range sides {
 		for i, r := range side.rs {
-			ph := FindPhase(r, name)
+			ph := reports.FindPhase(r, name)
 			if ph == nil {
 				continue
 			}
 			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
 			if first == nil {
-				first = &seen{Shape(ph), where}
+				first = &seen{reports.Shape(ph), where}
 				continue
 			}
-			if s := Shape(ph); s != first.shape {
+			if s := reports.Shape(ph); s != first.shape {
 				return badinput.Errorf("phase %s is %s (requests/input/output) in %s but %s in %s; phases of different shapes are not compared",
-					name, shapeString(first.shape), first.where, shapeString(s), where)
+					name, reports.ShapeString(first.shape), first.where, reports.ShapeString(s), where)
 			}
 		}
 	}
@@ -394,7 +402,7 @@ func sameShape(name string, relative bool, baseline, current []*schema.Report) e
 // and any an input report carries.
 func knownEvalMetrics(sides ...[]*schema.Report) map[string]bool {
 	known := map[string]bool{}
-	for _, m := range EvalMetrics {
+	for _, m := range reports.EvalMetrics {
 		known[m] = true
 	}
 	for _, rs := range sides {

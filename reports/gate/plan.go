@@ -1,0 +1,85 @@
+package gate
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/threshold"
+)
+
+// Spec names a gate's baseline and thresholds as glmbench gate's and
+// run --baseline's flags give them.
+type Spec struct {
+	// Baseline are report paths; each entry may be a comma list.
+	Baseline []string
+	// Thresholds are expressions, one per --threshold.
+	Thresholds []string
+	// ThresholdFile is a YAML file of expressions ("" for none).
+	ThresholdFile string
+	// Options tune the bootstrap; the zero value means the defaults.
+	Options Options
+}
+
+// Plan is a gate ready to decide: its baseline read and thresholds parsed.
+type Plan struct {
+	Baseline   []*schema.Report
+	Thresholds []threshold.Threshold
+	Options    Options
+}
+
+// Prepare reads the baseline and parses the thresholds, writing the
+// baseline's load warnings to warn; every error is bad input (exit 2).
+// run --baseline calls it before sending any load.
+func Prepare(s Spec, warn io.Writer) (*Plan, error) {
+	if len(reports.SplitList(s.Baseline)) == 0 {
+		return nil, badinput.Errorf("gate: --baseline is required (the reports to compare with)")
+	}
+	ths, err := threshold.ParseAll(s.Thresholds)
+	if err != nil {
+		return nil, badinput.Wrap(err)
+	}
+	if s.ThresholdFile != "" {
+		more, err := threshold.ReadFile(s.ThresholdFile)
+		if err != nil {
+			return nil, badinput.Errorf("--threshold-file: %v", err)
+		}
+		ths = append(ths, more...)
+	}
+	base, err := reports.LoadAll(s.Baseline)
+	if err != nil {
+		return nil, err
+	}
+	WriteWarnings(warn, base)
+	return &Plan{Baseline: reports.Reports(base), Thresholds: ths, Options: s.Options}, nil
+}
+
+// RequireShape fails (exit 2) when the baseline ran phase name with another
+// shape, so run --baseline can refuse before sending load that could not
+// be compared.
+func (p *Plan) RequireShape(name string, n, in, out int) error {
+	for _, r := range p.Baseline {
+		if ph := reports.FindPhase(r, name); ph != nil && reports.Shape(ph) != [3]int{n, in, out} {
+			return badinput.Errorf("phase %s is %d/%d/%d (requests/input/output) here but %d/%d/%d in the baseline (label %s); phases of different shapes are not compared",
+				name, n, in, out, ph.BatchSize, ph.InputLen, ph.OutputLen, r.Label)
+		}
+	}
+	return nil
+}
+
+// Evaluate gates current against the plan's baseline (see Evaluate).
+func (p *Plan) Evaluate(current []*schema.Report) (*Result, error) {
+	return Evaluate(p.Baseline, current, p.Thresholds, p.Options)
+}
+
+// WriteWarnings writes what loading the reports ins warned of, one
+// "glmbench: warning:" line each.
+func WriteWarnings(w io.Writer, ins []*reports.Input) {
+	for _, in := range ins {
+		for _, msg := range in.Warnings {
+			fmt.Fprintf(w, "glmbench: warning: %s\n", msg)
+		}
+	}
+}
