@@ -296,7 +296,10 @@ func (s *search) run(ctx context.Context) (Calibration, error) {
 			return s.cal, err
 		}
 	}
-	return s.cal, s.end()
+	// end fills s.cal: call it before s.cal is read (Go leaves the order
+	// of a return list's operands to the compiler).
+	err := s.end()
+	return s.cal, err
 }
 
 // done ends the search at chars of filler, counted toks tokens, with a

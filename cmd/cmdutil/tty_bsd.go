@@ -11,6 +11,18 @@ import (
 // fileIsTerminal asks the descriptor for its terminal attributes, as
 // isatty(3) does on the BSDs and macOS.
 func fileIsTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
-	return err == nil
+	// Through SyscallConn, not f.Fd(): Fd puts the descriptor into
+	// blocking mode, which a pipe shares with the processes around us.
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	if err := rc.Control(func(fd uintptr) {
+		_, err := unix.IoctlGetTermios(int(fd), unix.TIOCGETA)
+		tty = err == nil
+	}); err != nil {
+		return false
+	}
+	return tty
 }

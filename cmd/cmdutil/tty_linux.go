@@ -9,6 +9,18 @@ import (
 // fileIsTerminal asks the descriptor for its terminal attributes, as
 // isatty(3) does on Linux: /dev/null, a character device, has none.
 func fileIsTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	// Through SyscallConn, not f.Fd(): Fd puts the descriptor into
+	// blocking mode, which a pipe shares with the processes around us.
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	if err := rc.Control(func(fd uintptr) {
+		_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		tty = err == nil
+	}); err != nil {
+		return false
+	}
+	return tty
 }

@@ -42,9 +42,12 @@ type Options struct {
 	flags target.Flags
 }
 
-// NewCmdConform binds conform's flags. runF replaces the run function in tests.
-func NewCmdConform(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{F: f}
+// shared points the flags run, eval and conform share at o's fields. NewCmd
+// calls it; Run calls it for Options built without NewCmd.
+func (o *Options) shared() {
+	if o.flags.ConnectTimeout != nil {
+		return
+	}
 	o.flags = target.Flags{
 		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
 		// Tighter than run's, and never off: every check has a time limit,
@@ -58,6 +61,12 @@ func NewCmdConform(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 		// run's and eval's.
 		Alias: "timeout",
 	}
+}
+
+// NewCmdConform binds conform's flags. runF replaces the run function in tests.
+func NewCmdConform(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f}
+	o.shared()
 	cmd := &cobra.Command{
 		Use:   "conform",
 		Short: "Check which parts of the OpenAI API an endpoint really implements",
@@ -114,7 +123,8 @@ func checkList() string {
 
 // validate checks the flags that need no endpoint; it runs before anything is sent.
 func (o *Options) validate() error {
-	if err := o.flags.Validate(); err != nil {
+	// The order conform always checked its limits in.
+	if err := o.flags.Validate("request-timeout", "stall-timeout", "connect-timeout"); err != nil {
 		return err
 	}
 	if o.ProbeLimits < 0 || o.ProbeLimits == 1 {
@@ -129,6 +139,7 @@ func (o *Options) validate() error {
 
 // Run is the conform command's work.
 func Run(o *Options) error {
+	o.shared()
 	ctx := o.F.Context
 	if ctx == nil {
 		ctx = context.Background()

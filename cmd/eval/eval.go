@@ -49,9 +49,12 @@ type Options struct {
 	flags target.Flags
 }
 
-// NewCmdEval binds eval's flags. runF replaces the run function in tests.
-func NewCmdEval(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+// shared points the flags run, eval and conform share at o's fields. NewCmd
+// calls it; Run calls it for Options built without NewCmd.
+func (o *Options) shared() {
+	if o.flags.ConnectTimeout != nil {
+		return
+	}
 	o.flags = target.Flags{
 		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
 		// 10 min, where run has none: an eval's requests are not streamed,
@@ -59,6 +62,12 @@ func NewCmdEval(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		// --stall-timeout); a whole request is the only thing to bound.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout, Default: 10 * time.Minute},
 	}
+}
+
+// NewCmdEval binds eval's flags. runF replaces the run function in tests.
+func NewCmdEval(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+	o.shared()
 	cmd := &cobra.Command{
 		Use:   "eval ppl|long-ppl|mmlu|triviaqa|all",
 		Short: "Measure the model's quality: perplexity, long-decode perplexity, MMLU, TriviaQA",
@@ -154,8 +163,9 @@ func (o *Options) validate() ([]evals.Job, error) {
 			return nil, badinput.Errorf("%s must be at least %d, got %d", c.flag, c.min, c.v)
 		}
 	}
-	if err := o.flags.Validate(); err != nil {
-		return nil, err
+	// eval has always said this in one line for both of its limits.
+	if o.ConnectTimeout < 0 || o.RequestTimeout < 0 {
+		return nil, badinput.Errorf("timeouts must not be negative")
 	}
 	paths, err := datasetPaths(o.Eval, o.Datasets)
 	if err != nil {
@@ -211,6 +221,7 @@ func datasetPaths(eval string, values []string) (map[string]string, error) {
 
 // Run is the eval command's work.
 func Run(ctx context.Context, o *Options) error {
+	o.shared()
 	if ctx == nil {
 		ctx = context.Background()
 	}

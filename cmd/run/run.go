@@ -71,9 +71,12 @@ const (
 	SummaryCompact = "compact"
 )
 
-// NewCmdRun binds run's flags. runF replaces the run function in tests.
-func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+// shared points the flags run, eval and conform share at o's fields. NewCmd
+// calls it; Run calls it for Options built without NewCmd.
+func (o *Options) shared() {
+	if o.flags.ConnectTimeout != nil {
+		return
+	}
 	o.flags = target.Flags{
 		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out,
 		// No request limit by default: --ttft-timeout and --stall-timeout
@@ -81,6 +84,12 @@ func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
 		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
 	}
+}
+
+// NewCmdRun binds run's flags. runF replaces the run function in tests.
+func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f, ProgressEvery: 10 * time.Second}
+	o.shared()
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the load phases against an endpoint",
@@ -147,15 +156,18 @@ func (o *Options) validate() ([]bench.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"--phase-cap", o.PhaseCap}, {"--ttft-timeout", o.TTFTTimeout}} {
-		if d.v < 0 {
-			return nil, badinput.Errorf("%s must not be negative", d.name)
-		}
+	// The order run always checked its limits in: phase cap, connect,
+	// TTFT, stall, request.
+	if o.PhaseCap < 0 {
+		return nil, badinput.Errorf("--phase-cap must not be negative")
 	}
-	if err := o.flags.Validate(); err != nil {
+	if err := o.flags.Validate("connect-timeout"); err != nil {
+		return nil, err
+	}
+	if o.TTFTTimeout < 0 {
+		return nil, badinput.Errorf("--ttft-timeout must not be negative")
+	}
+	if err := o.flags.Validate("stall-timeout", "request-timeout"); err != nil {
 		return nil, err
 	}
 	if o.ProbeTimeout < 0 {
@@ -201,6 +213,7 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 // baseline, opens the endpoint, calibrates every phase, runs them, writes
 // the report after each, and maps how the run ended to an exit code.
 func Run(ctx context.Context, o *Options) error {
+	o.shared()
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -137,7 +137,7 @@ func TestConformsTimeoutIsADeprecatedAliasOfRequestTimeout(t *testing.T) {
 	if got.request != 5*time.Second {
 		t.Errorf("--timeout 5s gave a request limit of %v", got.request)
 	}
-	if note := "Flag --timeout has been deprecated, use --request-timeout"; !strings.Contains(stderr, note) || strings.Contains(stdout, note) {
+	if note := "glmbench: --timeout is deprecated; use --request-timeout"; !strings.Contains(stderr, note) || strings.Contains(stdout, note) {
 		t.Errorf("want the deprecation note on stderr only; stdout %q, stderr %q", stdout, stderr)
 	}
 	if _, _, stderr := parse(t, c, "--request-timeout", "5s"); stderr != "" {
@@ -160,15 +160,21 @@ func TestSharedLimitsAreCheckedAlikeBeforeAnyRequest(t *testing.T) {
 		want    string
 	}{
 		{"run", []string{"--connect-timeout", "-1s"}, "--connect-timeout must not be negative"},
-		{"eval", []string{"--connect-timeout", "-1s"}, "--connect-timeout must not be negative"},
+		{"eval", []string{"--connect-timeout", "-1s"}, "timeouts must not be negative"},
 		{"conform", []string{"--connect-timeout", "-1s"}, "--connect-timeout must not be negative"},
 		{"run", []string{"--request-timeout", "-1s"}, "--request-timeout must not be negative"},
-		{"eval", []string{"--request-timeout", "-1s"}, "--request-timeout must not be negative"},
+		{"eval", []string{"--request-timeout", "-1s"}, "timeouts must not be negative"},
 		{"run", []string{"--stall-timeout", "-1s"}, "--stall-timeout must not be negative"},
 		// conform's limits are never off.
 		{"conform", []string{"--request-timeout", "0s"}, "--request-timeout must be positive"},
 		{"conform", []string{"--timeout", "0s"}, "--timeout must be positive"},
 		{"conform", []string{"--stall-timeout", "0s"}, "--stall-timeout must be positive"},
+		// With several bad limits, each command names the one it always
+		// named first.
+		{"run", []string{"--ttft-timeout", "-1s", "--connect-timeout", "-1s"}, "--connect-timeout must not be negative"},
+		{"run", []string{"--request-timeout", "-1s", "--ttft-timeout", "-1s"}, "--ttft-timeout must not be negative"},
+		{"conform", []string{"--timeout", "0s", "--stall-timeout", "0s"}, "--timeout must be positive"},
+		{"conform", []string{"--connect-timeout", "-1s", "--timeout", "0s"}, "--timeout must be positive"},
 	} {
 		c := byName(t, tc.command)
 		f, _, _ := cmdutil.TestFactory(context.Background(), nil)
