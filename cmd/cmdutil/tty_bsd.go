@@ -2,27 +2,7 @@
 
 package cmdutil
 
-import (
-	"os"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// fileIsTerminal asks the descriptor for its terminal attributes, as
-// isatty(3) does on the BSDs and macOS.
-func fileIsTerminal(f *os.File) bool {
-	// Through SyscallConn, not f.Fd(): Fd puts the descriptor into
-	// blocking mode, which a pipe shares with the processes around us.
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
-	tty := false
-	if err := rc.Control(func(fd uintptr) {
-		_, err := unix.IoctlGetTermios(int(fd), unix.TIOCGETA)
-		tty = err == nil
-	}); err != nil {
-		return false
-	}
-	return tty
-}
+// getTermios is the ioctl that reads a terminal's attributes.
+const getTermios = unix.TIOCGETA
