@@ -958,13 +958,13 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 	if err != nil {
 		return nil, fmt.Errorf("reading answer: %s", c.ep.Redact(err.Error()))
 	}
-	ss := c.ep.secretsToFind()
+	ss := c.ep.secretsToFind().all
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// An answer the caller parses: only secrets of minWord bytes or
 		// more, which no JSON syntax or common word spells (a header value
 		// "true" would otherwise break every boolean). Whoever quotes a part
 		// of it redacts that part again with Redact.
-		ss = ss.atLeast(minWord, true)
+		ss = c.ep.secretsToFind().words
 	}
 	if len(ss.secrets) > 0 {
 		b, _ = ss.redact(b, len(b) == maxResponse)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"sigs.k8s.io/yaml"
 
@@ -38,9 +39,18 @@ type Endpoint struct {
 
 	apiKey  string
 	headers []header
+	// found caches the secrets ready for matching (secretsToFind), with
+	// what they were built from, so redaction does not rebuild them per call.
+	found atomic.Pointer[foundSecrets]
 }
 
 type header struct{ name, value string }
+
+// At returns a copy of the endpoint with another base URL (a route beside
+// the API base, such as the server root's /tokenize), its secrets kept.
+func (e *Endpoint) At(baseURL string) *Endpoint {
+	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, apiKey: e.apiKey, headers: e.headers}
+}
 
 // HeaderNames lists the extra headers by name only, as reports record them.
 func (e *Endpoint) HeaderNames() []string {

@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -38,30 +39,56 @@ type secretSet struct {
 // numeric header value cannot be told from data, and *** in its place
 // would make the body invalid JSON).
 func (ss *secretSet) atLeast(n int, words bool) *secretSet {
-	out := &secretSet{}
+	out := newSecretSet()
 	for i, s := range ss.secrets {
 		if len(s) >= n && !(words && ss.numeric[i]) {
-			out.secrets = append(out.secrets, s)
-			out.numeric = append(out.numeric, ss.numeric[i])
-			out.longest = max(out.longest, len(s))
-			out.start[s[0]] = true
-			if 'a' <= s[0] && s[0] <= 'z' {
-				out.start[s[0]-'a'+'A'] = true
-			}
+			out.add(s, ss.numeric[i])
 		}
 	}
-	out.start['\\'], out.start['%'] = true, true
 	return out
+}
+
+// newSecretSet is an empty set; an escape (\) or a percent-encoding (%)
+// may start any secret, so both always start a match.
+func newSecretSet() *secretSet {
+	ss := &secretSet{}
+	ss.start['\\'], ss.start['%'] = true, true
+	return ss
+}
+
+// add puts one lower-cased secret in the set.
+func (ss *secretSet) add(low []byte, numeric bool) {
+	ss.secrets = append(ss.secrets, low)
+	ss.numeric = append(ss.numeric, numeric)
+	ss.longest = max(ss.longest, len(low))
+	c := low[0]
+	ss.start[c] = true
+	if 'a' <= c && c <= 'z' {
+		ss.start[c-'a'+'A'] = true
+	}
+}
+
+// foundSecrets is an Endpoint's secrets ready for matching, with the
+// inputs they were built from.
+type foundSecrets struct {
+	from  []string
+	all   *secretSet
+	words *secretSet // all.atLeast(minWord, true), for 2xx answers
 }
 
 // secretsToFind returns the endpoint's secrets ready for matching: the API
 // key, every header value, the base URL's password, and the long words of
-// each (see minWord).
-func (e *Endpoint) secretsToFind() *secretSet {
-	ss := &secretSet{}
+// each (see minWord). They are built once and rebuilt only when the
+// endpoint's secrets change.
+func (e *Endpoint) secretsToFind() *foundSecrets {
 	if e == nil {
-		return ss
+		return &foundSecrets{all: newSecretSet(), words: newSecretSet()}
 	}
+	from := e.secrets()
+	if f := e.found.Load(); f != nil && slices.Equal(f.from, from) {
+		return f
+	}
+	ss := newSecretSet()
 	seen := map[string]bool{}
 	add := func(v string) {
 		v = strings.TrimSpace(v)
@@ -69,17 +96,9 @@ func (e *Endpoint) secretsToFind() *secretSet {
 			return
 		}
 		seen[v] = true
-		low := []byte(asciiLower(v))
-		ss.secrets = append(ss.secrets, low)
-		ss.numeric = append(ss.numeric, strings.Trim(v, "0123456789") == "")
-		ss.longest = max(ss.longest, len(low))
-		c := low[0]
-		ss.start[c] = true
-		if 'a' <= c && c <= 'z' {
-			ss.start[c-'a'+'A'] = true
-		}
+		ss.add([]byte(asciiLower(v)), strings.Trim(v, "0123456789") == "")
 	}
-	for _, s := range e.secrets() {
+	for _, s := range from {
 		add(s)
 		if f := strings.Fields(s); len(f) > 1 {
 			for _, w := range f {
@@ -89,16 +108,16 @@ func (e *Endpoint) secretsToFind() *secretSet {
 			}
 		}
 	}
-	ss.start['\\'] = true
-	ss.start['%'] = true
-	return ss
+	f := &foundSecrets{from: from, all: ss, words: ss.atLeast(minWord, true)}
+	e.found.Store(f)
+	return f
 }
 
 // Redact replaces every secret of the endpoint (the API key, every header
 // value, a password in the base URL) found in s with "***", so nothing that
 // quotes a server's answer can leak one. See RedactBytes for the forms found.
 func (e *Endpoint) Redact(s string) string {
-	ss := e.secretsToFind()
+	ss := e.secretsToFind().all
 	if len(ss.secrets) == 0 {
 		return s
 	}
@@ -117,7 +136,7 @@ func (e *Endpoint) Redact(s string) string {
 // or exponent adjoins it (not inside a longer number). Not found: other encodings (base64 and the like) and
 // fragments of a secret other than a cut-off tail (see ClipBody).
 func (e *Endpoint) RedactBytes(b []byte) []byte {
-	ss := e.secretsToFind()
+	ss := e.secretsToFind().all
 	if len(ss.secrets) == 0 {
 		return b
 	}
@@ -129,7 +148,7 @@ func (e *Endpoint) RedactBytes(b []byte) []byte {
 // clipping it to BodyLimit: enough that a secret starting before the cut,
 // even escaped at six bytes a character, is read whole.
 func (e *Endpoint) BodyWindow() int {
-	return BodyLimit + 6*e.secretsToFind().longest + 64
+	return BodyLimit + 6*e.secretsToFind().all.longest + 64
 }
 
 // ClipBody returns at most BodyLimit bytes of b redacted: it redacts first,
@@ -137,7 +156,7 @@ func (e *Endpoint) BodyWindow() int {
 // body went on past b; then a tail of b that spells the start of a secret
 // (minPartial characters or more) is redacted too.
 func (e *Endpoint) ClipBody(b []byte, more bool) []byte {
-	ss := e.secretsToFind()
+	ss := e.secretsToFind().all
 	out := b
 	if len(ss.secrets) > 0 {
 		out, _ = ss.redact(b, more)
@@ -261,7 +280,7 @@ func unit(b []byte, i int, buf *[utf8.UTFMax]byte) (dec []byte, n int, complete 
 			m := utf8.EncodeRune(buf[:], rune(r))
 			return buf[:m], k + 5 - i, true
 		case 'n', 't', 'r', 'b', 'f':
-			buf[0] = map[byte]byte{'n': '\n', 't': '\t', 'r': '\r', 'b': '\b', 'f': '\f'}[c]
+			buf[0] = jsonEscapes[c]
 			return buf[:1], k + 1 - i, true
 		default:
 			buf[0] = c
@@ -315,3 +334,6 @@ func asciiLower(s string) string {
 	}
 	return string(b)
 }
+
+// jsonEscapes is what the one-letter JSON escapes stand for.
+var jsonEscapes = [256]byte{'n': '\n', 't': '\t', 'r': '\r', 'b': '\b', 'f': '\f'}

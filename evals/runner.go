@@ -123,11 +123,10 @@ func (r *Runner) sender(i int) sender {
 // rootSender returns a sender for routes beside the API base (vLLM's and
 // SGLang's /tokenize live at the server root, not under /v1).
 func (r *Runner) rootSender() sender {
-	ep := *r.cfg.Endpoint
-	ep.BaseURL = strings.TrimSuffix(ep.BaseURL, "/v1")
+	ep := r.cfg.Endpoint.At(strings.TrimSuffix(r.cfg.Endpoint.BaseURL, "/v1"))
 	t := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: r.cfg.ConnectTimeout})
 	r.extra = append(r.extra, t)
-	return sender{c: endpoints.NewClient(&ep, t), timeout: r.cfg.RequestTimeout, backoff: r.backoff}
+	return sender{c: endpoints.NewClient(ep, t), timeout: r.cfg.RequestTimeout, backoff: r.backoff}
 }
 
 // Probe runs the echo probe once and returns its outcome every time after.
