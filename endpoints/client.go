@@ -586,7 +586,7 @@ func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.window)+1))
 		res.End = time.Since(res.T0)
-		res.Body = c.ep.ClipBody(b[:min(len(b), c.window)], len(b) > c.window)
+		res.Body = c.ep.ClipBody(b, false)
 		res.Class = ClassifyStatus(resp.StatusCode, res.Body)
 		res.Detail = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		c.overrideByCause(s.ctx, s.parent, res)
@@ -751,8 +751,7 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 		}
 		if ch.Error {
 			res.End = at
-			w := min(len(ev.Data), ep.BodyWindow())
-			res.Body = ep.ClipBody(ev.Data[:w], len(ev.Data) > w)
+			res.Body = ep.ClipBody(ev.Data, false)
 			res.Class, res.Detail = classifyErrorEvent(&ch)
 			return nil, true
 		}

@@ -148,15 +148,23 @@ func (e *Endpoint) RedactBytes(b []byte) []byte {
 // clipping it to BodyLimit: enough that a secret starting before the cut,
 // even escaped at six bytes a character, is read whole.
 func (e *Endpoint) BodyWindow() int {
-	return BodyLimit + 6*e.secretsToFind().all.longest + 64
+	return e.secretsToFind().all.window()
 }
 
-// ClipBody returns at most BodyLimit bytes of b redacted: it redacts first,
-// then clips, so a secret straddling the cut leaks no prefix. more says the
-// body went on past b; then a tail of b that spells the start of a secret
+// window is BodyWindow for the set.
+func (ss *secretSet) window() int { return BodyLimit + 6*ss.longest + 64 }
+
+// ClipBody returns at most BodyLimit bytes of b redacted: it redacts the
+// first BodyWindow bytes, then clips, so a secret straddling the cut leaks no
+// prefix. more says the body went on past b (as does a b longer than the
+// window); then a tail of what was read that spells the start of a secret
 // (minPartial characters or more) is redacted too.
 func (e *Endpoint) ClipBody(b []byte, more bool) []byte {
-	ss := e.secretsToFind().all
+	f := e.secretsToFind()
+	if w := f.all.window(); len(b) > w {
+		b, more = b[:w], true
+	}
+	ss := f.all
 	out := b
 	if len(ss.secrets) > 0 {
 		out, _ = ss.redact(b, more)

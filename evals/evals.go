@@ -197,12 +197,7 @@ func finishFailure(ep *endpoints.Endpoint, f *schema.EvalFailure) *schema.EvalFa
 		return nil
 	}
 	out := *f
-	b := []byte(f.Body)
-	more := len(b) > failureWindow
-	if more {
-		b = b[:failureWindow]
-	}
-	out.Body = strings.ToValidUTF8(string(ep.ClipBody(b, more)), "?")
+	out.Body = strings.ToValidUTF8(string(ep.ClipBody([]byte(f.Body), false)), "?")
 	if ep != nil {
 		out.Detail = ep.Redact(f.Detail)
 	}
