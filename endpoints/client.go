@@ -587,7 +587,7 @@ func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.window)+1))
 		res.End = time.Since(res.T0)
 		res.Body = c.ep.ClipBody(b, false)
-		res.Class = ClassifyStatus(resp.StatusCode, res.Body)
+		res.Class = ClassifyStatus(resp.StatusCode)
 		res.Detail = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		c.overrideByCause(s.ctx, s.parent, res)
 		return true
@@ -726,6 +726,7 @@ func eventTime(rx *atomic.Int64, t0 time.Time) time.Time {
 func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirst bool, maxEvents, maxTokens int, ep *Endpoint, onFirst func()) (readErr error, over bool) {
 	var ch Chunk
 	answers := 0 // content events carrying the answer, not reasoning alone
+	maxAnswers := AnswerBound(maxTokens)
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -736,12 +737,12 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			return readErr, false
 		}
 		at := ev.Time.Sub(res.T0)
-		if isDone(ev.Data) {
+		switch d := bytes.TrimSpace(ev.Data); {
+		case string(d) == "[DONE]":
 			res.Done = true
 			res.End = at
 			return nil, false
-		}
-		if len(bytes.TrimSpace(ev.Data)) == 0 {
+		case len(d) == 0:
 			continue // an empty data line: no event, as the SSE rules say
 		}
 		if ParseChunk(ev.Data, &ch) != nil { // not one JSON object in valid UTF-8
@@ -769,10 +770,10 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 					res.Detail = fmt.Sprintf("the endpoint streamed more than %d content events (the client's bound)", maxEvents)
 				}
 				return nil, true
-			case answers > AnswerBound(maxTokens):
+			case answers > maxAnswers:
 				res.End = at
 				res.Class = schema.StreamError
-				res.Detail = fmt.Sprintf("the endpoint streamed %d answer events for max_tokens %d (the bound is %d, 4×max_tokens+32): it ignores max_tokens", answers, maxTokens, AnswerBound(maxTokens))
+				res.Detail = fmt.Sprintf("the endpoint streamed %d answer events for max_tokens %d (the bound is %d, 4×max_tokens+32): it ignores max_tokens", answers, maxTokens, maxAnswers)
 				return nil, true
 			}
 			res.Events = append(res.Events, at)
@@ -805,11 +806,8 @@ func badUsage(ch *Chunk) string {
 	if ch.BadValue == nil {
 		return "usage without " + string(ch.BadUsage)
 	}
-	v := string(ch.BadValue)
-	if len(v) > 40 {
-		v = v[:40] + "…"
-	}
-	return fmt.Sprintf("usage.%s %s is not a token count", ch.BadUsage, strings.ToValidUTF8(text.OneLine(v), "?"))
+	v := text.Clip(text.OneLine(strings.ToValidUTF8(string(ch.BadValue), "?")), 40, "…")
+	return fmt.Sprintf("usage.%s %s is not a token count", ch.BadUsage, v)
 }
 
 // failBeforeResponse classifies a request that got no response at all.
@@ -864,7 +862,7 @@ func NotThisRequest(status int) bool {
 }
 
 // ClassifyStatus maps a non-200 HTTP status to its error class.
-func ClassifyStatus(status int, body []byte) schema.Class {
+func ClassifyStatus(status int) schema.Class {
 	switch {
 	case status == http.StatusTooManyRequests:
 		return schema.RateLimited
@@ -892,10 +890,6 @@ func classifyErrorEvent(c *Chunk) (schema.Class, string) {
 		return schema.StreamError, fmt.Sprintf("error event with code %d inside a 200 stream", c.ErrorCode)
 	}
 	return schema.StreamError, "error event inside a 200 stream"
-}
-
-func isDone(b []byte) bool {
-	return string(bytes.TrimSpace(b)) == "[DONE]"
 }
 
 // prefix keeps the first max bytes that pass through it; more is set once

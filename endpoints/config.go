@@ -228,16 +228,16 @@ func checkBaseURL(raw string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", badinput.Errorf("endpoint URL %q is malformed: %v", redactURL(raw), unwrapURLError(err))
+		return "", badinput.Errorf("endpoint URL %q is malformed: %v", RedactURL(raw), unwrapURLError(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", badinput.Errorf("endpoint URL %q: scheme must be http or https", redactURL(raw))
+		return "", badinput.Errorf("endpoint URL %q: scheme must be http or https", RedactURL(raw))
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return "", badinput.Errorf("endpoint URL %q has no host", redactURL(raw))
+		return "", badinput.Errorf("endpoint URL %q has no host", RedactURL(raw))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", badinput.Errorf("endpoint URL %q: give the API base (e.g. https://host/v1) without query or fragment", redactURL(raw))
+		return "", badinput.Errorf("endpoint URL %q: give the API base (e.g. https://host/v1) without query or fragment", RedactURL(raw))
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
@@ -249,8 +249,6 @@ func unwrapURLError(err error) error {
 	}
 	return err
 }
-
-func redactURL(raw string) string { return RedactURL(raw) }
 
 // RedactURL writes a URL without its user information: the user name as
 // well as the password, since a token is often given as the user name

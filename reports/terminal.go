@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -102,7 +103,7 @@ func (p *printer) compactErrors(phases []schema.PhaseResult) {
 				lines = append(lines, fmt.Sprintf("      and %d more kinds (report.md)", len(kinds)-i))
 				break
 			}
-			lines = append(lines, fit(fmt.Sprintf("      %d × %s", ph.ErrorKinds[k], strings.Join(strings.Fields(k), " ")), CompactWidth))
+			lines = append(lines, fit(fmt.Sprintf("      %d × %s", ph.ErrorKinds[k], text.OneLine(k)), CompactWidth))
 		}
 	}
 	if len(lines) > 0 {

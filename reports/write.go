@@ -18,6 +18,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -264,7 +265,7 @@ func anys(ss []string) []any {
 
 // mdCell keeps a cell on one line and its pipes from splitting the row.
 func mdCell(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = text.OneLine(s)
 	return strings.ReplaceAll(s, "|", `\|`)
 }
 

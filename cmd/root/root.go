@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,6 +24,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/serve"
 	"github.com/glmbench/glmbench/cmd/version"
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 )
 
 // Version is set at build time with -ldflags "-X github.com/glmbench/glmbench/cmd/root.Version=…";
@@ -99,7 +99,7 @@ func Execute(f *cmdutil.Factory, args []string) int {
 	}
 	code := cmdutil.ExitCode(err)
 	if msg := cmdutil.Message(err); msg != "" {
-		fmt.Fprintf(f.IO.ErrOut, "glmbench: %s\n", strings.Join(strings.Fields(msg), " "))
+		fmt.Fprintf(f.IO.ErrOut, "glmbench: %s\n", text.OneLine(msg))
 	}
 	return code
 }

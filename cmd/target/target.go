@@ -74,9 +74,6 @@ func (t *Target) Close() {
 	}
 }
 
-// RedactedURL is a URL without its password.
-func RedactedURL(raw string) string { return endpoints.RedactURL(raw) }
-
 // AddFlags binds the endpoint flags every endpoint command shares.
 func AddFlags(cmd *cobra.Command, f *endpoints.Flags) {
 	fl := cmd.Flags()
@@ -195,7 +192,7 @@ func (t *Target) Report(f *cmdutil.Factory, label string, started time.Time) *sc
 	return &schema.Report{
 		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
 		Label: label, StartedAt: started.UTC(), FinishedAt: f.Now().UTC(),
-		Endpoint: schema.Endpoint{BaseURL: RedactedURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
+		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
 		Phases:   []schema.PhaseResult{},
 	}
 }

@@ -172,7 +172,7 @@ func first(s string, n int) string { return text.Clip(s, n, "") }
 // the "message" of an OpenAI-shaped error (or a top-level "message"/"detail"),
 // else the text.
 func ErrorMessage(body []byte) string {
-	return strings.Join(strings.Fields(errorText(body)), " ")
+	return text.OneLine(errorText(body))
 }
 
 func errorText(body []byte) string {
