@@ -169,7 +169,8 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	msg := res.Detail
-	if len(res.Body) > 0 && res.Status != 200 {
+	if len(res.Body) > 0 && (res.Status != 200 || summary.FromErrorEvent(res.Detail)) {
+		// The endpoint's own message: an error answer, or an error event.
 		msg = summary.ErrorMessage(res.Body)
 	}
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
@@ -190,10 +191,6 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 			pe.Msg = fmt.Sprintf("silent after %s content events", count(n))
 		default:
 			pe.Msg = fmt.Sprintf("%s content events, and no end", count(n))
-		}
-	case schema.StreamError, schema.QueueFull:
-		if len(res.Body) > 0 {
-			pe.Msg = short(summary.ErrorMessage(res.Body))
 		}
 	}
 	return pe

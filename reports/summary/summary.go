@@ -153,17 +153,18 @@ func ErrorKind(rec *schema.Record) string {
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(strings.TrimPrefix(rec.Detail, "a "), 60))
 	case rec.Status != 0 && rec.Status != 200:
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(ErrorMessage([]byte(rec.Body)), 60))
-	case (rec.Class == schema.QueueFull || rec.Class == schema.StreamError) && fromErrorEvent(rec):
+	case (rec.Class == schema.QueueFull || rec.Class == schema.StreamError) && FromErrorEvent(rec.Detail):
 		return fmt.Sprintf("stream error event: %s", first(ErrorMessage([]byte(rec.Body)), 60))
 	}
 	return fmt.Sprintf("%s: %s", rec.Class, first(rec.Detail, 60))
 }
 
-// fromErrorEvent tells a failure the endpoint stated in an error event from
-// one the client found in the stream (a runaway, a huge line), by the
-// client's detail; a record without one (imported) is taken as an event.
-func fromErrorEvent(rec *schema.Record) bool {
-	return rec.Detail == "" || strings.HasPrefix(rec.Detail, "error event")
+// FromErrorEvent tells a failure the endpoint stated in an error event
+// from one the client found in the stream (a runaway, a huge line), by the
+// client's detail; a failure without one (imported) is taken as an event.
+// Only an event's body is the endpoint's message to quote.
+func FromErrorEvent(detail string) bool {
+	return detail == "" || strings.HasPrefix(detail, "error event")
 }
 
 func first(s string, n int) string { return text.Clip(s, n, "") }
