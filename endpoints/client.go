@@ -3,7 +3,6 @@ package endpoints
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -975,22 +974,8 @@ type Usage struct {
 // ServerInfo fetches SGLang's GET /get_server_info, which sits beside the
 // /v1 API base, and returns it when the endpoint has one (nil otherwise).
 func (c *Client) ServerInfo(ctx context.Context) (map[string]any, error) {
-	root := strings.TrimSuffix(c.ep.BaseURL, "/v1")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/get_server_info", nil)
-	if err != nil {
-		return nil, err
-	}
-	c.ep.Apply(req.Header)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
 	var info map[string]any
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&info); err != nil {
+	if err := c.getJSON(ctx, c.root()+"/get_server_info", &info); err != nil {
 		return nil, err
 	}
 	// SGLang's server info holds its own --api-key and --admin-api-key in

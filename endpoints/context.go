@@ -3,6 +3,7 @@ package endpoints
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -34,7 +35,7 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 			MaxModelLen *int64 `json:"max_model_len"`
 		} `json:"data"`
 	}
-	if c.getJSON(ctx, c.ep.BaseURL+"/models", &models) {
+	if c.getJSON(ctx, c.ep.BaseURL+"/models", &models) == nil {
 		for _, m := range models.Data {
 			// A LoRA adapter's card (vLLM) has no max_model_len; only the
 			// served model's own card counts.
@@ -46,11 +47,10 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 	if err := ctx.Err(); err != nil {
 		return 0, "", err
 	}
-	root := strings.TrimSuffix(c.ep.BaseURL, "/v1")
 	var info struct {
 		ContextLength *int64 `json:"context_length"`
 	}
-	if c.getJSON(ctx, root+"/get_server_info", &info) && info.ContextLength != nil && stated(*info.ContextLength) {
+	if c.getJSON(ctx, c.root()+"/get_server_info", &info) == nil && info.ContextLength != nil && stated(*info.ContextLength) {
 		return int(*info.ContextLength), "context_length in GET /get_server_info", nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -65,7 +65,7 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 			NCtx *int64 `json:"n_ctx"`
 		} `json:"default_generation_settings"`
 	}
-	if c.getJSON(ctx, root+"/props", &props) && props.Settings != nil && props.Settings.NCtx != nil && stated(*props.Settings.NCtx) {
+	if c.getJSON(ctx, c.root()+"/props", &props) == nil && props.Settings != nil && props.Settings.NCtx != nil && stated(*props.Settings.NCtx) {
 		return int(*props.Settings.NCtx), "n_ctx per slot in GET /props", nil
 	}
 	return 0, "", ctx.Err()
@@ -73,22 +73,27 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 
 func stated(n int64) bool { return n > 0 && n < maxContext }
 
-// getJSON GETs url and decodes a 200 JSON answer into v; false for anything else.
-func (c *Client) getJSON(ctx context.Context, url string, v any) bool {
+// getJSON GETs url and decodes a 200 JSON answer into v; an error for
+// anything else (no answer, another status, no JSON).
+func (c *Client) getJSON(ctx context.Context, url string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return false
+		return err
 	}
 	req.Header.Set("Accept", "application/json")
 	c.ep.Apply(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return false
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return false
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	return json.NewDecoder(io.LimitReader(resp.Body, maxInfoBody)).Decode(v) == nil
+	return json.NewDecoder(io.LimitReader(resp.Body, maxInfoBody)).Decode(v)
 }
+
+// root is the server's root, beside the /v1 API base (SGLang's
+// /get_server_info, llama.cpp's /props live there).
+func (c *Client) root() string { return strings.TrimSuffix(c.ep.BaseURL, "/v1") }
