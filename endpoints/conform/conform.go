@@ -310,17 +310,13 @@ func newSuite(cfg Config) (*suite, func()) {
 	// Conns: the widest check is the 32 concurrent streams; a probe burst
 	// brings a pool of its own.
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: concurrentStreams, ConnectTimeout: cfg.ConnectTimeout})
-	// Every request of the suite's own goes to the endpoint's origin and
-	// nowhere else: its http.Client answers a 3xx as it came (the check
-	// names it), and the guard under both clients refuses a request to
-	// another origin, so that no redirect a client library follows can
-	// carry the key and headers away.
-	rt := sameOrigin{cfg.Endpoint, tr}
+	// Both clients follow no redirect (endpoints.NewHTTPClient): a 3xx is
+	// answered as it came and the check names it, so the key and headers
+	// never go to another origin.
 	s := &suite{
 		cfg: cfg, nonce: nonce.New(),
-		client: endpoints.NewClient(cfg.Endpoint, rt),
-		http: &http.Client{Transport: withHeaders{cfg.Endpoint, rt},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		client:   endpoints.NewClient(cfg.Endpoint, tr),
+		http:     endpoints.NewHTTPClient(withHeaders{cfg.Endpoint, tr}),
 		status:   map[string]Status{},
 		provided: map[string]bool{},
 	}

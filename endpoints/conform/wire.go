@@ -33,26 +33,6 @@ func (w withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 	return w.rt.RoundTrip(r)
 }
 
-// sameOrigin refuses any request to an origin (scheme and host) other than
-// the endpoint's: a redirect that a client follows to another server would
-// carry the endpoint's key and headers there. conform's own http.Client
-// follows no redirect at all; this guards the clients it hands its
-// transport to (endpoints.Client, through which the echo probe goes).
-type sameOrigin struct {
-	ep *endpoints.Endpoint
-	rt http.RoundTripper
-}
-
-func (g sameOrigin) RoundTrip(r *http.Request) (*http.Response, error) {
-	if base, err := url.Parse(g.ep.BaseURL); err == nil && !sameHost(base, r.URL) {
-		if r.Body != nil {
-			r.Body.Close() // a RoundTripper closes the body, even on an error
-		}
-		return nil, fmt.Errorf("a redirect to another origin (%s) not followed: it would carry the credentials there", origin(r.URL))
-	}
-	return g.rt.RoundTrip(r)
-}
-
 func sameHost(a, b *url.URL) bool {
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
 }
