@@ -52,20 +52,16 @@ func (s sender) post(ctx context.Context, path string, body map[string]any) (*en
 		resp, err := s.c.Post(rctx, path, b)
 		timedOut := rctx.Err() != nil
 		cancel()
+		status, answered := endpoints.Answered(err)
 		switch {
 		case err == nil:
 			return resp, nil
 		case ctx.Err() != nil:
 			return nil, newFailure(Interrupted, 0, nil, shape(body), context.Cause(ctx).Error())
-		}
-		if status, ok := endpoints.Answered(err); ok {
+		case answered:
 			// A redirect (never followed) or an unreadable body is an
 			// answer: asking again gets the same one.
 			return nil, newFailure(HTTPError, status, nil, shape(body), err.Error())
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, newFailure(Interrupted, 0, nil, shape(body), context.Cause(ctx).Error())
 		case timedOut:
 			// A server that never answers is not helped by asking again.
 			return nil, newFailure(Transport, 0, nil, shape(body), fmt.Sprintf("no answer within the request timeout (%s)", s.timeout))
