@@ -109,7 +109,7 @@ truncates long prompts exits 2 at once), and a request of the load's exact
 shape is probed. Every
 request streams /chat/completions with usage and ignore_eos; none is retried.
 Each failed request gets one error class (rate_limited, queue_full, http_5xx,
-http_4xx, connect, ttft_timeout, stalled, total_timeout, stream_error,
+http_4xx, redirect, connect, ttft_timeout, stalled, total_timeout, stream_error,
 truncated, empty). The report is written even when every request failed, at
 the phase cap, or on Ctrl-C (exit 130).
 
