@@ -430,10 +430,14 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		affected = []*req{s.waiting[0]}
 	}
 	s.between = nil
+	// Each request once, in affected's order, not a map's: which pages go
+	// back first decides later requests' slots, and runs must repeat.
 	hit := make(map[*req]bool, len(affected))
-	for _, q := range affected {
+	affected = slices.DeleteFunc(affected, func(q *req) bool {
+		dup := hit[q]
 		hit[q] = true
-	}
+		return dup
+	})
 	drop := func(q *req) bool { return hit[q] }
 	s.running = slices.DeleteFunc(s.running, drop)
 	s.waiting = slices.DeleteFunc(s.waiting, drop)
@@ -441,14 +445,7 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		s.chunked = nil
 	}
 	err := &RequestError{Status: 500, Message: fmt.Sprintf("Internal server error: the scheduler step failed (%v).", v)}
-	seen := make(map[*req]bool, len(affected))
 	for _, q := range affected {
-		// In affected's order, not the map's: which pages go back first
-		// decides later requests' slots, and runs must repeat.
-		if seen[q] {
-			continue
-		}
-		seen[q] = true
 		func() {
 			defer func() {
 				if rv := recover(); rv != nil {
@@ -1010,8 +1007,10 @@ func (s *Scheduler) decodeStep() bool {
 		return false
 	}
 	s.makeRoom()
-	batch := slices.Clone(s.running)
-	s.inStep = append(s.inStep, batch...)
+	// The batch is the step's record for failStep (reused step to step),
+	// not a copy beside it: nothing adds to inStep while it decodes.
+	s.inStep = append(s.inStep, s.running...)
+	batch := s.inStep[len(s.inStep)-len(s.running):]
 	out := s.exec.Forward(s.decodeSeqs(batch))
 	s.decoded(batch, out, 0)
 	return true
