@@ -1,15 +1,14 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
-
 package cmdutil
 
 import (
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/mattn/go-isatty"
 )
 
-// fileIsTerminal asks the descriptor for its terminal attributes, as
-// isatty(3) does: /dev/null, a character device, has none.
+// fileIsTerminal reports whether f is a terminal, by go-isatty (termios on
+// the unixes, the console mode on Windows, Cygwin's pty pipes): /dev/null,
+// a character device, is none.
 func fileIsTerminal(f *os.File) bool {
 	// Through SyscallConn, not f.Fd(): Fd puts the descriptor into
 	// blocking mode, which a pipe shares with the processes around us.
@@ -19,8 +18,7 @@ func fileIsTerminal(f *os.File) bool {
 	}
 	tty := false
 	if err := rc.Control(func(fd uintptr) {
-		_, err := unix.IoctlGetTermios(int(fd), getTermios)
-		tty = err == nil
+		tty = isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd)
 	}); err != nil {
 		return false
 	}

@@ -1,8 +1,0 @@
-//go:build darwin || dragonfly || freebsd || netbsd || openbsd
-
-package cmdutil
-
-import "golang.org/x/sys/unix"
-
-// getTermios is the ioctl that reads a terminal's attributes.
-const getTermios = unix.TIOCGETA
