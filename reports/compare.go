@@ -179,7 +179,7 @@ func Compare(ins []*Input) (*Comparison, error) {
 			case ref == nil:
 				ref, refLabel = cell, c.Columns[i].Label
 			case cell.Method != ref.Method:
-				cell.MethodNote = fmt.Sprintf("by %s, not %s as %s: not comparable", methodName(cell.Method), methodName(ref.Method), refLabel)
+				cell.MethodNote = fmt.Sprintf("by %s, not %s as %s: not comparable", MethodName(cell.Method), MethodName(ref.Method), refLabel)
 			}
 		}
 		c.Evals = append(c.Evals, row)
@@ -211,7 +211,7 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 			src = run.Path
 		} else if Shape(ph) != c.shape() {
 			return nil, badinput.Errorf("label %s: phase %s is %s in %s but %s in %s; reports of one label are merged, so their phases must have one shape",
-				label, name, shapeString(c.shape()), src, shapeString(Shape(ph)), run.Path)
+				label, name, ShapeString(c.shape()), src, ShapeString(Shape(ph)), run.Path)
 		}
 		c.Runs++
 		c.Asked += ph.BatchSize
@@ -285,9 +285,9 @@ func mergeEval(name string, runs []*Input) *EvalCell {
 // methodJoin joins the methods of runs that differ.
 const methodJoin = " + "
 
-// methodName is a method as a note says it: an empty one (a report that
+// MethodName is a method as a note says it: an empty one (a report that
 // does not say) is "no stated method".
-func methodName(m string) string {
+func MethodName(m string) string {
 	if m == "" {
 		return "no stated method"
 	}

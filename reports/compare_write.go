@@ -63,7 +63,7 @@ func WriteComparisonMarkdown(w io.Writer, c *Comparison) error {
 		cells := make([]string, len(row))
 		for i, lines := range row {
 			for j := range lines {
-				lines[j] = mdCell(lines[j])
+				lines[j] = MDCell(lines[j])
 			}
 			cells[i] = strings.Join(lines, "<br>")
 		}
@@ -180,7 +180,7 @@ func gridRows(c *Comparison) [][][]string {
 				break
 			}
 		}
-		row := [][]string{{pr.Phase, shapeString(shape)}}
+		row := [][]string{{pr.Phase, ShapeString(shape)}}
 		for _, cell := range pr.Cells {
 			row = append(row, phaseLines(cell, shape))
 		}
@@ -209,7 +209,7 @@ func phaseLines(c *PhaseCell, rowShape [3]int) []string {
 	}
 	out := "out " + num(c.OutTput, 1)
 	if c.OutTputChange != nil {
-		out += " (" + signedPct(*c.OutTputChange) + ")"
+		out += " (" + SignedPct(*c.OutTputChange) + ")"
 	}
 	lines := []string{
 		out + " · in " + num(c.InTput, 1) + " tok/s",
@@ -238,7 +238,7 @@ func phaseLines(c *PhaseCell, rowShape [3]int) []string {
 	}
 	lines = append(lines, strings.Join(errs, " · "))
 	if c.shape() != rowShape {
-		lines = append(lines, "shape "+shapeString(c.shape())+", not comparable")
+		lines = append(lines, "shape "+ShapeString(c.shape())+", not comparable")
 	}
 	return lines
 }
@@ -289,8 +289,8 @@ func checkLines(c *ConformanceCell) []string {
 	return lines
 }
 
-// signedPct writes a percent change with its sign: "+1.2%", "-9.6%".
-func signedPct(v float64) string {
+// SignedPct writes a percent change with its sign: "+1.2%", "-9.6%".
+func SignedPct(v float64) string {
 	s := strconv.FormatFloat(v, 'f', 1, 64)
 	if !strings.HasPrefix(s, "-") {
 		s = "+" + s

@@ -113,6 +113,7 @@ func EvalValue(r *schema.Report, eval, metric string) *float64 {
 // before two phases are compared.
 func Shape(ph *schema.PhaseResult) [3]int { return [3]int{ph.BatchSize, ph.InputLen, ph.OutputLen} }
 
-func shapeString(s [3]int) string {
+// ShapeString is a shape (Shape) as requests/input/output: "64/256/64".
+func ShapeString(s [3]int) string {
 	return fmt.Sprintf("%d/%d/%d", s[0], s[1], s[2])
 }

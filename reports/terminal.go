@@ -29,7 +29,7 @@ const compactKinds = 3
 func WriteCompact(w io.Writer, r *schema.Report, mdPath string) error {
 	p := &printer{w: w}
 	if len(r.Phases) > 0 {
-		p.f("%s\n\n", fit(fmt.Sprintf("%s: model %s, %s", r.Label, r.Endpoint.Model, plural(len(r.Phases), "phase")), CompactWidth))
+		p.f("%s\n\n", fit(fmt.Sprintf("%s: model %s, %s", r.Label, r.Endpoint.Model, Plural(len(r.Phases), "phase")), CompactWidth))
 		p.compactPhases(r.Phases)
 		p.compactErrors(r.Phases)
 		p.compactNotes(r)
@@ -95,7 +95,7 @@ func (p *printer) compactErrors(phases []schema.PhaseResult) {
 		if len(classes) == 0 {
 			continue
 		}
-		lines = append(lines, wrap(fmt.Sprintf("  %s: %s: ", fit(ph.Phase, 32), plural(ph.Errors, "error")), classes, "      ")...)
+		lines = append(lines, wrap(fmt.Sprintf("  %s: %s: ", fit(ph.Phase, 32), Plural(ph.Errors, "error")), classes, "      ")...)
 		kinds := sortedKeys(ph.ErrorKinds)
 		slices.SortStableFunc(kinds, func(a, b string) int { return cmp.Compare(ph.ErrorKinds[b], ph.ErrorKinds[a]) })
 		for i, k := range kinds {
@@ -123,13 +123,13 @@ func (p *printer) compactNotes(r *schema.Report) {
 	}
 	for i := range r.Phases {
 		ph := &r.Phases[i]
-		note(ph, ph.Cancelled, "%s cancelled in flight at the cap (cancelled_at_cap)", plural(ph.Cancelled, "request"))
-		note(ph, ph.NotSent, "%s not sent before the cap (not_sent)", plural(ph.NotSent, "request"))
-		note(ph, ph.Short, "%s with fewer output tokens than asked (short_output)", plural(ph.Short, "request"))
-		note(ph, ph.Long, "%s with more output tokens than asked (long_output)", plural(ph.Long, "request"))
+		note(ph, ph.Cancelled, "%s cancelled in flight at the cap (cancelled_at_cap)", Plural(ph.Cancelled, "request"))
+		note(ph, ph.NotSent, "%s not sent before the cap (not_sent)", Plural(ph.NotSent, "request"))
+		note(ph, ph.Short, "%s with fewer output tokens than asked (short_output)", Plural(ph.Short, "request"))
+		note(ph, ph.Long, "%s with more output tokens than asked (long_output)", Plural(ph.Long, "request"))
 		note(ph, ph.MalformedEvents, "%s (not JSON or not UTF-8) in %s, skipped (malformed_events)",
-			plural(ph.MalformedEvents, "malformed data line"), plural(ph.MalformedRequests, "request"))
-		note(ph, ph.BadUsage, "%s with usage that is no sound count: n counts content events (bad_usage)", plural(ph.BadUsage, "request"))
+			Plural(ph.MalformedEvents, "malformed data line"), Plural(ph.MalformedRequests, "request"))
+		note(ph, ph.BadUsage, "%s with usage that is no sound count: n counts content events (bad_usage)", Plural(ph.BadUsage, "request"))
 	}
 	if r.Interrupted {
 		notes = append(notes, "  interrupted: phases after the interrupted one did not run")

@@ -206,11 +206,11 @@ func (p *printer) phaseTables(r *schema.Report) {
 	for _, ph := range r.Phases {
 		if ph.MalformedEvents > 0 {
 			unusable = append(unusable, fmt.Sprintf("- %s: %d malformed data lines (not one JSON object in valid UTF-8) in %s, skipped: they are not content events\n",
-				ph.Phase, ph.MalformedEvents, plural(ph.MalformedRequests, "request")))
+				ph.Phase, ph.MalformedEvents, Plural(ph.MalformedRequests, "request")))
 		}
 		if ph.BadUsage > 0 {
 			unusable = append(unusable, fmt.Sprintf("- %s: %s with usage that is not a sound count (bad_usage in requests.jsonl): their n counts content events\n",
-				ph.Phase, plural(ph.BadUsage, "request")))
+				ph.Phase, Plural(ph.BadUsage, "request")))
 		}
 	}
 	if len(unusable) > 0 {
@@ -244,7 +244,7 @@ func (p *printer) table(head []string, rows func(add func(...string))) {
 	t.Header(anys(head)...)
 	rows(func(cells ...string) {
 		for i := range cells {
-			cells[i] = mdCell(cells[i])
+			cells[i] = MDCell(cells[i])
 		}
 		if err := t.Append(anys(cells)...); err != nil && p.err == nil {
 			p.err = err
@@ -263,8 +263,8 @@ func anys(ss []string) []any {
 	return out
 }
 
-// mdCell keeps a cell on one line and its pipes from splitting the row.
-func mdCell(s string) string {
+// MDCell keeps a cell on one line and its pipes from splitting the row.
+func MDCell(s string) string {
 	s = text.OneLine(s)
 	return strings.ReplaceAll(s, "|", `\|`)
 }
@@ -302,4 +302,19 @@ func timeouts(t map[string]float64) string {
 		parts = append(parts, k+" "+v)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// WriteCompactTable writes a Markdown table without padding.
+func WriteCompactTable(w io.Writer, head []string, rows [][]string) error {
+	p := &printer{w: w}
+	p.compactTable(head, rows)
+	return p.err
+}
+
+// Plural is n and what, with an s unless n is 1: "1 run", "3 runs".
+func Plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
