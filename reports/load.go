@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -195,4 +196,14 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// WriteWarnings writes what loading the reports ins warned of, one
+// "glmbench: warning:" line each.
+func WriteWarnings(w io.Writer, ins []*Input) {
+	for _, in := range ins {
+		for _, msg := range in.Warnings {
+			fmt.Fprintf(w, "glmbench: warning: %s\n", msg)
+		}
+	}
 }

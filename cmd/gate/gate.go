@@ -96,7 +96,7 @@ func Run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	gate.WriteWarnings(o.F.IO.ErrOut, cur)
+	reports.WriteWarnings(o.F.IO.ErrOut, cur)
 	return Decide(o.F, p, o.JUnit, reports.Reports(cur))
 }
 

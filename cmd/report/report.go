@@ -79,11 +79,7 @@ func Run(o *Options) error {
 	if err != nil {
 		return err
 	}
-	for _, in := range ins {
-		for _, w := range in.Warnings {
-			fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: %s\n", w)
-		}
-	}
+	reports.WriteWarnings(o.F.IO.ErrOut, ins)
 	c, err := reports.Compare(ins)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/glmbench/glmbench/internal/badinput"
@@ -52,7 +51,7 @@ func Prepare(s Spec, warn io.Writer) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	WriteWarnings(warn, base)
+	reports.WriteWarnings(warn, base)
 	return &Plan{Baseline: reports.Reports(base), Thresholds: ths, Options: s.Options}, nil
 }
 
@@ -72,14 +71,4 @@ func (p *Plan) RequireShape(name string, n, in, out int) error {
 // Evaluate gates current against the plan's baseline (see Evaluate).
 func (p *Plan) Evaluate(current []*schema.Report) (*Result, error) {
 	return Evaluate(p.Baseline, current, p.Thresholds, p.Options)
-}
-
-// WriteWarnings writes what loading the reports ins warned of, one
-// "glmbench: warning:" line each.
-func WriteWarnings(w io.Writer, ins []*reports.Input) {
-	for _, in := range ins {
-		for _, msg := range in.Warnings {
-			fmt.Fprintf(w, "glmbench: warning: %s\n", msg)
-		}
-	}
 }
