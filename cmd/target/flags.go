@@ -100,16 +100,13 @@ func (s *Flags) Parsed() {
 
 func (s *Flags) changed(name string) bool { return s.fs != nil && s.fs.Changed(name) }
 
-// Validate checks the shared limits, before anything is sent, in the
-// order given (the flag names without "--"; none given: connect, stall,
-// request): none is negative, and a Positive one is not 0. Each command
-// keeps the order it always checked in, so a command line with several
-// bad limits names the same one as before. Each error names the flag as it
-// was spelled (the alias, when only it was given).
+// Validate checks the named shared limits (flag names without "--"),
+// before anything is sent, in the order given: none is negative, and a
+// Positive one is not 0. Each command keeps the order it always checked
+// in, so a command line with several bad limits names the same one as
+// before. Each error names the flag as it was spelled (the alias, when
+// only it was given).
 func (s *Flags) Validate(order ...string) error {
-	if len(order) == 0 {
-		order = []string{"connect-timeout", "stall-timeout", "request-timeout"}
-	}
 	for _, name := range order {
 		if err := s.check(name); err != nil {
 			return err
@@ -131,6 +128,8 @@ func (s *Flags) check(name string) error {
 		if s.Alias != "" && s.changed(s.Alias) && !s.changed("request-timeout") {
 			name = s.Alias
 		}
+	default:
+		panic("target: no shared limit named " + name) // a caller's typo, not input
 	}
 	switch {
 	case l.To == nil:
