@@ -243,24 +243,14 @@ func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([
 		(lp == nil || len(lp.Content) == 0) && c.finish() == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
 		return []float64{}, nil // stopped at EOS at once: nothing to score
 	}
-	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
-		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), "chat generated tokens: "+fmt.Sprintf(format, args...))
-	}
-	lp := c.Choices[0].Logprobs
-	if lp == nil || len(lp.Content) == 0 {
-		return fail(LogprobsMissing, "choices[0].logprobs.content is null or empty")
-	}
-	if c.Usage != nil && c.Usage.CompletionTokens != len(lp.Content) {
-		return fail(EchoMisaligned, "%d logprob entries for usage.completion_tokens %d", len(lp.Content), c.Usage.CompletionTokens)
-	}
-	nll := make([]float64, len(lp.Content))
-	for i, e := range lp.Content {
-		if why := badLogprob(e.Logprob); why != "" {
-			return fail(EchoImplausible, "token %d %s", i, why)
+	var lps []*float64
+	if lp := c.Choices[0].Logprobs; lp != nil {
+		lps = make([]*float64, len(lp.Content))
+		for k, e := range lp.Content {
+			lps[k] = e.Logprob
 		}
-		nll[i] = -*e.Logprob
 	}
-	return nll, nil
+	return tokenNLL(resp, req, "chat generated tokens", "choices[0].logprobs.content", lps, c.Usage)
 }
 
 // routeLacks reports whether f says a route cannot give what an eval needs,

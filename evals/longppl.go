@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -213,18 +214,30 @@ func generatedNLL(ctx context.Context, s sender, req map[string]any, emptyOK boo
 		ch.FinishReason != nil && *ch.FinishReason == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
 		return []float64{}, nil // stopped at EOS at once: nothing to score
 	}
+	var lps []*float64
+	if lp := c.Choices[0].Logprobs; lp != nil {
+		lps = lp.TokenLogprobs
+	}
+	return tokenNLL(resp, req, "generated tokens", "choices[0].logprobs", lps, c.Usage)
+}
+
+// tokenNLL checks a generation's token logprobs as echo logprobs are
+// checked, and returns their nll: present (LogprobsMissing, where says
+// which field was empty), one per usage.completion_tokens when usage came
+// (EchoMisaligned), finite and ≤ 0 (EchoImplausible). what names the
+// route in the failure's detail.
+func tokenNLL(resp *endpoints.Response, req map[string]any, what, where string, lps []*float64, usage *endpoints.Usage) ([]float64, *schema.EvalFailure) {
 	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
-		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), "generated tokens: "+fmt.Sprintf(format, args...))
+		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), what+": "+fmt.Sprintf(format, args...))
 	}
-	lp := c.Choices[0].Logprobs
-	if lp == nil || len(lp.TokenLogprobs) == 0 {
-		return fail(LogprobsMissing, "choices[0].logprobs is null or empty")
+	if len(lps) == 0 {
+		return fail(LogprobsMissing, "%s is null or empty", where)
 	}
-	if c.Usage != nil && c.Usage.CompletionTokens != len(lp.TokenLogprobs) {
-		return fail(EchoMisaligned, "%d logprob entries for usage.completion_tokens %d", len(lp.TokenLogprobs), c.Usage.CompletionTokens)
+	if usage != nil && usage.CompletionTokens != len(lps) {
+		return fail(EchoMisaligned, "%d logprob entries for usage.completion_tokens %d", len(lps), usage.CompletionTokens)
 	}
-	nll := make([]float64, len(lp.TokenLogprobs))
-	for i, v := range lp.TokenLogprobs {
+	nll := make([]float64, len(lps))
+	for i, v := range lps {
 		if why := badLogprob(v); why != "" {
 			return fail(EchoImplausible, "token %d %s", i, why)
 		}
