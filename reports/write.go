@@ -132,6 +132,7 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		p.f("- **interrupted**: phases after the interrupted one did not run\n")
 	}
 	p.phaseTables(r)
+	p.sweepTables(r)
 	if len(r.Evals) > 0 {
 		p.f("\n## Evals\n\n")
 		p.evalTables(r.Evals)
@@ -140,9 +141,14 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		p.f("\n## Conformance\n\n")
 		p.checkTable(r.Conformance)
 	}
-	if len(r.Phases) > 0 {
+	if len(r.Phases) > 0 || len(r.Sweeps) > 0 {
 		p.f("\n## Formulas\n\n")
 		for _, f := range schema.Formulas {
+			p.f("- **%s** = %s\n", f.Metric, f.Formula)
+		}
+	}
+	if len(r.Sweeps) > 0 {
+		for _, f := range SweepFormulas {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
 		}
 	}
@@ -153,6 +159,7 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 func WriteSummary(w io.Writer, r *schema.Report) error {
 	p := &printer{w: w}
 	p.phaseTables(r)
+	p.sweepTables(r)
 	return p.err
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/run"
 	"github.com/glmbench/glmbench/cmd/selftest"
 	"github.com/glmbench/glmbench/cmd/serve"
+	"github.com/glmbench/glmbench/cmd/sweep"
 	"github.com/glmbench/glmbench/cmd/version"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/internal/text"
@@ -69,6 +70,7 @@ requests.jsonl for side-by-side comparison.`,
 		return badinput.Errorf("%s: %v (see %s --help)", c.CommandPath(), err, c.CommandPath())
 	})
 	cmd.AddCommand(run.NewCmdRun(f, nil))
+	cmd.AddCommand(sweep.NewCmdSweep(f, nil))
 	cmd.AddCommand(conform.NewCmdConform(f, nil))
 	cmd.AddCommand(eval.NewCmdEval(f, nil))
 	cmd.AddCommand(model.NewCmdModel(f))

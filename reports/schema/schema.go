@@ -91,6 +91,22 @@ const (
 	CancelCap Cancel = "cap"
 	// CancelInterrupt is a request in flight when the user interrupted the run.
 	CancelInterrupt Cancel = "interrupt"
+	// CancelDrain is a sweep request in flight when its point ended: one
+	// that started after the window (not measured), or a measured one still
+	// running when the drain after the window ran out (unfinished: a miss).
+	CancelDrain Cancel = "drain"
+)
+
+// The parts of a sweep point's timeline a record started in (Record.Window).
+const (
+	// WindowWarmup: started before the window; not measured.
+	WindowWarmup = "warmup"
+	// WindowMeasured: started inside the window; every point metric is
+	// computed from these.
+	WindowMeasured = "measured"
+	// WindowCooldown: started after the window, to keep the load steady
+	// while the measured requests end; not measured.
+	WindowCooldown = "cooldown"
 )
 
 // NSource says where a record's output token count came from.
@@ -155,6 +171,12 @@ type Record struct {
 	Cancelled Cancel `json:"cancelled,omitempty"`
 	// NotSent is set for a request the phase ended before sending.
 	NotSent bool `json:"not_sent,omitempty"`
+	// Point is the sweep point (1, 2, …) the request belongs to; 0 (left
+	// out) for a run phase's request.
+	Point int `json:"point,omitempty"`
+	// Window says where in its point's timeline a sweep request started:
+	// WindowWarmup, WindowMeasured or WindowCooldown.
+	Window string `json:"window,omitempty"`
 }
 
 // Completed reports whether the record counts as a completed request.
@@ -251,6 +273,16 @@ type PhaseResult struct {
 	// Concurrency and RequestRate echo the phase's arrival (0: unlimited, burst).
 	Concurrency int     `json:"max_concurrency,omitempty"`
 	RequestRate float64 `json:"request_rate,omitempty"`
+
+	// SLO figures, present only when SLOs were given (run --slo, sweep).
+	// SLOMet counts the requests that completed and met every per-request
+	// SLO; a failed, cancelled, unfinished or unsent request is a miss.
+	SLOMet *int `json:"slo_met,omitempty"`
+	// Goodput is SLOMet per second of wall_sec (a sweep point: of its window).
+	Goodput *float64 `json:"goodput,omitempty"`
+	// SLOAttainment is SLOMet / the requests the phase sent or meant to send
+	// (batch_size; a sweep point: the requests started in its window).
+	SLOAttainment *float64 `json:"slo_attainment,omitempty"`
 }
 
 // Phase statuses.
@@ -356,4 +388,5 @@ type Report struct {
 	Phases      []PhaseResult `json:"phases"`
 	Evals       []EvalResult  `json:"evals,omitempty"`
 	Conformance []CheckResult `json:"conformance,omitempty"`
+	Sweeps      []SweepResult `json:"sweeps,omitempty"`
 }

@@ -202,3 +202,17 @@ func errorText(body []byte) string {
 	}
 	return strings.ToValidUTF8(string(body), "?")
 }
+
+// Percentile is the p-th percentile of xs by PercentileMethod (the one every
+// phase metric uses); nil for an empty sample. xs is sorted in place.
+func Percentile(xs []float64, p float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	slices.Sort(xs)
+	v, err := stats.Percentile(xs, p)
+	if err != nil || math.IsNaN(v) {
+		return nil
+	}
+	return &v
+}

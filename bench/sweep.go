@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// errDrain is the cause a sweep point's requests are cancelled with when
+// the point ends: every measured request has ended, or the drain ran out.
+var errDrain = errors.New("sweep point ended")
+
+// Load is one sweep point's load: Concurrency requests kept in flight
+// (closed loop: a new one as one ends), or, when Rate > 0, requests sent as
+// a Poisson process of Rate per second.
+type Load struct {
+	Concurrency int
+	Rate        float64
+}
+
+// Value is the load as a sweep's x axis: the concurrency or the rate.
+func (l Load) Value() float64 {
+	if l.Rate > 0 {
+		return l.Rate
+	}
+	return float64(l.Concurrency)
+}
+
+// Timeline is a sweep point's: a warm-up whose requests are not measured,
+// the measured window, and at most Drain after it for the window's requests
+// to end, while the load goes on so that they end under it.
+type Timeline struct {
+	Warmup, Duration, Drain time.Duration
+}
+
+// PointRun is what one sweep point produced.
+type PointRun struct {
+	// Start is the point's start, which records' send_offset counts from.
+	Start   time.Time
+	Records []schema.Record
+	// CPUSeconds is the glmbench process's CPU time during the point.
+	CPUSeconds float64
+	// Interrupted is set when ctx was cancelled before the point ended.
+	Interrupted bool
+}
+
+// point is one sweep point in flight.
+type point struct {
+	n     int
+	spec  Spec
+	tl    Timeline
+	tmpl  template
+	lim   endpoints.StreamLimits
+	pool  *endpoints.Pool
+	ctx   context.Context
+	start time.Time
+	next  atomic.Int64
+	live  atomic.Int64
+
+	mu      sync.Mutex
+	records []schema.Record
+	closed  bool // the window has ended: no request started now is measured
+	pending int  // measured requests not yet ended
+	settled chan struct{}
+	once    sync.Once
+}
+
+// RunPoint runs sweep point n (from 1) of plan at load over the timeline tl.
+// Every request sent becomes a record carrying n and where it started
+// (schema.WindowWarmup, WindowMeasured, WindowCooldown). When the window has
+// ended and every measured request with it, or when the drain runs out, the
+// requests still in flight are cancelled (schema.CancelDrain): a measured one
+// among them is unfinished. Cancelling ctx ends the point early.
+func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl Timeline) PointRun {
+	spec := plan.Spec
+	conns := load.Concurrency
+	if load.Rate > 0 {
+		conns = 64
+	}
+	pt := &point{
+		n: n, spec: spec, tl: tl, settled: make(chan struct{}),
+		// A fresh nonce per point: no prompt of one point shares a prefix
+		// with another's, whatever the request counts.
+		tmpl: newTemplate(o.Shape, NewNonce(), newFiller().Text(plan.Cal.Chars), spec.Out),
+		pool: endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conns, ConnectTimeout: o.ConnectTimeout}),
+	}
+	defer pt.pool.Close()
+	pt.lim = o.Limits
+	pt.lim.MaxTokens = spec.Out
+	if load.Rate <= 0 {
+		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
+		pt.pool.Warm(warmCtx, conns)
+		cancelWarm()
+	}
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	pt.ctx = pctx
+	cpu0 := cpuSeconds()
+	pt.start = time.Now()
+	var wg sync.WaitGroup
+	if load.Rate > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pt.poisson(&wg, load.Rate, o.Seed+int64(n))
+		}()
+	} else {
+		for w := range load.Concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pt.loop(pt.pool.Client(w))
+			}()
+		}
+	}
+	pt.wait(ctx)
+	cancel(errDrain)
+	wg.Wait()
+	return PointRun{Start: pt.start, Records: pt.records, CPUSeconds: cpuSeconds() - cpu0, Interrupted: ctx.Err() != nil}
+}
+
+// wait returns when the window has ended and every measured request with
+// it, when the drain after the window runs out, or when ctx ends.
+func (pt *point) wait(ctx context.Context) {
+	end := pt.start.Add(pt.tl.Warmup + pt.tl.Duration)
+	if !sleepUntil(ctx, end) {
+		return
+	}
+	pt.mu.Lock()
+	pt.closed = true
+	if pt.pending == 0 {
+		pt.once.Do(func() { close(pt.settled) })
+	}
+	pt.mu.Unlock()
+	t := time.NewTimer(time.Until(end.Add(pt.tl.Drain)))
+	defer t.Stop()
+	select {
+	case <-pt.settled:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// loop is one closed-loop user: it sends a request as soon as its last one
+// ended, until the point ends. The send lag is the time from that end to
+// the next request's t0.
+func (pt *point) loop(c *endpoints.Client) {
+	planned := pt.start
+	for pt.ctx.Err() == nil {
+		pt.send(c, planned)
+		planned = time.Now()
+	}
+}
+
+// poisson sends requests at exponential gaps of mean 1/rate until the point
+// ends, each on its own goroutine (wg counts them).
+func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
+	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	at := pt.start
+	for k := 0; ; k++ {
+		if !sleepUntil(pt.ctx, at) {
+			return
+		}
+		planned := at
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pt.send(pt.pool.Client(k), planned)
+		}()
+		at = at.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+	}
+}
+
+// send sends one request planned for planned and records it.
+func (pt *point) send(c *endpoints.Client, planned time.Time) {
+	i := int(pt.next.Add(1)-1) % ProbeIndex
+	st := c.PrepareChat(pt.ctx, pt.tmpl.body(i), pt.lim)
+	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, min(pt.spec.Out+8, 1<<16))}
+	window := pt.enter()
+	st.Run(&pt.live, res)
+	rec := record(pt.spec, i, pt.start, planned, 0, res)
+	rec.Point, rec.Window = pt.n, window
+	if res.Cancelled != nil && errors.Is(res.Cancelled, errDrain) {
+		rec.Cancelled = schema.CancelDrain
+	}
+	pt.mu.Lock()
+	pt.records = append(pt.records, rec)
+	if window == schema.WindowMeasured {
+		pt.pending--
+		if pt.closed && pt.pending == 0 {
+			pt.once.Do(func() { close(pt.settled) })
+		}
+	}
+	pt.mu.Unlock()
+}
+
+// enter says where in the timeline a request starting now falls, and counts
+// a measured one as pending until it ends.
+func (pt *point) enter() string {
+	since := time.Since(pt.start)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	switch {
+	case since < pt.tl.Warmup:
+		return schema.WindowWarmup
+	case pt.closed || since >= pt.tl.Warmup+pt.tl.Duration:
+		return schema.WindowCooldown
+	}
+	pt.pending++
+	return schema.WindowMeasured
+}
+
+// MaxSendLagOf is the largest send lag of the records sent, in seconds.
+func MaxSendLagOf(records []schema.Record) float64 {
+	lag := 0.0
+	for i := range records {
+		if !records[i].NotSent {
+			lag = math.Max(lag, records[i].SendLag)
+		}
+	}
+	return lag
+}

@@ -1,0 +1,351 @@
+// Package sweep is `glmbench sweep`: steady-state points of one request shape
+// at rising load, and the capacity an endpoint carries within its SLOs.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/target"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/slo"
+)
+
+// Options are sweep's parsed flags and injected state.
+type Options struct {
+	F *cmdutil.Factory
+
+	Endpoint    endpoints.Flags
+	Shape       string
+	Concurrency string
+	RequestRate string
+	Start       float64
+	Duration    time.Duration
+	Warmup      time.Duration
+	// Drain is the longest wait after a window for its requests to end
+	// (0: the window's duration).
+	Drain      time.Duration
+	Slice      time.Duration
+	SLOs       []string
+	Attainment float64
+	MaxPoints  int
+	Resolution float64
+	Seed       int64
+
+	ConnectTimeout time.Duration
+	TTFTTimeout    time.Duration
+	StallTimeout   time.Duration
+	RequestTimeout time.Duration
+	ProbeTimeout   time.Duration
+	IgnoreEOS      bool
+	Label          string
+	Out            string
+
+	flags target.Flags
+}
+
+func (o *Options) shared() {
+	if o.flags.ConnectTimeout != nil {
+		return
+	}
+	o.flags = target.Flags{
+		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out,
+		// As run: no request limit by default; the TTFT and stall limits end
+		// a hung stream, and the drain ends a point.
+		RequestTimeout: target.Limit{To: &o.RequestTimeout},
+		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
+	}
+}
+
+// NewCmdSweep binds sweep's flags. runF replaces the run function in tests.
+func NewCmdSweep(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f}
+	o.shared()
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Find how much load an endpoint carries within its SLOs",
+		Long: `Sweep measures one request shape (--shape IN/OUT) at rising load, one
+steady-state point per load, and reports the capacity: the largest measured
+load at which the share of requests meeting every SLO reaches --attainment.
+
+A point keeps --concurrency C requests in flight (closed loop: a new request as
+one ends) or sends --request-rate R requests per second (Poisson). It runs the
+load for --warmup, then for the measured window of --duration; only requests
+whose t0 falls in the window are measured, and the load goes on after it (at
+most --drain) until they have ended. A measured request still running then is
+unfinished: a miss, as is every failed or cancelled one.
+
+SLOs (--slo, repeatable) bound each request's own ttft, tpot or lat
+('ttft < 2s', 'tpot < 50ms'), or a statistic over the window ('ttft_p99 < 2s',
+'tpot_med <= 40ms'). goodput = met requests per second of window;
+attainment = met / started.
+
+With auto (the default), the load doubles from --start until a point is bad,
+then bisects between the largest good and the smallest bad load until they
+are neighbours or within --resolution, at most --max-points points; a client
+that lags its sends by over 10 ms ends the search. Prompts are calibrated once
+against the endpoint's own usage.prompt_tokens, as run does. The report (the
+sweeps section of report.json, report.md, requests.jsonl with each record's
+point, and plots) is written after every point.`,
+		Example: `  glmbench sweep --shape 256/128 --slo 'tpot < 50ms' --slo 'ttft_p99 < 2s'
+  glmbench sweep --endpoint http://127.0.0.1:30000/v1 --shape 1024/256 --concurrency 1,8,32,128
+  glmbench sweep --endpoint http://127.0.0.1:8000/v1 --shape 512/128 --request-rate auto --slo 'lat < 10s'`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.flags.Parsed()
+			if runF != nil {
+				return runF(o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	o.flags.AddFlags(cmd)
+	fl.StringVar(&o.Shape, "shape", "256/128", "the request shape IN/OUT: prompt tokens and max_tokens")
+	fl.StringVar(&o.Concurrency, "concurrency", "auto", "closed-loop concurrencies: auto, or a comma list such as 1,2,4,8")
+	fl.StringVar(&o.RequestRate, "request-rate", "", "Poisson request rates per second instead of concurrencies: auto, or a comma list such as 0.5,1,2")
+	fl.Float64Var(&o.Start, "start", 1, "the first load auto measures (a concurrency, or a rate per second)")
+	fl.DurationVar(&o.Duration, "duration", 20*time.Second, "each point's measured window")
+	fl.DurationVar(&o.Warmup, "warmup", 5*time.Second, "each point's warm-up before the window; its requests are not measured")
+	fl.DurationVar(&o.Drain, "drain", 0, "the longest wait after a window for its requests to end (0: the window's duration)")
+	fl.DurationVar(&o.Slice, "slice", 10*time.Second, "the length of the time slices each window is cut into")
+	fl.StringArrayVar(&o.SLOs, "slo", nil, "a service-level objective, e.g. 'ttft < 2s', 'tpot < 50ms', 'ttft_p99 < 2s' (repeatable)")
+	fl.Float64Var(&o.Attainment, "attainment", 0.99, "the share of a point's requests that must meet every SLO for it to be good")
+	fl.IntVar(&o.MaxPoints, "max-points", 12, "the most points auto measures")
+	fl.Float64Var(&o.Resolution, "resolution", 0.05, "auto stops bisecting when the bracket is this narrow, relative to its lower end")
+	fl.Int64Var(&o.Seed, "seed", 1, "seed of the Poisson arrivals")
+	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
+	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token)")
+	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	return cmd
+}
+
+// plan is what the flags ask for, checked before anything is sent.
+type plan struct {
+	spec   bench.Spec
+	mode   string
+	search *bench.Search
+	slos   slo.Set
+	tl     bench.Timeline
+}
+
+// validate checks every flag that needs no endpoint.
+func (o *Options) validate() (*plan, error) {
+	in, out, err := parseShape(o.Shape)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{spec: bench.Spec{Name: "sweep", N: 1, In: in, Out: out}, mode: schema.SweepConcurrency}
+	loads, integer := o.Concurrency, true
+	if o.RequestRate != "" {
+		if o.Concurrency != "auto" {
+			return nil, badinput.Errorf("--concurrency and --request-rate are two kinds of sweep; give one")
+		}
+		p.mode, loads, integer = schema.SweepRate, o.RequestRate, false
+	}
+	switch {
+	case o.Duration <= 0:
+		return nil, badinput.Errorf("--duration must be positive")
+	case o.Warmup < 0, o.Drain < 0:
+		return nil, badinput.Errorf("--warmup and --drain must not be negative")
+	case o.Slice <= 0:
+		return nil, badinput.Errorf("--slice must be positive")
+	case !(o.Attainment > 0 && o.Attainment <= 1):
+		return nil, badinput.Errorf("--attainment must be in (0, 1], not %g", o.Attainment)
+	case o.MaxPoints < 1:
+		return nil, badinput.Errorf("--max-points must be at least 1")
+	case !(o.Resolution > 0 && o.Resolution < 1):
+		return nil, badinput.Errorf("--resolution must be in (0, 1), not %g", o.Resolution)
+	case !(o.Start > 0) || integer && o.Start != float64(int(o.Start)):
+		return nil, badinput.Errorf("--start must be a positive load (a whole number for a concurrency), not %g", o.Start)
+	case o.TTFTTimeout < 0, o.ProbeTimeout < 0:
+		return nil, badinput.Errorf("--ttft-timeout and --probe-timeout must not be negative")
+	}
+	if err := o.flags.Validate("connect-timeout", "stall-timeout", "request-timeout"); err != nil {
+		return nil, err
+	}
+	p.search = &bench.Search{Integer: integer, Start: o.Start, Resolution: o.Resolution, MaxPoints: o.MaxPoints}
+	if loads != "auto" {
+		list, err := parseLoads(loads, integer)
+		if err != nil {
+			return nil, err
+		}
+		p.search.List, p.search.MaxPoints = list, 0
+	}
+	if p.slos, err = slo.ParseAll(o.SLOs); err != nil {
+		return nil, err
+	}
+	drain := o.Drain
+	if drain == 0 {
+		drain = o.Duration
+	}
+	p.tl = bench.Timeline{Warmup: o.Warmup, Duration: o.Duration, Drain: drain}
+	return p, nil
+}
+
+func parseShape(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	in, err1 := strconv.Atoi(strings.TrimSpace(a))
+	out, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || in < 1 || out < 1 || in > 10_000_000 || out > 10_000_000 {
+		return 0, 0, badinput.Errorf("--shape %q: want IN/OUT, two whole numbers from 1 to 10000000, e.g. 256/128", s)
+	}
+	return in, out, nil
+}
+
+func parseLoads(s string, integer bool) ([]float64, error) {
+	name := "--request-rate"
+	if integer {
+		name = "--concurrency"
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0) || v > 1e6 || integer && v != float64(int(v)) {
+			what := "positive numbers"
+			if integer {
+				what = "whole numbers from 1"
+			}
+			return nil, badinput.Errorf("%s %q: want auto or a comma list of %s, e.g. 1,2,4,8", name, s, what)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Run is the sweep command's work: it checks the flags, opens the endpoint,
+// calibrates the shape, measures the points and writes the report after
+// each one.
+func Run(ctx context.Context, o *Options) error {
+	o.shared()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	p, err := o.validate()
+	if err != nil {
+		return err
+	}
+	tg, err := o.flags.Open(ctx, o.F)
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	bo := &bench.Options{
+		Endpoint:       tg.Endpoint,
+		Shape:          bench.Shape{Model: tg.Endpoint.Model, IgnoreEOS: o.IgnoreEOS},
+		Limits:         endpoints.StreamLimits{TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout},
+		ConnectTimeout: o.ConnectTimeout,
+		ProbeTimeout:   o.ProbeTimeout,
+		Seed:           o.Seed,
+		Nonce:          bench.NewNonce(),
+	}
+	errOut := o.F.IO.ErrOut
+	fmt.Fprintf(errOut, "glmbench: %s, model %s: calibrating %d/%d\n", tg.Endpoint, tg.Endpoint.Model, p.spec.In, p.spec.Out)
+	plans, warns, err := bench.Prepare(ctx, bo, []bench.Spec{p.spec})
+	for _, w := range warns {
+		fmt.Fprintf(errOut, "glmbench: warning: %s\n", w)
+	}
+	if err != nil {
+		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
+			return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
+				Err: errors.New("interrupted during calibration, before any load was sent: nothing was measured, so no report was written")}
+		}
+		return target.RedactErr(tg.Endpoint, err)
+	}
+	if len(p.slos) == 0 {
+		fmt.Fprintf(errOut, "glmbench: no --slo: a request meets the SLOs when it completes\n")
+	}
+	rep := tg.Report(o.F, tg.Label, tg.Started)
+	rep.Nonce = bo.Nonce
+	rep.Options = schema.Options{
+		Phases: p.spec.Name, IgnoreEOS: o.IgnoreEOS, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
+		Timeouts: map[string]float64{"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(),
+			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
+	}
+	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
+	var writeErr error
+	res, records := bench.Sweep(ctx, bo, plans[0], bench.SweepOptions{
+		Mode: p.mode, Search: p.search, Timeline: p.tl, Slice: o.Slice, SLOs: p.slos, Attainment: o.Attainment,
+		OnPoint: func(res *schema.SweepResult, records []schema.Record) {
+			pt := &res.Points[len(res.Points)-1]
+			fmt.Fprintln(errOut, pointLine(res, pt))
+			rep.Sweeps = []schema.SweepResult{*res}
+			if err := o.write(tg.Out, rep, records); err != nil && writeErr == nil {
+				writeErr = err
+			}
+		},
+	})
+	if writeErr != nil {
+		return writeErr
+	}
+	rep.Sweeps = []schema.SweepResult{res}
+	rep.Interrupted = res.Stop == schema.StopInterrupted
+	for _, pt := range res.Points {
+		rep.Client.MaxSendLag = max(rep.Client.MaxSendLag, pt.MaxSendLag)
+	}
+	rep.Client.Saturated = rep.Client.MaxSendLag > bench.SaturationLag.Seconds()
+	if err := o.write(tg.Out, rep, records); err != nil {
+		return err
+	}
+	files, perr := reports.WriteSweepPlots(tg.Out, rep)
+	if perr != nil {
+		fmt.Fprintf(errOut, "glmbench: warning: plots: %v\n", perr)
+	}
+	if err := reports.WriteSweepSummary(o.F.IO.Out, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "glmbench: report written to %s (%d plots)\n", tg.Out, len(files))
+	switch {
+	case rep.Interrupted:
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	case !anyCompleted(res.Points):
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no request of the sweep completed")}
+	}
+	return nil
+}
+
+func anyCompleted(points []schema.SweepPoint) bool {
+	for _, p := range points {
+		if p.Completed > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// write writes rep and records to out, stamped with the time.
+func (o *Options) write(out string, rep *schema.Report, records []schema.Record) error {
+	rep.FinishedAt = o.F.Now().UTC()
+	if err := reports.WriteDir(out, rep, records); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", out, err)
+	}
+	return nil
+}
+
+// pointLine is the progress line after a point.
+func pointLine(s *schema.SweepResult, p *schema.SweepPoint) string {
+	att := "—"
+	if p.SLOAttainment != nil {
+		att = strconv.FormatFloat(*p.SLOAttainment, 'f', 3, 64)
+	}
+	verdict := "good"
+	if !p.Good {
+		verdict = "bad"
+	}
+	if p.Saturated {
+		verdict = "client saturated"
+	}
+	return fmt.Sprintf("glmbench: point %d, %s %s: %d started, %d completed, %d errors, %d unfinished, attainment %s, %.1f out tok/s: %s",
+		p.Point, s.Mode, reports.LoadString(p.Load), p.Started, p.Completed, p.Errors, p.Unfinished, att, p.OutTput, verdict)
+}
