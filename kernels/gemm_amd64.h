@@ -50,35 +50,25 @@
 	LEAQ (BX)(AX*1), AX; \
 	MOVQ AX, wcur-8(SP)
 
+// GEMV8_ROW points R at row idx[OFF/4] of w, idx at AX.
+#define GEMV8_ROW(OFF, R) \
+	MOVLQSX OFF(AX), R; \
+	IMULQ   ldb-24(SP), R; \
+	ADDQ    w+16(FP), R
+
 // GEMV8_GATHER points R8-R14 and BX at the rows of w that the 8 entries of
 // idx at AX name, and moves icur past them.
 #define GEMV8_GATHER \
-	MOVLQSX 0(AX), R8; \
-	IMULQ   ldb-24(SP), R8; \
-	ADDQ    w+16(FP), R8; \
-	MOVLQSX 4(AX), R9; \
-	IMULQ   ldb-24(SP), R9; \
-	ADDQ    w+16(FP), R9; \
-	MOVLQSX 8(AX), R10; \
-	IMULQ   ldb-24(SP), R10; \
-	ADDQ    w+16(FP), R10; \
-	MOVLQSX 12(AX), R11; \
-	IMULQ   ldb-24(SP), R11; \
-	ADDQ    w+16(FP), R11; \
-	MOVLQSX 16(AX), R12; \
-	IMULQ   ldb-24(SP), R12; \
-	ADDQ    w+16(FP), R12; \
-	MOVLQSX 20(AX), R13; \
-	IMULQ   ldb-24(SP), R13; \
-	ADDQ    w+16(FP), R13; \
-	MOVLQSX 24(AX), R14; \
-	IMULQ   ldb-24(SP), R14; \
-	ADDQ    w+16(FP), R14; \
-	MOVLQSX 28(AX), BX; \
-	IMULQ   ldb-24(SP), BX; \
-	ADDQ    w+16(FP), BX; \
-	ADDQ    $32, AX; \
-	MOVQ    AX, icur-16(SP)
+	GEMV8_ROW(0, R8); \
+	GEMV8_ROW(4, R9); \
+	GEMV8_ROW(8, R10); \
+	GEMV8_ROW(12, R11); \
+	GEMV8_ROW(16, R12); \
+	GEMV8_ROW(20, R13); \
+	GEMV8_ROW(24, R14); \
+	GEMV8_ROW(28, BX); \
+	ADDQ $32, AX; \
+	MOVQ AX, icur-16(SP)
 
 // VECMAT_ARGS loads the arguments of vecMatAVX2 and vecMatAVX512: DI points
 // at dst, SI at x, R9 at w, BX is ldw in bytes, DX points at idx (or is 0),

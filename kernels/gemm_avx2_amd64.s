@@ -9,39 +9,44 @@
 // and REDUCE8 folds lane l with l+4, then l+2, then l+1. After REDUCE8 a set
 // of 8 accumulators A0..A7 ends as one vector [A0 A2 A4 A6 | A1 A3 A5 A7].
 
+// Step 1: fold 4 lanes of a pair (A, B) into one vector [A(4) | B(4)].
+#define FOLD4(A, B, DST) \
+	VPERM2F128 $0x20, B, A, Y10; \
+	VPERM2F128 $0x31, B, A, Y11; \
+	VADDPS     Y11, Y10, DST
+
+// Step 2: fold 2 lanes of each 128-bit half.
+#define FOLD2(A, B, DST) \
+	VUNPCKLPD B, A, Y10; \
+	VUNPCKHPD B, A, Y11; \
+	VADDPS    Y11, Y10, DST
+
+// Step 3: fold neighbouring lanes.
+#define FOLD1(A, B, DST) \
+	VSHUFPS $0x88, B, A, Y10; \
+	VSHUFPS $0xDD, B, A, Y11; \
+	VADDPS  Y11, Y10, DST
+
 // REDUCE8 folds Y0..Y7 into Y0, using Y10 and Y11 as scratch.
 #define REDUCE8 \
-	VPERM2F128 $0x20, Y1, Y0, Y10; \
-	VPERM2F128 $0x31, Y1, Y0, Y11; \
-	VADDPS     Y11, Y10, Y0; \
-	VPERM2F128 $0x20, Y3, Y2, Y10; \
-	VPERM2F128 $0x31, Y3, Y2, Y11; \
-	VADDPS     Y11, Y10, Y1; \
-	VPERM2F128 $0x20, Y5, Y4, Y10; \
-	VPERM2F128 $0x31, Y5, Y4, Y11; \
-	VADDPS     Y11, Y10, Y2; \
-	VPERM2F128 $0x20, Y7, Y6, Y10; \
-	VPERM2F128 $0x31, Y7, Y6, Y11; \
-	VADDPS     Y11, Y10, Y3; \
-	VUNPCKLPD  Y1, Y0, Y10; \
-	VUNPCKHPD  Y1, Y0, Y11; \
-	VADDPS     Y11, Y10, Y0; \
-	VUNPCKLPD  Y3, Y2, Y10; \
-	VUNPCKHPD  Y3, Y2, Y11; \
-	VADDPS     Y11, Y10, Y1; \
-	VSHUFPS    $0x88, Y1, Y0, Y10; \
-	VSHUFPS    $0xDD, Y1, Y0, Y11; \
-	VADDPS     Y11, Y10, Y0
+	FOLD4(Y0, Y1, Y0); \
+	FOLD4(Y2, Y3, Y1); \
+	FOLD4(Y4, Y5, Y2); \
+	FOLD4(Y6, Y7, Y3); \
+	FOLD2(Y0, Y1, Y0); \
+	FOLD2(Y2, Y3, Y1); \
+	FOLD1(Y0, Y1, Y0)
+
+// ZERO4 clears the accumulators A0-A3; ZERO8 clears Y0-Y7.
+#define ZERO4(A0, A1, A2, A3) \
+	VXORPS A0, A0, A0; \
+	VXORPS A1, A1, A1; \
+	VXORPS A2, A2, A2; \
+	VXORPS A3, A3, A3
 
 #define ZERO8 \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7
+	ZERO4(Y0, Y1, Y2, Y3); \
+	ZERO4(Y4, Y5, Y6, Y7)
 
 // A4FMA adds Y12 (a vector of one w row) times the 4 x rows in Y8-Y11 to
 // the accumulators A0-A3.
@@ -217,14 +222,8 @@ TEXT ·vecMatAVX2(SB), NOSPLIT, $0-56
 	VMOVDQU 32(AX), Y5
 	VMOVDQU 64(AX), Y6
 	VMOVDQU 96(AX), Y7
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	VXORPS  Y10, Y10, Y10
-	VXORPS  Y11, Y11, Y11
-	VXORPS  Y12, Y12, Y12
-	VXORPS  Y13, Y13, Y13
+	ZERO4(Y0, Y1, Y2, Y3)
+	ZERO4(Y10, Y11, Y12, Y13)
 	XORQ    AX, AX
 	MOVQ    R9, R8
 	TESTQ   CX, CX

@@ -41,27 +41,22 @@
 	VSHUFPS $0xDD, B, A, Z17; \
 	VADDPS  Z17, Z16, DST
 
-// ZERO8 clears the accumulators Z0-Z7; ZERO16 clears Z0-Z15.
+// ZERO4 clears the accumulators A0-A3; ZERO8 clears Z0-Z7; ZERO16 clears
+// Z0-Z15.
+#define ZERO4(A0, A1, A2, A3) \
+	VPXORD A0, A0, A0; \
+	VPXORD A1, A1, A1; \
+	VPXORD A2, A2, A2; \
+	VPXORD A3, A3, A3
+
 #define ZERO8 \
-	VPXORD Z0, Z0, Z0; \
-	VPXORD Z1, Z1, Z1; \
-	VPXORD Z2, Z2, Z2; \
-	VPXORD Z3, Z3, Z3; \
-	VPXORD Z4, Z4, Z4; \
-	VPXORD Z5, Z5, Z5; \
-	VPXORD Z6, Z6, Z6; \
-	VPXORD Z7, Z7, Z7
+	ZERO4(Z0, Z1, Z2, Z3); \
+	ZERO4(Z4, Z5, Z6, Z7)
 
 #define ZERO16 \
 	ZERO8; \
-	VPXORD Z8, Z8, Z8; \
-	VPXORD Z9, Z9, Z9; \
-	VPXORD Z10, Z10, Z10; \
-	VPXORD Z11, Z11, Z11; \
-	VPXORD Z12, Z12, Z12; \
-	VPXORD Z13, Z13, Z13; \
-	VPXORD Z14, Z14, Z14; \
-	VPXORD Z15, Z15, Z15
+	ZERO4(Z8, Z9, Z10, Z11); \
+	ZERO4(Z12, Z13, Z14, Z15)
 
 // G4FMA adds W (a vector of one w row) times the 4 x rows in Z16-Z19 to the
 // accumulators A0-A3.
