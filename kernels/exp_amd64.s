@@ -223,6 +223,14 @@ e8done:
 	VZEROUPPER
 	RET
 
+// GATE16_DENOM sets Z5 = 1 + e^−x, Z10 holding x, with e^−x computed as
+// expAffine(x, −1, 0) computes it (Z31 = −1, Z30 = 0).
+#define GATE16_DENOM \
+	VMULPS Z31, Z10, Z0; \
+	VADDPS Z30, Z0, Z0; \
+	EXP16; \
+	VADDPS Z19, Z5, Z5
+
 // func gateAVX512(dst *float32, x *float32, up *float32, n int)
 //
 // gateAVX512 sets dst[i] = x[i] / (1 + e^−x[i]) · up[i] (SiLU times up), or
@@ -243,10 +251,7 @@ g16loop:
 	CMPQ    AX, BX
 	JGE     g16tail
 	VMOVUPS (SI)(AX*4), Z10
-	VMULPS  Z31, Z10, Z0
-	VADDPS  Z30, Z0, Z0
-	EXP16
-	VADDPS  Z19, Z5, Z5
+	GATE16_DENOM
 	TESTQ   DX, DX
 	JEQ     g16sig
 	VDIVPS  Z5, Z10, Z6
@@ -265,10 +270,7 @@ g16tail:
 	KORTESTW  K1, K1
 	JZ        g16done
 	VMOVUPS.Z (SI)(AX*4), K1, Z10
-	VMULPS    Z31, Z10, Z0
-	VADDPS    Z30, Z0, Z0
-	EXP16
-	VADDPS    Z19, Z5, Z5
+	GATE16_DENOM
 	TESTQ     DX, DX
 	JEQ       g16tsig
 	VDIVPS    Z5, Z10, Z6
@@ -285,6 +287,16 @@ g16tstore:
 g16done:
 	VZEROUPPER
 	RET
+
+// GATE8_DENOM sets Y5 = 1 + e^−x, Y0 holding x, with e^−x computed as
+// expAffine(x, −1, 0) computes it (Y8 = −1); it leaves 1 in Y6.
+#define GATE8_DENOM \
+	VMULPS       Y8, Y0, Y0; \
+	VXORPS       Y1, Y1, Y1; \
+	VADDPS       Y1, Y0, Y0; \
+	EXP8; \
+	VBROADCASTSS 40(BX), Y6; \
+	VADDPS       Y6, Y5, Y5
 
 // func gateAVX2(dst *float32, x *float32, up *float32, n int, tailMask *int32)
 //
@@ -308,12 +320,7 @@ a8gloop:
 	CMPQ    AX, R8
 	JGE     a8gtail
 	VMOVUPS (SI)(AX*4), Y0
-	VMULPS  Y8, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	EXP8
-	VBROADCASTSS 40(BX), Y6
-	VADDPS  Y6, Y5, Y5
+	GATE8_DENOM
 	TESTQ   DX, DX
 	JEQ     a8gsig
 	VMOVUPS (SI)(AX*4), Y1
@@ -334,12 +341,7 @@ a8gtail:
 	JEQ        a8gdone
 	VMOVDQU    (R9), Y7
 	VMASKMOVPS (SI)(AX*4), Y7, Y0
-	VMULPS     Y8, Y0, Y0
-	VXORPS     Y1, Y1, Y1
-	VADDPS     Y1, Y0, Y0
-	EXP8
-	VBROADCASTSS 40(BX), Y6
-	VADDPS     Y6, Y5, Y5
+	GATE8_DENOM
 	VMOVDQU    (R9), Y7
 	TESTQ      DX, DX
 	JEQ        a8gtsig
