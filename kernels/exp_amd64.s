@@ -289,7 +289,8 @@ g16done:
 	RET
 
 // GATE8_DENOM sets Y5 = 1 + e^−x, Y0 holding x, with e^−x computed as
-// expAffine(x, −1, 0) computes it (Y8 = −1); it leaves 1 in Y6.
+// expAffine(x, −1, 0) computes it (Y8 = −1); it overwrites Y0 and leaves 1
+// in Y6.
 #define GATE8_DENOM \
 	VMULPS       Y8, Y0, Y0; \
 	VXORPS       Y1, Y1, Y1; \
