@@ -51,9 +51,7 @@ func TestLongPPLTakesTheChatRouteWhereCompletionsLacksLogprobs(t *testing.T) {
 				tc.personality(f)
 				f.generate = func(string) string { return gen }
 			})
-			r := f.runner(Config{GenTokens: len(gen), Limit: 3, Concurrency: 2})
-			defer r.Close()
-			res := LongPPL(context.Background(), r, SampleDocs())
+			res := f.run("long-ppl", Config{GenTokens: len(gen), Limit: 3, Concurrency: 2}, SampleDocs())
 			if res.Status != StatusOK || res.Method != MethodChatLogprobs || res.N != 3 || res.Metrics["tokens"] != 1200 ||
 				math.Abs(res.Metrics["ppl"]-math.Exp(mean)) > 1e-9 || math.Abs(res.Metrics["worst_seg"]-math.Exp(mean)) > 1e-9 {
 				t.Fatalf("%+v, want ppl %v by %s", res, math.Exp(mean), MethodChatLogprobs)
@@ -68,9 +66,7 @@ func TestLongPPLTakesTheChatRouteWhereCompletionsLacksLogprobs(t *testing.T) {
 func TestLongPPLWithoutLogprobsOnAnyRouteIsUnsupported(t *testing.T) {
 	t.Parallel()
 	f := newFakeLM(t, chatOnlyNoLogprobs)
-	r := f.runner(Config{GenTokens: 8, Limit: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := f.run("long-ppl", Config{GenTokens: 8, Limit: 2}, SampleDocs())
 	// The 404 says only that /v1/completions is absent; the chat answer
 	// without logprobs says why there is no score.
 	if res.Status != StatusUnsupported || res.Metrics != nil || res.Method != MethodChatLogprobs ||
@@ -94,9 +90,7 @@ func TestAFallbackThatFailsSaysBothRoutes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, func(f *fakeLM) { llamaCppLike(f); f.chatStatus = tc.status })
-			r := f.runner(Config{GenTokens: 4, Limit: 1})
-			defer r.Close()
-			res := LongPPL(context.Background(), r, SampleDocs())
+			res := f.run("long-ppl", Config{GenTokens: 4, Limit: 1}, SampleDocs())
 			if got := res.Status + " " + string(KindOf(res.Failure)); got != tc.want || !strings.Contains(res.Failure.Detail, "chat says no") ||
 				!strings.Contains(res.Failure.Detail, "logprobs is null") {
 				t.Fatalf("%s, want %s; detail %q", got, tc.want, res.Failure.Detail)
@@ -112,9 +106,7 @@ func TestLongPPLStaysOnCompletionsOnA429(t *testing.T) {
 		f.chat = true
 		f.completionsStatus, f.completionsBody = 429, `{"error":{"message":"slow down"}}`
 	})
-	r := f.runner(Config{GenTokens: 2, Limit: 1})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := f.run("long-ppl", Config{GenTokens: 2, Limit: 1}, SampleDocs())
 	if res.Status != StatusFailed || res.Method != MethodGenerate || KindOf(res.Failure) != HTTPError || f.count("chat") != 0 {
 		t.Fatalf("%+v, %d chat requests", res, f.count("chat"))
 	}
@@ -124,9 +116,7 @@ func TestLongPPLOnTheBuiltinEngineByChatEqualsItsOwnForwardPass(t *testing.T) {
 	t.Parallel()
 	b := startBuiltin(t)
 	p := newChatOnlyProxy(t, b.Endpoint.BaseURL)
-	r := NewRunner(Config{Endpoint: p.endpoint(b.Endpoint.Model), GenTokens: 24, Limit: 2, Concurrency: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := runEval("long-ppl", Config{Endpoint: p.endpoint(b.Endpoint.Model), GenTokens: 24, Limit: 2, Concurrency: 2}, SampleDocs())
 	if res.Status != StatusOK || res.Method != MethodChatLogprobs || res.N != 2 || res.Metrics["tokens"] != 48 {
 		t.Fatalf("%+v", res)
 	}
@@ -192,9 +182,7 @@ func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, tc.personality)
-			r := f.runner(Config{Concurrency: 4})
-			defer r.Close()
-			res := MMLU(context.Background(), r, set)
+			res := f.run("mmlu", Config{Concurrency: 4}, set)
 			if res.Status != StatusOK || res.Method != tc.method || res.N != 16 || KindOf(res.Failure) != tc.kind {
 				t.Fatalf("%+v, want method %s keeping the %s", res, tc.method, tc.kind)
 			}
@@ -209,9 +197,7 @@ func TestMMLUWithNoLetterInAnyGreedyAnswerHasNoScore(t *testing.T) {
 		chatOnlyNoLogprobs(f)
 		f.generate = func(string) string { return "I would rather not say." }
 	})
-	r := f.runner(Config{Limit: 1})
-	defer r.Close()
-	res := MMLU(context.Background(), r, SampleMMLU())
+	res := f.run("mmlu", Config{Limit: 1}, SampleMMLU())
 	if res.Status != StatusUnsupported || res.Metrics != nil || res.Method != MethodChatGreedy ||
 		KindOf(res.Failure) != CompletionsMissing || !strings.Contains(res.Failure.Detail, "no answer letter in the greedy chat answer") {
 		t.Fatalf("%+v", res)
@@ -244,9 +230,7 @@ func TestPPLHasNoChatFallbackAndSaysSo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, tc.personality)
-			r := f.runner(Config{})
-			defer r.Close()
-			res := PPL(context.Background(), r, SampleDocs())
+			res := f.run("ppl", Config{}, SampleDocs())
 			if res.Status != StatusUnsupported || res.Metrics != nil || KindOf(res.Failure) != tc.kind ||
 				!strings.Contains(res.Failure.Detail, "logprobs of generated tokens only") {
 				t.Fatalf("%+v", res)
@@ -281,9 +265,7 @@ func TestTriviaQAAsksThroughChatOnAChatOnlyProvider(t *testing.T) {
 		}
 	}
 	f := newFakeLM(t, func(f *fakeLM) { chatOnlyLike(f); f.generate = triviaModel(answers) })
-	r := f.runner(Config{Concurrency: 4})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4}, set)
 	n := len(set.Items) - TriviaShots
 	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
 		t.Fatalf("%+v, want %d of %d by %s", res, right, n, MethodChatGenerate)
@@ -424,9 +406,7 @@ func TestMMLUOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, tc.personality)
-			r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
-			defer r.Close()
-			res := MMLU(context.Background(), r, set)
+			res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 			if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 {
 				t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatGreedy)
 			}
@@ -447,9 +427,7 @@ func TestMMLUOnAThinkingModelThatNeverAnswersHasNoScore(t *testing.T) {
 		f.reasoning = func(string) string { return "A long thought, B then C, " + strings.Repeat("hmm ", 100) }
 		f.generate = func(string) string { return "A" }
 	})
-	r := f.runner(Config{Limit: 1, ReasoningTokens: 64})
-	defer r.Close()
-	res := MMLU(context.Background(), r, SampleMMLU())
+	res := f.run("mmlu", Config{Limit: 1, ReasoningTokens: 64}, SampleMMLU())
 	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
 		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "max_tokens 64") {
 		t.Fatalf("%+v %+v, want failed: reasoning only within 64 tokens", res, res.Failure)
@@ -482,9 +460,7 @@ func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
 	}
 
 	p := newChatOnlyProxy(t, b.Endpoint.BaseURL)
-	r := NewRunner(Config{Endpoint: p.endpoint(b.Endpoint.Model), Limit: 1, Concurrency: 2, ReasoningTokens: budget})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := runEval("mmlu", Config{Endpoint: p.endpoint(b.Endpoint.Model), Limit: 1, Concurrency: 2, ReasoningTokens: budget}, set)
 	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
 		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "chat-top-logprobs: logprobs_missing") {
 		t.Fatalf("%+v %+v, want failed: reasoning only, after chat-top-logprobs saw reasoning", res, res.Failure)
@@ -511,9 +487,7 @@ func TestTriviaQAOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 		f.generate = triviaModel(answers)
 		f.reasoning = func(string) string { return "Maybe London.\nNo, let me think again.\n" }
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 512})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 512}, set)
 	n := len(set.Items) - TriviaShots
 	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
 		t.Fatalf("%+v %+v, want %d of %d by %s", res, res.Failure, right, n, MethodChatGenerate)

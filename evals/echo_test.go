@@ -132,9 +132,7 @@ func TestEachEchoFailureGetsItsKind(t *testing.T) {
 			}
 
 			// No eval that needs echo scores on such an endpoint.
-			r := f.runner(Config{Window: 64})
-			defer r.Close()
-			res := PPL(context.Background(), r, SampleDocs())
+			res := f.run("ppl", Config{Window: 64}, SampleDocs())
 			wantStatus := StatusFailed
 			if tc.kind.Unsupported() {
 				wantStatus = StatusUnsupported

@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -105,9 +104,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 	t.Run("by echo", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeLM(t, func(f *fakeLM) { f.letter = letter })
-		r := f.runner(Config{Concurrency: 4})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{Concurrency: 4}, set)
 		if res.Status != StatusOK || res.Method != MethodEcho || res.N != 16 || res.Failure != nil {
 			t.Fatalf("%+v", res)
 		}
@@ -126,9 +123,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 				return top
 			}
 		})
-		r := f.runner(Config{Concurrency: 4})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{Concurrency: 4}, set)
 		if res.Status != StatusOK || res.Method != MethodTopLogprobs || res.N != 16 || KindOf(res.Failure) != EchoServerError {
 			t.Fatalf("%+v", res)
 		}
@@ -140,9 +135,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 			f.echoStatus, f.echoBody = 400, `{"error":{"message":"echo is not supported"}}`
 			f.top = func(string) map[string]float64 { return map[string]float64{" the": -0.5} }
 		})
-		r := f.runner(Config{})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{}, set)
 		if res.Status != StatusUnsupported || res.Metrics != nil || KindOf(res.Failure) != EchoRejected ||
 			!strings.Contains(res.Failure.Detail, "no answer letter") {
 			t.Fatalf("%+v", res)
@@ -154,9 +147,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 			f.echoStatus, f.echoBody = 500, hostedEcho500
 			f.noLogprobs = true
 		})
-		r := f.runner(Config{})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{}, set)
 		if res.Status != StatusUnsupported || KindOf(res.Failure) != EchoServerError || !strings.Contains(res.Failure.Detail, "logprobs_missing") {
 			t.Fatalf("%+v", res)
 		}
@@ -202,9 +193,7 @@ func sameMetrics(t *testing.T, got, want map[string]float64) {
 func TestMMLUOnTheBuiltinEngineScoresByEcho(t *testing.T) {
 	t.Parallel()
 	b := startBuiltin(t)
-	r := NewRunner(Config{Endpoint: b.Endpoint, Concurrency: 4, Limit: 1})
-	defer r.Close()
-	res := MMLU(context.Background(), r, SampleMMLU())
+	res := runEval("mmlu", Config{Endpoint: b.Endpoint, Concurrency: 4, Limit: 1}, SampleMMLU())
 	// acc, the four categories, the four subjects and no_answer (none: echo scores every letter).
 	if res.Status != StatusOK || res.Method != MethodEcho || res.N != 4 || len(res.Metrics) != 10 || res.Metrics[NoAnswerMetric] != 0 {
 		t.Fatalf("%+v", res)

@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,9 +46,7 @@ func TestMMLUCountsAThinkingModelsUnansweredQuestionAsNoAnswer(t *testing.T) {
 			return short
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 	acc, none := mmluTruth(set, letter, func(p string) bool { return p == hard })
 	if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 || none != 1 ||
 		res.Metrics["acc"] != acc || res.Metrics[NoAnswerMetric] != 1 {
@@ -84,9 +81,7 @@ func TestMMLUAsksAQuestionWhoseFirstTokenIsBlankByItsGreedyAnswer(t *testing.T) 
 			return answer
 		}
 	})
-	r := f.runner(Config{Concurrency: 4})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := f.run("mmlu", Config{Concurrency: 4}, set)
 	acc, _ := mmluTruth(set, letter, func(string) bool { return false })
 	if res.Status != StatusOK || res.Method != MethodChatTopLogprobs || res.N != 16 ||
 		res.Metrics["acc"] != acc || res.Metrics[NoAnswerMetric] != 0 {
@@ -114,9 +109,7 @@ func TestMMLUWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T) {
 			return strings.Repeat("hmm ", 100)
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 64})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 64}, set)
 	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != BadResponse ||
 		!strings.Contains(res.Failure.Detail, "no answer to 15 of 16 questions") || !strings.Contains(res.Failure.Detail, "max_tokens 64 in 15") {
 		t.Fatalf("%+v %+v, want failed with the count", res, res.Failure)
@@ -144,9 +137,7 @@ func TestTriviaQACountsAReasoningOnlyAnswerAsNoAnswer(t *testing.T) {
 			return "Maybe London.\n"
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 	n := len(items)
 	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n ||
 		res.Metrics["exact_match"] != float64(n-1)/float64(n) || res.Metrics[NoAnswerMetric] != 1 {
@@ -185,9 +176,7 @@ func TestTriviaQAReadsAThinkingModelsAnswerAfterItsBlankLine(t *testing.T) {
 				f.reasoning = func(string) string { return "Maybe London.\nNo, let me think again." }
 				f.thinkInContent = tc.thinkInContent
 			})
-			r := f.runner(Config{Concurrency: 4, ReasoningTokens: 512})
-			defer r.Close()
-			res := TriviaQA(context.Background(), r, set, nil)
+			res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 512}, set)
 			n := len(items)
 			if res.Status != StatusOK || res.Method != MethodChatGenerate || res.Metrics["exact_match"] != float64(right)/float64(n) {
 				t.Fatalf("%+v %+v, want %d of %d", res, res.Failure, right, n)
@@ -213,9 +202,7 @@ func TestTriviaQAWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T)
 			return strings.Repeat("hmm\n", 100)
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 64})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 64}, set)
 	want := fmt.Sprintf("%d of %d answers are reasoning only, no content within max_tokens 64", len(items)-1, len(items))
 	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != BadResponse || !strings.Contains(res.Failure.Detail, want) {
 		t.Fatalf("%+v %+v, want failed: %s", res, res.Failure, want)

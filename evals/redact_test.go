@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,9 +38,7 @@ func TestAShortHeaderValueAcrossTheBodyCutLeaksNoPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := NewRunner(Config{Endpoint: ep, Limit: 1, GenTokens: 4})
-			defer r.Close()
-			res := LongPPL(context.Background(), r, SampleDocs())
+			res := runEval("long-ppl", Config{Endpoint: ep, Limit: 1, GenTokens: 4}, SampleDocs())
 			f := res.Failure
 			if res.Status != StatusFailed || KindOf(f) != BadResponse || len(f.Body) > endpoints.BodyLimit {
 				t.Fatalf("%+v %+v, want a bad_response quoting at most %d bytes", res, f, endpoints.BodyLimit)
@@ -78,9 +75,7 @@ func TestAShortHeaderValueAcrossTheMessageClipLeaksNoPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(Config{Endpoint: ep, Limit: 1, GenTokens: 4})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := runEval("long-ppl", Config{Endpoint: ep, Limit: 1, GenTokens: 4}, SampleDocs())
 	f := res.Failure
 	if res.Status != StatusFailed || KindOf(f) != HTTPError || f.HTTPStatus != http.StatusAccepted || !strings.Contains(f.Detail, "HTTP 202: xxx") {
 		t.Fatalf("%+v %+v, want http_error 202 quoting the message", res, f)

@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -59,9 +58,7 @@ func TestMMLUReadsTheAnswerAfterAThinkingBlockLeftInContent(t *testing.T) {
 				f.generate = func(p string) string { return "\n\n" + gen(p) }
 				f.thinkInContent = true
 			})
-			r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
-			defer r.Close()
-			res := MMLU(context.Background(), r, set)
+			res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 			if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 {
 				t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatGreedy)
 			}

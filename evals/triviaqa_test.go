@@ -75,9 +75,7 @@ func TestTriviaQAScoresKnownAnswers(t *testing.T) {
 		}
 	}
 	f := newFakeLM(t, func(f *fakeLM) { f.generate = triviaModel(answers) })
-	r := f.runner(Config{Concurrency: 4})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4}, set)
 	n := len(set.Items) - TriviaShots
 	if res.Status != StatusOK || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
 		t.Fatalf("%+v, want %d of %d", res, right, n)
@@ -97,9 +95,7 @@ func TestTriviaQAScoresKnownAnswers(t *testing.T) {
 func TestTriviaQAFailsOnAnErrorStatus(t *testing.T) {
 	t.Parallel()
 	f := newFakeLM(t, func(f *fakeLM) { f.plainStatus = 503 })
-	r := f.runner(Config{})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, SampleTriviaQA(), nil)
+	res := f.run("triviaqa", Config{}, SampleTriviaQA())
 	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != HTTPError || res.Failure.HTTPStatus != 503 {
 		t.Fatalf("%+v", res)
 	}
