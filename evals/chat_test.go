@@ -151,9 +151,6 @@ func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
-		NoAnswerMetric: 0}
 	// A chat answer's first token is the bare letter ("B", no space: it
 	// starts the assistant turn), among other likely first tokens.
 	chatTop := func(prompt string) map[string]float64 {
@@ -186,7 +183,7 @@ func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 			if res.Status != StatusOK || res.Method != tc.method || res.N != 16 || KindOf(res.Failure) != tc.kind {
 				t.Fatalf("%+v, want method %s keeping the %s", res, tc.method, tc.kind)
 			}
-			sameMetrics(t, res.Metrics, want)
+			sameMetrics(t, res.Metrics, mmluModelMetrics)
 		})
 	}
 }
@@ -387,30 +384,48 @@ func thinking(letter func(string) string) func(f *fakeLM) {
 	}
 }
 
+// MMLU on a thinking model reads the answer's content, never the
+// reasoning's letters, whether the server splits the reasoning out into
+// reasoning_content or leaves it in content as "<think>…</think>\n\nThe
+// answer is X." (llama.cpp with --reasoning-format none, a pass-through
+// gateway): there the answer after the block is read.
 func TestMMLUOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	// The truth: the letter each content names, the fake's preferred one.
-	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
-		NoAnswerMetric: 0}
 	for _, tc := range []struct {
 		name        string
 		personality func(f *fakeLM)
+		inContent   bool   // the reasoning left in content as <think>…</think>
+		detail      string // in the failure kept, where set
 	}{
 		// The first token's top_logprobs are the reasoning's ("A"): not read.
-		{"llama.cpp with chat logprobs", func(f *fakeLM) { llamaCppLike(f); thinking(letter)(f) }},
-		{"a chat-only provider without logprobs", func(f *fakeLM) { chatOnlyNoLogprobs(f); thinking(letter)(f) }},
+		{"llama.cpp with chat logprobs", llamaCppLike, false, ""},
+		{"a chat-only provider without logprobs", chatOnlyNoLogprobs, false, ""},
+		// On llama.cpp the first token is "<think>", reasoning, so
+		// chat-top-logprobs is not the route.
+		{"llama.cpp with chat logprobs, the block left in content", llamaCppLike, true, "first token is reasoning"},
+		{"a chat-only gateway without logprobs, the block left in content", chatOnlyNoLogprobs, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeLM(t, tc.personality)
+			f := newFakeLM(t, func(f *fakeLM) {
+				tc.personality(f)
+				thinking(letter)(f)
+				if tc.inContent {
+					gen := f.generate
+					f.generate = func(p string) string { return "\n\n" + gen(p) }
+					f.thinkInContent = true
+				}
+			})
 			res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 			if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 {
 				t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatGreedy)
 			}
-			sameMetrics(t, res.Metrics, want)
+			sameMetrics(t, res.Metrics, mmluModelMetrics)
+			if tc.detail != "" && !strings.Contains(res.Failure.Detail, tc.detail) {
+				t.Errorf("detail %q: chat-top-logprobs should have seen the reasoning", res.Failure.Detail)
+			}
 			// 16 tokens hold reasoning only: the first question is asked
 			// again with room, every later one with room at once.
 			if got := f.count("chat"); got > 16+3 {

@@ -94,13 +94,16 @@ func mmluModel(set *MMLUSet) (letter func(ctx string) string, right map[string]i
 	}, right
 }
 
+// mmluModelMetrics are the metrics of mmluModel's answers, each question
+// answered by the letter mmluModel prefers.
+var mmluModelMetrics = map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
+	"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
+	NoAnswerMetric: 0}
+
 func TestMMLUScoresKnownAnswers(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
-		NoAnswerMetric: 0}
 	t.Run("by echo", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeLM(t, func(f *fakeLM) { f.letter = letter })
@@ -108,7 +111,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 		if res.Status != StatusOK || res.Method != MethodEcho || res.N != 16 || res.Failure != nil {
 			t.Fatalf("%+v", res)
 		}
-		sameMetrics(t, res.Metrics, want)
+		sameMetrics(t, res.Metrics, mmluModelMetrics)
 	})
 	t.Run("by top_logprobs when echo fails, keeping the echo failure", func(t *testing.T) {
 		t.Parallel()
@@ -127,7 +130,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 		if res.Status != StatusOK || res.Method != MethodTopLogprobs || res.N != 16 || KindOf(res.Failure) != EchoServerError {
 			t.Fatalf("%+v", res)
 		}
-		sameMetrics(t, res.Metrics, want)
+		sameMetrics(t, res.Metrics, mmluModelMetrics)
 	})
 	t.Run("no score when the fallback finds no letter", func(t *testing.T) {
 		t.Parallel()
