@@ -253,14 +253,7 @@ func TestA404ToEchoIsCompletionsMissingOnlyWhereChatAnswers(t *testing.T) {
 func TestTriviaQAAsksThroughChatOnAChatOnlyProvider(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
-	answers := map[string]string{}
-	right := 0
-	for i, it := range set.Items[TriviaShots:] {
-		answers[it.Question] = "I do not know"
-		if i%2 == 0 {
-			answers[it.Question], right = it.Aliases[0], right+1
-		}
-	}
+	answers, right := triviaAnswers(set.Items[TriviaShots:], 2)
 	f := newFakeLM(t, func(f *fakeLM) { chatOnlyLike(f); f.generate = triviaModel(answers) })
 	res := f.run("triviaqa", Config{Concurrency: 4}, set)
 	n := len(set.Items) - TriviaShots
@@ -489,14 +482,7 @@ func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
 func TestTriviaQAOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
-	answers := map[string]string{}
-	right := 0
-	for i, it := range set.Items[TriviaShots:] {
-		answers[it.Question] = "I do not know"
-		if i%3 == 0 {
-			answers[it.Question], right = it.Aliases[0], right+1
-		}
-	}
+	answers, right := triviaAnswers(set.Items[TriviaShots:], 3)
 	f := newFakeLM(t, func(f *fakeLM) {
 		chatOnlyLike(f)
 		f.generate = triviaModel(answers)

@@ -152,14 +152,7 @@ func TestTriviaQAReadsAThinkingModelsAnswerAfterItsBlankLine(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
 	items := set.Items[TriviaShots:]
-	answers := map[string]string{}
-	right := 0
-	for i, it := range items {
-		answers[it.Question] = "I do not know"
-		if i%2 == 0 {
-			answers[it.Question], right = it.Aliases[0], right+1
-		}
-	}
+	answers, right := triviaAnswers(items, 2)
 	for _, tc := range []struct {
 		name           string
 		thinkInContent bool

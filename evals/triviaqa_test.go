@@ -57,6 +57,19 @@ func triviaModel(answers map[string]string) func(prompt string) string {
 	}
 }
 
+// triviaAnswers answers the first of items and every every-th after it by
+// its first alias, the others "I do not know"; right is how many are right.
+func triviaAnswers(items []TriviaItem, every int) (answers map[string]string, right int) {
+	answers = map[string]string{}
+	for i, it := range items {
+		answers[it.Question] = "I do not know"
+		if i%every == 0 {
+			answers[it.Question], right = it.Aliases[0], right+1
+		}
+	}
+	return answers, right
+}
+
 func TestTriviaQAScoresKnownAnswers(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
