@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -151,16 +152,7 @@ func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	// A chat answer's first token is the bare letter ("B", no space: it
-	// starts the assistant turn), among other likely first tokens.
-	chatTop := func(prompt string) map[string]float64 {
-		top := map[string]float64{"The": -1.5, "Answer": -2.5}
-		for _, l := range Letters {
-			top[l] = -3
-		}
-		top[letter(strings.TrimSuffix(prompt, "\nAnswer:"))] = -0.2
-		return top
-	}
+	chatTop := chatLetterTop(letter, map[string]float64{"The": -1.5, "Answer": -2.5})
 	for _, tc := range []struct {
 		name        string
 		personality func(f *fakeLM)
@@ -362,6 +354,21 @@ func (p *chatOnlyProxy) answers() []chatRecord {
 	return p.rec
 }
 
+// chatLetterTop is the top_logprobs of a chat answer's first token: the
+// bare letters ("B", no space: it starts the assistant turn) at -3, the one
+// letter prefers for the prompt at -0.2, and others (other likely first
+// tokens).
+func chatLetterTop(letter func(string) string, others map[string]float64) func(prompt string) map[string]float64 {
+	return func(prompt string) map[string]float64 {
+		top := maps.Clone(others)
+		for _, l := range Letters {
+			top[l] = -3
+		}
+		top[letter(strings.TrimSuffix(prompt, "\nAnswer:"))] = -0.2
+		return top
+	}
+}
+
 // thinking makes the fake chat model a thinking model (as Qwen3 or R1 on
 // vLLM or llama.cpp with a reasoning parser): its answer opens with 60 bytes
 // of reasoning that start with the article "A" and name letters on their
@@ -453,8 +460,7 @@ func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
 	const budget = 48
 	b := startBuiltin(t)
 	set := SampleMMLU()
-	sub := set.Subjects[0]
-	req, _ := json.Marshal(chatRequest(b.Endpoint.Model, MMLUPrompt(sub.Name, sub.Shots, sub.Test[0]), map[string]any{"max_tokens": budget, "temperature": 0}))
+	req, _ := json.Marshal(chatRequest(b.Endpoint.Model, firstPrompt(set, 0), map[string]any{"max_tokens": budget, "temperature": 0}))
 	resp, err := endpoints.NewClient(b.Endpoint, endpoints.NewTransport(endpoints.TransportOptions{})).Post(context.Background(), "/chat/completions", req)
 	if err != nil || resp.Status != http.StatusOK {
 		t.Fatalf("%v %+v", err, resp)

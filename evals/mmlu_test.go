@@ -94,6 +94,13 @@ func mmluModel(set *MMLUSet) (letter func(ctx string) string, right map[string]i
 	}, right
 }
 
+// firstPrompt is the prompt of the first test question of set's k-th
+// subject.
+func firstPrompt(set *MMLUSet, k int) string {
+	sub := set.Subjects[k]
+	return MMLUPrompt(sub.Name, sub.Shots, sub.Test[0])
+}
+
 // mmluModelMetrics are the metrics of mmluModel's answers, each question
 // answered by the letter mmluModel prefers.
 var mmluModelMetrics = map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,

@@ -33,8 +33,7 @@ func TestMMLUCountsAThinkingModelsUnansweredQuestionAsNoAnswer(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	sub := set.Subjects[1]
-	hard := MMLUPrompt(sub.Name, sub.Shots, sub.Test[0])
+	hard := firstPrompt(set, 1)
 	short := "A question with four options; B and D look wrong to me. So."
 	f := newFakeLM(t, func(f *fakeLM) {
 		chatOnlyNoLogprobs(f)
@@ -61,18 +60,10 @@ func TestMMLUAsksAQuestionWhoseFirstTokenIsBlankByItsGreedyAnswer(t *testing.T) 
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	sub := set.Subjects[2]
-	blank := MMLUPrompt(sub.Name, sub.Shots, sub.Test[0])
+	blank := firstPrompt(set, 2)
 	f := newFakeLM(t, func(f *fakeLM) {
 		llamaCppLike(f)
-		f.top = func(p string) map[string]float64 {
-			top := map[string]float64{"The": -1.5, "\n": -1}
-			for _, l := range Letters {
-				top[l] = -3
-			}
-			top[letter(strings.TrimSuffix(p, "\nAnswer:"))] = -0.2
-			return top
-		}
+		f.top = chatLetterTop(letter, map[string]float64{"The": -1.5, "\n": -1})
 		f.generate = func(p string) string {
 			answer := letter(strings.TrimSuffix(p, "\nAnswer:"))
 			if p == blank {
@@ -98,7 +89,7 @@ func TestMMLUWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
 	letter, _ := mmluModel(set)
-	first := MMLUPrompt(set.Subjects[0].Name, set.Subjects[0].Shots, set.Subjects[0].Test[0])
+	first := firstPrompt(set, 0)
 	f := newFakeLM(t, func(f *fakeLM) {
 		chatOnlyNoLogprobs(f)
 		thinking(letter)(f)
