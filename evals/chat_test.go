@@ -16,6 +16,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine/tokenizer"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // The personalities of this file, each as a real server behaves:
@@ -498,5 +499,52 @@ func TestTriviaQAOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 	n := len(set.Items) - TriviaShots
 	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
 		t.Fatalf("%+v %+v, want %d of %d by %s", res, res.Failure, right, n, MethodChatGenerate)
+	}
+}
+
+func TestChooseRouteTakesTheFirstRouteThatAnswersTheFirstItem(t *testing.T) {
+	t.Parallel()
+	lacks := func() *schema.EvalFailure { return newFailure(LogprobsMissing, 200, nil, nil, "no logprobs") }
+	busy := newFailure(HTTPError, 429, nil, nil, "slow down")
+	by := func(ans string, unanswered, f *schema.EvalFailure) asker[string] {
+		return func(context.Context, int, string) (string, *schema.EvalFailure, *schema.EvalFailure) {
+			return ans, unanswered, f
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		lacked      *schema.EvalFailure
+		routes      []route[string]
+		method, ans string
+		detail      string // the failure's, "" for none
+		lackedAfter string // lacked's detail after, where lacked is given
+	}{
+		{"a lacking route is left for the next", nil,
+			[]route[string]{{"a", by("", nil, lacks()), ""}, {"b", by("B", nil, nil), ""}}, "b", "B", "", ""},
+		{"a failure that is not the route's lack stops there", nil,
+			[]route[string]{{"a", by("", nil, busy), ""}, {"b", by("B", nil, nil), ""}}, "a", "", "slow down", ""},
+		{"an unanswered first item is the route's failure", nil,
+			[]route[string]{{"a", by("A", lacks(), nil), ""}, {"b", by("B", nil, nil), ""}}, "b", "B", "", ""},
+		{"the last route's failure says the first's, by the route's name", nil,
+			[]route[string]{{"a", by("", nil, lacks()), ""}, {"b", by("", nil, busy), "bee"}}, "b", "",
+			"slow down; on the bee fallback, taken because of logprobs_missing: no logprobs", ""},
+		{"the lacking routes after a given failure are said in its detail", newFailure(EchoRejected, 400, nil, nil, "no echo"),
+			[]route[string]{{"a", by("", nil, lacks()), ""}, {"b", by("", nil, lacks()), ""}, {"c", by("C", nil, nil), ""}}, "c", "C", "",
+			"no echo; a: logprobs_missing: no logprobs; b: logprobs_missing: no logprobs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rt, ans, f := chooseRoute(context.Background(), "prompt", tc.lacked, tc.routes...)
+			detail := ""
+			if f != nil {
+				detail = f.Detail
+			}
+			if rt.method != tc.method || ans != tc.ans || detail != tc.detail {
+				t.Fatalf("route %s, answer %q, detail %q; want %s, %q, %q", rt.method, ans, detail, tc.method, tc.ans, tc.detail)
+			}
+			if tc.lacked != nil && tc.lacked.Detail != tc.lackedAfter {
+				t.Errorf("lacked's detail %q, want %q", tc.lacked.Detail, tc.lackedAfter)
+			}
+		})
 	}
 }
