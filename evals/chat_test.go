@@ -152,7 +152,7 @@ func TestLongPPLOnTheBuiltinEngineByChatEqualsItsOwnForwardPass(t *testing.T) {
 func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
+	letter := mmluModel(set)
 	chatTop := chatLetterTop(letter, map[string]float64{"The": -1.5, "Answer": -2.5})
 	for _, tc := range []struct {
 		name        string
@@ -393,7 +393,7 @@ func thinking(letter func(string) string) func(f *fakeLM) {
 func TestMMLUOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
+	letter := mmluModel(set)
 	for _, tc := range []struct {
 		name        string
 		personality func(f *fakeLM)

@@ -32,7 +32,7 @@ func mmluTruth(set *MMLUSet, letter func(string) string, none func(prompt string
 func TestMMLUCountsAThinkingModelsUnansweredQuestionAsNoAnswer(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
+	letter := mmluModel(set)
 	hard := firstPrompt(set, 1)
 	short := "A question with four options; B and D look wrong to me. So."
 	f := newFakeLM(t, func(f *fakeLM) {
@@ -59,7 +59,7 @@ func TestMMLUCountsAThinkingModelsUnansweredQuestionAsNoAnswer(t *testing.T) {
 func TestMMLUAsksAQuestionWhoseFirstTokenIsBlankByItsGreedyAnswer(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
+	letter := mmluModel(set)
 	blank := firstPrompt(set, 2)
 	f := newFakeLM(t, func(f *fakeLM) {
 		llamaCppLike(f)
@@ -88,7 +88,7 @@ func TestMMLUAsksAQuestionWhoseFirstTokenIsBlankByItsGreedyAnswer(t *testing.T) 
 func TestMMLUWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
+	letter := mmluModel(set)
 	first := firstPrompt(set, 0)
 	f := newFakeLM(t, func(f *fakeLM) {
 		chatOnlyNoLogprobs(f)
