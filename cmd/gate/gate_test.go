@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/gate"
@@ -36,20 +37,8 @@ func writeReport(t *testing.T, label string, outTput float64, batch int) string 
 }
 
 func execute(t *testing.T, env map[string]string, args ...string) (out, errOut string, code int) {
-	t.Helper()
 	f, o, e := cmdutil.TestFactory(context.Background(), env)
-	cmd := NewCmdGate(f, nil)
-	// As the root command does: errors are printed once, by the caller.
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetArgs(args)
-	cmd.SetOut(o)
-	cmd.SetErr(e)
-	err := cmd.Execute()
-	if err != nil {
-		if msg := cmdutil.Message(err); msg != "" {
-			e.Write([]byte(msg))
-		}
-	}
+	err := cmdtest.Execute(f, NewCmdGate, args...)
 	return o.String(), e.String(), cmdutil.ExitCode(err)
 }
 

@@ -15,22 +15,13 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-func parse(t *testing.T, args ...string) *Options {
-	t.Helper()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdRun(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs(args)
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("%v", err)
-	}
-	return got
-}
+func parse(t *testing.T, args ...string) *Options { return cmdtest.MustParse(t, NewCmdRun, args...) }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
@@ -73,17 +64,8 @@ func TestProgressLineSaysWhereThePhaseIs(t *testing.T) {
 // execute runs `glmbench run ARGS` as the CLI does, and returns its exit code
 // and what it printed on stderr, the error's line included.
 func execute(t *testing.T, ctx context.Context, args ...string) (code int, stderr string) {
-	t.Helper()
 	f, _, errOut := cmdutil.TestFactory(ctx, nil)
-	cmd := NewCmdRun(f, nil)
-	cmd.SetArgs(args)
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err := cmd.ExecuteContext(ctx)
-	if msg := cmdutil.Message(err); err != nil && msg != "" {
-		fmt.Fprintf(errOut, "glmbench: %s\n", msg)
-	}
+	err := cmdtest.Execute(f, NewCmdRun, args...)
 	return cmdutil.ExitCode(err), errOut.String()
 }
 
