@@ -44,14 +44,8 @@ func execute(t *testing.T, env map[string]string, args ...string) (out, errOut s
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdGate(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"--baseline", "b1,b2", "--baseline", "b3", "--current", "c1", "--threshold", "a.b > 1, or not",
-		"--threshold", "*.c < +5%", "--threshold-file", "g.yaml", "--junit", "j.xml"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := cmdtest.MustParse(t, NewCmdGate, "--baseline", "b1,b2", "--baseline", "b3", "--current", "c1", "--threshold", "a.b > 1, or not",
+		"--threshold", "*.c < +5%", "--threshold-file", "g.yaml", "--junit", "j.xml")
 	if strings.Join(got.Baseline, " ") != "b1 b2 b3" || strings.Join(got.Current, " ") != "c1" ||
 		len(got.Thresholds) != 2 || got.Thresholds[0] != "a.b > 1, or not" || got.ThresholdFile != "g.yaml" || got.JUnit != "j.xml" {
 		t.Fatalf("%+v", got)

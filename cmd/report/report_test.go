@@ -46,19 +46,12 @@ func execute(t *testing.T, args ...string) (out, errOut string, code int) {
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdReport(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"a.json", "b/", "--format", "text", "--plots", "p", "--out", "x.md"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := cmdtest.MustParse(t, NewCmdReport, "a.json", "b/", "--format", "text", "--plots", "p", "--out", "x.md")
 	if strings.Join(got.Files, " ") != "a.json b/" || got.Format != "text" || got.Plots != "p" || got.Out != "x.md" {
 		t.Fatalf("%+v", got)
 	}
-	cmd = NewCmdReport(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"a.json"})
-	if err := cmd.Execute(); err != nil || got.Format != "md" || got.Out != "" || got.Plots != "" {
+	got, err := cmdtest.Parse(NewCmdReport, "a.json")
+	if err != nil || got.Format != "md" || got.Out != "" || got.Plots != "" {
 		t.Fatalf("defaults: %+v, %v", got, err)
 	}
 }
