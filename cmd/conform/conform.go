@@ -13,7 +13,6 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/target"
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/conform"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
@@ -23,20 +22,16 @@ import (
 // Options are conform's parsed flags and injected state.
 type Options struct {
 	F *cmdutil.Factory
-
-	Endpoint endpoints.Flags
+	// Common is the endpoint, --connect-timeout, --label and --out.
+	target.Common
 	// Only lists check ids to run (with the checks they need); empty: all.
 	Only []string
 	// ProbeLimits is the size of the burst the rate-limit and
 	// queue-overflow checks send; 0 leaves them out.
 	ProbeLimits int
 
-	Timeout        time.Duration
-	StallTimeout   time.Duration
-	ConnectTimeout time.Duration
-
-	Label string
-	Out   string
+	Timeout      time.Duration
+	StallTimeout time.Duration
 
 	// flags binds the fields above that run and eval share.
 	flags target.Flags
@@ -45,11 +40,11 @@ type Options struct {
 // shared points the flags run, eval and conform share at o's fields. NewCmd
 // calls it; Run calls it for Options built without NewCmd.
 func (o *Options) shared() {
-	if o.flags.ConnectTimeout != nil {
+	if o.flags.Common != nil {
 		return
 	}
 	o.flags = target.Flags{
-		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
+		Common: &o.Common, Section: true,
 		// Tighter than run's, and never off: every check has a time limit,
 		// so that none can hang, and a check's requests are a few tokens
 		// each, so a stream silent for 10 s is already broken (run waits

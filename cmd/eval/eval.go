@@ -13,7 +13,6 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/target"
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
@@ -25,8 +24,9 @@ type Options struct {
 	F *cmdutil.Factory
 
 	// Eval is the positional argument: an eval's name or "all".
-	Eval     string
-	Endpoint endpoints.Flags
+	Eval string
+	// Common is the endpoint, --connect-timeout, --label and --out.
+	target.Common
 	// Datasets are the --dataset values: PATH, or NAME=PATH.
 	Datasets []string
 	// Shots is TriviaQA's --shots file.
@@ -36,11 +36,7 @@ type Options struct {
 	GenTokens   int
 	Concurrency int
 
-	ConnectTimeout time.Duration
 	RequestTimeout time.Duration
-
-	Label string
-	Out   string
 	// ProgressEvery is how often plain progress lines are printed when
 	// stderr is not a terminal.
 	ProgressEvery time.Duration
@@ -52,11 +48,11 @@ type Options struct {
 // shared points the flags run, eval and conform share at o's fields. NewCmd
 // calls it; Run calls it for Options built without NewCmd.
 func (o *Options) shared() {
-	if o.flags.ConnectTimeout != nil {
+	if o.flags.Common != nil {
 		return
 	}
 	o.flags = target.Flags{
-		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
+		Common: &o.Common, Section: true,
 		// 10 min, where run has none: an eval's requests are not streamed,
 		// so no TTFT or stall limit ends a hung one (and eval has no
 		// --stall-timeout); a whole request is the only thing to bound.

@@ -25,8 +25,9 @@ import (
 // Options are run's parsed flags and injected state.
 type Options struct {
 	F *cmdutil.Factory
+	// Common is the endpoint, --connect-timeout, --label and --out.
+	target.Common
 
-	Endpoint    endpoints.Flags
 	Phases      string
 	PhasesGiven bool
 	Custom      []string
@@ -36,7 +37,6 @@ type Options struct {
 	Seed           int64
 
 	PhaseCap       time.Duration
-	ConnectTimeout time.Duration
 	TTFTTimeout    time.Duration
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
@@ -45,8 +45,6 @@ type Options struct {
 	ProbeTimeout time.Duration
 	IgnoreEOS    bool
 
-	Label string
-	Out   string
 	// Baseline, when set, gates this run against those reports after it
 	// (glmbench gate's thresholds and exit code 99).
 	Baseline      []string
@@ -74,11 +72,11 @@ const (
 // shared points the flags run, eval and conform share at o's fields. NewCmd
 // calls it; Run calls it for Options built without NewCmd.
 func (o *Options) shared() {
-	if o.flags.ConnectTimeout != nil {
+	if o.flags.Common != nil {
 		return
 	}
 	o.flags = target.Flags{
-		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out,
+		Common: &o.Common,
 		// No request limit by default: --ttft-timeout and --stall-timeout
 		// end a hung stream, and a long decode may take any time.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
