@@ -24,6 +24,21 @@ type Common struct {
 	ConnectTimeout time.Duration
 	Label          string
 	Out            string
+
+	// flags are the shared flags bound to these fields by Bind.
+	flags Flags
+}
+
+// Bind returns the shared flags bound to c's fields and to the command's
+// limits, Section and Alias as f gives them (f.Common is not read). The
+// first call binds them and later calls return the same flags, so that
+// NewCmd and Run (for Options built without NewCmd) may each call it.
+func (c *Common) Bind(f Flags) *Flags {
+	if c.flags.Common == nil {
+		c.flags = f
+		c.flags.Common = c
+	}
+	return &c.flags
 }
 
 // Flags is the one set of flags that run, eval and conform share: the
@@ -31,9 +46,9 @@ type Common struct {
 // --label and --out, with their help, their validation and the prologue
 // that opens the endpoint and names the report.
 //
-// Each command points the fields at its own Options: Common at the
-// embedded Common (required), each Limit at the command's own field, which
-// so keeps its name (conform's request limit is Options.Timeout, as
+// Each command binds them to its own Options with Common.Bind: Common to
+// the embedded Common, each Limit to the command's own field, which so
+// keeps its name (conform's request limit is Options.Timeout, as
 // conform.Config's). A Limit whose To is nil is a flag the command does
 // not have.
 type Flags struct {
