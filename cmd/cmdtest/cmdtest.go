@@ -45,10 +45,12 @@ func MustParse[O any](t testing.TB, newCmd NewCmd[O], args ...string) *O {
 	return o
 }
 
-// Execute runs newCmd's command with args over f and f.Context as
+// Execute runs newCmd's command with args over f and f.Context much as
 // root.Execute runs it: cobra prints neither the error nor the usage, what
 // cobra does print goes to f's streams, and a failure's message is written
-// once on f's stderr, as "glmbench: MESSAGE\n" (nothing for a silent exit).
+// once on f's stderr, as "glmbench: MESSAGE\n" (nothing for a silent exit;
+// unlike root.Execute, the message is not folded to one line, so a test
+// can tell when it has more than one).
 // It returns the command's error; cmdutil.ExitCode maps it to the exit code.
 func Execute[O any](f *cmdutil.Factory, newCmd NewCmd[O], args ...string) error {
 	cmd := newCmd(f, nil)
