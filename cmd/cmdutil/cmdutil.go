@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/glmbench/glmbench/internal/syncbuf"
 	"io"
 	"os"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/syncbuf"
 )
 
 // Exit codes, as DESIGN.md fixes them. Precedence: 2 > 1 > 99.

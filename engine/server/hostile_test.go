@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"fmt"
-	"github.com/glmbench/glmbench/internal/syncbuf"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/internal/syncbuf"
 )
 
 // okCompletion is a normal request, sent after hostile ones to show the
