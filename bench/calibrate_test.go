@@ -178,16 +178,26 @@ func guard(t *testing.T, start time.Time, limit time.Duration) {
 	}
 }
 
+// wantBadInput fails the test unless err is a bad-input error whose text
+// holds each of parts.
+func wantBadInput(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	ok := badinput.Is(err)
+	for _, p := range parts {
+		ok = ok && strings.Contains(err.Error(), p)
+	}
+	if !ok {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestCalibrationStopsAtAServerThatTruncatesPrompts(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, llamaTruncate, 4096, false)
 	start := time.Now()
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), long)
 	guard(t, start, 15*time.Second)
-	if !badinput.Is(err) || !strings.Contains(err.Error(), "phase long: the endpoint truncates prompts at about 4,0") ||
-		!strings.Contains(err.Error(), "below this phase's 8,192") {
-		t.Fatalf("err = %v", err)
-	}
+	wantBadInput(t, err, "phase long: the endpoint truncates prompts at about 4,0", "below this phase's 8,192")
 	// No prompt was more than about twice what 8,192 tokens need at the
 	// server's 4 bytes per token.
 	requests, biggest := srv.stats()
@@ -206,10 +216,7 @@ func TestCalibrationStopsWhenTheFirstProbeIsAlreadyTruncated(t *testing.T) {
 	// token of the target) is cut at once.
 	srv := newLlama(t, llamaTruncate, 512, false)
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), long)
-	if !badinput.Is(err) || !strings.Contains(err.Error(), "prompt count does not follow the prompt") ||
-		!strings.Contains(err.Error(), "far below this phase's 8,192") {
-		t.Fatalf("err = %v", err)
-	}
+	wantBadInput(t, err, "prompt count does not follow the prompt", "far below this phase's 8,192")
 	if requests, _ := srv.stats(); requests > 2 {
 		t.Errorf("%d probes", requests)
 	}
@@ -219,10 +226,7 @@ func TestCalibrationStopsAtAServerThatRefusesLongPrompts(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, llamaRefuse, 4096, false)
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), long)
-	if !badinput.Is(err) || !strings.Contains(err.Error(), "below this phase's 8,192") ||
-		!strings.Contains(err.Error(), "exceeds the available context size (4096 tokens)") {
-		t.Fatalf("err = %v", err)
-	}
+	wantBadInput(t, err, "below this phase's 8,192", "exceeds the available context size (4096 tokens)")
 	if _, biggest := srv.stats(); biggest > 2*8192*4+1024 {
 		t.Errorf("largest request body %d bytes", biggest)
 	}
@@ -298,10 +302,10 @@ func TestAProbeHasATimeLimitOfItsOwn(t *testing.T) {
 			_, _, err := Prepare(context.Background(), o, long)
 			guard(t, start, 10*time.Second)
 			var pe *ProbeError
-			if !errors.As(err, &pe) || !badinput.Is(err) || !strings.Contains(err.Error(), "phase long: the endpoint") ||
-				!strings.Contains(err.Error(), "calibration probe (max_tokens 1)") {
-				t.Fatalf("err = %v", err)
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want a ProbeError", err)
 			}
+			wantBadInput(t, err, "phase long: the endpoint", "calibration probe (max_tokens 1)")
 			switch {
 			case tc.mode == llamaSilent:
 				if pe.Class != schema.TotalTimeout || pe.Limit != o.ProbeTimeout ||
@@ -331,9 +335,7 @@ func TestTheWholeCalibrationHasABudget(t *testing.T) {
 	start := time.Now()
 	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "a", N: 1, In: 300, Out: 4}, {Name: "b", N: 1, In: 900, Out: 4}, {Name: "c", N: 1, In: 2000, Out: 4}})
 	guard(t, start, 10*time.Second)
-	if !badinput.Is(err) || !strings.Contains(err.Error(), "calibration did not end within its budget of 400ms") {
-		t.Fatalf("err = %v", err)
-	}
+	wantBadInput(t, err, "calibration did not end within its budget of 400ms")
 }
 
 func TestInterruptDuringCalibrationReturnsItsCause(t *testing.T) {

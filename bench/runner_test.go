@@ -17,7 +17,6 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
-	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -466,9 +465,7 @@ func TestCalibrationProblemsAreSaidBeforeLoad(t *testing.T) {
 		srv := endpointstest.New(nil, func(s *endpointstest.Server) { s.PromptTokens = func(string) int { return 30 } })
 		defer srv.Close()
 		_, _, err := Prepare(context.Background(), testOptions(t, srv, "cafe0008"), []Spec{{Name: "x", N: 1, In: 5, Out: 3}})
-		if !badinput.Is(err) || !strings.Contains(err.Error(), "smallest prompt of 30") {
-			t.Fatalf("err = %v", err)
-		}
+		wantBadInput(t, err, "smallest prompt of 30")
 	})
 	t.Run("a probe the endpoint rejects is bad input naming the status", func(t *testing.T) {
 		t.Parallel()
@@ -478,9 +475,10 @@ func TestCalibrationProblemsAreSaidBeforeLoad(t *testing.T) {
 		defer srv.Close()
 		_, _, err := Prepare(context.Background(), testOptions(t, srv, "cafe0009"), []Spec{{Name: "x", N: 1, In: 64, Out: 3}})
 		var pe *ProbeError
-		if !errors.As(err, &pe) || !badinput.Is(err) || !strings.Contains(err.Error(), "HTTP 400: Unsupported param: ignore_eos") {
-			t.Fatalf("err = %v", err)
+		if !errors.As(err, &pe) {
+			t.Fatalf("err = %v, want a ProbeError", err)
 		}
+		wantBadInput(t, err, "HTTP 400: Unsupported param: ignore_eos")
 	})
 	t.Run("the full-length shape is probed too", func(t *testing.T) {
 		t.Parallel()
@@ -492,9 +490,7 @@ func TestCalibrationProblemsAreSaidBeforeLoad(t *testing.T) {
 		})
 		defer srv.Close()
 		_, _, err := Prepare(context.Background(), testOptions(t, srv, "cafe000a"), []Spec{{Name: "x", N: 1, In: 64, Out: 500}})
-		if !badinput.Is(err) || !strings.Contains(err.Error(), "request shape") {
-			t.Fatalf("err = %v", err)
-		}
+		wantBadInput(t, err, "request shape")
 	})
 	t.Run("an endpoint without usage gives a warning, not a failure", func(t *testing.T) {
 		t.Parallel()

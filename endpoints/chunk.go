@@ -266,13 +266,8 @@ func (s *scanner) lit(w string) error {
 // object reads an object, calling field with each key (decoded when it holds
 // escapes) positioned at the value, which field must consume.
 func (s *scanner) object(field func(key []byte) error) error {
-	if s.peek() != '{' {
-		return ErrBadJSON
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return nil
+	if empty, err := s.open('{', '}'); empty || err != nil {
+		return err
 	}
 	for {
 		if s.peek() != '"' {
@@ -293,43 +288,54 @@ func (s *scanner) object(field func(key []byte) error) error {
 		if err := field(key); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return ErrBadJSON
+		if more, err := s.next('}'); !more {
+			return err
 		}
 	}
 }
 
 // array reads an array, calling elem positioned at each element.
 func (s *scanner) array(elem func() error) error {
-	if s.peek() != '[' {
-		return ErrBadJSON
-	}
-	s.i++
-	if s.peek() == ']' {
-		s.i++
-		return nil
+	if empty, err := s.open('[', ']'); empty || err != nil {
+		return err
 	}
 	for {
 		s.ws()
 		if err := elem(); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return ErrBadJSON
+		if more, err := s.next(']'); !more {
+			return err
 		}
 	}
+}
+
+// open consumes the bracket o that opens an object or array and, when the
+// next byte is its closing c, that too: empty reports the container done.
+func (s *scanner) open(o, c byte) (empty bool, err error) {
+	if s.peek() != o {
+		return false, ErrBadJSON
+	}
+	s.i++
+	if s.peek() == c {
+		s.i++
+		return true, nil
+	}
+	return false, nil
+}
+
+// next consumes what follows a member of an object or array: a ',' (more
+// follow) or the closing c (the container is done).
+func (s *scanner) next(c byte) (more bool, err error) {
+	switch s.peek() {
+	case ',':
+		s.i++
+		return true, nil
+	case c:
+		s.i++
+		return false, nil
+	}
+	return false, ErrBadJSON
 }
 
 // str reads a string and returns its raw contents (between the quotes) and

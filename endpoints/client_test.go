@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,9 +134,10 @@ func TestListModelsAndItsErrors(t *testing.T) {
 	}
 }
 
-func TestStreamsReuseKeepAliveConnections(t *testing.T) {
-	t.Parallel()
-	var conns atomic.Int64
+// countingServer starts a fake endpoint that counts the connections it
+// accepts in conns.
+func countingServer(t *testing.T, conns *atomic.Int64) *endpointstest.Server {
+	t.Helper()
 	srv := endpointstest.New(nil, func(s *endpointstest.Server) {
 		s.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {
@@ -145,7 +145,14 @@ func TestStreamsReuseKeepAliveConnections(t *testing.T) {
 			}
 		}
 	})
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestStreamsReuseKeepAliveConnections(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int64
+	srv := countingServer(t, &conns)
 	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL()}, env(nil))
 	c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1}))
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"x-000001 hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`)
@@ -186,33 +193,18 @@ func BenchmarkClientStream(b *testing.B) {
 	const n = 256
 	body := []byte(fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"x-000001 hi"}],"max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, n))
 	res := endpoints.StreamResult{Events: make([]time.Duration, 0, n)}
-	b.ReportAllocs()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	for b.Loop() {
+	// Client and fake server share the process, so allocs/event counts both sides.
+	endpoints.LoopEvents(b, n, func() int {
 		res.Reset()
 		c.StreamChat(context.Background(), body, endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, nil, &res)
-		if len(res.Events) != n {
-			b.Fatalf("%d events", len(res.Events))
-		}
-	}
-	runtime.ReadMemStats(&m1)
-	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "events/s")
-	// Client and fake server share the process, so this counts both sides.
-	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N*n), "allocs/event")
+		return len(res.Events)
+	})
 }
 
 func TestPoolWarmsTheConnectionsABurstUses(t *testing.T) {
 	t.Parallel()
 	var conns atomic.Int64
-	srv := endpointstest.New(nil, func(s *endpointstest.Server) {
-		s.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
-			}
-		}
-	})
-	defer srv.Close()
+	srv := countingServer(t, &conns)
 	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL()}, env(nil))
 	const n = 40
 	pool := endpoints.NewPool(ep, endpoints.TransportOptions{Conns: n, ConnectTimeout: 2 * time.Second})

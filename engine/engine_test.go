@@ -22,14 +22,11 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// start runs a small engine on a free port for one test.
+// start runs a small engine on a free port for one test, tweaked (nil:
+// the test defaults).
 func start(t *testing.T, tweak func(*engine.Options)) *engine.Engine {
 	t.Helper()
-	var opts []enginetest.Option
-	if tweak != nil {
-		opts = append(opts, enginetest.With(tweak))
-	}
-	return enginetest.Start(t, opts...).Engine
+	return enginetest.Start(t, enginetest.With(tweak)).Engine
 }
 
 func client(e *engine.Engine) *openai.Client {

@@ -291,6 +291,56 @@ func withFallback(first, then *schema.EvalFailure, route string) *schema.EvalFai
 	return &f
 }
 
+// asker asks an eval's i-th item (i picks its connection) by its prompt:
+// the answer, or unanswered where the route gave the item no usable answer
+// (a chat answer that is reasoning only, a first token that is reasoning),
+// or f where the request itself failed.
+type asker[T any] func(ctx context.Context, i int, prompt string) (ans T, unanswered, f *schema.EvalFailure)
+
+// route is one way to ask an eval's items: the method its result names, how
+// it asks, and what its fallback is called in a failure's detail ("": the
+// method).
+type route[T any] struct {
+	method string
+	ask    asker[T]
+	name   string
+}
+
+// chooseRoute asks the first item (prompt) by each of routes in turn and
+// returns the first route on which it is answered, with the answer: the
+// item that chooses the route must be answered. A route that lacks what the
+// eval needs (routeLacks) is left for the next; its failure becomes lacked,
+// or is said in lacked's detail where there is one already (lacked: the
+// failure that put the eval on these routes, a copy chooseRoute may add to,
+// or nil). Any other failure, or the last route's, is returned with its
+// route, joined to lacked by withFallback.
+func chooseRoute[T any](ctx context.Context, prompt string, lacked *schema.EvalFailure, routes ...route[T]) (route[T], T, *schema.EvalFailure) {
+	for k, rt := range routes {
+		ans, unanswered, f := rt.ask(ctx, 0, prompt)
+		if f == nil {
+			f = unanswered
+		}
+		switch {
+		case f == nil:
+			return rt, ans, nil
+		case !routeLacks(f) || k == len(routes)-1:
+			if lacked != nil {
+				name := rt.name
+				if name == "" {
+					name = rt.method
+				}
+				f = withFallback(lacked, f, name)
+			}
+			return rt, ans, f
+		case lacked == nil:
+			lacked = f
+		default:
+			lacked.Detail = joinDetail(lacked.Detail, fmt.Sprintf("%s: %s: %s", rt.method, f.Kind, f.Detail))
+		}
+	}
+	panic("unreachable: the last route always returns")
+}
+
 func joinDetail(a, b string) string {
 	switch {
 	case a == "":

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine/tokenizer"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // The personalities of this file, each as a real server behaves:
@@ -51,9 +53,7 @@ func TestLongPPLTakesTheChatRouteWhereCompletionsLacksLogprobs(t *testing.T) {
 				tc.personality(f)
 				f.generate = func(string) string { return gen }
 			})
-			r := f.runner(Config{GenTokens: len(gen), Limit: 3, Concurrency: 2})
-			defer r.Close()
-			res := LongPPL(context.Background(), r, SampleDocs())
+			res := f.run("long-ppl", Config{GenTokens: len(gen), Limit: 3, Concurrency: 2}, SampleDocs())
 			if res.Status != StatusOK || res.Method != MethodChatLogprobs || res.N != 3 || res.Metrics["tokens"] != 1200 ||
 				math.Abs(res.Metrics["ppl"]-math.Exp(mean)) > 1e-9 || math.Abs(res.Metrics["worst_seg"]-math.Exp(mean)) > 1e-9 {
 				t.Fatalf("%+v, want ppl %v by %s", res, math.Exp(mean), MethodChatLogprobs)
@@ -68,9 +68,7 @@ func TestLongPPLTakesTheChatRouteWhereCompletionsLacksLogprobs(t *testing.T) {
 func TestLongPPLWithoutLogprobsOnAnyRouteIsUnsupported(t *testing.T) {
 	t.Parallel()
 	f := newFakeLM(t, chatOnlyNoLogprobs)
-	r := f.runner(Config{GenTokens: 8, Limit: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := f.run("long-ppl", Config{GenTokens: 8, Limit: 2}, SampleDocs())
 	// The 404 says only that /v1/completions is absent; the chat answer
 	// without logprobs says why there is no score.
 	if res.Status != StatusUnsupported || res.Metrics != nil || res.Method != MethodChatLogprobs ||
@@ -94,9 +92,7 @@ func TestAFallbackThatFailsSaysBothRoutes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, func(f *fakeLM) { llamaCppLike(f); f.chatStatus = tc.status })
-			r := f.runner(Config{GenTokens: 4, Limit: 1})
-			defer r.Close()
-			res := LongPPL(context.Background(), r, SampleDocs())
+			res := f.run("long-ppl", Config{GenTokens: 4, Limit: 1}, SampleDocs())
 			if got := res.Status + " " + string(KindOf(res.Failure)); got != tc.want || !strings.Contains(res.Failure.Detail, "chat says no") ||
 				!strings.Contains(res.Failure.Detail, "logprobs is null") {
 				t.Fatalf("%s, want %s; detail %q", got, tc.want, res.Failure.Detail)
@@ -112,9 +108,7 @@ func TestLongPPLStaysOnCompletionsOnA429(t *testing.T) {
 		f.chat = true
 		f.completionsStatus, f.completionsBody = 429, `{"error":{"message":"slow down"}}`
 	})
-	r := f.runner(Config{GenTokens: 2, Limit: 1})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := f.run("long-ppl", Config{GenTokens: 2, Limit: 1}, SampleDocs())
 	if res.Status != StatusFailed || res.Method != MethodGenerate || KindOf(res.Failure) != HTTPError || f.count("chat") != 0 {
 		t.Fatalf("%+v, %d chat requests", res, f.count("chat"))
 	}
@@ -124,9 +118,7 @@ func TestLongPPLOnTheBuiltinEngineByChatEqualsItsOwnForwardPass(t *testing.T) {
 	t.Parallel()
 	b := startBuiltin(t)
 	p := newChatOnlyProxy(t, b.Endpoint.BaseURL)
-	r := NewRunner(Config{Endpoint: p.endpoint(b.Endpoint.Model), GenTokens: 24, Limit: 2, Concurrency: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := runEval("long-ppl", Config{Endpoint: p.endpoint(b.Endpoint.Model), GenTokens: 24, Limit: 2, Concurrency: 2}, SampleDocs())
 	if res.Status != StatusOK || res.Method != MethodChatLogprobs || res.N != 2 || res.Metrics["tokens"] != 48 {
 		t.Fatalf("%+v", res)
 	}
@@ -160,20 +152,8 @@ func TestLongPPLOnTheBuiltinEngineByChatEqualsItsOwnForwardPass(t *testing.T) {
 func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
-	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
-		NoAnswerMetric: 0}
-	// A chat answer's first token is the bare letter ("B", no space: it
-	// starts the assistant turn), among other likely first tokens.
-	chatTop := func(prompt string) map[string]float64 {
-		top := map[string]float64{"The": -1.5, "Answer": -2.5}
-		for _, l := range Letters {
-			top[l] = -3
-		}
-		top[letter(strings.TrimSuffix(prompt, "\nAnswer:"))] = -0.2
-		return top
-	}
+	letter := mmluModel(set)
+	chatTop := chatLetterTop(letter, map[string]float64{"The": -1.5, "Answer": -2.5})
 	for _, tc := range []struct {
 		name        string
 		personality func(f *fakeLM)
@@ -192,13 +172,11 @@ func TestMMLUFallsBackThroughTheChatRoute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, tc.personality)
-			r := f.runner(Config{Concurrency: 4})
-			defer r.Close()
-			res := MMLU(context.Background(), r, set)
+			res := f.run("mmlu", Config{Concurrency: 4}, set)
 			if res.Status != StatusOK || res.Method != tc.method || res.N != 16 || KindOf(res.Failure) != tc.kind {
 				t.Fatalf("%+v, want method %s keeping the %s", res, tc.method, tc.kind)
 			}
-			sameMetrics(t, res.Metrics, want)
+			sameMetrics(t, res.Metrics, mmluModelMetrics)
 		})
 	}
 }
@@ -209,9 +187,7 @@ func TestMMLUWithNoLetterInAnyGreedyAnswerHasNoScore(t *testing.T) {
 		chatOnlyNoLogprobs(f)
 		f.generate = func(string) string { return "I would rather not say." }
 	})
-	r := f.runner(Config{Limit: 1})
-	defer r.Close()
-	res := MMLU(context.Background(), r, SampleMMLU())
+	res := f.run("mmlu", Config{Limit: 1}, SampleMMLU())
 	if res.Status != StatusUnsupported || res.Metrics != nil || res.Method != MethodChatGreedy ||
 		KindOf(res.Failure) != CompletionsMissing || !strings.Contains(res.Failure.Detail, "no answer letter in the greedy chat answer") {
 		t.Fatalf("%+v", res)
@@ -244,9 +220,7 @@ func TestPPLHasNoChatFallbackAndSaysSo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, tc.personality)
-			r := f.runner(Config{})
-			defer r.Close()
-			res := PPL(context.Background(), r, SampleDocs())
+			res := f.run("ppl", Config{}, SampleDocs())
 			if res.Status != StatusUnsupported || res.Metrics != nil || KindOf(res.Failure) != tc.kind ||
 				!strings.Contains(res.Failure.Detail, "logprobs of generated tokens only") {
 				t.Fatalf("%+v", res)
@@ -272,18 +246,9 @@ func TestA404ToEchoIsCompletionsMissingOnlyWhereChatAnswers(t *testing.T) {
 func TestTriviaQAAsksThroughChatOnAChatOnlyProvider(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
-	answers := map[string]string{}
-	right := 0
-	for i, it := range set.Items[TriviaShots:] {
-		answers[it.Question] = "I do not know"
-		if i%2 == 0 {
-			answers[it.Question], right = it.Aliases[0], right+1
-		}
-	}
+	answers, right := triviaAnswers(set.Items[TriviaShots:], 2)
 	f := newFakeLM(t, func(f *fakeLM) { chatOnlyLike(f); f.generate = triviaModel(answers) })
-	r := f.runner(Config{Concurrency: 4})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4}, set)
 	n := len(set.Items) - TriviaShots
 	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
 		t.Fatalf("%+v, want %d of %d by %s", res, right, n, MethodChatGenerate)
@@ -390,6 +355,21 @@ func (p *chatOnlyProxy) answers() []chatRecord {
 	return p.rec
 }
 
+// chatLetterTop is the top_logprobs of a chat answer's first token: the
+// bare letters ("B", no space: it starts the assistant turn) at -3, the one
+// letter prefers for the prompt at -0.2, and others (other likely first
+// tokens).
+func chatLetterTop(letter func(string) string, others map[string]float64) func(prompt string) map[string]float64 {
+	return func(prompt string) map[string]float64 {
+		top := maps.Clone(others)
+		for _, l := range Letters {
+			top[l] = -3
+		}
+		top[letter(strings.TrimSuffix(prompt, "\nAnswer:"))] = -0.2
+		return top
+	}
+}
+
 // thinking makes the fake chat model a thinking model (as Qwen3 or R1 on
 // vLLM or llama.cpp with a reasoning parser): its answer opens with 60 bytes
 // of reasoning that start with the article "A" and name letters on their
@@ -405,32 +385,48 @@ func thinking(letter func(string) string) func(f *fakeLM) {
 	}
 }
 
+// MMLU on a thinking model reads the answer's content, never the
+// reasoning's letters, whether the server splits the reasoning out into
+// reasoning_content or leaves it in content as "<think>…</think>\n\nThe
+// answer is X." (llama.cpp with --reasoning-format none, a pass-through
+// gateway): there the answer after the block is read.
 func TestMMLUOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
-	// The truth: the letter each content names, the fake's preferred one.
-	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
-		NoAnswerMetric: 0}
+	letter := mmluModel(set)
 	for _, tc := range []struct {
 		name        string
 		personality func(f *fakeLM)
+		inContent   bool   // the reasoning left in content as <think>…</think>
+		detail      string // in the failure kept, where set
 	}{
 		// The first token's top_logprobs are the reasoning's ("A"): not read.
-		{"llama.cpp with chat logprobs", func(f *fakeLM) { llamaCppLike(f); thinking(letter)(f) }},
-		{"a chat-only provider without logprobs", func(f *fakeLM) { chatOnlyNoLogprobs(f); thinking(letter)(f) }},
+		{"llama.cpp with chat logprobs", llamaCppLike, false, ""},
+		{"a chat-only provider without logprobs", chatOnlyNoLogprobs, false, ""},
+		// On llama.cpp the first token is "<think>", reasoning, so
+		// chat-top-logprobs is not the route.
+		{"llama.cpp with chat logprobs, the block left in content", llamaCppLike, true, "first token is reasoning"},
+		{"a chat-only gateway without logprobs, the block left in content", chatOnlyNoLogprobs, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeLM(t, tc.personality)
-			r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
-			defer r.Close()
-			res := MMLU(context.Background(), r, set)
+			f := newFakeLM(t, func(f *fakeLM) {
+				tc.personality(f)
+				thinking(letter)(f)
+				if tc.inContent {
+					gen := f.generate
+					f.generate = func(p string) string { return "\n\n" + gen(p) }
+					f.thinkInContent = true
+				}
+			})
+			res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 			if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 {
 				t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatGreedy)
 			}
-			sameMetrics(t, res.Metrics, want)
+			sameMetrics(t, res.Metrics, mmluModelMetrics)
+			if tc.detail != "" && !strings.Contains(res.Failure.Detail, tc.detail) {
+				t.Errorf("detail %q: chat-top-logprobs should have seen the reasoning", res.Failure.Detail)
+			}
 			// 16 tokens hold reasoning only: the first question is asked
 			// again with room, every later one with room at once.
 			if got := f.count("chat"); got > 16+3 {
@@ -447,9 +443,7 @@ func TestMMLUOnAThinkingModelThatNeverAnswersHasNoScore(t *testing.T) {
 		f.reasoning = func(string) string { return "A long thought, B then C, " + strings.Repeat("hmm ", 100) }
 		f.generate = func(string) string { return "A" }
 	})
-	r := f.runner(Config{Limit: 1, ReasoningTokens: 64})
-	defer r.Close()
-	res := MMLU(context.Background(), r, SampleMMLU())
+	res := f.run("mmlu", Config{Limit: 1, ReasoningTokens: 64}, SampleMMLU())
 	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
 		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "max_tokens 64") {
 		t.Fatalf("%+v %+v, want failed: reasoning only within 64 tokens", res, res.Failure)
@@ -467,8 +461,7 @@ func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
 	const budget = 48
 	b := startBuiltin(t)
 	set := SampleMMLU()
-	sub := set.Subjects[0]
-	req, _ := json.Marshal(chatRequest(b.Endpoint.Model, MMLUPrompt(sub.Name, sub.Shots, sub.Test[0]), map[string]any{"max_tokens": budget, "temperature": 0}))
+	req, _ := json.Marshal(chatRequest(b.Endpoint.Model, firstPrompt(set, 0), map[string]any{"max_tokens": budget, "temperature": 0}))
 	resp, err := endpoints.NewClient(b.Endpoint, endpoints.NewTransport(endpoints.TransportOptions{})).Post(context.Background(), "/chat/completions", req)
 	if err != nil || resp.Status != http.StatusOK {
 		t.Fatalf("%v %+v", err, resp)
@@ -482,9 +475,7 @@ func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
 	}
 
 	p := newChatOnlyProxy(t, b.Endpoint.BaseURL)
-	r := NewRunner(Config{Endpoint: p.endpoint(b.Endpoint.Model), Limit: 1, Concurrency: 2, ReasoningTokens: budget})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := runEval("mmlu", Config{Endpoint: p.endpoint(b.Endpoint.Model), Limit: 1, Concurrency: 2, ReasoningTokens: budget}, set)
 	if res.Status != StatusFailed || res.Metrics != nil || res.Method != MethodChatGreedy || KindOf(res.Failure) != BadResponse ||
 		!strings.Contains(res.Failure.Detail, "reasoning only") || !strings.Contains(res.Failure.Detail, "chat-top-logprobs: logprobs_missing") {
 		t.Fatalf("%+v %+v, want failed: reasoning only, after chat-top-logprobs saw reasoning", res, res.Failure)
@@ -498,24 +489,62 @@ func TestMMLUOnTheBuiltinThinkingEngineScoresNoReasoning(t *testing.T) {
 func TestTriviaQAOnAThinkingModelReadsTheAnswerNotTheReasoning(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
-	answers := map[string]string{}
-	right := 0
-	for i, it := range set.Items[TriviaShots:] {
-		answers[it.Question] = "I do not know"
-		if i%3 == 0 {
-			answers[it.Question], right = it.Aliases[0], right+1
-		}
-	}
+	answers, right := triviaAnswers(set.Items[TriviaShots:], 3)
 	f := newFakeLM(t, func(f *fakeLM) {
 		chatOnlyLike(f)
 		f.generate = triviaModel(answers)
 		f.reasoning = func(string) string { return "Maybe London.\nNo, let me think again.\n" }
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 512})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 512}, set)
 	n := len(set.Items) - TriviaShots
 	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
 		t.Fatalf("%+v %+v, want %d of %d by %s", res, res.Failure, right, n, MethodChatGenerate)
+	}
+}
+
+func TestChooseRouteTakesTheFirstRouteThatAnswersTheFirstItem(t *testing.T) {
+	t.Parallel()
+	lacks := func() *schema.EvalFailure { return newFailure(LogprobsMissing, 200, nil, nil, "no logprobs") }
+	busy := newFailure(HTTPError, 429, nil, nil, "slow down")
+	by := func(ans string, unanswered, f *schema.EvalFailure) asker[string] {
+		return func(context.Context, int, string) (string, *schema.EvalFailure, *schema.EvalFailure) {
+			return ans, unanswered, f
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		lacked      *schema.EvalFailure
+		routes      []route[string]
+		method, ans string
+		detail      string // the failure's, "" for none
+		lackedAfter string // lacked's detail after, where lacked is given
+	}{
+		{"a lacking route is left for the next", nil,
+			[]route[string]{{"a", by("", nil, lacks()), ""}, {"b", by("B", nil, nil), ""}}, "b", "B", "", ""},
+		{"a failure that is not the route's lack stops there", nil,
+			[]route[string]{{"a", by("", nil, busy), ""}, {"b", by("B", nil, nil), ""}}, "a", "", "slow down", ""},
+		{"an unanswered first item is the route's failure", nil,
+			[]route[string]{{"a", by("A", lacks(), nil), ""}, {"b", by("B", nil, nil), ""}}, "b", "B", "", ""},
+		{"the last route's failure says the first's, by the route's name", nil,
+			[]route[string]{{"a", by("", nil, lacks()), ""}, {"b", by("", nil, busy), "bee"}}, "b", "",
+			"slow down; on the bee fallback, taken because of logprobs_missing: no logprobs", ""},
+		{"the lacking routes after a given failure are said in its detail", newFailure(EchoRejected, 400, nil, nil, "no echo"),
+			[]route[string]{{"a", by("", nil, lacks()), ""}, {"b", by("", nil, lacks()), ""}, {"c", by("C", nil, nil), ""}}, "c", "C", "",
+			"no echo; a: logprobs_missing: no logprobs; b: logprobs_missing: no logprobs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rt, ans, f := chooseRoute(context.Background(), "prompt", tc.lacked, tc.routes...)
+			detail := ""
+			if f != nil {
+				detail = f.Detail
+			}
+			if rt.method != tc.method || ans != tc.ans || detail != tc.detail {
+				t.Fatalf("route %s, answer %q, detail %q; want %s, %q, %q", rt.method, ans, detail, tc.method, tc.ans, tc.detail)
+			}
+			if tc.lacked != nil && tc.lacked.Detail != tc.lackedAfter {
+				t.Errorf("lacked's detail %q, want %q", tc.lacked.Detail, tc.lackedAfter)
+			}
+		})
 	}
 }

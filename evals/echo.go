@@ -249,48 +249,58 @@ func (s sender) echo(ctx context.Context, model string, req map[string]any) (*Ec
 // classifyEchoStatus classes an echo request's error status: a 4xx is
 // EchoRejected (except the "not now" ones, HTTPError); a 5xx is
 // EchoServerError when a plain generation (no echo, no logprobs) to the
-// same endpoint succeeds, else HTTPError.
+// same endpoint succeeds, else HTTPError. A 404 or 405 is
+// CompletionsMissing when a one-token chat request to the same model
+// answers 200 (a chat-only endpoint); otherwise the 404 is about the model
+// or the base URL (HTTPError).
 func (s sender) classifyEchoStatus(ctx context.Context, model string, resp *endpoints.Response, req map[string]any) *schema.EvalFailure {
 	msg := s.statusLine(resp)
 	switch {
 	case endpoints.NotThisRequest(resp.Status) || resp.Status < 400: // not an echo failure
 		return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
 	case resp.Status == http.StatusNotFound || resp.Status == http.StatusMethodNotAllowed:
-		return s.classifyMissingRoute(ctx, model, resp, req, msg)
+		return s.classifyBy(ctx, crossCheck{
+			path: "/chat/completions", body: chatRequest(model, ProbeText, map[string]any{"max_tokens": 1, "temperature": 0}),
+			kind: CompletionsMissing, what: "a chat request",
+			works:  "; /v1/chat/completions answers: a chat-only endpoint, which gives no prompt logprobs",
+			failed: "; a chat request to the same model failed too (HTTP %d): check the base URL and the model",
+		}, resp, req, msg)
 	case resp.Status < 500:
 		return newFailure(EchoRejected, resp.Status, resp.Body, shape(req), msg)
 	}
-	plain := map[string]any{"model": model, "prompt": ProbeText, "max_tokens": 1, "temperature": 0}
-	pr, f := s.post(ctx, "/completions", plain)
-	switch {
-	case f != nil && KindOf(f) == Interrupted:
-		return f
-	case f != nil:
-		msg += "; a plain generation got no answer either"
-	case pr.Status == http.StatusOK:
-		return newFailure(EchoServerError, resp.Status, resp.Body, shape(req), msg+"; a plain generation to the same endpoint works")
-	default:
-		msg += fmt.Sprintf("; a plain generation failed too (HTTP %d)", pr.Status)
-	}
-	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
+	return s.classifyBy(ctx, crossCheck{
+		path: "/completions", body: map[string]any{"model": model, "prompt": ProbeText, "max_tokens": 1, "temperature": 0},
+		kind: EchoServerError, what: "a plain generation",
+		works:  "; a plain generation to the same endpoint works",
+		failed: "; a plain generation failed too (HTTP %d)",
+	}, resp, req, msg)
 }
 
-// classifyMissingRoute classes a 404 or 405 to an echo request: when a
-// one-token chat request to the same model answers 200, /v1/completions is
-// missing (CompletionsMissing: a chat-only endpoint); otherwise the 404 is
-// about the model or the base URL (HTTPError).
-func (s sender) classifyMissingRoute(ctx context.Context, model string, resp *endpoints.Response, req map[string]any, msg string) *schema.EvalFailure {
-	cr, f := s.post(ctx, "/chat/completions", chatRequest(model, ProbeText, map[string]any{"max_tokens": 1, "temperature": 0}))
+// crossCheck is a request to the same endpoint that tells what a failed
+// echo request means: when it answers 200, the echo failure is kind.
+type crossCheck struct {
+	path string
+	body map[string]any
+	kind Kind
+	// what names the request in the detail; works is said when it answers
+	// 200, failed (its status for the %d) when it answers another.
+	what, works, failed string
+}
+
+// classifyBy classes a failed echo request (resp to req, msg its status
+// line) by c: c.kind when c's request answers 200, else HTTPError, the
+// detail saying what c's request got. An interrupt is returned as it is.
+func (s sender) classifyBy(ctx context.Context, c crossCheck, resp *endpoints.Response, req map[string]any, msg string) *schema.EvalFailure {
+	cr, f := s.post(ctx, c.path, c.body)
 	switch {
 	case f != nil && KindOf(f) == Interrupted:
 		return f
 	case f != nil:
-		msg += "; a chat request got no answer either"
+		msg += "; " + c.what + " got no answer either"
 	case cr.Status == http.StatusOK:
-		return newFailure(CompletionsMissing, resp.Status, resp.Body, shape(req),
-			msg+"; /v1/chat/completions answers: a chat-only endpoint, which gives no prompt logprobs")
+		return newFailure(c.kind, resp.Status, resp.Body, shape(req), msg+c.works)
 	default:
-		msg += fmt.Sprintf("; a chat request to the same model failed too (HTTP %d): check the base URL and the model", cr.Status)
+		msg += fmt.Sprintf(c.failed, cr.Status)
 	}
 	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
 }

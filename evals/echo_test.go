@@ -27,6 +27,15 @@ func setLogprobs(ans map[string]any, v func(i int) any) {
 	}
 }
 
+// setLists replaces each of the four lists of a fake echo answer's
+// logprobs (tokens, token_logprobs, top_logprobs, text_offset) with v(list).
+func setLists(ans map[string]any, v func(l []any) []any) {
+	lp := choiceLogprobs(ans)
+	for _, k := range []string{"tokens", "token_logprobs", "top_logprobs", "text_offset"} {
+		lp[k] = v(lp[k].([]any))
+	}
+}
+
 const hostedEcho500 = `{"error":{"message":"ValidationError.__new__() missing 1 required positional argument: 'line_errors'","type":"InternalServerError","code":500}}`
 
 func TestEachEchoFailureGetsItsKind(t *testing.T) {
@@ -55,11 +64,7 @@ func TestEachEchoFailureGetsItsKind(t *testing.T) {
 		}, HTTPError, 429, "slow down"},
 		{"logprobs for the generated token only are echo_ignored", func(f *fakeLM) {
 			f.mutate = func(ans map[string]any, _ []any) {
-				lp := choiceLogprobs(ans)
-				for _, k := range []string{"tokens", "token_logprobs", "top_logprobs", "text_offset"} {
-					l := lp[k].([]any)
-					lp[k] = l[len(l)-1:]
-				}
+				setLists(ans, func(l []any) []any { return l[len(l)-1:] })
 				ans["choices"].([]any)[0].(map[string]any)["text"] = "x"
 			}
 		}, EchoIgnored, 200, ""},
@@ -68,11 +73,7 @@ func TestEachEchoFailureGetsItsKind(t *testing.T) {
 		}, LogprobsMissing, 200, ""},
 		{"one entry more than prompt and generation is echo_misaligned", func(f *fakeLM) {
 			f.mutate = func(ans map[string]any, _ []any) {
-				lp := choiceLogprobs(ans)
-				for _, k := range []string{"tokens", "token_logprobs", "top_logprobs", "text_offset"} {
-					l := lp[k].([]any)
-					lp[k] = append(l, l[len(l)-1])
-				}
+				setLists(ans, func(l []any) []any { return append(l, l[len(l)-1]) })
 			}
 		}, EchoMisaligned, 200, ""},
 		{"usage.prompt_tokens off by one is echo_misaligned", func(f *fakeLM) {
@@ -132,9 +133,7 @@ func TestEachEchoFailureGetsItsKind(t *testing.T) {
 			}
 
 			// No eval that needs echo scores on such an endpoint.
-			r := f.runner(Config{Window: 64})
-			defer r.Close()
-			res := PPL(context.Background(), r, SampleDocs())
+			res := f.run("ppl", Config{Window: 64}, SampleDocs())
 			wantStatus := StatusFailed
 			if tc.kind.Unsupported() {
 				wantStatus = StatusUnsupported

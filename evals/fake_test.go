@@ -1,6 +1,7 @@
 package evals
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // fakeLM is an OpenAI-compatible /v1/completions server with a byte-level
@@ -116,6 +118,25 @@ func (f *fakeLM) client() *endpoints.Client {
 func (f *fakeLM) runner(cfg Config) *Runner {
 	cfg.Endpoint = f.endpoint()
 	return NewRunner(cfg)
+}
+
+// run runs the eval named name over data (TriviaQA with its shots from
+// data) on a runner for the fake with cfg.
+func (f *fakeLM) run(name string, cfg Config, data Data) schema.EvalResult {
+	cfg.Endpoint = f.endpoint()
+	return runEval(name, cfg, data)
+}
+
+// runEval runs the eval named name over data on a runner with cfg, closed
+// after.
+func runEval(name string, cfg Config, data Data) schema.EvalResult {
+	e, ok := Lookup(name)
+	if !ok {
+		panic("no eval " + name)
+	}
+	r := NewRunner(cfg)
+	defer r.Close()
+	return e.Run(context.Background(), r, Input{Data: data})
 }
 
 func (f *fakeLM) count(k string) int {

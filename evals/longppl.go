@@ -125,13 +125,13 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 		}
 		return g
 	}
-	byCompletions := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
-		req := map[string]any{"model": r.model, "prompt": LongPrompt(list[i].Text), "logprobs": 1, "seed": longSeed + i}
+	byCompletions := func(ctx context.Context, i int, prompt string) ([]float64, *schema.EvalFailure) {
+		req := map[string]any{"model": r.model, "prompt": prompt, "logprobs": 1, "seed": longSeed + i}
 		maps.Copy(req, gen())
 		return generatedNLL(ctx, r.sender(i), req, untilEOS)
 	}
-	byChat := func(ctx context.Context, i int) ([]float64, *schema.EvalFailure) {
-		req := chatRequest(r.model, LongPrompt(list[i].Text), gen())
+	byChat := func(ctx context.Context, i int, prompt string) ([]float64, *schema.EvalFailure) {
+		req := chatRequest(r.model, prompt, gen())
 		// top_logprobs 1, not absent: llama.cpp would compute and send its
 		// default 20 per token (megabytes for 2,048 tokens), and not 0: it
 		// reads n_probs 0 as "no logprobs at all".
@@ -140,24 +140,23 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	}
 	nlls := make([][]float64, len(list))
 	r.cfg.Progress.begin(name, len(list))
-	// The first prompt finds the route.
-	firstTry := func(by func(context.Context, int) ([]float64, *schema.EvalFailure)) ([]float64, *schema.EvalFailure) {
-		nll, f := by(ctx, 0)
-		if !untilEOS && refusesIgnoreEOS(f) {
-			untilEOS = true
-			nll, f = by(ctx, 0)
-		}
-		return nll, f
-	}
-	method, gen1 := MethodGenerate, byCompletions
-	nll, f := firstTry(byCompletions)
-	if routeLacks(f) {
-		first := f
-		method, gen1 = MethodChatLogprobs, byChat
-		if nll, f = firstTry(byChat); f != nil {
-			f = withFallback(first, f, "chat logprobs")
+	// asking makes a route's asker of by. The first prompt finds the route
+	// and whether it takes ignore_eos: where it refuses it, the first
+	// prompt is sent again without (untilEOS), and so is every other.
+	asking := func(by func(context.Context, int, string) ([]float64, *schema.EvalFailure)) asker[[]float64] {
+		return func(ctx context.Context, i int, prompt string) ([]float64, *schema.EvalFailure, *schema.EvalFailure) {
+			nll, f := by(ctx, i, prompt)
+			if i == 0 && !untilEOS && refusesIgnoreEOS(f) {
+				untilEOS = true
+				nll, f = by(ctx, i, prompt)
+			}
+			return nll, nil, f
 		}
 	}
+	rt, nll, f := chooseRoute(ctx, LongPrompt(list[0].Text), nil,
+		route[[]float64]{method: MethodGenerate, ask: asking(byCompletions)},
+		route[[]float64]{method: MethodChatLogprobs, ask: asking(byChat), name: "chat logprobs"})
+	method := rt.method
 	if untilEOS {
 		method += UntilEOS
 	}
@@ -167,7 +166,7 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	}
 	nlls[0] = nll
 	f = r.forEach(ctx, len(list)-1, func(ctx context.Context, i int) *schema.EvalFailure {
-		nll, f := gen1(ctx, i+1)
+		nll, _, f := rt.ask(ctx, i+1, LongPrompt(list[i+1].Text))
 		nlls[i+1] = nll
 		return f
 	})

@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -52,9 +51,7 @@ func TestSegmentsAre256TokensWithShortTailsJoined(t *testing.T) {
 func TestLongPPLOnTheBuiltinEngine(t *testing.T) {
 	t.Parallel()
 	b := startBuiltin(t)
-	r := NewRunner(Config{Endpoint: b.Endpoint, GenTokens: 64, Limit: 2, Concurrency: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := runEval("long-ppl", Config{Endpoint: b.Endpoint, GenTokens: 64, Limit: 2, Concurrency: 2}, SampleDocs())
 	if res.Status != StatusOK || res.N != 2 || res.Metrics["tokens"] != 128 {
 		t.Fatalf("%+v", res)
 	}
@@ -68,9 +65,7 @@ func TestLongPPLFromTheGeneratedLogprobs(t *testing.T) {
 	t.Parallel()
 	gen := strings.Repeat("ab", 200) // 400 tokens: segments of 256 and 144
 	f := newFakeLM(t, func(f *fakeLM) { f.generate = func(string) string { return gen } })
-	r := f.runner(Config{GenTokens: len(gen), Limit: 3})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := f.run("long-ppl", Config{GenTokens: len(gen), Limit: 3}, SampleDocs())
 	mean := -(byteLP('a') + byteLP('b')) / 2
 	if res.Status != StatusOK || res.N != 3 || res.Metrics["tokens"] != 1200 ||
 		math.Abs(res.Metrics["ppl"]-math.Exp(mean)) > 1e-9 || math.Abs(res.Metrics["worst_seg"]-math.Exp(mean)) > 1e-9 {
@@ -78,9 +73,7 @@ func TestLongPPLFromTheGeneratedLogprobs(t *testing.T) {
 	}
 	// No logprobs: no score.
 	g := newFakeLM(t, func(f *fakeLM) { f.noLogprobs = true })
-	r2 := g.runner(Config{GenTokens: 8, Limit: 1})
-	defer r2.Close()
-	if res := LongPPL(context.Background(), r2, SampleDocs()); res.Status != StatusUnsupported || KindOf(res.Failure) != LogprobsMissing {
+	if res := g.run("long-ppl", Config{GenTokens: 8, Limit: 1}, SampleDocs()); res.Status != StatusUnsupported || KindOf(res.Failure) != LogprobsMissing {
 		t.Fatalf("%+v", res)
 	}
 }
@@ -105,9 +98,7 @@ func TestLongPPLOnTheOpenAIAPIGeneratesWithoutIgnoreEOSAndSaysSo(t *testing.T) {
 	t.Parallel()
 	const eosAfter, gen, prompts = 5, 24, 3
 	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{EOSAfter: eosAfter})
-	r := NewRunner(Config{Endpoint: &endpoints.Endpoint{BaseURL: p.BaseURL(), Model: p.Opts.Model}, GenTokens: gen, Limit: prompts, Concurrency: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := runEval("long-ppl", Config{Endpoint: &endpoints.Endpoint{BaseURL: p.BaseURL(), Model: p.Opts.Model}, GenTokens: gen, Limit: prompts, Concurrency: 2}, SampleDocs())
 	if res.Status != StatusOK || res.Method != MethodChatLogprobs+UntilEOS || res.N != prompts || res.Failure != nil {
 		t.Fatalf("%+v %+v, want ok by %s", res, res.Failure, MethodChatLogprobs+UntilEOS)
 	}
@@ -126,9 +117,7 @@ func TestLongPPLOnTheOpenAIAPIGeneratesWithoutIgnoreEOSAndSaysSo(t *testing.T) {
 func TestLongPPLKeepsIgnoreEOSWhereTheRouteTakesIt(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{EOSAfter: 5})
-	r := NewRunner(Config{Endpoint: &endpoints.Endpoint{BaseURL: p.BaseURL(), Model: p.Opts.Model}, GenTokens: 24, Limit: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := runEval("long-ppl", Config{Endpoint: &endpoints.Endpoint{BaseURL: p.BaseURL(), Model: p.Opts.Model}, GenTokens: 24, Limit: 2}, SampleDocs())
 	if res.Status != StatusOK || res.Method != MethodGenerate || res.Metrics["tokens"] != 48 {
 		t.Fatalf("%+v %+v, want ok by %s over 48 tokens", res, res.Failure, MethodGenerate)
 	}
@@ -148,9 +137,7 @@ func TestLongPPLUntilEOSScoresShortAndEmptyGenerationsAsTheyCame(t *testing.T) {
 		f.refuseIgnoreEOS = true
 		f.generate = func(p string) string { return gens[p] }
 	})
-	r := f.runner(Config{GenTokens: 400, Limit: 3, Concurrency: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, docs)
+	res := f.run("long-ppl", Config{GenTokens: 400, Limit: 3, Concurrency: 2}, docs)
 	// The truth: ppl over the 303 tokens scored; worst_seg is the long
 	// generation's one segment (256 and a tail of 44 joined).
 	nll := 150*-(byteLP('a')+byteLP('b')) + 3*-byteLP('c')
@@ -166,9 +153,7 @@ func TestLongPPLUntilEOSScoresShortAndEmptyGenerationsAsTheyCame(t *testing.T) {
 		f.refuseIgnoreEOS = true
 		f.generate = func(string) string { return short }
 	})
-	r2 := g.runner(Config{GenTokens: 400, Limit: 2})
-	defer r2.Close()
-	res = LongPPL(context.Background(), r2, docs)
+	res = g.run("long-ppl", Config{GenTokens: 400, Limit: 2}, docs)
 	if _, ok := res.Metrics["worst_seg"]; res.Status != StatusOK || ok || res.Metrics["tokens"] != 6 {
 		t.Fatalf("%+v %+v, want ok over 6 tokens without worst_seg", res, res.Failure)
 	}
@@ -181,9 +166,7 @@ func TestLongPPLUntilEOSWhereEveryGenerationIsEmptyFails(t *testing.T) {
 		f.refuseIgnoreEOS = true
 		f.generate = func(string) string { return "" }
 	})
-	r := f.runner(Config{GenTokens: 64, Limit: 2})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	res := f.run("long-ppl", Config{GenTokens: 64, Limit: 2}, SampleDocs())
 	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != BadResponse ||
 		!strings.Contains(res.Failure.Detail, "each of the 2 generations stopped at once") {
 		t.Fatalf("%+v %+v", res, res.Failure)

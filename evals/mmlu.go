@@ -224,7 +224,7 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	if len(items) == 0 {
 		return noScore(name, MethodEcho, newFailure(BadResponse, 0, nil, nil, "no question to score"))
 	}
-	rt := mmluRoute{method: MethodEcho, score: r.mmluByEcho}
+	rt := mmluRoute{route: route[[4]float64]{method: MethodEcho, ask: r.mmluByEcho}}
 	if echoFail != nil {
 		ef := *echoFail
 		echoFail = &ef
@@ -273,44 +273,26 @@ func (r *Runner) mmluItems(set *MMLUSet) []mmluItem {
 	return items
 }
 
-// mmluRoute is how every question is scored: the method and its scorer,
-// and the first question's scores when choosing the route found them.
+// mmluRoute is how every question is scored, and the first question's
+// scores when choosing the route found them.
 type mmluRoute struct {
-	method    string
-	score     mmluScorer
+	route[[4]float64]
 	first     [4]float64
 	haveFirst bool
 }
 
 // mmluFallback chooses the route when echo failed (echoFail, a copy it may
 // add to): the first of top_logprobs, chat-top-logprobs and chat-greedy on
-// which the first question (prompt) is answered. A route that lacks what
-// MMLU needs (routeLacks) is left for the next, what it tried said in
-// echoFail's detail; any other failure, or the last route's, is returned,
-// with the route's method, as the eval's failure.
+// which the first question (prompt) is answered (chooseRoute). A route that
+// lacks what MMLU needs (routeLacks) is left for the next, what it tried
+// said in echoFail's detail; any other failure, or the last route's, is
+// returned, with the route's method, as the eval's failure.
 func (r *Runner) mmluFallback(ctx context.Context, prompt string, echoFail *schema.EvalFailure) (mmluRoute, *schema.EvalFailure) {
-	routes := []mmluRoute{
-		{method: MethodTopLogprobs, score: r.mmluByTopLogprobs},
-		{method: MethodChatTopLogprobs, score: r.mmluByChatTopLogprobs},
-		{method: MethodChatGreedy, score: r.mmluByChatGreedy},
-	}
-	for k, rt := range routes {
-		sc, unanswered, f := rt.score(ctx, 0, prompt)
-		if f == nil {
-			// The question that chooses the route must be answered.
-			f = unanswered
-		}
-		if f == nil {
-			rt.first, rt.haveFirst = sc, true
-			return rt, nil
-		}
-		if KindOf(f) == Interrupted || !routeLacks(f) || k == len(routes)-1 {
-			// The echo failure is why the eval is down to the fallbacks; say both.
-			return rt, withFallback(echoFail, f, rt.method)
-		}
-		echoFail.Detail = joinDetail(echoFail.Detail, fmt.Sprintf("%s: %s: %s", rt.method, f.Kind, f.Detail))
-	}
-	panic("unreachable: the last route always returns")
+	rt, first, f := chooseRoute(ctx, prompt, echoFail,
+		route[[4]float64]{method: MethodTopLogprobs, ask: r.mmluByTopLogprobs},
+		route[[4]float64]{method: MethodChatTopLogprobs, ask: r.mmluByChatTopLogprobs},
+		route[[4]float64]{method: MethodChatGreedy, ask: r.mmluByChatGreedy})
+	return mmluRoute{route: rt, first: first, haveFirst: f == nil}, f
 }
 
 // mmluAnswers is what the questions got: the tally of right answers, how
@@ -332,7 +314,7 @@ func (r *Runner) mmluAsk(ctx context.Context, rt mmluRoute, items []mmluItem) (*
 		scores, unanswered := rt.first, (*schema.EvalFailure)(nil)
 		if i > 0 || !rt.haveFirst {
 			var f *schema.EvalFailure
-			if scores, unanswered, f = rt.score(ctx, i, items[i].prompt); f != nil {
+			if scores, unanswered, f = rt.ask(ctx, i, items[i].prompt); f != nil {
 				return f
 			}
 		}
@@ -390,12 +372,6 @@ func (r *Runner) mmluNoAnswer(method string, n int, a *mmluAnswers, echoFail *sc
 	ef.Detail = joinDetail(ef.Detail, count)
 	return &ef
 }
-
-// mmluScorer scores one question (the i-th, for its connection) by one
-// route: the four letters' scores, or unanswered when the route gave this
-// question no usable answer (a chat answer that is reasoning only, a first
-// token that is reasoning), or f when the request itself failed.
-type mmluScorer func(ctx context.Context, i int, prompt string) (scores [4]float64, unanswered, f *schema.EvalFailure)
 
 // NoAnswerMetric names the count of questions that got no answer: MMLU's
 // with no answer letter (none among the top logprobs, none in the greedy

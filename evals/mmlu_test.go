@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -71,18 +70,16 @@ func TestLetterScoresReadTheTopLogprobs(t *testing.T) {
 }
 
 // mmluModel answers the sample set: astronomy all right, philosophy the
-// first two, geography none, nutrition the first. Expected: 7 of 16.
-func mmluModel(set *MMLUSet) (letter func(ctx string) string, right map[string]int) {
+// first two, geography none, nutrition the first. Expected: 7 of 16
+// (mmluModelMetrics).
+func mmluModel(set *MMLUSet) (letter func(ctx string) string) {
 	answers := map[string]string{}
-	right = map[string]int{}
 	for _, sub := range set.Subjects {
 		for i, q := range sub.Test {
 			good := map[string]int{"astronomy": 4, "philosophy": 2, "high_school_geography": 0, "nutrition": 1}[sub.Name]
 			pick := Letters[q.Answer]
 			if i >= good {
 				pick = Letters[(q.Answer+1)%4]
-			} else {
-				right[Category(sub.Name)]++
 			}
 			answers[strings.TrimSpace(q.Question)] = pick
 		}
@@ -92,26 +89,34 @@ func mmluModel(set *MMLUSet) (letter func(ctx string) string, right map[string]i
 		i := strings.LastIndex(ctx, "\n\n")
 		q, _, _ := strings.Cut(ctx[i+2:], "\nA. ")
 		return answers[q]
-	}, right
+	}
 }
+
+// firstPrompt is the prompt of the first test question of set's k-th
+// subject.
+func firstPrompt(set *MMLUSet, k int) string {
+	sub := set.Subjects[k]
+	return MMLUPrompt(sub.Name, sub.Shots, sub.Test[0])
+}
+
+// mmluModelMetrics are the metrics of mmluModel's answers, each question
+// answered by the letter mmluModel prefers.
+var mmluModelMetrics = map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
+	"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
+	NoAnswerMetric: 0}
 
 func TestMMLUScoresKnownAnswers(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
-	want := map[string]float64{"acc": 7.0 / 16, "acc_stem": 1, "acc_humanities": 0.5, "acc_social_sciences": 0, "acc_other": 0.25,
-		"acc_subject_astronomy": 1, "acc_subject_philosophy": 0.5, "acc_subject_high_school_geography": 0, "acc_subject_nutrition": 0.25,
-		NoAnswerMetric: 0}
+	letter := mmluModel(set)
 	t.Run("by echo", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeLM(t, func(f *fakeLM) { f.letter = letter })
-		r := f.runner(Config{Concurrency: 4})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{Concurrency: 4}, set)
 		if res.Status != StatusOK || res.Method != MethodEcho || res.N != 16 || res.Failure != nil {
 			t.Fatalf("%+v", res)
 		}
-		sameMetrics(t, res.Metrics, want)
+		sameMetrics(t, res.Metrics, mmluModelMetrics)
 	})
 	t.Run("by top_logprobs when echo fails, keeping the echo failure", func(t *testing.T) {
 		t.Parallel()
@@ -126,13 +131,11 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 				return top
 			}
 		})
-		r := f.runner(Config{Concurrency: 4})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{Concurrency: 4}, set)
 		if res.Status != StatusOK || res.Method != MethodTopLogprobs || res.N != 16 || KindOf(res.Failure) != EchoServerError {
 			t.Fatalf("%+v", res)
 		}
-		sameMetrics(t, res.Metrics, want)
+		sameMetrics(t, res.Metrics, mmluModelMetrics)
 	})
 	t.Run("no score when the fallback finds no letter", func(t *testing.T) {
 		t.Parallel()
@@ -140,9 +143,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 			f.echoStatus, f.echoBody = 400, `{"error":{"message":"echo is not supported"}}`
 			f.top = func(string) map[string]float64 { return map[string]float64{" the": -0.5} }
 		})
-		r := f.runner(Config{})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{}, set)
 		if res.Status != StatusUnsupported || res.Metrics != nil || KindOf(res.Failure) != EchoRejected ||
 			!strings.Contains(res.Failure.Detail, "no answer letter") {
 			t.Fatalf("%+v", res)
@@ -154,9 +155,7 @@ func TestMMLUScoresKnownAnswers(t *testing.T) {
 			f.echoStatus, f.echoBody = 500, hostedEcho500
 			f.noLogprobs = true
 		})
-		r := f.runner(Config{})
-		defer r.Close()
-		res := MMLU(context.Background(), r, set)
+		res := f.run("mmlu", Config{}, set)
 		if res.Status != StatusUnsupported || KindOf(res.Failure) != EchoServerError || !strings.Contains(res.Failure.Detail, "logprobs_missing") {
 			t.Fatalf("%+v", res)
 		}
@@ -202,9 +201,7 @@ func sameMetrics(t *testing.T, got, want map[string]float64) {
 func TestMMLUOnTheBuiltinEngineScoresByEcho(t *testing.T) {
 	t.Parallel()
 	b := startBuiltin(t)
-	r := NewRunner(Config{Endpoint: b.Endpoint, Concurrency: 4, Limit: 1})
-	defer r.Close()
-	res := MMLU(context.Background(), r, SampleMMLU())
+	res := runEval("mmlu", Config{Endpoint: b.Endpoint, Concurrency: 4, Limit: 1}, SampleMMLU())
 	// acc, the four categories, the four subjects and no_answer (none: echo scores every letter).
 	if res.Status != StatusOK || res.Method != MethodEcho || res.N != 4 || len(res.Metrics) != 10 || res.Metrics[NoAnswerMetric] != 0 {
 		t.Fatalf("%+v", res)

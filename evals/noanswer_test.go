@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -33,9 +32,8 @@ func mmluTruth(set *MMLUSet, letter func(string) string, none func(prompt string
 func TestMMLUCountsAThinkingModelsUnansweredQuestionAsNoAnswer(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
-	sub := set.Subjects[1]
-	hard := MMLUPrompt(sub.Name, sub.Shots, sub.Test[0])
+	letter := mmluModel(set)
+	hard := firstPrompt(set, 1)
 	short := "A question with four options; B and D look wrong to me. So."
 	f := newFakeLM(t, func(f *fakeLM) {
 		chatOnlyNoLogprobs(f)
@@ -47,9 +45,7 @@ func TestMMLUCountsAThinkingModelsUnansweredQuestionAsNoAnswer(t *testing.T) {
 			return short
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 	acc, none := mmluTruth(set, letter, func(p string) bool { return p == hard })
 	if res.Status != StatusOK || res.Method != MethodChatGreedy || res.N != 16 || none != 1 ||
 		res.Metrics["acc"] != acc || res.Metrics[NoAnswerMetric] != 1 {
@@ -63,19 +59,11 @@ func TestMMLUCountsAThinkingModelsUnansweredQuestionAsNoAnswer(t *testing.T) {
 func TestMMLUAsksAQuestionWhoseFirstTokenIsBlankByItsGreedyAnswer(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
-	sub := set.Subjects[2]
-	blank := MMLUPrompt(sub.Name, sub.Shots, sub.Test[0])
+	letter := mmluModel(set)
+	blank := firstPrompt(set, 2)
 	f := newFakeLM(t, func(f *fakeLM) {
 		llamaCppLike(f)
-		f.top = func(p string) map[string]float64 {
-			top := map[string]float64{"The": -1.5, "\n": -1}
-			for _, l := range Letters {
-				top[l] = -3
-			}
-			top[letter(strings.TrimSuffix(p, "\nAnswer:"))] = -0.2
-			return top
-		}
+		f.top = chatLetterTop(letter, map[string]float64{"The": -1.5, "\n": -1})
 		f.generate = func(p string) string {
 			answer := letter(strings.TrimSuffix(p, "\nAnswer:"))
 			if p == blank {
@@ -84,9 +72,7 @@ func TestMMLUAsksAQuestionWhoseFirstTokenIsBlankByItsGreedyAnswer(t *testing.T) 
 			return answer
 		}
 	})
-	r := f.runner(Config{Concurrency: 4})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := f.run("mmlu", Config{Concurrency: 4}, set)
 	acc, _ := mmluTruth(set, letter, func(string) bool { return false })
 	if res.Status != StatusOK || res.Method != MethodChatTopLogprobs || res.N != 16 ||
 		res.Metrics["acc"] != acc || res.Metrics[NoAnswerMetric] != 0 {
@@ -102,8 +88,8 @@ func TestMMLUAsksAQuestionWhoseFirstTokenIsBlankByItsGreedyAnswer(t *testing.T) 
 func TestMMLUWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T) {
 	t.Parallel()
 	set := SampleMMLU()
-	letter, _ := mmluModel(set)
-	first := MMLUPrompt(set.Subjects[0].Name, set.Subjects[0].Shots, set.Subjects[0].Test[0])
+	letter := mmluModel(set)
+	first := firstPrompt(set, 0)
 	f := newFakeLM(t, func(f *fakeLM) {
 		chatOnlyNoLogprobs(f)
 		thinking(letter)(f)
@@ -114,9 +100,7 @@ func TestMMLUWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T) {
 			return strings.Repeat("hmm ", 100)
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 64})
-	defer r.Close()
-	res := MMLU(context.Background(), r, set)
+	res := f.run("mmlu", Config{Concurrency: 4, ReasoningTokens: 64}, set)
 	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != BadResponse ||
 		!strings.Contains(res.Failure.Detail, "no answer to 15 of 16 questions") || !strings.Contains(res.Failure.Detail, "max_tokens 64 in 15") {
 		t.Fatalf("%+v %+v, want failed with the count", res, res.Failure)
@@ -144,9 +128,7 @@ func TestTriviaQACountsAReasoningOnlyAnswerAsNoAnswer(t *testing.T) {
 			return "Maybe London.\n"
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 256})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 256}, set)
 	n := len(items)
 	if res.Status != StatusOK || res.Method != MethodChatGenerate || res.N != n ||
 		res.Metrics["exact_match"] != float64(n-1)/float64(n) || res.Metrics[NoAnswerMetric] != 1 {
@@ -161,14 +143,7 @@ func TestTriviaQAReadsAThinkingModelsAnswerAfterItsBlankLine(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
 	items := set.Items[TriviaShots:]
-	answers := map[string]string{}
-	right := 0
-	for i, it := range items {
-		answers[it.Question] = "I do not know"
-		if i%2 == 0 {
-			answers[it.Question], right = it.Aliases[0], right+1
-		}
-	}
+	answers, right := triviaAnswers(items, 2)
 	for _, tc := range []struct {
 		name           string
 		thinkInContent bool
@@ -185,9 +160,7 @@ func TestTriviaQAReadsAThinkingModelsAnswerAfterItsBlankLine(t *testing.T) {
 				f.reasoning = func(string) string { return "Maybe London.\nNo, let me think again." }
 				f.thinkInContent = tc.thinkInContent
 			})
-			r := f.runner(Config{Concurrency: 4, ReasoningTokens: 512})
-			defer r.Close()
-			res := TriviaQA(context.Background(), r, set, nil)
+			res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 512}, set)
 			n := len(items)
 			if res.Status != StatusOK || res.Method != MethodChatGenerate || res.Metrics["exact_match"] != float64(right)/float64(n) {
 				t.Fatalf("%+v %+v, want %d of %d", res, res.Failure, right, n)
@@ -213,9 +186,7 @@ func TestTriviaQAWhereMostAnswersAreReasoningOnlyFailsWithTheCount(t *testing.T)
 			return strings.Repeat("hmm\n", 100)
 		}
 	})
-	r := f.runner(Config{Concurrency: 4, ReasoningTokens: 64})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4, ReasoningTokens: 64}, set)
 	want := fmt.Sprintf("%d of %d answers are reasoning only, no content within max_tokens 64", len(items)-1, len(items))
 	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != BadResponse || !strings.Contains(res.Failure.Detail, want) {
 		t.Fatalf("%+v %+v, want failed: %s", res, res.Failure, want)

@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -63,9 +62,7 @@ func TestPPLEqualsTheEnginesOwnForwardPass(t *testing.T) {
 	const window = 128
 	// Small tokenization pieces, so documents are tokenized in several
 	// echoes and joined, as long ones are.
-	r := NewRunner(Config{Endpoint: b.Endpoint, Window: window, Concurrency: 4, TokenizeBytes: 300})
-	defer r.Close()
-	res := PPL(context.Background(), r, docs)
+	res := runEval("ppl", Config{Endpoint: b.Endpoint, Window: window, Concurrency: 4, TokenizeBytes: 300}, docs)
 	if res.Status != StatusOK || res.Method != MethodEcho {
 		t.Fatalf("%+v", res)
 	}
@@ -157,10 +154,8 @@ func TestPPLWithoutTokenIDsScoresTextPieces(t *testing.T) {
 	// the fake's logprobs do not depend on context, so the expected sum is
 	// every byte's but each piece's first.
 	f := newFakeLM(t, func(f *fakeLM) { f.noTokenIDs = true })
-	r := f.runner(Config{Window: 40, Concurrency: 2})
-	defer r.Close()
 	docs := SampleDocs()
-	res := PPL(context.Background(), r, docs)
+	res := f.run("ppl", Config{Window: 40, Concurrency: 2}, docs)
 	if res.Status != StatusOK || res.Method != MethodEchoText {
 		t.Fatalf("%+v", res)
 	}
@@ -235,9 +230,7 @@ func TestPPLTakesTokenIDsWhereverTheServerGivesThem(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeLM(t, tc.configure)
-			r := f.runner(Config{Window: 50, Concurrency: 3, TokenizeBytes: 300})
-			defer r.Close()
-			res := PPL(context.Background(), r, docs)
+			res := f.run("ppl", Config{Window: 50, Concurrency: 3, TokenizeBytes: 300}, docs)
 			if res.Status != StatusOK || res.Method != tc.method {
 				t.Fatalf("%+v", res)
 			}

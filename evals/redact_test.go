@@ -1,7 +1,6 @@
 package evals
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,7 +9,38 @@ import (
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
 )
+
+// shortSecret is a header value of 5 bytes: a secret (4 or more), below the
+// 8 bytes of which endpoints.Client.Post redacts a 2xx body.
+const shortSecret = "k3y5Z"
+
+// longPPLWithTrace runs long-ppl, one prompt, on a server answering by h,
+// every request sent with the header X-Trace: shortSecret.
+func longPPLWithTrace(t *testing.T, h http.HandlerFunc) schema.EvalResult {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m", Headers: []string{"X-Trace=" + shortSecret}},
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runEval("long-ppl", Config{Endpoint: ep, Limit: 1, GenTokens: 4}, SampleDocs())
+}
+
+// quotedPiece is the first 3 bytes of shortSecret that f quotes in its body
+// or detail ("" where none): 3 characters of a secret are what ClipBody
+// counts as telling.
+func quotedPiece(f *schema.EvalFailure) string {
+	for i := 0; i+3 <= len(shortSecret); i++ {
+		if p := shortSecret[i : i+3]; strings.Contains(f.Body, p) || strings.Contains(f.Detail, p) {
+			return p
+		}
+	}
+	return ""
+}
 
 // A server that echoes a request header in a 200 body that is no
 // completion: endpoints.Client.Post redacts a 2xx body only of secrets of 8
@@ -19,38 +49,25 @@ import (
 // straddles the BodyLimit cut.
 func TestAShortHeaderValueAcrossTheBodyCutLeaksNoPrefix(t *testing.T) {
 	t.Parallel()
-	const secret = "k3y5Z" // 5 bytes: a secret (4 or more), below Post's 8
 	for _, start := range []int{endpoints.BodyLimit - 3, endpoints.BodyLimit - 1, endpoints.BodyLimit - 5, 40} {
 		t.Run(fmt.Sprintf("the value at byte %d", start), func(t *testing.T) {
 			t.Parallel()
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			res := longPPLWithTrace(t, func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				head := `{"choices":[],"note":"`
 				body := head + strings.Repeat("x", start-len(head)) + r.Header.Get("X-Trace") + strings.Repeat("y", 300) + `"}`
-				if strings.Index(body, secret) != start {
+				if strings.Index(body, shortSecret) != start {
 					t.Errorf("the header did not arrive: %q", r.Header.Get("X-Trace"))
 				}
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, body)
-			}))
-			defer srv.Close()
-			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m", Headers: []string{"X-Trace=" + secret}},
-				func(string) string { return "" })
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := NewRunner(Config{Endpoint: ep, Limit: 1, GenTokens: 4})
-			defer r.Close()
-			res := LongPPL(context.Background(), r, SampleDocs())
+			})
 			f := res.Failure
 			if res.Status != StatusFailed || KindOf(f) != BadResponse || len(f.Body) > endpoints.BodyLimit {
 				t.Fatalf("%+v %+v, want a bad_response quoting at most %d bytes", res, f, endpoints.BodyLimit)
 			}
-			// 3 characters of a secret are what ClipBody counts as telling.
-			for i := 0; i+3 <= len(secret); i++ {
-				if p := secret[i : i+3]; strings.Contains(f.Body, p) || strings.Contains(f.Detail, p) {
-					t.Errorf("the failure quotes %q of the header value: body %q", p, f.Body)
-				}
+			if p := quotedPiece(f); p != "" {
+				t.Errorf("the failure quotes %q of the header value: body %q", p, f.Body)
 			}
 			head := `{"choices":[],"note":"`
 			if want := (head + strings.Repeat("x", start-len(head)) + "***" + strings.Repeat("y", 300))[:endpoints.BodyLimit]; f.Body != want {
@@ -66,28 +83,16 @@ func TestAShortHeaderValueAcrossTheBodyCutLeaksNoPrefix(t *testing.T) {
 // secrets of 8 bytes or more from the 2xx body).
 func TestAShortHeaderValueAcrossTheMessageClipLeaksNoPrefix(t *testing.T) {
 	t.Parallel()
-	const secret = "k3y5Z"
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	res := longPPLWithTrace(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusAccepted)
 		fmt.Fprintf(w, `{"error":{"message":"%s%s%s"}}`, strings.Repeat("x", 157), r.Header.Get("X-Trace"), strings.Repeat("y", 40))
-	}))
-	defer srv.Close()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m", Headers: []string{"X-Trace=" + secret}},
-		func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(Config{Endpoint: ep, Limit: 1, GenTokens: 4})
-	defer r.Close()
-	res := LongPPL(context.Background(), r, SampleDocs())
+	})
 	f := res.Failure
 	if res.Status != StatusFailed || KindOf(f) != HTTPError || f.HTTPStatus != http.StatusAccepted || !strings.Contains(f.Detail, "HTTP 202: xxx") {
 		t.Fatalf("%+v %+v, want http_error 202 quoting the message", res, f)
 	}
-	for i := 0; i+3 <= len(secret); i++ {
-		if p := secret[i : i+3]; strings.Contains(f.Detail, p) || strings.Contains(f.Body, p) {
-			t.Errorf("the failure quotes %q of the header value: detail %q", p, f.Detail)
-		}
+	if p := quotedPiece(f); p != "" {
+		t.Errorf("the failure quotes %q of the header value: detail %q", p, f.Detail)
 	}
 }

@@ -114,8 +114,8 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no question left to score after the shots"))
 	}
 	gen := map[string]any{"max_tokens": TriviaMaxTokens, "temperature": 0, "stop": []string{"\n"}}
-	byCompletions := func(ctx context.Context, i int) (string, *schema.EvalFailure, *schema.EvalFailure) {
-		req := map[string]any{"model": r.model, "prompt": TriviaPrompt(sh, items[i])}
+	byCompletions := func(ctx context.Context, i int, prompt string) (string, *schema.EvalFailure, *schema.EvalFailure) {
+		req := map[string]any{"model": r.model, "prompt": prompt}
 		maps.Copy(req, gen)
 		_, c, f := r.sender(i).complete(ctx, req)
 		if f != nil {
@@ -123,10 +123,10 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 		}
 		return c.Choices[0].Text, nil, nil
 	}
-	byChat := func(ctx context.Context, i int) (string, *schema.EvalFailure, *schema.EvalFailure) {
+	byChat := func(ctx context.Context, i int, prompt string) (string, *schema.EvalFailure, *schema.EvalFailure) {
 		// The answer's content only: a thinking model's reasoning is no
 		// answer (chatAnswer).
-		content, unanswered, f := r.chatAnswer(ctx, i, TriviaPrompt(sh, items[i]), gen,
+		content, unanswered, f := r.chatAnswer(ctx, i, prompt, gen,
 			func(content string) bool { return strings.TrimSpace(content) != "" })
 		// Content after reasoning opens with the blank line that ended it
 		// (vLLM's deepseek_r1 and qwen3 parsers leave "\n\n" there), and
@@ -150,41 +150,30 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 		}
 	}
 	r.cfg.Progress.begin(name, len(items))
-	method, ask := MethodGenerate, byCompletions
-	text, unanswered, f := byCompletions(ctx, 0)
-	if routeLacks(f) {
-		first := f
-		method, ask = MethodChatGenerate, byChat
-		text, unanswered, f = byChat(ctx, 0)
-		if f == nil {
-			// The question that chooses the route must be answered.
-			f = unanswered
-		}
-		if f != nil {
-			f = withFallback(first, f, "chat")
-		}
-	}
+	rt, text, f := chooseRoute(ctx, TriviaPrompt(sh, items[0]), nil,
+		route[string]{method: MethodGenerate, ask: byCompletions},
+		route[string]{method: MethodChatGenerate, ask: byChat, name: "chat"})
 	r.cfg.Progress.add(1)
 	if f != nil {
-		return noScore(name, method, f)
+		return noScore(name, rt.method, f)
 	}
-	score(0, text, unanswered)
+	score(0, text, nil)
 	f = r.forEach(ctx, len(items)-1, func(ctx context.Context, i int) *schema.EvalFailure {
-		text, unanswered, f := ask(ctx, i+1)
+		text, unanswered, f := rt.ask(ctx, i+1, TriviaPrompt(sh, items[i+1]))
 		if f == nil {
 			score(i+1, text, unanswered)
 		}
 		return f
 	})
 	if f != nil {
-		return noScore(name, method, f)
+		return noScore(name, rt.method, f)
 	}
 	if 2*noAnswer > len(items) {
 		// Most answers were reasoning only: no exact_match is made of the rest.
 		lf := *lastUnanswered
 		lf.Detail = joinDetail(fmt.Sprintf("%d of %d answers are reasoning only, no content within max_tokens %d", noAnswer, len(items), r.cfg.ReasoningTokens), lf.Detail)
-		return noScore(name, method, &lf)
+		return noScore(name, rt.method, &lf)
 	}
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(items),
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: rt.method, N: len(items),
 		Metrics: map[string]float64{"exact_match": float64(right) / float64(len(items)), NoAnswerMetric: float64(noAnswer)}}
 }

@@ -57,6 +57,19 @@ func triviaModel(answers map[string]string) func(prompt string) string {
 	}
 }
 
+// triviaAnswers answers the first of items and every every-th after it by
+// its first alias, the others "I do not know"; right is how many are right.
+func triviaAnswers(items []TriviaItem, every int) (answers map[string]string, right int) {
+	answers = map[string]string{}
+	for i, it := range items {
+		answers[it.Question] = "I do not know"
+		if i%every == 0 {
+			answers[it.Question], right = it.Aliases[0], right+1
+		}
+	}
+	return answers, right
+}
+
 func TestTriviaQAScoresKnownAnswers(t *testing.T) {
 	t.Parallel()
 	set := SampleTriviaQA()
@@ -75,9 +88,7 @@ func TestTriviaQAScoresKnownAnswers(t *testing.T) {
 		}
 	}
 	f := newFakeLM(t, func(f *fakeLM) { f.generate = triviaModel(answers) })
-	r := f.runner(Config{Concurrency: 4})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, set, nil)
+	res := f.run("triviaqa", Config{Concurrency: 4}, set)
 	n := len(set.Items) - TriviaShots
 	if res.Status != StatusOK || res.N != n || res.Metrics["exact_match"] != float64(right)/float64(n) {
 		t.Fatalf("%+v, want %d of %d", res, right, n)
@@ -97,9 +108,7 @@ func TestTriviaQAScoresKnownAnswers(t *testing.T) {
 func TestTriviaQAFailsOnAnErrorStatus(t *testing.T) {
 	t.Parallel()
 	f := newFakeLM(t, func(f *fakeLM) { f.plainStatus = 503 })
-	r := f.runner(Config{})
-	defer r.Close()
-	res := TriviaQA(context.Background(), r, SampleTriviaQA(), nil)
+	res := f.run("triviaqa", Config{}, SampleTriviaQA())
 	if res.Status != StatusFailed || res.Metrics != nil || KindOf(res.Failure) != HTTPError || res.Failure.HTTPStatus != 503 {
 		t.Fatalf("%+v", res)
 	}

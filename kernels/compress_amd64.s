@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "tail_amd64.h"
 
 DATA iota16<>+0(SB)/4, $0
 DATA iota16<>+4(SB)/4, $1
@@ -20,6 +21,15 @@ DATA iota16<>+56(SB)/4, $14
 DATA iota16<>+60(SB)/4, $15
 GLOBL iota16<>(SB), RODATA|NOPTR, $64
 
+// EMIT stores the lanes of Z0 that K1 selects at vals[R10:] and their
+// indices (Z2) at idx[R10:], and adds how many to R10.
+#define EMIT \
+	VCOMPRESSPS Z0, K1, (DI)(R10*4); \
+	VPCOMPRESSD Z2, K1, (R9)(R10*4); \
+	KMOVW       K1, R11; \
+	POPCNTL     R11, R11; \
+	ADDQ        R11, R10
+
 // func filterGEAVX512(vals *float32, idx *int32, x *float32, n int, thr float32) int
 // Writes every x[i] >= thr (ordered: NaN never passes) and its index i, in
 // order, to vals and idx, and returns how many. VCOMPRESSPS/VPCOMPRESSD store
@@ -35,13 +45,7 @@ TEXT ·filterGEAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD R11, Z3
 	XORQ         R10, R10        // count
 	XORQ         AX, AX          // i
-	MOVQ         CX, BX
-	ANDQ         $-16, BX
-	SUBQ         BX, CX          // tail length
-	MOVL         $1, R8
-	SHLL         CX, R8
-	DECL         R8
-	KMOVW        R8, K2
+	SPLIT16(K2)
 
 f16loop:
 	CMPQ        AX, BX
@@ -50,11 +54,7 @@ f16loop:
 	VCMPPS      $0x1d, Z1, Z0, K1
 	KORTESTW    K1, K1
 	JZ          f16next
-	VCOMPRESSPS Z0, K1, (DI)(R10*4)
-	VPCOMPRESSD Z2, K1, (R9)(R10*4)
-	KMOVW       K1, R11
-	POPCNTL     R11, R11
-	ADDQ        R11, R10
+	EMIT
 
 f16next:
 	VPADDD Z3, Z2, Z2
@@ -67,11 +67,7 @@ f16tail:
 	VMOVUPS.Z   (SI)(AX*4), K2, Z0
 	VCMPPS      $0x1d, Z1, Z0, K1
 	KANDW       K2, K1, K1
-	VCOMPRESSPS Z0, K1, (DI)(R10*4)
-	VPCOMPRESSD Z2, K1, (R9)(R10*4)
-	KMOVW       K1, R11
-	POPCNTL     R11, R11
-	ADDQ        R11, R10
+	EMIT
 
 f16done:
 	MOVQ R10, ret+40(FP)

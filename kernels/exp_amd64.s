@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "tail_amd64.h"
 
 // The vector exponentials compute exactly what exp32 (exp.go) computes, one
 // rounded operation at a time and with no FMA, so every path gives the same
@@ -23,6 +24,12 @@ DATA expConsts<>+52(SB)/4, $0x7f800000 // +Inf
 DATA expConsts<>+56(SB)/4, $0x4b400000 // bits of 1.5·2^23 (the exponent bias of t)
 DATA expConsts<>+60(SB)/4, $0x0000007f // 127
 GLOBL expConsts<>(SB), RODATA|NOPTR, $64
+
+// HORNER sets P = P·T + C, two rounded operations: one step of the
+// polynomial in exp32.
+#define HORNER(T, P, C) \
+	VMULPS T, P, P; \
+	VADDPS C, P, P
 
 // EXP16_CONSTS loads what EXP16 reads: expConsts broadcast into Z16-Z29
 // and 0 into Z15. It leaves AX pointing at expConsts.
@@ -55,14 +62,10 @@ GLOBL expConsts<>(SB), RODATA|NOPTR, $64
 	VSUBPS    Z4, Z3, Z3; \
 	VMULPS    Z20, Z3, Z5; \
 	VADDPS    Z21, Z5, Z5; \
-	VMULPS    Z3, Z5, Z5; \
-	VADDPS    Z22, Z5, Z5; \
-	VMULPS    Z3, Z5, Z5; \
-	VADDPS    Z23, Z5, Z5; \
-	VMULPS    Z3, Z5, Z5; \
-	VADDPS    Z24, Z5, Z5; \
-	VMULPS    Z3, Z5, Z5; \
-	VADDPS    Z25, Z5, Z5; \
+	HORNER(Z3, Z5, Z22); \
+	HORNER(Z3, Z5, Z23); \
+	HORNER(Z3, Z5, Z24); \
+	HORNER(Z3, Z5, Z25); \
 	VMULPS    Z3, Z3, Z6; \
 	VMULPS    Z6, Z5, Z5; \
 	VADDPS    Z3, Z5, Z5; \
@@ -104,10 +107,7 @@ e16loop:
 e16tail:
 	SUBQ      AX, CX
 	JEQ       e16done
-	MOVL      $1, DX
-	SHLL      CX, DX
-	DECL      DX
-	KMOVW     DX, K1
+	LOWMASK(DX, K1)
 	VMOVUPS.Z (SI)(AX*4), K1, Z0
 	VMULPS    Z31, Z0, Z0
 	VADDPS    Z30, Z0, Z0
@@ -146,12 +146,9 @@ e16done:
 	VMULPS       Y3, Y5, Y5; \
 	VBROADCASTSS 20(BX), Y6; \
 	VADDPS       Y6, Y5, Y5; \
-	VMULPS       Y3, Y5, Y5; \
-	VADDPS       Y11, Y5, Y5; \
-	VMULPS       Y3, Y5, Y5; \
-	VADDPS       Y10, Y5, Y5; \
-	VMULPS       Y3, Y5, Y5; \
-	VADDPS       Y9, Y5, Y5; \
+	HORNER(Y3, Y5, Y11); \
+	HORNER(Y3, Y5, Y10); \
+	HORNER(Y3, Y5, Y9); \
 	VMULPS       Y3, Y5, Y5; \
 	VBROADCASTSS 36(BX), Y6; \
 	VADDPS       Y6, Y5, Y5; \
@@ -226,6 +223,14 @@ e8done:
 	VZEROUPPER
 	RET
 
+// GATE16_DENOM sets Z5 = 1 + e^−x, Z10 holding x, with e^−x computed as
+// expAffine(x, −1, 0) computes it (Z31 = −1, Z30 = 0).
+#define GATE16_DENOM \
+	VMULPS Z31, Z10, Z0; \
+	VADDPS Z30, Z0, Z0; \
+	EXP16; \
+	VADDPS Z19, Z5, Z5
+
 // func gateAVX512(dst *float32, x *float32, up *float32, n int)
 //
 // gateAVX512 sets dst[i] = x[i] / (1 + e^−x[i]) · up[i] (SiLU times up), or
@@ -240,22 +245,13 @@ TEXT ·gateAVX512(SB), NOSPLIT, $0-32
 	VPXORD       Z30, Z30, Z30   // bias 0
 	VSUBPS       Z19, Z30, Z31   // scale −1
 	XORQ         AX, AX
-	MOVQ         CX, BX
-	ANDQ         $-16, BX
-	SUBQ         BX, CX
-	MOVL         $1, R8
-	SHLL         CX, R8
-	DECL         R8
-	KMOVW        R8, K1
+	SPLIT16(K1)
 
 g16loop:
 	CMPQ    AX, BX
 	JGE     g16tail
 	VMOVUPS (SI)(AX*4), Z10
-	VMULPS  Z31, Z10, Z0
-	VADDPS  Z30, Z0, Z0
-	EXP16
-	VADDPS  Z19, Z5, Z5
+	GATE16_DENOM
 	TESTQ   DX, DX
 	JEQ     g16sig
 	VDIVPS  Z5, Z10, Z6
@@ -274,10 +270,7 @@ g16tail:
 	KORTESTW  K1, K1
 	JZ        g16done
 	VMOVUPS.Z (SI)(AX*4), K1, Z10
-	VMULPS    Z31, Z10, Z0
-	VADDPS    Z30, Z0, Z0
-	EXP16
-	VADDPS    Z19, Z5, Z5
+	GATE16_DENOM
 	TESTQ     DX, DX
 	JEQ       g16tsig
 	VDIVPS    Z5, Z10, Z6
@@ -294,6 +287,17 @@ g16tstore:
 g16done:
 	VZEROUPPER
 	RET
+
+// GATE8_DENOM sets Y5 = 1 + e^−x, Y0 holding x, with e^−x computed as
+// expAffine(x, −1, 0) computes it (Y8 = −1); it overwrites Y0 and leaves 1
+// in Y6.
+#define GATE8_DENOM \
+	VMULPS       Y8, Y0, Y0; \
+	VXORPS       Y1, Y1, Y1; \
+	VADDPS       Y1, Y0, Y0; \
+	EXP8; \
+	VBROADCASTSS 40(BX), Y6; \
+	VADDPS       Y6, Y5, Y5
 
 // func gateAVX2(dst *float32, x *float32, up *float32, n int, tailMask *int32)
 //
@@ -317,12 +321,7 @@ a8gloop:
 	CMPQ    AX, R8
 	JGE     a8gtail
 	VMOVUPS (SI)(AX*4), Y0
-	VMULPS  Y8, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	EXP8
-	VBROADCASTSS 40(BX), Y6
-	VADDPS  Y6, Y5, Y5
+	GATE8_DENOM
 	TESTQ   DX, DX
 	JEQ     a8gsig
 	VMOVUPS (SI)(AX*4), Y1
@@ -343,12 +342,7 @@ a8gtail:
 	JEQ        a8gdone
 	VMOVDQU    (R9), Y7
 	VMASKMOVPS (SI)(AX*4), Y7, Y0
-	VMULPS     Y8, Y0, Y0
-	VXORPS     Y1, Y1, Y1
-	VADDPS     Y1, Y0, Y0
-	EXP8
-	VBROADCASTSS 40(BX), Y6
-	VADDPS     Y6, Y5, Y5
+	GATE8_DENOM
 	VMOVDQU    (R9), Y7
 	TESTQ      DX, DX
 	JEQ        a8gtsig

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "gemm_amd64.h"
 
 // The AVX2 kernels follow the same scheme as the AVX-512 ones (see
 // gemm_avx512_amd64.s) with 8 lanes: lane l sums x[i]·w[i] for i ≡ l (mod 8)
@@ -8,39 +9,52 @@
 // and REDUCE8 folds lane l with l+4, then l+2, then l+1. After REDUCE8 a set
 // of 8 accumulators A0..A7 ends as one vector [A0 A2 A4 A6 | A1 A3 A5 A7].
 
+// Step 1: fold 4 lanes of a pair (A, B) into one vector [A(4) | B(4)].
+#define FOLD4(A, B, DST) \
+	VPERM2F128 $0x20, B, A, Y10; \
+	VPERM2F128 $0x31, B, A, Y11; \
+	VADDPS     Y11, Y10, DST
+
+// Step 2: fold 2 lanes of each 128-bit half.
+#define FOLD2(A, B, DST) \
+	VUNPCKLPD B, A, Y10; \
+	VUNPCKHPD B, A, Y11; \
+	VADDPS    Y11, Y10, DST
+
+// Step 3: fold neighbouring lanes.
+#define FOLD1(A, B, DST) \
+	VSHUFPS $0x88, B, A, Y10; \
+	VSHUFPS $0xDD, B, A, Y11; \
+	VADDPS  Y11, Y10, DST
+
 // REDUCE8 folds Y0..Y7 into Y0, using Y10 and Y11 as scratch.
 #define REDUCE8 \
-	VPERM2F128 $0x20, Y1, Y0, Y10; \
-	VPERM2F128 $0x31, Y1, Y0, Y11; \
-	VADDPS     Y11, Y10, Y0; \
-	VPERM2F128 $0x20, Y3, Y2, Y10; \
-	VPERM2F128 $0x31, Y3, Y2, Y11; \
-	VADDPS     Y11, Y10, Y1; \
-	VPERM2F128 $0x20, Y5, Y4, Y10; \
-	VPERM2F128 $0x31, Y5, Y4, Y11; \
-	VADDPS     Y11, Y10, Y2; \
-	VPERM2F128 $0x20, Y7, Y6, Y10; \
-	VPERM2F128 $0x31, Y7, Y6, Y11; \
-	VADDPS     Y11, Y10, Y3; \
-	VUNPCKLPD  Y1, Y0, Y10; \
-	VUNPCKHPD  Y1, Y0, Y11; \
-	VADDPS     Y11, Y10, Y0; \
-	VUNPCKLPD  Y3, Y2, Y10; \
-	VUNPCKHPD  Y3, Y2, Y11; \
-	VADDPS     Y11, Y10, Y1; \
-	VSHUFPS    $0x88, Y1, Y0, Y10; \
-	VSHUFPS    $0xDD, Y1, Y0, Y11; \
-	VADDPS     Y11, Y10, Y0
+	FOLD4(Y0, Y1, Y0); \
+	FOLD4(Y2, Y3, Y1); \
+	FOLD4(Y4, Y5, Y2); \
+	FOLD4(Y6, Y7, Y3); \
+	FOLD2(Y0, Y1, Y0); \
+	FOLD2(Y2, Y3, Y1); \
+	FOLD1(Y0, Y1, Y0)
+
+// ZERO4 clears the accumulators A0-A3; ZERO8 clears Y0-Y7.
+#define ZERO4(A0, A1, A2, A3) \
+	VXORPS A0, A0, A0; \
+	VXORPS A1, A1, A1; \
+	VXORPS A2, A2, A2; \
+	VXORPS A3, A3, A3
 
 #define ZERO8 \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7
+	ZERO4(Y0, Y1, Y2, Y3); \
+	ZERO4(Y4, Y5, Y6, Y7)
+
+// A4FMA adds Y12 (a vector of one w row) times the 4 x rows in Y8-Y11 to
+// the accumulators A0-A3.
+#define A4FMA(A0, A1, A2, A3) \
+	VFMADD231PS Y12, Y8, A0; \
+	VFMADD231PS Y12, Y9, A1; \
+	VFMADD231PS Y12, Y10, A2; \
+	VFMADD231PS Y12, Y11, A3
 
 // func gemm4x2AVX2(dst *float32, ldd int, x *float32, ldx int, w *float32, ldw int, n2 int, k int, kmask *int32)
 //
@@ -50,16 +64,7 @@
 // tile's results row by row. kmask points at 8 int32 lane masks for the
 // k%8 tail.
 TEXT ·gemm4x2AVX2(SB), NOSPLIT, $0-72
-	MOVQ    x+16(FP), R8
-	MOVQ    ldx+24(FP), AX
-	SHLQ    $2, AX
-	LEAQ    (R8)(AX*1), R9
-	LEAQ    (R9)(AX*1), R10
-	LEAQ    (R10)(AX*1), R11
-	MOVQ    w+32(FP), SI
-	MOVQ    ldw+40(FP), BX
-	SHLQ    $2, BX
-	MOVQ    dst+0(FP), DI
+	GEMM4_ARGS
 	MOVQ    n2+48(FP), DX
 	MOVQ    k+56(FP), CX
 	MOVQ    CX, R13
@@ -84,15 +89,9 @@ a4loop:
 	VMOVUPS     (R10)(AX*1), Y10
 	VMOVUPS     (R11)(AX*1), Y11
 	VMOVUPS     (SI)(AX*1), Y12
-	VFMADD231PS Y12, Y8, Y0
-	VFMADD231PS Y12, Y9, Y4
-	VFMADD231PS Y12, Y10, Y1
-	VFMADD231PS Y12, Y11, Y5
+	A4FMA(Y0, Y4, Y1, Y5)
 	VMOVUPS     (R12)(AX*1), Y12
-	VFMADD231PS Y12, Y8, Y2
-	VFMADD231PS Y12, Y9, Y6
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y12, Y11, Y7
+	A4FMA(Y2, Y6, Y3, Y7)
 	ADDQ        $32, AX
 	CMPQ        AX, CX
 	JLT         a4loop
@@ -105,15 +104,9 @@ a4tail:
 	VMASKMOVPS  (R10)(AX*1), Y13, Y10
 	VMASKMOVPS  (R11)(AX*1), Y13, Y11
 	VMASKMOVPS  (SI)(AX*1), Y13, Y12
-	VFMADD231PS Y12, Y8, Y0
-	VFMADD231PS Y12, Y9, Y4
-	VFMADD231PS Y12, Y10, Y1
-	VFMADD231PS Y12, Y11, Y5
+	A4FMA(Y0, Y4, Y1, Y5)
 	VMASKMOVPS  (R12)(AX*1), Y13, Y12
-	VFMADD231PS Y12, Y8, Y2
-	VFMADD231PS Y12, Y9, Y6
-	VFMADD231PS Y12, Y10, Y3
-	VFMADD231PS Y12, Y11, Y7
+	A4FMA(Y2, Y6, Y3, Y7)
 
 a4reduce:
 	REDUCE8
@@ -134,6 +127,11 @@ a4done:
 	VZEROUPPER
 	RET
 
+// A8MASKED adds Y8 times the Y9 lanes of the row at R+AX to A, using Y10.
+#define A8MASKED(R, A) \
+	VMASKMOVPS  (R)(AX*1), Y9, Y10; \
+	VFMADD231PS Y10, Y8, A
+
 // func gemv8AVX2(dst *float32, x *float32, w *float32, ldw int, idx *int32, n8 int, k int, kmask *int32)
 //
 // gemv8AVX2 sets dst[j] = x[:k] · row_j[:k] for j < 8*n8, where row_j is
@@ -141,17 +139,7 @@ a4done:
 // columns. Column c sits in slot 2(c&3) + (c>>2), so the reduced vector is
 // the tile's results in order.
 TEXT ·gemv8AVX2(SB), NOSPLIT, $24-64
-	MOVQ    dst+0(FP), DI
-	MOVQ    x+8(FP), SI
-	MOVQ    ldw+24(FP), AX
-	SHLQ    $2, AX
-	MOVQ    AX, ldb-24(SP)
-	MOVQ    w+16(FP), AX
-	MOVQ    AX, wcur-8(SP)
-	MOVQ    idx+32(FP), AX
-	MOVQ    AX, icur-16(SP)
-	MOVQ    n8+40(FP), DX
-	MOVQ    k+48(FP), CX
+	GEMV8_ARGS
 	ANDQ    $-8, CX
 	SHLQ    $2, CX
 	MOVQ    kmask+56(FP), AX
@@ -163,46 +151,11 @@ a8tile:
 	MOVQ  icur-16(SP), AX
 	TESTQ AX, AX
 	JNE   a8gather
-	MOVQ  wcur-8(SP), R8
-	MOVQ  ldb-24(SP), AX
-	LEAQ  (R8)(AX*1), R9
-	LEAQ  (R9)(AX*1), R10
-	LEAQ  (R10)(AX*1), R11
-	LEAQ  (R11)(AX*1), R12
-	LEAQ  (R12)(AX*1), R13
-	LEAQ  (R13)(AX*1), R14
-	LEAQ  (R14)(AX*1), BX
-	LEAQ  (BX)(AX*1), AX
-	MOVQ  AX, wcur-8(SP)
+	GEMV8_ROWS
 	JMP   a8compute
 
 a8gather:
-	MOVLQSX 0(AX), R8
-	IMULQ   ldb-24(SP), R8
-	ADDQ    w+16(FP), R8
-	MOVLQSX 4(AX), R9
-	IMULQ   ldb-24(SP), R9
-	ADDQ    w+16(FP), R9
-	MOVLQSX 8(AX), R10
-	IMULQ   ldb-24(SP), R10
-	ADDQ    w+16(FP), R10
-	MOVLQSX 12(AX), R11
-	IMULQ   ldb-24(SP), R11
-	ADDQ    w+16(FP), R11
-	MOVLQSX 16(AX), R12
-	IMULQ   ldb-24(SP), R12
-	ADDQ    w+16(FP), R12
-	MOVLQSX 20(AX), R13
-	IMULQ   ldb-24(SP), R13
-	ADDQ    w+16(FP), R13
-	MOVLQSX 24(AX), R14
-	IMULQ   ldb-24(SP), R14
-	ADDQ    w+16(FP), R14
-	MOVLQSX 28(AX), BX
-	IMULQ   ldb-24(SP), BX
-	ADDQ    w+16(FP), BX
-	ADDQ    $32, AX
-	MOVQ    AX, icur-16(SP)
+	GEMV8_GATHER
 
 a8compute:
 	ZERO8
@@ -212,14 +165,7 @@ a8compute:
 
 a8loop:
 	VMOVUPS     (SI)(AX*1), Y8
-	VFMADD231PS (R8)(AX*1), Y8, Y0
-	VFMADD231PS (R9)(AX*1), Y8, Y2
-	VFMADD231PS (R10)(AX*1), Y8, Y4
-	VFMADD231PS (R11)(AX*1), Y8, Y6
-	VFMADD231PS (R12)(AX*1), Y8, Y1
-	VFMADD231PS (R13)(AX*1), Y8, Y3
-	VFMADD231PS (R14)(AX*1), Y8, Y5
-	VFMADD231PS (BX)(AX*1), Y8, Y7
+	GEMV8_FMA(Y8, Y0, Y2, Y4, Y6, Y1, Y3, Y5, Y7)
 	ADDQ        $32, AX
 	CMPQ        AX, CX
 	JLT         a8loop
@@ -228,22 +174,14 @@ a8tail:
 	VTESTPS     Y9, Y9
 	JEQ         a8reduce
 	VMASKMOVPS  (SI)(AX*1), Y9, Y8
-	VMASKMOVPS  (R8)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y0
-	VMASKMOVPS  (R9)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y2
-	VMASKMOVPS  (R10)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y4
-	VMASKMOVPS  (R11)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y6
-	VMASKMOVPS  (R12)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y1
-	VMASKMOVPS  (R13)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y3
-	VMASKMOVPS  (R14)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y5
-	VMASKMOVPS  (BX)(AX*1), Y9, Y10
-	VFMADD231PS Y10, Y8, Y7
+	A8MASKED(R8, Y0)
+	A8MASKED(R9, Y2)
+	A8MASKED(R10, Y4)
+	A8MASKED(R11, Y6)
+	A8MASKED(R12, Y1)
+	A8MASKED(R13, Y3)
+	A8MASKED(R14, Y5)
+	A8MASKED(BX, Y7)
 
 a8reduce:
 	REDUCE8
@@ -263,71 +201,45 @@ a8done:
 // nil and w[idx[p]*ldw:] otherwise. Each output is summed in two FMA chains,
 // even p (Y0-Y3) and odd p (Y10-Y13), each in increasing p, then even + odd,
 // as in vecMatAVX512.
+// AVSTEP adds x[AX]·(row at R8)[j] to the accumulators A0-A3 for the
+// masked columns, then moves R8 to the next row and AX to the next p.
+#define AVSTEP(A0, A1, A2, A3) \
+	VBROADCASTSS (SI)(AX*4), Y8; \
+	VMASKMOVPS   (R8), Y4, Y9; \
+	VFMADD231PS  Y9, Y8, A0; \
+	VMASKMOVPS   32(R8), Y5, Y9; \
+	VFMADD231PS  Y9, Y8, A1; \
+	VMASKMOVPS   64(R8), Y6, Y9; \
+	VFMADD231PS  Y9, Y8, A2; \
+	VMASKMOVPS   96(R8), Y7, Y9; \
+	VFMADD231PS  Y9, Y8, A3; \
+	ADDQ         BX, R8; \
+	INCQ         AX
+
 TEXT ·vecMatAVX2(SB), NOSPLIT, $0-56
-	MOVQ    dst+0(FP), DI
-	MOVQ    x+8(FP), SI
-	MOVQ    w+16(FP), R9
-	MOVQ    ldw+24(FP), BX
-	SHLQ    $2, BX
-	MOVQ    idx+32(FP), DX
-	MOVQ    k+40(FP), CX
-	MOVQ    masks+48(FP), AX
+	VECMAT_ARGS
 	VMOVDQU (AX), Y4
 	VMOVDQU 32(AX), Y5
 	VMOVDQU 64(AX), Y6
 	VMOVDQU 96(AX), Y7
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	VXORPS  Y10, Y10, Y10
-	VXORPS  Y11, Y11, Y11
-	VXORPS  Y12, Y12, Y12
-	VXORPS  Y13, Y13, Y13
+	ZERO4(Y0, Y1, Y2, Y3)
+	ZERO4(Y10, Y11, Y12, Y13)
 	XORQ    AX, AX
 	MOVQ    R9, R8
 	TESTQ   CX, CX
 	JEQ     avsum
 
 avloop:
-	TESTQ   DX, DX
-	JEQ     aveven
-	MOVLQSX (DX)(AX*4), R8
-	IMULQ   BX, R8
-	ADDQ    R9, R8
+	VECMAT_ROW(aveven)
 
 aveven:
-	VBROADCASTSS (SI)(AX*4), Y8
-	VMASKMOVPS   (R8), Y4, Y9
-	VFMADD231PS  Y9, Y8, Y0
-	VMASKMOVPS   32(R8), Y5, Y9
-	VFMADD231PS  Y9, Y8, Y1
-	VMASKMOVPS   64(R8), Y6, Y9
-	VFMADD231PS  Y9, Y8, Y2
-	VMASKMOVPS   96(R8), Y7, Y9
-	VFMADD231PS  Y9, Y8, Y3
-	ADDQ         BX, R8
-	INCQ         AX
+	AVSTEP(Y0, Y1, Y2, Y3)
 	CMPQ         AX, CX
 	JGE          avsum
-	TESTQ        DX, DX
-	JEQ          avodd
-	MOVLQSX      (DX)(AX*4), R8
-	IMULQ        BX, R8
-	ADDQ         R9, R8
+	VECMAT_ROW(avodd)
 
 avodd:
-	VBROADCASTSS (SI)(AX*4), Y8
-	VMASKMOVPS   (R8), Y4, Y9
-	VFMADD231PS  Y9, Y8, Y10
-	VMASKMOVPS   32(R8), Y5, Y9
-	VFMADD231PS  Y9, Y8, Y11
-	VMASKMOVPS   64(R8), Y6, Y9
-	VFMADD231PS  Y9, Y8, Y12
-	VMASKMOVPS   96(R8), Y7, Y9
-	VFMADD231PS  Y9, Y8, Y13
-	ADDQ         BX, R8
-	INCQ         AX
+	AVSTEP(Y10, Y11, Y12, Y13)
 	CMPQ         AX, CX
 	JLT          avloop
 

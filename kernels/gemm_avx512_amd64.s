@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "gemm_amd64.h"
 
 // Every dot product here follows one fixed order, which is what makes the
 // kernels batch-invariant: lane l of a 16-wide accumulator sums
@@ -40,27 +41,30 @@
 	VSHUFPS $0xDD, B, A, Z17; \
 	VADDPS  Z17, Z16, DST
 
-// ZERO8 clears the accumulators Z0-Z7; ZERO16 clears Z0-Z15.
+// ZERO4 clears the accumulators A0-A3; ZERO8 clears Z0-Z7; ZERO16 clears
+// Z0-Z15.
+#define ZERO4(A0, A1, A2, A3) \
+	VPXORD A0, A0, A0; \
+	VPXORD A1, A1, A1; \
+	VPXORD A2, A2, A2; \
+	VPXORD A3, A3, A3
+
 #define ZERO8 \
-	VPXORD Z0, Z0, Z0; \
-	VPXORD Z1, Z1, Z1; \
-	VPXORD Z2, Z2, Z2; \
-	VPXORD Z3, Z3, Z3; \
-	VPXORD Z4, Z4, Z4; \
-	VPXORD Z5, Z5, Z5; \
-	VPXORD Z6, Z6, Z6; \
-	VPXORD Z7, Z7, Z7
+	ZERO4(Z0, Z1, Z2, Z3); \
+	ZERO4(Z4, Z5, Z6, Z7)
 
 #define ZERO16 \
 	ZERO8; \
-	VPXORD Z8, Z8, Z8; \
-	VPXORD Z9, Z9, Z9; \
-	VPXORD Z10, Z10, Z10; \
-	VPXORD Z11, Z11, Z11; \
-	VPXORD Z12, Z12, Z12; \
-	VPXORD Z13, Z13, Z13; \
-	VPXORD Z14, Z14, Z14; \
-	VPXORD Z15, Z15, Z15
+	ZERO4(Z8, Z9, Z10, Z11); \
+	ZERO4(Z12, Z13, Z14, Z15)
+
+// G4FMA adds W (a vector of one w row) times the 4 x rows in Z16-Z19 to the
+// accumulators A0-A3.
+#define G4FMA(W, A0, A1, A2, A3) \
+	VFMADD231PS W, Z16, A0; \
+	VFMADD231PS W, Z17, A1; \
+	VFMADD231PS W, Z18, A2; \
+	VFMADD231PS W, Z19, A3
 
 // func gemm4x4AVX512(dst *float32, ldd int, x *float32, ldx int, w *float32, ldw int, n4 int, k int, kmask uint64)
 //
@@ -68,16 +72,7 @@
 // r < 4 and columns j < 4*n4, in tiles of 4 rows × 4 columns (16
 // accumulators). kmask has the low k%16 bits set. Strides are in elements.
 TEXT ·gemm4x4AVX512(SB), NOSPLIT, $0-72
-	MOVQ x+16(FP), R8
-	MOVQ ldx+24(FP), AX
-	SHLQ $2, AX
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	MOVQ w+32(FP), SI
-	MOVQ ldw+40(FP), BX
-	SHLQ $2, BX
-	MOVQ dst+0(FP), DI
+	GEMM4_ARGS
 	MOVQ n4+48(FP), R14
 	MOVQ k+56(FP), CX
 	ANDQ $-16, CX
@@ -103,25 +98,13 @@ g4loop:
 	VMOVUPS     (R10)(AX*1), Z18
 	VMOVUPS     (R11)(AX*1), Z19
 	VMOVUPS     (SI)(AX*1), Z20
-	VFMADD231PS Z20, Z16, Z0
-	VFMADD231PS Z20, Z17, Z1
-	VFMADD231PS Z20, Z18, Z2
-	VFMADD231PS Z20, Z19, Z3
+	G4FMA(Z20, Z0, Z1, Z2, Z3)
 	VMOVUPS     (R12)(AX*1), Z21
-	VFMADD231PS Z21, Z16, Z4
-	VFMADD231PS Z21, Z17, Z5
-	VFMADD231PS Z21, Z18, Z6
-	VFMADD231PS Z21, Z19, Z7
+	G4FMA(Z21, Z4, Z5, Z6, Z7)
 	VMOVUPS     (R13)(AX*1), Z22
-	VFMADD231PS Z22, Z16, Z8
-	VFMADD231PS Z22, Z17, Z9
-	VFMADD231PS Z22, Z18, Z10
-	VFMADD231PS Z22, Z19, Z11
+	G4FMA(Z22, Z8, Z9, Z10, Z11)
 	VMOVUPS     (DX)(AX*1), Z23
-	VFMADD231PS Z23, Z16, Z12
-	VFMADD231PS Z23, Z17, Z13
-	VFMADD231PS Z23, Z18, Z14
-	VFMADD231PS Z23, Z19, Z15
+	G4FMA(Z23, Z12, Z13, Z14, Z15)
 	ADDQ        $64, AX
 	CMPQ        AX, CX
 	JLT         g4loop
@@ -134,25 +117,13 @@ g4tail:
 	VMOVUPS.Z   (R10)(AX*1), K1, Z18
 	VMOVUPS.Z   (R11)(AX*1), K1, Z19
 	VMOVUPS.Z   (SI)(AX*1), K1, Z20
-	VFMADD231PS Z20, Z16, Z0
-	VFMADD231PS Z20, Z17, Z1
-	VFMADD231PS Z20, Z18, Z2
-	VFMADD231PS Z20, Z19, Z3
+	G4FMA(Z20, Z0, Z1, Z2, Z3)
 	VMOVUPS.Z   (R12)(AX*1), K1, Z21
-	VFMADD231PS Z21, Z16, Z4
-	VFMADD231PS Z21, Z17, Z5
-	VFMADD231PS Z21, Z18, Z6
-	VFMADD231PS Z21, Z19, Z7
+	G4FMA(Z21, Z4, Z5, Z6, Z7)
 	VMOVUPS.Z   (R13)(AX*1), K1, Z22
-	VFMADD231PS Z22, Z16, Z8
-	VFMADD231PS Z22, Z17, Z9
-	VFMADD231PS Z22, Z18, Z10
-	VFMADD231PS Z22, Z19, Z11
+	G4FMA(Z22, Z8, Z9, Z10, Z11)
 	VMOVUPS.Z   (DX)(AX*1), K1, Z23
-	VFMADD231PS Z23, Z16, Z12
-	VFMADD231PS Z23, Z17, Z13
-	VFMADD231PS Z23, Z18, Z14
-	VFMADD231PS Z23, Z19, Z15
+	G4FMA(Z23, Z12, Z13, Z14, Z15)
 
 g4reduce:
 	FOLD8(Z0, Z1, Z0)
@@ -191,6 +162,11 @@ g4done:
 	VZEROUPPER
 	RET
 
+// G8MASKED adds Z16 times the K1 lanes of the row at R+AX to A, using Z17.
+#define G8MASKED(R, A) \
+	VMOVUPS.Z   (R)(AX*1), K1, Z17; \
+	VFMADD231PS Z17, Z16, A
+
 // func gemv8AVX512(dst *float32, x *float32, w *float32, ldw int, idx *int32, n8 int, k int, kmask uint64)
 //
 // gemv8AVX512 sets dst[j] = x[:k] · row_j[:k] for j < 8*n8, where row_j is
@@ -199,17 +175,7 @@ g4done:
 // the reduced vector, compressed to its lanes 0,1,4,5,8,9,12,13, is the
 // tile's 8 results in order.
 TEXT ·gemv8AVX512(SB), NOSPLIT, $24-64
-	MOVQ  dst+0(FP), DI
-	MOVQ  x+8(FP), SI
-	MOVQ  ldw+24(FP), AX
-	SHLQ  $2, AX
-	MOVQ  AX, ldb-24(SP)
-	MOVQ  w+16(FP), AX
-	MOVQ  AX, wcur-8(SP)
-	MOVQ  idx+32(FP), AX
-	MOVQ  AX, icur-16(SP)
-	MOVQ  n8+40(FP), DX
-	MOVQ  k+48(FP), CX
+	GEMV8_ARGS
 	ANDQ  $-16, CX
 	SHLQ  $2, CX
 	MOVQ  kmask+56(FP), AX
@@ -223,46 +189,11 @@ g8tile:
 	MOVQ  icur-16(SP), AX
 	TESTQ AX, AX
 	JNE   g8gather
-	MOVQ  wcur-8(SP), R8
-	MOVQ  ldb-24(SP), AX
-	LEAQ  (R8)(AX*1), R9
-	LEAQ  (R9)(AX*1), R10
-	LEAQ  (R10)(AX*1), R11
-	LEAQ  (R11)(AX*1), R12
-	LEAQ  (R12)(AX*1), R13
-	LEAQ  (R13)(AX*1), R14
-	LEAQ  (R14)(AX*1), BX
-	LEAQ  (BX)(AX*1), AX
-	MOVQ  AX, wcur-8(SP)
+	GEMV8_ROWS
 	JMP   g8compute
 
 g8gather:
-	MOVLQSX 0(AX), R8
-	IMULQ   ldb-24(SP), R8
-	ADDQ    w+16(FP), R8
-	MOVLQSX 4(AX), R9
-	IMULQ   ldb-24(SP), R9
-	ADDQ    w+16(FP), R9
-	MOVLQSX 8(AX), R10
-	IMULQ   ldb-24(SP), R10
-	ADDQ    w+16(FP), R10
-	MOVLQSX 12(AX), R11
-	IMULQ   ldb-24(SP), R11
-	ADDQ    w+16(FP), R11
-	MOVLQSX 16(AX), R12
-	IMULQ   ldb-24(SP), R12
-	ADDQ    w+16(FP), R12
-	MOVLQSX 20(AX), R13
-	IMULQ   ldb-24(SP), R13
-	ADDQ    w+16(FP), R13
-	MOVLQSX 24(AX), R14
-	IMULQ   ldb-24(SP), R14
-	ADDQ    w+16(FP), R14
-	MOVLQSX 28(AX), BX
-	IMULQ   ldb-24(SP), BX
-	ADDQ    w+16(FP), BX
-	ADDQ    $32, AX
-	MOVQ    AX, icur-16(SP)
+	GEMV8_GATHER
 
 g8compute:
 	ZERO8
@@ -272,14 +203,7 @@ g8compute:
 
 g8loop:
 	VMOVUPS     (SI)(AX*1), Z16
-	VFMADD231PS (R8)(AX*1), Z16, Z0
-	VFMADD231PS (R9)(AX*1), Z16, Z4
-	VFMADD231PS (R10)(AX*1), Z16, Z1
-	VFMADD231PS (R11)(AX*1), Z16, Z5
-	VFMADD231PS (R12)(AX*1), Z16, Z2
-	VFMADD231PS (R13)(AX*1), Z16, Z6
-	VFMADD231PS (R14)(AX*1), Z16, Z3
-	VFMADD231PS (BX)(AX*1), Z16, Z7
+	GEMV8_FMA(Z16, Z0, Z4, Z1, Z5, Z2, Z6, Z3, Z7)
 	ADDQ        $64, AX
 	CMPQ        AX, CX
 	JLT         g8loop
@@ -288,22 +212,14 @@ g8tail:
 	KORTESTW    K1, K1
 	JZ          g8reduce
 	VMOVUPS.Z   (SI)(AX*1), K1, Z16
-	VMOVUPS.Z   (R8)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z0
-	VMOVUPS.Z   (R9)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z4
-	VMOVUPS.Z   (R10)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z1
-	VMOVUPS.Z   (R11)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z5
-	VMOVUPS.Z   (R12)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z2
-	VMOVUPS.Z   (R13)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z6
-	VMOVUPS.Z   (R14)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z3
-	VMOVUPS.Z   (BX)(AX*1), K1, Z17
-	VFMADD231PS Z17, Z16, Z7
+	G8MASKED(R8, Z0)
+	G8MASKED(R9, Z4)
+	G8MASKED(R10, Z1)
+	G8MASKED(R11, Z5)
+	G8MASKED(R12, Z2)
+	G8MASKED(R13, Z6)
+	G8MASKED(R14, Z3)
+	G8MASKED(BX, Z7)
 
 g8reduce:
 	FOLD8(Z0, Z1, Z0)
@@ -331,15 +247,20 @@ g8done:
 // w[p*ldw:] when idx is nil and w[idx[p]*ldw:] otherwise. Each output is
 // summed in two FMA chains, even p (Z0-Z3) and odd p (Z4-Z7), each in
 // increasing p, then even + odd: two chains halve the wait on FMA latency.
+// VMSTEP adds x[AX]·(row at R8)[j] to the accumulators A0-A3 for the
+// columns K1-K4 select, with X as scratch, then moves R8 to the next row and
+// AX to the next p.
+#define VMSTEP(X, A0, A1, A2, A3) \
+	VBROADCASTSS (SI)(AX*4), X; \
+	VFMADD231PS  (R8), X, K1, A0; \
+	VFMADD231PS  64(R8), X, K2, A1; \
+	VFMADD231PS  128(R8), X, K3, A2; \
+	VFMADD231PS  192(R8), X, K4, A3; \
+	ADDQ         BX, R8; \
+	INCQ         AX
+
 TEXT ·vecMatAVX512(SB), NOSPLIT, $0-56
-	MOVQ   dst+0(FP), DI
-	MOVQ   x+8(FP), SI
-	MOVQ   w+16(FP), R9
-	MOVQ   ldw+24(FP), BX
-	SHLQ   $2, BX
-	MOVQ   idx+32(FP), DX
-	MOVQ   k+40(FP), CX
-	MOVQ   masks+48(FP), AX
+	VECMAT_ARGS
 	KMOVW  AX, K1
 	SHRQ   $16, AX
 	KMOVW  AX, K2
@@ -354,36 +275,16 @@ TEXT ·vecMatAVX512(SB), NOSPLIT, $0-56
 	JEQ    vmsum
 
 vmloop:
-	TESTQ        DX, DX
-	JEQ          vmeven
-	MOVLQSX      (DX)(AX*4), R8
-	IMULQ        BX, R8
-	ADDQ         R9, R8
+	VECMAT_ROW(vmeven)
 
 vmeven:
-	VBROADCASTSS (SI)(AX*4), Z16
-	VFMADD231PS  (R8), Z16, K1, Z0
-	VFMADD231PS  64(R8), Z16, K2, Z1
-	VFMADD231PS  128(R8), Z16, K3, Z2
-	VFMADD231PS  192(R8), Z16, K4, Z3
-	ADDQ         BX, R8
-	INCQ         AX
+	VMSTEP(Z16, Z0, Z1, Z2, Z3)
 	CMPQ         AX, CX
 	JGE          vmsum
-	TESTQ        DX, DX
-	JEQ          vmodd
-	MOVLQSX      (DX)(AX*4), R8
-	IMULQ        BX, R8
-	ADDQ         R9, R8
+	VECMAT_ROW(vmodd)
 
 vmodd:
-	VBROADCASTSS (SI)(AX*4), Z17
-	VFMADD231PS  (R8), Z17, K1, Z4
-	VFMADD231PS  64(R8), Z17, K2, Z5
-	VFMADD231PS  128(R8), Z17, K3, Z6
-	VFMADD231PS  192(R8), Z17, K4, Z7
-	ADDQ         BX, R8
-	INCQ         AX
+	VMSTEP(Z17, Z4, Z5, Z6, Z7)
 	CMPQ         AX, CX
 	JLT          vmloop
 

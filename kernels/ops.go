@@ -100,11 +100,7 @@ func (c *CPU) scale(dst, x, w []float32, s float32) {
 		return
 	}
 	_ = dst[n-1]
-	var wp *float32
-	if w != nil {
-		_ = w[n-1]
-		wp = &w[0]
-	}
+	wp := optionalPtr(w, n)
 	switch c.path {
 	case PathAVX512:
 		scaleAVX512(&dst[0], &x[0], wp, n, s)
@@ -121,6 +117,16 @@ func (c *CPU) scale(dst, x, w []float32, s float32) {
 			dst[i] = float32(v*s) * w[i]
 		}
 	}
+}
+
+// optionalPtr returns &v[0] for a vector kernel's optional operand, after
+// checking that v holds n elements, or nil when v is nil.
+func optionalPtr(v []float32, n int) *float32 {
+	if v == nil {
+		return nil
+	}
+	_ = v[n-1]
+	return &v[0]
 }
 
 // checkRows panics unless dst and x are matrices of the same shape with
@@ -225,11 +231,7 @@ func (c *CPU) gate(dst, x, up []float32) {
 		return
 	}
 	_ = dst[n-1]
-	var upp *float32
-	if up != nil {
-		_ = up[n-1]
-		upp = &up[0]
-	}
+	upp := optionalPtr(up, n)
 	switch c.path {
 	case PathAVX512:
 		gateAVX512(&dst[0], &x[0], upp, n)

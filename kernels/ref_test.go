@@ -24,19 +24,20 @@ func refMatMulT(x, w Mat) [][]float64 {
 	return out
 }
 
+// refMatMul is refMatMulT of w transposed: out[i][j] = Σ_p x[i][p]·w[p][j].
 func refMatMul(x, w Mat) [][]float64 {
-	out := make([][]float64, x.Rows)
-	for i := range out {
-		out[i] = make([]float64, w.Cols)
-		for j := range out[i] {
-			var s float64
-			for p := range x.Cols {
-				s += float64(x.Data[i*x.Stride+p]) * float64(w.Data[p*w.Stride+j])
-			}
-			out[i][j] = s
+	return refMatMulT(x, transposed(w))
+}
+
+// transposed returns a dense copy of mᵀ.
+func transposed(m Mat) Mat {
+	t := NewMat(make([]float32, m.Rows*m.Cols), m.Cols, m.Rows)
+	for i := range m.Rows {
+		for j := range m.Cols {
+			t.Data[j*t.Stride+i] = m.Data[i*m.Stride+j]
 		}
 	}
-	return out
+	return t
 }
 
 // refAbsMatMulT is Σ|x||w| per element: the scale of the rounding error a

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "tail_amd64.h"
 
 // func reluAXPYAVX512(dst *float32, x *float32, n int, alpha float32)
 // dst[i] += alpha · max(x[i], 0), one fused multiply-add per element,
@@ -13,13 +14,7 @@ TEXT ·reluAXPYAVX512(SB), NOSPLIT, $0-28
 	VBROADCASTSS alpha+24(FP), Z1
 	VXORPS       Z2, Z2, Z2
 	XORQ         AX, AX
-	MOVQ         CX, BX
-	ANDQ         $-16, BX
-	SUBQ         BX, CX          // CX = tail length
-	MOVL         $1, R8
-	SHLL         CX, R8
-	DECL         R8
-	KMOVW        R8, K1
+	SPLIT16(K1)
 
 r16loop:
 	CMPQ        AX, BX

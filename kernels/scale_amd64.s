@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "tail_amd64.h"
 
 // func scaleAVX512(dst *float32, x *float32, w *float32, n int, s float32)
 //
@@ -13,13 +14,7 @@ TEXT ·scaleAVX512(SB), NOSPLIT, $0-36
 	MOVQ         n+24(FP), CX
 	VBROADCASTSS s+32(FP), Z1
 	XORQ         AX, AX
-	MOVQ         CX, BX
-	ANDQ         $-16, BX
-	SUBQ         BX, CX          // CX = tail length
-	MOVL         $1, R8
-	SHLL         CX, R8
-	DECL         R8
-	KMOVW        R8, K1
+	SPLIT16(K1)
 	TESTQ        DX, DX
 	JEQ          s16plain
 
@@ -119,6 +114,15 @@ s8done:
 DATA negInf<>+0(SB)/4, $0xff800000
 GLOBL negInf<>(SB), RODATA|NOPTR, $4
 
+// MAX8 sets lane 0 of X0 to the largest of the 8 lanes of Y0, using X1.
+#define MAX8 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VMAXPS       X1, X0, X0; \
+	VPERMILPS    $0x4e, X0, X1; \
+	VMAXPS       X1, X0, X0; \
+	VPERMILPS    $0xb1, X0, X1; \
+	VMAXPS       X1, X0, X0
+
 // func maxAVX512(x *float32, n int) float32
 //
 // maxAVX512 returns the largest of x[:n], n ≥ 1. With a NaN among them the
@@ -151,10 +155,7 @@ m16one:
 m16tail:
 	SUBQ    AX, CX
 	JEQ     m16fold
-	MOVL    $1, R8
-	SHLL    CX, R8
-	DECL    R8
-	KMOVW   R8, K1
+	LOWMASK(R8, K1)
 	VMOVAPS Z1, Z2
 	VMOVUPS (SI)(AX*4), K1, Z2   // lanes past n keep −Inf
 	VMAXPS  Z2, Z0, Z0
@@ -163,12 +164,7 @@ m16fold:
 	VMAXPS        Z1, Z0, Z0
 	VEXTRACTF64X4 $1, Z0, Y1
 	VMAXPS        Y1, Y0, Y0
-	VEXTRACTF128  $1, Y0, X1
-	VMAXPS        X1, X0, X0
-	VPERMILPS     $0x4e, X0, X1
-	VMAXPS        X1, X0, X0
-	VPERMILPS     $0xb1, X0, X1
-	VMAXPS        X1, X0, X0
+	MAX8
 	VMOVSS        X0, ret+16(FP)
 	VZEROUPPER
 	RET
@@ -204,12 +200,7 @@ m8tail:
 	VMAXPS     Y2, Y0, Y0
 
 m8fold:
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0x4e, X0, X1
-	VMAXPS       X1, X0, X0
-	VPERMILPS    $0xb1, X0, X1
-	VMAXPS       X1, X0, X0
-	VMOVSS       X0, ret+24(FP)
+	MAX8
+	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET

@@ -144,13 +144,20 @@ func TestWriteDirWritesAllThreeFiles(t *testing.T) {
 	}
 }
 
-func TestUpdateDirReplacesOnlyItsSectionOfAReportOfTheSameLabel(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	run := sampleReport()
+// writtenRun writes sampleReport and one record into a fresh folder, as a run
+// leaves it, and returns the folder and the report.
+func writtenRun(t *testing.T) (dir string, run *schema.Report) {
+	t.Helper()
+	dir, run = t.TempDir(), sampleReport()
 	if err := WriteDir(dir, run, []schema.Record{{Phase: "single", I: 0}}); err != nil {
 		t.Fatal(err)
 	}
+	return dir, run
+}
+
+func TestUpdateDirReplacesOnlyItsSectionOfAReportOfTheSameLabel(t *testing.T) {
+	t.Parallel()
+	dir, run := writtenRun(t)
 	evals := []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 3.2}, N: 4}}
 	fresh := &schema.Report{Schema: schema.ReportSchema, Label: run.Label}
 	if _, err := UpdateDir(dir, fresh, func(r *schema.Report) { r.Evals = evals }); err != nil {
@@ -176,11 +183,7 @@ func TestUpdateDirReplacesOnlyItsSectionOfAReportOfTheSameLabel(t *testing.T) {
 
 func TestUpdateDirRefusesAFolderHoldingAnotherLabelsReport(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	run := sampleReport()
-	if err := WriteDir(dir, run, []schema.Record{{Phase: "single", I: 0}}); err != nil {
-		t.Fatal(err)
-	}
+	dir, run := writtenRun(t)
 	other := &schema.Report{Schema: schema.ReportSchema, Label: "other"}
 	changed := false
 	r, err := UpdateDir(dir, other, func(*schema.Report) { changed = true })

@@ -3,19 +3,18 @@
 package cmdutil
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/syncbuf"
 )
 
 // Exit codes, as DESIGN.md fixes them. Precedence: 2 > 1 > 99.
@@ -131,19 +130,4 @@ func TestFactory(ctx context.Context, env map[string]string) (f *Factory, out, e
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers (progress lines
 // come from their own goroutine).
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type SyncBuffer = syncbuf.Buffer

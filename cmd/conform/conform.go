@@ -13,7 +13,6 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/target"
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/conform"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
@@ -23,33 +22,23 @@ import (
 // Options are conform's parsed flags and injected state.
 type Options struct {
 	F *cmdutil.Factory
-
-	Endpoint endpoints.Flags
+	// Common is the endpoint, --connect-timeout, --label and --out.
+	target.Common
 	// Only lists check ids to run (with the checks they need); empty: all.
 	Only []string
 	// ProbeLimits is the size of the burst the rate-limit and
 	// queue-overflow checks send; 0 leaves them out.
 	ProbeLimits int
 
-	Timeout        time.Duration
-	StallTimeout   time.Duration
-	ConnectTimeout time.Duration
-
-	Label string
-	Out   string
-
-	// flags binds the fields above that run and eval share.
-	flags target.Flags
+	Timeout      time.Duration
+	StallTimeout time.Duration
 }
 
-// shared points the flags run, eval and conform share at o's fields. NewCmd
-// calls it; Run calls it for Options built without NewCmd.
-func (o *Options) shared() {
-	if o.flags.ConnectTimeout != nil {
-		return
-	}
-	o.flags = target.Flags{
-		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
+// shared is the flags run, eval and conform share, bound to o's fields
+// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+func (o *Options) shared() *target.Flags {
+	return o.Common.Bind(target.Flags{
+		Section: true,
 		// Tighter than run's, and never off: every check has a time limit,
 		// so that none can hang, and a check's requests are a few tokens
 		// each, so a stream silent for 10 s is already broken (run waits
@@ -60,13 +49,12 @@ func (o *Options) shared() {
 		// conform's request limit was --timeout before it was spelled as
 		// run's and eval's.
 		Alias: "timeout",
-	}
+	})
 }
 
 // NewCmdConform binds conform's flags. runF replaces the run function in tests.
 func NewCmdConform(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{F: f}
-	o.shared()
 	cmd := &cobra.Command{
 		Use:   "conform",
 		Short: "Check which parts of the OpenAI API an endpoint really implements",
@@ -98,7 +86,7 @@ any request), 130 interrupted.`,
   glmbench conform --endpoints endpoints.yaml --name hosted --only stream-usage,completions-echo`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.flags.Parsed()
+			o.shared().Parsed()
 			if runF != nil {
 				return runF(o)
 			}
@@ -106,7 +94,7 @@ any request), 130 interrupted.`,
 		},
 	}
 	fl := cmd.Flags()
-	o.flags.AddFlags(cmd)
+	o.shared().AddFlags(cmd)
 	fl.StringSliceVar(&o.Only, "only", nil, "run only these checks (comma list or repeated), with the checks they need")
 	fl.IntVar(&o.ProbeLimits, "probe-limits", 0, "send a burst of N streams at once to check 429 Retry-After and queue overflow (0: off)")
 	return cmd
@@ -124,7 +112,7 @@ func checkList() string {
 // validate checks the flags that need no endpoint; it runs before anything is sent.
 func (o *Options) validate() error {
 	// The order conform always checked its limits in.
-	if err := o.flags.Validate("request-timeout", "stall-timeout", "connect-timeout"); err != nil {
+	if err := o.shared().Validate("request-timeout", "stall-timeout", "connect-timeout"); err != nil {
 		return err
 	}
 	if o.ProbeLimits < 0 || o.ProbeLimits == 1 {
@@ -139,7 +127,6 @@ func (o *Options) validate() error {
 
 // Run is the conform command's work.
 func Run(o *Options) error {
-	o.shared()
 	ctx := o.F.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -148,7 +135,7 @@ func Run(o *Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	tg, err := o.flags.Open(ctx, o.F)
+	tg, err := o.shared().Open(ctx, o.F)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/conform"
 	"github.com/glmbench/glmbench/engine"
@@ -21,15 +22,7 @@ import (
 )
 
 func parse(t *testing.T, args ...string) *Options {
-	t.Helper()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdConform(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs(args)
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return cmdtest.MustParse(t, NewCmdConform, args...)
 }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
@@ -60,14 +53,8 @@ func TestHelpListsEveryCheck(t *testing.T) {
 
 // execute runs conform with args against a factory over buffers.
 func execute(t *testing.T, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
 	f, out, errOut := cmdutil.TestFactory(context.Background(), map[string]string{"OPENAI_API_KEY": "sk-cmd-conform-secret"})
-	cmd := NewCmdConform(f, nil)
-	cmd.SetArgs(args)
-	cmd.SetOut(out)
-	cmd.SetErr(errOut)
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	err = cmd.Execute()
+	err = cmdtest.Execute(f, NewCmdConform, args...)
 	return out.String(), errOut.String(), err
 }
 

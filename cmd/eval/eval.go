@@ -13,7 +13,6 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/target"
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
@@ -25,8 +24,9 @@ type Options struct {
 	F *cmdutil.Factory
 
 	// Eval is the positional argument: an eval's name or "all".
-	Eval     string
-	Endpoint endpoints.Flags
+	Eval string
+	// Common is the endpoint, --connect-timeout, --label and --out.
+	target.Common
 	// Datasets are the --dataset values: PATH, or NAME=PATH.
 	Datasets []string
 	// Shots is TriviaQA's --shots file.
@@ -36,38 +36,27 @@ type Options struct {
 	GenTokens   int
 	Concurrency int
 
-	ConnectTimeout time.Duration
 	RequestTimeout time.Duration
-
-	Label string
-	Out   string
 	// ProgressEvery is how often plain progress lines are printed when
 	// stderr is not a terminal.
 	ProgressEvery time.Duration
-
-	// flags binds the fields above that run and conform share.
-	flags target.Flags
 }
 
-// shared points the flags run, eval and conform share at o's fields. NewCmd
-// calls it; Run calls it for Options built without NewCmd.
-func (o *Options) shared() {
-	if o.flags.ConnectTimeout != nil {
-		return
-	}
-	o.flags = target.Flags{
-		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out, Section: true,
+// shared is the flags run, eval and conform share, bound to o's fields
+// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+func (o *Options) shared() *target.Flags {
+	return o.Common.Bind(target.Flags{
+		Section: true,
 		// 10 min, where run has none: an eval's requests are not streamed,
 		// so no TTFT or stall limit ends a hung one (and eval has no
 		// --stall-timeout); a whole request is the only thing to bound.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout, Default: 10 * time.Minute},
-	}
+	})
 }
 
 // NewCmdEval binds eval's flags. runF replaces the run function in tests.
 func NewCmdEval(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{F: f, ProgressEvery: 10 * time.Second}
-	o.shared()
 	cmd := &cobra.Command{
 		Use:   "eval ppl|long-ppl|mmlu|triviaqa|all",
 		Short: "Measure the model's quality: perplexity, long-decode perplexity, MMLU, TriviaQA",
@@ -125,7 +114,7 @@ bad data set (said before any request), 130 interrupted.`,
 		ValidArgs: append(evals.Names(), "all"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Eval = args[0]
-			o.flags.Parsed()
+			o.shared().Parsed()
 			if runF != nil {
 				return runF(o)
 			}
@@ -133,7 +122,7 @@ bad data set (said before any request), 130 interrupted.`,
 		},
 	}
 	fl := cmd.Flags()
-	o.flags.AddFlags(cmd)
+	o.shared().AddFlags(cmd)
 	fl.StringArrayVar(&o.Datasets, "dataset", nil, "data set PATH for one eval, or NAME=PATH (repeatable; for all, always NAME=PATH); default: the built-in sample")
 	fl.StringVar(&o.Shots, "shots", "", "triviaqa: take the 5 shots from this file (default: the data set's first five, not scored)")
 	fl.IntVar(&o.Limit, "limit", 0, "items per eval: documents, prompts, questions per MMLU subject, questions (0: all; long-ppl 16, triviaqa 1000)")
@@ -221,7 +210,6 @@ func datasetPaths(eval string, values []string) (map[string]string, error) {
 
 // Run is the eval command's work.
 func Run(ctx context.Context, o *Options) error {
-	o.shared()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -230,7 +218,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	tg, err := o.flags.Open(ctx, o.F)
+	tg, err := o.shared().Open(ctx, o.F)
 	if err != nil {
 		return err
 	}

@@ -14,23 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-func parse(t *testing.T, args ...string) (*Options, error) {
-	t.Helper()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdEval(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs(args)
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	err := cmd.Execute()
-	return got, err
-}
+func parse(t *testing.T, args ...string) (*Options, error) { return cmdtest.Parse(NewCmdEval, args...) }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
@@ -96,16 +87,8 @@ func TestDatasetFlagsSayWhichEvalTheyFeed(t *testing.T) {
 
 // run runs eval with args and returns the exit code, stdout and stderr.
 func run(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
 	f, out, errOut := cmdutil.TestFactory(context.Background(), map[string]string{})
-	cmd := NewCmdEval(f, nil)
-	cmd.SetArgs(args)
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	err := cmd.ExecuteContext(context.Background())
-	if err != nil {
-		errOut.Write([]byte(cmdutil.Message(err)))
-	}
+	err := cmdtest.Execute(f, NewCmdEval, args...)
 	return cmdutil.ExitCode(err), out.String(), errOut.String()
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/gate"
@@ -36,33 +37,15 @@ func writeReport(t *testing.T, label string, outTput float64, batch int) string 
 }
 
 func execute(t *testing.T, env map[string]string, args ...string) (out, errOut string, code int) {
-	t.Helper()
 	f, o, e := cmdutil.TestFactory(context.Background(), env)
-	cmd := NewCmdGate(f, nil)
-	// As the root command does: errors are printed once, by the caller.
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetArgs(args)
-	cmd.SetOut(o)
-	cmd.SetErr(e)
-	err := cmd.Execute()
-	if err != nil {
-		if msg := cmdutil.Message(err); msg != "" {
-			e.Write([]byte(msg))
-		}
-	}
+	err := cmdtest.Execute(f, NewCmdGate, args...)
 	return o.String(), e.String(), cmdutil.ExitCode(err)
 }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdGate(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"--baseline", "b1,b2", "--baseline", "b3", "--current", "c1", "--threshold", "a.b > 1, or not",
-		"--threshold", "*.c < +5%", "--threshold-file", "g.yaml", "--junit", "j.xml"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := cmdtest.MustParse(t, NewCmdGate, "--baseline", "b1,b2", "--baseline", "b3", "--current", "c1", "--threshold", "a.b > 1, or not",
+		"--threshold", "*.c < +5%", "--threshold-file", "g.yaml", "--junit", "j.xml")
 	if strings.Join(got.Baseline, " ") != "b1 b2 b3" || strings.Join(got.Current, " ") != "c1" ||
 		len(got.Thresholds) != 2 || got.Thresholds[0] != "a.b > 1, or not" || got.ThresholdFile != "g.yaml" || got.JUnit != "j.xml" {
 		t.Fatalf("%+v", got)

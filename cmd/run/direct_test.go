@@ -15,9 +15,10 @@ import (
 func TestRunWithOptionsBuiltByHandReportsTheEndpoint(t *testing.T) {
 	t.Parallel()
 	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	o := &Options{F: f, Phases: "single", ConnectTimeout: time.Second, StallTimeout: time.Minute, TTFTTimeout: time.Minute, PhaseCap: time.Minute, Summary: "full", IgnoreEOS: true}
+	o := &Options{F: f, Phases: "single", StallTimeout: time.Minute, TTFTTimeout: time.Minute, PhaseCap: time.Minute, Summary: "full", IgnoreEOS: true}
 	o.Endpoint.Endpoint = "http://127.0.0.1:1/v1"
 	o.Endpoint.Model = "m"
+	o.ConnectTimeout = time.Second
 	err := Run(context.Background(), o)
 	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("%v (exit %d), want the endpoint unreachable, exit 2", err, cmdutil.ExitCode(err))

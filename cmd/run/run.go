@@ -25,8 +25,9 @@ import (
 // Options are run's parsed flags and injected state.
 type Options struct {
 	F *cmdutil.Factory
+	// Common is the endpoint, --connect-timeout, --label and --out.
+	target.Common
 
-	Endpoint    endpoints.Flags
 	Phases      string
 	PhasesGiven bool
 	Custom      []string
@@ -36,7 +37,6 @@ type Options struct {
 	Seed           int64
 
 	PhaseCap       time.Duration
-	ConnectTimeout time.Duration
 	TTFTTimeout    time.Duration
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
@@ -45,8 +45,6 @@ type Options struct {
 	ProbeTimeout time.Duration
 	IgnoreEOS    bool
 
-	Label string
-	Out   string
 	// Baseline, when set, gates this run against those reports after it
 	// (glmbench gate's thresholds and exit code 99).
 	Baseline      []string
@@ -59,9 +57,6 @@ type Options struct {
 	// Summary is what stdout gets when the run ends: SummaryFull,
 	// SummaryCompact, or SummaryAuto ("" too): compact on a terminal.
 	Summary string
-
-	// flags binds the fields above that eval and conform share.
-	flags target.Flags
 }
 
 // The --summary values.
@@ -71,25 +66,20 @@ const (
 	SummaryCompact = "compact"
 )
 
-// shared points the flags run, eval and conform share at o's fields. NewCmd
-// calls it; Run calls it for Options built without NewCmd.
-func (o *Options) shared() {
-	if o.flags.ConnectTimeout != nil {
-		return
-	}
-	o.flags = target.Flags{
-		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out,
+// shared is the flags run, eval and conform share, bound to o's fields
+// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+func (o *Options) shared() *target.Flags {
+	return o.Common.Bind(target.Flags{
 		// No request limit by default: --ttft-timeout and --stall-timeout
 		// end a hung stream, and a long decode may take any time.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
 		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	}
+	})
 }
 
 // NewCmdRun binds run's flags. runF replaces the run function in tests.
 func NewCmdRun(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{F: f, ProgressEvery: 10 * time.Second}
-	o.shared()
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the load phases against an endpoint",
@@ -124,7 +114,7 @@ has everything.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.PhasesGiven = cmd.Flags().Changed("phases")
-			o.flags.Parsed()
+			o.shared().Parsed()
 			if runF != nil {
 				return runF(o)
 			}
@@ -132,7 +122,7 @@ has everything.`,
 		},
 	}
 	fl := cmd.Flags()
-	o.flags.AddFlags(cmd)
+	o.shared().AddFlags(cmd)
 	fl.StringVar(&o.Phases, "phases", "all", "phases to run: all, or a comma list of single,decode_medium,decode_long,throughput_8k")
 	fl.StringArrayVar(&o.Custom, "phase", nil, "add a custom phase NAME=N/IN/OUT (repeatable)")
 	fl.Float64Var(&o.RequestRate, "request-rate", 0, "send requests as a Poisson process of R per second (0: all at once)")
@@ -161,13 +151,13 @@ func (o *Options) validate() ([]bench.Spec, error) {
 	if o.PhaseCap < 0 {
 		return nil, badinput.Errorf("--phase-cap must not be negative")
 	}
-	if err := o.flags.Validate("connect-timeout"); err != nil {
+	if err := o.shared().Validate("connect-timeout"); err != nil {
 		return nil, err
 	}
 	if o.TTFTTimeout < 0 {
 		return nil, badinput.Errorf("--ttft-timeout must not be negative")
 	}
-	if err := o.flags.Validate("stall-timeout", "request-timeout"); err != nil {
+	if err := o.shared().Validate("stall-timeout", "request-timeout"); err != nil {
 		return nil, err
 	}
 	if o.ProbeTimeout < 0 {
@@ -213,7 +203,6 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 // baseline, opens the endpoint, calibrates every phase, runs them, writes
 // the report after each, and maps how the run ended to an exit code.
 func Run(ctx context.Context, o *Options) error {
-	o.shared()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -225,7 +214,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	tg, err := o.flags.Open(ctx, o.F)
+	tg, err := o.shared().Open(ctx, o.F)
 	if err != nil {
 		return err
 	}

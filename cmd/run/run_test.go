@@ -15,22 +15,13 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-func parse(t *testing.T, args ...string) *Options {
-	t.Helper()
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	var got *Options
-	cmd := NewCmdRun(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs(args)
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("%v", err)
-	}
-	return got
-}
+func parse(t *testing.T, args ...string) *Options { return cmdtest.MustParse(t, NewCmdRun, args...) }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
@@ -73,17 +64,8 @@ func TestProgressLineSaysWhereThePhaseIs(t *testing.T) {
 // execute runs `glmbench run ARGS` as the CLI does, and returns its exit code
 // and what it printed on stderr, the error's line included.
 func execute(t *testing.T, ctx context.Context, args ...string) (code int, stderr string) {
-	t.Helper()
 	f, _, errOut := cmdutil.TestFactory(ctx, nil)
-	cmd := NewCmdRun(f, nil)
-	cmd.SetArgs(args)
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err := cmd.ExecuteContext(ctx)
-	if msg := cmdutil.Message(err); err != nil && msg != "" {
-		fmt.Fprintf(errOut, "glmbench: %s\n", msg)
-	}
+	err := cmdtest.Execute(f, NewCmdRun, args...)
 	return cmdutil.ExitCode(err), errOut.String()
 }
 
@@ -178,17 +160,27 @@ func noReport(t *testing.T, dir string) {
 	}
 }
 
+// runLong runs `glmbench run --phase long=2/8192/16` with extra args
+// against srv, a run that calibration ends: it fails t unless the run ends
+// within 20 s and leaves no report, and returns the exit code and stderr.
+func runLong(t *testing.T, ctx context.Context, srv *llama, extra ...string) (code int, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	start := time.Now()
+	code, stderr = execute(t, ctx, append([]string{"--endpoint", srv.url, "--phase", "long=2/8192/16", "--out", dir}, extra...)...)
+	if el := time.Since(start); el > 20*time.Second {
+		t.Fatalf("run took %v", el)
+	}
+	noReport(t, dir)
+	return code, stderr
+}
+
 func TestATruncatingServerEndsTheRunInSecondsWithExitTwo(t *testing.T) {
 	t.Parallel()
 	// llama.cpp -c 65536 -np 16 behind a gateway that passes /v1 only, so
 	// the context is not stated and calibration must find it out.
 	srv := newLlama(t, truncating, 4096, false)
-	dir := t.TempDir()
-	start := time.Now()
-	code, stderr := execute(t, context.Background(), "--endpoint", srv.url, "--phase", "long=2/8192/16", "--out", dir)
-	if el := time.Since(start); el > 20*time.Second {
-		t.Fatalf("run took %v", el)
-	}
+	code, stderr := runLong(t, context.Background(), srv)
 	if code != 2 || !strings.Contains(stderr, "glmbench: phase long: the endpoint truncates prompts at about 4,0") ||
 		!strings.Contains(stderr, "below this phase's 8,192") {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -198,19 +190,16 @@ func TestATruncatingServerEndsTheRunInSecondsWithExitTwo(t *testing.T) {
 	if got, limit := srv.maxBody.Load(), int64(2*8192*4+1024); got > limit {
 		t.Errorf("largest request body %d bytes, want at most %d", got, limit)
 	}
-	noReport(t, dir)
 }
 
 func TestAPhaseLongerThanTheStatedContextExitsTwoBeforeAnyChat(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, truncating, 4096, true)
-	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), "--endpoint", srv.url, "--phase", "long=2/8192/16", "--out", dir)
+	code, stderr := runLong(t, context.Background(), srv)
 	want := "glmbench: phase long: IN+OUT is 8,192+16 = 8,208 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props)\n"
 	if code != 2 || !strings.HasSuffix(stderr, want) || srv.chats.Load() != 0 {
 		t.Fatalf("exit %d, %d chat requests\n%s", code, srv.chats.Load(), stderr)
 	}
-	noReport(t, dir)
 }
 
 func TestAProbeCannotHoldTheRun(t *testing.T) {
@@ -228,16 +217,10 @@ func TestAProbeCannotHoldTheRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := newLlama(t, tc.mode, 4096, false)
-			dir := t.TempDir()
-			start := time.Now()
-			code, stderr := execute(t, context.Background(), "--endpoint", srv.url, "--phase", "long=2/8192/16", "--probe-timeout", "300ms", "--out", dir)
-			if el := time.Since(start); el > 20*time.Second {
-				t.Fatalf("run took %v", el)
-			}
+			code, stderr := runLong(t, context.Background(), srv, "--probe-timeout", "300ms")
 			if code != 2 || !strings.Contains(stderr, "glmbench: phase long: the endpoint") || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
-			noReport(t, dir)
 		})
 	}
 }
@@ -245,23 +228,17 @@ func TestAProbeCannotHoldTheRun(t *testing.T) {
 func TestInterruptDuringCalibrationExits130WithOneLine(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, silent, 4096, false)
-	dir := t.TempDir()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	go func() {
 		<-srv.started
 		cancel(cmdutil.ErrInterrupted)
 	}()
-	start := time.Now()
-	code, stderr := execute(t, ctx, "--endpoint", srv.url, "--phase", "long=2/8192/16", "--out", dir)
-	if el := time.Since(start); el > 20*time.Second {
-		t.Fatalf("run took %v", el)
-	}
+	code, stderr := runLong(t, ctx, srv)
 	last := stderr[strings.LastIndex(strings.TrimSuffix(stderr, "\n"), "\n")+1:]
 	if code != 130 || last != "glmbench: interrupted during calibration, before any load was sent: nothing was measured, so no report was written\n" {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	noReport(t, dir)
 }
 
 func TestNoCompletedRequestSaysWhy(t *testing.T) {

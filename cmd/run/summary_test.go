@@ -2,12 +2,12 @@ package run
 
 import (
 	"context"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
@@ -42,12 +42,8 @@ func TestStdoutIsCompactOnATerminalAndMarkdownElsewhere(t *testing.T) {
 			if tc.tty {
 				f.IO.Out = cmdutil.TTY(out)
 			}
-			cmd := NewCmdRun(f, nil)
-			cmd.SetArgs(append([]string{"--endpoint", srv.BaseURL(), "--model", "m", "--phase", "x=4/40/4", "--out", dir}, tc.args...))
-			cmd.SetOut(io.Discard)
-			cmd.SetErr(io.Discard)
-			cmd.SilenceUsage, cmd.SilenceErrors = true, true
-			if err := cmd.Execute(); err != nil {
+			args := append([]string{"--endpoint", srv.BaseURL(), "--model", "m", "--phase", "x=4/40/4", "--out", dir}, tc.args...)
+			if err := cmdtest.Execute(f, NewCmdRun, args...); err != nil {
 				t.Fatalf("%v\n%s", err, errOut)
 			}
 			stdout := out.String()

@@ -16,27 +16,9 @@ import (
 	"github.com/glmbench/glmbench/internal/badinput"
 )
 
-// lockedBuffer is a bytes.Buffer that Run may write while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serveSim runs `glmbench serve --executor sim --port 0` with extra args
 // until stop is called, which returns Run's error.
-func serveSim(t *testing.T, stdout, stderr *lockedBuffer, args ...string) (stop func() error) {
+func serveSim(t *testing.T, stdout, stderr *cmdutil.SyncBuffer, args ...string) (stop func() error) {
 	t.Helper()
 	f := &cmdutil.Factory{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,7 +88,7 @@ func checkListens(t *testing.T, r Ready, stderr string) {
 func TestTheReadyFileNamesTheAddressTheServerListensOn(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ready.json")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr cmdutil.SyncBuffer
 	stop := serveSim(t, &stdout, &stderr, "--ready-file", path)
 	r := await(t, path, func() string { b, _ := os.ReadFile(path); return string(b) })
 	checkListens(t, r, stderr.String())
@@ -125,7 +107,7 @@ func TestTheReadyFileNamesTheAddressTheServerListensOn(t *testing.T) {
 
 func TestReadyFileDashWritesTheAddressToStdout(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr cmdutil.SyncBuffer
 	stop := serveSim(t, &stdout, &stderr, "--ready-file", "-")
 	r := await(t, "stdout", stdout.String)
 	checkListens(t, r, stderr.String())
@@ -136,7 +118,7 @@ func TestReadyFileDashWritesTheAddressToStdout(t *testing.T) {
 
 func TestAReadyFileInAFolderThatIsNotThereIsBadInputBeforeServing(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr cmdutil.SyncBuffer
 	path := filepath.Join(t.TempDir(), "missing", "ready.json")
 	err := serveSim(t, &stdout, &stderr, "--ready-file", path)()
 	if !badinput.Is(err) || !strings.Contains(err.Error(), "--ready-file") {

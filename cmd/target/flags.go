@@ -16,25 +16,48 @@ import (
 // DefaultConnectTimeout is --connect-timeout's default in every command.
 const DefaultConnectTimeout = 10 * time.Second
 
+// Common are the Options fields of the flags every endpoint command has,
+// embedded in run's, eval's and conform's Options: the endpoint flags,
+// --connect-timeout, --label and --out.
+type Common struct {
+	Endpoint       endpoints.Flags
+	ConnectTimeout time.Duration
+	Label          string
+	Out            string
+
+	// flags are the shared flags bound to these fields by Bind.
+	flags Flags
+}
+
+// Bind returns the shared flags bound to c's fields and to the command's
+// limits, Section and Alias as f gives them (f.Common is not read). The
+// first call binds them and later calls return the same flags, so that
+// NewCmd and Run (for Options built without NewCmd) may each call it.
+func (c *Common) Bind(f Flags) *Flags {
+	if c.flags.Common == nil {
+		c.flags = f
+		c.flags.Common = c
+	}
+	return &c.flags
+}
+
 // Flags is the one set of flags that run, eval and conform share: the
 // endpoint flags, --connect-timeout, --request-timeout, --stall-timeout,
 // --label and --out, with their help, their validation and the prologue
 // that opens the endpoint and names the report.
 //
-// Each command points the fields at its own Options, which so keep their
-// fields' names (conform's request limit is Options.Timeout, as
-// conform.Config's). Endpoint, ConnectTimeout, Label and Out are required;
-// a Limit whose To is nil is a flag the command does not have.
+// Each command binds them to its own Options with Common.Bind: Common to
+// the embedded Common, each Limit to the command's own field, which so
+// keeps its name (conform's request limit is Options.Timeout, as
+// conform.Config's). A Limit whose To is nil is a flag the command does
+// not have.
 type Flags struct {
-	Endpoint       *endpoints.Flags
-	ConnectTimeout *time.Duration
+	Common *Common
 	// RequestTimeout is --request-timeout, the limit on a whole request.
 	RequestTimeout Limit
 	// StallTimeout is --stall-timeout, the limit on silence after a
 	// stream's first content event.
 	StallTimeout Limit
-	Label        *string
-	Out          *string
 	// Section says the command writes one section of a report (eval,
 	// conform): Open refuses a --out that holds another label's report.
 	Section bool
@@ -70,8 +93,9 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	s.fs = fl
 	fl.SetOutput(stderrOf{cmd})
-	AddFlags(cmd, s.Endpoint)
-	fl.DurationVar(s.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "limit on a dial plus TLS handshake")
+	c := s.Common
+	AddFlags(cmd, &c.Endpoint)
+	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "limit on a dial plus TLS handshake")
 	if r := s.RequestTimeout; r.To != nil {
 		fl.DurationVar(r.To, "request-timeout", r.Default, r.help("limit on a whole request"))
 		if s.Alias != "" {
@@ -84,15 +108,15 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 	if st := s.StallTimeout; st.To != nil {
 		fl.DurationVar(st.To, "stall-timeout", st.Default, st.help("limit on silence after a stream's first content event"))
 	}
-	fl.StringVar(s.Label, "label", "", "name of this run in reports (default: the model name, or builtin)")
-	fl.StringVar(s.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
+	fl.StringVar(&c.Label, "label", "", "name of this run in reports (default: the model name, or builtin)")
+	fl.StringVar(&c.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
 }
 
 // Parsed records what only the parse tells: whether --api-key-env was
 // given (endpoints.Resolve then holds an endpoints file to it). The command
 // calls it first thing when it runs.
 func (s *Flags) Parsed() {
-	s.Endpoint.APIKeyEnvSet = s.changed("api-key-env")
+	s.Common.Endpoint.APIKeyEnvSet = s.changed("api-key-env")
 	if s.Alias != "" && s.changed(s.Alias) {
 		fmt.Fprintf(s.fs.Output(), "glmbench: --%s is deprecated; use --request-timeout\n", s.Alias)
 	}
@@ -120,7 +144,7 @@ func (s *Flags) check(name string) error {
 	var l Limit
 	switch name {
 	case "connect-timeout":
-		l = Limit{To: s.ConnectTimeout}
+		l = Limit{To: &s.Common.ConnectTimeout}
 	case "stall-timeout":
 		l = s.StallTimeout
 	case "request-timeout":
@@ -147,16 +171,17 @@ func (s *Flags) check(name string) error {
 // (Target.Output, or Target.SectionOutput for a Section command, whose
 // error closes the target). The caller closes the target.
 func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
-	t, err := Open(ctx, f, *s.Endpoint, *s.ConnectTimeout)
+	c := s.Common
+	t, err := Open(ctx, f, c.Endpoint, c.ConnectTimeout)
 	if err != nil {
 		return nil, err
 	}
 	t.Started = f.Now()
 	if !s.Section {
-		t.Label, t.Out = t.Output(*s.Label, *s.Out, t.Started)
+		t.Label, t.Out = t.Output(c.Label, c.Out, t.Started)
 		return t, nil
 	}
-	if t.Label, t.Out, err = t.SectionOutput(*s.Label, *s.Out, t.Started); err != nil {
+	if t.Label, t.Out, err = t.SectionOutput(c.Label, c.Out, t.Started); err != nil {
 		t.Close()
 		return nil, err
 	}

@@ -18,11 +18,7 @@ import (
 // engine/enginetest) for one test, tweaked.
 func startEngine(t *testing.T, tweak func(*engine.Options)) *engine.Engine {
 	t.Helper()
-	var opts []enginetest.Option
-	if tweak != nil {
-		opts = append(opts, enginetest.With(tweak))
-	}
-	return enginetest.Start(t, opts...).Engine
+	return enginetest.Start(t, enginetest.With(tweak)).Engine
 }
 
 // withFaults sets the engine's faults from --fault specs.

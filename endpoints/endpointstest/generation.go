@@ -512,7 +512,7 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		p.streamAnswer(w, r, g, id, promptN, choices[0])
 		return
 	}
-	if !p.sleep(r, p.Opts.TTFT+time.Duration(max(choices[0].n-1, 0))*p.Opts.Gap) {
+	if !sleep(r, p.Opts.TTFT+time.Duration(max(choices[0].n-1, 0))*p.Opts.Gap) {
 		return
 	}
 	p.wholeAnswer(w, g, id, promptN, choices)
@@ -573,20 +573,6 @@ func (p *Personality) answer(g *genRequest, budget int64, s sampling) answer {
 		toks, finish = cut, "stop"
 	}
 	return answer{toks: toks, n: len(toks), finish: finish}
-}
-
-func (p *Personality) sleep(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
 }
 
 // chatLogprobs is an OpenAI chat logprobs entry list.
@@ -770,11 +756,11 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": ""}, nil)}})
 		}
 	}
-	if !p.sleep(r, p.Opts.TTFT) {
+	if !sleep(r, p.Opts.TTFT) {
 		return
 	}
 	for i, t := range a.toks {
-		if i > 0 && !p.sleep(r, p.Opts.Gap) {
+		if i > 0 && !sleep(r, p.Opts.Gap) {
 			return
 		}
 		if t.Text == "" {

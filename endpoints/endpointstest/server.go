@@ -323,18 +323,17 @@ func (st *chatStream) flush() time.Time {
 	return time.Now()
 }
 
-// sleepUntil waits until t; false when the client went away first.
-func (st *chatStream) sleepUntil(t time.Time) bool {
-	d := time.Until(t)
+// sleep waits d; false when the client of r went away first.
+func sleep(r *http.Request, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-tm.C:
+	case <-t.C:
 		return true
-	case <-st.r.Context().Done():
+	case <-r.Context().Done():
 		return false
 	}
 }
@@ -356,7 +355,7 @@ func (st *chatStream) content(arrival time.Time, n int) bool {
 	next := arrival.Add(b.TTFT)
 	events := 0
 	for st.sent < n {
-		if !st.sleepUntil(next) {
+		if !sleep(st.r, time.Until(next)) {
 			return false
 		}
 		if events == b.FailAfter && st.failMidStream() {

@@ -32,9 +32,14 @@ const StopTimeout = 10 * time.Second
 // test.
 type Option func(*engine.Options) error
 
-// With applies tweak to the options.
+// With applies tweak to the options; a nil tweak leaves them as they are.
 func With(tweak func(*engine.Options)) Option {
-	return func(o *engine.Options) error { tweak(o); return nil }
+	return func(o *engine.Options) error {
+		if tweak != nil {
+			tweak(o)
+		}
+		return nil
+	}
 }
 
 // Preset serves the synthetic model of that name ("nano", "tiny").

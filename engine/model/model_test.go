@@ -44,14 +44,12 @@ func TestForwardGivesFiniteLogits(t *testing.T) {
 	t.Parallel()
 	cfg, _ := Preset("nano")
 	m := newTestModel(t, cfg, 1, 64)
-	var pages []int32
-	toks := tokensN(20, 1)
-	out := m.Forward([]Seq{seqOf(t, m, &pages, 20, toks, 0, AllRows)})
-	if out.Logits.Rows != 20 || out.Logits.Cols != cfg.VocabSize {
-		t.Fatalf("logits %d×%d", out.Logits.Rows, out.Logits.Cols)
+	logits, _ := prefillWhole(t, m, tokensN(20, 1))
+	if logits.Rows != 20 || logits.Cols != cfg.VocabSize {
+		t.Fatalf("logits %d×%d", logits.Rows, logits.Cols)
 	}
 	spread := 0.0
-	for _, v := range out.Logits.Data[:20*cfg.VocabSize] {
+	for _, v := range logits.Data[:20*cfg.VocabSize] {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			t.Fatal("non-finite logit")
 		}
@@ -83,6 +81,15 @@ func sameLogits(t *testing.T, what string, got, want kernels.Mat) {
 	}
 }
 
+// prefillWhole prefills toks from position 0 in pages of their own and
+// returns a copy of every row's logits, and the pages.
+func prefillWhole(t testing.TB, m *Model, toks []int32) (kernels.Mat, []int32) {
+	t.Helper()
+	var pages []int32
+	out := m.Forward([]Seq{seqOf(t, m, &pages, len(toks), toks, 0, AllRows)})
+	return cloneMat(out.Logits), pages
+}
+
 func cloneMat(m kernels.Mat) kernels.Mat {
 	out := kernels.NewMat(make([]float32, m.Rows*m.Cols), m.Rows, m.Cols)
 	for i := range m.Rows {
@@ -91,8 +98,6 @@ func cloneMat(m kernels.Mat) kernels.Mat {
 	return out
 }
 
-// microConfig is nano with a small index_topk, so that DSA prunes at the
-// lengths tests use.
 func TestForwardAndMTPForwardRefuseASequenceShortOfSlots(t *testing.T) {
 	t.Parallel()
 	cfg, _ := Preset("nano")
@@ -120,6 +125,8 @@ func TestForwardAndMTPForwardRefuseASequenceShortOfSlots(t *testing.T) {
 	}
 }
 
+// microConfig is nano with a small index_topk, so that DSA prunes at the
+// lengths tests use.
 func microConfig() *Config {
 	cfg, _ := Preset("nano")
 	cfg.IndexTopK = 8
@@ -134,7 +141,7 @@ func TestBatchedEqualsOneSequenceAtATime(t *testing.T) {
 	m := newTestModel(t, cfg, 7, 256)
 	for i, n := range lens {
 		var pages []int32
-		alone[i] = cloneMat(m.Forward([]Seq{seqOf(t, m, &pages, n, tokensN(n, i), 0, AllRows)}).Logits)
+		alone[i], pages = prefillWhole(t, m, tokensN(n, i))
 		m.KV.Release(pages)
 	}
 	var batch []Seq
@@ -149,44 +156,46 @@ func TestBatchedEqualsOneSequenceAtATime(t *testing.T) {
 	}
 }
 
-func TestChunkedPrefillEqualsWholePrefill(t *testing.T) {
+// TestPiecewiseForwardEqualsPrefillOfTheWholeSequence feeds a sequence to
+// the model in forward passes over consecutive pieces, each on the KV of
+// the ones before, and checks the logits each gives against the same rows
+// of one prefill of the whole.
+func TestPiecewiseForwardEqualsPrefillOfTheWholeSequence(t *testing.T) {
 	t.Parallel()
-	cfg := microConfig()
-	m := newTestModel(t, cfg, 3, 128)
-	toks := tokensN(45, 2)
-	var whole []int32
-	want := cloneMat(m.Forward([]Seq{seqOf(t, m, &whole, 45, toks, 0, AllRows)}).Logits)
-
-	var pages []int32
-	var rows []kernels.Mat
-	for _, ch := range [][2]int{{0, 16}, {16, 17}, {17, 40}, {40, 45}} {
-		out := m.Forward([]Seq{seqOf(t, m, &pages, ch[1], toks[ch[0]:ch[1]], ch[0], AllRows)})
-		rows = append(rows, cloneMat(out.Logits))
+	// piece is one forward pass: positions [from, to), giving rows.
+	type piece struct {
+		from, to int
+		rows     Rows
 	}
-	got := kernels.NewMat(make([]float32, 45*cfg.VocabSize), 45, cfg.VocabSize)
-	r := 0
-	for _, m := range rows {
-		for i := range m.Rows {
-			copy(got.Row(r), m.Row(i))
-			r++
-		}
-	}
-	sameLogits(t, "chunked", got, want)
-}
-
-func TestDecodeAfterPrefillEqualsPrefillOfTheWholeSequence(t *testing.T) {
-	t.Parallel()
-	cfg := microConfig()
-	m := newTestModel(t, cfg, 5, 128)
-	toks := tokensN(30, 3)
-	var whole []int32
-	want := cloneMat(m.Forward([]Seq{seqOf(t, m, &whole, 30, toks, 0, AllRows)}).Logits)
-
-	var pages []int32
-	m.Forward([]Seq{seqOf(t, m, &pages, 20, toks[:20], 0, NoRows)})
+	decode := []piece{{0, 20, NoRows}}
 	for p := 20; p < 30; p++ {
-		out := m.Forward([]Seq{seqOf(t, m, &pages, p+1, toks[p:p+1], p, LastRow)})
-		sameLogits(t, "decode", out.Logits, want.Slice(p, p+1, 0, want.Cols))
+		decode = append(decode, piece{p, p + 1, LastRow})
+	}
+	for _, tc := range []struct {
+		name    string
+		seed    uint64
+		n, salt int
+		pieces  []piece
+	}{
+		{"chunked prefill", 3, 45, 2, []piece{{0, 16, AllRows}, {16, 17, AllRows}, {17, 40, AllRows}, {40, 45, AllRows}}},
+		{"decode after prefill", 5, 30, 3, decode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := newTestModel(t, microConfig(), tc.seed, 128)
+			toks := tokensN(tc.n, tc.salt)
+			want, _ := prefillWhole(t, m, toks)
+			var pages []int32
+			for _, p := range tc.pieces {
+				out := m.Forward([]Seq{seqOf(t, m, &pages, p.to, toks[p.from:p.to], p.from, p.rows)})
+				switch p.rows {
+				case AllRows:
+					sameLogits(t, tc.name, out.Logits, want.Slice(p.from, p.to, 0, want.Cols))
+				case LastRow:
+					sameLogits(t, tc.name, out.Logits, want.Slice(p.to-1, p.to, 0, want.Cols))
+				}
+			}
+		})
 	}
 }
 

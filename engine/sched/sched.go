@@ -502,9 +502,13 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	}
 }
 
-func (s *Scheduler) stopping() bool {
+func (s *Scheduler) stopping() bool { return isClosed(s.shutdown) }
+
+// isClosed reports, without waiting, whether ch (a channel that is only
+// ever closed) is closed.
+func isClosed(ch chan struct{}) bool {
 	select {
-	case <-s.shutdown:
+	case <-ch:
 		return true
 	default:
 		return false

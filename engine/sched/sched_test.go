@@ -79,6 +79,24 @@ func collectWithin(t *testing.T, st *Stream, d time.Duration) ([]int32, []Event)
 	}
 }
 
+// collectAll submits reqs in order, reads their streams at once and
+// returns each one's tokens.
+func collectAll(t *testing.T, s *Scheduler, reqs []*Request) [][]int32 {
+	t.Helper()
+	out := make([][]int32, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		st := mustSubmit(t, s, r)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], _ = collect(t, st)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 func greedy(n int) Params {
 	return Params{MaxNewTokens: n, IgnoreEOS: true, Sampling: sampler.Params{Temperature: 0}}
 }
@@ -135,24 +153,15 @@ func sameAmong64(t *testing.T, mixed bool) {
 	p := prompt(40, 2)
 	st, _ := h.s.Submit(&Request{Prompt: p, Params: greedy(10)})
 	alone, _ := collect(t, st)
-	var wg sync.WaitGroup
-	results := make([][]int32, 64)
-	for i := range results {
+	reqs := make([]*Request, 64)
+	for i := range reqs {
 		pr := p
 		if i%2 == 1 {
 			pr = prompt(25+i, 100+i) // others, of other lengths
 		}
-		st, err := h.s.Submit(&Request{Prompt: pr, Params: greedy(10)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], _ = collect(t, st)
-		}()
+		reqs[i] = &Request{Prompt: pr, Params: greedy(10)}
 	}
-	wg.Wait()
+	results := collectAll(t, h.s, reqs)
 	for i := 0; i < 64; i += 2 {
 		if !slices.Equal(results[i], alone) {
 			t.Fatalf("request %d among 64 gave %v, alone %v", i, results[i], alone)
@@ -264,20 +273,11 @@ func TestRetractionUnderKVPressureKeepsOutputsExact(t *testing.T) {
 	// 16 requests of 20 + 40 tokens need 960 slots; the pool has 320, so
 	// decode runs out and retracts, and retracted requests re-prefill.
 	h := start(t, Config{DisableRadixCache: true}, 320, 1)
-	var wg sync.WaitGroup
-	got := make([][]int32, 16)
-	for i := range got {
-		st, err := h.s.Submit(&Request{Prompt: prompt(20, 10+i), Params: greedy(40)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[i], _ = collect(t, st)
-		}()
+	reqs := make([]*Request, 16)
+	for i := range reqs {
+		reqs[i] = &Request{Prompt: prompt(20, 10+i), Params: greedy(40)}
 	}
-	wg.Wait()
+	got := collectAll(t, h.s, reqs)
 	if h.s.Stats().Retractions == 0 {
 		t.Fatal("no request was retracted")
 	}
@@ -625,6 +625,15 @@ func (k *hooked) run(t *testing.T) {
 	t.Cleanup(func() { k.h.s.Shutdown(context.Background()) })
 }
 
+// panicAt is a hook that panics with msg when request id reaches stage.
+func panicAt(stage, id, msg string) func(string, *Request) {
+	return func(s string, r *Request) {
+		if s == stage && r.ID == id {
+			panic(msg)
+		}
+	}
+}
+
 // panicsLogged counts the panic records in the log.
 func (k *hooked) panicsLogged() int {
 	k.mu.Lock()
@@ -641,6 +650,31 @@ func wantFailed500(t *testing.T, name string, st *Stream) {
 	var re *RequestError
 	if f == nil || f.Reason != "abort" || !errors.As(f.Err, &re) || re.Status != 500 || !strings.Contains(re.Message, "injected") {
 		t.Fatalf("%s ended with %+v, want an abort carrying a 500 naming the panic", name, f)
+	}
+}
+
+// wantAsAlone checks that st, what name calls it, ends with length after
+// the n tokens the model alone gives prompt p: the panic left it unharmed.
+func (k *hooked) wantAsAlone(t *testing.T, name string, st *Stream, p []int32, n int) {
+	t.Helper()
+	got, evs := collectWithin(t, st, 10*time.Second)
+	if f := evs[len(evs)-1].Finish; f.Reason != "length" {
+		t.Fatalf("%s ended with %+v, want length", name, f)
+	}
+	if want := direct(t, k.h, p, n); !slices.Equal(got, want) {
+		t.Fatalf("%s got %v, the model alone %v", name, got, want)
+	}
+}
+
+// wantOnePanic checks that the scheduler counted one step panic and
+// logged it once.
+func (k *hooked) wantOnePanic(t *testing.T) {
+	t.Helper()
+	if n := k.h.s.StepPanics(); n != 1 {
+		t.Errorf("StepPanics = %d, want 1", n)
+	}
+	if n := k.panicsLogged(); n != 1 {
+		t.Errorf("the panic was logged %d times, want once", n)
 	}
 }
 
@@ -662,21 +696,10 @@ func TestARequestWhoseAdmissionPanicsIsFailedAndTheQueueMovesOn(t *testing.T) {
 			k.run(t)
 
 			wantFailed500(t, "the request whose admission panicked", poison)
-			got, evs := collectWithin(t, next, 10*time.Second)
-			if f := evs[len(evs)-1].Finish; f.Reason != "length" {
-				t.Fatalf("the next request ended with %+v, want length", f)
-			}
-			if want := direct(t, k.h, prompt(5, 2), 3); !slices.Equal(got, want) {
-				t.Fatalf("the next request got %v, the model alone %v", got, want)
-			}
-			if n := k.h.s.StepPanics(); n != 1 {
-				t.Errorf("StepPanics = %d, want 1 (the poison request was retried)", n)
-			}
+			k.wantAsAlone(t, "the next request", next, prompt(5, 2), 3)
+			k.wantOnePanic(t) // more would mean the poison request was retried
 			if n := touched.Load(); n != 1 {
 				t.Errorf("admission of the poison request began %d times, want 1", n)
-			}
-			if n := k.panicsLogged(); n != 1 {
-				t.Errorf("the panic was logged %d times, want once", n)
 			}
 			waitUntil(t, func() bool { st := k.h.s.Stats(); return st.Running == 0 && st.Waiting == 0 })
 			if st := k.h.s.Stats(); st.KVUsedTokens > st.CachedTokens {
@@ -688,11 +711,7 @@ func TestARequestWhoseAdmissionPanicsIsFailedAndTheQueueMovesOn(t *testing.T) {
 
 func TestAPanicWhileExtendingAChunkedPrefillFailsThatRequestAlone(t *testing.T) {
 	t.Parallel()
-	k := newHooked(t, Config{ChunkedPrefillSize: 8}, 256, func(stage string, r *Request) {
-		if stage == "chunk" && r.ID == "poison" {
-			panic("injected: chunk continuation")
-		}
-	})
+	k := newHooked(t, Config{ChunkedPrefillSize: 8}, 256, panicAt("chunk", "poison", "injected: chunk continuation"))
 	// Step one runs other's 4-token prompt and poison's first 4 tokens; at
 	// step two other is decoding while poison's next chunk is formed.
 	other := mustSubmit(t, k.h.s, &Request{ID: "other", Prompt: prompt(4, 3), Params: greedy(20)})
@@ -700,19 +719,9 @@ func TestAPanicWhileExtendingAChunkedPrefillFailsThatRequestAlone(t *testing.T) 
 	k.run(t)
 
 	wantFailed500(t, "the chunked request", poison)
-	got, evs := collectWithin(t, other, 10*time.Second)
-	if f := evs[len(evs)-1].Finish; f.Reason != "length" {
-		t.Fatalf("the running request ended with %+v, want length: it was failed with the chunked one", f)
-	}
-	if want := direct(t, k.h, prompt(4, 3), 20); !slices.Equal(got, want) {
-		t.Fatalf("the running request got %v, the model alone %v", got, want)
-	}
-	if n := k.h.s.StepPanics(); n != 1 {
-		t.Errorf("StepPanics = %d, want 1", n)
-	}
-	if n := k.panicsLogged(); n != 1 {
-		t.Errorf("the panic was logged %d times, want once", n)
-	}
+	// Anything but length means it was failed with the chunked one.
+	k.wantAsAlone(t, "the running request", other, prompt(4, 3), 20)
+	k.wantOnePanic(t)
 }
 
 func TestAPanicWhileRetractingFailsTheRetractedRequestAndTheRestFinish(t *testing.T) {
@@ -757,11 +766,7 @@ func TestAPanicWhileRetractingFailsTheRetractedRequestAndTheRestFinish(t *testin
 
 func TestAPanicFreeingAnAbortedRequestFailsItAndTheOthersFinish(t *testing.T) {
 	t.Parallel()
-	k := newHooked(t, Config{DisableRadixCache: true}, 2048, func(stage string, r *Request) {
-		if stage == "drop" && r.ID == "gone" {
-			panic("injected: release of an aborted request")
-		}
-	})
+	k := newHooked(t, Config{DisableRadixCache: true}, 2048, panicAt("drop", "gone", "injected: release of an aborted request"))
 	// The client of "gone" leaves while it is queued; the loop frees it first thing.
 	gone := mustSubmit(t, k.h.s, &Request{ID: "gone", Prompt: prompt(8, 5), Params: greedy(1000)})
 	stays := mustSubmit(t, k.h.s, &Request{ID: "stays", Prompt: prompt(8, 6), Params: greedy(200)})
@@ -772,11 +777,6 @@ func TestAPanicFreeingAnAbortedRequestFailsItAndTheOthersFinish(t *testing.T) {
 	if f := evs[len(evs)-1].Finish; f.Reason != "length" || len(toks) != 200 {
 		t.Fatalf("the other request ended with %+v after %d tokens, want length after 200", f, len(toks))
 	}
-	if n := k.h.s.StepPanics(); n != 1 {
-		t.Errorf("StepPanics = %d, want 1", n)
-	}
-	if n := k.panicsLogged(); n != 1 {
-		t.Errorf("the panic was logged %d times, want once", n)
-	}
+	k.wantOnePanic(t)
 	waitUntil(t, func() bool { return k.h.s.Stats().KVUsedTokens == 0 })
 }

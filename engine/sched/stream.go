@@ -69,11 +69,4 @@ func (s *Stream) Next(ctx context.Context) ([]Event, error) {
 // once and after the end.
 func (s *Stream) Abort() { s.abort.Do(func() { close(s.aborted) }) }
 
-func (s *Stream) isAborted() bool {
-	select {
-	case <-s.aborted:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Stream) isAborted() bool { return isClosed(s.aborted) }

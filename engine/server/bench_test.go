@@ -24,8 +24,8 @@ func BenchmarkSSESend(b *testing.B) {
 	out := newSSE(&discardWriter{h: http.Header{}})
 	text := "hello"
 	finish := (*string)(nil)
-	c := chatChunk{ID: "chatcmpl-0123456789abcdef0123456789abcdef", Object: "chat.completion.chunk", Created: 1764460000,
-		Model: "glmbench-nano", Choices: []chatChunkChoice{{Delta: chatDelta{Content: &text}, FinishReason: finish}}}
+	c := chatChunk{envelope: envelope{ID: "chatcmpl-0123456789abcdef0123456789abcdef", Object: "chat.completion.chunk",
+		Created: 1764460000, Model: "glmbench-nano"}, Choices: []chatChunkChoice{{Delta: chatDelta{Content: &text}, FinishReason: finish}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := out.send(c); err != nil {

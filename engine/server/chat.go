@@ -31,11 +31,22 @@ func newUsage(prompt, completion, cached int) *usage {
 		PromptTokensDetails: promptDetails{CachedTokens: cached}}
 }
 
+// envelope is the fields every chat and completions response and chunk
+// opens with; embedded first, they are encoded first, in this order.
+type envelope struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+}
+
+// envelope is the opening fields of g's responses of the given object.
+func (g *gen) envelope(object string) envelope {
+	return envelope{ID: g.id, Object: object, Created: g.created, Model: g.spec.model}
+}
+
 type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
+	envelope
 	Choices []chatChoice `json:"choices"`
 	Usage   *usage       `json:"usage"`
 }
@@ -69,10 +80,7 @@ type toolCallOut struct {
 }
 
 type chatChunk struct {
-	ID      string            `json:"id"`
-	Object  string            `json:"object"`
-	Created int64             `json:"created"`
-	Model   string            `json:"model"`
+	envelope
 	Choices []chatChunkChoice `json:"choices"`
 	Usage   *usage            `json:"usage,omitempty"`
 }
@@ -95,38 +103,21 @@ type chatDelta struct {
 // handleChat serves POST /v1/chat/completions.
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request, b *body) {
 	start := time.Now()
-	var spec *genSpec
-	err := s.parse(w, r, b, func(data []byte) (err *apiError) {
-		var req chatRequest
-		if err = decodeJSON(data, &req); err == nil {
-			spec, err = s.parseChat(&req)
+	spec := decodeGen(s, w, r, b, s.parseChat)
+	if spec == nil {
+		return
+	}
+	s.serveGen(w, r, spec, "chatcmpl-", start, func(ctx context.Context, g *gen) {
+		if spec.stream {
+			c := &chatStream{gen: g}
+			if len(spec.tools) > 0 {
+				c.tools = &toolDiverter{}
+			}
+			g.stream(ctx, w, r, c)
+		} else {
+			g.complete(ctx, w, r, &chatWhole{gen: g})
 		}
-		return err
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	id := newID("chatcmpl-")
-	st, err := s.submit(id, spec)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer st.Abort() // whatever ends the handler, the scheduler lets go of the request
-	ctx, cancel := s.waitContext(r)
-	defer cancel()
-	g := &gen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
-		dec: newDecoder(s.tok, true, spec.thinking, spec.skipSpecial, spec.stops, spec.params.MinNewTokens)}
-	if spec.stream {
-		c := &chatStream{gen: g}
-		if len(spec.tools) > 0 {
-			c.tools = &toolDiverter{}
-		}
-		g.stream(ctx, w, r, c)
-	} else {
-		g.complete(ctx, w, r, &chatWhole{gen: g})
-	}
 }
 
 // chatWhole answers a non-streaming chat request once its output is over.
@@ -166,8 +157,7 @@ func (c *chatWhole) response(res *stepResult, u *usage) any {
 	if c.spec.params.Logprobs {
 		choice.Logprobs = &chatLogprobs{Content: c.spec.names.chat(c.lps)}
 	}
-	return chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.spec.model,
-		Choices: []chatChoice{choice}, Usage: u}
+	return chatResponse{envelope: c.envelope("chat.completion"), Choices: []chatChoice{choice}, Usage: u}
 }
 
 // chatStream answers with SSE chunks: the role chunk, reasoning_content
@@ -240,7 +230,7 @@ func (c *chatStream) finish(out *sseWriter, res *stepResult) bool {
 func (c *chatStream) usageChunk(u *usage) any { return c.chunk([]chatChunkChoice{}, u) }
 
 func (c *chatStream) chunk(choices []chatChunkChoice, u *usage) chatChunk {
-	return chatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.spec.model, Choices: choices, Usage: u}
+	return chatChunk{envelope: c.envelope("chat.completion.chunk"), Choices: choices, Usage: u}
 }
 
 // toolCallsOut writes parsed calls in OpenAI's shape; streamed deltas

@@ -25,12 +25,15 @@ type chunk struct {
 		Logprobs     json.RawMessage `json:"logprobs"`
 		FinishReason *string         `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
+	Usage *usageResult    `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// usageResult is a response's usage as a client reads it.
+type usageResult struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
 }
 
 func str(raw json.RawMessage) string {
@@ -155,11 +158,7 @@ type chatResult struct {
 		FinishReason string `json:"finish_reason"`
 		MatchedStop  any    `json:"matched_stop"`
 	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
+	Usage usageResult `json:"usage"`
 }
 
 func (e *env) chat(body map[string]any) chatResult {

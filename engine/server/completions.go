@@ -11,10 +11,7 @@ import (
 )
 
 type completionResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
+	envelope
 	Choices []completionChoice `json:"choices"`
 	Usage   *usage             `json:"usage,omitempty"`
 }
@@ -32,43 +29,23 @@ type completionChoice struct {
 // handleCompletion serves POST /v1/completions.
 func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request, b *body) {
 	start := time.Now()
-	var spec *genSpec
-	err := s.parse(w, r, b, func(data []byte) (err *apiError) {
-		var req completionRequest
-		if err = decodeJSON(data, &req); err == nil {
-			spec, err = s.parseCompletion(&req)
+	spec := decodeGen(s, w, r, b, s.parseCompletion)
+	if spec == nil || s.opts.Faults.echoFault(w, spec) {
+		return
+	}
+	s.serveGen(w, r, spec, "cmpl-", start, func(ctx context.Context, g *gen) {
+		if spec.params.Logprobs {
+			g.dec.keepTokens = true
+			if spec.echo {
+				g.dec.chars = utf8.RuneCountInString(spec.echoText) // text_offset counts the echoed prompt
+			}
 		}
-		return err
+		if spec.stream {
+			g.stream(ctx, w, r, &completionStream{gen: g, echoed: !spec.echo})
+		} else {
+			g.complete(ctx, w, r, &completionWhole{gen: g})
+		}
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if s.opts.Faults.echoFault(w, spec) {
-		return
-	}
-	id := newID("cmpl-")
-	st, err := s.submit(id, spec)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer st.Abort() // whatever ends the handler, the scheduler lets go of the request
-	ctx, cancel := s.waitContext(r)
-	defer cancel()
-	g := &gen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
-		dec: newDecoder(s.tok, false, false, spec.skipSpecial, spec.stops, spec.params.MinNewTokens)}
-	if spec.params.Logprobs {
-		g.dec.keepTokens = true
-		if spec.echo {
-			g.dec.chars = utf8.RuneCountInString(spec.echoText) // text_offset counts the echoed prompt
-		}
-	}
-	if spec.stream {
-		g.stream(ctx, w, r, &completionStream{gen: g, echoed: !spec.echo})
-	} else {
-		g.complete(ctx, w, r, &completionWhole{gen: g})
-	}
 }
 
 // promptLogprobs returns a completion's echoed prompt logprob entries: the
@@ -130,8 +107,7 @@ func (c *completionWhole) response(res *stepResult, u *usage) any {
 		}
 		choice.Logprobs = c.outputLogprobs(lp, c.all)
 	}
-	return completionResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.spec.model,
-		Choices: []completionChoice{choice}, Usage: u}
+	return completionResponse{envelope: c.envelope("text_completion"), Choices: []completionChoice{choice}, Usage: u}
 }
 
 // completionStream answers with text_completion chunks: with echo, the
@@ -146,8 +122,7 @@ type completionStream struct {
 
 func (c *completionStream) send(out *sseWriter, text string, finish *string, matched any, lp *completionLogprobs) error {
 	ch := completionChoice{Text: text, FinishReason: finish, MatchedStop: matched, Logprobs: lp}
-	return out.send(completionResponse{ID: c.id, Object: "text_completion", Created: c.created,
-		Model: c.spec.model, Choices: []completionChoice{ch}})
+	return out.send(completionResponse{envelope: c.envelope("text_completion"), Choices: []completionChoice{ch}})
 }
 
 // takeLogprobs returns the pending tokens' logprob entries, when asked.
@@ -195,6 +170,5 @@ func (c *completionStream) finish(out *sseWriter, res *stepResult) bool {
 }
 
 func (c *completionStream) usageChunk(u *usage) any {
-	return completionResponse{ID: c.id, Object: "text_completion", Created: c.created, Model: c.spec.model,
-		Choices: []completionChoice{}, Usage: u}
+	return completionResponse{envelope: c.envelope("text_completion"), Choices: []completionChoice{}, Usage: u}
 }

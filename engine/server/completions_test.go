@@ -28,11 +28,7 @@ type completionResult struct {
 		} `json:"logprobs"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
+	Usage *usageResult `json:"usage"`
 }
 
 func (e *env) complete(body map[string]any) completionResult {

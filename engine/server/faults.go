@@ -66,21 +66,9 @@ var faultKinds = []struct {
 			return true
 		}},
 	{"drop-done", "drop-done", "streams end without data: [DONE]",
-		"no value", func(f *Faults, _ string, hasValue bool) bool {
-			if hasValue {
-				return false
-			}
-			f.DropDone = true
-			return true
-		}},
+		"no value", flagFault(func(f *Faults) *bool { return &f.DropDone })},
 	{"no-usage", "no-usage", "no usage anywhere",
-		"no value", func(f *Faults, _ string, hasValue bool) bool {
-			if hasValue {
-				return false
-			}
-			f.NoUsage = true
-			return true
-		}},
+		"no value", flagFault(func(f *Faults) *bool { return &f.NoUsage })},
 	{"rate-limit", "rate-limit=N", "429 with Retry-After beyond N concurrent requests",
 		"a number of requests ≥ 1", func(f *Faults, v string, _ bool) bool {
 			n, err := strconv.Atoi(v)
@@ -90,6 +78,18 @@ var faultKinds = []struct {
 			f.RateLimit = n
 			return true
 		}},
+}
+
+// flagFault is the set of a fault that takes no value: it turns on the
+// flag field picks.
+func flagFault(field func(*Faults) *bool) func(*Faults, string, bool) bool {
+	return func(f *Faults, _ string, hasValue bool) bool {
+		if hasValue {
+			return false
+		}
+		*field(f) = true
+		return true
+	}
 }
 
 // FaultHelp documents the faults, one line each, for `glmbench serve --help`.

@@ -22,6 +22,43 @@ type gen struct {
 	start   time.Time // arrival, for the E2E latency
 }
 
+// decodeGen decodes a generation request's body as an R, in a parsing
+// slot, and makes its spec with toSpec; on failure it answers the error
+// and returns nil.
+func decodeGen[R any](s *Server, w http.ResponseWriter, r *http.Request, b *body, toSpec func(*R) (*genSpec, *apiError)) *genSpec {
+	var spec *genSpec
+	err := s.parse(w, r, b, func(data []byte) (err *apiError) {
+		var req R
+		if err = decodeJSON(data, &req); err == nil {
+			spec, err = toSpec(&req)
+		}
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return nil
+	}
+	return spec
+}
+
+// serveGen submits spec under a new ID (prefix and random hex) and hands
+// the generation to answer, with a context that also ends at Shutdown's
+// deadline; start is the request's arrival. A refused submit is answered
+// here.
+func (s *Server) serveGen(w http.ResponseWriter, r *http.Request, spec *genSpec, prefix string, start time.Time, answer func(context.Context, *gen)) {
+	id := newID(prefix)
+	st, err := s.submit(id, spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer st.Abort() // whatever ends the handler, the scheduler lets go of the request
+	ctx, cancel := s.waitContext(r)
+	defer cancel()
+	answer(ctx, &gen{srv: s, spec: spec, st: st, id: id, created: time.Now().Unix(), start: start,
+		dec: newDecoder(s.tok, spec.chat, spec.thinking, spec.skipSpecial, spec.stops, spec.params.MinNewTokens)})
+}
+
 // streamer is an endpoint's side of a streamed answer: the chunks it makes
 // of the output. step and finish report false when the stream must end
 // early (the client left, or a stall fault holds it).

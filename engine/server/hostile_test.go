@@ -8,11 +8,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/internal/syncbuf"
 )
 
 // okCompletion is a normal request, sent after hostile ones to show the
@@ -74,7 +74,7 @@ func TestAPanickingSchedulerStepFailsOnlyItsRequestsWith500(t *testing.T) {
 		}
 		return false
 	}
-	logs := &lockedBuf{}
+	logs := &syncbuf.Buffer{}
 	e := newEnv(t, envConfig{script: x, opts: Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}})
 	poison := []int{1, 2, 3, 4, 5, 6, 7}
 
@@ -204,24 +204,6 @@ func TestStopTokenIDsAndStopListsAreBoundedWhileDecoded(t *testing.T) {
 		t.Errorf("a batch of prompts: %d %s", code, b)
 	}
 	e.okCompletion()
-}
-
-// lockedBuf is a log sink the scheduler's goroutine and the test share.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestBodiesBeingReadShareABudgetAndGiveItBack(t *testing.T) {

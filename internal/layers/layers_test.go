@@ -44,7 +44,7 @@ var rules = []rule{
 		why: "phase metrics are shared by the load runner and the report reader, so they link neither"},
 	{from: "internal/badinput", only: []string{},
 		why: "the one bad-input error is returned by every layer, so it links none"},
-	{from: "cmd/...", not: []string{"engine/enginetest", "endpoints/endpointstest"},
+	{from: "cmd/...", not: []string{"engine/enginetest", "endpoints/endpointstest", "cmd/cmdtest"},
 		why: "the test fakes import testing and are for tests only"},
 	{from: "bench/...", not: []string{"engine/enginetest", "endpoints/endpointstest"},
 		why: "the test fakes import testing and are for tests only"},
@@ -56,6 +56,8 @@ var rules = []rule{
 		why: "the test fakes import testing and are for tests only"},
 	{from: "internal/text", only: []string{},
 		why: "every layer folds and cuts what it says with it, so it links none"},
+	{from: "internal/syncbuf", only: []string{},
+		why: "the commands' and the engine's tests share it; it links neither"},
 	{from: "internal/nonce", only: []string{},
 		why: "bench and endpoints/conform both draw the run nonce; it links neither"},
 }
