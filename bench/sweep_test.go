@@ -2,19 +2,26 @@ package bench
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/engine/enginetest"
+	"github.com/glmbench/glmbench/engine/sched"
 	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/slo"
 )
 
+// simOptions starts a simulated engine of that cost and calibrates a
+// 32/32 shape on it. Mixed chunks put a new request's prefill in the
+// running requests' decode batch, so with prefill_token and kv_read 0 every
+// step of c sequences costs s + c·d, exactly.
 func simOptions(t *testing.T, cost sim.CostModel) (*Options, Plan) {
 	t.Helper()
-	e := enginetest.Start(t, enginetest.Sim(cost))
+	e := enginetest.Start(t, enginetest.Sim(cost), enginetest.Sched(func(c *sched.Config) { c.EnableMixedChunk = true }))
 	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: e.BaseURL(), Model: e.ModelName()}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -24,31 +31,232 @@ func simOptions(t *testing.T, cost sim.CostModel) (*Options, Plan) {
 		Limits:         endpoints.StreamLimits{TTFT: 30 * time.Second, Stall: 30 * time.Second},
 		ConnectTimeout: 2 * time.Second,
 	}
-	plans, _, err := Prepare(context.Background(), o, []Spec{{Name: "sweep", N: 1, In: 32, Out: 128}})
+	plans, _, err := Prepare(context.Background(), o, []Spec{{Name: "sweep", N: 1, In: 32, Out: 32}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return o, plans[0]
 }
 
-func TestSweepFindsTheSimulatedEnginesCapacity(t *testing.T) {
-	t.Parallel()
-	cost := sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 200 * time.Microsecond}
-	o, plan := simOptions(t, cost)
-	T := 10 * time.Millisecond
-	set, err := slo.ParseAll([]string{"tpot < 10ms"})
+// sweepOn runs a sweep with short points: 0.3 s warm-up, a 1.5 s window.
+func sweepOn(t *testing.T, o *Options, plan Plan, mode string, s *Search, slos ...string) schema.SweepResult {
+	t.Helper()
+	set, err := slo.ParseAll(slos)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, _ := Sweep(context.Background(), o, plan, SweepOptions{
-		Mode:     schema.SweepConcurrency,
-		Search:   &Search{Integer: true, Start: 1, Resolution: 0.05, MaxPoints: 12},
-		Timeline: Timeline{Warmup: 500 * time.Millisecond, Duration: 2 * time.Second, Drain: 5 * time.Second},
-		Slice:    time.Second, SLOs: set, Attainment: 0.99,
+		Mode: mode, Search: s, SLOs: set, Attainment: 0.99, Slice: 500 * time.Millisecond,
+		Timeline: Timeline{Warmup: 300 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 3 * time.Second},
 	})
-	want := float64(T-cost.StepOverhead) / float64(cost.DecodeSeq)
 	for _, p := range res.Points {
-		t.Logf("c=%g started %d att %.3f tpot_med %.2fms p99 %.2fms good %v", p.Load, p.Started, *p.SLOAttainment, *p.TPOTMed*1e3, *p.TPOTP99*1e3, p.Good)
+		t.Logf("%s %g: started %d, completed %d, tpot med %s, good %v", mode, p.Load, p.Started, p.Completed, fmtMS(p.TPOTMed), p.Good)
 	}
-	t.Logf("capacity %+v want %g stop %s", res.Capacity, want, res.Stop)
+	return res
+}
+
+func fmtMS(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return time.Duration(*v * float64(time.Second)).Round(10 * time.Microsecond).String()
+}
+
+// The truth: with step overhead s and cost d per decoding sequence (and no
+// other cost), a step of c sequences takes s + c·d, so a request's TPOT at
+// concurrency c is s + c·d and a TPOT objective T is met up to
+// c* = (T − s)/d. The sweep's capacity must be within 10% of c* for each
+// cost model.
+func TestSweepFindsTheCapacityTheCostModelGives(t *testing.T) {
+	t.Parallel()
+	skipTimingUnderRace(t)
+	for _, tc := range []struct {
+		name  string
+		cost  sim.CostModel
+		tpot  time.Duration
+		start float64
+	}{
+		{"s=2ms d=250us T=11ms", sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 250 * time.Microsecond}, 11 * time.Millisecond, 1},
+		{"s=1ms d=100us T=3.25ms", sim.CostModel{StepOverhead: time.Millisecond, DecodeSeq: 100 * time.Microsecond}, 3250 * time.Microsecond, 4},
+		{"s=3ms d=150us T=13ms", sim.CostModel{StepOverhead: 3 * time.Millisecond, DecodeSeq: 150 * time.Microsecond}, 13 * time.Millisecond, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o, plan := simOptions(t, tc.cost)
+			res := sweepOn(t, o, plan, schema.SweepConcurrency,
+				&Search{Integer: true, Start: tc.start, Resolution: 0.05, MaxPoints: 12}, "tpot < "+tc.tpot.String())
+			want := float64(tc.tpot-tc.cost.StepOverhead) / float64(tc.cost.DecodeSeq)
+			if res.Capacity == nil {
+				t.Fatalf("no capacity (stop %s); want about %.1f", res.Stop, want)
+			}
+			if got := res.Capacity.Load; math.Abs(got-want) > 0.10*want {
+				t.Errorf("capacity %g, want c* = (T − s)/d = %.1f within 10%%", got, want)
+			}
+			if res.Stop != schema.StopBracketed || res.Capacity.Above == nil || *res.Capacity.Above > res.Capacity.Load*1.05+1 {
+				t.Errorf("stop %s, bracket [%g, %v): want a bracket within the resolution", res.Stop, res.Capacity.Load, res.Capacity.Above)
+			}
+		})
+	}
+}
+
+// Little's law: a load of λ requests/s that each take W seconds keeps λ·W
+// in flight. A rate sweep and a closed-loop sweep held to the same median
+// TPOT (a window objective, so the two differ only in how load arrives)
+// must find the same capacity: the closed loop's requests per second at
+// its capacity, within 15%.
+func TestARateSweepAgreesWithTheClosedLoopByLittlesLaw(t *testing.T) {
+	t.Parallel()
+	skipTimingUnderRace(t)
+	cost := sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 250 * time.Microsecond}
+	o, plan := simOptions(t, cost)
+	closed := sweepOn(t, o, plan, schema.SweepConcurrency, &Search{Integer: true, Start: 16, Resolution: 0.05, MaxPoints: 12}, "tpot_med < 11ms")
+	if closed.Capacity == nil {
+		t.Fatalf("closed loop: no capacity (stop %s)", closed.Stop)
+	}
+	cp := closed.Points[closed.Capacity.Point-1]
+	open := sweepOn(t, o, plan, schema.SweepRate, &Search{Start: 32, Resolution: 0.05, MaxPoints: 12}, "tpot_med < 11ms")
+	if open.Capacity == nil {
+		t.Fatalf("rate: no capacity (stop %s)", open.Stop)
+	}
+	want := cp.RequestsPerSec
+	if got := open.Capacity.Load; math.Abs(got-want) > 0.15*want {
+		t.Errorf("rate capacity %.1f req/s; the closed loop carried %.1f req/s at its capacity %g: want within 15%%", got, want, closed.Capacity.Load)
+	}
+}
+
+// Goodput counts failures as misses: a server that answers every fourth
+// request (by its prompt index) with 429 meets no SLO with those, so the
+// point's attainment is its completed share, about 3/4, and its goodput is
+// the completed requests per second of window, whatever the SLOs allow.
+func TestGoodputCountsARateLimitedShareAsMisses(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
+		if r.I%4 == 3 {
+			return endpointstest.Behavior{Fail: endpointstest.Status, Status: 429, Body: `{"error":{"message":"Rate limit reached","type":"requests"}}`, RetryAfter: "1"}
+		}
+		return endpointstest.Behavior{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond}
+	})
+	o := testOptions(t, srv, "cafe5eed")
+	res, records := Sweep(context.Background(), o, plan(1, 16, 8), SweepOptions{
+		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{4}}, Attainment: 0.99,
+		SLOs:     mustSLOs(t, "lat < 10s"),
+		Timeline: Timeline{Warmup: 100 * time.Millisecond, Duration: time.Second, Drain: 2 * time.Second}, Slice: time.Second,
+	})
+	p := res.Points[0]
+	limited, completed, measured := 0, 0, 0
+	for _, r := range records {
+		if r.Window != schema.WindowMeasured {
+			continue
+		}
+		measured++
+		switch {
+		case r.Class == schema.RateLimited:
+			limited++
+		case r.Completed():
+			completed++
+		}
+	}
+	if p.Started != measured || p.ByClass[schema.RateLimited] != limited || *p.SLOMet != completed || limited == 0 {
+		t.Fatalf("point: started %d, 429s %d, met %d; records: measured %d, 429s %d, completed %d",
+			p.Started, p.ByClass[schema.RateLimited], *p.SLOMet, measured, limited, completed)
+	}
+	if got, want := *p.Goodput, float64(completed)/1.0; got != want {
+		t.Errorf("goodput %g, want completed / window = %g", got, want)
+	}
+	if got := *p.SLOAttainment; math.Abs(got-0.75) > 4.0/float64(measured) {
+		t.Errorf("attainment %.3f, want about 3/4 (every fourth request is a 429)", got)
+	}
+	if p.Good || res.Capacity != nil {
+		t.Errorf("a point with a quarter of its requests refused counts as good (attainment %.3f < 0.99)", *p.SLOAttainment)
+	}
+}
+
+// A measured request still running when the drain runs out is reported as
+// unfinished, a miss, and its record is kept (cancelled: drain).
+func TestRequestsRunningPastTheDrainAreUnfinishedMisses(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
+		return endpointstest.Behavior{TTFT: 5 * time.Millisecond, Gap: 400 * time.Millisecond}
+	})
+	o := testOptions(t, srv, "cafe5eef")
+	res, records := Sweep(context.Background(), o, plan(1, 16, 8), SweepOptions{
+		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{2}}, Attainment: 0.5,
+		Timeline: Timeline{Warmup: 0, Duration: 500 * time.Millisecond, Drain: 300 * time.Millisecond}, Slice: time.Second,
+	})
+	p := res.Points[0]
+	drained := 0
+	for _, r := range records {
+		if r.Window == schema.WindowMeasured && r.Cancelled == schema.CancelDrain {
+			drained++
+		}
+	}
+	if p.Started != 2 || p.Unfinished != 2 || drained != 2 || *p.SLOAttainment != 0 || p.Good {
+		t.Fatalf("started %d, unfinished %d, drained records %d, attainment %v, good %v: want the two requests of the window unfinished",
+			p.Started, p.Unfinished, drained, *p.SLOAttainment, p.Good)
+	}
+}
+
+func skipTimingUnderRace(t *testing.T) {
+	if raceOn {
+		t.Skip("a capacity measured under the race detector measures the detector")
+	}
+}
+
+func mustSLOs(t *testing.T, exprs ...string) slo.Set {
+	t.Helper()
+	set, err := slo.ParseAll(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// The search against an oracle whose answer is known: good up to 37.
+func TestSearchBracketsAKnownCapacity(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		s      Search
+		truth  float64
+		stop   string
+		lo, hi float64
+	}{
+		{"concurrency doubles then bisects to neighbours", Search{Integer: true, Start: 1, Resolution: 0.01, MaxPoints: 20}, 37, schema.StopBracketed, 37, 38},
+		{"a rate stops within the resolution", Search{Start: 1, Resolution: 0.05, MaxPoints: 20}, 93.3, schema.StopBracketed, 0, 0},
+		{"max points ends a search that never failed", Search{Integer: true, Start: 1, MaxPoints: 4, Resolution: 0.05}, 1e9, schema.StopMaxPoints, 8, 0},
+		{"a bad first concurrency halves down to a good one", Search{Integer: true, Start: 64, Resolution: 0.05, MaxPoints: 20}, 5, schema.StopBracketed, 5, 6},
+		{"concurrency 1 bad: none good", Search{Integer: true, Start: 4, Resolution: 0.05, MaxPoints: 20}, 0.5, schema.StopNoneGood, 0, 0},
+		{"a list is measured as given", Search{Integer: true, List: []float64{1, 16, 4}}, 8, schema.StopList, 4, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.s
+			var lo, hi float64
+			var loads []float64
+			for {
+				v, ok := s.Next()
+				if !ok {
+					break
+				}
+				loads = append(loads, v)
+				good := v <= tc.truth
+				s.Record(v, good)
+				if good && v > lo {
+					lo = v
+				}
+				if !good && (hi == 0 || v < hi) {
+					hi = v
+				}
+			}
+			if s.Stop() != tc.stop {
+				t.Fatalf("stop %s after %v, want %s", s.Stop(), loads, tc.stop)
+			}
+			if tc.lo != 0 && (lo != tc.lo || hi != tc.hi) {
+				t.Fatalf("bracket [%g, %g) after %v, want [%g, %g)", lo, hi, loads, tc.lo, tc.hi)
+			}
+			if tc.lo == 0 && tc.stop == schema.StopBracketed && !(lo <= tc.truth && tc.truth < hi && hi-lo <= 0.05*lo) {
+				t.Fatalf("bracket [%g, %g) after %v does not hold %g within 5%%", lo, hi, loads, tc.truth)
+			}
+		})
+	}
 }

@@ -25,8 +25,9 @@ import (
 // Options are sweep's parsed flags and injected state.
 type Options struct {
 	F *cmdutil.Factory
+	// Common is the endpoint, --connect-timeout, --label and --out.
+	target.Common
 
-	Endpoint    endpoints.Flags
 	Shape       string
 	Concurrency string
 	RequestRate string
@@ -43,35 +44,27 @@ type Options struct {
 	Resolution float64
 	Seed       int64
 
-	ConnectTimeout time.Duration
 	TTFTTimeout    time.Duration
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
 	ProbeTimeout   time.Duration
 	IgnoreEOS      bool
-	Label          string
-	Out            string
-
-	flags target.Flags
 }
 
-func (o *Options) shared() {
-	if o.flags.ConnectTimeout != nil {
-		return
-	}
-	o.flags = target.Flags{
-		Endpoint: &o.Endpoint, ConnectTimeout: &o.ConnectTimeout, Label: &o.Label, Out: &o.Out,
+// shared is the flags sweep shares with run, bound to o's fields by the
+// first call (NewCmd's, or Run's for Options built without NewCmd).
+func (o *Options) shared() *target.Flags {
+	return o.Common.Bind(target.Flags{
 		// As run: no request limit by default; the TTFT and stall limits end
 		// a hung stream, and the drain ends a point.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
 		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	}
+	})
 }
 
 // NewCmdSweep binds sweep's flags. runF replaces the run function in tests.
 func NewCmdSweep(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	o := &Options{F: f}
-	o.shared()
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Find how much load an endpoint carries within its SLOs",
@@ -103,7 +96,7 @@ point, and plots) is written after every point.`,
   glmbench sweep --endpoint http://127.0.0.1:8000/v1 --shape 512/128 --request-rate auto --slo 'lat < 10s'`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.flags.Parsed()
+			o.shared().Parsed()
 			if runF != nil {
 				return runF(o)
 			}
@@ -111,7 +104,7 @@ point, and plots) is written after every point.`,
 		},
 	}
 	fl := cmd.Flags()
-	o.flags.AddFlags(cmd)
+	o.shared().AddFlags(cmd)
 	fl.StringVar(&o.Shape, "shape", "256/128", "the request shape IN/OUT: prompt tokens and max_tokens")
 	fl.StringVar(&o.Concurrency, "concurrency", "auto", "closed-loop concurrencies: auto, or a comma list such as 1,2,4,8")
 	fl.StringVar(&o.RequestRate, "request-rate", "", "Poisson request rates per second instead of concurrencies: auto, or a comma list such as 0.5,1,2")
@@ -172,7 +165,7 @@ func (o *Options) validate() (*plan, error) {
 	case o.TTFTTimeout < 0, o.ProbeTimeout < 0:
 		return nil, badinput.Errorf("--ttft-timeout and --probe-timeout must not be negative")
 	}
-	if err := o.flags.Validate("connect-timeout", "stall-timeout", "request-timeout"); err != nil {
+	if err := o.shared().Validate("connect-timeout", "stall-timeout", "request-timeout"); err != nil {
 		return nil, err
 	}
 	p.search = &bench.Search{Integer: integer, Start: o.Start, Resolution: o.Resolution, MaxPoints: o.MaxPoints}
@@ -228,7 +221,6 @@ func parseLoads(s string, integer bool) ([]float64, error) {
 // calibrates the shape, measures the points and writes the report after
 // each one.
 func Run(ctx context.Context, o *Options) error {
-	o.shared()
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -236,7 +228,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	tg, err := o.flags.Open(ctx, o.F)
+	tg, err := o.shared().Open(ctx, o.F)
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,8 @@ type Executor struct {
 	vocab int
 	now   func() time.Time
 	sleep func(time.Duration)
+	// end is the previous step's modelled end (see Forward).
+	end time.Time
 
 	logits []float32
 	first  []int
@@ -112,10 +114,22 @@ func Token(p int) int32 { return int32('a' + p%26) }
 func (e *Executor) Pool() *model.KVCache { return e.kv }
 
 // Forward implements sched.Executor: it waits out the batch's modelled time
-// (counted from its start, so the time spent building logits is inside it)
-// and returns one-hot logits.
+// and returns one-hot logits. The time is counted from the step's start, so
+// building the logits is inside it; and when the scheduler went straight
+// from the last step to this one (the gap since that step's modelled end is
+// shorter than this step's time), from that end instead, so that neither the
+// scheduler's own work between steps nor a sleep that woke late adds to the
+// model: back-to-back steps follow each other at exactly their modelled
+// times, the truth a capacity test is checked against. Work longer than the
+// model (a real CPU cost) is never hidden: a step ends no sooner than its
+// work.
 func (e *Executor) Forward(seqs []model.Seq) *model.Output {
 	start := e.now()
+	step := e.cost.StepTime(seqs)
+	begin := start
+	if gap := start.Sub(e.end); !e.end.IsZero() && gap >= 0 && gap < step {
+		begin = e.end
+	}
 	rows := 0
 	e.first = e.first[:0]
 	for _, s := range seqs {
@@ -150,8 +164,13 @@ func (e *Executor) Forward(seqs []model.Seq) *model.Output {
 			}
 		}
 	}
-	if wait := e.cost.StepTime(seqs) - e.now().Sub(start); wait > 0 {
+	deadline := begin.Add(step)
+	done := e.now()
+	if wait := deadline.Sub(done); wait > 0 {
 		e.sleep(wait)
+		e.end = deadline
+	} else {
+		e.end = done
 	}
 	return out
 }

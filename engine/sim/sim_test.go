@@ -232,3 +232,31 @@ func TestStepTakesAtLeastItsModelledTimeOnTheRealClock(t *testing.T) {
 		t.Errorf("4 steps of 5 ms took %v", got)
 	}
 }
+
+// lateClock's sleeps wake 1 ms late, and the scheduler spends 0.5 ms between
+// steps: back-to-back steps still follow each other at their modelled
+// times, so ten 5 ms steps take 50 ms and the last wake-up's lateness, not
+// ten times 1.5 ms more.
+func TestBackToBackStepsKeepTheModelledPace(t *testing.T) {
+	cost := CostModel{StepOverhead: 5 * time.Millisecond}
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	e := New(cost, 4, 8, 300)
+	e.now = clk.now
+	e.sleep = func(d time.Duration) { clk.sleep(d + time.Millisecond) }
+	start := clk.t
+	for range 10 {
+		e.Forward([]model.Seq{{Tokens: make([]int32, 1), Pos: 3, Logits: model.LastRow}})
+		clk.t = clk.t.Add(500 * time.Microsecond) // the scheduler's own work
+	}
+	if got, want := clk.t.Sub(start), 50*time.Millisecond+time.Millisecond+500*time.Microsecond; got != want {
+		t.Errorf("ten back-to-back 5 ms steps took %v, want %v", got, want)
+	}
+	// After an idle gap longer than a step, the next step counts from its
+	// own start: idle time is not credited to it.
+	clk.t = clk.t.Add(time.Second)
+	before := clk.t
+	e.Forward([]model.Seq{{Tokens: make([]int32, 1), Pos: 3, Logits: model.LastRow}})
+	if got, want := clk.t.Sub(before), 6*time.Millisecond; got != want {
+		t.Errorf("a step after an idle second took %v, want %v (5 ms and the late wake-up)", got, want)
+	}
+}
