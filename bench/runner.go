@@ -12,6 +12,7 @@ import (
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/slo"
 	"github.com/glmbench/glmbench/reports/summary"
 )
 
@@ -49,6 +50,8 @@ type Options struct {
 	Nonce string
 	// Progress, when set, is updated live for a display to poll.
 	Progress *Progress
+	// SLOs, when set, add goodput and attainment to each phase.
+	SLOs slo.Set
 }
 
 // Plan is a phase ready to run: its shape and its calibrated filler.
@@ -389,6 +392,9 @@ func phaseResult(o *Options, plan Plan, records []schema.Record, status string) 
 	}
 	r.Concurrency = o.MaxConcurrency
 	r.RequestRate = o.RequestRate
+	if len(o.SLOs) > 0 {
+		o.SLOs.Apply(&r, records, r.WallSec)
+	}
 	return r
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/slo"
 	"github.com/glmbench/glmbench/reports/summary"
 )
 
@@ -179,8 +180,15 @@ func recompute(in *Input) {
 		fresh := summary.Phase(ph.Phase, ph.InputLen, ph.OutputLen, recs, ph.Status)
 		// What records cannot tell is kept from the stored phase.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
+		if set, err := slo.ParseAll(in.Report.Options.SLOs); err == nil && len(set) > 0 {
+			set.Apply(&fresh, recs, fresh.WallSec)
+		}
 		*ph = fresh
 		in.Recomputed = append(in.Recomputed, ph.Phase)
+	}
+	for i := range in.Report.Sweeps {
+		known[in.Report.Sweeps[i].Name] = true
+		recomputeSweep(in, &in.Report.Sweeps[i], byPhase[in.Report.Sweeps[i].Name])
 	}
 	for _, name := range order {
 		if !known[name] {
@@ -188,6 +196,40 @@ func recompute(in *Input) {
 		}
 	}
 }
+
+// recomputeSweep re-makes each point of s that has records, and the
+// capacity, from the records alone (each carries its point and window).
+func recomputeSweep(in *Input, s *schema.SweepResult, recs []schema.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	set, err := slo.ParseAll(s.SLOs)
+	if err != nil {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%s: sweep %s: %v; its stored figures are used", in.Path, s.Name, err))
+		return
+	}
+	byPoint := map[int][]schema.Record{}
+	for _, r := range recs {
+		byPoint[r.Point] = append(byPoint[r.Point], r)
+	}
+	w := slo.Window{Warmup: s.WarmupSec, Duration: s.DurationSec, Slice: s.SliceSec}
+	spec := schema.PhaseResult{Phase: s.Name, InputLen: s.InputLen, OutputLen: s.OutputLen}
+	for i := range s.Points {
+		p := &s.Points[i]
+		if len(byPoint[p.Point]) == 0 {
+			continue
+		}
+		fresh := slo.Point(p.Point, p.Load, spec, byPoint[p.Point], w, set, s.Attainment, SaturationLag, p.Status)
+		fresh.Concurrency, fresh.RequestRate = p.Concurrency, p.RequestRate
+		*p = fresh
+	}
+	s.Capacity = slo.Capacity(s.Points)
+	in.Recomputed = append(in.Recomputed, s.Name)
+}
+
+// SaturationLag is the send lag in seconds past which the client counts as
+// saturated (bench.SaturationLag, which reports does not link).
+const SaturationLag = 0.010
 
 // unwrapPath drops the *fs.PathError wrapper, whose text repeats the path.
 func unwrapPath(err error) error {

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,6 +113,74 @@ func WriteSweepSummary(w io.Writer, r *schema.Report) error {
 				opt(pt.TTFTP99, 1, 3), opt(pt.TPOTP99, 1e3, 2), goodText(&pt)})
 		}
 		p.compactTable([]string{s.Mode, "started", "errors", "unfinished", "attainment", "goodput", "out tok/s", "tok/s/user", "TTFT p99", "TPOT p99 ms", "good"}, rows)
+	}
+	return p.err
+}
+
+// sloTable lists each phase's goodput and attainment under run --slo.
+func (p *printer) sloTable(r *schema.Report) {
+	if len(r.Options.SLOs) == 0 {
+		return
+	}
+	p.f("\n### SLOs\n\n`%s`: a request meets them when it completed and met each; goodput = met / wall_sec, attainment = met / batch_size.\n\n",
+		strings.Join(r.Options.SLOs, "`, `"))
+	p.table([]string{"phase", "met", "attainment", "goodput req/s"}, func(add func(...string)) {
+		for _, ph := range r.Phases {
+			met := "—"
+			if ph.SLOMet != nil {
+				met = fmt.Sprintf("%d/%d", *ph.SLOMet, ph.BatchSize)
+			}
+			add(ph.Phase, met, opt(ph.SLOAttainment, 1, 3), opt(ph.Goodput, 1, 2))
+		}
+	})
+}
+
+// WriteSweepComparison sets the sweeps of reps side by side: for each sweep
+// name, a capacity row per report (label), then every report's points. It
+// writes nothing when no report has a sweep.
+func WriteSweepComparison(w io.Writer, reps []*schema.Report) error {
+	p := &printer{w: w}
+	var names []string
+	for _, r := range reps {
+		for _, s := range r.Sweeps {
+			if !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	for _, name := range names {
+		p.f("\n## Sweep %s\n\n", name)
+		p.table([]string{"label", "shape", "SLOs", "capacity", "bracket", "out tok/s", "goodput req/s", "tok/s/user", "stop"}, func(add func(...string)) {
+			for _, r := range reps {
+				s := sweepOf(r, name)
+				if s == nil {
+					continue
+				}
+				capa, bracket, out, good, user := "none", "—", "—", "—", "—"
+				if c := s.Capacity; c != nil {
+					capa = s.Mode + " " + LoadString(c.Load)
+					bracket = "≥ " + LoadString(c.Load)
+					if c.Above != nil {
+						bracket = "[" + LoadString(c.Load) + ", " + LoadString(*c.Above) + ")"
+					}
+					out, good, user = num(c.OutTput, 1), num(c.Goodput, 2), opt(c.OutTputPerUser, 1, 1)
+				}
+				add(r.Label, fmt.Sprintf("%d/%d", s.InputLen, s.OutputLen), strings.Join(s.SLOs, ", "), capa, bracket, out, good, user, s.Stop)
+			}
+		})
+		p.f("\n")
+		p.table([]string{"label", "load", "attainment", "goodput req/s", "out tok/s", "tok/s/user", "TTFT p99", "TPOT p99 ms", "good"}, func(add func(...string)) {
+			for _, r := range reps {
+				s := sweepOf(r, name)
+				if s == nil {
+					continue
+				}
+				for _, pt := range sortedPoints(s) {
+					add(r.Label, LoadString(pt.Load), opt(pt.SLOAttainment, 1, 3), opt(pt.Goodput, 1, 2), num(pt.OutTput, 1),
+						opt(pt.OutTputPerUser, 1, 1), opt(pt.TTFTP99, 1, 3), opt(pt.TPOTP99, 1e3, 2), goodText(&pt))
+				}
+			}
+		})
 	}
 	return p.err
 }

@@ -180,6 +180,7 @@ func (p *printer) phaseTables(r *schema.Report) {
 					opt(ph.LatMed, 1, 3), opt(ph.LatP99, 1, 3), opt(ph.TokensPerEvent, 1, 2), opt(ph.PromptTokensMean, 1, 0))
 			}
 		})
+	p.sloTable(r)
 	p.f("\n## Failures by class\n\nEvery failed request has exactly one class. Cancelled, not sent, short and long output are counted but are not errors.\n\n")
 	head := []string{"phase", "error_rate"}
 	for _, c := range schema.Classes {

@@ -89,6 +89,9 @@ func Run(o *Options) error {
 	if err := reports.WriteComparison(&buf, c, o.Format); err != nil {
 		return err
 	}
+	if err := reports.WriteSweepComparison(&buf, reports.Reports(ins)); err != nil {
+		return err
+	}
 	if o.Out == "" {
 		if _, err := o.F.IO.Out.Write(buf.Bytes()); err != nil {
 			return err
@@ -101,7 +104,11 @@ func Run(o *Options) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: %d figures written to %s\n", len(files), o.Plots)
+		sweeps, err := reports.WriteSweepPlots(o.Plots, reports.Reports(ins)...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: %d figures written to %s\n", len(files)+len(sweeps), o.Plots)
 	}
 	return nil
 }

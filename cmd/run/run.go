@@ -20,6 +20,7 @@ import (
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/gate"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/slo"
 )
 
 // Options are run's parsed flags and injected state.
@@ -57,6 +58,10 @@ type Options struct {
 	// Summary is what stdout gets when the run ends: SummaryFull,
 	// SummaryCompact, or SummaryAuto ("" too): compact on a terminal.
 	Summary string
+	// SLOs add goodput and SLO attainment to every phase (slo's syntax).
+	SLOs []string
+
+	slos slo.Set
 }
 
 // The --summary values.
@@ -136,6 +141,7 @@ has everything.`,
 	fl.StringArrayVar(&o.Thresholds, "threshold", nil, "a gate threshold, e.g. 'decode_medium.out_tput > -5%' (repeatable; needs --baseline)")
 	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
 	fl.StringVar(&o.JUnit, "junit", "", "write the gate's JUnit XML to this file (needs --baseline)")
+	fl.StringArrayVar(&o.SLOs, "slo", nil, "a service-level objective, e.g. 'ttft < 2s' or 'tpot < 50ms': adds goodput and attainment to each phase (repeatable)")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
 	return cmd
 }
@@ -173,6 +179,9 @@ func (o *Options) validate() ([]bench.Spec, error) {
 	case "", SummaryAuto, SummaryFull, SummaryCompact:
 	default:
 		return nil, badinput.Errorf("--summary must be auto, full or compact, not %q", o.Summary)
+	}
+	if o.slos, err = slo.ParseAll(o.SLOs); err != nil {
+		return nil, err
 	}
 	if len(o.Baseline) == 0 && (len(o.Thresholds) > 0 || o.ThresholdFile != "" || o.JUnit != "") {
 		return nil, badinput.Errorf("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")
@@ -265,6 +274,7 @@ func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
 		Seed:           o.Seed,
 		Nonce:          bench.NewNonce(),
 		Progress:       &bench.Progress{},
+		SLOs:           o.slos,
 	}
 }
 
@@ -302,6 +312,7 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, label string
 		MaxConcurrency: o.MaxConcurrency,
 		Seed:           o.Seed,
 		Percentiles:    schema.PercentileMethod,
+		SLOs:           o.slos.Strings(),
 	}
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	return rep

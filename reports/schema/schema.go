@@ -351,6 +351,8 @@ type Options struct {
 	MaxConcurrency int                `json:"max_concurrency,omitempty"`
 	Seed           int64              `json:"seed,omitempty"`
 	Percentiles    string             `json:"percentile_method,omitempty"`
+	// SLOs are run's --slo objectives, in canonical form.
+	SLOs []string `json:"slos,omitempty"`
 }
 
 // Endpoint describes what was measured. Headers are recorded by name only.

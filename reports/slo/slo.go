@@ -56,7 +56,7 @@ func (s SLO) Metric() string {
 
 // String is s in canonical form: parsing it gives s back.
 func (s SLO) String() string {
-	return s.Metric() + " " + string(s.Op) + " " + strconv.FormatFloat(s.Seconds, 'g', -1, 64) + "s"
+	return s.Metric() + " " + string(s.Op) + " " + time.Duration(math.Round(s.Seconds*1e9)).String()
 }
 
 func (s SLO) holds(x float64) bool {

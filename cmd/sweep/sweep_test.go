@@ -1,0 +1,103 @@
+package sweep
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/cmd/cmdtest"
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/engine/enginetest"
+	"github.com/glmbench/glmbench/engine/sched"
+	"github.com/glmbench/glmbench/engine/sim"
+	"github.com/glmbench/glmbench/reports"
+)
+
+func execute(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	f, out, errOut := cmdutil.TestFactory(context.Background(), nil)
+	err := cmdtest.Execute(f, NewCmdSweep, args...)
+	return cmdutil.ExitCode(err), out.String(), errOut.String()
+}
+
+// Bad flags exit 2 in one line, before any endpoint is opened: the endpoint
+// named here does not exist, so reaching it would say so instead.
+func TestBadFlagsExitTwoInOneLineBeforeAnyLoad(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shape", "256"}, "--shape"},
+		{[]string{"--shape", "0/128"}, "--shape"},
+		{[]string{"--slo", "ttft 2s"}, "no operator"},
+		{[]string{"--slo", "speed < 2s"}, "unknown metric"},
+		{[]string{"--slo", "ttft < fast"}, "bad value"},
+		{[]string{"--slo", "itl < 5ms"}, "itl has no per-request value"},
+		{[]string{"--concurrency", "1,x"}, "--concurrency"},
+		{[]string{"--concurrency", "2.5"}, "--concurrency"},
+		{[]string{"--request-rate", "auto", "--concurrency", "1,2"}, "give one"},
+		{[]string{"--attainment", "1.5"}, "--attainment"},
+		{[]string{"--duration", "0s"}, "--duration"},
+		{[]string{"--max-points", "0"}, "--max-points"},
+		{[]string{"--start", "1.5"}, "--start"},
+		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
+	} {
+		code, _, stderr := execute(t, append([]string{"--endpoint", "http://127.0.0.1:1/v1"}, tc.args...)...)
+		if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "127.0.0.1:1") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 in one line naming %q, before the endpoint", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// A whole sweep against a simulated engine whose capacity is known: with
+// mixed chunks, s = 2 ms and d = 250 µs per sequence, a TPOT under 6.5 ms
+// holds up to c* = (6.5 − 2) / 0.25 = 18. The listed loads 8, 16 and 24 give
+// capacity 16, bracketed by 24; the report, the records, the Markdown and
+// the plots are written, and the capacity recomputed from requests.jsonl is
+// the same.
+func TestASweepWritesItsCapacityTableAndPlots(t *testing.T) {
+	t.Parallel()
+	cost := sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 250 * time.Microsecond}
+	e := enginetest.Start(t, enginetest.Sim(cost), enginetest.Sched(func(c *sched.Config) { c.EnableMixedChunk = true }))
+	dir := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := execute(t, "--endpoint", e.BaseURL(), "--shape", "32/32", "--concurrency", "8,16,24",
+		"--warmup", "300ms", "--duration", "1500ms", "--slice", "500ms", "--slo", "tpot < 6.5ms", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Report.Sweeps) != 1 || len(in.Recomputed) != 1 {
+		t.Fatalf("sweeps %d, recomputed %v, warnings %v", len(in.Report.Sweeps), in.Recomputed, in.Warnings)
+	}
+	s := in.Report.Sweeps[0]
+	if s.Capacity == nil || s.Capacity.Load != 16 || s.Capacity.Above == nil || *s.Capacity.Above != 24 {
+		t.Fatalf("capacity %+v, want 16 bracketed by 24", s.Capacity)
+	}
+	if len(s.Points) != 3 || len(s.Points[0].Slices) != 3 {
+		t.Fatalf("%d points, %d slices in the first", len(s.Points), len(s.Points[0].Slices))
+	}
+	md, err := os.ReadFile(filepath.Join(dir, reports.ReportMD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Sweep sweep: 32 in / 32 out, by concurrency", "**capacity: concurrency 16 (in [16, 24))", "### Slices", "**goodput** = met requests / window seconds"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if !strings.Contains(stdout, "capacity concurrency 16") {
+		t.Errorf("stdout lacks the capacity:\n%s", stdout)
+	}
+	for _, name := range []string{"sweep-sweep-pareto.png", "sweep-sweep-ttft-p99-load.svg", "sweep-sweep-attainment-load.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("plot: %v", err)
+		}
+	}
+}
