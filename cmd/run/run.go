@@ -230,7 +230,7 @@ func Run(ctx context.Context, o *Options) error {
 	defer tg.Close()
 	started, label, out := tg.Started, tg.Label, tg.Out
 	bo := o.benchOptions(tg.Endpoint)
-	plans, err := o.calibrate(ctx, bo, specs)
+	plans, err := target.Calibrate(ctx, o.F.IO.ErrOut, bo, specs, fmt.Sprintf("%d phase(s)", len(specs)))
 	if err != nil {
 		return err
 	}
@@ -276,26 +276,6 @@ func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
 		Progress:       &bench.Progress{},
 		SLOs:           o.slos,
 	}
-}
-
-// calibrate runs bench.Prepare, printing its warnings on stderr. A Ctrl-C
-// during it exits 130 with no report, as nothing was measured yet.
-func (o *Options) calibrate(ctx context.Context, bo *bench.Options, specs []bench.Spec) ([]bench.Plan, error) {
-	ep := bo.Endpoint
-	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: %s, model %s: calibrating %d phase(s)\n", ep, ep.Model, len(specs))
-	plans, warns, err := bench.Prepare(ctx, bo, specs)
-	for _, w := range warns {
-		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: %s\n", w)
-	}
-	if err != nil {
-		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
-			// Calibration sends no load: there is nothing to report.
-			return nil, &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
-				Err: errors.New("interrupted during calibration, before any load was sent: nothing was measured, so no report was written")}
-		}
-		return nil, target.RedactErr(ep, err)
-	}
-	return plans, nil
 }
 
 // newReport is the report before any phase: the target, the run's options

@@ -243,17 +243,9 @@ func Run(ctx context.Context, o *Options) error {
 		Nonce:          bench.NewNonce(),
 	}
 	errOut := o.F.IO.ErrOut
-	fmt.Fprintf(errOut, "glmbench: %s, model %s: calibrating %d/%d\n", tg.Endpoint, tg.Endpoint.Model, p.spec.In, p.spec.Out)
-	plans, warns, err := bench.Prepare(ctx, bo, []bench.Spec{p.spec})
-	for _, w := range warns {
-		fmt.Fprintf(errOut, "glmbench: warning: %s\n", w)
-	}
+	plans, err := target.Calibrate(ctx, errOut, bo, []bench.Spec{p.spec}, fmt.Sprintf("%d/%d", p.spec.In, p.spec.Out))
 	if err != nil {
-		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
-			return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
-				Err: errors.New("interrupted during calibration, before any load was sent: nothing was measured, so no report was written")}
-		}
-		return target.RedactErr(tg.Endpoint, err)
+		return err
 	}
 	if len(p.slos) == 0 {
 		fmt.Fprintf(errOut, "glmbench: no --slo: a request meets the SLOs when it completes\n")
