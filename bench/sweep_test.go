@@ -77,7 +77,7 @@ func TestSweepFindsTheCapacityTheCostModelGives(t *testing.T) {
 		start float64
 	}{
 		{"s=2ms d=250us T=11ms", sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 250 * time.Microsecond}, 11 * time.Millisecond, 1},
-		{"s=1ms d=100us T=3.25ms", sim.CostModel{StepOverhead: time.Millisecond, DecodeSeq: 100 * time.Microsecond}, 3250 * time.Microsecond, 4},
+		{"s=4ms d=400us T=12ms", sim.CostModel{StepOverhead: 4 * time.Millisecond, DecodeSeq: 400 * time.Microsecond}, 12 * time.Millisecond, 4},
 		{"s=3ms d=150us T=13ms", sim.CostModel{StepOverhead: 3 * time.Millisecond, DecodeSeq: 150 * time.Microsecond}, 13 * time.Millisecond, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
