@@ -615,7 +615,7 @@ func (s *Stream) readStream(resp *http.Response, res *StreamResult, live *atomic
 		lv.last.Store(mono(t))
 		return t
 	})
-	readErr, over := readEvents(rd, res, live, s.untilFirst, EventBound(s.lim.MaxTokens), s.lim.MaxTokens, s.c.ep, func() {
+	readErr, over := readEvents(rd, res, live, s.untilFirst, s.lim.MaxTokens, s.c.ep, func() {
 		lv.first.Store(true)
 		wd.firstContent()
 	})
@@ -718,14 +718,15 @@ func eventTime(rx *atomic.Int64, t0 time.Time) time.Time {
 // before its end (an error event, classified here, or untilFirst).
 //
 // This is the client's hot path: per event it takes no lock and allocates
-// nothing beyond the growth of res.Events.
-// A stream that brings more than maxEvents content events is ended here as
-// a StreamError naming maxTokens; a data line that is not one JSON object
-// in valid UTF-8 is counted in res.Malformed and skipped.
-func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirst bool, maxEvents, maxTokens int, ep *Endpoint, onFirst func()) (readErr error, over bool) {
+// nothing beyond the growth of res.Events; its bounds are worked out once.
+// A stream past EventBound or AnswerBound of maxTokens (the request's
+// max_tokens, 0 when unknown) is ended here as a StreamError naming it; a
+// data line that is not one JSON object in valid UTF-8 is counted in
+// res.Malformed and skipped. ep redacts an error event's body.
+func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirst bool, maxTokens int, ep *Endpoint, onFirst func()) (readErr error, over bool) {
 	var ch Chunk
 	answers := 0 // content events carrying the answer, not reasoning alone
-	maxAnswers := AnswerBound(maxTokens)
+	maxEvents, maxAnswers := EventBound(maxTokens), AnswerBound(maxTokens)
 	for {
 		ev, err := rd.Next()
 		if err != nil {

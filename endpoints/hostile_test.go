@@ -207,7 +207,7 @@ func TestHostileEndlessStreamKeepsBoundedEventsWithoutMaxTokens(t *testing.T) {
 	var res StreamResult
 	bounded(t, 64<<20, func() {
 		rd := sse.NewReader(endlessReader{[]byte(contentEvent)})
-		_, over := readEvents(rd, &res, nil, false, EventBound(0), 0, nil, nil)
+		_, over := readEvents(rd, &res, nil, false, 0, nil, nil)
 		if !over {
 			t.Fatal("an endless stream ended by itself")
 		}

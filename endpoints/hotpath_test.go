@@ -34,7 +34,7 @@ func TestReadEventsAllocatesNothingPerEvent(t *testing.T) {
 		rd.Reset(src)
 		res.Reset()
 		res.T0 = time.Now()
-		if _, over := readEvents(rd, res, nil, false, MaxEvents, 0, nil, nil); over || len(res.Events) != 256 || !res.Done || res.CompletionTokens != 256 {
+		if _, over := readEvents(rd, res, nil, false, 0, nil, nil); over || len(res.Events) != 256 || !res.Done || res.CompletionTokens != 256 {
 			t.Fatalf("%+v", res)
 		}
 	})
@@ -58,7 +58,7 @@ func BenchmarkReadEvents(b *testing.B) {
 		rd.Reset(src)
 		res.Reset()
 		res.T0 = time.Now()
-		readEvents(rd, res, nil, false, MaxEvents, 0, nil, nil)
+		readEvents(rd, res, nil, false, 0, nil, nil)
 		return len(res.Events)
 	})
 }
