@@ -115,8 +115,9 @@ func (c *Client) redactError(err error) error {
 	if errors.As(err, &re) {
 		re.Body = c.ep.RedactBytes(re.Body)
 	}
-	if msg := err.Error(); c.ep.Redact(msg) != msg {
-		return &redactedError{msg: c.ep.Redact(msg), err: err}
+	msg := err.Error()
+	if red := c.ep.Redact(msg); red != msg {
+		return &redactedError{msg: red, err: err}
 	}
 	return err
 }
