@@ -876,7 +876,7 @@ func ClassifyStatus(status int) schema.Class {
 	case status >= 300:
 		return schema.Redirect
 	}
-	// 1xx/3xx/other 2xx: not a stream the client can read.
+	// 1xx/other 2xx: not a stream the client can read.
 	return schema.HTTP4xx
 }
 
