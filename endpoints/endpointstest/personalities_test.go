@@ -667,6 +667,35 @@ func TestAuthIsCheckedAndCountedAsEachServerDoes(t *testing.T) {
 	}
 }
 
+func TestEachServerLeavesItsOwnRoutesOpenUnderAnAPIKey(t *testing.T) {
+	const key = "sk-test-0123456789abcdef"
+	for _, tc := range []struct {
+		name         string
+		open, closed []string
+	}{
+		// llama.cpp's get_public_endpoints: /health, /models and their /v1 twins.
+		{LlamaCpp, []string{"/health", "/v1/health", "/v1/models", "/models"}, []string{"/props", "/v1/chat/completions"}},
+		// vLLM guards only /v1.
+		{VLLM, []string{"/health", "/metrics"}, []string{"/v1/models"}},
+		// SGLang lets /health* and /metrics* through.
+		{SGLang, []string{"/health", "/metrics"}, []string{"/v1/models", "/get_server_info"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Start(t, tc.name, Options{APIKey: key, Metrics: true})
+			for _, path := range tc.open {
+				if r := get(t, p.URL+path); r.status == 401 {
+					t.Errorf("%s without a key: 401 %s, want it open", path, r.body)
+				}
+			}
+			for _, path := range tc.closed {
+				if r := get(t, p.URL+path); r.status != 401 {
+					t.Errorf("%s without a key: %d %s, want 401", path, r.status, r.body)
+				}
+			}
+		})
+	}
+}
+
 func TestCountersRecordWhatArrived(t *testing.T) {
 	p := Start(t, VLLM, Options{})
 	big := filler(1000)

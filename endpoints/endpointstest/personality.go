@@ -365,9 +365,12 @@ func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
 	}
 	got := r.Header.Get("Authorization")
 	if p.Kind == LlamaCpp {
-		// /health is public; X-Api-Key is accepted when Authorization is
-		// empty; "Bearer " is stripped (tools/server/server-http.cpp).
-		if r.URL.Path == "/health" || r.URL.Path == "/v1/health" {
+		// /health and /models (with their /v1 twins) are public; X-Api-Key
+		// is accepted when Authorization is empty; "Bearer " is stripped
+		// (tools/server/server-http.cpp, get_public_endpoints and
+		// middleware_validate_api_key).
+		switch r.URL.Path {
+		case "/health", "/v1/health", "/models", "/v1/models":
 			return true
 		}
 		if got == "" {
@@ -382,8 +385,10 @@ func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if got == "Bearer "+p.Opts.APIKey {
 		return true
 	}
-	if p.Kind == SGLang && r.URL.Path == "/health" {
-		return true // (unverified)
+	if p.Kind == SGLang && (strings.HasPrefix(r.URL.Path, "/health") || strings.HasPrefix(r.URL.Path, "/metrics")) {
+		// SGLang's add_api_key_middleware lets paths starting /health or
+		// /metrics through (sglang/srt/utils.py).
+		return true
 	}
 	if p.Kind == VLLM && !strings.HasPrefix(r.URL.Path, "/v1") {
 		// vLLM's --api-key guards only the /v1 routes (api_server.py's
@@ -393,7 +398,7 @@ func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
 	switch p.Kind {
 	case VLLM, SGLang:
 		// vLLM's and SGLang's api-key middleware: {"error": "Unauthorized"}
-		// (vllm/entrypoints/openai/api_server.py; unverified for SGLang).
+		// (vllm/entrypoints/openai/api_server.py, sglang/srt/utils.py).
 		writeJSON(w, 401, map[string]any{"error": "Unauthorized"})
 	default:
 		// OpenAI names the wrong key, masked to its first and last
