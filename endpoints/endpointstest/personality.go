@@ -171,21 +171,6 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	return p, nil
 }
 
-// NewLlamaCpp starts a llama.cpp server fake.
-func NewLlamaCpp(o Options) *Personality { p, _ := NewPersonality(LlamaCpp, o); return p }
-
-// NewVLLM starts a vLLM server fake.
-func NewVLLM(o Options) *Personality { p, _ := NewPersonality(VLLM, o); return p }
-
-// NewSGLang starts an SGLang server fake.
-func NewSGLang(o Options) *Personality { p, _ := NewPersonality(SGLang, o); return p }
-
-// NewOpenAI starts an OpenAI API fake.
-func NewOpenAI(o Options) *Personality { p, _ := NewPersonality(OpenAI, o); return p }
-
-// NewGateway starts a hosted-gateway fake (OpenAI-shaped, vLLM behind it).
-func NewGateway(o Options) *Personality { p, _ := NewPersonality(Gateway, o); return p }
-
 // BaseURL is the API base to give a client.
 func (p *Personality) BaseURL() string { return p.URL + "/v1" }
 
