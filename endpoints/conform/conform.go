@@ -403,5 +403,3 @@ func (s *suite) ignoreEOS() (ok bool, note string) {
 	}
 	return false, "without ignore_eos (max-tokens did not establish that streams with it end)"
 }
-
-// oneLine folds a detail into one line for the report's table.
