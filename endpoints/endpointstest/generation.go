@@ -323,8 +323,9 @@ func (p *Personality) checkVLLM(g *genRequest) (promptN int, budget int64, ref *
 		return 0, 0, &refusal{400, fmt.Sprintf("max_tokens must be at least 1, got %d.", M), nil}
 	}
 	if g.topK > 20 {
-		// --max-logprobs defaults to 20 (wording unverified).
-		return 0, 0, &refusal{400, fmt.Sprintf("Requested logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
+		// --max-logprobs defaults to 20 (vllm/v1/engine/processor.py
+		// _validate_logprobs).
+		return 0, 0, &refusal{400, fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
 	}
 	if P > L {
 		// vllm/entrypoints/openai/serving_engine.py (_validate_input).

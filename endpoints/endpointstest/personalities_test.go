@@ -215,6 +215,20 @@ func TestServersStateTheirContextWhereTheirSourcesSay(t *testing.T) {
 			t.Fatalf("OpenAI: %d %s", r.status, r.body)
 		}
 	})
+	t.Run("llama.cpp answers an unknown route with its not_found_error JSON", func(t *testing.T) {
+		r := get(t, Start(t, LlamaCpp, Options{}).URL+"/get_server_info")
+		if r.status != 404 || string(r.body) != `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}` {
+			t.Fatalf("llama.cpp: %d %s", r.status, r.body)
+		}
+	})
+}
+
+func TestVLLMRefusesMoreTopLogprobsThanItsMaxInItsOwnWords(t *testing.T) {
+	p := Start(t, VLLM, Options{})
+	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 1, "logprobs", true, "top_logprobs", 21))
+	if r.status != 400 || errMessage(t, r) != "Requested sample logprobs of 21, which is greater than max allowed: 20" {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
 }
 
 func TestHealthAndMetricsAnswerAsEachServerDoes(t *testing.T) {

@@ -334,7 +334,9 @@ func (p *Personality) notFound(w http.ResponseWriter, r *http.Request) {
 		// FastAPI's default for an unknown route.
 		writeJSON(w, 404, map[string]any{"detail": "Not Found"})
 	case LlamaCpp:
-		// cpp-httplib's error handler in llama-server (unverified wording).
+		// llama-server's error handler for cpp-httplib's 404
+		// (tools/server/server-http.cpp set_error_handler):
+		// {"error":{"message":"File Not Found","type":"not_found_error","code":404}}.
 		p.fail(w, 404, "File Not Found", nil)
 	default:
 		// api.openai.com's answer to an unknown path (as widely reported).
