@@ -390,7 +390,10 @@ func (p *Personality) checkOpenAI(g *genRequest) (promptN int, budget int64, ref
 			map[string]any{"param": "max_tokens"}}
 	}
 	if !g.hasMax {
-		M = 16
+		// Chat has no default cap of its own: the model's output cap, or
+		// what the context leaves (16 is the legacy /v1/completions
+		// default, a route this fake answers 404).
+		M = min(int64(o.MaxOutput), int64(L-P))
 	}
 	return P, M, nil
 }

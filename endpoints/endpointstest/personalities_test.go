@@ -883,3 +883,14 @@ func TestStartRefusesAnUnknownName(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestOpenAIChatWithoutMaxTokensRunsToTheModelsOutputCap(t *testing.T) {
+	p := Start(t, OpenAI, Options{Context: 4096, MaxOutput: 40})
+	body := chatBody(p.Opts.Model, "hi", 0)
+	delete(body, "max_tokens")
+	r := post(t, p.BaseURL()+"/chat/completions", body)
+	u, _ := r.json(t)["usage"].(map[string]any)
+	if r.status != 200 || num(u["completion_tokens"]) != 40 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
