@@ -528,6 +528,8 @@ func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimi
 // header was written.
 func (s *Stream) Run(live *atomic.Int64, res *StreamResult) {
 	defer s.cancel(nil)
+	// Every detail is redacted here, once, whichever path set it: many
+	// quote the endpoint's words (an error event, a transport error).
 	defer func() {
 		if res.Detail != "" {
 			res.Detail = s.c.ep.Redact(res.Detail)
@@ -818,7 +820,7 @@ func (c *Client) failBeforeResponse(ctx, parent context.Context, err error, res 
 		return
 	}
 	res.Class = schema.Connect
-	res.Detail = c.ep.Redact(transportError(err))
+	res.Detail = transportError(err) // redacted by Run
 }
 
 // transportError words an error of a request that got no response. Go's
