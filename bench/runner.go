@@ -21,8 +21,8 @@ import (
 var ErrPhaseCap = errors.New("phase cap reached")
 
 // SaturationLag is the send lag beyond which the client itself may have
-// shaped the figures.
-const SaturationLag = 10 * time.Millisecond
+// shaped the figures (schema.SaturationLag).
+const SaturationLag = schema.SaturationLag
 
 // Options configure a run's phases.
 type Options struct {

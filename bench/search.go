@@ -142,7 +142,7 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) (schema.
 		if run.Interrupted {
 			status = schema.StatusInterrupted
 		}
-		p := slo.Point(n, v, spec, run.Records, w, so.SLOs, so.Attainment, SaturationLag.Seconds(), status)
+		p := slo.Point(n, v, spec, run.Records, w, so.SLOs, so.Attainment, status)
 		if so.Mode == schema.SweepRate {
 			p.RequestRate = v
 		} else {

@@ -219,17 +219,13 @@ func recomputeSweep(in *Input, s *schema.SweepResult, recs []schema.Record) {
 		if len(byPoint[p.Point]) == 0 {
 			continue
 		}
-		fresh := slo.Point(p.Point, p.Load, spec, byPoint[p.Point], w, set, s.Attainment, SaturationLag, p.Status)
+		fresh := slo.Point(p.Point, p.Load, spec, byPoint[p.Point], w, set, s.Attainment, p.Status)
 		fresh.Concurrency, fresh.RequestRate = p.Concurrency, p.RequestRate
 		*p = fresh
 	}
 	s.Capacity = slo.Capacity(s.Points)
 	in.Recomputed = append(in.Recomputed, s.Name)
 }
-
-// SaturationLag is the send lag in seconds past which the client counts as
-// saturated (bench.SaturationLag, which reports does not link).
-const SaturationLag = 0.010
 
 // unwrapPath drops the *fs.PathError wrapper, whose text repeats the path.
 func unwrapPath(err error) error {

@@ -82,8 +82,8 @@ type SweepPoint struct {
 	// SendLagP99 is the p99 of the measured requests' send lags, seconds
 	// (closed loop: from one request's end to its successor's t0).
 	SendLagP99 float64 `json:"send_lag_p99"`
-	// Saturated: SendLagP99 passed bench.SaturationLag, so the client, not
-	// the endpoint, may have set the pace.
+	// Saturated: SendLagP99 passed SaturationLag, so the client, not the
+	// endpoint, may have set the pace.
 	Saturated bool `json:"client_saturated"`
 	// Slices cut the window into equal parts.
 	Slices []SweepSlice `json:"slices"`

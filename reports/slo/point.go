@@ -20,11 +20,11 @@ type Window struct {
 // goodput and attainment under set, the window objectives, and the slices.
 // The point is good when its attainment reaches target and every window
 // objective holds. The client counts as saturated when the p99 of the
-// measured requests' send lags passes lagLimit (seconds): one late send in
+// measured requests' send lags passes schema.SaturationLag: one late send in
 // thousands is a pause of the machine, a late send in every hundred is a
 // client that cannot keep up. status is how the point ended (schema.StatusComplete
 // or StatusInterrupted).
-func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record, w Window, set Set, target, lagLimit float64, status string) schema.SweepPoint {
+func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record, w Window, set Set, target float64, status string) schema.SweepPoint {
 	var measured []schema.Record
 	var lags []float64
 	maxLag := 0.0
@@ -42,7 +42,7 @@ func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record
 	p := schema.SweepPoint{Point: n, Load: load, Started: len(measured)}
 	if lag := summary.Percentile(lags, 99); lag != nil {
 		p.SendLagP99 = *lag
-		p.Saturated = *lag > lagLimit
+		p.Saturated = *lag > schema.SaturationLag.Seconds()
 	}
 	// Throughput is the window's: what its requests carried per second of
 	// it. (summary.Phase's wall_sec runs to the last request's end, past
