@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"math"
 	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -226,15 +225,4 @@ func (pt *point) enter() string {
 	}
 	pt.pending++
 	return schema.WindowMeasured
-}
-
-// MaxSendLagOf is the largest send lag of the records sent, in seconds.
-func MaxSendLagOf(records []schema.Record) float64 {
-	lag := 0.0
-	for i := range records {
-		if !records[i].NotSent {
-			lag = math.Max(lag, records[i].SendLag)
-		}
-	}
-	return lag
 }
