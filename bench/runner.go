@@ -448,11 +448,14 @@ func record(spec Spec, i int, start, planned time.Time, queued time.Duration, re
 	if res.Class != "" {
 		rec.Body = string(res.Body)
 	}
-	if res.Cancelled != nil {
+	switch {
+	case res.Cancelled == nil:
+	case errors.Is(res.Cancelled, ErrPhaseCap):
+		rec.Cancelled = schema.CancelCap
+	case errors.Is(res.Cancelled, errDrain):
+		rec.Cancelled = schema.CancelDrain
+	default:
 		rec.Cancelled = schema.CancelInterrupt
-		if errors.Is(res.Cancelled, ErrPhaseCap) {
-			rec.Cancelled = schema.CancelCap
-		}
 	}
 	return rec
 }

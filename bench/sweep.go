@@ -197,9 +197,6 @@ func (pt *point) send(c *endpoints.Client, planned time.Time) {
 	st.Run(&pt.live, res)
 	rec := record(pt.spec, i, pt.start, planned, 0, res)
 	rec.Point, rec.Window = pt.n, window
-	if res.Cancelled != nil && errors.Is(res.Cancelled, errDrain) {
-		rec.Cancelled = schema.CancelDrain
-	}
 	pt.mu.Lock()
 	pt.records = append(pt.records, rec)
 	if window == schema.WindowMeasured {
