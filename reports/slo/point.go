@@ -82,7 +82,7 @@ func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record
 // cut cuts the window into parts of w.Slice seconds (the last may be
 // shorter): in each, the output tokens streamed per second by every request
 // of the point (each content event weighs n / events of its request), and
-// the TTFT and TPOT percentiles of the requests that started in it.
+// the TTFT and TPOT percentiles of the measured requests that started in it.
 func cut(spec schema.PhaseResult, records []schema.Record, w Window) []schema.SweepSlice {
 	if w.Slice <= 0 || w.Duration <= 0 {
 		return nil
@@ -102,7 +102,11 @@ func cut(spec schema.PhaseResult, records []schema.Record, w Window) []schema.Sw
 		if rec.NotSent {
 			continue
 		}
-		if s := at(rec.SendOffset); s >= 0 && rec.Window == schema.WindowMeasured {
+		if rec.Window == schema.WindowMeasured {
+			// The window is the tag the sweep gave the request as it
+			// started; its t0 (the first header write, after any dial)
+			// can fall just past the window's end.
+			s := max(0, min(k-1, int((rec.SendOffset-w.Warmup)/w.Slice)))
 			started[s] = append(started[s], *rec)
 		}
 		weight := 1.0
