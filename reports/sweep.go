@@ -3,7 +3,6 @@ package reports
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -140,15 +139,7 @@ func (p *printer) sloTable(r *schema.Report) {
 // writes nothing when no report has a sweep.
 func WriteSweepComparison(w io.Writer, reps []*schema.Report) error {
 	p := &printer{w: w}
-	var names []string
-	for _, r := range reps {
-		for _, s := range r.Sweeps {
-			if !slices.Contains(names, s.Name) {
-				names = append(names, s.Name)
-			}
-		}
-	}
-	for _, name := range names {
+	for _, name := range sweepNames(reps) {
 		p.f("\n## Sweep %s\n\n", name)
 		p.table([]string{"label", "shape", "SLOs", "capacity", "bracket", "out tok/s", "goodput req/s", "tok/s/user", "stop"}, func(add func(...string)) {
 			for _, r := range reps {
