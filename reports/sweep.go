@@ -9,8 +9,8 @@ import (
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-// SweepFormulas define a sweep's figures, for reports to print beside them.
-var SweepFormulas = []schema.Formula{
+// sweepFormulas define a sweep's figures, for reports to print beside them.
+var sweepFormulas = []schema.Formula{
 	{Metric: "window", Formula: "each point runs its load for --warmup, then the measured window of --duration; only requests whose t0 falls inside the window are measured, and the load goes on after it (at most --drain) until they have ended"},
 	{Metric: "met", Formula: "a measured request that completed and met every per-request SLO (a request with n < 2 has no TPOT and meets a TPOT SLO, as in vLLM); a failed, cancelled or unfinished request is a miss"},
 	{Metric: "goodput", Formula: "met requests / window seconds"},
@@ -32,7 +32,7 @@ func (p *printer) sweepTables(r *schema.Report) {
 		}
 		p.f("- SLOs: %s; a point is good at attainment ≥ %s\n", slos, strconv.FormatFloat(s.Attainment, 'g', -1, 64))
 		p.f("- each point: %gs warm-up, %gs window, at most %gs drain; slices of %gs\n", s.WarmupSec, s.DurationSec, s.DrainSec, s.SliceSec)
-		p.f("- **capacity: %s**\n", CapacityText(s))
+		p.f("- **capacity: %s**\n", capacityText(s))
 		if s.Note != "" {
 			p.f("- %s\n", s.Note)
 		}
@@ -76,9 +76,9 @@ func goodText(p *schema.SweepPoint) string {
 // to four significant digits.
 func LoadString(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
-// CapacityText is a sweep's capacity in one phrase: the load, its figures
+// capacityText is a sweep's capacity in one phrase: the load, its figures
 // and the bracket it lies in.
-func CapacityText(s *schema.SweepResult) string {
+func capacityText(s *schema.SweepResult) string {
 	c := s.Capacity
 	if c == nil {
 		return "none: no measured load met the SLOs"
@@ -101,7 +101,7 @@ func WriteSweepSummary(w io.Writer, r *schema.Report) error {
 	p := &printer{w: w}
 	for i := range r.Sweeps {
 		s := &r.Sweeps[i]
-		p.f("Sweep %s (%d/%d, by %s): capacity %s\n", s.Name, s.InputLen, s.OutputLen, s.Mode, CapacityText(s))
+		p.f("Sweep %s (%d/%d, by %s): capacity %s\n", s.Name, s.InputLen, s.OutputLen, s.Mode, capacityText(s))
 		if s.Note != "" {
 			p.f("  %s\n", s.Note)
 		}
