@@ -142,3 +142,51 @@ func FuzzDecodeReport(f *testing.F) {
 		}
 	})
 }
+
+// run --slo's figures are recomputed from the records under the report's
+// own options.slos; objectives this version cannot read (a hand edit, a
+// later version's metric) keep the stored figures, and say so, rather than
+// silently dropping them.
+func TestLoadRecomputesSLOFiguresOrKeepsThemWhenTheSLOsDoNotParse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		slos    []string
+		goodput float64 // stored: spoilt, so only a recomputation changes it
+		warn    string
+	}{
+		{"readable objectives are applied to the records", []string{"lat < 1h"}, -1, ""},
+		{"unreadable objectives keep the stored figures", []string{"speed < 1s"}, -1, "options.slos"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep, recs := run{label: "main", seed: 1, specs: []bench.Spec{single, decodeMd}}.build()
+			rep.Options.SLOs = tc.slos
+			met := 1
+			for i := range rep.Phases {
+				rep.Phases[i].SLOMet, rep.Phases[i].Goodput = &met, &tc.goodput
+			}
+			dir := filepath.Join(t.TempDir(), "main")
+			if err := WriteDir(dir, rep, recs); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ph := in.Report.Phases[1]
+			if ph.Goodput == nil || ph.SLOMet == nil {
+				t.Fatalf("SLO figures lost: goodput %v, met %v", ph.Goodput, ph.SLOMet)
+			}
+			if tc.warn == "" {
+				if *ph.SLOMet != ph.Completed || *ph.Goodput == tc.goodput || len(in.Warnings) != 0 {
+					t.Fatalf("met %d of %d completed, goodput %g, warnings %q: want recomputed", *ph.SLOMet, ph.Completed, *ph.Goodput, in.Warnings)
+				}
+				return
+			}
+			if *ph.SLOMet != met || *ph.Goodput != tc.goodput || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], tc.warn) {
+				t.Fatalf("met %d, goodput %g, warnings %q: want the stored figures and a warning naming %s", *ph.SLOMet, *ph.Goodput, in.Warnings, tc.warn)
+			}
+		})
+	}
+}
