@@ -148,6 +148,9 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) (schema.
 		} else {
 			p.Concurrency = int(v)
 		}
+		if plan.Cal.PromptTokens >= 0 {
+			p.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
+		}
 		res.Points = append(res.Points, p)
 		all = append(all, run.Records...)
 		switch {

@@ -227,7 +227,8 @@ func recomputeSweep(in *Input, s *schema.SweepResult, recs []schema.Record) {
 			continue
 		}
 		fresh := slo.Point(p.Point, p.Load, spec, byPoint[p.Point], w, set, s.Attainment, p.Status)
-		fresh.Concurrency, fresh.RequestRate = p.Concurrency, p.RequestRate
+		// What records cannot tell is kept from the stored point.
+		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = p.CalibratedInputLen, p.Concurrency, p.RequestRate
 		*p = fresh
 	}
 	s.Capacity = slo.Capacity(s.Points)

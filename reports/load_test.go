@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/slo"
 )
 
 func TestLoadRecomputesPhasesFromTheRecordsBesideTheReport(t *testing.T) {
@@ -190,3 +192,62 @@ func TestLoadRecomputesSLOFiguresOrKeepsThemWhenTheSLOsDoNotParse(t *testing.T) 
 		})
 	}
 }
+
+// A sweep's points and capacity are re-made from the records alone (each
+// carries its point and window); what records cannot tell (the load, the
+// calibration) is kept from the stored point.
+func TestLoadRecomputesASweepFromItsRecords(t *testing.T) {
+	t.Parallel()
+	w := slo.Window{Warmup: 1, Duration: 2, Slice: 1}
+	set, err := slo.ParseAll([]string{"lat < 0.5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := schema.PhaseResult{Phase: "sw", InputLen: 16, OutputLen: 2}
+	var recs []schema.Record
+	var points []schema.SweepPoint
+	for n, lat := range []float64{0.1, 0.9} { // point 1 meets the SLO, point 2 does not
+		var pr []schema.Record
+		for k := range 8 {
+			window := schema.WindowMeasured
+			if k == 0 {
+				window = schema.WindowWarmup
+			}
+			pr = append(pr, schema.Record{Phase: "sw", I: k, Point: n + 1, Window: window, SendOffset: 0.75 + 0.25*float64(k),
+				TFirst: ptrF(lat / 2), TLast: ptrF(lat), TEnd: ptrF(lat), Events: []float64{lat / 2, lat}, N: 2, Prompt: 16})
+		}
+		p := slo.Point(n+1, float64(4*(n+1)), spec, pr, w, set, 0.99, schema.StatusComplete)
+		p.Concurrency, p.CalibratedInputLen = 4*(n+1), ptrInt(16)
+		points, recs = append(points, p), append(recs, pr...)
+	}
+	want := points
+	rep, _ := run{label: "main", seed: 1}.build()
+	rep.Sweeps = []schema.SweepResult{{Name: "sw", InputLen: 16, OutputLen: 2, Mode: schema.SweepConcurrency, SLOs: set.Strings(),
+		Attainment: 0.99, WarmupSec: 1, DurationSec: 2, SliceSec: 1, Points: slices.Clone(points)}}
+	// Spoil the stored figures: only the records should count.
+	rep.Sweeps[0].Points[0].OutTput, rep.Sweeps[0].Points[0].Good, rep.Sweeps[0].Points[1].Slices = 1, false, nil
+	dir := filepath.Join(t.TempDir(), "main")
+	if err := WriteDir(dir, rep, recs); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := in.Report.Sweeps[0]
+	if !slices.Contains(in.Recomputed, "sw") || len(in.Warnings) != 0 {
+		t.Fatalf("recomputed %v, warnings %q", in.Recomputed, in.Warnings)
+	}
+	for i, p := range s.Points {
+		if p.OutTput != want[i].OutTput || p.Good != want[i].Good || len(p.Slices) != 2 || p.Started != 7 ||
+			p.Concurrency != want[i].Concurrency || p.CalibratedInputLen == nil || *p.CalibratedInputLen != 16 {
+			t.Fatalf("point %d: out %g good %v, %d slices, started %d, concurrency %d, calibrated %v; want %+v",
+				i+1, p.OutTput, p.Good, len(p.Slices), p.Started, p.Concurrency, p.CalibratedInputLen, want[i])
+		}
+	}
+	if c := s.Capacity; c == nil || c.Load != 4 || c.Above == nil || *c.Above != 8 {
+		t.Fatalf("capacity %+v, want 4 bracketed by 8", c)
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }
