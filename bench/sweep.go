@@ -24,14 +24,6 @@ type Load struct {
 	Rate        float64
 }
 
-// Value is the load as a sweep's x axis: the concurrency or the rate.
-func (l Load) Value() float64 {
-	if l.Rate > 0 {
-		return l.Rate
-	}
-	return float64(l.Concurrency)
-}
-
 // Timeline is a sweep point's: a warm-up whose requests are not measured,
 // the measured window, and at most Drain after it for the window's requests
 // to end, while the load goes on so that they end under it.
