@@ -104,7 +104,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	// server that never answers, or streams without end, must not hold the
 	// run before it has measured anything.
 	lim := endpoints.StreamLimits{MaxTokens: 1}
-	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim, sleep: sleepCtx}
+	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim}
 	probes := 0
 	// spent is how a calibration ends early: a spent budget and a refused
 	// or failed probe are bad input, a cancelled ctx gives its cause.
@@ -160,12 +160,15 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	return plans, warns, nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx waits d, or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
 

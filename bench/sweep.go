@@ -121,7 +121,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 // it, when the drain after the window runs out, or when ctx ends.
 func (pt *point) wait(ctx context.Context) {
 	end := pt.start.Add(pt.tl.Warmup + pt.tl.Duration)
-	if !sleepUntil(ctx, end) {
+	if !sleepCtx(ctx, time.Until(end)) {
 		return
 	}
 	pt.mu.Lock()
@@ -136,17 +136,6 @@ func (pt *point) wait(ctx context.Context) {
 	case <-pt.settled:
 	case <-t.C:
 	case <-ctx.Done():
-	}
-}
-
-func sleepUntil(ctx context.Context, at time.Time) bool {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -167,7 +156,7 @@ func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
 	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	at := pt.start
 	for k := 0; ; k++ {
-		if !sleepUntil(pt.ctx, at) {
+		if !sleepCtx(pt.ctx, time.Until(at)) {
 			return
 		}
 		planned := at
