@@ -475,13 +475,20 @@ func arrivalOffsets(n int, rate float64, seed int64) []time.Duration {
 	if rate <= 0 {
 		return out
 	}
-	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	gap := poissonGaps(rate, seed)
 	var t float64
 	for i := 1; i < n; i++ {
-		t += rng.ExpFloat64() / rate
+		t += gap()
 		out[i] = time.Duration(t * float64(time.Second))
 	}
 	return out
+}
+
+// poissonGaps draws a Poisson process of rate per second seeded by seed:
+// each call gives the seconds from one arrival to the next.
+func poissonGaps(rate float64, seed int64) func() float64 {
+	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	return func() float64 { return rng.ExpFloat64() / rate }
 }
 
 // Progress is a live view of the phase in flight, safe to read from another

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,7 +152,7 @@ func (pt *point) loop(c *endpoints.Client) {
 // poisson sends requests at exponential gaps of mean 1/rate until the point
 // ends, each on its own goroutine (wg counts them).
 func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
-	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	gap := poissonGaps(rate, seed)
 	at := pt.start
 	for k := 0; ; k++ {
 		if !sleepCtx(pt.ctx, time.Until(at)) {
@@ -165,7 +164,7 @@ func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
 			defer wg.Done()
 			pt.send(pt.pool.Client(k), planned)
 		}()
-		at = at.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+		at = at.Add(time.Duration(gap() * float64(time.Second)))
 	}
 }
 
