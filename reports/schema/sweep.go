@@ -23,8 +23,8 @@ type SweepResult struct {
 	DrainSec    float64      `json:"drain_sec"`
 	SliceSec    float64      `json:"slice_sec"`
 	Points      []SweepPoint `json:"points"`
-	// Capacity is the largest measured load whose point was good; null when
-	// none was.
+	// Capacity is the largest measured load whose point was good, of the
+	// points neither interrupted nor client-saturated; null when none was.
 	Capacity *SweepCapacity `json:"capacity"`
 	// Stop says why the search ended (one of the Stop* values).
 	Stop string `json:"stop"`
@@ -112,8 +112,8 @@ type SweepCapacity struct {
 	OutTput        float64  `json:"out_tput"`
 	Goodput        float64  `json:"goodput"`
 	OutTputPerUser *float64 `json:"out_tput_per_user"`
-	// Above is the smallest measured load above Load that was bad: the
-	// capacity lies in [Load, Above). Null when no higher load was bad (a
-	// lower bound only).
+	// Above is the smallest measured load above Load that was bad (of the
+	// same points): the capacity lies in [Load, Above). Null when no higher
+	// load was bad (a lower bound only).
 	Above *float64 `json:"above"`
 }

@@ -133,11 +133,12 @@ func cut(spec schema.PhaseResult, records []schema.Record, w Window) []schema.Sw
 }
 
 // Capacity is the largest load among the good points, with its figures and
-// the smallest bad load above it; nil when no point was good.
+// the smallest bad load above it; nil when no point was good. Only judged
+// points count.
 func Capacity(points []schema.SweepPoint) *schema.SweepCapacity {
 	var best *schema.SweepPoint
 	for i := range points {
-		if p := &points[i]; p.Good && (best == nil || p.Load > best.Load) {
+		if p := &points[i]; judged(p) && p.Good && (best == nil || p.Load > best.Load) {
 			best = p
 		}
 	}
@@ -149,9 +150,17 @@ func Capacity(points []schema.SweepPoint) *schema.SweepCapacity {
 		c.Goodput = *best.Goodput
 	}
 	for i := range points {
-		if p := &points[i]; !p.Good && p.Load > best.Load && (c.Above == nil || p.Load < *c.Above) {
+		if p := &points[i]; judged(p) && !p.Good && p.Load > best.Load && (c.Above == nil || p.Load < *c.Above) {
 			c.Above = &p.Load
 		}
 	}
 	return c
+}
+
+// judged says whether p's verdict tells what the endpoint carries, as the
+// search takes it: not for a point that Ctrl-C cut short (its requests cut
+// off are misses of the user's making), nor for one whose client saturated
+// (the client may have set the pace).
+func judged(p *schema.SweepPoint) bool {
+	return p.Status != schema.StatusInterrupted && !p.Saturated
 }

@@ -38,3 +38,36 @@ func TestSlicesCountTheRequestsThePointMeasures(t *testing.T) {
 		t.Errorf("last slice started %d, want 2 (the request whose t0 fell just past the window is its)", last.Started)
 	}
 }
+
+// The capacity and its bracket come from the points whose verdict the
+// search took: an interrupted point (its requests cut off by Ctrl-C are
+// misses) or one whose client saturated is not the bad load that bounds
+// the bracket, nor a good load the capacity can be.
+func TestCapacityCountsOnlyJudgedPoints(t *testing.T) {
+	t.Parallel()
+	pt := func(n int, load float64, good bool, status string, saturated bool) schema.SweepPoint {
+		p := schema.SweepPoint{Point: n, Load: load, Good: good, Saturated: saturated}
+		p.Status = status
+		return p
+	}
+	ok, cut := schema.StatusComplete, schema.StatusInterrupted
+	for _, tc := range []struct {
+		name   string
+		points []schema.SweepPoint
+		load   float64
+		above  float64 // 0: none
+	}{
+		{"a bracket of two judged points", []schema.SweepPoint{pt(1, 8, true, ok, false), pt(2, 16, false, ok, false)}, 8, 16},
+		{"an interrupted bad point bounds nothing", []schema.SweepPoint{pt(1, 8, true, ok, false), pt(2, 16, false, cut, false)}, 8, 0},
+		{"a saturated bad point bounds nothing", []schema.SweepPoint{pt(1, 8, true, ok, false), pt(2, 16, false, ok, true), pt(3, 32, false, ok, false)}, 8, 32},
+		{"a saturated good point is no capacity", []schema.SweepPoint{pt(1, 8, true, ok, false), pt(2, 16, true, ok, true)}, 8, 0},
+	} {
+		c := Capacity(tc.points)
+		switch {
+		case c == nil:
+			t.Errorf("%s: no capacity, want %g", tc.name, tc.load)
+		case c.Load != tc.load || (tc.above == 0) != (c.Above == nil) || c.Above != nil && *c.Above != tc.above:
+			t.Errorf("%s: capacity %g above %v, want %g above %g", tc.name, c.Load, c.Above, tc.load, tc.above)
+		}
+	}
+}
