@@ -18,7 +18,7 @@ var sweepFormulas = []schema.Formula{
 	{Metric: "out_tput", Formula: "Σ n of the window's completed requests / window seconds"},
 	{Metric: "tok/s/user", Formula: "median over the window's completed requests of 1 / tpot"},
 	{Metric: "good", Formula: "attainment ≥ the target and every window SLO (ttft_p99 < …) held"},
-	{Metric: "capacity", Formula: "the largest measured load whose point was good; it lies between that load and the smallest bad load above it"},
+	{Metric: "capacity", Formula: "the largest measured load whose point was good; it lies between that load and the smallest bad load above it (an interrupted or client-saturated point counts as neither)"},
 }
 
 // sweepTables renders each sweep: its capacity, the points, the slices.
