@@ -97,8 +97,6 @@ type prober struct {
 	probes int
 	// noUsage is set once the endpoint has shown it reports no usage.
 	noUsage bool
-	// sleep waits before retrying a probe answered 429 or 503.
-	sleep func(context.Context, time.Duration)
 }
 
 var errNoUsage = errors.New("no usage reported")
@@ -116,7 +114,7 @@ func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 		}
 		// A probe is not load: a busy endpoint gets two more chances.
 		if (res.Class == schema.RateLimited || res.Class == schema.QueueFull) && attempt < 2 {
-			p.sleep(ctx, retryWait(res.RetryAfter))
+			sleepCtx(ctx, retryWait(res.RetryAfter))
 			continue
 		}
 		break

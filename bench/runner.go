@@ -21,8 +21,8 @@ import (
 var ErrPhaseCap = errors.New("phase cap reached")
 
 // SaturationLag is the send lag beyond which the client itself may have
-// shaped the figures.
-const SaturationLag = 10 * time.Millisecond
+// shaped the figures (schema.SaturationLag).
+const SaturationLag = schema.SaturationLag
 
 // Options configure a run's phases.
 type Options struct {
@@ -104,7 +104,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	// server that never answers, or streams without end, must not hold the
 	// run before it has measured anything.
 	lim := endpoints.StreamLimits{MaxTokens: 1}
-	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim, sleep: sleepCtx}
+	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim}
 	probes := 0
 	// spent is how a calibration ends early: a spent budget and a refused
 	// or failed probe are bad input, a cancelled ctx gives its cause.
@@ -160,12 +160,15 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	return plans, warns, nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx waits d, or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -448,11 +451,14 @@ func record(spec Spec, i int, start, planned time.Time, queued time.Duration, re
 	if res.Class != "" {
 		rec.Body = string(res.Body)
 	}
-	if res.Cancelled != nil {
+	switch {
+	case res.Cancelled == nil:
+	case errors.Is(res.Cancelled, ErrPhaseCap):
+		rec.Cancelled = schema.CancelCap
+	case errors.Is(res.Cancelled, errDrain):
+		rec.Cancelled = schema.CancelDrain
+	default:
 		rec.Cancelled = schema.CancelInterrupt
-		if errors.Is(res.Cancelled, ErrPhaseCap) {
-			rec.Cancelled = schema.CancelCap
-		}
 	}
 	return rec
 }
@@ -469,13 +475,20 @@ func arrivalOffsets(n int, rate float64, seed int64) []time.Duration {
 	if rate <= 0 {
 		return out
 	}
-	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	gap := poissonGaps(rate, seed)
 	var t float64
 	for i := 1; i < n; i++ {
-		t += rng.ExpFloat64() / rate
+		t += gap()
 		out[i] = time.Duration(t * float64(time.Second))
 	}
 	return out
+}
+
+// poissonGaps draws a Poisson process of rate per second seeded by seed:
+// each call gives the seconds from one arrival to the next.
+func poissonGaps(rate float64, seed int64) func() float64 {
+	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	return func() float64 { return rng.ExpFloat64() / rate }
 }
 
 // Progress is a live view of the phase in flight, safe to read from another

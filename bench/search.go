@@ -142,11 +142,14 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) (schema.
 		if run.Interrupted {
 			status = schema.StatusInterrupted
 		}
-		p := slo.Point(n, v, spec, run.Records, w, so.SLOs, so.Attainment, SaturationLag.Seconds(), status)
+		p := slo.Point(n, v, spec, run.Records, w, so.SLOs, so.Attainment, status)
 		if so.Mode == schema.SweepRate {
 			p.RequestRate = v
 		} else {
 			p.Concurrency = int(v)
+		}
+		if plan.Cal.PromptTokens >= 0 {
+			p.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
 		}
 		res.Points = append(res.Points, p)
 		all = append(all, run.Records...)

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"math"
-	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,14 +21,6 @@ var errDrain = errors.New("sweep point ended")
 type Load struct {
 	Concurrency int
 	Rate        float64
-}
-
-// Value is the load as a sweep's x axis: the concurrency or the rate.
-func (l Load) Value() float64 {
-	if l.Rate > 0 {
-		return l.Rate
-	}
-	return float64(l.Concurrency)
 }
 
 // Timeline is a sweep point's: a warm-up whose requests are not measured,
@@ -130,7 +120,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 // it, when the drain after the window runs out, or when ctx ends.
 func (pt *point) wait(ctx context.Context) {
 	end := pt.start.Add(pt.tl.Warmup + pt.tl.Duration)
-	if !sleepUntil(ctx, end) {
+	if !sleepCtx(ctx, time.Until(end)) {
 		return
 	}
 	pt.mu.Lock()
@@ -148,17 +138,6 @@ func (pt *point) wait(ctx context.Context) {
 	}
 }
 
-func sleepUntil(ctx context.Context, at time.Time) bool {
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // loop is one closed-loop user: it sends a request as soon as its last one
 // ended, until the point ends. The send lag is the time from that end to
 // the next request's t0.
@@ -173,10 +152,10 @@ func (pt *point) loop(c *endpoints.Client) {
 // poisson sends requests at exponential gaps of mean 1/rate until the point
 // ends, each on its own goroutine (wg counts them).
 func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
-	rng := mrand.New(mrand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	gap := poissonGaps(rate, seed)
 	at := pt.start
 	for k := 0; ; k++ {
-		if !sleepUntil(pt.ctx, at) {
+		if !sleepCtx(pt.ctx, time.Until(at)) {
 			return
 		}
 		planned := at
@@ -185,7 +164,7 @@ func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
 			defer wg.Done()
 			pt.send(pt.pool.Client(k), planned)
 		}()
-		at = at.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+		at = at.Add(time.Duration(gap() * float64(time.Second)))
 	}
 }
 
@@ -198,9 +177,6 @@ func (pt *point) send(c *endpoints.Client, planned time.Time) {
 	st.Run(&pt.live, res)
 	rec := record(pt.spec, i, pt.start, planned, 0, res)
 	rec.Point, rec.Window = pt.n, window
-	if res.Cancelled != nil && errors.Is(res.Cancelled, errDrain) {
-		rec.Cancelled = schema.CancelDrain
-	}
 	pt.mu.Lock()
 	pt.records = append(pt.records, rec)
 	if window == schema.WindowMeasured {
@@ -226,15 +202,4 @@ func (pt *point) enter() string {
 	}
 	pt.pending++
 	return schema.WindowMeasured
-}
-
-// MaxSendLagOf is the largest send lag of the records sent, in seconds.
-func MaxSendLagOf(records []schema.Record) float64 {
-	lag := 0.0
-	for i := range records {
-		if !records[i].NotSent {
-			lag = math.Max(lag, records[i].SendLag)
-		}
-	}
-	return lag
 }

@@ -196,6 +196,25 @@ func TestRequestsRunningPastTheDrainAreUnfinishedMisses(t *testing.T) {
 	}
 }
 
+// A point holds every run metric: its calibrated_input_len is the one the
+// shape's calibration found, as a run's phase has it.
+func TestASweepPointCarriesItsCalibration(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
+		return endpointstest.Behavior{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond}
+	})
+	o := testOptions(t, srv, "cafe5ef0")
+	pl := plan(1, 16, 8)
+	pl.Cal.PromptTokens = 17
+	res, _ := Sweep(context.Background(), o, pl, SweepOptions{
+		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{1}}, Attainment: 0.5,
+		Timeline: Timeline{Duration: 200 * time.Millisecond, Drain: time.Second}, Slice: time.Second,
+	})
+	if got := res.Points[0].CalibratedInputLen; got == nil || *got != 17 {
+		t.Fatalf("calibrated_input_len %v, want the calibration's 17", got)
+	}
+}
+
 func skipTimingUnderRace(t *testing.T) {
 	if raceOn {
 		t.Skip("a capacity measured under the race detector measures the detector")

@@ -164,6 +164,10 @@ func recompute(in *Input) {
 		}
 		byPhase[rec.Phase] = append(byPhase[rec.Phase], rec)
 	}
+	set, sloErr := slo.ParseAll(in.Report.Options.SLOs)
+	if sloErr != nil {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%s: options.slos: %v; the phases' stored SLO figures are used", in.Path, sloErr))
+	}
 	known := map[string]bool{}
 	for i := range in.Report.Phases {
 		ph := &in.Report.Phases[i]
@@ -180,7 +184,10 @@ func recompute(in *Input) {
 		fresh := summary.Phase(ph.Phase, ph.InputLen, ph.OutputLen, recs, ph.Status)
 		// What records cannot tell is kept from the stored phase.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
-		if set, err := slo.ParseAll(in.Report.Options.SLOs); err == nil && len(set) > 0 {
+		switch {
+		case sloErr != nil:
+			fresh.SLOMet, fresh.Goodput, fresh.SLOAttainment = ph.SLOMet, ph.Goodput, ph.SLOAttainment
+		case len(set) > 0:
 			set.Apply(&fresh, recs, fresh.WallSec)
 		}
 		*ph = fresh
@@ -219,17 +226,14 @@ func recomputeSweep(in *Input, s *schema.SweepResult, recs []schema.Record) {
 		if len(byPoint[p.Point]) == 0 {
 			continue
 		}
-		fresh := slo.Point(p.Point, p.Load, spec, byPoint[p.Point], w, set, s.Attainment, SaturationLag, p.Status)
-		fresh.Concurrency, fresh.RequestRate = p.Concurrency, p.RequestRate
+		fresh := slo.Point(p.Point, p.Load, spec, byPoint[p.Point], w, set, s.Attainment, p.Status)
+		// What records cannot tell is kept from the stored point.
+		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = p.CalibratedInputLen, p.Concurrency, p.RequestRate
 		*p = fresh
 	}
 	s.Capacity = slo.Capacity(s.Points)
 	in.Recomputed = append(in.Recomputed, s.Name)
 }
-
-// SaturationLag is the send lag in seconds past which the client counts as
-// saturated (bench.SaturationLag, which reports does not link).
-const SaturationLag = 0.010
 
 // unwrapPath drops the *fs.PathError wrapper, whose text repeats the path.
 func unwrapPath(err error) error {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/slo"
 )
 
 func TestLoadRecomputesPhasesFromTheRecordsBesideTheReport(t *testing.T) {
@@ -142,3 +144,110 @@ func FuzzDecodeReport(f *testing.F) {
 		}
 	})
 }
+
+// run --slo's figures are recomputed from the records under the report's
+// own options.slos; objectives this version cannot read (a hand edit, a
+// later version's metric) keep the stored figures, and say so, rather than
+// silently dropping them.
+func TestLoadRecomputesSLOFiguresOrKeepsThemWhenTheSLOsDoNotParse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		slos    []string
+		goodput float64 // stored: spoilt, so only a recomputation changes it
+		warn    string
+	}{
+		{"readable objectives are applied to the records", []string{"lat < 1h"}, -1, ""},
+		{"unreadable objectives keep the stored figures", []string{"speed < 1s"}, -1, "options.slos"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep, recs := run{label: "main", seed: 1, specs: []bench.Spec{single, decodeMd}}.build()
+			rep.Options.SLOs = tc.slos
+			met := 1
+			for i := range rep.Phases {
+				rep.Phases[i].SLOMet, rep.Phases[i].Goodput = &met, &tc.goodput
+			}
+			dir := filepath.Join(t.TempDir(), "main")
+			if err := WriteDir(dir, rep, recs); err != nil {
+				t.Fatal(err)
+			}
+			in, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ph := in.Report.Phases[1]
+			if ph.Goodput == nil || ph.SLOMet == nil {
+				t.Fatalf("SLO figures lost: goodput %v, met %v", ph.Goodput, ph.SLOMet)
+			}
+			if tc.warn == "" {
+				if *ph.SLOMet != ph.Completed || *ph.Goodput == tc.goodput || len(in.Warnings) != 0 {
+					t.Fatalf("met %d of %d completed, goodput %g, warnings %q: want recomputed", *ph.SLOMet, ph.Completed, *ph.Goodput, in.Warnings)
+				}
+				return
+			}
+			if *ph.SLOMet != met || *ph.Goodput != tc.goodput || len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], tc.warn) {
+				t.Fatalf("met %d, goodput %g, warnings %q: want the stored figures and a warning naming %s", *ph.SLOMet, *ph.Goodput, in.Warnings, tc.warn)
+			}
+		})
+	}
+}
+
+// A sweep's points and capacity are re-made from the records alone (each
+// carries its point and window); what records cannot tell (the load, the
+// calibration) is kept from the stored point.
+func TestLoadRecomputesASweepFromItsRecords(t *testing.T) {
+	t.Parallel()
+	w := slo.Window{Warmup: 1, Duration: 2, Slice: 1}
+	set, err := slo.ParseAll([]string{"lat < 0.5s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := schema.PhaseResult{Phase: "sw", InputLen: 16, OutputLen: 2}
+	var recs []schema.Record
+	var points []schema.SweepPoint
+	for n, lat := range []float64{0.1, 0.9} { // point 1 meets the SLO, point 2 does not
+		var pr []schema.Record
+		for k := range 8 {
+			window := schema.WindowMeasured
+			if k == 0 {
+				window = schema.WindowWarmup
+			}
+			pr = append(pr, schema.Record{Phase: "sw", I: k, Point: n + 1, Window: window, SendOffset: 0.75 + 0.25*float64(k),
+				TFirst: ptrF(lat / 2), TLast: ptrF(lat), TEnd: ptrF(lat), Events: []float64{lat / 2, lat}, N: 2, Prompt: 16})
+		}
+		p := slo.Point(n+1, float64(4*(n+1)), spec, pr, w, set, 0.99, schema.StatusComplete)
+		p.Concurrency, p.CalibratedInputLen = 4*(n+1), ptrInt(16)
+		points, recs = append(points, p), append(recs, pr...)
+	}
+	want := points
+	rep, _ := run{label: "main", seed: 1}.build()
+	rep.Sweeps = []schema.SweepResult{{Name: "sw", InputLen: 16, OutputLen: 2, Mode: schema.SweepConcurrency, SLOs: set.Strings(),
+		Attainment: 0.99, WarmupSec: 1, DurationSec: 2, SliceSec: 1, Points: slices.Clone(points)}}
+	// Spoil the stored figures: only the records should count.
+	rep.Sweeps[0].Points[0].OutTput, rep.Sweeps[0].Points[0].Good, rep.Sweeps[0].Points[1].Slices = 1, false, nil
+	dir := filepath.Join(t.TempDir(), "main")
+	if err := WriteDir(dir, rep, recs); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := in.Report.Sweeps[0]
+	if !slices.Contains(in.Recomputed, "sw") || len(in.Warnings) != 0 {
+		t.Fatalf("recomputed %v, warnings %q", in.Recomputed, in.Warnings)
+	}
+	for i, p := range s.Points {
+		if p.OutTput != want[i].OutTput || p.Good != want[i].Good || len(p.Slices) != 2 || p.Started != 7 ||
+			p.Concurrency != want[i].Concurrency || p.CalibratedInputLen == nil || *p.CalibratedInputLen != 16 {
+			t.Fatalf("point %d: out %g good %v, %d slices, started %d, concurrency %d, calibrated %v; want %+v",
+				i+1, p.OutTput, p.Good, len(p.Slices), p.Started, p.Concurrency, p.CalibratedInputLen, want[i])
+		}
+	}
+	if c := s.Capacity; c == nil || c.Load != 4 || c.Above == nil || *c.Above != 8 {
+		t.Fatalf("capacity %+v, want 4 bracketed by 8", c)
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }

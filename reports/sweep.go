@@ -3,15 +3,14 @@ package reports
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-// SweepFormulas define a sweep's figures, for reports to print beside them.
-var SweepFormulas = []schema.Formula{
+// sweepFormulas define a sweep's figures, for reports to print beside them.
+var sweepFormulas = []schema.Formula{
 	{Metric: "window", Formula: "each point runs its load for --warmup, then the measured window of --duration; only requests whose t0 falls inside the window are measured, and the load goes on after it (at most --drain) until they have ended"},
 	{Metric: "met", Formula: "a measured request that completed and met every per-request SLO (a request with n < 2 has no TPOT and meets a TPOT SLO, as in vLLM); a failed, cancelled or unfinished request is a miss"},
 	{Metric: "goodput", Formula: "met requests / window seconds"},
@@ -19,7 +18,7 @@ var SweepFormulas = []schema.Formula{
 	{Metric: "out_tput", Formula: "Σ n of the window's completed requests / window seconds"},
 	{Metric: "tok/s/user", Formula: "median over the window's completed requests of 1 / tpot"},
 	{Metric: "good", Formula: "attainment ≥ the target and every window SLO (ttft_p99 < …) held"},
-	{Metric: "capacity", Formula: "the largest measured load whose point was good; it lies between that load and the smallest bad load above it"},
+	{Metric: "capacity", Formula: "the largest measured load whose point was good; it lies between that load and the smallest bad load above it (an interrupted or client-saturated point counts as neither)"},
 }
 
 // sweepTables renders each sweep: its capacity, the points, the slices.
@@ -33,7 +32,7 @@ func (p *printer) sweepTables(r *schema.Report) {
 		}
 		p.f("- SLOs: %s; a point is good at attainment ≥ %s\n", slos, strconv.FormatFloat(s.Attainment, 'g', -1, 64))
 		p.f("- each point: %gs warm-up, %gs window, at most %gs drain; slices of %gs\n", s.WarmupSec, s.DurationSec, s.DrainSec, s.SliceSec)
-		p.f("- **capacity: %s**\n", CapacityText(s))
+		p.f("- **capacity: %s**\n", capacityText(s))
 		if s.Note != "" {
 			p.f("- %s\n", s.Note)
 		}
@@ -77,9 +76,9 @@ func goodText(p *schema.SweepPoint) string {
 // to four significant digits.
 func LoadString(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
-// CapacityText is a sweep's capacity in one phrase: the load, its figures
+// capacityText is a sweep's capacity in one phrase: the load, its figures
 // and the bracket it lies in.
-func CapacityText(s *schema.SweepResult) string {
+func capacityText(s *schema.SweepResult) string {
 	c := s.Capacity
 	if c == nil {
 		return "none: no measured load met the SLOs"
@@ -102,7 +101,7 @@ func WriteSweepSummary(w io.Writer, r *schema.Report) error {
 	p := &printer{w: w}
 	for i := range r.Sweeps {
 		s := &r.Sweeps[i]
-		p.f("Sweep %s (%d/%d, by %s): capacity %s\n", s.Name, s.InputLen, s.OutputLen, s.Mode, CapacityText(s))
+		p.f("Sweep %s (%d/%d, by %s): capacity %s\n", s.Name, s.InputLen, s.OutputLen, s.Mode, capacityText(s))
 		if s.Note != "" {
 			p.f("  %s\n", s.Note)
 		}
@@ -140,15 +139,7 @@ func (p *printer) sloTable(r *schema.Report) {
 // writes nothing when no report has a sweep.
 func WriteSweepComparison(w io.Writer, reps []*schema.Report) error {
 	p := &printer{w: w}
-	var names []string
-	for _, r := range reps {
-		for _, s := range r.Sweeps {
-			if !slices.Contains(names, s.Name) {
-				names = append(names, s.Name)
-			}
-		}
-	}
-	for _, name := range names {
+	for _, name := range sweepNames(reps) {
 		p.f("\n## Sweep %s\n\n", name)
 		p.table([]string{"label", "shape", "SLOs", "capacity", "bracket", "out tok/s", "goodput req/s", "tok/s/user", "stop"}, func(add func(...string)) {
 			for _, r := range reps {

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,14 +18,7 @@ import (
 // report (its label). It returns the files written; none when no report has
 // a sweep.
 func WriteSweepPlots(dir string, reps ...*schema.Report) ([]string, error) {
-	var names []string
-	for _, r := range reps {
-		for _, s := range r.Sweeps {
-			if !slices.Contains(names, s.Name) {
-				names = append(names, s.Name)
-			}
-		}
-	}
+	names := sweepNames(reps)
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -61,6 +55,19 @@ func WriteSweepPlots(dir string, reps ...*schema.Report) ([]string, error) {
 	return written, nil
 }
 
+// sweepNames are the names of reps' sweeps, each once, in first-seen order.
+func sweepNames(reps []*schema.Report) []string {
+	var names []string
+	for _, r := range reps {
+		for _, s := range r.Sweeps {
+			if !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	return names
+}
+
 // sweepOf is the sweep name of r, or nil.
 func sweepOf(r *schema.Report, name string) *schema.SweepResult {
 	for i := range r.Sweeps {
@@ -74,15 +81,7 @@ func sweepOf(r *schema.Report, name string) *schema.SweepResult {
 // sortedPoints are s's points in load order (auto measures them out of it).
 func sortedPoints(s *schema.SweepResult) []schema.SweepPoint {
 	pts := slices.Clone(s.Points)
-	slices.SortFunc(pts, func(a, b schema.SweepPoint) int {
-		switch {
-		case a.Load < b.Load:
-			return -1
-		case a.Load > b.Load:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(pts, func(a, b schema.SweepPoint) int { return cmp.Compare(a.Load, b.Load) })
 	return pts
 }
 

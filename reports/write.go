@@ -148,7 +148,7 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		}
 	}
 	if len(r.Sweeps) > 0 {
-		for _, f := range SweepFormulas {
+		for _, f := range sweepFormulas {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
 		}
 	}

@@ -370,10 +370,16 @@ type Client struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// MaxSendLag is the largest lag in seconds between a planned and an actual send.
 	MaxSendLag float64 `json:"max_send_lag_sec"`
-	// Saturated is true when MaxSendLag exceeded 10 ms: the client, not only the
-	// server, may have shaped the figures.
+	// Saturated is true when MaxSendLag exceeded SaturationLag: the client,
+	// not only the server, may have shaped the figures.
 	Saturated bool `json:"client_saturated"`
 }
+
+// SaturationLag is the send lag past which the client counts as saturated
+// (Client.Saturated; a sweep point's, by the p99 of its lags). It lives in
+// the leaf so that the runner and a report re-made from requests.jsonl
+// judge by the same bound.
+const SaturationLag = 10 * time.Millisecond
 
 // Report is report.json.
 type Report struct {

@@ -23,8 +23,8 @@ type SweepResult struct {
 	DrainSec    float64      `json:"drain_sec"`
 	SliceSec    float64      `json:"slice_sec"`
 	Points      []SweepPoint `json:"points"`
-	// Capacity is the largest measured load whose point was good; null when
-	// none was.
+	// Capacity is the largest measured load whose point was good, of the
+	// points neither interrupted nor client-saturated; null when none was.
 	Capacity *SweepCapacity `json:"capacity"`
 	// Stop says why the search ended (one of the Stop* values).
 	Stop string `json:"stop"`
@@ -82,8 +82,8 @@ type SweepPoint struct {
 	// SendLagP99 is the p99 of the measured requests' send lags, seconds
 	// (closed loop: from one request's end to its successor's t0).
 	SendLagP99 float64 `json:"send_lag_p99"`
-	// Saturated: SendLagP99 passed bench.SaturationLag, so the client, not
-	// the endpoint, may have set the pace.
+	// Saturated: SendLagP99 passed SaturationLag, so the client, not the
+	// endpoint, may have set the pace.
 	Saturated bool `json:"client_saturated"`
 	// Slices cut the window into equal parts.
 	Slices []SweepSlice `json:"slices"`
@@ -112,8 +112,8 @@ type SweepCapacity struct {
 	OutTput        float64  `json:"out_tput"`
 	Goodput        float64  `json:"goodput"`
 	OutTputPerUser *float64 `json:"out_tput_per_user"`
-	// Above is the smallest measured load above Load that was bad: the
-	// capacity lies in [Load, Above). Null when no higher load was bad (a
-	// lower bound only).
+	// Above is the smallest measured load above Load that was bad (of the
+	// same points): the capacity lies in [Load, Above). Null when no higher
+	// load was bad (a lower bound only).
 	Above *float64 `json:"above"`
 }

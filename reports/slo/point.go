@@ -20,11 +20,11 @@ type Window struct {
 // goodput and attainment under set, the window objectives, and the slices.
 // The point is good when its attainment reaches target and every window
 // objective holds. The client counts as saturated when the p99 of the
-// measured requests' send lags passes lagLimit (seconds): one late send in
+// measured requests' send lags passes schema.SaturationLag: one late send in
 // thousands is a pause of the machine, a late send in every hundred is a
 // client that cannot keep up. status is how the point ended (schema.StatusComplete
 // or StatusInterrupted).
-func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record, w Window, set Set, target, lagLimit float64, status string) schema.SweepPoint {
+func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record, w Window, set Set, target float64, status string) schema.SweepPoint {
 	var measured []schema.Record
 	var lags []float64
 	maxLag := 0.0
@@ -42,7 +42,7 @@ func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record
 	p := schema.SweepPoint{Point: n, Load: load, Started: len(measured)}
 	if lag := summary.Percentile(lags, 99); lag != nil {
 		p.SendLagP99 = *lag
-		p.Saturated = *lag > lagLimit
+		p.Saturated = *lag > schema.SaturationLag.Seconds()
 	}
 	// Throughput is the window's: what its requests carried per second of
 	// it. (summary.Phase's wall_sec runs to the last request's end, past
@@ -82,7 +82,7 @@ func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record
 // cut cuts the window into parts of w.Slice seconds (the last may be
 // shorter): in each, the output tokens streamed per second by every request
 // of the point (each content event weighs n / events of its request), and
-// the TTFT and TPOT percentiles of the requests that started in it.
+// the TTFT and TPOT percentiles of the measured requests that started in it.
 func cut(spec schema.PhaseResult, records []schema.Record, w Window) []schema.SweepSlice {
 	if w.Slice <= 0 || w.Duration <= 0 {
 		return nil
@@ -102,7 +102,11 @@ func cut(spec schema.PhaseResult, records []schema.Record, w Window) []schema.Sw
 		if rec.NotSent {
 			continue
 		}
-		if s := at(rec.SendOffset); s >= 0 && rec.Window == schema.WindowMeasured {
+		if rec.Window == schema.WindowMeasured {
+			// The window is the tag the sweep gave the request as it
+			// started; its t0 (the first header write, after any dial)
+			// can fall just past the window's end.
+			s := max(0, min(k-1, int((rec.SendOffset-w.Warmup)/w.Slice)))
 			started[s] = append(started[s], *rec)
 		}
 		weight := 1.0
@@ -129,11 +133,12 @@ func cut(spec schema.PhaseResult, records []schema.Record, w Window) []schema.Sw
 }
 
 // Capacity is the largest load among the good points, with its figures and
-// the smallest bad load above it; nil when no point was good.
+// the smallest bad load above it; nil when no point was good. Only judged
+// points count.
 func Capacity(points []schema.SweepPoint) *schema.SweepCapacity {
 	var best *schema.SweepPoint
 	for i := range points {
-		if p := &points[i]; p.Good && (best == nil || p.Load > best.Load) {
+		if p := &points[i]; judged(p) && p.Good && (best == nil || p.Load > best.Load) {
 			best = p
 		}
 	}
@@ -145,9 +150,17 @@ func Capacity(points []schema.SweepPoint) *schema.SweepCapacity {
 		c.Goodput = *best.Goodput
 	}
 	for i := range points {
-		if p := &points[i]; !p.Good && p.Load > best.Load && (c.Above == nil || p.Load < *c.Above) {
+		if p := &points[i]; judged(p) && !p.Good && p.Load > best.Load && (c.Above == nil || p.Load < *c.Above) {
 			c.Above = &p.Load
 		}
 	}
 	return c
+}
+
+// judged says whether p's verdict tells what the endpoint carries, as the
+// search takes it: not for a point that Ctrl-C cut short (its requests cut
+// off are misses of the user's making), nor for one whose client saturated
+// (the client may have set the pace).
+func judged(p *schema.SweepPoint) bool {
+	return p.Status != schema.StatusInterrupted && !p.Saturated
 }

@@ -126,16 +126,9 @@ func dist(xs []float64) summary {
 	if len(xs) == 0 {
 		return summary{}
 	}
-	slices.Sort(xs) // montanaflynn sorts a copy; sorted input makes that copy's sort cheap
-	pct := func(p float64) *float64 {
-		v, err := stats.Percentile(xs, p)
-		if err != nil || math.IsNaN(v) {
-			return nil
-		}
-		return &v
-	}
+	slices.Sort(xs)
 	mean, err := stats.Mean(xs)
-	s := summary{p50: pct(50), p90: pct(90), p99: pct(99), p999: pct(99.9)}
+	s := summary{p50: sortedPercentile(xs, 50), p90: sortedPercentile(xs, 90), p99: sortedPercentile(xs, 99), p999: sortedPercentile(xs, 99.9)}
 	if err == nil {
 		s.mean = &mean
 	}
@@ -210,6 +203,12 @@ func Percentile(xs []float64, p float64) *float64 {
 		return nil
 	}
 	slices.Sort(xs)
+	return sortedPercentile(xs, p)
+}
+
+// sortedPercentile is Percentile of a sorted, non-empty xs. (montanaflynn
+// sorts a copy; sorted input makes that copy's sort cheap.)
+func sortedPercentile(xs []float64, p float64) *float64 {
 	v, err := stats.Percentile(xs, p)
 	if err != nil || math.IsNaN(v) {
 		return nil
