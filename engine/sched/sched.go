@@ -438,12 +438,7 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		hit[q] = true
 		return dup
 	})
-	drop := func(q *req) bool { return hit[q] }
-	s.running = slices.DeleteFunc(s.running, drop)
-	s.waiting = slices.DeleteFunc(s.waiting, drop)
-	if s.chunked != nil && hit[s.chunked] {
-		s.chunked = nil
-	}
+	s.remove(hit)
 	err := &RequestError{Status: 500, Message: fmt.Sprintf("Internal server error: the scheduler step failed (%v).", v)}
 	for _, q := range affected {
 		func() {
@@ -538,24 +533,32 @@ func (s *Scheduler) takeInbox() {
 // effect, the next time round. Only those it ended leave their lists: a
 // client may abort in between.
 func (s *Scheduler) dropAborted() {
-	var gone []*req
+	var gone map[*req]bool
 	for _, list := range [][]*req{s.waiting, s.running, {s.chunked}} {
 		for _, q := range list {
 			if q != nil && q.stream.isAborted() {
 				s.move(q, "drop")
 				s.abort(q, nil)
-				gone = append(gone, q)
+				if gone == nil {
+					gone = make(map[*req]bool)
+				}
+				gone[q] = true
 			}
 		}
 	}
 	s.between = nil
-	if len(gone) == 0 {
-		return
+	if len(gone) > 0 {
+		s.remove(gone)
 	}
-	dropped := func(q *req) bool { return slices.Contains(gone, q) }
-	s.waiting = slices.DeleteFunc(s.waiting, dropped)
-	s.running = slices.DeleteFunc(s.running, dropped)
-	if s.chunked != nil && dropped(s.chunked) {
+}
+
+// remove takes the requests in gone out of the waiting and running lists
+// and out of s.chunked.
+func (s *Scheduler) remove(gone map[*req]bool) {
+	drop := func(q *req) bool { return gone[q] }
+	s.waiting = slices.DeleteFunc(s.waiting, drop)
+	s.running = slices.DeleteFunc(s.running, drop)
+	if gone[s.chunked] {
 		s.chunked = nil
 	}
 }
