@@ -128,6 +128,11 @@ type Executor interface {
 	Pool() *model.KVCache
 }
 
+// An Executor that is an idler hears when the scheduler runs out of work
+// and waits for more, so that its next Forward is not back to back with
+// the last (the simulated executor's pacing, engine/sim).
+type idler interface{ Idle() }
+
 // Observer hears the scheduler's timings (for Prometheus); nil hears nothing.
 type Observer interface {
 	FirstToken(ttft time.Duration)
@@ -379,6 +384,9 @@ func (s *Scheduler) Run() {
 		}
 		s.publish()
 		s.ratio = s.initRatio() // idle: SGLang resets the ratio
+		if i, ok := s.exec.(idler); ok {
+			i.Idle()
+		}
 		select {
 		case <-s.wake:
 		case <-s.shutdown:
