@@ -349,7 +349,7 @@ func (s *Scheduler) check(r *Request) error {
 	case p.MinNewTokens > p.MaxNewTokens:
 		return bad("min_tokens must be less than or equal to max_tokens=%d, got %d.", p.MaxNewTokens, p.MinNewTokens)
 	case n > ctx || (n == ctx && p.MaxNewTokens > 0):
-		return bad("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctx, n)
+		return PromptTooLong(ctx, n)
 	case p.MaxNewTokens > ctx-n:
 		return bad("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
 			p.MaxNewTokens, ctx, n, p.MaxNewTokens, ctx, n)
@@ -358,6 +358,13 @@ func (s *Scheduler) check(r *Request) error {
 		return bad("the request needs %d tokens of KV cache; the pool holds %d", n+p.MaxNewTokens, s.cfg.MaxTotalTokens)
 	}
 	return nil
+}
+
+// PromptTooLong refuses a prompt of n tokens that leaves no room in a
+// context of ctx tokens, as vLLM words it (see check).
+func PromptTooLong(ctx, n int) *RequestError {
+	return &RequestError{Status: 400, Message: fmt.Sprintf(
+		"This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctx, n)}
 }
 
 // RequestError is a request the scheduler refuses, with its HTTP status.
