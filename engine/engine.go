@@ -195,10 +195,7 @@ func Start(opts Options) (*Engine, error) {
 		idle = DefaultIdleTimeout
 	}
 	e.http = &http.Server{Handler: e.Server.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idle}
-	if bt := opts.BodyTimeout; bt >= 0 {
-		if bt == 0 {
-			bt = server.DefaultBodyTimeout
-		}
+	if bt := e.Server.BodyTimeout(); bt > 0 {
 		e.http.ReadTimeout = readHeaderTimeout + bt
 	}
 	if truth != nil {

@@ -64,7 +64,7 @@
 // tile's results row by row. kmask points at 8 int32 lane masks for the
 // k%8 tail.
 TEXT ·gemm4x2AVX2(SB), NOSPLIT, $0-72
-	GEMM4_ARGS
+	GEMM4_ARGS(dst+0(FP), x+16(FP), ldx+24(FP), w+32(FP), ldw+40(FP))
 	MOVQ    n2+48(FP), DX
 	MOVQ    k+56(FP), CX
 	MOVQ    CX, R13
@@ -139,7 +139,7 @@ a4done:
 // columns. Column c sits in slot 2(c&3) + (c>>2), so the reduced vector is
 // the tile's results in order.
 TEXT ·gemv8AVX2(SB), NOSPLIT, $24-64
-	GEMV8_ARGS
+	GEMV8_ARGS(dst+0(FP), x+8(FP), w+16(FP), ldw+24(FP), idx+32(FP), n8+40(FP), k+48(FP))
 	ANDQ    $-8, CX
 	SHLQ    $2, CX
 	MOVQ    kmask+56(FP), AX
@@ -155,7 +155,7 @@ a8tile:
 	JMP   a8compute
 
 a8gather:
-	GEMV8_GATHER
+	GEMV8_GATHER(w+16(FP))
 
 a8compute:
 	ZERO8
@@ -217,7 +217,7 @@ a8done:
 	INCQ         AX
 
 TEXT ·vecMatAVX2(SB), NOSPLIT, $0-56
-	VECMAT_ARGS
+	VECMAT_ARGS(dst+0(FP), x+8(FP), w+16(FP), ldw+24(FP), idx+32(FP), k+40(FP), masks+48(FP))
 	VMOVDQU (AX), Y4
 	VMOVDQU 32(AX), Y5
 	VMOVDQU 64(AX), Y6

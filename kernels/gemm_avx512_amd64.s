@@ -72,7 +72,7 @@
 // r < 4 and columns j < 4*n4, in tiles of 4 rows × 4 columns (16
 // accumulators). kmask has the low k%16 bits set. Strides are in elements.
 TEXT ·gemm4x4AVX512(SB), NOSPLIT, $0-72
-	GEMM4_ARGS
+	GEMM4_ARGS(dst+0(FP), x+16(FP), ldx+24(FP), w+32(FP), ldw+40(FP))
 	MOVQ n4+48(FP), R14
 	MOVQ k+56(FP), CX
 	ANDQ $-16, CX
@@ -175,7 +175,7 @@ g4done:
 // the reduced vector, compressed to its lanes 0,1,4,5,8,9,12,13, is the
 // tile's 8 results in order.
 TEXT ·gemv8AVX512(SB), NOSPLIT, $24-64
-	GEMV8_ARGS
+	GEMV8_ARGS(dst+0(FP), x+8(FP), w+16(FP), ldw+24(FP), idx+32(FP), n8+40(FP), k+48(FP))
 	ANDQ  $-16, CX
 	SHLQ  $2, CX
 	MOVQ  kmask+56(FP), AX
@@ -193,7 +193,7 @@ g8tile:
 	JMP   g8compute
 
 g8gather:
-	GEMV8_GATHER
+	GEMV8_GATHER(w+16(FP))
 
 g8compute:
 	ZERO8
@@ -260,7 +260,7 @@ g8done:
 	INCQ         AX
 
 TEXT ·vecMatAVX512(SB), NOSPLIT, $0-56
-	VECMAT_ARGS
+	VECMAT_ARGS(dst+0(FP), x+8(FP), w+16(FP), ldw+24(FP), idx+32(FP), k+40(FP), masks+48(FP))
 	KMOVW  AX, K1
 	SHRQ   $16, AX
 	KMOVW  AX, K2

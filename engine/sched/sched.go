@@ -128,6 +128,11 @@ type Executor interface {
 	Pool() *model.KVCache
 }
 
+// An Executor that is an idler hears when the scheduler runs out of work
+// and waits for more, so that its next Forward is not back to back with
+// the last (the simulated executor's pacing, engine/sim).
+type idler interface{ Idle() }
+
 // Observer hears the scheduler's timings (for Prometheus); nil hears nothing.
 type Observer interface {
 	FirstToken(ttft time.Duration)
@@ -344,7 +349,7 @@ func (s *Scheduler) check(r *Request) error {
 	case p.MinNewTokens > p.MaxNewTokens:
 		return bad("min_tokens must be less than or equal to max_tokens=%d, got %d.", p.MaxNewTokens, p.MinNewTokens)
 	case n > ctx || (n == ctx && p.MaxNewTokens > 0):
-		return bad("This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctx, n)
+		return PromptTooLong(ctx, n)
 	case p.MaxNewTokens > ctx-n:
 		return bad("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).",
 			p.MaxNewTokens, ctx, n, p.MaxNewTokens, ctx, n)
@@ -353,6 +358,13 @@ func (s *Scheduler) check(r *Request) error {
 		return bad("the request needs %d tokens of KV cache; the pool holds %d", n+p.MaxNewTokens, s.cfg.MaxTotalTokens)
 	}
 	return nil
+}
+
+// PromptTooLong refuses a prompt of n tokens that leaves no room in a
+// context of ctx tokens, as vLLM words it (see check).
+func PromptTooLong(ctx, n int) *RequestError {
+	return &RequestError{Status: 400, Message: fmt.Sprintf(
+		"This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctx, n)}
 }
 
 // RequestError is a request the scheduler refuses, with its HTTP status.
@@ -379,6 +391,9 @@ func (s *Scheduler) Run() {
 		}
 		s.publish()
 		s.ratio = s.initRatio() // idle: SGLang resets the ratio
+		if i, ok := s.exec.(idler); ok {
+			i.Idle()
+		}
 		select {
 		case <-s.wake:
 		case <-s.shutdown:
@@ -438,12 +453,7 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		hit[q] = true
 		return dup
 	})
-	drop := func(q *req) bool { return hit[q] }
-	s.running = slices.DeleteFunc(s.running, drop)
-	s.waiting = slices.DeleteFunc(s.waiting, drop)
-	if s.chunked != nil && hit[s.chunked] {
-		s.chunked = nil
-	}
+	s.remove(hit)
 	err := &RequestError{Status: 500, Message: fmt.Sprintf("Internal server error: the scheduler step failed (%v).", v)}
 	for _, q := range affected {
 		func() {
@@ -538,24 +548,32 @@ func (s *Scheduler) takeInbox() {
 // effect, the next time round. Only those it ended leave their lists: a
 // client may abort in between.
 func (s *Scheduler) dropAborted() {
-	var gone []*req
+	var gone map[*req]bool
 	for _, list := range [][]*req{s.waiting, s.running, {s.chunked}} {
 		for _, q := range list {
 			if q != nil && q.stream.isAborted() {
 				s.move(q, "drop")
 				s.abort(q, nil)
-				gone = append(gone, q)
+				if gone == nil {
+					gone = make(map[*req]bool)
+				}
+				gone[q] = true
 			}
 		}
 	}
 	s.between = nil
-	if len(gone) == 0 {
-		return
+	if len(gone) > 0 {
+		s.remove(gone)
 	}
-	dropped := func(q *req) bool { return slices.Contains(gone, q) }
-	s.waiting = slices.DeleteFunc(s.waiting, dropped)
-	s.running = slices.DeleteFunc(s.running, dropped)
-	if s.chunked != nil && dropped(s.chunked) {
+}
+
+// remove takes the requests in gone out of the waiting and running lists
+// and out of s.chunked.
+func (s *Scheduler) remove(gone map[*req]bool) {
+	drop := func(q *req) bool { return gone[q] }
+	s.waiting = slices.DeleteFunc(s.waiting, drop)
+	s.running = slices.DeleteFunc(s.running, drop)
+	if gone[s.chunked] {
 		s.chunked = nil
 	}
 }

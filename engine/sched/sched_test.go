@@ -780,3 +780,70 @@ func TestAPanicFreeingAnAbortedRequestFailsItAndTheOthersFinish(t *testing.T) {
 	k.wantOnePanic(t)
 	waitUntil(t, func() bool { return k.h.s.Stats().KVUsedTokens == 0 })
 }
+
+// idleExec records the scheduler's calls: "forward" for each Forward, "idle"
+// for each Idle.
+type idleExec struct {
+	Executor
+	mu    sync.Mutex
+	calls []string
+}
+
+func (x *idleExec) Forward(seqs []model.Seq) *model.Output {
+	x.record("forward")
+	return x.Executor.Forward(seqs)
+}
+
+func (x *idleExec) Idle() { x.record("idle") }
+
+func (x *idleExec) record(call string) {
+	x.mu.Lock()
+	x.calls = append(x.calls, call)
+	x.mu.Unlock()
+}
+
+func (x *idleExec) snapshot() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.calls)
+}
+
+// The simulated executor paces back-to-back steps from the last one's end,
+// so it must hear when the scheduler waits for work, and only then.
+func TestTheSchedulerTellsItsExecutorWhenItWaitsForWorkAndOnlyThen(t *testing.T) {
+	t.Parallel()
+	mc, _ := model.Preset("nano")
+	m := model.New(mc, model.Synth(mc, 1), kernels.Default(), model.NewKVCache(mc, 256, 1))
+	exec := &idleExec{Executor: m}
+	s, err := New(Config{MaxTotalTokens: 256, PageSize: 1, ContextLength: 256}, exec, nil, vocabLimit, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Run()
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	for round := range 2 {
+		st, err := s.Submit(&Request{Prompt: prompt(8, round), Params: greedy(4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(t, st)
+		waitUntil(t, func() bool { calls := exec.snapshot(); return calls[len(calls)-1] == "idle" })
+	}
+	// Each request's steps back to back, then idle.
+	calls := exec.snapshot()
+	var runs []int // forwards between idles
+	n := 0
+	for _, c := range calls {
+		if c == "idle" {
+			if n > 0 {
+				runs = append(runs, n)
+			}
+			n = 0
+		} else {
+			n++
+		}
+	}
+	if len(runs) != 2 || runs[0] < 4 || runs[1] < 4 {
+		t.Errorf("calls %v: want each request's steps (at least 4) with no idle among them, then idle", calls)
+	}
+}

@@ -538,8 +538,7 @@ func (s *Server) idPrompt(raw json.RawMessage, bad *apiError) ([]int32, string, 
 	case n == 0:
 		return nil, "", badRequest("prompt", "prompt is empty.")
 	case n > ctx:
-		// vLLM's wording, as the scheduler's (engine/sched check).
-		return nil, "", badRequest("prompt", "This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.", ctx, n)
+		return nil, "", badRequest("prompt", "%s", sched.PromptTooLong(ctx, n).Message)
 	}
 	out := make([]int32, len(ids))
 	for i, id := range ids {

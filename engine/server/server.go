@@ -190,6 +190,10 @@ func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// BodyTimeout is the deadline of a POST body in effect: Options.BodyTimeout
+// with its default applied, negative for none.
+func (s *Server) BodyTimeout() time.Duration { return s.opts.BodyTimeout }
+
 // contextLength is the longest sequence a request may reach, the
 // scheduler's context_length: reported as max_model_len, and the bound of a
 // chat request's default max_tokens.

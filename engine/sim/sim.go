@@ -94,7 +94,8 @@ type Executor struct {
 	vocab int
 	now   func() time.Time
 	sleep func(time.Duration)
-	// end is the previous step's modelled end (see Forward).
+	// end is the previous step's modelled end (see Forward), zero after
+	// Idle.
 	end time.Time
 
 	logits []float32
@@ -113,16 +114,20 @@ func Token(p int) int32 { return int32('a' + p%26) }
 // Pool implements sched.Executor.
 func (e *Executor) Pool() *model.KVCache { return e.kv }
 
+// Idle hears that the scheduler ran out of work and waits for more: the
+// next step counts from its own start, however soon it comes.
+func (e *Executor) Idle() { e.end = time.Time{} }
+
 // Forward implements sched.Executor: it waits out the batch's modelled time
 // and returns one-hot logits. The time is counted from the step's start, so
 // building the logits is inside it; and when the scheduler went straight
-// from the last step to this one (the gap since that step's modelled end is
-// shorter than this step's time), from that end instead, so that neither the
-// scheduler's own work between steps nor a sleep that woke late adds to the
-// model: back-to-back steps follow each other at exactly their modelled
-// times, the truth a capacity test is checked against. Work longer than the
-// model (a real CPU cost) is never hidden: a step ends no sooner than its
-// work.
+// from the last step to this one (it did not wait for work in between, see
+// Idle, and the gap since that step's modelled end is shorter than this
+// step's time), from that end instead, so that neither the scheduler's own
+// work between steps nor a sleep that woke late adds to the model:
+// back-to-back steps follow each other at exactly their modelled times, the
+// truth a capacity test is checked against. Work longer than the model (a
+// real CPU cost) is never hidden: a step ends no sooner than its work.
 func (e *Executor) Forward(seqs []model.Seq) *model.Output {
 	start := e.now()
 	step := e.cost.StepTime(seqs)

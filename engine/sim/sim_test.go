@@ -260,3 +260,24 @@ func TestBackToBackStepsKeepTheModelledPace(t *testing.T) {
 		t.Errorf("a step after an idle second took %v, want %v (5 ms and the late wake-up)", got, want)
 	}
 }
+
+// A request that reaches an idle scheduler 2 ms after the last 5 ms step
+// ended gets a whole step: the idle gap, shorter than a step, is not
+// credited to it (before Idle, the step counted from the last step's end
+// and took 3 ms).
+func TestAStepAfterTheSchedulerIdledCountsFromItsOwnStart(t *testing.T) {
+	cost := CostModel{StepOverhead: 5 * time.Millisecond}
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	e := New(cost, 4, 8, 300)
+	e.now = clk.now
+	e.sleep = clk.sleep
+	seqs := []model.Seq{{Tokens: make([]int32, 1), Pos: 3, Logits: model.LastRow}}
+	e.Forward(seqs)
+	e.Idle()
+	clk.t = clk.t.Add(2 * time.Millisecond)
+	before := clk.t
+	e.Forward(seqs)
+	if got, want := clk.t.Sub(before), 5*time.Millisecond; got != want {
+		t.Errorf("a step 2 ms into an idle wait took %v, want %v", got, want)
+	}
+}
