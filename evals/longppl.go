@@ -116,7 +116,7 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no document to prompt with"))
 	}
 	// untilEOS is set on the first prompt, before any other is sent, when
-	// the route refuses ignore_eos.
+	// the route it is asked by refuses ignore_eos.
 	untilEOS := false
 	gen := func() map[string]any {
 		g := map[string]any{"max_tokens": r.cfg.GenTokens, "temperature": 1, "top_p": 1}
@@ -141,10 +141,15 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	nlls := make([][]float64, len(list))
 	r.cfg.Progress.begin(name, len(list))
 	// asking makes a route's asker of by. The first prompt finds the route
-	// and whether it takes ignore_eos: where it refuses it, the first
-	// prompt is sent again without (untilEOS), and so is every other.
+	// and whether it takes ignore_eos: each route is asked it with
+	// ignore_eos (one route's refusal says nothing of the next's), and where
+	// the route refuses it, the first prompt is sent again without
+	// (untilEOS), and so is every other.
 	asking := func(by func(context.Context, int, string) ([]float64, *schema.EvalFailure)) asker[[]float64] {
 		return func(ctx context.Context, i int, prompt string) ([]float64, *schema.EvalFailure, *schema.EvalFailure) {
+			if i == 0 {
+				untilEOS = false
+			}
 			nll, f := by(ctx, i, prompt)
 			if i == 0 && !untilEOS && refusesIgnoreEOS(f) {
 				untilEOS = true
