@@ -238,11 +238,6 @@ func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([
 	if f != nil {
 		return nil, f
 	}
-	m := c.Choices[0].Message
-	if lp := c.Choices[0].Logprobs; emptyOK && (m.Content == nil || *m.Content == "") && c.reasoning() == "" &&
-		(lp == nil || len(lp.Content) == 0) && c.finish() == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
-		return []float64{}, nil // stopped at EOS at once: nothing to score
-	}
 	var lps []*float64
 	if lp := c.Choices[0].Logprobs; lp != nil {
 		lps = make([]*float64, len(lp.Content))
@@ -250,7 +245,9 @@ func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([
 			lps[k] = e.Logprob
 		}
 	}
-	return tokenNLL(resp, req, "chat generated tokens", "choices[0].logprobs.content", lps, c.Usage)
+	m := c.Choices[0].Message
+	stopped := (m.Content == nil || *m.Content == "") && c.reasoning() == "" && c.finish() == "stop"
+	return tokenNLL(resp, req, "chat generated tokens", "choices[0].logprobs.content", lps, c.Usage, emptyOK && stopped)
 }
 
 // routeLacks reports whether f says a route cannot give what an eval needs,

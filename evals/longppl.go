@@ -214,25 +214,29 @@ func generatedNLL(ctx context.Context, s sender, req map[string]any, emptyOK boo
 	if f != nil {
 		return nil, f
 	}
-	if ch := c.Choices[0]; emptyOK && ch.Text == "" && (ch.Logprobs == nil || len(ch.Logprobs.TokenLogprobs) == 0) &&
-		ch.FinishReason != nil && *ch.FinishReason == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
-		return []float64{}, nil // stopped at EOS at once: nothing to score
-	}
+	ch := c.Choices[0]
 	var lps []*float64
-	if lp := c.Choices[0].Logprobs; lp != nil {
-		lps = lp.TokenLogprobs
+	if ch.Logprobs != nil {
+		lps = ch.Logprobs.TokenLogprobs
 	}
-	return tokenNLL(resp, req, "generated tokens", "choices[0].logprobs", lps, c.Usage)
+	stopped := ch.Text == "" && ch.FinishReason != nil && *ch.FinishReason == "stop"
+	return tokenNLL(resp, req, "generated tokens", "choices[0].logprobs", lps, c.Usage, emptyOK && stopped)
 }
 
 // tokenNLL checks a generation's token logprobs as echo logprobs are
 // checked, and returns their nll: present (LogprobsMissing, where says
 // which field was empty), one per usage.completion_tokens when usage came
 // (EchoMisaligned), finite and ≤ 0 (EchoImplausible). what names the
-// route in the failure's detail.
-func tokenNLL(resp *endpoints.Response, req map[string]any, what, where string, lps []*float64, usage *endpoints.Usage) ([]float64, *schema.EvalFailure) {
+// route in the failure's detail. With stoppedOK (a generation without
+// ignore_eos whose answer has no text and finish_reason stop), no logprobs
+// and no completion token is a generation that stopped at EOS at once:
+// empty, with nothing to score, not missing logprobs.
+func tokenNLL(resp *endpoints.Response, req map[string]any, what, where string, lps []*float64, usage *endpoints.Usage, stoppedOK bool) ([]float64, *schema.EvalFailure) {
 	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
 		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), what+": "+fmt.Sprintf(format, args...))
+	}
+	if stoppedOK && len(lps) == 0 && (usage == nil || usage.CompletionTokens == 0) {
+		return []float64{}, nil
 	}
 	if len(lps) == 0 {
 		return fail(LogprobsMissing, "%s is null or empty", where)
