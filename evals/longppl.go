@@ -158,23 +158,17 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 			return nll, nil, f
 		}
 	}
-	rt, nll, f := chooseRoute(ctx, LongPrompt(list[0].Text), nil,
+	rt, f := askEach(ctx, r, len(list), func(i int) string { return LongPrompt(list[i].Text) }, nil,
+		func(_ context.Context, _ string, i int, nll []float64, _ *schema.EvalFailure) *schema.EvalFailure {
+			nlls[i] = nll
+			return nil
+		},
 		route[[]float64]{method: MethodGenerate, ask: asking(byCompletions)},
 		route[[]float64]{method: MethodChatLogprobs, ask: asking(byChat), name: "chat logprobs"})
 	method := rt.method
 	if untilEOS {
 		method += UntilEOS
 	}
-	r.cfg.Progress.add(1)
-	if f != nil {
-		return noScore(name, method, f)
-	}
-	nlls[0] = nll
-	f = r.forEach(ctx, len(list)-1, func(ctx context.Context, i int) *schema.EvalFailure {
-		nll, _, f := rt.ask(ctx, i+1, LongPrompt(list[i+1].Text))
-		nlls[i+1] = nll
-		return f
-	})
 	if f != nil {
 		return noScore(name, method, f)
 	}
