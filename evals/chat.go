@@ -238,11 +238,6 @@ func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([
 	if f != nil {
 		return nil, f
 	}
-	m := c.Choices[0].Message
-	if lp := c.Choices[0].Logprobs; emptyOK && (m.Content == nil || *m.Content == "") && c.reasoning() == "" &&
-		(lp == nil || len(lp.Content) == 0) && c.finish() == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
-		return []float64{}, nil // stopped at EOS at once: nothing to score
-	}
 	var lps []*float64
 	if lp := c.Choices[0].Logprobs; lp != nil {
 		lps = make([]*float64, len(lp.Content))
@@ -250,7 +245,9 @@ func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([
 			lps[k] = e.Logprob
 		}
 	}
-	return tokenNLL(resp, req, "chat generated tokens", "choices[0].logprobs.content", lps, c.Usage)
+	m := c.Choices[0].Message
+	stopped := (m.Content == nil || *m.Content == "") && c.reasoning() == "" && c.finish() == "stop"
+	return tokenNLL(resp, req, "chat generated tokens", "choices[0].logprobs.content", lps, c.Usage, emptyOK && stopped)
 }
 
 // routeLacks reports whether f says a route cannot give what an eval needs,
@@ -325,11 +322,7 @@ func chooseRoute[T any](ctx context.Context, prompt string, lacked *schema.EvalF
 			return rt, ans, nil
 		case !routeLacks(f) || k == len(routes)-1:
 			if lacked != nil {
-				name := rt.name
-				if name == "" {
-					name = rt.method
-				}
-				f = withFallback(lacked, f, name)
+				f = withFallback(lacked, f, rt.label())
 			}
 			return rt, ans, f
 		case lacked == nil:
@@ -339,6 +332,46 @@ func chooseRoute[T any](ctx context.Context, prompt string, lacked *schema.EvalF
 		}
 	}
 	panic("unreachable: the last route always returns")
+}
+
+// label is what rt is called in a failure's detail: its name, else its
+// method.
+func (rt route[T]) label() string {
+	if rt.name != "" {
+		return rt.name
+	}
+	return rt.method
+}
+
+// askEach asks an eval's n items, item i by prompt(i): the first chooses
+// the route (chooseRoute, with lacked as there), and the rest are asked by
+// that route, at most Concurrency at once. Each answer goes to got, with
+// the chosen route's method (the first's before the rest are asked, the
+// rest concurrently); got may ask again and fail. A failure after the
+// route is chosen, unless an interruption, is joined to lacked as one
+// while choosing it is (withFallback). It returns the route and the
+// failure that stopped the eval, nil when none did.
+func askEach[T any](ctx context.Context, r *Runner, n int, prompt func(i int) string, lacked *schema.EvalFailure,
+	got func(ctx context.Context, method string, i int, ans T, unanswered *schema.EvalFailure) *schema.EvalFailure,
+	routes ...route[T]) (route[T], *schema.EvalFailure) {
+	rt, ans, f := chooseRoute(ctx, prompt(0), lacked, routes...)
+	r.cfg.Progress.add(1)
+	if f != nil {
+		return rt, f
+	}
+	if f = got(ctx, rt.method, 0, ans, nil); f == nil {
+		f = r.forEach(ctx, n-1, func(ctx context.Context, i int) *schema.EvalFailure {
+			ans, unanswered, f := rt.ask(ctx, i+1, prompt(i+1))
+			if f != nil {
+				return f
+			}
+			return got(ctx, rt.method, i+1, ans, unanswered)
+		})
+	}
+	if f != nil && lacked != nil && KindOf(f) != Interrupted {
+		f = withFallback(lacked, f, rt.label())
+	}
+	return rt, f
 }
 
 func joinDetail(a, b string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -544,6 +545,83 @@ func TestChooseRouteTakesTheFirstRouteThatAnswersTheFirstItem(t *testing.T) {
 			}
 			if tc.lacked != nil && tc.lacked.Detail != tc.lackedAfter {
 				t.Errorf("lacked's detail %q, want %q", tc.lacked.Detail, tc.lackedAfter)
+			}
+		})
+	}
+}
+
+func TestAskEachAsksTheRestByTheRouteTheFirstItemChose(t *testing.T) {
+	t.Parallel()
+	lacks := newFailure(LogprobsMissing, 200, nil, nil, "no logprobs")
+	busy := newFailure(HTTPError, 429, nil, nil, "slow down")
+	// byItem answers item i with its number, and fails item failAt with f.
+	byItem := func(failAt int, f *schema.EvalFailure) asker[int] {
+		return func(_ context.Context, i int, _ string) (int, *schema.EvalFailure, *schema.EvalFailure) {
+			if i == failAt {
+				return 0, nil, f
+			}
+			return i, nil, nil
+		}
+	}
+	const n = 5
+	for _, tc := range []struct {
+		name   string
+		lacked bool
+		routes []route[int]
+		gotErr *schema.EvalFailure // got's failure on item 0
+		method string
+		kind   Kind
+		detail string // the failure's, "" for none
+	}{
+		{"every item by the chosen route", false,
+			[]route[int]{{"a", byItem(0, lacks), ""}, {"b", byItem(-1, nil), ""}}, nil, "b", "", ""},
+		{"a later failure without a lacked failure is as it came", false,
+			[]route[int]{{"a", byItem(3, busy), ""}}, nil, "a", HTTPError, "slow down"},
+		{"a later failure is joined to the lacked failure", true,
+			[]route[int]{{"a", byItem(3, busy), "ay"}}, nil, "a", HTTPError,
+			"slow down; on the ay fallback, taken because of echo_rejected: no echo"},
+		{"a later lack keeps the lacked failure", true,
+			[]route[int]{{"a", byItem(3, lacks), ""}}, nil, "a", EchoRejected,
+			"no echo; the a fallback failed too: logprobs_missing: no logprobs"},
+		{"got's failure on the first item stops the rest", false,
+			[]route[int]{{"a", byItem(-1, nil), ""}}, busy, "a", HTTPError, "slow down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var lacked *schema.EvalFailure
+			if tc.lacked {
+				lacked = newFailure(EchoRejected, 400, nil, nil, "no echo")
+			}
+			r := NewRunner(Config{Endpoint: &endpoints.Endpoint{BaseURL: "http://127.0.0.1:1/v1"}, Concurrency: 2})
+			defer r.Close()
+			var mu sync.Mutex
+			got := map[int]string{}
+			rt, f := askEach(context.Background(), r, n, func(i int) string { return strconv.Itoa(i) }, lacked,
+				func(_ context.Context, method string, i int, ans int, _ *schema.EvalFailure) *schema.EvalFailure {
+					mu.Lock()
+					defer mu.Unlock()
+					got[i] = fmt.Sprintf("%s %d", method, ans)
+					if i == 0 {
+						return tc.gotErr
+					}
+					return nil
+				}, tc.routes...)
+			detail := ""
+			if f != nil {
+				detail = f.Detail
+			}
+			if rt.method != tc.method || KindOf(f) != tc.kind || detail != tc.detail {
+				t.Fatalf("route %s, %s %q; want %s, %s %q", rt.method, KindOf(f), detail, tc.method, tc.kind, tc.detail)
+			}
+			if f == nil {
+				for i := range n {
+					if want := fmt.Sprintf("%s %d", tc.method, i); got[i] != want {
+						t.Errorf("item %d got %q, want %q", i, got[i], want)
+					}
+				}
+			}
+			if tc.gotErr != nil && len(got) != 1 {
+				t.Errorf("%d items reached got after the first failed: %v", len(got), got)
 			}
 		})
 	}

@@ -111,8 +111,10 @@ const (
 // methods, since an MMLU accuracy by greedy chat answers is not the same
 // measurement as one by echo log-likelihoods.
 //
-// Each eval tries its routes in this order and reports the first that gives
-// a score (the failure of an earlier route stays in the result, as why):
+// Each eval tries its routes in this order on its first item and reports
+// the first that gives a score (MMLU's result keeps the echo probe's
+// failure, as why; where no route gives one, the failure says in its
+// detail what each route got):
 //
 //	ppl       echo, echo-tokenize, echo-text (all /v1/completions echo; the
 //	          chat route gives no prompt logprobs, so an endpoint without echo

@@ -78,6 +78,9 @@ type fakeLM struct {
 	// refuseIgnoreEOS answers a chat request holding ignore_eos as the
 	// OpenAI API does (openAIIgnoreEOS400).
 	refuseIgnoreEOS bool
+	// completionsRefuseIgnoreEOS answers a /v1/completions request holding
+	// ignore_eos so too.
+	completionsRefuseIgnoreEOS bool
 
 	mu    sync.Mutex
 	calls map[string]int
@@ -189,6 +192,14 @@ func (f *fakeLM) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path != "/v1/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
 		http.Error(w, `{"error":{"message":"Route not found."}}`, http.StatusNotFound)
+		return
+	}
+	if _, ok := req["ignore_eos"]; ok && f.completionsRefuseIgnoreEOS {
+		f.mu.Lock()
+		f.calls["completions_refused"]++
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, openAIIgnoreEOS400)
 		return
 	}
 	echo, _ := req["echo"].(bool)

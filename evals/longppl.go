@@ -116,7 +116,7 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no document to prompt with"))
 	}
 	// untilEOS is set on the first prompt, before any other is sent, when
-	// the route refuses ignore_eos.
+	// the route it is asked by refuses ignore_eos.
 	untilEOS := false
 	gen := func() map[string]any {
 		g := map[string]any{"max_tokens": r.cfg.GenTokens, "temperature": 1, "top_p": 1}
@@ -141,10 +141,15 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 	nlls := make([][]float64, len(list))
 	r.cfg.Progress.begin(name, len(list))
 	// asking makes a route's asker of by. The first prompt finds the route
-	// and whether it takes ignore_eos: where it refuses it, the first
-	// prompt is sent again without (untilEOS), and so is every other.
+	// and whether it takes ignore_eos: each route is asked it with
+	// ignore_eos (one route's refusal says nothing of the next's), and where
+	// the route refuses it, the first prompt is sent again without
+	// (untilEOS), and so is every other.
 	asking := func(by func(context.Context, int, string) ([]float64, *schema.EvalFailure)) asker[[]float64] {
 		return func(ctx context.Context, i int, prompt string) ([]float64, *schema.EvalFailure, *schema.EvalFailure) {
+			if i == 0 {
+				untilEOS = false
+			}
 			nll, f := by(ctx, i, prompt)
 			if i == 0 && !untilEOS && refusesIgnoreEOS(f) {
 				untilEOS = true
@@ -153,23 +158,17 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 			return nll, nil, f
 		}
 	}
-	rt, nll, f := chooseRoute(ctx, LongPrompt(list[0].Text), nil,
+	rt, f := askEach(ctx, r, len(list), func(i int) string { return LongPrompt(list[i].Text) }, nil,
+		func(_ context.Context, _ string, i int, nll []float64, _ *schema.EvalFailure) *schema.EvalFailure {
+			nlls[i] = nll
+			return nil
+		},
 		route[[]float64]{method: MethodGenerate, ask: asking(byCompletions)},
 		route[[]float64]{method: MethodChatLogprobs, ask: asking(byChat), name: "chat logprobs"})
 	method := rt.method
 	if untilEOS {
 		method += UntilEOS
 	}
-	r.cfg.Progress.add(1)
-	if f != nil {
-		return noScore(name, method, f)
-	}
-	nlls[0] = nll
-	f = r.forEach(ctx, len(list)-1, func(ctx context.Context, i int) *schema.EvalFailure {
-		nll, _, f := rt.ask(ctx, i+1, LongPrompt(list[i+1].Text))
-		nlls[i+1] = nll
-		return f
-	})
 	if f != nil {
 		return noScore(name, method, f)
 	}
@@ -209,25 +208,29 @@ func generatedNLL(ctx context.Context, s sender, req map[string]any, emptyOK boo
 	if f != nil {
 		return nil, f
 	}
-	if ch := c.Choices[0]; emptyOK && ch.Text == "" && (ch.Logprobs == nil || len(ch.Logprobs.TokenLogprobs) == 0) &&
-		ch.FinishReason != nil && *ch.FinishReason == "stop" && (c.Usage == nil || c.Usage.CompletionTokens == 0) {
-		return []float64{}, nil // stopped at EOS at once: nothing to score
-	}
+	ch := c.Choices[0]
 	var lps []*float64
-	if lp := c.Choices[0].Logprobs; lp != nil {
-		lps = lp.TokenLogprobs
+	if ch.Logprobs != nil {
+		lps = ch.Logprobs.TokenLogprobs
 	}
-	return tokenNLL(resp, req, "generated tokens", "choices[0].logprobs", lps, c.Usage)
+	stopped := ch.Text == "" && ch.FinishReason != nil && *ch.FinishReason == "stop"
+	return tokenNLL(resp, req, "generated tokens", "choices[0].logprobs", lps, c.Usage, emptyOK && stopped)
 }
 
 // tokenNLL checks a generation's token logprobs as echo logprobs are
 // checked, and returns their nll: present (LogprobsMissing, where says
 // which field was empty), one per usage.completion_tokens when usage came
 // (EchoMisaligned), finite and ≤ 0 (EchoImplausible). what names the
-// route in the failure's detail.
-func tokenNLL(resp *endpoints.Response, req map[string]any, what, where string, lps []*float64, usage *endpoints.Usage) ([]float64, *schema.EvalFailure) {
+// route in the failure's detail. With stoppedOK (a generation without
+// ignore_eos whose answer has no text and finish_reason stop), no logprobs
+// and no completion token is a generation that stopped at EOS at once:
+// empty, with nothing to score, not missing logprobs.
+func tokenNLL(resp *endpoints.Response, req map[string]any, what, where string, lps []*float64, usage *endpoints.Usage, stoppedOK bool) ([]float64, *schema.EvalFailure) {
 	fail := func(kind Kind, format string, args ...any) ([]float64, *schema.EvalFailure) {
 		return nil, newFailure(kind, resp.Status, resp.Body, shape(req), what+": "+fmt.Sprintf(format, args...))
+	}
+	if stoppedOK && len(lps) == 0 && (usage == nil || usage.CompletionTokens == 0) {
+		return []float64{}, nil
 	}
 	if len(lps) == 0 {
 		return fail(LogprobsMissing, "%s is null or empty", where)

@@ -123,6 +123,26 @@ func TestLongPPLKeepsIgnoreEOSWhereTheRouteTakesIt(t *testing.T) {
 	}
 }
 
+// A route's refusal of ignore_eos says nothing of the next route's: where
+// /v1/completions refuses it and then gives no logprobs, the chat route is
+// asked with ignore_eos, and where it takes it, every generation runs to
+// GenTokens under the plain method.
+func TestLongPPLAsksTheNextRouteWithIgnoreEOSAfterOneRefusedIt(t *testing.T) {
+	t.Parallel()
+	f := newFakeLM(t, func(f *fakeLM) {
+		f.chat = true
+		f.noLogprobs = true
+		f.completionsRefuseIgnoreEOS = true
+	})
+	res := f.run("long-ppl", Config{GenTokens: 24, Limit: 2}, SampleDocs())
+	if res.Status != StatusOK || res.Method != MethodChatLogprobs || res.Metrics["tokens"] != 48 {
+		t.Fatalf("%+v %+v, want ok by %s over 48 tokens", res, res.Failure, MethodChatLogprobs)
+	}
+	if f.count("completions_refused") != 1 || f.count("plain") != 1 || f.count("chat") != 2 {
+		t.Errorf("%v: want /v1/completions refused once, asked once without ignore_eos, then chat twice", f.calls)
+	}
+}
+
 // Without ignore_eos (the OpenAI API), generations stop at the model's EOS
 // at lengths of their own: one of 3 tokens is no 256-token segment and
 // decides nothing in worst_seg, and one that stopped at once (no token, no

@@ -224,25 +224,29 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 	if len(items) == 0 {
 		return noScore(name, MethodEcho, newFailure(BadResponse, 0, nil, nil, "no question to score"))
 	}
-	rt := mmluRoute{route: route[[4]float64]{method: MethodEcho, ask: r.mmluByEcho}}
+	routes := []route[[4]float64]{{method: MethodEcho, ask: r.mmluByEcho}}
 	if echoFail != nil {
+		// A copy: choosing the route says what each route tried in its detail.
 		ef := *echoFail
 		echoFail = &ef
-		var f *schema.EvalFailure
-		if rt, f = r.mmluFallback(ctx, items[0].prompt, echoFail); f != nil {
-			return noScore(name, rt.method, f)
+		routes = []route[[4]float64]{
+			{method: MethodTopLogprobs, ask: r.mmluByTopLogprobs},
+			{method: MethodChatTopLogprobs, ask: r.mmluByChatTopLogprobs},
+			{method: MethodChatGreedy, ask: r.mmluByChatGreedy},
 		}
 	}
 	r.cfg.Progress.begin(name, len(items))
-	a, f := r.mmluAsk(ctx, rt, items)
+	var a mmluAnswers
+	rt, f := askEach(ctx, r, len(items), func(i int) string { return items[i].prompt }, echoFail,
+		func(ctx context.Context, method string, i int, scores [4]float64, unanswered *schema.EvalFailure) *schema.EvalFailure {
+			return r.mmluScore(ctx, &a, method, i, items[i], scores, unanswered)
+		}, routes...)
 	switch {
-	case f != nil && echoFail != nil && KindOf(f) != Interrupted:
-		return noScore(name, rt.method, withFallback(echoFail, f, rt.method))
 	case f != nil:
 		return noScore(name, rt.method, f)
 	case 2*a.noAnswer > len(items) && echoFail != nil:
 		// Most questions got no answer: no accuracy is made of the rest.
-		return noScore(name, rt.method, r.mmluNoAnswer(rt.method, len(items), a, echoFail))
+		return noScore(name, rt.method, r.mmluNoAnswer(rt.method, len(items), &a, echoFail))
 	}
 	metrics := a.tally.metrics()
 	metrics[NoAnswerMetric] = float64(a.noAnswer)
@@ -273,76 +277,44 @@ func (r *Runner) mmluItems(set *MMLUSet) []mmluItem {
 	return items
 }
 
-// mmluRoute is how every question is scored, and the first question's
-// scores when choosing the route found them.
-type mmluRoute struct {
-	route[[4]float64]
-	first     [4]float64
-	haveFirst bool
-}
-
-// mmluFallback chooses the route when echo failed (echoFail, a copy it may
-// add to): the first of top_logprobs, chat-top-logprobs and chat-greedy on
-// which the first question (prompt) is answered (chooseRoute). A route that
-// lacks what MMLU needs (routeLacks) is left for the next, what it tried
-// said in echoFail's detail; any other failure, or the last route's, is
-// returned, with the route's method, as the eval's failure.
-func (r *Runner) mmluFallback(ctx context.Context, prompt string, echoFail *schema.EvalFailure) (mmluRoute, *schema.EvalFailure) {
-	rt, first, f := chooseRoute(ctx, prompt, echoFail,
-		route[[4]float64]{method: MethodTopLogprobs, ask: r.mmluByTopLogprobs},
-		route[[4]float64]{method: MethodChatTopLogprobs, ask: r.mmluByChatTopLogprobs},
-		route[[4]float64]{method: MethodChatGreedy, ask: r.mmluByChatGreedy})
-	return mmluRoute{route: rt, first: first, haveFirst: f == nil}, f
-}
-
 // mmluAnswers is what the questions got: the tally of right answers, how
 // many got no answer, how many of those were reasoning only, and the last
 // such answer's failure.
 type mmluAnswers struct {
+	mu                      sync.Mutex
 	tally                   mmluTally
 	noAnswer, reasoningOnly int
 	lastUnanswered          *schema.EvalFailure
 }
 
-// mmluAsk scores every question by rt, the first by the scores choosing
-// the route found; on chat-top-logprobs, a question whose first token is no
-// answer letter is asked by chat-greedy. A failed request stops it.
-func (r *Runner) mmluAsk(ctx context.Context, rt mmluRoute, items []mmluItem) (*mmluAnswers, *schema.EvalFailure) {
-	var a mmluAnswers
-	var mu sync.Mutex
-	f := r.forEach(ctx, len(items), func(ctx context.Context, i int) *schema.EvalFailure {
-		scores, unanswered := rt.first, (*schema.EvalFailure)(nil)
-		if i > 0 || !rt.haveFirst {
-			var f *schema.EvalFailure
-			if scores, unanswered, f = rt.ask(ctx, i, items[i].prompt); f != nil {
-				return f
-			}
+// mmluScore scores question i (it) into a from the scores (or unanswered)
+// its route's method gave. On chat-top-logprobs, a question whose first
+// token is no answer letter is asked by chat-greedy; that request's
+// failure is returned.
+func (r *Runner) mmluScore(ctx context.Context, a *mmluAnswers, method string, i int, it mmluItem, scores [4]float64, unanswered *schema.EvalFailure) *schema.EvalFailure {
+	if method == MethodChatTopLogprobs && (unanswered != nil || Argmax(scores) < 0) {
+		// This question's first token is no answer letter (reasoning, a
+		// "\n", a word): its greedy answer's content is read instead.
+		var f *schema.EvalFailure
+		if scores, unanswered, f = r.mmluByChatGreedy(ctx, i, it.prompt); f != nil {
+			return f
 		}
-		if rt.method == MethodChatTopLogprobs && (unanswered != nil || Argmax(scores) < 0) {
-			// This question's first token is no answer letter (reasoning,
-			// a "\n", a word): its greedy answer's content is read instead.
-			var f *schema.EvalFailure
-			if scores, unanswered, f = r.mmluByChatGreedy(ctx, i, items[i].prompt); f != nil {
-				return f
-			}
-		}
-		pred := -1
-		if unanswered == nil {
-			pred = Argmax(scores)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if pred < 0 {
-			a.noAnswer++
-		}
-		if unanswered != nil {
-			a.reasoningOnly++
-			a.lastUnanswered = unanswered
-		}
-		a.tally.add(items[i].subject, pred == items[i].answer)
-		return nil
-	})
-	return &a, f
+	}
+	pred := -1
+	if unanswered == nil {
+		pred = Argmax(scores)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if pred < 0 {
+		a.noAnswer++
+	}
+	if unanswered != nil {
+		a.reasoningOnly++
+		a.lastUnanswered = unanswered
+	}
+	a.tally.add(it.subject, pred == it.answer)
+	return nil
 }
 
 // mmluNoAnswer is the failure of a fallback (method) that gave no answer

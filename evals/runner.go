@@ -73,8 +73,9 @@ type Runner struct {
 	probe     *EchoProbe
 	probeFail *schema.EvalFailure
 
-	// thinks is set once a greedy MMLU chat answer came with reasoning:
-	// every later one is asked with Config.ReasoningTokens at once.
+	// thinks is set once a greedy chat answer (MMLU's chat-greedy,
+	// TriviaQA's chat-generate: chatAnswer) came with reasoning: every later
+	// one, of either eval, is asked with Config.ReasoningTokens at once.
 	thinks atomic.Bool
 
 	tokOnce sync.Once

@@ -137,34 +137,21 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 	right, noAnswer := 0, 0
 	var lastUnanswered *schema.EvalFailure
 	var mu sync.Mutex
-	score := func(i int, text string, unanswered *schema.EvalFailure) {
+	score := func(_ context.Context, _ string, i int, text string, unanswered *schema.EvalFailure) *schema.EvalFailure {
 		mu.Lock()
 		defer mu.Unlock()
 		if unanswered != nil {
 			noAnswer++
 			lastUnanswered = unanswered
-			return
-		}
-		if ExactMatch(TriviaAnswer(text), items[i].Aliases) {
+		} else if ExactMatch(TriviaAnswer(text), items[i].Aliases) {
 			right++
 		}
+		return nil
 	}
 	r.cfg.Progress.begin(name, len(items))
-	rt, text, f := chooseRoute(ctx, TriviaPrompt(sh, items[0]), nil,
+	rt, f := askEach(ctx, r, len(items), func(i int) string { return TriviaPrompt(sh, items[i]) }, nil, score,
 		route[string]{method: MethodGenerate, ask: byCompletions},
 		route[string]{method: MethodChatGenerate, ask: byChat, name: "chat"})
-	r.cfg.Progress.add(1)
-	if f != nil {
-		return noScore(name, rt.method, f)
-	}
-	score(0, text, nil)
-	f = r.forEach(ctx, len(items)-1, func(ctx context.Context, i int) *schema.EvalFailure {
-		text, unanswered, f := rt.ask(ctx, i+1, TriviaPrompt(sh, items[i+1]))
-		if f == nil {
-			score(i+1, text, unanswered)
-		}
-		return f
-	})
 	if f != nil {
 		return noScore(name, rt.method, f)
 	}
