@@ -223,7 +223,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
-	ep, label, out := tg.Endpoint, tg.Label, tg.Out
+	ep, out := tg.Endpoint, tg.Out
 
 	prog := &evals.Progress{}
 	r := evals.NewRunner(evals.Config{
@@ -262,7 +262,7 @@ func Run(ctx context.Context, o *Options) error {
 		failed = fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))
 	}
 	return target.WriteSection(io, target.Section{
-		Out: out, Fresh: tg.Report(o.F, label, tg.Started),
+		Out: out, Fresh: tg.Report(o.F),
 		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,

@@ -250,7 +250,7 @@ func Run(ctx context.Context, o *Options) error {
 	if len(p.slos) == 0 {
 		fmt.Fprintf(errOut, "glmbench: no --slo: a request meets the SLOs when it completes\n")
 	}
-	rep := tg.Report(o.F, tg.Label, tg.Started)
+	rep := tg.Report(o.F)
 	rep.Nonce = bo.Nonce
 	rep.Options = schema.Options{
 		Phases: p.spec.Name, IgnoreEOS: o.IgnoreEOS, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
@@ -265,7 +265,7 @@ func Run(ctx context.Context, o *Options) error {
 			pt := &res.Points[len(res.Points)-1]
 			fmt.Fprintln(errOut, pointLine(res, pt))
 			rep.Sweeps = []schema.SweepResult{*res}
-			if err := o.write(tg.Out, rep, records); err != nil && writeErr == nil {
+			if err := tg.WriteReport(o.F, rep, records); err != nil && writeErr == nil {
 				writeErr = err
 			}
 		},
@@ -279,7 +279,7 @@ func Run(ctx context.Context, o *Options) error {
 		rep.Client.MaxSendLag = max(rep.Client.MaxSendLag, pt.MaxSendLag)
 	}
 	rep.Client.Saturated = rep.Client.MaxSendLag > bench.SaturationLag.Seconds()
-	if err := o.write(tg.Out, rep, records); err != nil {
+	if err := tg.WriteReport(o.F, rep, records); err != nil {
 		return err
 	}
 	files, perr := reports.WriteSweepPlots(tg.Out, rep)
@@ -306,15 +306,6 @@ func anyCompleted(points []schema.SweepPoint) bool {
 		}
 	}
 	return false
-}
-
-// write writes rep and records to out, stamped with the time.
-func (o *Options) write(out string, rep *schema.Report, records []schema.Record) error {
-	rep.FinishedAt = o.F.Now().UTC()
-	if err := reports.WriteDir(out, rep, records); err != nil {
-		return fmt.Errorf("writing the report to %s: %w", out, err)
-	}
-	return nil
 }
 
 // pointLine is the progress line after a point.

@@ -19,6 +19,7 @@ import (
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/internal/text"
+	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -185,14 +186,26 @@ func PathSafe(s string) string {
 	return s
 }
 
-// Report is a new, empty report of this target: run fills its phases, eval
-// and conform their sections.
-func (t *Target) Report(f *cmdutil.Factory, label string, started time.Time) *schema.Report {
+// Report is a new, empty report of this target, under its label and start
+// time: run fills its phases, sweep its sweeps, eval and conform their
+// sections.
+func (t *Target) Report(f *cmdutil.Factory) *schema.Report {
 	ep := t.Endpoint
 	return &schema.Report{
 		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
-		Label: label, StartedAt: started.UTC(), FinishedAt: f.Now().UTC(),
+		Label: t.Label, StartedAt: t.Started.UTC(), FinishedAt: f.Now().UTC(),
 		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
 		Phases:   []schema.PhaseResult{},
 	}
+}
+
+// WriteReport writes rep and records to the target's folder, stamped with
+// the time it finished. run and sweep call it after every phase or point,
+// so that a killed command keeps what it measured.
+func (t *Target) WriteReport(f *cmdutil.Factory, rep *schema.Report, records []schema.Record) error {
+	rep.FinishedAt = f.Now().UTC()
+	if err := reports.WriteDir(t.Out, rep, records); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", t.Out, err)
+	}
+	return nil
 }
