@@ -275,10 +275,13 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	rep.Sweeps = []schema.SweepResult{res}
 	rep.Interrupted = res.Stop == schema.StopInterrupted
-	for _, pt := range res.Points {
-		rep.Client.MaxSendLag = max(rep.Client.MaxSendLag, pt.MaxSendLag)
+	// The points add up as run's phases do: the client's largest send lag,
+	// and whether any request completed.
+	var totals bench.Totals
+	for i := range res.Points {
+		totals.Add(&bench.PhaseRun{Result: res.Points[i].PhaseResult})
 	}
-	rep.Client.Saturated = rep.Client.MaxSendLag > bench.SaturationLag.Seconds()
+	rep.Client = totals.Client
 	if err := tg.WriteReport(o.F, rep, records); err != nil {
 		return err
 	}
@@ -293,19 +296,10 @@ func Run(ctx context.Context, o *Options) error {
 	switch {
 	case rep.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
-	case !anyCompleted(res.Points):
+	case totals.Completed == 0:
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no request of the sweep completed")}
 	}
 	return nil
-}
-
-func anyCompleted(points []schema.SweepPoint) bool {
-	for _, p := range points {
-		if p.Completed > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // pointLine is the progress line after a point.
