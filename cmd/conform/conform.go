@@ -140,7 +140,7 @@ func Run(o *Options) error {
 		return err
 	}
 	defer tg.Close()
-	ep, out := tg.Endpoint, tg.Out
+	ep := tg.Endpoint
 
 	fmt.Fprintf(std.ErrOut, "glmbench: conformance of %s\n", ep)
 	results, err := conform.Run(ctx, conform.Config{
@@ -165,8 +165,7 @@ func Run(o *Options) error {
 	if len(failed) > 0 {
 		failure = fmt.Errorf("%d of %d conformance checks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
-	return target.WriteSection(std, target.Section{
-		Out: out, Fresh: tg.Report(o.F),
+	return tg.WriteSection(o.F, target.Section{
 		Change:      func(rep *schema.Report) { reports.PutChecks(rep, results, len(o.Only) > 0, conform.IDs()) },
 		Table:       func(w io.Writer) error { return reports.WriteChecks(w, results) },
 		Interrupted: interrupted, Failed: failure,

@@ -223,7 +223,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
-	ep, out := tg.Endpoint, tg.Out
+	ep := tg.Endpoint
 
 	prog := &evals.Progress{}
 	r := evals.NewRunner(evals.Config{
@@ -261,8 +261,7 @@ func Run(ctx context.Context, o *Options) error {
 	if len(down) > 0 {
 		failed = fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))
 	}
-	return target.WriteSection(io, target.Section{
-		Out: out, Fresh: tg.Report(o.F),
+	return tg.WriteSection(o.F, target.Section{
 		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,
