@@ -34,10 +34,10 @@ type Options struct {
 	StallTimeout time.Duration
 }
 
-// shared is the flags run, eval and conform share, bound to o's fields
-// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+// shared is the flags the endpoint commands share, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return o.Common.Bind(target.Flags{
+	return &target.Flags{
+		Common:  &o.Common,
 		Section: true,
 		// Tighter than run's, and never off: every check has a time limit,
 		// so that none can hang, and a check's requests are a few tokens
@@ -49,7 +49,7 @@ func (o *Options) shared() *target.Flags {
 		// conform's request limit was --timeout before it was spelled as
 		// run's and eval's.
 		Alias: "timeout",
-	})
+	}
 }
 
 // NewCmdConform binds conform's flags. runF replaces the run function in tests.

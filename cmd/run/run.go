@@ -71,15 +71,15 @@ const (
 	SummaryCompact = "compact"
 )
 
-// shared is the flags run, eval and conform share, bound to o's fields
-// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+// shared is the flags the endpoint commands share, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return o.Common.Bind(target.Flags{
+	return &target.Flags{
+		Common: &o.Common,
 		// No request limit by default: --ttft-timeout and --stall-timeout
 		// end a hung stream, and a long decode may take any time.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
 		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	})
+	}
 }
 
 // NewCmdRun binds run's flags. runF replaces the run function in tests.

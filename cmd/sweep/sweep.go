@@ -51,15 +51,15 @@ type Options struct {
 	IgnoreEOS      bool
 }
 
-// shared is the flags sweep shares with run, bound to o's fields by the
-// first call (NewCmd's, or Run's for Options built without NewCmd).
+// shared is the flags sweep shares with run, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return o.Common.Bind(target.Flags{
+	return &target.Flags{
+		Common: &o.Common,
 		// As run: no request limit by default; the TTFT and stall limits end
 		// a hung stream, and the drain ends a point.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
 		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	})
+	}
 }
 
 // NewCmdSweep binds sweep's flags. runF replaces the run function in tests.

@@ -17,7 +17,7 @@ import (
 const DefaultConnectTimeout = 10 * time.Second
 
 // Common are the Options fields of the flags every endpoint command has,
-// embedded in run's, eval's and conform's Options: the endpoint flags,
+// embedded in run's, sweep's, eval's and conform's Options: the endpoint flags,
 // --connect-timeout, --label and --out.
 type Common struct {
 	Endpoint       endpoints.Flags
@@ -25,20 +25,9 @@ type Common struct {
 	Label          string
 	Out            string
 
-	// flags are the shared flags bound to these fields by Bind.
-	flags Flags
-}
-
-// Bind returns the shared flags bound to c's fields and to the command's
-// limits, Section and Alias as f gives them (f.Common is not read). The
-// first call binds them and later calls return the same flags, so that
-// NewCmd and Run (for Options built without NewCmd) may each call it.
-func (c *Common) Bind(f Flags) *Flags {
-	if c.flags.Common == nil {
-		c.flags = f
-		c.flags.Common = c
-	}
-	return &c.flags
+	// fs is the command's flag set, once Flags.AddFlags has bound it (nil
+	// for Options built without a command): what Changed is asked of.
+	fs *pflag.FlagSet
 }
 
 // Flags is the one set of flags that run, eval and conform share: the
@@ -46,11 +35,11 @@ func (c *Common) Bind(f Flags) *Flags {
 // --label and --out, with their help, their validation and the prologue
 // that opens the endpoint and names the report.
 //
-// Each command binds them to its own Options with Common.Bind: Common to
-// the embedded Common, each Limit to the command's own field, which so
-// keeps its name (conform's request limit is Options.Timeout, as
-// conform.Config's). A Limit whose To is nil is a flag the command does
-// not have.
+// Each command builds them over its own Options: Common is the embedded
+// Common, each Limit points to the command's own field, which so keeps its
+// name (conform's request limit is Options.Timeout, as conform.Config's).
+// A Limit whose To is nil is a flag the command does not have. Flags holds
+// no state of its own, so a command may build them whenever it needs them.
 type Flags struct {
 	Common *Common
 	// RequestTimeout is --request-timeout, the limit on a whole request.
@@ -64,8 +53,6 @@ type Flags struct {
 	// Alias is an old spelling of --request-timeout (conform's --timeout),
 	// kept as a hidden, deprecated flag that sets the same value.
 	Alias string
-
-	fs *pflag.FlagSet
 }
 
 // Limit is how a command takes one of the shared per-request limits.
@@ -91,9 +78,9 @@ func (l Limit) help(what string) string {
 // where run's Markdown and the report tables go).
 func (s *Flags) AddFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	s.fs = fl
 	fl.SetOutput(stderrOf{cmd})
 	c := s.Common
+	c.fs = fl
 	AddFlags(cmd, &c.Endpoint)
 	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "limit on a dial plus TLS handshake")
 	if r := s.RequestTimeout; r.To != nil {
@@ -118,11 +105,11 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 func (s *Flags) Parsed() {
 	s.Common.Endpoint.APIKeyEnvSet = s.changed("api-key-env")
 	if s.Alias != "" && s.changed(s.Alias) {
-		fmt.Fprintf(s.fs.Output(), "glmbench: --%s is deprecated; use --request-timeout\n", s.Alias)
+		fmt.Fprintf(s.Common.fs.Output(), "glmbench: --%s is deprecated; use --request-timeout\n", s.Alias)
 	}
 }
 
-func (s *Flags) changed(name string) bool { return s.fs != nil && s.fs.Changed(name) }
+func (s *Flags) changed(name string) bool { fs := s.Common.fs; return fs != nil && fs.Changed(name) }
 
 // Validate checks the named shared limits (flag names without "--"),
 // before anything is sent, in the order given: none is negative, and a
