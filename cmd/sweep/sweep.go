@@ -258,15 +258,23 @@ func Run(ctx context.Context, o *Options) error {
 			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
 	}
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
+	// A report that cannot be written ends the sweep, as it ends run: the
+	// points after it would be measured for nothing.
 	var writeErr error
-	res, records := bench.Sweep(ctx, bo, plans[0], bench.SweepOptions{
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	res, records := bench.Sweep(sctx, bo, plans[0], bench.SweepOptions{
 		Mode: p.mode, Search: p.search, Timeline: p.tl, Slice: o.Slice, SLOs: p.slos, Attainment: o.Attainment,
 		OnPoint: func(res *schema.SweepResult, records []schema.Record) {
+			if writeErr != nil {
+				return // the point begun as the sweep was stopped
+			}
 			pt := &res.Points[len(res.Points)-1]
 			fmt.Fprintln(errOut, pointLine(res, pt))
 			rep.Sweeps = []schema.SweepResult{*res}
-			if err := tg.WriteReport(o.F, rep, records); err != nil && writeErr == nil {
+			if err := tg.WriteReport(o.F, rep, records); err != nil {
 				writeErr = err
+				stop()
 			}
 		},
 	})

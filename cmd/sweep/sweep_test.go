@@ -104,3 +104,22 @@ func TestASweepWritesItsCapacityTableAndPlots(t *testing.T) {
 		}
 	}
 }
+
+// A report that cannot be written ends the sweep after the point that
+// could not be written, with exit 1, rather than after every other load.
+func TestASweepWhoseReportCannotBeWrittenStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: time.Millisecond}))
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := execute(t, "--endpoint", e.BaseURL(), "--shape", "32/8", "--concurrency", "1,2,3,4,5,6",
+		"--warmup", "0s", "--duration", "300ms", "--out", filepath.Join(file, "out"))
+	if code != cmdutil.ExitFailed || !strings.Contains(stderr, "writing the report to") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 saying the report could not be written", code, stderr)
+	}
+	if n := strings.Count(stderr, "glmbench: point "); n != 1 {
+		t.Errorf("%d points said; want the sweep to stop after the first, whose report could not be written:\n%s", n, stderr)
+	}
+}
