@@ -17,8 +17,8 @@ import (
 const DefaultConnectTimeout = 10 * time.Second
 
 // Common are the Options fields of the flags every endpoint command has,
-// embedded in run's, sweep's, eval's and conform's Options: the endpoint flags,
-// --connect-timeout, --label and --out.
+// embedded in run's, sweep's, eval's and conform's Options: the endpoint
+// flags, --connect-timeout, --label and --out.
 type Common struct {
 	Endpoint       endpoints.Flags
 	ConnectTimeout time.Duration
@@ -30,7 +30,7 @@ type Common struct {
 	fs *pflag.FlagSet
 }
 
-// Flags is the one set of flags that run, eval and conform share: the
+// Flags is the one set of flags that run, sweep, eval and conform share: the
 // endpoint flags, --connect-timeout, --request-timeout, --stall-timeout,
 // --label and --out, with their help, their validation and the prologue
 // that opens the endpoint and names the report.
