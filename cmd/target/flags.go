@@ -13,8 +13,8 @@ import (
 	"github.com/glmbench/glmbench/internal/badinput"
 )
 
-// DefaultConnectTimeout is --connect-timeout's default in every command.
-const DefaultConnectTimeout = 10 * time.Second
+// defaultConnectTimeout is --connect-timeout's default in every command.
+const defaultConnectTimeout = 10 * time.Second
 
 // Common are the Options fields of the flags every endpoint command has,
 // embedded in run's, sweep's, eval's and conform's Options: the endpoint
@@ -81,8 +81,8 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 	fl.SetOutput(stderrOf{cmd})
 	c := s.Common
 	c.fs = fl
-	AddFlags(cmd, &c.Endpoint)
-	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "limit on a dial plus TLS handshake")
+	addEndpointFlags(cmd, &c.Endpoint)
+	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", defaultConnectTimeout, "limit on a dial plus TLS handshake")
 	if r := s.RequestTimeout; r.To != nil {
 		fl.DurationVar(r.To, "request-timeout", r.Default, r.help("limit on a whole request"))
 		if s.Alias != "" {
@@ -153,22 +153,22 @@ func (s *Flags) check(name string) error {
 }
 
 // Open is the prologue the commands share, after Validate: it opens the
-// endpoint (Open, within --connect-timeout), takes the start time from
-// f.Now, and names the report's label and folder from --label and --out
-// (Target.Output, or Target.SectionOutput for a Section command, whose
-// error closes the target). The caller closes the target.
+// endpoint (within --connect-timeout), takes the start time from f.Now,
+// and names the report's label and folder from --label and --out (output,
+// or sectionOutput for a Section command, whose error closes the target).
+// The caller closes the target.
 func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
 	c := s.Common
-	t, err := Open(ctx, f, c.Endpoint, c.ConnectTimeout)
+	t, err := open(ctx, f, c.Endpoint, c.ConnectTimeout)
 	if err != nil {
 		return nil, err
 	}
 	t.Started = f.Now()
 	if !s.Section {
-		t.Label, t.Out = t.Output(c.Label, c.Out, t.Started)
+		t.Label, t.Out = t.output(c.Label, c.Out)
 		return t, nil
 	}
-	if t.Label, t.Out, err = t.SectionOutput(c.Label, c.Out, t.Started); err != nil {
+	if t.Label, t.Out, err = t.sectionOutput(c.Label, c.Out); err != nil {
 		t.Close()
 		return nil, err
 	}

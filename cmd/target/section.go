@@ -3,7 +3,6 @@ package target
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/reports"
@@ -23,12 +22,12 @@ type Section struct {
 	Failed error
 }
 
-// SectionOutput is Output for a command that writes one section of a
+// sectionOutput is output for a command that writes one section of a
 // report (WriteSection): a folder already holding another label's report is
 // refused as bad input (reports.CheckUpdateDir), before any load is sent,
 // rather than after the work.
-func (t *Target) SectionOutput(label, out string, started time.Time) (string, string, error) {
-	label, out = t.Output(label, out, started)
+func (t *Target) sectionOutput(label, out string) (string, string, error) {
+	label, out = t.output(label, out)
 	if err := reports.CheckUpdateDir(out, label); err != nil {
 		return "", "", err
 	}
