@@ -34,10 +34,10 @@ type Options struct {
 	StallTimeout time.Duration
 }
 
-// shared is the flags run, eval and conform share, bound to o's fields
-// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+// shared is the flags the endpoint commands share, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return o.Common.Bind(target.Flags{
+	return &target.Flags{
+		Common:  &o.Common,
 		Section: true,
 		// Tighter than run's, and never off: every check has a time limit,
 		// so that none can hang, and a check's requests are a few tokens
@@ -49,7 +49,7 @@ func (o *Options) shared() *target.Flags {
 		// conform's request limit was --timeout before it was spelled as
 		// run's and eval's.
 		Alias: "timeout",
-	})
+	}
 }
 
 // NewCmdConform binds conform's flags. runF replaces the run function in tests.
@@ -140,7 +140,7 @@ func Run(o *Options) error {
 		return err
 	}
 	defer tg.Close()
-	ep, label, out := tg.Endpoint, tg.Label, tg.Out
+	ep := tg.Endpoint
 
 	fmt.Fprintf(std.ErrOut, "glmbench: conformance of %s\n", ep)
 	results, err := conform.Run(ctx, conform.Config{
@@ -165,8 +165,7 @@ func Run(o *Options) error {
 	if len(failed) > 0 {
 		failure = fmt.Errorf("%d of %d conformance checks failed: %s", len(failed), len(results), strings.Join(failed, ", "))
 	}
-	return target.WriteSection(std, target.Section{
-		Out: out, Fresh: tg.Report(o.F, label, tg.Started),
+	return tg.WriteSection(o.F, target.Section{
 		Change:      func(rep *schema.Report) { reports.PutChecks(rep, results, len(o.Only) > 0, conform.IDs()) },
 		Table:       func(w io.Writer) error { return reports.WriteChecks(w, results) },
 		Interrupted: interrupted, Failed: failure,

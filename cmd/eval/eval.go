@@ -42,16 +42,16 @@ type Options struct {
 	ProgressEvery time.Duration
 }
 
-// shared is the flags run, eval and conform share, bound to o's fields
-// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+// shared is the flags the endpoint commands share, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return o.Common.Bind(target.Flags{
+	return &target.Flags{
+		Common:  &o.Common,
 		Section: true,
 		// 10 min, where run has none: an eval's requests are not streamed,
 		// so no TTFT or stall limit ends a hung one (and eval has no
 		// --stall-timeout); a whole request is the only thing to bound.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout, Default: 10 * time.Minute},
-	})
+	}
 }
 
 // NewCmdEval binds eval's flags. runF replaces the run function in tests.
@@ -223,7 +223,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
-	ep, label, out := tg.Endpoint, tg.Label, tg.Out
+	ep := tg.Endpoint
 
 	prog := &evals.Progress{}
 	r := evals.NewRunner(evals.Config{
@@ -261,8 +261,7 @@ func Run(ctx context.Context, o *Options) error {
 	if len(down) > 0 {
 		failed = fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))
 	}
-	return target.WriteSection(io, target.Section{
-		Out: out, Fresh: tg.Report(o.F, label, tg.Started),
+	return tg.WriteSection(o.F, target.Section{
 		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,

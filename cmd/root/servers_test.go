@@ -586,6 +586,18 @@ func TestNoSecretReachesAnyOutput(t *testing.T) {
 			t.Fatal("no server_info: the test would show nothing")
 		}
 		wantNoSecret(t, outputs(t, dir, stdout, stderr), secretKey, headerSecret)
+
+		// sweep copies the same server_info into its report.
+		dir = t.TempDir()
+		code, stdout, stderr = executeBounded(t, "sweep", "--endpoint", p.BaseURL(), "--header", "X-Team="+headerSecret,
+			"--shape", "64/8", "--concurrency", "1", "--warmup", "0s", "--duration", "300ms", "--out", dir)
+		if code != 0 {
+			t.Fatalf("sweep: exit %d: %s", code, stderr)
+		}
+		if rep, _, _ = readReport(t, dir); rep.Endpoint.ServerInfo == nil || len(rep.Sweeps) != 1 {
+			t.Fatalf("sweep: server_info %v, %d sweeps: the test would show nothing", rep.Endpoint.ServerInfo, len(rep.Sweeps))
+		}
+		wantNoSecret(t, outputs(t, dir, stdout, stderr), secretKey, headerSecret)
 	})
 	t.Run("OpenAI's 401 repeats a masked wrong key", func(t *testing.T) {
 		t.Parallel()
@@ -628,6 +640,18 @@ func TestNoSecretReachesAnyOutput(t *testing.T) {
 		rep, _, _ := readReport(t, dir)
 		if rep.Phases[0].ByClass[schema.HTTP5xx] != 2 {
 			t.Fatalf("phase %+v: the echoing 500s were not recorded", rep.Phases[0])
+		}
+		wantNoSecret(t, outputs(t, dir, stdout, stderr), secretKey, headerSecret)
+
+		// sweep records the same 500s in its points, its table and its plots.
+		dir = t.TempDir()
+		code, stdout, stderr = executeBounded(t, "sweep", "--endpoint", srv.BaseURL(), "--model", "m", "--header", "X-Team="+headerSecret,
+			"--shape", "40/4", "--concurrency", "2", "--warmup", "0s", "--duration", "300ms", "--out", dir)
+		if code != 0 {
+			t.Fatalf("sweep: exit %d: %s", code, stderr)
+		}
+		if rep, _, _ = readReport(t, dir); len(rep.Sweeps) != 1 || rep.Sweeps[0].Points[0].ByClass[schema.HTTP5xx] == 0 {
+			t.Fatalf("sweep %+v: the echoing 500s were not recorded", rep.Sweeps)
 		}
 		wantNoSecret(t, outputs(t, dir, stdout, stderr), secretKey, headerSecret)
 	})

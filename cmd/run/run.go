@@ -71,15 +71,15 @@ const (
 	SummaryCompact = "compact"
 )
 
-// shared is the flags run, eval and conform share, bound to o's fields
-// by the first call (NewCmd's, or Run's for Options built without NewCmd).
+// shared is the flags the endpoint commands share, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return o.Common.Bind(target.Flags{
+	return &target.Flags{
+		Common: &o.Common,
 		// No request limit by default: --ttft-timeout and --stall-timeout
 		// end a hung stream, and a long decode may take any time.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
 		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	})
+	}
 }
 
 // NewCmdRun binds run's flags. runF replaces the run function in tests.
@@ -228,25 +228,24 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
-	started, label, out := tg.Started, tg.Label, tg.Out
 	bo := o.benchOptions(tg.Endpoint)
 	plans, err := target.Calibrate(ctx, o.F.IO.ErrOut, bo, specs, fmt.Sprintf("%d phase(s)", len(specs)))
 	if err != nil {
 		return err
 	}
-	rep := o.newReport(ctx, tg, label, started, specs, bo.Nonce)
-	totals, records, err := o.runPhases(ctx, bo, plans, rep, out)
+	rep := o.newReport(ctx, tg, specs, bo.Nonce)
+	totals, records, err := o.runPhases(ctx, tg, bo, plans, rep)
 	if err != nil {
 		return err
 	}
 	rep.Interrupted = ctx.Err() != nil
-	if err := o.writeReport(out, rep, records); err != nil {
+	if err := tg.WriteReport(o.F, rep, records); err != nil {
 		return err
 	}
-	if err := o.writeSummary(rep, out); err != nil {
+	if err := o.writeSummary(rep, tg.Out); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: report written to %s\n", out)
+	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: report written to %s\n", tg.Out)
 	switch {
 	case rep.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
@@ -280,8 +279,8 @@ func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
 
 // newReport is the report before any phase: the target, the run's options
 // and what the server says of itself.
-func (o *Options) newReport(ctx context.Context, tg *target.Target, label string, started time.Time, specs []bench.Spec, nonce string) *schema.Report {
-	rep := tg.Report(o.F, label, started)
+func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []bench.Spec, nonce string) *schema.Report {
+	rep := tg.Report(o.F)
 	rep.Nonce = nonce
 	rep.Options = schema.Options{
 		Phases:         phaseList(specs),
@@ -301,7 +300,7 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, label string
 // runPhases runs the plans in turn until ctx is cancelled, adding each
 // phase to rep and writing the report after every phase, so a killed run
 // keeps what it measured. It returns the totals and every phase's records.
-func (o *Options) runPhases(ctx context.Context, bo *bench.Options, plans []bench.Plan, rep *schema.Report, out string) (bench.Totals, []schema.Record, error) {
+func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Options, plans []bench.Plan, rep *schema.Report) (bench.Totals, []schema.Record, error) {
 	var totals bench.Totals
 	var records []schema.Record
 	for _, pl := range plans {
@@ -316,21 +315,11 @@ func (o *Options) runPhases(ctx context.Context, bo *bench.Options, plans []benc
 		totals.Add(&run)
 		rep.Client = totals.Client
 		fmt.Fprintln(o.F.IO.ErrOut, phaseLine(&run.Result))
-		if err := o.writeReport(out, rep, records); err != nil {
+		if err := tg.WriteReport(o.F, rep, records); err != nil {
 			return totals, records, err
 		}
 	}
 	return totals, records, nil
-}
-
-// writeReport writes rep and records to the folder out, stamped with the
-// time it finished.
-func (o *Options) writeReport(out string, rep *schema.Report, records []schema.Record) error {
-	rep.FinishedAt = o.F.Now().UTC()
-	if err := reports.WriteDir(out, rep, records); err != nil {
-		return fmt.Errorf("writing the report to %s: %w", out, err)
-	}
-	return nil
 }
 
 // writeSummary prints the run's end on stdout: WriteCompact on a terminal

@@ -51,15 +51,15 @@ type Options struct {
 	IgnoreEOS      bool
 }
 
-// shared is the flags sweep shares with run, bound to o's fields by the
-// first call (NewCmd's, or Run's for Options built without NewCmd).
+// shared is the flags sweep shares with run, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return o.Common.Bind(target.Flags{
+	return &target.Flags{
+		Common: &o.Common,
 		// As run: no request limit by default; the TTFT and stall limits end
 		// a hung stream, and the drain ends a point.
 		RequestTimeout: target.Limit{To: &o.RequestTimeout},
 		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	})
+	}
 }
 
 // NewCmdSweep binds sweep's flags. runF replaces the run function in tests.
@@ -250,7 +250,7 @@ func Run(ctx context.Context, o *Options) error {
 	if len(p.slos) == 0 {
 		fmt.Fprintf(errOut, "glmbench: no --slo: a request meets the SLOs when it completes\n")
 	}
-	rep := tg.Report(o.F, tg.Label, tg.Started)
+	rep := tg.Report(o.F)
 	rep.Nonce = bo.Nonce
 	rep.Options = schema.Options{
 		Phases: p.spec.Name, IgnoreEOS: o.IgnoreEOS, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
@@ -258,15 +258,23 @@ func Run(ctx context.Context, o *Options) error {
 			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
 	}
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
+	// A report that cannot be written ends the sweep, as it ends run: the
+	// points after it would be measured for nothing.
 	var writeErr error
-	res, records := bench.Sweep(ctx, bo, plans[0], bench.SweepOptions{
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	res, records := bench.Sweep(sctx, bo, plans[0], bench.SweepOptions{
 		Mode: p.mode, Search: p.search, Timeline: p.tl, Slice: o.Slice, SLOs: p.slos, Attainment: o.Attainment,
 		OnPoint: func(res *schema.SweepResult, records []schema.Record) {
+			if writeErr != nil {
+				return // the point begun as the sweep was stopped
+			}
 			pt := &res.Points[len(res.Points)-1]
 			fmt.Fprintln(errOut, pointLine(res, pt))
 			rep.Sweeps = []schema.SweepResult{*res}
-			if err := o.write(tg.Out, rep, records); err != nil && writeErr == nil {
+			if err := tg.WriteReport(o.F, rep, records); err != nil {
 				writeErr = err
+				stop()
 			}
 		},
 	})
@@ -275,11 +283,14 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	rep.Sweeps = []schema.SweepResult{res}
 	rep.Interrupted = res.Stop == schema.StopInterrupted
-	for _, pt := range res.Points {
-		rep.Client.MaxSendLag = max(rep.Client.MaxSendLag, pt.MaxSendLag)
+	// The points add up as run's phases do: the client's largest send lag,
+	// and whether any request completed.
+	var totals bench.Totals
+	for i := range res.Points {
+		totals.Add(&bench.PhaseRun{Result: res.Points[i].PhaseResult})
 	}
-	rep.Client.Saturated = rep.Client.MaxSendLag > bench.SaturationLag.Seconds()
-	if err := o.write(tg.Out, rep, records); err != nil {
+	rep.Client = totals.Client
+	if err := tg.WriteReport(o.F, rep, records); err != nil {
 		return err
 	}
 	files, perr := reports.WriteSweepPlots(tg.Out, rep)
@@ -293,26 +304,8 @@ func Run(ctx context.Context, o *Options) error {
 	switch {
 	case rep.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
-	case !anyCompleted(res.Points):
+	case totals.Completed == 0:
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no request of the sweep completed")}
-	}
-	return nil
-}
-
-func anyCompleted(points []schema.SweepPoint) bool {
-	for _, p := range points {
-		if p.Completed > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// write writes rep and records to out, stamped with the time.
-func (o *Options) write(out string, rep *schema.Report, records []schema.Record) error {
-	rep.FinishedAt = o.F.Now().UTC()
-	if err := reports.WriteDir(out, rep, records); err != nil {
-		return fmt.Errorf("writing the report to %s: %w", out, err)
 	}
 	return nil
 }

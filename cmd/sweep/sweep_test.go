@@ -54,18 +54,21 @@ func TestBadFlagsExitTwoInOneLineBeforeAnyLoad(t *testing.T) {
 }
 
 // A whole sweep against a simulated engine whose capacity is known: with
-// mixed chunks, s = 2 ms and d = 250 µs per sequence, a TPOT under 6.5 ms
-// holds up to c* = (6.5 − 2) / 0.25 = 18. The listed loads 8, 16 and 24 give
+// mixed chunks, s = 4 ms and d = 500 µs per sequence, a TPOT under 14 ms
+// holds up to c* = (14 − 4) / 0.5 = 20. The listed loads 8, 16 and 24 give
 // capacity 16, bracketed by 24; the report, the records, the Markdown and
 // the plots are written, and the capacity recomputed from requests.jsonl is
-// the same.
+// the same. (c* lies midway between 16 and 24, each 2 ms from the SLO, and
+// the steps are long enough that a loaded machine's jitter, which every
+// request of a point shares, does not push 16 over it: with s = 2 ms and
+// c* = 18 it did.)
 func TestASweepWritesItsCapacityTableAndPlots(t *testing.T) {
 	t.Parallel()
-	cost := sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 250 * time.Microsecond}
+	cost := sim.CostModel{StepOverhead: 4 * time.Millisecond, DecodeSeq: 500 * time.Microsecond}
 	e := enginetest.Start(t, enginetest.Sim(cost), enginetest.Sched(func(c *sched.Config) { c.EnableMixedChunk = true }))
 	dir := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := execute(t, "--endpoint", e.BaseURL(), "--shape", "32/32", "--concurrency", "8,16,24",
-		"--warmup", "300ms", "--duration", "1500ms", "--slice", "500ms", "--slo", "tpot < 6.5ms", "--out", dir)
+		"--warmup", "300ms", "--duration", "1500ms", "--slice", "500ms", "--slo", "tpot < 14ms", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -99,5 +102,24 @@ func TestASweepWritesItsCapacityTableAndPlots(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("plot: %v", err)
 		}
+	}
+}
+
+// A report that cannot be written ends the sweep after the point that
+// could not be written, with exit 1, rather than after every other load.
+func TestASweepWhoseReportCannotBeWrittenStopsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: time.Millisecond}))
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := execute(t, "--endpoint", e.BaseURL(), "--shape", "32/8", "--concurrency", "1,2,3,4,5,6",
+		"--warmup", "0s", "--duration", "300ms", "--out", filepath.Join(file, "out"))
+	if code != cmdutil.ExitFailed || !strings.Contains(stderr, "writing the report to") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 saying the report could not be written", code, stderr)
+	}
+	if n := strings.Count(stderr, "glmbench: point "); n != 1 {
+		t.Errorf("%d points said; want the sweep to stop after the first, whose report could not be written:\n%s", n, stderr)
 	}
 }

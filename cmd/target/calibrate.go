@@ -27,7 +27,7 @@ func Calibrate(ctx context.Context, errOut io.Writer, bo *bench.Options, specs [
 			return nil, &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
 				Err: errors.New("interrupted during calibration, before any load was sent: nothing was measured, so no report was written")}
 		}
-		return nil, RedactErr(ep, err)
+		return nil, redactErr(ep, err)
 	}
 	return plans, nil
 }

@@ -13,44 +13,33 @@ import (
 	"github.com/glmbench/glmbench/internal/badinput"
 )
 
-// DefaultConnectTimeout is --connect-timeout's default in every command.
-const DefaultConnectTimeout = 10 * time.Second
+// defaultConnectTimeout is --connect-timeout's default in every command.
+const defaultConnectTimeout = 10 * time.Second
 
 // Common are the Options fields of the flags every endpoint command has,
-// embedded in run's, eval's and conform's Options: the endpoint flags,
-// --connect-timeout, --label and --out.
+// embedded in run's, sweep's, eval's and conform's Options: the endpoint
+// flags, --connect-timeout, --label and --out.
 type Common struct {
 	Endpoint       endpoints.Flags
 	ConnectTimeout time.Duration
 	Label          string
 	Out            string
 
-	// flags are the shared flags bound to these fields by Bind.
-	flags Flags
+	// fs is the command's flag set, once Flags.AddFlags has bound it (nil
+	// for Options built without a command): what Changed is asked of.
+	fs *pflag.FlagSet
 }
 
-// Bind returns the shared flags bound to c's fields and to the command's
-// limits, Section and Alias as f gives them (f.Common is not read). The
-// first call binds them and later calls return the same flags, so that
-// NewCmd and Run (for Options built without NewCmd) may each call it.
-func (c *Common) Bind(f Flags) *Flags {
-	if c.flags.Common == nil {
-		c.flags = f
-		c.flags.Common = c
-	}
-	return &c.flags
-}
-
-// Flags is the one set of flags that run, eval and conform share: the
+// Flags is the one set of flags that run, sweep, eval and conform share: the
 // endpoint flags, --connect-timeout, --request-timeout, --stall-timeout,
 // --label and --out, with their help, their validation and the prologue
 // that opens the endpoint and names the report.
 //
-// Each command binds them to its own Options with Common.Bind: Common to
-// the embedded Common, each Limit to the command's own field, which so
-// keeps its name (conform's request limit is Options.Timeout, as
-// conform.Config's). A Limit whose To is nil is a flag the command does
-// not have.
+// Each command builds them over its own Options: Common is the embedded
+// Common, each Limit points to the command's own field, which so keeps its
+// name (conform's request limit is Options.Timeout, as conform.Config's).
+// A Limit whose To is nil is a flag the command does not have. Flags holds
+// no state of its own, so a command may build them whenever it needs them.
 type Flags struct {
 	Common *Common
 	// RequestTimeout is --request-timeout, the limit on a whole request.
@@ -64,8 +53,6 @@ type Flags struct {
 	// Alias is an old spelling of --request-timeout (conform's --timeout),
 	// kept as a hidden, deprecated flag that sets the same value.
 	Alias string
-
-	fs *pflag.FlagSet
 }
 
 // Limit is how a command takes one of the shared per-request limits.
@@ -91,11 +78,11 @@ func (l Limit) help(what string) string {
 // where run's Markdown and the report tables go).
 func (s *Flags) AddFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	s.fs = fl
 	fl.SetOutput(stderrOf{cmd})
 	c := s.Common
-	AddFlags(cmd, &c.Endpoint)
-	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", DefaultConnectTimeout, "limit on a dial plus TLS handshake")
+	c.fs = fl
+	addEndpointFlags(cmd, &c.Endpoint)
+	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", defaultConnectTimeout, "limit on a dial plus TLS handshake")
 	if r := s.RequestTimeout; r.To != nil {
 		fl.DurationVar(r.To, "request-timeout", r.Default, r.help("limit on a whole request"))
 		if s.Alias != "" {
@@ -118,11 +105,11 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 func (s *Flags) Parsed() {
 	s.Common.Endpoint.APIKeyEnvSet = s.changed("api-key-env")
 	if s.Alias != "" && s.changed(s.Alias) {
-		fmt.Fprintf(s.fs.Output(), "glmbench: --%s is deprecated; use --request-timeout\n", s.Alias)
+		fmt.Fprintf(s.Common.fs.Output(), "glmbench: --%s is deprecated; use --request-timeout\n", s.Alias)
 	}
 }
 
-func (s *Flags) changed(name string) bool { return s.fs != nil && s.fs.Changed(name) }
+func (s *Flags) changed(name string) bool { fs := s.Common.fs; return fs != nil && fs.Changed(name) }
 
 // Validate checks the named shared limits (flag names without "--"),
 // before anything is sent, in the order given: none is negative, and a
@@ -166,22 +153,22 @@ func (s *Flags) check(name string) error {
 }
 
 // Open is the prologue the commands share, after Validate: it opens the
-// endpoint (Open, within --connect-timeout), takes the start time from
-// f.Now, and names the report's label and folder from --label and --out
-// (Target.Output, or Target.SectionOutput for a Section command, whose
-// error closes the target). The caller closes the target.
+// endpoint (within --connect-timeout), takes the start time from f.Now,
+// and names the report's label and folder from --label and --out (output,
+// or sectionOutput for a Section command, whose error closes the target).
+// The caller closes the target.
 func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
 	c := s.Common
-	t, err := Open(ctx, f, c.Endpoint, c.ConnectTimeout)
+	t, err := open(ctx, f, c.Endpoint, c.ConnectTimeout)
 	if err != nil {
 		return nil, err
 	}
 	t.Started = f.Now()
 	if !s.Section {
-		t.Label, t.Out = t.Output(c.Label, c.Out, t.Started)
+		t.Label, t.Out = t.output(c.Label, c.Out)
 		return t, nil
 	}
-	if t.Label, t.Out, err = t.SectionOutput(c.Label, c.Out, t.Started); err != nil {
+	if t.Label, t.Out, err = t.sectionOutput(c.Label, c.Out); err != nil {
 		t.Close()
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/conform"
 	"github.com/glmbench/glmbench/cmd/eval"
 	"github.com/glmbench/glmbench/cmd/run"
+	"github.com/glmbench/glmbench/cmd/sweep"
 )
 
 // shared is what the shared flags parsed into, read from a command's Options.
@@ -44,6 +45,14 @@ var commands = []command{
 		real: func(f *cmdutil.Factory) *cobra.Command { return run.NewCmdRun(f, nil) },
 		new: func(f *cmdutil.Factory, got *shared) *cobra.Command {
 			return run.NewCmdRun(f, func(o *run.Options) error {
+				*got = shared{o.Endpoint.Endpoint, o.Label, o.Out, o.Endpoint.APIKeyEnvSet, o.ConnectTimeout, o.RequestTimeout, o.StallTimeout}
+				return nil
+			})
+		}},
+	{name: "sweep", hasStall: true, request: 0, stall: time.Minute,
+		real: func(f *cmdutil.Factory) *cobra.Command { return sweep.NewCmdSweep(f, nil) },
+		new: func(f *cmdutil.Factory, got *shared) *cobra.Command {
+			return sweep.NewCmdSweep(f, func(o *sweep.Options) error {
 				*got = shared{o.Endpoint.Endpoint, o.Label, o.Out, o.Endpoint.APIKeyEnvSet, o.ConnectTimeout, o.RequestTimeout, o.StallTimeout}
 				return nil
 			})
@@ -93,7 +102,7 @@ func parse(t *testing.T, c command, args ...string) (got shared, stdout, stderr 
 	return got, out.String(), errOut.String()
 }
 
-func TestSharedFlagsParseTheSameInRunEvalAndConform(t *testing.T) {
+func TestSharedFlagsParseTheSameInRunSweepEvalAndConform(t *testing.T) {
 	t.Parallel()
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,6 +174,9 @@ func TestSharedLimitsAreCheckedAlikeBeforeAnyRequest(t *testing.T) {
 		{"run", []string{"--request-timeout", "-1s"}, "--request-timeout must not be negative"},
 		{"eval", []string{"--request-timeout", "-1s"}, "timeouts must not be negative"},
 		{"run", []string{"--stall-timeout", "-1s"}, "--stall-timeout must not be negative"},
+		{"sweep", []string{"--connect-timeout", "-1s"}, "--connect-timeout must not be negative"},
+		{"sweep", []string{"--request-timeout", "-1s"}, "--request-timeout must not be negative"},
+		{"sweep", []string{"--stall-timeout", "-1s"}, "--stall-timeout must not be negative"},
 		// conform's limits are never off.
 		{"conform", []string{"--request-timeout", "0s"}, "--request-timeout must be positive"},
 		{"conform", []string{"--timeout", "0s"}, "--timeout must be positive"},

@@ -19,6 +19,7 @@ import (
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/internal/text"
+	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -34,11 +35,11 @@ type Target struct {
 	builtin *Builtin
 }
 
-// Open resolves the endpoint flags and checks the endpoint answers (taking
+// open resolves the endpoint flags and checks the endpoint answers (taking
 // its first model when --model is not given), or, with no endpoint named,
 // starts the built-in engine. Its errors are bad input (exit 2), said before
 // any load is sent.
-func Open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connect time.Duration) (*Target, error) {
+func open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connect time.Duration) (*Target, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -59,13 +60,13 @@ func Open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connec
 		return nil, err
 	}
 	if err := resolveModel(ctx, ep, connect, f.IO.ErrOut); err != nil {
-		return nil, RedactErr(ep, err)
+		return nil, redactErr(ep, err)
 	}
 	t.Endpoint = ep
 	return t, nil
 }
 
-// Close stops the built-in engine, if Open started one.
+// Close stops the built-in engine, if open started one.
 func (t *Target) Close() {
 	if t.builtin != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -74,8 +75,8 @@ func (t *Target) Close() {
 	}
 }
 
-// AddFlags binds the endpoint flags every endpoint command shares.
-func AddFlags(cmd *cobra.Command, f *endpoints.Flags) {
+// addEndpointFlags binds the endpoint flags every endpoint command shares.
+func addEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.Endpoint, "endpoint", "", "API base URL, e.g. http://127.0.0.1:30000/v1 (none: the built-in engine)")
 	fl.StringVar(&f.Model, "model", "", "model id (default: the first that /v1/models lists)")
@@ -138,8 +139,8 @@ func (t *Target) ServerInfo(ctx context.Context) map[string]any {
 	return info
 }
 
-// RedactErr removes the endpoint's secrets from an error's text, keeping its exit code.
-func RedactErr(ep *endpoints.Endpoint, err error) error {
+// redactErr removes the endpoint's secrets from an error's text, keeping its exit code.
+func redactErr(ep *endpoints.Endpoint, err error) error {
 	msg := ep.Redact(err.Error())
 	if msg == err.Error() {
 		return err
@@ -151,11 +152,11 @@ func RedactErr(ep *endpoints.Endpoint, err error) error {
 	return &cmdutil.ExitError{Code: cmdutil.ExitCode(err), Err: redacted}
 }
 
-// Output gives a command's report label and folder: the ones given, or by
+// output gives a command's report label and folder: the ones given, or by
 // default the model's name ("builtin" for the built-in engine, so that run,
 // eval and conform on it share one report) and
-// glmbench-results/<UTC time>-<label>/.
-func (t *Target) Output(label, out string, started time.Time) (string, string) {
+// glmbench-results/<UTC time>-<label>/ of the target's start.
+func (t *Target) output(label, out string) (string, string) {
 	if label == "" {
 		label = t.Endpoint.Model
 		if t.Endpoint.Builtin {
@@ -163,7 +164,7 @@ func (t *Target) Output(label, out string, started time.Time) (string, string) {
 		}
 	}
 	if out == "" {
-		out = DefaultOut(started, label)
+		out = DefaultOut(t.Started, label)
 	}
 	return label, out
 }
@@ -185,14 +186,26 @@ func PathSafe(s string) string {
 	return s
 }
 
-// Report is a new, empty report of this target: run fills its phases, eval
-// and conform their sections.
-func (t *Target) Report(f *cmdutil.Factory, label string, started time.Time) *schema.Report {
+// Report is a new, empty report of this target, under its label and start
+// time: run fills its phases, sweep its sweeps, eval and conform their
+// sections.
+func (t *Target) Report(f *cmdutil.Factory) *schema.Report {
 	ep := t.Endpoint
 	return &schema.Report{
 		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
-		Label: label, StartedAt: started.UTC(), FinishedAt: f.Now().UTC(),
+		Label: t.Label, StartedAt: t.Started.UTC(), FinishedAt: f.Now().UTC(),
 		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
 		Phases:   []schema.PhaseResult{},
 	}
+}
+
+// WriteReport writes rep and records to the target's folder, stamped with
+// the time it finished. run and sweep call it after every phase or point,
+// so that a killed command keeps what it measured.
+func (t *Target) WriteReport(f *cmdutil.Factory, rep *schema.Report, records []schema.Record) error {
+	rep.FinishedAt = f.Now().UTC()
+	if err := reports.WriteDir(t.Out, rep, records); err != nil {
+		return fmt.Errorf("writing the report to %s: %w", t.Out, err)
+	}
+	return nil
 }
