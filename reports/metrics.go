@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/glmbench/glmbench/reports/schema"
@@ -116,4 +117,89 @@ func Shape(ph *schema.PhaseResult) [3]int { return [3]int{ph.BatchSize, ph.Input
 // ShapeString is a shape (Shape) as requests/input/output: "64/256/64".
 func ShapeString(s [3]int) string {
 	return fmt.Sprintf("%d/%d/%d", s[0], s[1], s[2])
+}
+
+// SweepMetrics are a sweep's own metrics, from its capacity: the load, and
+// the out tok/s, goodput and tok/s per user at it.
+var SweepMetrics = []string{"capacity", "capacity_out_tput", "capacity_goodput", "capacity_out_tput_per_user"}
+
+// pointFields are a sweep point's metrics beside its PhaseResult's.
+var pointFields = map[string]func(*schema.SweepPoint) *float64{
+	"started":           func(p *schema.SweepPoint) *float64 { return fptr(float64(p.Started)) },
+	"unfinished":        func(p *schema.SweepPoint) *float64 { return fptr(float64(p.Unfinished)) },
+	"requests_per_sec":  func(p *schema.SweepPoint) *float64 { return fptr(p.RequestsPerSec) },
+	"out_tput_per_user": func(p *schema.SweepPoint) *float64 { return p.OutTputPerUser },
+	"send_lag_p99":      func(p *schema.SweepPoint) *float64 { return fptr(p.SendLagP99) },
+}
+
+func fptr(v float64) *float64 { return &v }
+
+// IsSweepMetric reports whether name is a sweep metric: one of SweepMetrics,
+// or METRIC@LOAD, a phase or point metric of the point at that load.
+func IsSweepMetric(name string) bool {
+	if slices.Contains(SweepMetrics, name) {
+		return true
+	}
+	base, load, ok := strings.Cut(name, "@")
+	if _, err := strconv.ParseFloat(load, 64); !ok || err != nil {
+		return false
+	}
+	_, point := pointFields[base]
+	return point || IsPhaseMetric(base)
+}
+
+// FindSweep returns r's sweep name, or nil.
+func FindSweep(r *schema.Report, name string) *schema.SweepResult {
+	for i := range r.Sweeps {
+		if r.Sweeps[i].Name == name {
+			return &r.Sweeps[i]
+		}
+	}
+	return nil
+}
+
+// SweepValue returns the sweep metric of r's sweep name (IsSweepMetric), or
+// nil when the sweep is absent, found no capacity, measured no point at
+// that load, or the point has no such value.
+func SweepValue(r *schema.Report, name, metric string) *float64 {
+	s := FindSweep(r, name)
+	if s == nil {
+		return nil
+	}
+	if base, at, ok := strings.Cut(metric, "@"); ok {
+		load, err := strconv.ParseFloat(at, 64)
+		if err != nil {
+			return nil
+		}
+		for i := range s.Points {
+			if p := &s.Points[i]; p.Load == load {
+				if f, ok := pointFields[base]; ok {
+					return f(p)
+				}
+				return PhaseValue(&p.PhaseResult, base)
+			}
+		}
+		return nil
+	}
+	c := s.Capacity
+	if c == nil {
+		return nil
+	}
+	switch metric {
+	case "capacity":
+		return fptr(c.Load)
+	case "capacity_out_tput":
+		return fptr(c.OutTput)
+	case "capacity_goodput":
+		return fptr(c.Goodput)
+	case "capacity_out_tput_per_user":
+		return c.OutTputPerUser
+	}
+	return nil
+}
+
+// SweepShape is what must agree before two runs' sweeps are compared: the
+// request shape, the mode, the SLOs and the attainment target.
+func SweepShape(s *schema.SweepResult) string {
+	return fmt.Sprintf("%d/%d by %s, SLOs [%s] at attainment %g", s.InputLen, s.OutputLen, s.Mode, strings.Join(s.SLOs, ", "), s.Attainment)
 }

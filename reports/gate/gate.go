@@ -160,55 +160,82 @@ func Evaluate(baseline, current []*schema.Report, ths []threshold.Threshold, opt
 	}
 	known := knownEvalMetrics(baseline, current)
 	for _, t := range ths {
-		phaseMetric := reports.IsPhaseMetric(t.Metric)
-		if !phaseMetric && !known[t.Metric] {
-			return nil, badinput.Errorf("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; an error class; or an eval metric such as ppl.ppl)",
+		k := kindOf(t.Metric, known)
+		if k == unknown {
+			return nil, badinput.Errorf("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; an error class; an eval metric such as ppl.ppl; or a sweep's capacity, capacity_goodput, goodput@64)",
 				t.String(), t.Metric)
 		}
 		scopes := []string{t.Scope}
 		if t.Scope == threshold.All {
-			scopes = expandAll(t, phaseMetric, baseline, current)
+			scopes = expandAll(t, k, baseline, current)
 			if len(scopes) == 0 {
 				where := "the current reports"
 				if t.Relative {
 					where = "both the baseline and the current reports"
 				}
-				kind := "phase"
-				if !phaseMetric {
-					kind = "eval with metric " + t.Metric
-				}
+				kind := map[metricKind]string{phase: "phase", eval: "eval with metric " + t.Metric, sweep: "sweep"}[k]
 				res.Lines = append(res.Lines, Line{Threshold: t, Expr: t.String(), Scope: t.Scope, Metric: t.Metric,
 					Missing: "no " + kind + " in " + where})
 				continue
 			}
 		}
 		for _, scope := range scopes {
-			if phaseMetric {
-				if err := sameShape(scope, t.Relative, baseline, current); err != nil {
+			if k != eval {
+				if err := sameShape(scope, k, t.Relative, baseline, current); err != nil {
 					return nil, err
 				}
 			}
-			res.Lines = append(res.Lines, decide(t, scope, phaseMetric, baseline, current, opts))
+			res.Lines = append(res.Lines, decide(t, scope, k, baseline, current, opts))
 		}
 	}
 	return res, nil
 }
 
-// decide applies t to one scope (a phase or an eval) of both sides.
-func decide(t threshold.Threshold, scope string, phaseMetric bool, baseline, current []*schema.Report, opts Options) Line {
+// metricKind is what a threshold's metric is read from.
+type metricKind int
+
+const (
+	unknown metricKind = iota
+	phase
+	eval
+	sweep
+)
+
+// kindOf tells a metric's kind: a sweep's (capacity, goodput@64) before a
+// phase's, since a point metric names a phase field; known are the eval
+// metrics.
+func kindOf(metric string, known map[string]bool) metricKind {
+	switch {
+	case reports.IsSweepMetric(metric):
+		return sweep
+	case reports.IsPhaseMetric(metric):
+		return phase
+	case known[metric]:
+		return eval
+	}
+	return unknown
+}
+
+// decide applies t to one scope (a phase, an eval or a sweep) of both sides.
+func decide(t threshold.Threshold, scope string, k metricKind, baseline, current []*schema.Report, opts Options) Line {
 	resolved := t
 	resolved.Scope = scope
 	c := Line{Threshold: t, Expr: resolved.String(), Scope: scope, Metric: t.Metric}
 	values := func(rs []*schema.Report) (out []float64, methods []string) {
 		for _, r := range rs {
 			var v *float64
-			if phaseMetric {
+			switch k {
+			case phase:
 				if ph := reports.FindPhase(r, scope); ph != nil {
 					v = reports.PhaseValue(ph, t.Metric)
 				}
-			} else if v = reports.EvalValue(r, scope, t.Metric); v != nil {
-				if m := reports.FindEval(r, scope).Method; !slices.Contains(methods, m) {
-					methods = append(methods, m)
+			case sweep:
+				v = reports.SweepValue(r, scope, t.Metric)
+			case eval:
+				if v = reports.EvalValue(r, scope, t.Metric); v != nil {
+					if m := reports.FindEval(r, scope).Method; !slices.Contains(methods, m) {
+						methods = append(methods, m)
+					}
 				}
 			}
 			if v != nil {
@@ -332,23 +359,31 @@ func bootstrapCI(base, cur []float64, relative bool, opts Options, rng *rand.Ran
 	return stat.Quantile(tail, stat.Empirical, stats, nil), stat.Quantile(1-tail, stat.Empirical, stats, nil)
 }
 
-// expandAll lists the phases (or evals) a "*" threshold covers, in the
-// order the current reports have them.
-func expandAll(t threshold.Threshold, phaseMetric bool, baseline, current []*schema.Report) []string {
+// expandAll lists the phases (or evals, or sweeps) a "*" threshold covers,
+// in the order the current reports have them.
+func expandAll(t threshold.Threshold, k metricKind, baseline, current []*schema.Report) []string {
 	names := func(rs []*schema.Report) []string {
 		var out []string
-		for _, r := range rs {
-			if phaseMetric {
-				for _, ph := range r.Phases {
-					if !slices.Contains(out, ph.Phase) {
-						out = append(out, ph.Phase)
-					}
-				}
-				continue
+		add := func(name string) {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
 			}
-			for _, e := range r.Evals {
-				if _, ok := e.Metrics[t.Metric]; ok && !slices.Contains(out, e.Name) {
-					out = append(out, e.Name)
+		}
+		for _, r := range rs {
+			switch k {
+			case phase:
+				for _, ph := range r.Phases {
+					add(ph.Phase)
+				}
+			case sweep:
+				for _, s := range r.Sweeps {
+					add(s.Name)
+				}
+			case eval:
+				for _, e := range r.Evals {
+					if _, ok := e.Metrics[t.Metric]; ok {
+						add(e.Name)
+					}
 				}
 			}
 		}
@@ -362,12 +397,26 @@ func expandAll(t threshold.Threshold, phaseMetric bool, baseline, current []*sch
 	return slices.DeleteFunc(cur, func(n string) bool { return !slices.Contains(base, n) })
 }
 
-// sameShape refuses to compare a phase whose runs differ in shape: a gate
-// over different loads would report a regression that is not one.
-func sameShape(name string, relative bool, baseline, current []*schema.Report) error {
+// sameShape refuses to compare a phase (or a sweep) whose runs differ in
+// shape: a gate over different loads (or a sweep's other request shape,
+// mode, SLOs or attainment target) would report a regression that is not
+// one.
+func sameShape(name string, k metricKind, relative bool, baseline, current []*schema.Report) error {
 	type seen struct {
-		shape [3]int
+		shape string
 		where string
+	}
+	shapeOf := func(r *schema.Report) (string, bool) {
+		if k == sweep {
+			if s := reports.FindSweep(r, name); s != nil {
+				return reports.SweepShape(s), true
+			}
+			return "", false
+		}
+		if ph := reports.FindPhase(r, name); ph != nil {
+			return reports.ShapeString(reports.Shape(ph)), true
+		}
+		return "", false
 	}
 	type side struct {
 		name string
@@ -380,18 +429,22 @@ func sameShape(name string, relative bool, baseline, current []*schema.Report) e
 	}
 	for _, side := range sides {
 		for i, r := range side.rs {
-			ph := reports.FindPhase(r, name)
-			if ph == nil {
+			s, ok := shapeOf(r)
+			if !ok {
 				continue
 			}
 			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
 			if first == nil {
-				first = &seen{reports.Shape(ph), where}
+				first = &seen{s, where}
 				continue
 			}
-			if s := reports.Shape(ph); s != first.shape {
-				return badinput.Errorf("phase %s is %s (requests/input/output) in %s but %s in %s; phases of different shapes are not compared",
-					name, reports.ShapeString(first.shape), first.where, reports.ShapeString(s), where)
+			if s != first.shape {
+				what, legend := "phase", " (requests/input/output)"
+				if k == sweep {
+					what, legend = "sweep", ""
+				}
+				return badinput.Errorf("%s %s is %s%s in %s but %s in %s; %ss of different shapes are not compared",
+					what, name, first.shape, legend, first.where, s, where, what)
 			}
 		}
 	}
@@ -419,6 +472,7 @@ func knownEvalMetrics(sides ...[]*schema.Report) map[string]bool {
 
 // unit is the unit a metric's value is printed in.
 func unit(metric string) string {
+	metric, _, _ = strings.Cut(metric, "@") // a sweep point's: its metric's unit
 	switch {
 	case strings.HasSuffix(metric, "_tput"):
 		return " tok/s"

@@ -8,7 +8,8 @@
 //	selector  = scope "." metric .
 //	scope     = "*" | name .                 (* a phase or eval name; "*" is every one *)
 //	name      = namechar { namechar } .      (* namechar: A–Z a–z 0–9 "_" "-" *)
-//	metric    = lower { lower | digit | "_" } .
+//	metric    = lower { lower | digit | "_" } [ "@" load ] .
+//	load      = decimal .                   (* a sweep point: its concurrency or request rate *)
 //	operator  = "<=" | ">=" | "==" | "!=" | "<" | ">" .
 //	value     = relative | absolute .
 //	relative  = [ "+" | "-" ] decimal "%" .  (* bounds (current − baseline) / baseline × 100 *)
@@ -18,13 +19,17 @@
 //
 // Metrics are the JSON field names of a report's phase results (out_tput,
 // ttft_p99, tpot_med, error_rate, completed, …), an error class name
-// (rate_limited, stalled, …: the count of that class), or an eval metric
-// (ppl.ppl, mmlu.acc, …). Examples:
+// (rate_limited, stalled, …: the count of that class), an eval metric
+// (ppl.ppl, mmlu.acc, …), or a sweep's: its capacity (capacity,
+// capacity_out_tput, capacity_goodput, capacity_out_tput_per_user) or any
+// metric of its point at one load (goodput@64, ttft_p99@64). Examples:
 //
 //	single.tpot_med < 0.015
 //	decode_medium.out_tput > -5%
 //	*.error_rate <= 0.01
 //	ppl.ppl < +1%
+//	sweep.capacity > -5%
+//	sweep.goodput@64 > -5%
 package threshold
 
 import (
@@ -121,7 +126,7 @@ func parse(s string) (Threshold, error) {
 	case scope != All && !validName(scope):
 		return t, fmt.Errorf("bad phase or eval name %q (letters, digits, _ and -, or *)", scope)
 	case !validMetric(metric):
-		return t, fmt.Errorf("bad metric name %q (lower-case letters, digits and _, starting with a letter)", metric)
+		return t, fmt.Errorf("bad metric name %q (lower-case letters, digits and _, starting with a letter; a sweep point's metric takes @LOAD)", metric)
 	}
 	t.Scope, t.Metric = scope, metric
 	val := strings.TrimSpace(rest)
@@ -229,6 +234,9 @@ func validName(s string) bool {
 }
 
 func validMetric(s string) bool {
+	if name, load, ok := strings.Cut(s, "@"); ok {
+		return validMetric(name) && validDecimal(load)
+	}
 	if s == "" || !isLower(s[0]) {
 		return false
 	}

@@ -28,6 +28,8 @@ func TestParseReadsTheFourKindsOfThreshold(t *testing.T) {
 		{"an exponent", "x.completed != 1e3", Threshold{Scope: "x", Metric: "completed", Op: NE, Value: 1000}, "x.completed != 1000"},
 		{"a negative absolute value", "x.change > -0.5", Threshold{Scope: "x", Metric: "change", Op: GT, Value: -0.5}, "x.change > -0.5"},
 		{"a leading dot", "x.out_tput > .5", Threshold{Scope: "x", Metric: "out_tput", Op: GT, Value: 0.5}, "x.out_tput > 0.5"},
+		{"a sweep's capacity", "sweep.capacity > -5%", Threshold{Scope: "sweep", Metric: "capacity", Op: GT, Value: -5, Relative: true}, "sweep.capacity > -5%"},
+		{"a sweep point's metric at a rate", "sweep.goodput@0.5 >= 0.4", Threshold{Scope: "sweep", Metric: "goodput@0.5", Op: GE, Value: 0.4}, "sweep.goodput@0.5 >= 0.4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -66,6 +68,8 @@ func TestParseRefusesWhatIsNotAThreshold(t *testing.T) {
 		{"two signs", "single.out_tput > --5%", "bad number"},
 		{"a trailing word", "single.out_tput > 5 tok/s", "bad number"},
 		{"no selector", "> 5", "no metric"},
+		{"an @ with no load", "sweep.goodput@ > 5", "bad metric name"},
+		{"an @ with a word", "sweep.goodput@high > 5", "bad metric name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
