@@ -112,10 +112,10 @@ type SweepOptions struct {
 }
 
 // Sweep measures the loads Search picks, one steady-state point each, and
-// returns the sweep's result and every point's records. A point whose client
+// returns the sweep's result, every point's records and their totals. A point whose client
 // lagged its sends past SaturationLag ends the search (higher loads would
 // measure the client); so does ctx's end.
-func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) (schema.SweepResult, []schema.Record) {
+func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) SweepRun {
 	res := schema.SweepResult{
 		Name: plan.Spec.Name, InputLen: plan.Spec.In, OutputLen: plan.Spec.Out, Mode: so.Mode,
 		Search: "auto", SLOs: so.SLOs.Strings(), Attainment: so.Attainment,
@@ -128,7 +128,12 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) (schema.
 	w := slo.Window{Warmup: res.WarmupSec, Duration: res.DurationSec, Slice: res.SliceSec}
 	spec := schema.PhaseResult{Phase: plan.Spec.Name, InputLen: plan.Spec.In, OutputLen: plan.Spec.Out}
 	var all []schema.Record
+	var totals Totals
 	for n := 1; ; n++ {
+		if ctx.Err() != nil {
+			// Cancelled between points: none begins to measure nothing.
+			so.Search.Stopped(schema.StopInterrupted)
+		}
 		v, ok := so.Search.Next()
 		if !ok {
 			break
@@ -153,6 +158,7 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) (schema.
 		}
 		res.Points = append(res.Points, p)
 		all = append(all, run.Records...)
+		totals.Add(&PhaseRun{Result: p.PhaseResult, CPUSeconds: run.CPUSeconds})
 		switch {
 		case run.Interrupted:
 			so.Search.Stopped(schema.StopInterrupted)
@@ -168,7 +174,16 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) (schema.
 	}
 	res.Stop = so.Search.Stop()
 	res.Note = stopNote(&res)
-	return res, all
+	return SweepRun{Result: res, Records: all, Totals: totals}
+}
+
+// SweepRun is what a sweep produced: its result, every point's records, and
+// the points added up as a run's phases are (the report's client section:
+// CPU seconds summed, the largest send lag; how the requests ended).
+type SweepRun struct {
+	Result  schema.SweepResult
+	Records []schema.Record
+	Totals  Totals
 }
 
 // stopNote says in words why the search ended and what the capacity means.

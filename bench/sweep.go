@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,9 +77,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 	}
 	pt := &point{
 		n: n, spec: spec, tl: tl, settled: make(chan struct{}),
-		// A fresh nonce per point: no prompt of one point shares a prefix
-		// with another's, whatever the request counts.
-		tmpl: newTemplate(o.Shape, NewNonce(), newFiller().Text(plan.Cal.Chars), spec.Out),
+		tmpl: newTemplate(o.Shape, pointNonce(o.Nonce, n), newFiller().Text(plan.Cal.Chars), spec.Out),
 		pool: endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conns, ConnectTimeout: o.ConnectTimeout}),
 	}
 	defer pt.pool.Close()
@@ -106,7 +105,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				pt.loop(pt.pool.Client(w))
+				pt.loop(pt.pool.Client(w), pt.start.Add(pt.tl.Warmup*time.Duration(w)/time.Duration(load.Concurrency)))
 			}()
 		}
 	}
@@ -114,6 +113,17 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 	cancel(errDrain)
 	wg.Wait()
 	return PointRun{Start: pt.start, Records: pt.records, CPUSeconds: cpuSeconds() - cpu0, Interrupted: ctx.Err() != nil}
+}
+
+// pointNonce starts every prompt of point n: the run's nonce (the one its
+// report keeps) and the point's number, so no prompt of one point shares a
+// prefix with another's, whatever the request counts. A run without a nonce
+// draws one.
+func pointNonce(run string, n int) string {
+	if run == "" {
+		run = NewNonce()
+	}
+	return run + "p" + strconv.Itoa(n)
 }
 
 // wait returns when the window has ended and every measured request with
@@ -138,11 +148,18 @@ func (pt *point) wait(ctx context.Context) {
 	}
 }
 
-// loop is one closed-loop user: it sends a request as soon as its last one
-// ended, until the point ends. The send lag is the time from that end to
-// the next request's t0.
-func (pt *point) loop(c *endpoints.Client) {
-	planned := pt.start
+// loop is one closed-loop user: it sends its first request at first (the
+// users start spread evenly over the warm-up, so that by the window they
+// are not in step: c users that all began together would start their
+// requests in waves of c, and a window's count of starts would be a
+// multiple of c), then a request as soon as its last one ended, until the
+// point ends. The send lag is the time from that end (or from first) to the
+// next request's t0.
+func (pt *point) loop(c *endpoints.Client, first time.Time) {
+	if !sleepCtx(pt.ctx, time.Until(first)) {
+		return
+	}
+	planned := first
 	for pt.ctx.Err() == nil {
 		pt.send(c, planned)
 		planned = time.Now()

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,17 +39,19 @@ func simOptions(t *testing.T, cost sim.CostModel) (*Options, Plan) {
 	return o, plans[0]
 }
 
-// sweepOn runs a sweep with short points: 0.3 s warm-up, a 1.5 s window.
+// sweepOn runs a sweep with short points: a 0.8 s warm-up (longer than a
+// request, so the closed-loop users, started spread over it, are out of
+// step by the window), a 1.5 s window.
 func sweepOn(t *testing.T, o *Options, plan Plan, mode string, s *Search, slos ...string) schema.SweepResult {
 	t.Helper()
 	set, err := slo.ParseAll(slos)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := Sweep(context.Background(), o, plan, SweepOptions{
+	res := Sweep(context.Background(), o, plan, SweepOptions{
 		Mode: mode, Search: s, SLOs: set, Attainment: 0.99, Slice: 500 * time.Millisecond,
-		Timeline: Timeline{Warmup: 300 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 3 * time.Second},
-	})
+		Timeline: Timeline{Warmup: 800 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 3 * time.Second},
+	}).Result
 	for _, p := range res.Points {
 		t.Logf("%s %g: started %d, completed %d, tpot med %s, good %v", mode, p.Load, p.Started, p.Completed, fmtMS(p.TPOTMed), p.Good)
 	}
@@ -107,20 +110,22 @@ func TestSweepFindsTheCapacityTheCostModelGives(t *testing.T) {
 func TestARateSweepAgreesWithTheClosedLoopByLittlesLaw(t *testing.T) {
 	t.Parallel()
 	skipTimingUnderRace(t)
-	cost := sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 250 * time.Microsecond}
+	// Slow steps keep the rates low, so that the client (in this process,
+	// beside the engine) never lags its Poisson sends on a busy machine.
+	cost := sim.CostModel{StepOverhead: 4 * time.Millisecond, DecodeSeq: 500 * time.Microsecond}
 	o, plan := simOptions(t, cost)
-	closed := sweepOn(t, o, plan, schema.SweepConcurrency, &Search{Integer: true, Start: 16, Resolution: 0.05, MaxPoints: 12}, "tpot_med < 11ms")
+	closed := sweepOn(t, o, plan, schema.SweepConcurrency, &Search{Integer: true, Start: 16, Resolution: 0.05, MaxPoints: 12}, "tpot_med < 22ms")
 	if closed.Capacity == nil {
 		t.Fatalf("closed loop: no capacity (stop %s)", closed.Stop)
 	}
 	cp := closed.Points[closed.Capacity.Point-1]
-	open := sweepOn(t, o, plan, schema.SweepRate, &Search{Start: 32, Resolution: 0.05, MaxPoints: 12}, "tpot_med < 11ms")
+	open := sweepOn(t, o, plan, schema.SweepRate, &Search{Start: 16, Resolution: 0.05, MaxPoints: 12}, "tpot_med < 22ms")
 	if open.Capacity == nil {
 		t.Fatalf("rate: no capacity (stop %s)", open.Stop)
 	}
 	want := cp.RequestsPerSec
 	if got := open.Capacity.Load; math.Abs(got-want) > 0.15*want {
-		t.Errorf("rate capacity %.1f req/s; the closed loop carried %.1f req/s at its capacity %g: want within 15%%", got, want, closed.Capacity.Load)
+		t.Errorf("rate capacity %.1f req/s (stop %s); the closed loop carried %.1f req/s at its capacity %g: want within 15%%", got, open.Stop, want, closed.Capacity.Load)
 	}
 }
 
@@ -137,11 +142,12 @@ func TestGoodputCountsARateLimitedShareAsMisses(t *testing.T) {
 		return endpointstest.Behavior{TTFT: 5 * time.Millisecond, Gap: 2 * time.Millisecond}
 	})
 	o := testOptions(t, srv, "cafe5eed")
-	res, records := Sweep(context.Background(), o, plan(1, 16, 8), SweepOptions{
+	run := Sweep(context.Background(), o, plan(1, 16, 8), SweepOptions{
 		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{4}}, Attainment: 0.99,
 		SLOs:     mustSLOs(t, "lat < 10s"),
 		Timeline: Timeline{Warmup: 100 * time.Millisecond, Duration: time.Second, Drain: 2 * time.Second}, Slice: time.Second,
 	})
+	res, records := run.Result, run.Records
 	p := res.Points[0]
 	limited, completed, measured := 0, 0, 0
 	for _, r := range records {
@@ -169,6 +175,26 @@ func TestGoodputCountsARateLimitedShareAsMisses(t *testing.T) {
 	if p.Good || res.Capacity != nil {
 		t.Errorf("a point with a quarter of its requests refused counts as good (attainment %.3f < 0.99)", *p.SLOAttainment)
 	}
+	// The totals add the point up as a run's phase: the client's own CPU
+	// time (a second of requests costs some) and the requests' endings.
+	if tot := run.Totals; tot.Client.CPUSeconds <= 0 || tot.Completed != p.Completed || tot.Errors != p.Errors {
+		t.Errorf("totals %+v; want the client's CPU seconds and the point's %d completed, %d errors", tot, p.Completed, p.Errors)
+	}
+}
+
+// A sweep whose context is cancelled before it begins measures no point.
+func TestACancelledSweepBeginsNoPoint(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior { return endpointstest.Behavior{} })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	run := Sweep(ctx, testOptions(t, srv, "cafe5ef1"), plan(1, 16, 8), SweepOptions{
+		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{1, 2}},
+		Timeline: Timeline{Duration: time.Second, Drain: time.Second}, Slice: time.Second,
+	})
+	if len(run.Result.Points) != 0 || len(run.Records) != 0 || run.Result.Stop != schema.StopInterrupted {
+		t.Fatalf("%d points, %d records, stop %q; want none, interrupted", len(run.Result.Points), len(run.Records), run.Result.Stop)
+	}
 }
 
 // A measured request still running when the drain runs out is reported as
@@ -179,10 +205,11 @@ func TestRequestsRunningPastTheDrainAreUnfinishedMisses(t *testing.T) {
 		return endpointstest.Behavior{TTFT: 5 * time.Millisecond, Gap: 400 * time.Millisecond}
 	})
 	o := testOptions(t, srv, "cafe5eef")
-	res, records := Sweep(context.Background(), o, plan(1, 16, 8), SweepOptions{
+	run := Sweep(context.Background(), o, plan(1, 16, 8), SweepOptions{
 		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{2}}, Attainment: 0.5,
 		Timeline: Timeline{Warmup: 0, Duration: 500 * time.Millisecond, Drain: 300 * time.Millisecond}, Slice: time.Second,
 	})
+	res, records := run.Result, run.Records
 	p := res.Points[0]
 	drained := 0
 	for _, r := range records {
@@ -206,10 +233,10 @@ func TestASweepPointCarriesItsCalibration(t *testing.T) {
 	o := testOptions(t, srv, "cafe5ef0")
 	pl := plan(1, 16, 8)
 	pl.Cal.PromptTokens = 17
-	res, _ := Sweep(context.Background(), o, pl, SweepOptions{
+	res := Sweep(context.Background(), o, pl, SweepOptions{
 		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{1}}, Attainment: 0.5,
 		Timeline: Timeline{Duration: 200 * time.Millisecond, Drain: time.Second}, Slice: time.Second,
-	})
+	}).Result
 	if got := res.Points[0].CalibratedInputLen; got == nil || *got != 17 {
 		t.Fatalf("calibrated_input_len %v, want the calibration's 17", got)
 	}
@@ -277,5 +304,22 @@ func TestSearchBracketsAKnownCapacity(t *testing.T) {
 				t.Fatalf("bracket [%g, %g) after %v does not hold %g within 5%%", lo, hi, loads, tc.truth)
 			}
 		})
+	}
+}
+
+// Every prompt of point n starts with the run's nonce and n: the report's
+// nonce is in every request, and no two points share a prefix.
+func TestEachPointsPromptsStartWithTheRunsNonceAndItsNumber(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
+		return endpointstest.Behavior{Gap: time.Millisecond}
+	})
+	o := testOptions(t, srv, "cafe5ef2")
+	Sweep(context.Background(), o, plan(1, 16, 4), SweepOptions{
+		Mode: schema.SweepConcurrency, Search: &Search{List: []float64{1, 1}},
+		Timeline: Timeline{Duration: 100 * time.Millisecond, Drain: time.Second}, Slice: time.Second,
+	})
+	if got := srv.Nonces(); !slices.Equal(got, []string{"cafe5ef2p1", "cafe5ef2p2"}) {
+		t.Fatalf("nonces %v, want cafe5ef2p1 then cafe5ef2p2", got)
 	}
 }

@@ -263,7 +263,7 @@ func Run(ctx context.Context, o *Options) error {
 	var writeErr error
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	res, records := bench.Sweep(sctx, bo, plans[0], bench.SweepOptions{
+	run := bench.Sweep(sctx, bo, plans[0], bench.SweepOptions{
 		Mode: p.mode, Search: p.search, Timeline: p.tl, Slice: o.Slice, SLOs: p.slos, Attainment: o.Attainment,
 		OnPoint: func(res *schema.SweepResult, records []schema.Record) {
 			if writeErr != nil {
@@ -281,16 +281,10 @@ func Run(ctx context.Context, o *Options) error {
 	if writeErr != nil {
 		return writeErr
 	}
-	rep.Sweeps = []schema.SweepResult{res}
-	rep.Interrupted = res.Stop == schema.StopInterrupted
-	// The points add up as run's phases do: the client's largest send lag,
-	// and whether any request completed.
-	var totals bench.Totals
-	for i := range res.Points {
-		totals.Add(&bench.PhaseRun{Result: res.Points[i].PhaseResult})
-	}
-	rep.Client = totals.Client
-	if err := tg.WriteReport(o.F, rep, records); err != nil {
+	rep.Sweeps = []schema.SweepResult{run.Result}
+	rep.Interrupted = run.Result.Stop == schema.StopInterrupted
+	rep.Client = run.Totals.Client
+	if err := tg.WriteReport(o.F, rep, run.Records); err != nil {
 		return err
 	}
 	files, perr := reports.WriteSweepPlots(tg.Out, rep)
@@ -304,7 +298,7 @@ func Run(ctx context.Context, o *Options) error {
 	switch {
 	case rep.Interrupted:
 		return cmdutil.Silent(cmdutil.ExitInterrupted)
-	case totals.Completed == 0:
+	case run.Totals.Completed == 0:
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no request of the sweep completed")}
 	}
 	return nil
