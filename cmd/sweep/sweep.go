@@ -87,7 +87,7 @@ attainment = met / started.
 With auto (the default), the load doubles from --start until a point is bad,
 then bisects between the largest good and the smallest bad load until they
 are neighbours or within --resolution, at most --max-points points; a client
-that lags its sends by over 10 ms ends the search. Prompts are calibrated once
+whose p99 send lag passes 10 ms ends the search. Prompts are calibrated once
 against the endpoint's own usage.prompt_tokens, as run does. The report (the
 sweeps section of report.json, report.md, requests.jsonl with each record's
 point, and plots) is written after every point.`,
