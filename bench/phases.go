@@ -71,17 +71,48 @@ func ParsePhase(s string) (Spec, error) {
 	if len(parts) != 3 {
 		return Spec{}, badinput.Errorf("--phase %q: want NAME=N/IN/OUT with three numbers", s)
 	}
-	var v [3]int
+	v, err := parseCounts("--phase", s, parts, counts[:])
+	if err != nil {
+		return Spec{}, err
+	}
+	return Spec{Name: name, N: v[0], In: v[1], Out: v[2]}, nil
+}
+
+// ParseShape parses a request shape "IN/OUT" (sweep's --shape) within a
+// custom phase's bounds. Errors are bad input, in one line.
+func ParseShape(s string) (in, out int, err error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 2 {
+		return 0, 0, badinput.Errorf("--shape %q: want IN/OUT, e.g. 256/128", s)
+	}
+	v, err := parseCounts("--shape", s, parts, counts[1:])
+	if err != nil {
+		return 0, 0, err
+	}
+	return v[0], v[1], nil
+}
+
+// phaseCount is one number of NAME=N/IN/OUT: what it is, and its bound.
+type phaseCount struct {
+	what  string
+	limit int
+}
+
+// counts are the numbers of NAME=N/IN/OUT.
+var counts = [3]phaseCount{{"N (requests)", maxRequests}, {"IN (input tokens)", maxTokens}, {"OUT (output tokens)", maxTokens}}
+
+// parseCounts reads parts as the whole numbers cs describe, each from 1 to
+// its bound; an error names flag and the whole value s.
+func parseCounts(flag, s string, parts []string, cs []phaseCount) ([]int, error) {
+	v := make([]int, len(parts))
 	for i, p := range parts {
-		limit := [3]int{maxRequests, maxTokens, maxTokens}[i]
 		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 || n > limit {
-			what := [3]string{"N (requests)", "IN (input tokens)", "OUT (output tokens)"}[i]
-			return Spec{}, badinput.Errorf("--phase %q: %s must be a whole number from 1 to %d", s, what, limit)
+		if err != nil || n < 1 || n > cs[i].limit {
+			return nil, badinput.Errorf("%s %q: %s must be a whole number from 1 to %d", flag, s, cs[i].what, cs[i].limit)
 		}
 		v[i] = n
 	}
-	return Spec{Name: name, N: v[0], In: v[1], Out: v[2]}, nil
+	return v, nil
 }
 
 // Select returns the phases to run: the built-in ones named by phases (a

@@ -135,7 +135,7 @@ type plan struct {
 
 // validate checks every flag that needs no endpoint.
 func (o *Options) validate() (*plan, error) {
-	in, out, err := parseShape(o.Shape)
+	in, out, err := bench.ParseShape(o.Shape)
 	if err != nil {
 		return nil, err
 	}
@@ -185,16 +185,6 @@ func (o *Options) validate() (*plan, error) {
 	}
 	p.tl = bench.Timeline{Warmup: o.Warmup, Duration: o.Duration, Drain: drain}
 	return p, nil
-}
-
-func parseShape(s string) (int, int, error) {
-	a, b, ok := strings.Cut(s, "/")
-	in, err1 := strconv.Atoi(strings.TrimSpace(a))
-	out, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || in < 1 || out < 1 || in > 10_000_000 || out > 10_000_000 {
-		return 0, 0, badinput.Errorf("--shape %q: want IN/OUT, two whole numbers from 1 to 10000000, e.g. 256/128", s)
-	}
-	return in, out, nil
 }
 
 func parseLoads(s string, integer bool) ([]float64, error) {
