@@ -177,6 +177,31 @@ type Record struct {
 	// Window says where in its point's timeline a sweep request started:
 	// WindowWarmup, WindowMeasured or WindowCooldown.
 	Window string `json:"window,omitempty"`
+
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens (or the
+	// server's own spelling of it, see endpoints.Chunk.Cached): the part of
+	// the prompt the server served from its prefix cache. Nil when the
+	// server's usage said nothing about caching, which is not 0.
+	CachedTokens *int `json:"cached_tokens,omitempty"`
+
+	// Workload fields (run --workload); absent for the fixed phases.
+	//
+	// TargetPrompt is the usage.prompt_tokens the workload asked for; nil
+	// for a data set's literal prompt, whose length is what it is.
+	TargetPrompt *int `json:"target_prompt_tokens,omitempty"`
+	// MaxTokens is the request's max_tokens when requests of the phase
+	// differ in it (Short and Long compare n with it, not the phase's OUT).
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// ExpectedCached is the prompt tokens the workload built to be a prefix
+	// an earlier request of the phase sent (a group's system prompt, a
+	// session's history): what a prefix cache could serve. Nil when the
+	// workload does not say (a data set).
+	ExpectedCached *int `json:"expected_cached_tokens,omitempty"`
+	// Group is the 1-based shared-prefix group; Session and Turn the 1-based
+	// multi-turn session and turn. 0 (left out) when none.
+	Group   int `json:"group,omitempty"`
+	Session int `json:"session,omitempty"`
+	Turn    int `json:"turn,omitempty"`
 }
 
 // Completed reports whether the record counts as a completed request.
@@ -283,6 +308,60 @@ type PhaseResult struct {
 	// SLOAttainment is SLOMet / the requests the phase sent or meant to send
 	// (batch_size; a sweep point: the requests started in its window).
 	SLOAttainment *float64 `json:"slo_attainment,omitempty"`
+
+	// Workload is the workload kind the phase ran (run --workload): fixed,
+	// random, dataset, shared-prefix, multi-turn or trace; empty for the
+	// built-in and --phase phases.
+	Workload string `json:"workload,omitempty"`
+	// Cache is the prefix cache's account of the phase, from the records'
+	// cached_tokens; nil in reports written before it existed.
+	Cache *CacheStats `json:"cache,omitempty"`
+	// PromptDrift is how far the prompts' usage.prompt_tokens fell from the
+	// workload's targets; nil when no completed record has a target.
+	PromptDrift *Drift `json:"prompt_drift,omitempty"`
+}
+
+// CacheStats is a phase's prefix-cache figures over its completed requests.
+type CacheStats struct {
+	// Reported counts the completed requests whose usage carried a cached
+	// token count; Requests all completed requests with a prompt count.
+	Reported int `json:"reported"`
+	Requests int `json:"requests"`
+	// PromptTokens sums usage.prompt_tokens over the requests that reported
+	// cached tokens (all completed ones when none did).
+	PromptTokens int `json:"prompt_tokens"`
+	// CachedTokens sums their cached tokens; nil when the server reported
+	// none, which is not a hit rate of 0.
+	CachedTokens *int `json:"cached_tokens"`
+	// HitRate is CachedTokens / PromptTokens; nil when not reported.
+	HitRate *float64 `json:"hit_rate"`
+	// ExpectedHitRate is the records' expected_cached_tokens over their
+	// prompt tokens: what the workload was built to let a cache serve; nil
+	// when the workload does not say.
+	ExpectedHitRate *float64 `json:"expected_hit_rate"`
+	// Hits and Misses count the reporting requests with cached tokens > 0
+	// and = 0; the TTFT figures are over each (nil for an empty side).
+	Hits        int      `json:"hits"`
+	Misses      int      `json:"misses"`
+	TTFTMedHit  *float64 `json:"ttft_med_hit"`
+	TTFTP99Hit  *float64 `json:"ttft_p99_hit"`
+	TTFTMedMiss *float64 `json:"ttft_med_miss"`
+	TTFTP99Miss *float64 `json:"ttft_p99_miss"`
+	// Note says in words what the figures cannot: "the server reports no
+	// cached tokens", or that only some requests reported them.
+	Note string `json:"note,omitempty"`
+}
+
+// Drift is the distribution of usage.prompt_tokens − target_prompt_tokens
+// over the completed requests that have both.
+type Drift struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	// AbsP99 is the p99 of |actual − target|; Tolerance the calibration's
+	// max(4, 1%) of the mean target, for comparison.
+	AbsP99    float64 `json:"abs_p99"`
+	Tolerance int     `json:"tolerance"`
 }
 
 // Phase statuses.
