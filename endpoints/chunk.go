@@ -36,6 +36,19 @@ type Chunk struct {
 	// aliases the input; BadValue is the raw value (nil when missing).
 	BadUsage []byte
 	BadValue []byte
+	// Cached is how many of the prompt's tokens the server served from its
+	// prefix cache, valid only when CachedReported. It is read from the
+	// first of these the chunk carries (not null): usage.prompt_tokens_details
+	// .cached_tokens (OpenAI; vLLM with --enable-prompt-tokens-details;
+	// SGLang with --enable-cache-report; llama.cpp since early 2026;
+	// glmbench's engine), usage.prompt_cache_hit_tokens (DeepSeek's API),
+	// or timings.cache_n beside a usage object (llama.cpp from late 2025).
+	// None of them, or null, is not reported: never 0. A count that is not
+	// sound (not a plain integer from 0 to MaxUsageCount, or more than a
+	// sound prompt_tokens) is not reported either, and leaves the rest of
+	// the usage as it is.
+	Cached         int
+	CachedReported bool
 	// Error is true for an error event: a non-null top-level "error" (object
 	// or string), or a top-level "object": "error" as vLLM and SGLang send it.
 	Error bool
@@ -57,6 +70,9 @@ func ParseChunk(b []byte, c *Chunk) error {
 	s := scanner{b: b}
 	s.ws()
 	topIsErrorObject := false
+	// The cached-token candidates, resolved once the whole event is read:
+	// usage's keys and timings may come in any order.
+	var details, hit, cacheN, prompt cachedCount
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "choices":
@@ -64,6 +80,7 @@ func ParseChunk(b []byte, c *Chunk) error {
 			return s.choices(c)
 		case "usage":
 			c.Usage, c.PromptTokens, c.CompletionTokens, c.BadUsage, c.BadValue = false, 0, 0, nil, nil
+			details, hit, prompt = cachedCount{}, cachedCount{}, cachedCount{}
 			if s.null() {
 				return nil
 			}
@@ -72,10 +89,23 @@ func ParseChunk(b []byte, c *Chunk) error {
 			err := s.object(func(k []byte) error {
 				switch string(k) {
 				case "prompt_tokens":
-					return s.count(k, &c.PromptTokens, c)
+					ok, err := s.count(k, &c.PromptTokens, c)
+					prompt = cachedCount{n: c.PromptTokens, given: true, sound: ok}
+					return err
 				case "completion_tokens":
 					sawCompletion = true
-					return s.count(k, &c.CompletionTokens, c)
+					_, err := s.count(k, &c.CompletionTokens, c)
+					return err
+				case "prompt_tokens_details":
+					details = cachedCount{}
+					return s.nested(func(k []byte) error {
+						if string(k) == "cached_tokens" {
+							return s.cachedCount(&details)
+						}
+						return s.skip()
+					})
+				case "prompt_cache_hit_tokens":
+					return s.cachedCount(&hit)
 				}
 				return s.skip()
 			})
@@ -101,6 +131,15 @@ func ParseChunk(b []byte, c *Chunk) error {
 			v, _, err := s.strOrSkip()
 			topIsErrorObject = string(v) == "error"
 			return err
+		case "timings":
+			// llama.cpp's own account, beside usage on the same chunk.
+			cacheN = cachedCount{}
+			return s.nested(func(k []byte) error {
+				if string(k) == "cache_n" {
+					return s.cachedCount(&cacheN)
+				}
+				return s.skip()
+			})
 		case "code", "type", "status":
 			// Top-level error fields of {"object": "error", ...}: keep them in
 			// case this turns out to be one.
@@ -118,7 +157,55 @@ func ParseChunk(b []byte, c *Chunk) error {
 	if topIsErrorObject {
 		c.Error = true
 	}
+	if c.Usage {
+		c.Cached, c.CachedReported = resolveCached(prompt, details, hit, cacheN)
+	}
 	return nil
+}
+
+// cachedCount is one reading of a count for Chunk.Cached: given when the
+// key was present and not null, sound when its value is a plain integer
+// from 0 to MaxUsageCount.
+type cachedCount struct {
+	n            int
+	given, sound bool
+}
+
+// resolveCached picks Chunk.Cached from its candidates in order of
+// precedence: the first one given decides, and is reported only when it
+// and prompt_tokens are sound and it is no more than prompt_tokens (every
+// server counts the cached part inside prompt_tokens).
+func resolveCached(prompt cachedCount, candidates ...cachedCount) (int, bool) {
+	for _, cc := range candidates {
+		if !cc.given {
+			continue
+		}
+		if !cc.sound || !prompt.sound || cc.n > prompt.n {
+			return 0, false
+		}
+		return cc.n, true
+	}
+	return 0, false
+}
+
+// cachedCount reads a count candidate for Chunk.Cached; null is not given.
+func (s *scanner) cachedCount(cc *cachedCount) error {
+	*cc = cachedCount{}
+	if s.null() {
+		return nil
+	}
+	n, _, ok, err := s.soundCount()
+	*cc = cachedCount{n: n, given: true, sound: ok}
+	return err
+}
+
+// nested reads an object with field, or skips any other value (null, a
+// string): a server's breakdown that is not an object carries nothing.
+func (s *scanner) nested(field func(key []byte) error) error {
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	return s.object(field)
 }
 
 // errorField reads one field of an error object.
@@ -396,23 +483,33 @@ var usageCompletionKey = []byte("completion_tokens")
 // count reads a usage count into n: a plain JSON integer from 0 to
 // MaxUsageCount. Any other value (a fraction or exponent such as 5.0 or
 // 1e18, a negative number, a string, null, an object) leaves n 0 and marks
-// c.BadUsage with the key and the raw value.
-func (s *scanner) count(key []byte, n *int, c *Chunk) error {
-	s.ws()
-	start := s.i
-	*n = 0
-	if err := s.skip(); err != nil {
-		return err
-	}
-	raw := s.b[start:s.i]
-	if v, ok := atoi(raw); ok && v >= 0 && v <= MaxUsageCount {
-		*n = v
-		return nil
+// c.BadUsage with the key and the raw value. It reports whether the count
+// was sound.
+func (s *scanner) count(key []byte, n *int, c *Chunk) (bool, error) {
+	v, raw, ok, err := s.soundCount()
+	*n = v
+	if err != nil || ok {
+		return ok, err
 	}
 	if c.BadUsage == nil {
 		c.BadUsage, c.BadValue = key, raw
 	}
-	return nil
+	return false, nil
+}
+
+// soundCount reads any value and reports whether it is a plain JSON
+// integer from 0 to MaxUsageCount (n is 0 when it is not); raw is the value.
+func (s *scanner) soundCount() (n int, raw []byte, ok bool, err error) {
+	s.ws()
+	start := s.i
+	if err := s.skip(); err != nil {
+		return 0, nil, false, err
+	}
+	raw = s.b[start:s.i]
+	if v, ok := atoi(raw); ok && v >= 0 && v <= MaxUsageCount {
+		return v, raw, true, nil
+	}
+	return 0, raw, false, nil
 }
 
 // strOrSkip reads a string, or skips any other value and reports it was none.

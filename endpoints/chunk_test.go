@@ -167,7 +167,8 @@ func chunkEqual(a, b Chunk) bool {
 		string(a.Finish) == string(b.Finish) && a.Usage == b.Usage && a.PromptTokens == b.PromptTokens &&
 		a.CompletionTokens == b.CompletionTokens && a.Error == b.Error && a.ErrorCode == b.ErrorCode &&
 		string(a.ErrorType) == string(b.ErrorType) &&
-		string(a.BadUsage) == string(b.BadUsage) && string(a.BadValue) == string(b.BadValue)
+		string(a.BadUsage) == string(b.BadUsage) && string(a.BadValue) == string(b.BadValue) &&
+		a.Cached == b.Cached && a.CachedReported == b.CachedReported
 }
 
 // refChunk derives the fields of Chunk that survive decoding from the
@@ -217,6 +218,7 @@ func refChunk(m map[string]any) (c Chunk) {
 		if !hasCompletion || !refSound(u["prompt_tokens"]) || !refSound(u["completion_tokens"]) {
 			c.BadUsage = []byte("some")
 		}
+		c.Cached, c.CachedReported = refCached(u, m)
 	}
 	switch e := m["error"].(type) {
 	case string:
@@ -246,6 +248,33 @@ func refSound(v any) bool {
 	}
 	f, ok := v.(float64)
 	return ok && f >= 0 && f <= MaxUsageCount && f == math.Trunc(f)
+}
+
+// refCached is Chunk.Cached by the documented rule, read from the
+// encoding/json view: the first of details.cached_tokens,
+// prompt_cache_hit_tokens and timings.cache_n that is present and not null
+// decides, reported when it and prompt_tokens are whole numbers from 0 to
+// MaxUsageCount and it is no more than prompt_tokens.
+func refCached(u, m map[string]any) (int, bool) {
+	var candidates []any
+	if d, ok := u["prompt_tokens_details"].(map[string]any); ok {
+		candidates = append(candidates, d["cached_tokens"])
+	}
+	candidates = append(candidates, u["prompt_cache_hit_tokens"])
+	if tm, ok := m["timings"].(map[string]any); ok {
+		candidates = append(candidates, tm["cache_n"])
+	}
+	for _, v := range candidates {
+		if v == nil {
+			continue
+		}
+		p, hasPrompt := u["prompt_tokens"]
+		if _, isNum := v.(float64); !isNum || !refSound(v) || !hasPrompt || p == nil || !refSound(p) || refCount(v) > refCount(p) {
+			return 0, false
+		}
+		return refCount(v), true
+	}
+	return 0, false
 }
 
 func refCount(v any) int {
@@ -287,6 +316,10 @@ func FuzzParseChunk(f *testing.F) {
 		`{"error":{"code":503,"type":"x"}}`, `{"object":"error","code":"429"}`, `{"choices":[{"text":"\u00e9"}]}`,
 		`{"choices":null,"usage":null}`, `{"a":[1,-2.5e3,true,false,null,{"b":"c"}]}`,
 		"{\"choices\":[{\"delta\":{\"content\":\"\xff\xfe\"}}]}", "{\"k\xc3\":1}", "{\"a\":1}\xe2\x82", `{"choices":[{"delta":{"content":"é ✓ 𝄞"}}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":1920}}}`,
+		`{"usage":{"prompt_tokens":8,"completion_tokens":1,"prompt_tokens_details":null,"prompt_cache_hit_tokens":4}}`,
+		`{"usage":{"completion_tokens":1,"prompt_tokens":8},"timings":{"cache_n":9,"prompt_n":1}}`,
+		`{"usage":{"prompt_tokens":8,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":"4"}},"timings":{"cache_n":4}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -323,6 +356,14 @@ func FuzzParseChunk(f *testing.F) {
 		}
 		if c.Usage && c.BadUsage == nil && (c.PromptTokens != want.PromptTokens || c.CompletionTokens != want.CompletionTokens) {
 			t.Fatalf("%q: usage %d/%d, want %d/%d", in, c.PromptTokens, c.CompletionTokens, want.PromptTokens, want.CompletionTokens)
+		}
+		// Cached tokens, one way for the same reason: what the scanner
+		// reports, the reference reports alike.
+		if c.CachedReported && (!want.CachedReported || c.Cached != want.Cached) {
+			t.Fatalf("%q: cached %d reported, reference says %d (%v)", in, c.Cached, want.Cached, want.CachedReported)
+		}
+		if !c.Usage && c.CachedReported {
+			t.Fatalf("%q: cached reported without usage", in)
 		}
 	})
 }

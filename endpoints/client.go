@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -332,6 +333,13 @@ type StreamResult struct {
 	// beside content events, or past EventBound of max_tokens. Usage is then
 	// false; PromptTokens keeps its count when that one was sound.
 	BadUsage string
+	// CachedTokens is how many prompt tokens the server says it served from
+	// its prefix cache (see Chunk.Cached), valid only when CachedReported.
+	// The last usage that carried a sound count decides; a usage without
+	// one (absent, null, or not a sound count) leaves it as it was. A server
+	// that never reports one leaves CachedReported false, never a 0.
+	CachedTokens   int
+	CachedReported bool
 	// Malformed counts data lines that were not one JSON object in valid
 	// UTF-8. They are skipped (not content events) but counted.
 	Malformed int
@@ -800,6 +808,9 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			if ch.BadUsage != nil {
 				res.BadUsage, res.CompletionTokens = badUsage(&ch), 0
 			}
+			if ch.CachedReported {
+				res.CachedTokens, res.CachedReported = ch.Cached, true
+			}
 		}
 	}
 }
@@ -973,6 +984,71 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails is OpenAI's breakdown of prompt_tokens, nil when
+	// absent or null (SGLang sends null when no token was cached).
+	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+	// PromptCacheHitTokens is DeepSeek's count of cached prompt tokens, nil
+	// when absent or null.
+	PromptCacheHitTokens *TokenCount `json:"prompt_cache_hit_tokens,omitempty"`
+}
+
+// PromptTokensDetails is usage.prompt_tokens_details as far as glmbench
+// reads it.
+type PromptTokensDetails struct {
+	// CachedTokens is the prompt's tokens served from the prefix cache, nil
+	// when absent or null.
+	CachedTokens *TokenCount `json:"cached_tokens,omitempty"`
+}
+
+// Cached returns the prompt tokens u says were served from the prefix
+// cache, by the same rule as Chunk.Cached: prompt_tokens_details
+// .cached_tokens, else DeepSeek's prompt_cache_hit_tokens; the first given
+// decides, and ok is false when neither is given or that one is not a
+// sound count no larger than PromptTokens. (llama.cpp's timings.cache_n
+// sits outside usage; its versions that send only that are not read here.)
+func (u *Usage) Cached() (n int, ok bool) {
+	var tc *TokenCount
+	switch {
+	case u == nil:
+		return 0, false
+	case u.PromptTokensDetails != nil && u.PromptTokensDetails.CachedTokens != nil:
+		tc = u.PromptTokensDetails.CachedTokens
+	case u.PromptCacheHitTokens != nil:
+		tc = u.PromptCacheHitTokens
+	default:
+		return 0, false
+	}
+	if !tc.Sound || tc.N > u.PromptTokens || u.PromptTokens < 0 {
+		return 0, false
+	}
+	return tc.N, true
+}
+
+// TokenCount is a usage count decoded without failing: any JSON value is
+// taken, and Sound says whether it was a plain integer from 0 to
+// MaxUsageCount, so a server's odd count ("12", -1, 1e3) spoils only
+// itself, never the decoding of the answer around it.
+type TokenCount struct {
+	// N is the count, 0 unless Sound.
+	N     int
+	Sound bool
+}
+
+// UnmarshalJSON reads any value; only a sound count sets N and Sound.
+func (t *TokenCount) UnmarshalJSON(b []byte) error {
+	*t = TokenCount{}
+	if v, ok := atoi(bytes.TrimSpace(b)); ok && v >= 0 && v <= MaxUsageCount {
+		*t = TokenCount{N: v, Sound: true}
+	}
+	return nil
+}
+
+// MarshalJSON writes the count, or null when it was not sound.
+func (t TokenCount) MarshalJSON() ([]byte, error) {
+	if !t.Sound {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, int64(t.N), 10), nil
 }
 
 // ServerInfo fetches SGLang's GET /get_server_info, which sits beside the
