@@ -1,0 +1,137 @@
+package reports
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
+)
+
+// sharedPrefixRecords are a shared-prefix phase "chat" of 2 groups of 4
+// requests against a server with a prefix cache: the first of each group
+// misses (cached 0, TTFT 0.4 s), the other three hit their group's 960
+// cached tokens (TTFT 0.1 s). Every prompt is 1024 tokens of a 1020-token
+// target; the workload expects 960 cached tokens after a group's first.
+// Truths: reported 8 of 8, Σprompt 8192, Σcached 6·960 = 5760, hit rate
+// 5760/8192, expected 5760/8192, hits 6, misses 2, drift +4 on every request.
+func sharedPrefixRecords(cached bool) []schema.Record {
+	var recs []schema.Record
+	for g := 1; g <= 2; g++ {
+		for k := range 4 {
+			i := len(recs)
+			ttft, c, exp := 0.4, 0, 0
+			if k > 0 {
+				ttft, c, exp = 0.1, 960, 960
+			}
+			rec := schema.Record{Phase: "chat", I: i, SendOffset: 0.01 * float64(i), TFirst: ptrF(ttft), TLast: ptrF(ttft + 0.15),
+				TEnd: ptrF(ttft + 0.16), Events: []float64{ttft, ttft + 0.05, ttft + 0.1, ttft + 0.15}, N: 4,
+				NSource: schema.NFromUsage, Prompt: 1024, Finish: "length", TargetPrompt: ptrInt(1020),
+				ExpectedCached: ptrInt(exp), Group: g}
+			if cached {
+				rec.CachedTokens = ptrInt(c)
+			}
+			recs = append(recs, rec)
+		}
+	}
+	return recs
+}
+
+// workloadReport is a report of one fixed phase "single" against a server
+// that reports no cached tokens and the shared-prefix phase "chat", each
+// summarised from its records as run does.
+func workloadReport(cached bool) (*schema.Report, []schema.Record) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	fixed := []schema.Record{{Phase: "single", I: 0, TFirst: ptrF(0.05), TLast: ptrF(0.35), TEnd: ptrF(0.36),
+		Events: []float64{0.05, 0.15, 0.25, 0.35}, N: 4, NSource: schema.NFromUsage, Prompt: 256, Finish: "length"}}
+	chat := sharedPrefixRecords(cached)
+	ph := summary.Phase("chat", 1020, 4, chat, schema.StatusComplete)
+	ph.Workload = "shared-prefix"
+	rep := &schema.Report{
+		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: "test"}, Label: "engine",
+		StartedAt: at, FinishedAt: at.Add(time.Minute), Nonce: "0a1b2c3d",
+		Options:  schema.Options{Arrival: "burst"},
+		Endpoint: schema.Endpoint{BaseURL: "http://127.0.0.1:30000/v1", Model: "glm-5"},
+		Phases:   []schema.PhaseResult{summary.Phase("single", 256, 4, fixed, schema.StatusComplete), ph},
+	}
+	return rep, append(fixed, chat...)
+}
+
+func TestARecomputedWorkloadPhaseKeepsItsKindAndRemakesItsCacheAndDrift(t *testing.T) {
+	t.Parallel()
+	rep, recs := workloadReport(true)
+	// Spoil the stored cache and drift: only the records should count.
+	rep.Phases[1].Cache = &schema.CacheStats{Reported: 1, HitRate: ptrF(0.99)}
+	rep.Phases[1].PromptDrift = nil
+	dir := filepath.Join(t.TempDir(), "engine")
+	if err := WriteDir(dir, rep, recs); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Recomputed) != 2 || len(in.Warnings) != 0 {
+		t.Fatalf("recomputed %v, warnings %q", in.Recomputed, in.Warnings)
+	}
+	ph := in.Report.Phases[1]
+	if ph.Workload != "shared-prefix" {
+		t.Fatalf("workload %q after recomputing, want shared-prefix", ph.Workload)
+	}
+	c := ph.Cache
+	if c == nil || c.Reported != 8 || c.PromptTokens != 8192 || c.CachedTokens == nil || *c.CachedTokens != 5760 ||
+		c.Hits != 6 || c.Misses != 2 || c.HitRate == nil || math.Abs(*c.HitRate-5760.0/8192) > 1e-12 ||
+		c.ExpectedHitRate == nil || math.Abs(*c.ExpectedHitRate-5760.0/8192) > 1e-12 {
+		t.Fatalf("cache %+v", c)
+	}
+	if c.TTFTMedHit == nil || *c.TTFTMedHit != 0.1 || c.TTFTMedMiss == nil || *c.TTFTMedMiss != 0.4 {
+		t.Fatalf("ttft hit %v miss %v, want 0.1 and 0.4", c.TTFTMedHit, c.TTFTMedMiss)
+	}
+	if d := ph.PromptDrift; d == nil || d.N != 8 || d.P50 != 4 || d.P99 != 4 || d.AbsP99 != 4 || d.Tolerance != 10 {
+		t.Fatalf("drift %+v, want 8 requests all +4, tolerance 10", d)
+	}
+	if fixed := in.Report.Phases[0]; fixed.Workload != "" || fixed.Cache == nil || fixed.Cache.HitRate != nil || fixed.Cache.Note != summary.NoCachedTokens {
+		t.Fatalf("fixed phase: workload %q cache %+v", fixed.Workload, fixed.Cache)
+	}
+}
+
+// readBack is a report written and read as report.json, to check it keeps
+// the cache block as JSON.
+func readBack(t *testing.T, rep *schema.Report) *schema.Report {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), ReportJSON)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestReportJSONSaysNullNotZeroForAServerThatReportsNoCachedTokens(t *testing.T) {
+	t.Parallel()
+	rep, _ := workloadReport(false)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"cached_tokens": null`, `"hit_rate": null`, `"note": "the server reports no cached tokens"`, `"workload": "shared-prefix"`} {
+		if !bytes.Contains(buf.Bytes(), []byte(want)) {
+			t.Errorf("report.json lacks %s", want)
+		}
+	}
+	back := readBack(t, rep)
+	if c := back.Phases[1].Cache; c == nil || c.HitRate != nil || c.ExpectedHitRate == nil {
+		t.Fatalf("read back: %+v", c)
+	}
+}
