@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,83 @@ func TestReportJSONSaysNullNotZeroForAServerThatReportsNoCachedTokens(t *testing
 	back := readBack(t, rep)
 	if c := back.Phases[1].Cache; c == nil || c.HitRate != nil || c.ExpectedHitRate == nil {
 		t.Fatalf("read back: %+v", c)
+	}
+}
+
+func TestReportsShowThePrefixCacheAndTheDrift(t *testing.T) {
+	t.Parallel()
+	rep, _ := workloadReport(true)
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "workload.md.golden", md.Bytes())
+	term := compact(t, rep, "")
+	golden(t, "workload.txt.golden", []byte(term))
+	// 5760/8192 = 70.3%; hits 6, misses 2; TTFT 0.1 s on hits, 0.4 s on misses.
+	for _, want := range []string{
+		"| chat   | shared-prefix | 70.3%        | 70.3%    | 5760/8192         | 6/2         | 0.100        | 0.400         |",
+		"| single | —             | not reported |",
+		"| chat  | 8        | +4  | +4  | 4       | 10        | within ",
+		"- **hit** = a reporting request with at least 10% of its prompt tokens cached",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	for _, want := range []string{"chat    shared-prefix         70.3%     70.3%      5760/8192          6/2     0.100      0.400",
+		"chat: p50 +4, p99 +4, |p99| 4 within the tolerance of 10 (8 requests)"} {
+		if !strings.Contains(term, want) {
+			t.Errorf("terminal summary lacks %q:\n%s", want, term)
+		}
+	}
+}
+
+func TestAServerThatReportsNoCachedTokensIsNotReportedNeverZeroPercent(t *testing.T) {
+	t.Parallel()
+	rep, _ := workloadReport(false)
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	term := compact(t, rep, "")
+	for name, out := range map[string]string{"report.md": md.String(), "terminal": term} {
+		if strings.Contains(out, "0.0%") {
+			t.Errorf("%s shows 0.0%% for a server that reported nothing:\n%s", name, out)
+		}
+		// The expectation is the workload's: shown whatever the server says.
+		if !strings.Contains(out, "not reported") || !strings.Contains(out, "70.3%") {
+			t.Errorf("%s lacks \"not reported\" beside the expected 70.3%%:\n%s", name, out)
+		}
+	}
+	if !strings.Contains(md.String(), "the server reports no cached tokens") {
+		t.Error("report.md lacks the note")
+	}
+	// Fixed phases alone against such a server: the terminal says so in one
+	// line, report.md in its table.
+	fixed, _ := workloadReport(false)
+	fixed.Phases = fixed.Phases[:1]
+	term = compact(t, fixed, "")
+	if !strings.Contains(term, "Prefix cache: the server reports no cached tokens.") || strings.Contains(term, "hits/misses") {
+		t.Errorf("terminal summary of a silent server:\n%s", term)
+	}
+	md.Reset()
+	if err := WriteMarkdown(&md, fixed); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| single | —        | not reported |") || strings.Contains(md.String(), "Prompt length drift") {
+		t.Errorf("report.md of fixed phases against a silent server:\n%s", md.String())
+	}
+}
+
+func TestAPartialReportIsNoted(t *testing.T) {
+	t.Parallel()
+	rep, recs := workloadReport(true)
+	chat := recs[1:]
+	chat[0].CachedTokens, chat[5].CachedTokens = nil, nil
+	rep.Phases[1] = summary.Phase("chat", 1020, 4, chat, schema.StatusComplete)
+	term := compact(t, rep, "")
+	if !strings.Contains(term, "chat: 6 of 8 requests reported cached tokens") {
+		t.Errorf("terminal summary lacks the partial note:\n%s", term)
 	}
 }
