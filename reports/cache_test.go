@@ -214,3 +214,53 @@ func TestAPartialReportIsNoted(t *testing.T) {
 		t.Errorf("terminal summary lacks the partial note:\n%s", term)
 	}
 }
+
+func TestTheComparisonSetsHitRatesBesideTheExpectedOnes(t *testing.T) {
+	t.Parallel()
+	withCache := func(path string, hit float64) *Input {
+		rep, _ := workloadReport(true)
+		rep.Label = "radix"
+		*rep.Phases[1].Cache.HitRate = hit
+		return &Input{Path: path, Report: rep}
+	}
+	silent, _ := workloadReport(false)
+	silent.Label = "no-cache"
+	// Two runs of radix at 0.6 and 0.8: the mean is 70.0%.
+	ins := []*Input{withCache("a", 0.6), withCache("b", 0.8), {Path: "c", Report: silent}}
+	c, err := Compare(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := c.Phases[1]
+	if row.Phase != "chat" {
+		t.Fatalf("row %q", row.Phase)
+	}
+	radix, none := row.Cells[0].Cache, row.Cells[1].Cache
+	if radix == nil || radix.HitRate == nil || math.Abs(*radix.HitRate-0.7) > 1e-12 || radix.Reported != 2 || radix.Runs != 2 ||
+		radix.ExpectedHitRate == nil || math.Abs(*radix.ExpectedHitRate-5760.0/8192) > 1e-12 || radix.Workload != "shared-prefix" {
+		t.Fatalf("radix cache %+v", radix)
+	}
+	if none == nil || none.HitRate != nil || none.Reported != 0 || none.ExpectedHitRate == nil {
+		t.Fatalf("no-cache cache %+v", none)
+	}
+	// The fixed phase against servers that say nothing has no cache line.
+	if c.Phases[0].Cells[1].Cache != nil {
+		t.Fatalf("fixed phase of a silent server: %+v", c.Phases[0].Cells[1].Cache)
+	}
+	for _, format := range []string{FormatMarkdown, FormatText} {
+		out := string(render(t, ins, format))
+		for _, want := range []string{"cache hit 70.0% · expected 70.3% (shared-prefix)", "cache hit not reported · expected 70.3% (shared-prefix)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s comparison lacks %q:\n%s", format, want, out)
+			}
+		}
+		if strings.Contains(out, "cache hit 0.0%") {
+			t.Errorf("%s comparison shows 0%% for a server that said nothing", format)
+		}
+	}
+	// One run of a label reports, the other does not: the line says so.
+	mixed := []*Input{withCache("a", 0.6), {Path: "d", Report: func() *schema.Report { r, _ := workloadReport(false); r.Label = "radix"; return r }()}}
+	if out := string(render(t, mixed, FormatText)); !strings.Contains(out, "cache hit 60.0% · expected 70.3% (reported in 1 of 2 runs)") {
+		t.Errorf("mixed runs:\n%s", out)
+	}
+}
