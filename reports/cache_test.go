@@ -264,3 +264,30 @@ func TestTheComparisonSetsHitRatesBesideTheExpectedOnes(t *testing.T) {
 		t.Errorf("mixed runs:\n%s", out)
 	}
 }
+
+func TestBlockMetricsAreReadFromAPhaseAndFromASweepPoint(t *testing.T) {
+	t.Parallel()
+	rep, _ := workloadReport(true)
+	chat := &rep.Phases[1]
+	for name, want := range map[string]float64{
+		"cache.hit_rate": 5760.0 / 8192, "cache.expected_hit_rate": 5760.0 / 8192, "cache.ttft_med_hit": 0.1,
+		"cache.ttft_med_miss": 0.4, "cache.hits": 6, "prompt_drift.abs_p99": 4, "prompt_drift.tolerance": 10,
+	} {
+		if v := PhaseValue(chat, name); v == nil || math.Abs(*v-want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+	// The fixed phase's server said nothing, and it has no targets: no values.
+	for _, name := range []string{"cache.hit_rate", "cache.cached_tokens", "prompt_drift.abs_p99"} {
+		if v := PhaseValue(&rep.Phases[0], name); v != nil {
+			t.Errorf("single's %s = %v, want none", name, *v)
+		}
+	}
+	rep.Sweeps = []schema.SweepResult{{Name: "sw", Points: []schema.SweepPoint{{Point: 1, Load: 8, PhaseResult: *chat}}}}
+	if !IsSweepMetric("cache.hit_rate@8") {
+		t.Fatal("cache.hit_rate@8 is not a sweep metric")
+	}
+	if v := SweepValue(rep, "sw", "cache.ttft_med_miss@8"); v == nil || *v != 0.4 {
+		t.Fatalf("sw cache.ttft_med_miss@8 = %v, want 0.4", v)
+	}
+}

@@ -152,7 +152,7 @@ func TestParseFileTakesThreeShapes(t *testing.T) {
 func FuzzParseRoundTrips(f *testing.F) {
 	for _, s := range []string{
 		"single.tpot_med < 0.015", "decode_medium.out_tput > -5%", "*.error_rate <= 0.01", "ppl.ppl < +1%",
-		"a.b==1e-7", "x.y != -0%", "x.y >= 1.5e+300", "x.y > .5 %", "a-b_C.d_1 < 0.",
+		"a.b==1e-7", "x.y != -0%", "x.y >= 1.5e+300", "x.y > .5 %", "a-b_C.d_1 < 0.", "chat.cache.hit_rate > -5%", "s.cache.ttft_med_hit@8<1",
 	} {
 		f.Add(s)
 	}
