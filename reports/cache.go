@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -35,8 +36,10 @@ func hasCache(r *schema.Report) (cache, drift bool) {
 // pct writes a share as a percentage with one decimal: "70.3%".
 func pct(v float64) string { return num(v*100, 1) + "%" }
 
-// workloadKind is a phase's workload kind, "—" for a built-in or --phase one.
-func workloadKind(ph *schema.PhaseResult) string { return orDash(ph.Workload) }
+// workloadKind is a phase's workload kind on one line and at most 16 runes
+// (the longest kind, shared-prefix, has 13), "—" for a built-in or --phase
+// one.
+func workloadKind(ph *schema.PhaseResult) string { return fit(text.OneLine(orDash(ph.Workload)), 16) }
 
 // cacheCells are a cache block's figures as the tables show them: hit rate
 // (NotReported when the server said nothing), expected hit rate,
@@ -145,7 +148,7 @@ func (p *printer) compactCache(r *schema.Report) {
 			}
 			rows = append(rows, append([]string{ph.Phase, workloadKind(ph)}, cacheCells(ph.Cache)...))
 			if ph.Cache.Note != "" && ph.Cache.HasHitRate() { // the silent ones say so in their cell
-				notes = append(notes, fit(fmt.Sprintf("  %s: %s", fit(ph.Phase, 32), ph.Cache.Note), CompactWidth))
+				notes = append(notes, fit(fmt.Sprintf("  %s: %s", fit(ph.Phase, 32), text.OneLine(ph.Cache.Note)), CompactWidth))
 			}
 		}
 		for _, line := range alignRows(rows, 2) {

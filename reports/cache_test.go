@@ -291,3 +291,25 @@ func TestBlockMetricsAreReadFromAPhaseAndFromASweepPoint(t *testing.T) {
 		t.Fatalf("sw cache.ttft_med_miss@8 = %v, want 0.4", v)
 	}
 }
+
+func TestTheCacheTablesFitWhateverAReportHolds(t *testing.T) {
+	t.Parallel()
+	rep, _ := workloadReport(true)
+	long := strings.Repeat("very-long-phase-name-", 8)
+	rep.Phases[1].Phase = long
+	rep.Phases[1].Workload = "a workload\nkind no glmbench writes, " + strings.Repeat("x", 200)
+	rep.Phases[1].Cache.Note = "a note\nof many lines " + strings.Repeat("y", 300)
+	rep.Phases[1].Cache.CachedTokens = nil // a report.json written by hand
+	// compact checks every line against CompactWidth.
+	out := compact(t, rep, "")
+	if strings.Contains(out, "\nkind no glmbench") || strings.Contains(out, "\nof many lines") {
+		t.Fatalf("a report's text broke a line:\n%s", out)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| 70.3%        |") {
+		t.Fatalf("report.md:\n%s", md.String())
+	}
+}
