@@ -23,10 +23,10 @@ const compactKinds = 3
 
 // WriteCompact writes r's phases for a terminal, in plain text that fits
 // CompactWidth: one table of the columns that matter, the prefix cache and
-// prompt drift, only the error classes that occurred with their most
-// frequent messages, notes on what was counted
-// but is not an error, and mdPath, where the full report went ("" leaves it
-// out). report.md keeps every column, message and formula.
+// the prompt drift, only the error classes that occurred with their most
+// frequent messages, notes on what was counted but is not an error, and
+// mdPath, where the full report went ("" leaves it out). report.md keeps
+// every column, message and formula.
 func WriteCompact(w io.Writer, r *schema.Report, mdPath string) error {
 	p := &printer{w: w}
 	if len(r.Phases) > 0 {
