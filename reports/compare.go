@@ -72,6 +72,25 @@ type PhaseCell struct {
 	// OutTputChange is the change of out_tput in percent against the first
 	// column that ran this phase with the same shape; null in that column.
 	OutTputChange *float64 `json:"out_tput_change_pct"`
+	// Cache is the prefix cache of the phase's runs; absent when none has a
+	// hit rate, an expected one or a workload kind (a fixed phase against a
+	// server that reports no cached tokens).
+	Cache *CacheCell `json:"cache,omitempty"`
+}
+
+// CacheCell is one phase's prefix cache of one label, merged over its runs.
+type CacheCell struct {
+	// Workload is the runs' workload kind (the last run's, should they differ).
+	Workload string `json:"workload,omitempty"`
+	// HitRate is the mean hit rate of the runs whose server reported cached
+	// tokens; null when none did, which is not a hit rate of 0.
+	HitRate *float64 `json:"hit_rate"`
+	// ExpectedHitRate is the mean expected hit rate of the runs that have
+	// one: what the workload was built to let a cache serve.
+	ExpectedHitRate *float64 `json:"expected_hit_rate"`
+	// Reported counts the runs with a hit rate, of Runs with a cache block.
+	Reported int `json:"reported_runs"`
+	Runs     int `json:"runs"`
 }
 
 // EvalRow is one eval across the columns.
@@ -200,6 +219,9 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 	var src string
 	var out, in []float64
 	var ttftMed, ttftP99, tpotMed, tpotP99 []*float64
+	var hit, expected []*float64
+	cache := &CacheCell{}
+	telling := false
 	for _, run := range runs {
 		ph := FindPhase(run.Report, name)
 		if ph == nil {
@@ -229,6 +251,17 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 		out, in = append(out, ph.OutTput), append(in, ph.InTput)
 		ttftMed, ttftP99 = append(ttftMed, ph.TTFTMed), append(ttftP99, ph.TTFTP99)
 		tpotMed, tpotP99 = append(tpotMed, ph.TPOTMed), append(tpotP99, ph.TPOTP99)
+		if ph.Workload != "" {
+			cache.Workload, telling = ph.Workload, true
+		}
+		if pc := ph.Cache; pc != nil {
+			cache.Runs++
+			if pc.HitRate != nil {
+				cache.Reported++
+			}
+			hit, expected = append(hit, pc.HitRate), append(expected, pc.ExpectedHitRate)
+			telling = telling || pc.HitRate != nil || pc.ExpectedHitRate != nil
+		}
 	}
 	if c == nil {
 		return nil, nil
@@ -239,6 +272,10 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 	c.OutTput, c.InTput = stat.Mean(out, nil), stat.Mean(in, nil)
 	c.TTFTMed, c.TTFTP99 = meanOpt(ttftMed), meanOpt(ttftP99)
 	c.TPOTMed, c.TPOTP99 = meanOpt(tpotMed), meanOpt(tpotP99)
+	if telling {
+		cache.HitRate, cache.ExpectedHitRate = meanOpt(hit), meanOpt(expected)
+		c.Cache = cache
+	}
 	return c, nil
 }
 

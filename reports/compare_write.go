@@ -216,6 +216,9 @@ func phaseLines(c *PhaseCell, rowShape [3]int) []string {
 		"TTFT med " + opt(c.TTFTMed, 1, 3) + " · p99 " + opt(c.TTFTP99, 1, 3) + " s",
 		"TPOT med " + opt(c.TPOTMed, 1e3, 2) + " · p99 " + opt(c.TPOTP99, 1e3, 2) + " ms",
 	}
+	if c.Cache != nil {
+		lines = append(lines, cacheLine(c.Cache))
+	}
 	done := fmt.Sprintf("completed %d/%d", c.Completed, c.Asked)
 	if c.Status != schema.StatusComplete {
 		done += " (" + c.Status + ")"
@@ -241,6 +244,28 @@ func phaseLines(c *PhaseCell, rowShape [3]int) []string {
 		lines = append(lines, "shape "+ShapeString(c.shape())+", not comparable")
 	}
 	return lines
+}
+
+// cacheLine is a cell's prefix cache: its hit rate beside the expected one,
+// "not reported" where no run's server reported cached tokens, and how many
+// runs did when only some did.
+func cacheLine(c *CacheCell) string {
+	hit := NotReported
+	if c.HitRate != nil {
+		hit = pct(*c.HitRate)
+	}
+	exp := "—"
+	if c.ExpectedHitRate != nil {
+		exp = pct(*c.ExpectedHitRate)
+	}
+	line := "cache hit " + hit + " · expected " + exp
+	if c.Reported > 0 && c.Reported < c.Runs {
+		line += fmt.Sprintf(" (reported in %d of %d runs)", c.Reported, c.Runs)
+	}
+	if c.Workload != "" {
+		line += " (" + c.Workload + ")"
+	}
+	return line
 }
 
 // evalHeadline names the metrics an eval's cell shows; the JSON has them all.

@@ -27,6 +27,13 @@ func (s SynthRun) Report() *schema.Report {
 	return rep
 }
 
+// WorkloadReport is workloadReport's report: a fixed phase "single" and a
+// shared-prefix phase "chat" (cache_test.go says its truths).
+func WorkloadReport(cached bool) *schema.Report {
+	rep, _ := workloadReport(cached)
+	return rep
+}
+
 var (
 	Single     = single
 	DecodeMd   = decodeMd

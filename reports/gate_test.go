@@ -340,3 +340,49 @@ func FuzzGateDecodedReport(f *testing.F) {
 		}
 	})
 }
+
+// The cache and drift metrics of workloadReport: hit rate and expected hit
+// rate 5760/8192 ≈ 0.703, TTFT median 0.1 s on hits and 0.4 s on misses,
+// |drift| p99 4 tokens.
+func TestTheGateReadsCacheAndDriftMetrics(t *testing.T) {
+	t.Parallel()
+	base := []*schema.Report{reports.WorkloadReport(true)}
+	same := []*schema.Report{reports.WorkloadReport(true)}
+	worse := []*schema.Report{reports.WorkloadReport(true)}
+	worse[0].Label = "pr"
+	*worse[0].Phases[1].Cache.HitRate = 0.5 // −28.9%
+	silent := []*schema.Report{reports.WorkloadReport(false)}
+	for _, tc := range []struct {
+		name string
+		cur  []*schema.Report
+		expr string
+		pass bool
+		line string
+	}{
+		{"an unchanged hit rate passes", same, "chat.cache.hit_rate > -5%", true, "✓ chat.cache.hit_rate > -5%"},
+		{"a lower hit rate fails", worse, "chat.cache.hit_rate > -5%", false, "✗ chat.cache.hit_rate > -5%"},
+		{"a server that reports no cached tokens is missing, not 0", silent, "chat.cache.hit_rate > -5%", false,
+			"cache.hit_rate missing in the current report"},
+		{"the expected hit rate is the workload's, reported or not", silent, "chat.cache.expected_hit_rate >= 0.7", true, "✓"},
+		{"hits' TTFT median", same, "chat.cache.ttft_med_hit < 0.2", true, "✓"},
+		{"misses' TTFT median", same, "chat.cache.ttft_med_miss < 0.2", false, "✗"},
+		{"the size of the drift within its tolerance", same, "chat.prompt_drift.abs_p99 <= 4", true, "✓"},
+		{"the size of the drift past a tighter bound", same, "chat.prompt_drift.abs_p99 < 4", false, "✗"},
+		{"a phase without targets has no drift", same, "single.prompt_drift.abs_p99 < 4", false, "prompt_drift.abs_p99 missing in the current report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, err := gate.Evaluate(base, tc.cur, mustParse(t, tc.expr), gate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := gateLines(t, g)
+			if len(g.Lines) != 1 || g.Lines[0].Passed != tc.pass || !strings.Contains(lines, tc.line) {
+				t.Fatalf("want one line, passed=%v, with %q:\n%s", tc.pass, tc.line, lines)
+			}
+		})
+	}
+	if !reports.IsPhaseMetric("cache.hit_rate") || reports.IsPhaseMetric("cache.nope") || reports.IsPhaseMetric("cache") {
+		t.Fatal("IsPhaseMetric: cache.hit_rate is a metric, cache.nope and cache are not")
+	}
+}

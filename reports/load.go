@@ -182,8 +182,11 @@ func recompute(in *Input) {
 			continue
 		}
 		fresh := summary.Phase(ph.Phase, ph.InputLen, ph.OutputLen, recs, ph.Status)
-		// What records cannot tell is kept from the stored phase.
+		// What records cannot tell is kept from the stored phase: the
+		// calibration, the arrival and the workload kind. The cache block and
+		// the prompt drift are the records' own, so they are recomputed.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
+		fresh.Workload = ph.Workload
 		switch {
 		case sloErr != nil:
 			fresh.SLOMet, fresh.Goodput, fresh.SLOAttainment = ph.SLOMet, ph.Goodput, ph.SLOAttainment
@@ -229,6 +232,7 @@ func recomputeSweep(in *Input, s *schema.SweepResult, recs []schema.Record) {
 		fresh := slo.Point(p.Point, p.Load, spec, byPoint[p.Point], w, set, s.Attainment, p.Status)
 		// What records cannot tell is kept from the stored point.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = p.CalibratedInputLen, p.Concurrency, p.RequestRate
+		fresh.Workload = p.Workload
 		*p = fresh
 	}
 	s.Capacity = slo.Capacity(s.Points)

@@ -32,6 +32,37 @@ var phaseFields = func() map[string]int {
 	return m
 }()
 
+// blockFields maps "block.field" to the metric's field indexes, for every
+// numeric field of a phase's blocks (cache, prompt_drift): cache.hit_rate,
+// cache.expected_hit_rate, cache.ttft_med_hit, prompt_drift.abs_p99, ….
+// Built from the struct tags like phaseFields, so a field added to a block
+// is a metric at once. A phase without the block has none of its metrics.
+var blockFields = func() map[string][2]int {
+	m := map[string][2]int{}
+	t := reflect.TypeFor[schema.PhaseResult]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous || f.Type.Kind() != reflect.Pointer || f.Type.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		block, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		bt := f.Type.Elem()
+		for j := range bt.NumField() {
+			g := bt.Field(j)
+			name, _, _ := strings.Cut(g.Tag.Get("json"), ",")
+			gt := g.Type
+			if gt.Kind() == reflect.Pointer {
+				gt = gt.Elem()
+			}
+			switch gt.Kind() {
+			case reflect.Int, reflect.Float64:
+				m[block+"."+name] = [2]int{i, j}
+			}
+		}
+	}
+	return m
+}()
+
 // EvalMetrics are the metric names DESIGN.md gives the built-in evals, and
 // no_answer (MMLU and TriviaQA questions that got no usable answer, issue 12).
 var EvalMetrics = []string{
@@ -40,26 +71,43 @@ var EvalMetrics = []string{
 }
 
 // IsPhaseMetric reports whether name is a phase metric: a numeric
-// PhaseResult field or an error class (its count).
+// PhaseResult field, a numeric field of one of its blocks as block.field
+// (cache.hit_rate, prompt_drift.abs_p99), or an error class (its count).
 func IsPhaseMetric(name string) bool {
 	if _, ok := phaseFields[name]; ok {
+		return true
+	}
+	if _, ok := blockFields[name]; ok {
 		return true
 	}
 	return slices.Contains(schema.Classes, schema.Class(name))
 }
 
 // PhaseValue returns ph's metric name, or nil when the phase has none (an
-// empty sample) or name is not a phase metric.
+// empty sample, a block it lacks, a hit rate the server did not report) or
+// name is not a phase metric.
 func PhaseValue(ph *schema.PhaseResult, name string) *float64 {
 	if slices.Contains(schema.Classes, schema.Class(name)) {
 		v := float64(ph.ByClass[schema.Class(name)])
 		return &v
 	}
+	if ij, ok := blockFields[name]; ok {
+		b := reflect.ValueOf(ph).Elem().Field(ij[0])
+		if b.IsNil() {
+			return nil
+		}
+		return numeric(b.Elem().Field(ij[1]))
+	}
 	i, ok := phaseFields[name]
 	if !ok {
 		return nil
 	}
-	f := reflect.ValueOf(ph).Elem().Field(i)
+	return numeric(reflect.ValueOf(ph).Elem().Field(i))
+}
+
+// numeric is the value of an int or float64 field, or of a pointer to one;
+// nil for a nil pointer.
+func numeric(f reflect.Value) *float64 {
 	if f.Kind() == reflect.Pointer {
 		if f.IsNil() {
 			return nil

@@ -22,15 +22,17 @@ const CompactWidth = 100
 const compactKinds = 3
 
 // WriteCompact writes r's phases for a terminal, in plain text that fits
-// CompactWidth: one table of the columns that matter, only the error classes
-// that occurred with their most frequent messages, notes on what was counted
-// but is not an error, and mdPath, where the full report went ("" leaves it
-// out). report.md keeps every column, message and formula.
+// CompactWidth: one table of the columns that matter, the prefix cache and
+// the prompt drift, only the error classes that occurred with their most
+// frequent messages, notes on what was counted but is not an error, and
+// mdPath, where the full report went ("" leaves it out). report.md keeps
+// every column, message and formula.
 func WriteCompact(w io.Writer, r *schema.Report, mdPath string) error {
 	p := &printer{w: w}
 	if len(r.Phases) > 0 {
 		p.f("%s\n\n", fit(fmt.Sprintf("%s: model %s, %s", r.Label, r.Endpoint.Model, Plural(len(r.Phases), "phase")), CompactWidth))
 		p.compactPhases(r.Phases)
+		p.compactCache(r)
 		p.compactErrors(r.Phases)
 		p.compactNotes(r)
 	}
@@ -49,20 +51,31 @@ func (p *printer) compactPhases(phases []schema.PhaseResult) {
 			num(ph.WallSec, 2), num(ph.OutTput, 1), opt(ph.TTFTMed, 1, 3), opt(ph.TTFTP99, 1, 3),
 			opt(ph.TPOTMed, 1e3, 2), num(ph.ErrorRate, 4)})
 	}
+	p.f("Times in seconds, TPOT in ms, throughput in tokens/s.\n\n")
+	for _, line := range alignRows(rows, 2) {
+		p.f("%s\n", line)
+	}
+}
+
+// alignRows lays rows (the first is the head) out in columns two blanks
+// apart within CompactWidth: the first left columns read left to right, the
+// figures line up on the right. A long first column (a phase name) gives way
+// first: report.md has it whole.
+func alignRows(rows [][]string, left int) []string {
 	const gap = 2
+	head := rows[0]
 	widths := make([]int, len(head))
 	for _, row := range rows {
 		for i, c := range row {
 			widths[i] = max(widths[i], utf8.RuneCountInString(c))
 		}
 	}
-	// A long phase name gives way first: report.md has it whole.
 	rest := gap * (len(widths) - 1)
 	for _, wd := range widths[1:] {
 		rest += wd
 	}
 	widths[0] = max(len(head[0]), min(widths[0], CompactWidth-rest))
-	p.f("Times in seconds, TPOT in ms, throughput in tokens/s.\n\n")
+	var out []string
 	for _, row := range rows {
 		var b strings.Builder
 		for i, c := range row {
@@ -71,14 +84,15 @@ func (p *printer) compactPhases(phases []schema.PhaseResult) {
 			if i > 0 {
 				b.WriteString(strings.Repeat(" ", gap))
 			}
-			if i < 2 { // phase and status read left to right; figures line up on the right
+			if i < left {
 				b.WriteString(c + pad)
 			} else {
 				b.WriteString(pad + c)
 			}
 		}
-		p.f("%s\n", strings.TrimRight(b.String(), " "))
+		out = append(out, strings.TrimRight(b.String(), " "))
 	}
+	return out
 }
 
 // compactErrors lists, per phase with errors, the classes that occurred

@@ -105,7 +105,8 @@ func writeAtomic(dir, name string, fill func(io.Writer) error) error {
 }
 
 // WriteMarkdown renders one report: what was measured, a phase table, the
-// error classes as columns, the servers' error messages and the formulas.
+// prefix cache and prompt drift, the error classes as columns, the servers'
+// error messages and the formulas.
 func WriteMarkdown(w io.Writer, r *schema.Report) error {
 	p := &printer{w: w}
 	p.f("# glmbench report: %s\n\n", r.Label)
@@ -147,6 +148,11 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
 		}
 	}
+	if cache, drift := hasCache(r); cache || drift {
+		for _, f := range cacheFormulas {
+			p.f("- **%s** = %s\n", f.Metric, f.Formula)
+		}
+	}
 	if len(r.Sweeps) > 0 {
 		for _, f := range sweepFormulas {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
@@ -163,8 +169,8 @@ func WriteSummary(w io.Writer, r *schema.Report) error {
 	return p.err
 }
 
-// phaseTables renders the phase table, the failures by class and the
-// servers' messages.
+// phaseTables renders the phase table, the SLOs, the prefix cache and the
+// prompt drift, the failures by class and the servers' messages.
 func (p *printer) phaseTables(r *schema.Report) {
 	if len(r.Phases) == 0 {
 		return
@@ -181,6 +187,7 @@ func (p *printer) phaseTables(r *schema.Report) {
 			}
 		})
 	p.sloTable(r)
+	p.cacheTables(r)
 	p.f("\n## Failures by class\n\nEvery failed request has exactly one class. Cancelled, not sent, short and long output are counted but are not errors.\n\n")
 	head := []string{"phase", "error_rate"}
 	for _, c := range schema.Classes {

@@ -162,7 +162,7 @@ func Evaluate(baseline, current []*schema.Report, ths []threshold.Threshold, opt
 	for _, t := range ths {
 		k := kindOf(t.Metric, known)
 		if k == unknown {
-			return nil, badinput.Errorf("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; an error class; an eval metric such as ppl.ppl; or a sweep's capacity, capacity_goodput, goodput@64)",
+			return nil, badinput.Errorf("threshold %q: unknown metric %q (a phase field such as out_tput, ttft_p99, tpot_med, error_rate; a block field such as cache.hit_rate, prompt_drift.abs_p99; an error class; an eval metric such as ppl.ppl; or a sweep's capacity, capacity_goodput, goodput@64)",
 				t.String(), t.Metric)
 		}
 		scopes := []string{t.Scope}

@@ -23,7 +23,9 @@ import (
 // Phase computes the metrics of the phase name, whose requests asked for in
 // prompt tokens and out output tokens (max_tokens), from its records alone,
 // so any report can be recomputed offline from requests.jsonl. status is the
-// phase's ending (schema.StatusComplete, …), which records cannot tell.
+// phase's ending (schema.StatusComplete, …), which records cannot tell; so
+// is the workload kind, which the caller sets. A record's own max_tokens,
+// when it has one, is what its n is short or long of, instead of out.
 func Phase(name string, in, out int, records []schema.Record, status string) schema.PhaseResult {
 	r := schema.PhaseResult{
 		Phase: name, BatchSize: len(records), InputLen: in, OutputLen: out,
@@ -66,10 +68,14 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 		}
 		r.Completed++
 		r.NSources[rec.NSource]++
+		asked := out
+		if rec.MaxTokens > 0 { // a workload whose requests differ in max_tokens
+			asked = rec.MaxTokens
+		}
 		switch {
-		case rec.N < out:
+		case rec.N < asked:
 			r.Short++
-		case rec.N > out:
+		case rec.N > asked:
 			r.Long++
 		}
 		inTok += rec.Prompt
@@ -116,6 +122,7 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 	r.TPOTMean, r.TPOTMed, r.TPOTP90, r.TPOTP99, r.TPOTP999 = d.mean, d.p50, d.p90, d.p99, d.p999
 	d = dist(itl)
 	r.ITLMean, r.ITLMed, r.ITLP90, r.ITLP99, r.ITLP999 = d.mean, d.p50, d.p90, d.p99, d.p999
+	r.Cache, r.PromptDrift = CacheStats(records), PromptDrift(records)
 	return r
 }
 

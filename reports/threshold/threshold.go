@@ -8,7 +8,8 @@
 //	selector  = scope "." metric .
 //	scope     = "*" | name .                 (* a phase or eval name; "*" is every one *)
 //	name      = namechar { namechar } .      (* namechar: A–Z a–z 0–9 "_" "-" *)
-//	metric    = lower { lower | digit | "_" } [ "@" load ] .
+//	metric    = word { "." word } [ "@" load ] . (* a block's field: cache.hit_rate *)
+//	word      = lower { lower | digit | "_" } .
 //	load      = decimal .                   (* a sweep point: its concurrency or request rate *)
 //	operator  = "<=" | ">=" | "==" | "!=" | "<" | ">" .
 //	value     = relative | absolute .
@@ -22,7 +23,10 @@
 // (rate_limited, stalled, …: the count of that class), an eval metric
 // (ppl.ppl, mmlu.acc, …), or a sweep's: its capacity (capacity,
 // capacity_out_tput, capacity_goodput, capacity_out_tput_per_user) or any
-// metric of its point at one load (goodput@64, ttft_p99@64). Examples:
+// metric of its point at one load (goodput@64, ttft_p99@64). A field of a
+// phase's block is named block.field: cache.hit_rate,
+// cache.expected_hit_rate, cache.ttft_med_hit, prompt_drift.abs_p99. The
+// scope ends at the first ".", since a name holds none. Examples:
 //
 //	single.tpot_med < 0.015
 //	decode_medium.out_tput > -5%
@@ -30,6 +34,7 @@
 //	ppl.ppl < +1%
 //	sweep.capacity > -5%
 //	sweep.goodput@64 > -5%
+//	chat.cache.hit_rate > -5%
 package threshold
 
 import (
@@ -126,7 +131,7 @@ func parse(s string) (Threshold, error) {
 	case scope != All && !validName(scope):
 		return t, fmt.Errorf("bad phase or eval name %q (letters, digits, _ and -, or *)", scope)
 	case !validMetric(metric):
-		return t, fmt.Errorf("bad metric name %q (lower-case letters, digits and _, starting with a letter; a sweep point's metric takes @LOAD)", metric)
+		return t, fmt.Errorf("bad metric name %q (lower-case letters, digits and _, starting with a letter; a block's field is block.field; a sweep point's metric takes @LOAD)", metric)
 	}
 	t.Scope, t.Metric = scope, metric
 	val := strings.TrimSpace(rest)
@@ -237,6 +242,15 @@ func validMetric(s string) bool {
 	if name, load, ok := strings.Cut(s, "@"); ok {
 		return validMetric(name) && validDecimal(load)
 	}
+	for _, w := range strings.Split(s, ".") {
+		if !validWord(w) {
+			return false
+		}
+	}
+	return true
+}
+
+func validWord(s string) bool {
 	if s == "" || !isLower(s[0]) {
 		return false
 	}

@@ -30,6 +30,8 @@ func TestParseReadsTheFourKindsOfThreshold(t *testing.T) {
 		{"a leading dot", "x.out_tput > .5", Threshold{Scope: "x", Metric: "out_tput", Op: GT, Value: 0.5}, "x.out_tput > 0.5"},
 		{"a sweep's capacity", "sweep.capacity > -5%", Threshold{Scope: "sweep", Metric: "capacity", Op: GT, Value: -5, Relative: true}, "sweep.capacity > -5%"},
 		{"a sweep point's metric at a rate", "sweep.goodput@0.5 >= 0.4", Threshold{Scope: "sweep", Metric: "goodput@0.5", Op: GE, Value: 0.4}, "sweep.goodput@0.5 >= 0.4"},
+		{"a field of a phase's block", "chat.cache.hit_rate > -5%", Threshold{Scope: "chat", Metric: "cache.hit_rate", Op: GT, Value: -5, Relative: true}, "chat.cache.hit_rate > -5%"},
+		{"a block's field at a sweep point", "sw.cache.ttft_med_hit@8 < 0.2", Threshold{Scope: "sw", Metric: "cache.ttft_med_hit@8", Op: LT, Value: 0.2}, "sw.cache.ttft_med_hit@8 < 0.2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,6 +72,9 @@ func TestParseRefusesWhatIsNotAThreshold(t *testing.T) {
 		{"no selector", "> 5", "no metric"},
 		{"an @ with no load", "sweep.goodput@ > 5", "bad metric name"},
 		{"an @ with a word", "sweep.goodput@high > 5", "bad metric name"},
+		{"an empty block field", "chat.cache. > 5", "bad metric name"},
+		{"two dots in a row", "chat.cache..hit_rate > 5", "bad metric name"},
+		{"a block field starting with a digit", "chat.cache.9x > 5", "bad metric name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -147,7 +152,7 @@ func TestParseFileTakesThreeShapes(t *testing.T) {
 func FuzzParseRoundTrips(f *testing.F) {
 	for _, s := range []string{
 		"single.tpot_med < 0.015", "decode_medium.out_tput > -5%", "*.error_rate <= 0.01", "ppl.ppl < +1%",
-		"a.b==1e-7", "x.y != -0%", "x.y >= 1.5e+300", "x.y > .5 %", "a-b_C.d_1 < 0.",
+		"a.b==1e-7", "x.y != -0%", "x.y >= 1.5e+300", "x.y > .5 %", "a-b_C.d_1 < 0.", "chat.cache.hit_rate > -5%", "s.cache.ttft_med_hit@8<1",
 	} {
 		f.Add(s)
 	}
