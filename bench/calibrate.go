@@ -103,8 +103,19 @@ var errNoUsage = errors.New("no usage reported")
 
 // tokens returns usage.prompt_tokens for a prompt with chars of filler.
 func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
+	return p.count(ctx, p.userMessage(p.fill.Text(chars)))
+}
+
+// userMessage is a probe's user message: the probe's prefix, then text.
+func (p *prober) userMessage(text string) []endpoints.Message {
+	return []endpoints.Message{{Role: "user", Content: Prefix(p.nonce, ProbeIndex) + text}}
+}
+
+// count returns usage.prompt_tokens for a chat of msgs, with the load's
+// shape but max_tokens 1.
+func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, error) {
 	p.probes++
-	body := p.shape.chatBody(Prefix(p.nonce, ProbeIndex), p.fill.Text(chars), 1, true)
+	body := p.shape.messagesBody(msgs, 1, true)
 	var res endpoints.StreamResult
 	for attempt := 0; ; attempt++ {
 		res.Reset()
@@ -131,7 +142,7 @@ func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 	// the same time limit.
 	pctx, cancel := context.WithTimeoutCause(ctx, p.lim.Total, errProbeLimit)
 	defer cancel()
-	resp, err := p.client.Post(pctx, "/chat/completions", p.shape.chatBody(Prefix(p.nonce, ProbeIndex), p.fill.Text(chars), 1, false))
+	resp, err := p.client.Post(pctx, "/chat/completions", p.shape.messagesBody(msgs, 1, false))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return 0, context.Cause(ctx)

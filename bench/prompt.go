@@ -61,6 +61,27 @@ func (f *filler) Text(n int) string {
 	return f.text.String()[:n]
 }
 
+// Words returns the filler's first n bytes (n ≥ 0) cut to whole words: at
+// the word boundary nearest n, so that whatever follows cannot merge with a
+// cut word into another token. The same n gives the same text, so a shared
+// part tokenizes identically every time.
+func (f *filler) Words(n int) string {
+	if n == 0 {
+		return ""
+	}
+	s := f.Text(n + 32)
+	back := strings.LastIndexByte(s[:n+1], ' ')
+	fwd := strings.IndexByte(s[n:], ' ')
+	cut := back
+	if fwd >= 0 && (back < 0 || fwd < n-back) {
+		cut = n + fwd
+	}
+	if cut <= 0 {
+		return ""
+	}
+	return strings.TrimRight(s[:cut], ".")
+}
+
 // Shape is what every request body of a run has in common.
 type Shape struct {
 	Model     string
@@ -71,9 +92,15 @@ type Shape struct {
 // is prefix + text. The load and its probes share this one builder, so a
 // probe has exactly the load's shape.
 func (s Shape) chatBody(prefix, text string, maxTokens int, stream bool) []byte {
+	return s.messagesBody([]endpoints.Message{{Role: "user", Content: prefix + text}}, maxTokens, stream)
+}
+
+// messagesBody builds the JSON body of a chat request of msgs: the one
+// builder of every body the load and its probes send.
+func (s Shape) messagesBody(msgs []endpoints.Message, maxTokens int, stream bool) []byte {
 	req := endpoints.ChatRequest{
 		Model:     s.Model,
-		Messages:  []endpoints.Message{{Role: "user", Content: prefix + text}},
+		Messages:  msgs,
 		MaxTokens: maxTokens,
 		Stream:    stream,
 	}

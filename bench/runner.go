@@ -58,6 +58,9 @@ type Options struct {
 type Plan struct {
 	Spec Spec
 	Cal  Calibration
+	// Work, when set, is the workload phase a sweep's points draw their
+	// requests from, in turn, instead of Spec's one shape.
+	Work *WorkPlan
 }
 
 // PhaseRun is what one phase produced.
@@ -106,18 +109,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	lim := endpoints.StreamLimits{MaxTokens: 1}
 	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: lim}
 	probes := 0
-	// spent is how a calibration ends early: a spent budget and a refused
-	// or failed probe are bad input, a cancelled ctx gives its cause.
-	spent := func(err error) error {
-		var pe *ProbeError
-		switch {
-		case errors.Is(err, errCalibrationBudget):
-			return badinput.Errorf("phase %s: calibration did not end within its budget of %s (%d probes sent; the budget is five times the probe limit for each prompt length: raise --probe-timeout for a slow server)", p.phase, budget, probes+p.probes)
-		case errors.As(err, &pe):
-			return badinput.Wrap(err)
-		}
-		return err
-	}
+	spent := func(err error) error { return calibrationEnd(err, p.phase, budget, probes+p.probes) }
 	cals := map[int]Calibration{}
 	var plans []Plan
 	var warns []string
@@ -158,6 +150,20 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 		plans = append(plans, Plan{Spec: s, Cal: cal})
 	}
 	return plans, warns, nil
+}
+
+// calibrationEnd is how a calibration ends early with err: a spent budget
+// and a refused or failed probe are bad input, a cancelled ctx gives its
+// cause.
+func calibrationEnd(err error, phase string, budget time.Duration, probes int) error {
+	var pe *ProbeError
+	switch {
+	case errors.Is(err, errCalibrationBudget):
+		return badinput.Errorf("phase %s: calibration did not end within its budget of %s (%d probes sent; the budget is five times the probe limit for each prompt length: raise --probe-timeout for a slow server)", phase, budget, probes)
+	case errors.As(err, &pe):
+		return badinput.Wrap(err)
+	}
+	return err
 }
 
 // sleepCtx waits d, or until ctx ends; it reports whether d passed.
@@ -226,7 +232,11 @@ type phase struct {
 	// ctx is the phase's own: cancelled by the caller's, or at the cap.
 	ctx  context.Context
 	pool *endpoints.Pool
-	tmpl template
+	// body is request i's body; out its max_tokens.
+	body func(i int) []byte
+	out  func(i int) int
+	// work is the workload plan the phase runs, nil for a fixed phase.
+	work *WorkPlan
 	lim  endpoints.StreamLimits
 	// evCap is each result's initial room for event times.
 	evCap int
@@ -244,10 +254,12 @@ type phase struct {
 // and its records; ctx and start are set when it begins.
 func newPhase(o *Options, plan Plan, pool *endpoints.Pool, prog *Progress) *phase {
 	spec := plan.Spec
+	tmpl := newTemplate(o.Shape, o.Nonce, newFiller().Text(plan.Cal.Chars), spec.Out)
 	ph := &phase{
 		spec:    spec,
 		pool:    pool,
-		tmpl:    newTemplate(o.Shape, o.Nonce, newFiller().Text(plan.Cal.Chars), spec.Out),
+		body:    tmpl.body,
+		out:     func(int) int { return spec.Out },
 		evCap:   min(spec.Out+8, 1<<16),
 		prog:    prog,
 		records: make([]schema.Record, spec.N),
@@ -279,13 +291,18 @@ func phaseContext(ctx context.Context, phaseCap time.Duration) (context.Context,
 // ready makes request i ready to send (body, context, result buffer), so
 // that none of it counts as send lag; the returned func sends it.
 func (ph *phase) ready(i int) func(planned time.Time, queued time.Duration) {
-	st := ph.pool.Client(i).PrepareChat(ph.ctx, ph.tmpl.body(i), ph.lim)
-	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, ph.evCap)}
+	lim, out := ph.lim, ph.out(i)
+	lim.MaxTokens = out
+	st := ph.pool.Client(i).PrepareChat(ph.ctx, ph.body(i), lim)
+	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, min(out+8, ph.evCap))}
 	return func(planned time.Time, queued time.Duration) {
 		defer ph.wg.Done()
 		ph.prog.Sent.Add(1)
 		st.Run(&ph.prog.Events, res)
-		ph.records[i] = record(ph.spec, i, ph.start, planned, queued, res)
+		ph.records[i] = record(ph.spec.Name, out, i, ph.start, planned, queued, res)
+		if ph.work != nil {
+			ph.work.annotate(ph.records, i)
+		}
 		ph.prog.end(&ph.records[i])
 	}
 }
@@ -411,9 +428,9 @@ func anyCut(records []schema.Record) bool {
 }
 
 // record turns a stream's raw result into the phase's record of request i.
-func record(spec Spec, i int, start, planned time.Time, queued time.Duration, res *endpoints.StreamResult) schema.Record {
+func record(name string, out, i int, start, planned time.Time, queued time.Duration, res *endpoints.StreamResult) schema.Record {
 	rec := schema.Record{
-		Phase:      spec.Name,
+		Phase:      name,
 		I:          i,
 		SendOffset: res.T0.Sub(start).Seconds(),
 		SendLag:    math.Max(0, res.T0.Sub(planned).Seconds()),
@@ -433,7 +450,7 @@ func record(spec Spec, i int, start, planned time.Time, queued time.Duration, re
 		if res.Class != "" {
 			// No metric reads a failed request's gaps; its first events say
 			// how it began, its detail how many came.
-			keep = keep[:min(len(keep), keptFailedEvents(spec.Out))]
+			keep = keep[:min(len(keep), keptFailedEvents(out))]
 		}
 		rec.Events = make([]float64, len(keep))
 		for k, d := range keep {
@@ -443,6 +460,9 @@ func record(spec Spec, i int, start, planned time.Time, queued time.Duration, re
 		rec.TLast = ptr(res.Events[len(res.Events)-1].Seconds())
 	}
 	rec.TEnd = ptr(res.End.Seconds())
+	if res.CachedReported {
+		rec.CachedTokens = ptr(res.CachedTokens)
+	}
 	if res.Usage {
 		rec.N, rec.NSource = res.CompletionTokens, schema.NFromUsage
 	} else {

@@ -44,16 +44,20 @@ type PointRun struct {
 
 // point is one sweep point in flight.
 type point struct {
-	n     int
-	spec  Spec
-	tl    Timeline
-	tmpl  template
-	lim   endpoints.StreamLimits
-	pool  *endpoints.Pool
-	ctx   context.Context
-	start time.Time
-	next  atomic.Int64
-	live  atomic.Int64
+	n    int
+	spec Spec
+	tl   Timeline
+	// body is request i's body, out its max_tokens; annotate adds what a
+	// workload knows of it to its record (nil for a fixed shape).
+	body     func(i int) []byte
+	out      func(i int) int
+	annotate func(rec *schema.Record, i int)
+	lim      endpoints.StreamLimits
+	pool     *endpoints.Pool
+	ctx      context.Context
+	start    time.Time
+	next     atomic.Int64
+	live     atomic.Int64
 
 	mu      sync.Mutex
 	records []schema.Record
@@ -77,12 +81,16 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 	}
 	pt := &point{
 		n: n, spec: spec, tl: tl, settled: make(chan struct{}),
-		tmpl: newTemplate(o.Shape, pointNonce(o.Nonce, n), newFiller().Text(plan.Cal.Chars), spec.Out),
 		pool: endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conns, ConnectTimeout: o.ConnectTimeout}),
 	}
 	defer pt.pool.Close()
+	if w := plan.Work; w != nil {
+		pt.body, pt.out, pt.annotate = w.cycle(o.Nonce, pointNonce(o.Nonce, n))
+	} else {
+		pt.body = newTemplate(o.Shape, pointNonce(o.Nonce, n), newFiller().Text(plan.Cal.Chars), spec.Out).body
+		pt.out = func(int) int { return spec.Out }
+	}
 	pt.lim = o.Limits
-	pt.lim.MaxTokens = spec.Out
 	if load.Rate <= 0 {
 		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
 		pt.pool.Warm(warmCtx, conns)
@@ -188,12 +196,17 @@ func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
 // send sends one request planned for planned and records it.
 func (pt *point) send(c *endpoints.Client, planned time.Time) {
 	i := int(pt.next.Add(1)-1) % ProbeIndex
-	st := c.PrepareChat(pt.ctx, pt.tmpl.body(i), pt.lim)
-	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, min(pt.spec.Out+8, 1<<16))}
+	lim, out := pt.lim, pt.out(i)
+	lim.MaxTokens = out
+	st := c.PrepareChat(pt.ctx, pt.body(i), lim)
+	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, min(out+8, 1<<16))}
 	window := pt.enter()
 	st.Run(&pt.live, res)
-	rec := record(pt.spec, i, pt.start, planned, 0, res)
+	rec := record(pt.spec.Name, out, i, pt.start, planned, 0, res)
 	rec.Point, rec.Window = pt.n, window
+	if pt.annotate != nil {
+		pt.annotate(&rec, i)
+	}
 	pt.mu.Lock()
 	pt.records = append(pt.records, rec)
 	if window == schema.WindowMeasured {

@@ -10,14 +10,24 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 )
 
+// CalibrateWorkload is Calibrate for a workload's phases: it measures the
+// endpoint's filler curve and builds every phase's requests on it.
+func CalibrateWorkload(ctx context.Context, errOut io.Writer, bo *bench.Options, phases []bench.WorkPhase, what string) ([]*bench.WorkPlan, error) {
+	return calibrate(ctx, errOut, bo, what, func() ([]*bench.WorkPlan, []string, error) { return bench.PrepareWorkload(ctx, bo, phases) })
+}
+
 // Calibrate runs bench.Prepare for the load commands (run, sweep), after
 // saying on errOut what it calibrates (what) and printing its warnings. A
 // Ctrl-C during it exits 130 with no report, as nothing was measured yet;
 // its other errors are redacted of the endpoint's secrets.
 func Calibrate(ctx context.Context, errOut io.Writer, bo *bench.Options, specs []bench.Spec, what string) ([]bench.Plan, error) {
+	return calibrate(ctx, errOut, bo, what, func() ([]bench.Plan, []string, error) { return bench.Prepare(ctx, bo, specs) })
+}
+
+func calibrate[P any](ctx context.Context, errOut io.Writer, bo *bench.Options, what string, prepare func() ([]P, []string, error)) ([]P, error) {
 	ep := bo.Endpoint
 	fmt.Fprintf(errOut, "glmbench: %s, model %s: calibrating %s\n", ep, ep.Model, what)
-	plans, warns, err := bench.Prepare(ctx, bo, specs)
+	plans, warns, err := prepare()
 	for _, w := range warns {
 		fmt.Fprintf(errOut, "glmbench: warning: %s\n", w)
 	}

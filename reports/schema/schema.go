@@ -323,8 +323,9 @@ type PhaseResult struct {
 
 // CacheStats is a phase's prefix-cache figures over its completed requests.
 type CacheStats struct {
-	// Reported counts the completed requests whose usage carried a cached
-	// token count; Requests all completed requests with a prompt count.
+	// Reported counts the completed requests with a prompt count whose
+	// usage carried a cached token count; Requests all completed requests
+	// with a prompt count.
 	Reported int `json:"reported"`
 	Requests int `json:"requests"`
 	// PromptTokens sums usage.prompt_tokens over the requests that reported
@@ -339,8 +340,10 @@ type CacheStats struct {
 	// prompt tokens: what the workload was built to let a cache serve; nil
 	// when the workload does not say.
 	ExpectedHitRate *float64 `json:"expected_hit_rate"`
-	// Hits and Misses count the reporting requests with cached tokens > 0
-	// and = 0; the TTFT figures are over each (nil for an empty side).
+	// Hits and Misses count the reporting requests with at least 10% of
+	// their prompt cached and the others (summary.IsHit: a few template
+	// tokens every request shares are not a hit); the TTFT figures are over
+	// each (nil for an empty side).
 	Hits        int      `json:"hits"`
 	Misses      int      `json:"misses"`
 	TTFTMedHit  *float64 `json:"ttft_med_hit"`
@@ -432,6 +435,10 @@ type Options struct {
 	Percentiles    string             `json:"percentile_method,omitempty"`
 	// SLOs are run's --slo objectives, in canonical form.
 	SLOs []string `json:"slos,omitempty"`
+	// Workload is run --workload's file ("embedded NAME" for a built-in
+	// example), and Dataset --dataset's path, when given.
+	Workload string `json:"workload,omitempty"`
+	Dataset  string `json:"dataset,omitempty"`
 }
 
 // Endpoint describes what was measured. Headers are recorded by name only.

@@ -1,0 +1,339 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/glmbench/glmbench/bench/workload"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// WorkPhase is a workload phase expanded into its requests
+// (workload.Phase.Expand), before any text is built.
+type WorkPhase struct {
+	Phase workload.Phase
+	Reqs  []workload.Request
+}
+
+// WorkPlan is a workload phase ready to run: every request's body built in
+// the endpoint's own tokens, with what the record of each will keep.
+type WorkPlan struct {
+	Phase workload.Phase
+	Reqs  []workload.Request
+	// In and Out are the phase's nominal lengths, for its result's
+	// input_len and output_len: the asked lengths where the kind has one,
+	// else the mean target.
+	In, Out int
+	items   []workItem
+	// multiTurn phases send each session's turns one after another.
+	multiTurn bool
+}
+
+// workItem is one request of a WorkPlan, ready to send.
+type workItem struct {
+	body []byte
+	out  int
+	// target is the usage.prompt_tokens asked for, -1 for a data set's item.
+	target int
+	// expected is the prompt tokens an earlier request sent as a prefix of
+	// this one, -1 when the workload does not say. A multi-turn turn's is
+	// replaced by its previous turn's measured prompt tokens when known.
+	expected int
+}
+
+// N is the number of requests the plan sends.
+func (w *WorkPlan) N() int { return len(w.items) }
+
+// builder makes a workload's bodies: the run's shape and nonce, the curve
+// that maps token targets onto the filler, and the prober that measures
+// the parts a curve cannot (a system prompt's, a history's count).
+type builder struct {
+	shape Shape
+	nonce string
+	cv    *curve
+	fill  *filler
+	p     *prober
+}
+
+// groupPrefix starts shared-prefix group g's system prompt: as long as a
+// request's prefix, and apart from every request's.
+func groupPrefix(nonce string, g int) string { return fmt.Sprintf("%s-g%05d ", nonce, g) }
+
+// words returns filler that adds about tokens tokens after a prefix.
+func (b *builder) words(tokens int) string { return b.fill.Words(b.cv.chars(tokens)) }
+
+// user is request i's user message: its prefix, then filler adding about
+// tokens tokens.
+func (b *builder) user(nonce string, i, tokens int) endpoints.Message {
+	return endpoints.Message{Role: "user", Content: Prefix(nonce, i) + b.words(tokens)}
+}
+
+// build makes the plan of one expanded phase. A shared-prefix phase costs
+// one probe (the system prompt's count), a multi-turn phase one per turn
+// after the first (each history's count), all of them with the prober's
+// own nonce, so no probe leaves in a cache what the load will send.
+func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
+	ph, reqs := wp.Phase, wp.Reqs
+	plan := &WorkPlan{Phase: ph, Reqs: reqs, items: make([]workItem, len(reqs)), multiTurn: ph.Kind == workload.MultiTurn}
+	b.p.phase = ph.Name
+	switch ph.Kind {
+	case workload.SharedPrefix:
+		if err := b.sharedPrefix(ctx, plan); err != nil {
+			return nil, err
+		}
+	case workload.MultiTurn:
+		if err := b.multiTurn(ctx, plan); err != nil {
+			return nil, err
+		}
+	case workload.Dataset:
+		for i, r := range reqs {
+			msgs := make([]endpoints.Message, len(r.Messages))
+			first := true
+			for k, m := range r.Messages {
+				msgs[k] = endpoints.Message{Role: m.Role, Content: m.Content}
+				if first && m.Role == "user" {
+					// The nonce starts the first user message: after a
+					// system prompt the items may share, before the rest.
+					msgs[k].Content = Prefix(b.nonce, i) + m.Content
+					first = false
+				}
+			}
+			out := r.Output
+			if out <= 0 {
+				out = max(1, int(float64(r.AnswerChars)*b.cv.tokensPerChar()+0.5))
+			}
+			plan.items[i] = workItem{body: b.shape.messagesBody(msgs, out, true), out: out, target: -1, expected: -1}
+		}
+	default: // fixed, random, trace: one user message of Input tokens in all
+		for i, r := range reqs {
+			msgs := []endpoints.Message{b.user(b.nonce, i, r.Input-b.cv.base)}
+			plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: 0}
+		}
+	}
+	plan.In, plan.Out = Nominal(ph, reqs)
+	return plan, nil
+}
+
+// sharedPrefix builds groups whose requests share a system prompt of
+// PrefixTokens tokens of whole words, then differ from their own prefix on:
+// a question making the whole prompt Input tokens. The system prompt's
+// count is measured once (its group prefix has the prober's nonce, the
+// same length as the load's). A request after the first of its group can
+// find in a cache the system message with its template tokens, measured as
+// the count it adds to a prompt (the template's own first tokens are shared
+// too, and not counted: expected is a little low).
+func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
+	reqs := plan.Reqs
+	if len(reqs) == 0 {
+		return nil
+	}
+	sys := b.words(reqs[0].PrefixTokens)
+	withSys, err := b.p.count(ctx, []endpoints.Message{{Role: "system", Content: groupPrefix(b.p.nonce, 1) + sys}, b.p.userMessage("")[0]})
+	if err != nil {
+		return err
+	}
+	shared := max(withSys-b.cv.base, 0)
+	if b.cv.noUsage {
+		withSys, shared = b.cv.base, 0
+	}
+	seen := map[int]bool{}
+	for i, r := range reqs {
+		msgs := []endpoints.Message{
+			{Role: "system", Content: groupPrefix(b.nonce, r.Group) + sys},
+			b.user(b.nonce, i, r.Input-withSys),
+		}
+		exp := 0
+		if seen[r.Group] {
+			exp = shared
+		}
+		seen[r.Group] = true
+		plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: exp}
+	}
+	return nil
+}
+
+// multiTurn builds sessions whose turn k sends the whole history, turns 1
+// to k−1 with an answer of Output tokens of filler each (not the server's
+// answer: every endpoint and run gets the same history), and a new user
+// message making the prompt Input tokens. Every session has the same
+// lengths, so turn k's history count is measured once, on the prober's
+// own session. Turn k's expected cached prefix is turn k−1's whole prompt.
+func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
+	turns := 0
+	for _, r := range plan.Reqs {
+		turns = max(turns, r.Turn)
+	}
+	// userTokens[k] is what turn k+1's user message adds; answers[k] the
+	// answer after it.
+	userTokens := make([]int, turns)
+	answers := make([]string, turns)
+	var probe []endpoints.Message
+	for _, r := range plan.Reqs {
+		if r.Session != plan.Reqs[0].Session {
+			break
+		}
+		k := r.Turn - 1
+		base := b.cv.base
+		if k > 0 && !b.cv.noUsage {
+			// The history so far, and the new turn's prefix alone.
+			msgs := append(slices.Clone(probe), endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k)})
+			n, err := b.p.count(ctx, msgs)
+			if err != nil {
+				return err
+			}
+			base = n
+		}
+		userTokens[k] = r.Input - base
+		answers[k] = b.words(r.Output)
+		probe = append(probe, endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k) + b.words(userTokens[k])},
+			endpoints.Message{Role: "assistant", Content: answers[k]})
+	}
+	hist := map[int][]endpoints.Message{}
+	for i, r := range plan.Reqs {
+		k := r.Turn - 1
+		msgs := append(slices.Clone(hist[r.Session]), b.user(b.nonce, i, userTokens[k]))
+		hist[r.Session] = append(slices.Clone(msgs), endpoints.Message{Role: "assistant", Content: answers[k]})
+		exp := 0
+		if k > 0 {
+			exp = plan.Reqs[i-1].Input // replaced by the measured count when there is one
+		}
+		plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: exp}
+	}
+	return nil
+}
+
+// Nominal is an expanded phase's input_len and output_len: the asked
+// lengths where the kind has one, else the mean over its requests (a data
+// set's items with no max_tokens, whose output the endpoint's curve sets,
+// left out). It depends on the workload alone, never on the endpoint, so
+// that two endpoints' phases compare.
+func Nominal(ph workload.Phase, reqs []workload.Request) (in, out int) {
+	var sumIn, nIn, sumOut, nOut int
+	for _, r := range reqs {
+		if r.Input > 0 {
+			sumIn += r.Input
+			nIn++
+		}
+		if r.Output > 0 {
+			sumOut += r.Output
+			nOut++
+		}
+	}
+	if nIn > 0 {
+		in = (sumIn + nIn/2) / nIn
+	}
+	if nOut > 0 {
+		out = (sumOut + nOut/2) / nOut
+	}
+	switch ph.Kind {
+	case workload.Fixed:
+		in, out = ph.InputTokens, ph.OutputTokens
+	case workload.SharedPrefix:
+		in, out = ph.PrefixTokens+ph.QuestionTokens, ph.OutputTokens
+	}
+	return in, out
+}
+
+// PrepareWorkload measures the filler's curve on the endpoint once, up to
+// the longest part any phase needs, and builds every phase's bodies on it,
+// all before any load. Where the server states its context, each request's
+// prompt and output are checked against it first, and every phase's
+// longest request is probed in its exact shape (max_tokens and all). The
+// errors are Prepare's: bad input for an endpoint that refuses or
+// truncates what the workload needs; ctx's cause when it is cancelled.
+func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*WorkPlan, []string, error) {
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
+	defer tr.Close()
+	client := endpoints.NewClient(o.Endpoint, tr)
+	var specs []Spec
+	need, longest := 0, 0
+	for _, wp := range phases {
+		s := Spec{Name: wp.Phase.Name, N: len(wp.Reqs)}
+		for _, r := range wp.Reqs {
+			if r.Input+r.Output > s.In+s.Out {
+				s.In, s.Out = r.Input, r.Output
+			}
+			need = max(need, r.Input, r.UserTokens, r.Output)
+			longest = max(longest, r.Input)
+		}
+		specs = append(specs, s)
+	}
+	if err := preflight(ctx, o, client, specs); err != nil {
+		return nil, nil, err
+	}
+	limit := ProbeLimit(o.ProbeTimeout, longest)
+	budget := o.CalibrationBudget
+	if budget <= 0 {
+		budget = time.Duration(5*(1+len(phases))) * limit
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, budget, errCalibrationBudget)
+	defer cancel()
+	p := &prober{client: client, shape: o.Shape, nonce: NewNonce(), fill: newFiller(), lim: endpoints.StreamLimits{MaxTokens: 1, Total: limit}}
+	if o.Limits.Stall > 0 {
+		p.lim.Stall = min(o.Limits.Stall, limit)
+	}
+	if len(phases) > 0 {
+		p.phase = phases[0].Phase.Name
+	}
+	spent := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		if badinput.Is(err) {
+			return err
+		}
+		return calibrationEnd(err, p.phase, budget, p.probes)
+	}
+	cv, err := p.measure(cctx, need)
+	if err != nil {
+		return nil, nil, spent(err)
+	}
+	var warns []string
+	if cv.noUsage {
+		warns = append(warns, cv.String())
+	}
+	b := &builder{shape: o.Shape, nonce: o.Nonce, cv: cv, fill: newFiller(), p: p}
+	var plans []*WorkPlan
+	for _, wp := range phases {
+		plan, err := b.build(cctx, wp)
+		if err != nil {
+			return nil, warns, spent(err)
+		}
+		if err := b.shapeProbe(cctx, plan); err != nil {
+			return nil, warns, spent(err)
+		}
+		plans = append(plans, plan)
+	}
+	return plans, warns, nil
+}
+
+// shapeProbe sends the plan's longest request, under the prober's nonce,
+// stopped at its first token: the endpoint takes the phase's shape.
+func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
+	p := b.p
+	if plan.N() == 0 {
+		return nil
+	}
+	longest := 0
+	for i, it := range plan.items {
+		if len(it.body)+it.out > len(plan.items[longest].body)+plan.items[longest].out {
+			longest = i
+		}
+	}
+	it := plan.items[longest]
+	body := b.swapNonce(it.body, p.nonce)
+	lim := p.lim
+	lim.MaxTokens = it.out
+	var res endpoints.StreamResult
+	p.client.StreamChatUntilFirst(ctx, body, lim, &res)
+	if res.Cancelled != nil {
+		return res.Cancelled
+	}
+	if res.Class != "" {
+		return p.fail("probe of the load's request shape", &res)
+	}
+	return nil
+}

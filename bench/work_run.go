@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/glmbench/glmbench/bench/workload"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
+)
+
+// swapNonce returns body with every occurrence of the run's nonce
+// replaced: a probe of the load's exact shape under the prober's own.
+func (b *builder) swapNonce(body []byte, nonce string) []byte {
+	return bytes.ReplaceAll(body, []byte(b.nonce), []byte(nonce))
+}
+
+// cycle is how a sweep point draws from the plan: its request i is item
+// i mod N, under a nonce of the point and the cycle (i div N), so that no
+// two requests of a point are the same prompt and a shared-prefix group's
+// first request in each cycle finds nothing cached, as the workload
+// expects. It returns the point's body, max_tokens and annotation of
+// request i. The plan's bodies were built under run.
+func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int) int, annotate func(*schema.Record, int)) {
+	n := max(w.N(), 1)
+	old := []byte(run)
+	body = func(i int) []byte {
+		return bytes.ReplaceAll(w.items[i%n].body, old, []byte(point+"c"+strconv.Itoa(i/n)))
+	}
+	out = func(i int) int { return w.items[i%n].out }
+	annotate = func(rec *schema.Record, i int) {
+		r, it := w.Reqs[i%n], w.items[i%n]
+		rec.MaxTokens, rec.Group = it.out, r.Group
+		if it.target >= 0 {
+			rec.TargetPrompt = ptr(it.target)
+		}
+		if it.expected >= 0 {
+			rec.ExpectedCached = ptr(it.expected)
+		}
+	}
+	return body, out, annotate
+}
+
+// annotate adds to records[i] what the workload knows of request i: its
+// target and expected cached tokens, group, session and turn. A multi-turn
+// turn after the first expects its previous turn's whole prompt, as the
+// endpoint counted it when it did.
+func (w *WorkPlan) annotate(records []schema.Record, i int) {
+	rec, r, it := &records[i], w.Reqs[i], w.items[i]
+	rec.MaxTokens = it.out
+	rec.Group, rec.Session, rec.Turn = r.Group, r.Session, r.Turn
+	if it.target >= 0 {
+		rec.TargetPrompt = ptr(it.target)
+	}
+	exp := it.expected
+	if w.multiTurn && r.Turn > 1 && i > 0 {
+		if prev := &records[i-1]; prev.Session == r.Session && prev.Prompt > 0 {
+			exp = prev.Prompt
+		}
+	}
+	if exp >= 0 {
+		rec.ExpectedCached = ptr(exp)
+	}
+}
+
+// RunWorkPhase sends a workload phase's requests at their planned times
+// (a multi-turn session's turns one after another, each its think time
+// after the last ended) and waits for all of them to end. Like RunPhase it
+// never fails: every request, sent or not, becomes a record.
+func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
+	spec := Spec{Name: plan.Phase.Name, N: plan.N(), In: plan.In, Out: plan.Out}
+	conc := spec.N
+	if plan.multiTurn {
+		conc = sessions(plan.Reqs)
+	}
+	if o.MaxConcurrency > 0 {
+		conc = min(conc, o.MaxConcurrency)
+	}
+	pool := endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
+	defer pool.Close()
+	prog := o.Progress
+	if prog == nil {
+		prog = &Progress{}
+	}
+	maxOut := 0
+	for _, it := range plan.items {
+		maxOut = max(maxOut, it.out)
+	}
+	ph := &phase{
+		spec: spec, pool: pool, work: plan, prog: prog,
+		body:    func(i int) []byte { return plan.items[i].body },
+		out:     func(i int) int { return plan.items[i].out },
+		evCap:   min(maxOut+8, 1<<16),
+		records: make([]schema.Record, spec.N),
+		lim:     o.Limits,
+	}
+	if o.MaxConcurrency > 0 && o.MaxConcurrency < spec.N {
+		ph.sem = make(chan struct{}, o.MaxConcurrency)
+	}
+	prog.begin(spec)
+	burst := !plan.multiTurn && ph.sem == nil
+	arrivals := make([]time.Duration, spec.N)
+	for i, r := range plan.Reqs {
+		arrivals[i] = r.At
+		burst = burst && r.At == 0
+	}
+	if burst {
+		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
+		pool.Warm(warmCtx, conc)
+		cancelWarm()
+	}
+	var cancel func()
+	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
+	defer cancel()
+	cpu0 := cpuSeconds()
+	switch {
+	case plan.multiTurn:
+		ph.sessions()
+	case burst:
+		ph.burst()
+	default:
+		ph.dispatch(arrivals)
+	}
+	ph.wg.Wait()
+	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
+	r := summary.Phase(spec.Name, spec.In, spec.Out, ph.records, phaseStatus(ctx, ph.ctx, ph.records))
+	r.Workload = plan.Phase.Kind
+	r.Concurrency = o.MaxConcurrency
+	if a := plan.Phase.Arrival; a.Kind == "poisson" || a.Kind == "gamma" || a.Kind == "constant" {
+		r.RequestRate = a.Rate
+	}
+	if len(o.SLOs) > 0 {
+		o.SLOs.Apply(&r, ph.records, r.WallSec)
+	}
+	run.Result = r
+	return run
+}
+
+// sessions counts the distinct sessions of a multi-turn phase.
+func sessions(reqs []workload.Request) int {
+	seen := map[int]bool{}
+	for _, r := range reqs {
+		seen[r.Session] = true
+	}
+	return max(len(seen), 1)
+}
+
+// sessions sends each session's turns in order, in a goroutine of its
+// own: turn 1 at its planned time, each later one its think time after the
+// previous ended. The turns a session had no time to send (the phase ended
+// first) are recorded as not sent.
+func (ph *phase) sessions() {
+	reqs := ph.work.Reqs
+	ph.start = time.Now()
+	var all sync.WaitGroup
+	for first := 0; first < len(reqs); {
+		last := first + 1
+		for last < len(reqs) && reqs[last].Session == reqs[first].Session {
+			last++
+		}
+		all.Add(1)
+		go func(first, last int) {
+			defer all.Done()
+			planned := ph.start.Add(reqs[first].At)
+			for i := first; i < last; i++ {
+				send := ph.ready(i)
+				at, queued, ok := ph.await(planned)
+				if !ok {
+					for k := i; k < last; k++ {
+						ph.records[k] = schema.Record{Phase: ph.spec.Name, I: k, NotSent: true}
+						ph.work.annotate(ph.records, k)
+						ph.prog.end(&ph.records[k])
+					}
+					return
+				}
+				ph.wg.Add(1)
+				send(at, queued)
+				if ph.sem != nil {
+					<-ph.sem
+				}
+				if i+1 < last {
+					planned = time.Now().Add(reqs[i+1].Think)
+				}
+			}
+		}(first, last)
+		first = last
+	}
+	all.Wait()
+}
