@@ -36,7 +36,7 @@ func Load(path string) (*File, error) {
 func Parse(source string, data []byte, dir string) (*File, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, badinput.Errorf("%s: %s", source, text.OneLine(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")))
+		return nil, badinput.Errorf("%s: %s", source, text.OneLine(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "), "json: ")))
 	}
 	var top struct {
 		Phases []json.RawMessage `json:"phases"`

@@ -103,6 +103,9 @@ func (p *Phase) validate() error {
 	if p.Seed != nil && *p.Seed < 0 {
 		return errors.New("seed: want 0 or more")
 	}
+	if (p.Kind == Dataset || p.Kind == Trace) && p.Path == "" {
+		return errors.New("path: required")
+	}
 	n := p.Requests
 	switch p.Kind {
 	case Fixed:
@@ -160,9 +163,6 @@ func (p *Phase) validate() error {
 		}
 	}
 	if p.Kind == Dataset || p.Kind == Trace {
-		if p.Path == "" {
-			return errors.New("path: required")
-		}
 		if name, ok := strings.CutPrefix(p.Path, embeddedPrefix); ok && embedded[name] == "" {
 			return fmt.Errorf("path %q: no such embedded sample (there are embedded:sharegpt and embedded:trace)", p.Path)
 		}
