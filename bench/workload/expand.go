@@ -9,11 +9,14 @@ import (
 	"github.com/glmbench/glmbench/internal/badinput"
 )
 
-// Expand returns the requests a valid phase (one from Load or Parse)
-// sends, in order, drawn with the phase's seed, or seed when it has none:
-// the same phase and seed give the same requests. A data set or trace is
-// read here, up to the items the phase needs, so a malformed file is
-// refused (bad input, FILE:LINE) before any load is sent.
+// Expand returns the requests the phase sends, in order, drawn with the
+// phase's seed, or seed when it has none: the same phase and seed give the
+// same requests. It checks the phase first (Validate), so a phase built in
+// code rather than read by Load is safe too. A data set or trace is read
+// here, up to the items the phase needs, so a malformed file is refused
+// (bad input, FILE:LINE) before any load is sent. A multi-turn phase's
+// later turns carry their session's start in At, so that sorting by At
+// keeps a session's turns after its start.
 func (p *Phase) Expand(seed int64) ([]Request, error) {
 	reqs, _, err := p.ExpandWarn(seed)
 	return reqs, err
@@ -22,6 +25,9 @@ func (p *Phase) Expand(seed int64) ([]Request, error) {
 // ExpandWarn is Expand, also returning warnings for the terminal, such as
 // how many conversations of a ShareGPT file were skipped and why.
 func (p *Phase) ExpandWarn(seed int64) ([]Request, []string, error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
 	if p.Seed != nil {
 		seed = *p.Seed
 	}
@@ -165,7 +171,11 @@ func (p *Phase) Describe() string {
 			if d != nil {
 				return what + " " + d.String()
 			}
-			s := rangeLen(l, *p.RangeRatio)
+			r := 0.0
+			if p.RangeRatio != nil {
+				r = *p.RangeRatio
+			}
+			s := rangeLen(l, r)
 			if u, ok := s.(uniformLen); ok {
 				return fmt.Sprintf("%s %d..%d", what, u.lo, u.hi)
 			}

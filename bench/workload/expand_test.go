@@ -205,3 +205,19 @@ func TestEmbeddedExamplesLoadExpandAndDescribe(t *testing.T) {
 		t.Errorf("Describe: %q", d)
 	}
 }
+
+func TestExpandChecksAPhaseBuiltInCode(t *testing.T) {
+	t.Parallel()
+	bad := &Phase{Name: "x", Kind: SharedPrefix, Requests: 4, PrefixTokens: 8, QuestionTokens: 2, OutputTokens: 1}
+	if _, err := bad.Expand(1); err == nil || !strings.Contains(err.Error(), `phase "x": groups: required`) {
+		t.Errorf("no groups: %v, want bad input rather than a division by zero", err)
+	}
+	if d := (&Phase{Name: "r", Kind: Random, Requests: 2, InputTokens: 8, OutputTokens: 4}).Describe(); d != "random: 2 requests, in 8, out 4, burst" {
+		t.Errorf("Describe of a random phase without range_ratio: %q", d)
+	}
+	ok := &Phase{Name: "t", Kind: Trace, Path: "embedded:trace", Requests: 2}
+	reqs, err := ok.Expand(1)
+	if err != nil || ok.Arrival.Kind != OwnTimes || reqs[1].At != 750*time.Millisecond {
+		t.Errorf("a trace phase built in code: %+v, %v (want the trace's own times, second at 750ms)", reqs, err)
+	}
+}

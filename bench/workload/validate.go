@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // Bounds of a phase's numbers.
@@ -83,6 +85,16 @@ func only(name string) string {
 		return ks[0] + " phases only"
 	}
 	return strings.Join(ks[:len(ks)-1], ", ") + " and " + ks[len(ks)-1] + " phases only"
+}
+
+// Validate checks the phase as Load does (kind, fields that apply, bounds,
+// arrival) and fills in its default arrival kind; its error is bad input
+// naming the phase and the field. It does not open the phase's file.
+func (p *Phase) Validate() error {
+	if err := p.validate(); err != nil {
+		return badinput.Errorf("phase %q: %s", p.Name, err)
+	}
+	return nil
 }
 
 // validate checks a decoded phase; its error names the field, and the
