@@ -112,8 +112,11 @@ func (p *Phase) expandDataset() ([]Request, []string, error) {
 		}
 		warns = append(warns, fmt.Sprintf("%s: skipped %d unusable conversations (%s)", p.Path, n, strings.Join(why, ", ")))
 	}
-	if len(got.items) == 0 || len(got.items) < p.Requests {
-		return nil, nil, badinput.Errorf("%s: %d usable items, phase %q asks for %d", p.Path, len(got.items), p.Name, max(p.Requests, 1))
+	if len(got.items) == 0 {
+		return nil, nil, badinput.Errorf("%s: no usable items", p.Path)
+	}
+	if len(got.items) < p.Requests {
+		return nil, nil, badinput.Errorf("%s: %d usable items, phase %q asks for %d", p.Path, len(got.items), p.Name, p.Requests)
 	}
 	reqs := make([]Request, len(got.items))
 	for i, it := range got.items {
@@ -149,8 +152,11 @@ func (p *Phase) readTrace() ([]traceEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ents) == 0 || len(ents) < p.Requests {
-		return nil, badinput.Errorf("%s: %d requests, phase %q asks for %d", p.Path, len(ents), p.Name, max(p.Requests, 1))
+	if len(ents) == 0 {
+		return nil, badinput.Errorf("%s: no requests", p.Path)
+	}
+	if len(ents) < p.Requests {
+		return nil, badinput.Errorf("%s: %d requests, phase %q asks for %d", p.Path, len(ents), p.Name, p.Requests)
 	}
 	return ents, nil
 }

@@ -221,3 +221,21 @@ func TestExpandChecksAPhaseBuiltInCode(t *testing.T) {
 		t.Errorf("a trace phase built in code: %+v, %v (want the trace's own times, second at 750ms)", reqs, err)
 	}
 }
+
+func TestEmptyDataSetsAndTracesAreRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "empty.txt"), []byte("\n \n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "empty.jsonl"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "none.json"), []byte(`[{"conversations": []}]`), 0o644)
+	for _, c := range []struct{ spec, want string }{
+		{`{name: d, kind: dataset, path: empty.txt, output_tokens: 4}`, "empty.txt: no usable items"},
+		{`{name: d, kind: dataset, path: none.json}`, "none.json: no usable items"},
+		{`{name: t, kind: trace, path: empty.jsonl}`, "empty.jsonl: no requests"},
+	} {
+		p := mustPhase(t, "phases: ["+c.spec+"]", dir)
+		if _, err := p.Expand(1); err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.spec, err, c.want)
+		}
+	}
+}
