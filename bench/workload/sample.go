@@ -31,9 +31,10 @@ type uniformLen struct{ lo, hi int }
 
 func (u uniformLen) draw(r *rand.Rand) int { return u.lo + r.IntN(u.hi-u.lo+1) }
 
-// rangeLen is SGLang-style --random-range-ratio as this package reads it:
-// lengths uniform over the whole tokens in [(1−r)·L, L], at least 1; r = 0
-// is L every time.
+// rangeLen draws lengths uniform over the whole tokens in [(1−r)·L, L],
+// at least 1; r = 0 is L every time (issue 15's reading). SGLang's
+// bench_serving draws from [r·L, L] instead, its r = 1 being fixed: this
+// package's r is 1 minus SGLang's.
 func rangeLen(l int, r float64) sampler {
 	lo := int(math.Ceil((1-r)*float64(l) - 1e-9))
 	lo = max(lo, 1)
