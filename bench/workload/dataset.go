@@ -1,0 +1,320 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
+)
+
+// item is one usable entry of a data set.
+type item struct {
+	Messages []Message
+	// MaxTokens is the item's own max_tokens (JSONL), 0 if none.
+	MaxTokens int
+	// AnswerChars is the length in bytes of a ShareGPT item's answer.
+	AnswerChars int
+	Line        int
+}
+
+// loaded is what a loader read: the usable items, up to the number asked,
+// and how many entries it skipped, by reason.
+type loaded struct {
+	items   []item
+	skipped map[string]int
+}
+
+func (l *loaded) skip(why string) {
+	if l.skipped == nil {
+		l.skipped = map[string]int{}
+	}
+	l.skipped[why]++
+}
+
+// loadDataset streams a data set of the given format from r, named name in
+// errors, and stops after need usable items (0: reads them all). With
+// needAnswer a ShareGPT conversation without an answer is skipped, since
+// nothing else gives its output length. Every error is bad input
+// "NAME:LINE: what".
+func loadDataset(r io.Reader, name, format string, need int, needAnswer bool) (*loaded, error) {
+	switch format {
+	case ShareGPT:
+		return loadShareGPT(r, name, need, needAnswer)
+	case JSONL:
+		return loadJSONL(r, name, need)
+	}
+	return loadText(r, name, need)
+}
+
+// lineReader counts lines of what a json.Decoder has read, keeping only
+// the bytes past the last offset asked about (about the decoder's own
+// buffer), so a large file streams.
+type lineReader struct {
+	r    io.Reader
+	base int64 // offset of buf[0]
+	line int   // line of buf[0], 1-based
+	buf  []byte
+}
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.buf = append(l.buf, p[:n]...)
+	if err != nil && err != io.EOF {
+		err = readError{err}
+	}
+	return n, err
+}
+
+// lineAt is the line of byte offset off, which must not be before the
+// last one asked about; it drops the bytes before off.
+func (l *lineReader) lineAt(off int64) int {
+	k := min(max(int(off-l.base), 0), len(l.buf))
+	l.line += bytes.Count(l.buf[:k], []byte{'\n'})
+	l.buf = append(l.buf[:0], l.buf[k:]...)
+	l.base += int64(k)
+	return l.line
+}
+
+// end is the offset just past what has been read.
+func (l *lineReader) end() int64 { return l.base + int64(len(l.buf)) }
+
+// shareGPTItem is one conversation of a ShareGPT file; other keys (id,
+// model, ...) are ignored.
+type shareGPTItem struct {
+	Conversations []struct {
+		From  string `json:"from"`
+		Value string `json:"value"`
+	} `json:"conversations"`
+}
+
+// loadShareGPT walks a ShareGPT file's top-level array one conversation
+// at a time. A conversation's prompt is its first human (or user) turn,
+// after the system turn before it if there is one; its answer is the next
+// gpt (or assistant) turn. Conversations without a human turn, or with an
+// empty one, are skipped and counted.
+func loadShareGPT(r io.Reader, name string, need int, needAnswer bool) (*loaded, error) {
+	lr := &lineReader{r: r, line: 1}
+	dec := json.NewDecoder(lr)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		if errors.As(err, new(readError)) {
+			return nil, streamError(lr, name, 0, err)
+		}
+		return nil, badinput.Errorf("%s:%d: want a JSON array of conversations (ShareGPT)", name, lr.lineAt(dec.InputOffset()))
+	}
+	out := &loaded{}
+	for dec.More() {
+		if need > 0 && len(out.items) == need {
+			return out, nil
+		}
+		before := dec.InputOffset()
+		lr.lineAt(before)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, streamError(lr, name, before, err)
+		}
+		start := dec.InputOffset() - int64(len(raw))
+		line := lr.lineAt(start)
+		var c shareGPTItem
+		if err := json.Unmarshal(raw, &c); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				line += bytes.Count(raw[:min(max(int(te.Offset), 0), len(raw))], []byte{'\n'})
+				what := "conversation"
+				if te.Field != "" {
+					what = te.Field
+				}
+				return nil, badinput.Errorf("%s:%d: %s: want %s, got %s", name, line, what, typeName(te.Type.String()), te.Value)
+			}
+			return nil, badinput.Errorf("%s:%d: %s", name, line, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+		}
+		it := item{Line: line}
+		human := -1
+		for i, t := range c.Conversations {
+			if t.From == "human" || t.From == "user" {
+				human = i
+				break
+			}
+		}
+		if human < 0 {
+			out.skip("no human turn")
+			continue
+		}
+		if strings.TrimSpace(c.Conversations[human].Value) == "" {
+			out.skip("an empty human turn")
+			continue
+		}
+		for _, t := range c.Conversations[:human] {
+			if t.From == "system" && t.Value != "" {
+				it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
+				break
+			}
+		}
+		it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
+		for _, t := range c.Conversations[human+1:] {
+			if t.From == "gpt" || t.From == "assistant" {
+				it.AnswerChars = len(t.Value)
+				break
+			}
+		}
+		if needAnswer && it.AnswerChars == 0 {
+			out.skip("no answer")
+			continue
+		}
+		out.items = append(out.items, it)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return nil, streamError(lr, name, dec.InputOffset(), err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badinput.Errorf("%s:%d: data after the array of conversations", name, lr.lineAt(dec.InputOffset()))
+	}
+	return out, nil
+}
+
+// streamError says where a json.Decoder failed: the decoder's own offsets
+// count only what it has scanned, so the bytes from the failed value's
+// start (at or after from) are scanned again on their own.
+func streamError(lr *lineReader, name string, from int64, err error) error {
+	var re readError
+	if errors.As(err, &re) {
+		return badinput.Errorf("%s:%d: read: %s", name, lr.lineAt(lr.end()), re.err)
+	}
+	line := lr.lineAt(from)
+	rest := lr.buf
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	if len(rest) > 0 && rest[0] == ',' {
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	}
+	skipped := len(lr.buf) - len(rest)
+	var v json.RawMessage
+	var se *json.SyntaxError
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	if e := dec.Decode(&v); errors.As(e, &se) {
+		at := min(skipped+int(se.Offset)-1, len(lr.buf))
+		return badinput.Errorf("%s:%d: %s", name, line+bytes.Count(lr.buf[:max(at, 0)], []byte{'\n'}), se)
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return badinput.Errorf("%s:%d: the file ends inside the array of conversations", name, lr.lineAt(lr.end()))
+	}
+	return badinput.Errorf("%s:%d: %s", name, line, text.OneLine(err.Error()))
+}
+
+// readError marks a failure of the underlying reader, not of the data.
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+
+// lines reads r line by line, however long a line is, calling fn with each
+// (without its line ending) and its number until fn says stop or returns
+// an error.
+func lines(r io.Reader, name string, fn func(line []byte, n int) (stop bool, err error)) error {
+	br := bufio.NewReader(r)
+	for n := 1; ; n++ {
+		b, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return badinput.Errorf("%s:%d: read: %s", name, n, err)
+		}
+		if len(b) > 0 {
+			b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte{'\n'}), []byte{'\r'})
+			stop, ferr := fn(b, n)
+			if ferr != nil {
+				return ferr
+			}
+			if stop {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// jsonlItem is one line of a JSONL data set; other keys are ignored.
+type jsonlItem struct {
+	Prompt   *string `json:"prompt"`
+	Messages []struct {
+		Role    *string `json:"role"`
+		Content *string `json:"content"`
+	} `json:"messages"`
+	MaxTokens *int `json:"max_tokens"`
+}
+
+// loadJSONL reads a JSONL data set: each non-blank line {"prompt": "..."}
+// or {"messages": [{"role": ..., "content": ...}, ...]}, with an optional
+// "max_tokens".
+func loadJSONL(r io.Reader, name string, need int) (*loaded, error) {
+	out := &loaded{}
+	err := lines(r, name, func(b []byte, n int) (bool, error) {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return false, nil
+		}
+		bad := func(format string, args ...any) (bool, error) {
+			return true, badinput.Errorf("%s:%d: %s", name, n, fmt.Sprintf(format, args...))
+		}
+		var j jsonlItem
+		if err := json.Unmarshal(b, &j); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return bad("%s: want %s, got %s", te.Field, typeName(te.Type.String()), te.Value)
+			}
+			return bad(`want {"prompt": "..."} or {"messages": [...]}: %s`, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+		}
+		it := item{Line: n}
+		switch {
+		case j.Prompt != nil && j.Messages != nil:
+			return bad(`prompt and messages: give one`)
+		case j.Prompt != nil:
+			if strings.TrimSpace(*j.Prompt) == "" {
+				return bad("empty prompt")
+			}
+			it.Messages = []Message{{Role: "user", Content: *j.Prompt}}
+		case len(j.Messages) > 0:
+			for i, m := range j.Messages {
+				if m.Role == nil || m.Content == nil {
+					return bad("messages[%d]: want role and content", i)
+				}
+				if r := *m.Role; r != "system" && r != "user" && r != "assistant" {
+					return bad("messages[%d]: role %q: want system, user or assistant", i, r)
+				}
+				it.Messages = append(it.Messages, Message{Role: *m.Role, Content: *m.Content})
+			}
+		default:
+			return bad(`want {"prompt": "..."} or {"messages": [...]}`)
+		}
+		if j.MaxTokens != nil {
+			if *j.MaxTokens < 1 || *j.MaxTokens > MaxTokens {
+				return bad("max_tokens %d: want 1 to %d", *j.MaxTokens, MaxTokens)
+			}
+			it.MaxTokens = *j.MaxTokens
+		}
+		out.items = append(out.items, it)
+		return need > 0 && len(out.items) == need, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// loadText reads a text data set: one prompt per non-blank line.
+func loadText(r io.Reader, name string, need int) (*loaded, error) {
+	out := &loaded{}
+	err := lines(r, name, func(b []byte, n int) (bool, error) {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return false, nil
+		}
+		out.items = append(out.items, item{Line: n, Messages: []Message{{Role: "user", Content: string(b)}}})
+		return need > 0 && len(out.items) == need, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
