@@ -106,9 +106,9 @@ func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 	return p.count(ctx, p.userMessage(p.fill.Text(chars)))
 }
 
-// userMessage is a probe's user message: the probe's prefix, then text.
-func (p *prober) userMessage(text string) []endpoints.Message {
-	return []endpoints.Message{{Role: "user", Content: Prefix(p.nonce, ProbeIndex) + text}}
+// userMessage is a probe's user message: the probe's prefix, then filler.
+func (p *prober) userMessage(filler string) []endpoints.Message {
+	return []endpoints.Message{{Role: "user", Content: Prefix(p.nonce, ProbeIndex) + filler}}
 }
 
 // count returns usage.prompt_tokens for a chat of msgs, with the load's

@@ -153,7 +153,9 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) SweepRun
 		} else {
 			p.Concurrency = int(v)
 		}
-		if plan.Cal.PromptTokens >= 0 {
+		if plan.Work != nil {
+			p.Workload = plan.Work.Phase.Kind
+		} else if plan.Cal.PromptTokens >= 0 {
 			p.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
 		}
 		res.Points = append(res.Points, p)

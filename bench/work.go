@@ -117,12 +117,13 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 	return plan, nil
 }
 
-// sharedPrefix builds groups whose requests share a system prompt of
-// PrefixTokens tokens of whole words, then differ from their own prefix on:
-// a question making the whole prompt Input tokens. The system prompt's
-// count is measured once (its group prefix has the prober's nonce, the
-// same length as the load's). A request after the first of its group can
-// find in a cache the system message with its template tokens, measured as
+// sharedPrefix builds groups whose requests share a system message that
+// adds PrefixTokens tokens to a prompt (its template tokens and group
+// prefix included, the rest whole filler words), then differ from their own
+// prefix on: a question making the whole prompt Input tokens. The system
+// message's count is measured twice, bare and filled (its group prefix has
+// the prober's nonce, the same length as the load's). A request after the
+// first of its group can find in a cache the system message, measured as
 // the count it adds to a prompt (the template's own first tokens are shared
 // too, and not counted: expected is a little low).
 func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
@@ -130,14 +131,25 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	sys := b.words(reqs[0].PrefixTokens)
-	withSys, err := b.p.count(ctx, []endpoints.Message{{Role: "system", Content: groupPrefix(b.p.nonce, 1) + sys}, b.p.userMessage("")[0]})
-	if err != nil {
-		return err
+	// The system message alone (its template and group prefix) first, so
+	// that with its filler it adds PrefixTokens in all.
+	system := func(text string) []endpoints.Message {
+		return []endpoints.Message{{Role: "system", Content: groupPrefix(b.p.nonce, 1) + text}, b.p.userMessage("")[0]}
 	}
-	shared := max(withSys-b.cv.base, 0)
+	var sys string
+	withSys, shared := b.cv.base, 0
 	if b.cv.noUsage {
-		withSys, shared = b.cv.base, 0
+		sys = b.words(reqs[0].PrefixTokens)
+	} else {
+		bare, err := b.p.count(ctx, system(""))
+		if err != nil {
+			return err
+		}
+		sys = b.words(reqs[0].PrefixTokens - (bare - b.cv.base))
+		if withSys, err = b.p.count(ctx, system(sys)); err != nil {
+			return err
+		}
+		shared = max(withSys-b.cv.base, 0)
 	}
 	seen := map[int]bool{}
 	for i, r := range reqs {

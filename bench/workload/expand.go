@@ -177,7 +177,7 @@ func (p *Phase) Describe() string {
 			if d != nil {
 				return what + " " + d.String()
 			}
-			r := 0.0
+			r := 1.0 // fixed, when a phase built in code gives none
 			if p.RangeRatio != nil {
 				r = *p.RangeRatio
 			}

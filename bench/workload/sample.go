@@ -31,12 +31,12 @@ type uniformLen struct{ lo, hi int }
 
 func (u uniformLen) draw(r *rand.Rand) int { return u.lo + r.IntN(u.hi-u.lo+1) }
 
-// rangeLen draws lengths uniform over the whole tokens in [(1−r)·L, L],
-// at least 1; r = 0 is L every time (issue 15's reading). SGLang's
-// bench_serving draws from [r·L, L] instead, its r = 1 being fixed: this
-// package's r is 1 minus SGLang's.
+// rangeLen draws lengths uniform over the whole tokens in [r·L, L], at
+// least 1: SGLang's --random-range-ratio, whose r = 1 is L every time and
+// r = 0 anything from 1 to L. (Issue 15 wrote the range as [(1−r)·L, L];
+// the flag it names, and the values its users pass, are SGLang's.)
 func rangeLen(l int, r float64) sampler {
-	lo := int(math.Ceil((1-r)*float64(l) - 1e-9))
+	lo := int(math.Ceil(r*float64(l) - 1e-9))
 	lo = max(lo, 1)
 	if lo >= l {
 		return fixedLen(l)
@@ -115,7 +115,7 @@ func (p *Phase) lengths() (in, out sampler) {
 		if d != nil {
 			return d.sampler()
 		}
-		r := 0.0
+		r := 1.0 // fixed, when a phase built in code gives none
 		if p.RangeRatio != nil {
 			r = *p.RangeRatio
 		}

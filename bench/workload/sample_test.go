@@ -70,8 +70,8 @@ func roundedTruncated(c func(float64) float64, lo, hi int) func(k int) float64 {
 
 func TestRangeRatioDrawsUniformlyFromTheTopOfTheRange(t *testing.T) {
 	t.Parallel()
-	in, out := expandRandom(t, `phases: [{name: r, kind: random, requests: 4000, input_tokens: 1000, output_tokens: 10, range_ratio: 0.6}]`)
-	// (1−0.6)·1000 = 400: uniform over the 601 integers 400..1000.
+	in, out := expandRandom(t, `phases: [{name: r, kind: random, requests: 4000, input_tokens: 1000, output_tokens: 10, range_ratio: 0.4}]`)
+	// 0.4·1000 = 400 (SGLang's reading): uniform over the 601 integers 400..1000.
 	if lo, hi := slices.Min(in), slices.Max(in); lo < 400 || hi > 1000 {
 		t.Fatalf("inputs in [%d, %d], want within [400, 1000]", lo, hi)
 	}
@@ -82,13 +82,13 @@ func TestRangeRatioDrawsUniformlyFromTheTopOfTheRange(t *testing.T) {
 	if d := ksDiscrete(out, 4, 10, func(k int) float64 { return float64(k-3) / 7 }); d > ksCrit {
 		t.Errorf("outputs: KS D %.4f > %.4f against uniform 4..10", d, ksCrit)
 	}
-	in, _ = expandRandom(t, `phases: [{name: r, kind: random, requests: 50, input_tokens: 777, output_tokens: 10, range_ratio: 0}]`)
+	in, _ = expandRandom(t, `phases: [{name: r, kind: random, requests: 50, input_tokens: 777, output_tokens: 10, range_ratio: 1}]`)
 	if slices.Min(in) != 777 || slices.Max(in) != 777 {
-		t.Errorf("range_ratio 0 drew %d..%d, want 777 every time", slices.Min(in), slices.Max(in))
+		t.Errorf("range_ratio 1 drew %d..%d, want 777 every time", slices.Min(in), slices.Max(in))
 	}
-	in, _ = expandRandom(t, `phases: [{name: r, kind: random, requests: 4000, input_tokens: 3, output_tokens: 10, range_ratio: 1}]`)
+	in, _ = expandRandom(t, `phases: [{name: r, kind: random, requests: 4000, input_tokens: 3, output_tokens: 10, range_ratio: 0}]`)
 	if d := ksDiscrete(in, 1, 3, func(k int) float64 { return float64(k) / 3 }); d > ksCrit {
-		t.Errorf("range_ratio 1: KS D %.4f > %.4f against uniform 1..3 (never 0)", d, ksCrit)
+		t.Errorf("range_ratio 0: KS D %.4f > %.4f against uniform 1..3 (never 0)", d, ksCrit)
 	}
 }
 

@@ -203,7 +203,7 @@ func (p *Phase) validateRandom() error {
 				return fmt.Errorf("%w (or %s: {dist: ...})", err, side.name)
 			}
 			if p.RangeRatio == nil {
-				return fmt.Errorf("range_ratio: required with %s_tokens (0 draws fixed lengths, 1 from 1 to the length)", side.name)
+				return fmt.Errorf("range_ratio: required with %s_tokens (SGLang's --random-range-ratio: 1 draws fixed lengths, 0 from 1 to the length)", side.name)
 			}
 		}
 	}

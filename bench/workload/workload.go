@@ -45,8 +45,8 @@ type Phase struct {
 	// max_tokens of an item that names none; multi-turn: each answer's).
 	InputTokens  int `json:"input_tokens,omitempty"`
 	OutputTokens int `json:"output_tokens,omitempty"`
-	// RangeRatio (random) draws each length uniformly from
-	// [(1−r)·L, L], SGLang's --random-range-ratio.
+	// RangeRatio (random) draws each length uniformly from [r·L, L], as
+	// SGLang's --random-range-ratio does: 1 is fixed, 0 from 1 to L.
 	RangeRatio *float64 `json:"range_ratio,omitempty"`
 	// Input and Output (random) draw lengths from a distribution instead.
 	Input  *Dist `json:"input,omitempty"`

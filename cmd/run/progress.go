@@ -55,6 +55,16 @@ func phaseLine(r *schema.PhaseResult) string {
 	if r.TPOTMed != nil {
 		s += fmt.Sprintf(", TPOT med %.2fms", *r.TPOTMed*1e3)
 	}
+	if c := r.Cache; c != nil && r.Workload != "" {
+		switch {
+		case c.HitRate == nil:
+			s += ", cache hits not reported"
+		case c.ExpectedHitRate != nil:
+			s += fmt.Sprintf(", cache hit rate %.1f%% (built for %.1f%%)", *c.HitRate*100, *c.ExpectedHitRate*100)
+		default:
+			s += fmt.Sprintf(", cache hit rate %.1f%%", *c.HitRate*100)
+		}
+	}
 	if r.Errors > 0 {
 		var parts []string
 		for c, n := range r.ByClass {

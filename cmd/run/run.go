@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	gatecmd "github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/target"
@@ -60,9 +61,17 @@ type Options struct {
 	Summary string
 	// SLOs add goodput and SLO attainment to every phase (slo's syntax).
 	SLOs []string
+	// Workload is --workload: a workload file, or a built-in example's
+	// name; Dataset is --dataset, a data set for its dataset phases.
+	Workload string
+	Dataset  string
 
-	slos slo.Set
+	slos           slo.Set
+	workloadSource string
 }
+
+// job runs one phase of the run.
+type job func(ctx context.Context) bench.PhaseRun
 
 // The --summary values.
 const (
@@ -142,51 +151,68 @@ has everything.`,
 	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
 	fl.StringVar(&o.JUnit, "junit", "", "write the gate's JUnit XML to this file (needs --baseline)")
 	fl.StringArrayVar(&o.SLOs, "slo", nil, "a service-level objective, e.g. 'ttft < 2s' or 'tpot < 50ms': adds goodput and attainment to each phase (repeatable)")
+	fl.StringVar(&o.Workload, "workload", "", "run a workload file's phases (YAML), or a built-in example: "+strings.Join(workload.Names(), ", "))
+	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL or text) for the workload's dataset phases; alone, one dataset phase of all its items")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
 	return cmd
 }
 
-// validate checks the flags that need no endpoint; it runs before anything is sent.
-func (o *Options) validate() ([]bench.Spec, error) {
-	specs, err := bench.Select(o.Phases, o.PhasesGiven, o.Custom)
+// validate checks the flags that need no endpoint, and reads the
+// workload when one is given; it runs before anything is sent.
+func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
+	specs, work, err := o.phases()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The order run always checked its limits in: phase cap, connect,
 	// TTFT, stall, request.
 	if o.PhaseCap < 0 {
-		return nil, badinput.Errorf("--phase-cap must not be negative")
+		return nil, nil, badinput.Errorf("--phase-cap must not be negative")
 	}
 	if err := o.shared().Validate("connect-timeout"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.TTFTTimeout < 0 {
-		return nil, badinput.Errorf("--ttft-timeout must not be negative")
+		return nil, nil, badinput.Errorf("--ttft-timeout must not be negative")
 	}
 	if err := o.shared().Validate("stall-timeout", "request-timeout"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.ProbeTimeout < 0 {
-		return nil, badinput.Errorf("--probe-timeout must not be negative")
+		return nil, nil, badinput.Errorf("--probe-timeout must not be negative")
 	}
 	if o.RequestRate < 0 {
-		return nil, badinput.Errorf("--request-rate must not be negative")
+		return nil, nil, badinput.Errorf("--request-rate must not be negative")
 	}
 	if o.MaxConcurrency < 0 {
-		return nil, badinput.Errorf("--max-concurrency must not be negative")
+		return nil, nil, badinput.Errorf("--max-concurrency must not be negative")
 	}
 	switch o.Summary {
 	case "", SummaryAuto, SummaryFull, SummaryCompact:
 	default:
-		return nil, badinput.Errorf("--summary must be auto, full or compact, not %q", o.Summary)
+		return nil, nil, badinput.Errorf("--summary must be auto, full or compact, not %q", o.Summary)
 	}
 	if o.slos, err = slo.ParseAll(o.SLOs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(o.Baseline) == 0 && (len(o.Thresholds) > 0 || o.ThresholdFile != "" || o.JUnit != "") {
-		return nil, badinput.Errorf("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")
+		return nil, nil, badinput.Errorf("--threshold, --threshold-file and --junit need --baseline (the reports to gate against)")
 	}
-	return specs, nil
+	return specs, work, nil
+}
+
+// phases are the run's phases: --workload's (or --dataset's), expanded,
+// or else the built-in and --phase ones.
+func (o *Options) phases() ([]bench.Spec, []bench.WorkPhase, error) {
+	if !o.workloadGiven() {
+		specs, err := bench.Select(o.Phases, o.PhasesGiven, o.Custom)
+		return specs, nil, err
+	}
+	work, err := o.loadWorkload()
+	if err != nil {
+		return nil, nil, err
+	}
+	return workSpecs(work), work, nil
 }
 
 // prepareGate reads the baseline and thresholds and checks that every phase
@@ -215,7 +241,7 @@ func Run(ctx context.Context, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	specs, err := o.validate()
+	specs, work, err := o.validate()
 	if err != nil {
 		return err
 	}
@@ -229,12 +255,12 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer tg.Close()
 	bo := o.benchOptions(tg.Endpoint)
-	plans, err := target.Calibrate(ctx, o.F.IO.ErrOut, bo, specs, fmt.Sprintf("%d phase(s)", len(specs)))
+	jobs, err := o.jobs(ctx, bo, specs, work)
 	if err != nil {
 		return err
 	}
 	rep := o.newReport(ctx, tg, specs, bo.Nonce)
-	totals, records, err := o.runPhases(ctx, tg, bo, plans, rep)
+	totals, records, err := o.runPhases(ctx, tg, bo, jobs, rep)
 	if err != nil {
 		return err
 	}
@@ -255,6 +281,23 @@ func Run(ctx context.Context, o *Options) error {
 		return gatecmd.Decide(o.F, gp, o.JUnit, []*schema.Report{rep})
 	}
 	return nil
+}
+
+// jobs calibrates the run's phases on the endpoint: the workload's, or
+// the fixed ones.
+func (o *Options) jobs(ctx context.Context, bo *bench.Options, specs []bench.Spec, work []bench.WorkPhase) ([]job, error) {
+	if work != nil {
+		return o.workJobs(ctx, bo, work)
+	}
+	plans, err := target.Calibrate(ctx, o.F.IO.ErrOut, bo, specs, fmt.Sprintf("%d phase(s)", len(specs)))
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]job, len(plans))
+	for i, pl := range plans {
+		jobs[i] = func(ctx context.Context) bench.PhaseRun { return bench.RunPhase(ctx, bo, pl) }
+	}
+	return jobs, nil
 }
 
 // benchOptions are the load's options for the endpoint ep, from the flags.
@@ -292,6 +335,8 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []benc
 		Seed:           o.Seed,
 		Percentiles:    schema.PercentileMethod,
 		SLOs:           o.slos.Strings(),
+		Workload:       o.workloadSource,
+		Dataset:        o.Dataset,
 	}
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	return rep
@@ -300,15 +345,15 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []benc
 // runPhases runs the plans in turn until ctx is cancelled, adding each
 // phase to rep and writing the report after every phase, so a killed run
 // keeps what it measured. It returns the totals and every phase's records.
-func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Options, plans []bench.Plan, rep *schema.Report) (bench.Totals, []schema.Record, error) {
+func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Options, jobs []job, rep *schema.Report) (bench.Totals, []schema.Record, error) {
 	var totals bench.Totals
 	var records []schema.Record
-	for _, pl := range plans {
+	for _, run1 := range jobs {
 		if ctx.Err() != nil {
 			break
 		}
 		stop := startProgress(o.F.IO, bo.Progress, o.ProgressEvery)
-		run := bench.RunPhase(ctx, bo, pl)
+		run := run1(ctx)
 		stop()
 		rep.Phases = append(rep.Phases, run.Result)
 		records = append(records, run.Records...)
@@ -349,6 +394,9 @@ func timeouts(o *Options) map[string]float64 {
 }
 
 func arrivalName(o *Options) string {
+	if o.workloadGiven() {
+		return "workload"
+	}
 	if o.RequestRate > 0 {
 		return "poisson"
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
@@ -49,6 +50,13 @@ type Options struct {
 	RequestTimeout time.Duration
 	ProbeTimeout   time.Duration
 	IgnoreEOS      bool
+
+	// Workload and WorkloadPhase are --workload and --workload-phase: the
+	// phase of a workload file (or built-in example) whose requests the
+	// points send instead of --shape's one shape; Dataset is --dataset.
+	Workload      string
+	WorkloadPhase string
+	Dataset       string
 }
 
 // shared is the flags sweep shares with run, over o's fields.
@@ -121,12 +129,18 @@ point, and plots) is written after every point.`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token)")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	fl.StringVar(&o.Workload, "workload", "", "send a workload phase's requests, in turn, instead of --shape's: a workload file or a built-in example ("+strings.Join(workload.Names(), ", ")+"); its arrival is the sweep's")
+	fl.StringVar(&o.WorkloadPhase, "workload-phase", "", "the --workload phase to sweep (needed when it has several)")
+	fl.StringVar(&o.Dataset, "dataset", "", "a data set for the workload's dataset phase; alone, a dataset phase of all its items")
 	return cmd
 }
 
 // plan is what the flags ask for, checked before anything is sent.
 type plan struct {
-	spec   bench.Spec
+	spec bench.Spec
+	// work is the workload phase to sweep, when one is given.
+	work   *bench.WorkPhase
+	source string
 	mode   string
 	search *bench.Search
 	slos   slo.Set
@@ -140,6 +154,16 @@ func (o *Options) validate() (*plan, error) {
 		return nil, err
 	}
 	p := &plan{spec: bench.Spec{Name: "sweep", N: 1, In: in, Out: out}, mode: schema.SweepConcurrency}
+	if o.Workload != "" || o.Dataset != "" {
+		if o.Shape != "256/128" {
+			return nil, badinput.Errorf("--shape and --workload are two sources of requests; give one")
+		}
+		if p.work, p.source, err = o.workPhase(); err != nil {
+			return nil, err
+		}
+		in, out := bench.Nominal(p.work.Phase, p.work.Reqs)
+		p.spec = bench.Spec{Name: p.work.Phase.Name, N: len(p.work.Reqs), In: in, Out: out}
+	}
 	loads, integer := o.Concurrency, true
 	if o.RequestRate != "" {
 		if o.Concurrency != "auto" {
@@ -233,8 +257,14 @@ func Run(ctx context.Context, o *Options) error {
 		Nonce:          bench.NewNonce(),
 	}
 	errOut := o.F.IO.ErrOut
-	plans, err := target.Calibrate(ctx, errOut, bo, []bench.Spec{p.spec}, fmt.Sprintf("%d/%d", p.spec.In, p.spec.Out))
-	if err != nil {
+	var plans []bench.Plan
+	if p.work != nil {
+		wps, err := target.CalibrateWorkload(ctx, errOut, bo, []bench.WorkPhase{*p.work}, fmt.Sprintf("workload %s, phase %s", p.source, p.spec.Name))
+		if err != nil {
+			return err
+		}
+		plans = []bench.Plan{{Spec: p.spec, Cal: bench.Calibration{PromptTokens: -1}, Work: wps[0]}}
+	} else if plans, err = target.Calibrate(ctx, errOut, bo, []bench.Spec{p.spec}, fmt.Sprintf("%d/%d", p.spec.In, p.spec.Out)); err != nil {
 		return err
 	}
 	if len(p.slos) == 0 {
@@ -247,6 +277,7 @@ func Run(ctx context.Context, o *Options) error {
 		Timeouts: map[string]float64{"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(),
 			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
 	}
+	rep.Options.Workload, rep.Options.Dataset = p.source, o.Dataset
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	// A report that cannot be written ends the sweep, as it ends run: the
 	// points after it would be measured for nothing.
@@ -292,6 +323,35 @@ func Run(ctx context.Context, o *Options) error {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no request of the sweep completed")}
 	}
 	return nil
+}
+
+// workPhase reads --workload (or --dataset) and expands the phase to sweep:
+// the only one, or --workload-phase. A multi-turn phase is refused: its
+// sessions set their own pace, which a point's load would override.
+func (o *Options) workPhase() (*bench.WorkPhase, string, error) {
+	f, err := workload.Open(o.Workload, o.Dataset)
+	if err != nil {
+		return nil, "", err
+	}
+	var ph *workload.Phase
+	for i := range f.Phases {
+		if o.WorkloadPhase == "" && len(f.Phases) == 1 || f.Phases[i].Name == o.WorkloadPhase {
+			ph = &f.Phases[i]
+		}
+	}
+	switch {
+	case ph == nil && o.WorkloadPhase == "":
+		return nil, "", badinput.Errorf("workload %s has %d phases: name the one to sweep with --workload-phase", f.Source, len(f.Phases))
+	case ph == nil:
+		return nil, "", badinput.Errorf("--workload-phase %q: workload %s has no such phase", o.WorkloadPhase, f.Source)
+	case ph.Kind == workload.MultiTurn:
+		return nil, "", badinput.Errorf("workload %s, phase %s: a multi-turn phase's sessions set their own pace, so sweep cannot set its load; run it with glmbench run", f.Source, ph.Name)
+	}
+	reqs, err := ph.Expand(o.Seed)
+	if err != nil {
+		return nil, "", err
+	}
+	return &bench.WorkPhase{Phase: *ph, Reqs: reqs}, f.Source, nil
 }
 
 // pointLine is the progress line after a point.
