@@ -193,7 +193,7 @@ func TestEmbeddedExamplesLoadExpandAndDescribe(t *testing.T) {
 		t.Errorf("Describe: %q", d)
 	}
 	mt, _ := Named("multi-turn")
-	if d := mt.Phases[0].Describe(); d != "multi-turn: 8 sessions × 4 turns, user 48 tokens, out 12, think 100ms, poisson 4/s" {
+	if d := mt.Phases[0].Describe(); d != "multi-turn: 8 sessions × 4 turns, user 96 tokens, out 16, think 100ms, poisson 4/s" {
 		t.Errorf("Describe: %q", d)
 	}
 	r, _ := Named("random")
