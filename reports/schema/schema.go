@@ -328,8 +328,9 @@ type CacheStats struct {
 	// with a prompt count.
 	Reported int `json:"reported"`
 	Requests int `json:"requests"`
-	// PromptTokens sums usage.prompt_tokens over the requests that reported
-	// cached tokens (all completed ones when none did).
+	// PromptTokens sums usage.prompt_tokens over the completed requests.
+	// When only some reported cached tokens, the others count as 0 cached
+	// (SGLang leaves prompt_tokens_details out on a miss) and Note says so.
 	PromptTokens int `json:"prompt_tokens"`
 	// CachedTokens sums their cached tokens; nil when the server reported
 	// none, which is not a hit rate of 0.

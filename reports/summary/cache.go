@@ -19,6 +19,10 @@ const HitPercent = 10
 // hit rate of 0.
 const NoCachedTokens = "the server reports no cached tokens"
 
+// PartialNote is the cache note of a phase only some of whose requests
+// reported cached tokens (its verbs: reported, requests).
+const PartialNote = "%d of %d requests reported cached tokens; the others count as 0 cached (SGLang leaves prompt_tokens_details out when none were)"
+
 // IsHit reports whether a request whose prompt had prompt tokens, cached of
 // them served from the prefix cache, counts as a cache hit: cached is at
 // least HitPercent of prompt (and more than none).
@@ -30,10 +34,11 @@ func IsHit(cached, prompt int) bool {
 // (schema.CacheStats), over the completed requests with a prompt count
 // (usage.prompt_tokens > 0; a hit rate needs its denominator):
 //
-//   - hit_rate = Σ cached_tokens / Σ prompt_tokens over those that reported
-//     cached tokens; cached_tokens and hit_rate are nil, and the note says
-//     NoCachedTokens, when none did; the note says "N of M requests
-//     reported cached tokens" when only some did;
+//   - hit_rate = Σ cached_tokens / Σ prompt_tokens; cached_tokens and
+//     hit_rate are nil, and the note says NoCachedTokens, when no request
+//     reported cached tokens; when only some did, the others count as 0
+//     cached (SGLang sends no prompt_tokens_details on a miss) and the note
+//     says so (PartialNote);
 //   - expected_hit_rate = Σ expected_cached_tokens / Σ prompt_tokens over
 //     those the workload gave an expectation, nil when it gave none;
 //   - a reporting request is a hit when IsHit, else a miss; the TTFT median
@@ -43,8 +48,8 @@ func IsHit(cached, prompt int) bool {
 func CacheStats(records []schema.Record) *schema.CacheStats {
 	var c schema.CacheStats
 	completed := false
-	var all, reported, cached, expected, expPrompt int
-	var hit, miss []float64
+	var all, cached, expected, expPrompt int
+	var hit, miss, silent []float64
 	for i := range records {
 		rec := &records[i]
 		if !rec.Completed() {
@@ -61,10 +66,12 @@ func CacheStats(records []schema.Record) *schema.CacheStats {
 			expPrompt += rec.Prompt
 		}
 		if rec.CachedTokens == nil {
+			if rec.TFirst != nil {
+				silent = append(silent, *rec.TFirst)
+			}
 			continue
 		}
 		c.Reported++
-		reported += rec.Prompt
 		cached += *rec.CachedTokens
 		side := &miss
 		if IsHit(*rec.CachedTokens, rec.Prompt) {
@@ -85,11 +92,16 @@ func CacheStats(records []schema.Record) *schema.CacheStats {
 		c.PromptTokens = all
 		c.Note = NoCachedTokens
 	default:
-		c.PromptTokens = reported
+		// A server that reports cached tokens, but not on every request:
+		// SGLang (--enable-cache-report) leaves prompt_tokens_details out
+		// when nothing was cached, so the silent ones count as misses of 0.
+		c.PromptTokens = all
 		c.CachedTokens = ptr(cached)
-		c.HitRate = ptr(float64(cached) / float64(reported))
+		c.HitRate = ptr(float64(cached) / float64(all))
 		if c.Reported < c.Requests {
-			c.Note = fmt.Sprintf("%d of %d requests reported cached tokens", c.Reported, c.Requests)
+			c.Misses += c.Requests - c.Reported
+			miss = append(miss, silent...)
+			c.Note = fmt.Sprintf(PartialNote, c.Reported, c.Requests)
 		}
 	}
 	if expPrompt > 0 {
