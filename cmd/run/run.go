@@ -117,6 +117,13 @@ http_4xx, redirect, connect, ttft_timeout, stalled, total_timeout, stream_error,
 truncated, empty). The report is written even when every request failed, at
 the phase cap, or on Ctrl-C (exit 130).
 
+With --workload FILE (or a built-in example: fixed, random, sharegpt,
+shared-prefix, multi-turn, trace) the phases come from a workload: mixed
+lengths, data sets (--dataset PATH), shared system prompts, multi-turn
+sessions and traces, each with its own arrival. Their lengths are mapped
+onto the endpoint's own tokens by one calibration, and each phase reports
+the prefix cache's hit rate beside the rate the workload was built for.
+
 When the run ends, stdout gets a summary (--summary): on a terminal (auto,
 the default) or with compact, a plain-text table of the columns that matter,
 only the error classes that occurred and where the report went; otherwise, or
@@ -124,7 +131,9 @@ with full, report.md's phase and failure tables in Markdown. report.md always
 has everything.`,
 		Example: `  glmbench run --phases all --endpoint http://127.0.0.1:30000/v1
   glmbench run --endpoint https://api.example.com/v1 --model glm-5 --phases single,decode_medium
-  glmbench run --endpoints endpoints.yaml --name hosted --phase burst=64/1024/128 --max-concurrency 16`,
+  glmbench run --endpoints endpoints.yaml --name hosted --phase burst=64/1024/128 --max-concurrency 16
+  glmbench run --endpoint http://127.0.0.1:30000/v1 --workload shared-prefix
+  glmbench run --endpoint http://127.0.0.1:8000/v1 --dataset ShareGPT_V3_unfiltered_cleaned_split.json`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.PhasesGiven = cmd.Flags().Changed("phases")
