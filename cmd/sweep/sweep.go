@@ -57,6 +57,8 @@ type Options struct {
 	Workload      string
 	WorkloadPhase string
 	Dataset       string
+	// ShapeGiven says --shape was given, which --workload replaces.
+	ShapeGiven bool
 }
 
 // shared is the flags sweep shares with run, over o's fields.
@@ -105,6 +107,7 @@ point, and plots) is written after every point.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.shared().Parsed()
+			o.ShapeGiven = cmd.Flags().Changed("shape")
 			if runF != nil {
 				return runF(o)
 			}
@@ -155,7 +158,7 @@ func (o *Options) validate() (*plan, error) {
 	}
 	p := &plan{spec: bench.Spec{Name: "sweep", N: 1, In: in, Out: out}, mode: schema.SweepConcurrency}
 	if o.Workload != "" || o.Dataset != "" {
-		if o.Shape != "256/128" {
+		if o.ShapeGiven {
 			return nil, badinput.Errorf("--shape and --workload are two sources of requests; give one")
 		}
 		if p.work, p.source, err = o.workPhase(); err != nil {
@@ -347,9 +350,12 @@ func (o *Options) workPhase() (*bench.WorkPhase, string, error) {
 	case ph.Kind == workload.MultiTurn:
 		return nil, "", badinput.Errorf("workload %s, phase %s: a multi-turn phase's sessions set their own pace, so sweep cannot set its load; run it with glmbench run", f.Source, ph.Name)
 	}
-	reqs, err := ph.Expand(o.Seed)
+	reqs, warns, err := ph.ExpandWarn(o.Seed)
 	if err != nil {
 		return nil, "", err
+	}
+	for _, w := range warns {
+		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s: %s\n", ph.Name, w)
 	}
 	return &bench.WorkPhase{Phase: *ph, Reqs: reqs}, f.Source, nil
 }
