@@ -30,6 +30,9 @@ type WorkPlan struct {
 	items   []workItem
 	// multiTurn phases send each session's turns one after another.
 	multiTurn bool
+	// nonce is the one the bodies were built under: the run's, or one
+	// drawn for a run without (a swap of "" would rewrite every byte).
+	nonce string
 }
 
 // workItem is one request of a WorkPlan, ready to send.
@@ -77,7 +80,7 @@ func (b *builder) user(nonce string, i, tokens int) endpoints.Message {
 // own nonce, so no probe leaves in a cache what the load will send.
 func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 	ph, reqs := wp.Phase, wp.Reqs
-	plan := &WorkPlan{Phase: ph, Reqs: reqs, items: make([]workItem, len(reqs)), multiTurn: ph.Kind == workload.MultiTurn}
+	plan := &WorkPlan{Phase: ph, Reqs: reqs, items: make([]workItem, len(reqs)), multiTurn: ph.Kind == workload.MultiTurn, nonce: b.nonce}
 	b.p.phase = ph.Name
 	switch ph.Kind {
 	case workload.SharedPrefix:
@@ -100,6 +103,15 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 					msgs[k].Content = Prefix(b.nonce, i) + m.Content
 					first = false
 				}
+			}
+			if first {
+				// Without a user message no nonce would start it, and the
+				// shape probe would leave the load's own prompt cached.
+				where := ph.Path
+				if r.Line > 0 {
+					where = fmt.Sprintf("%s:%d", ph.Path, r.Line)
+				}
+				return nil, badinput.Errorf("phase %s: %s: no user message (the run's nonce starts the first one, so that no cache holds an item before the run sends it)", ph.Name, where)
 			}
 			out := r.Output
 			if out <= 0 {
@@ -139,7 +151,10 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 	var sys string
 	withSys, shared := b.cv.base, 0
 	if b.cv.noUsage {
+		// Uncounted: the system message is taken to add its target, so
+		// the question still makes the whole prompt Input.
 		sys = b.words(reqs[0].PrefixTokens)
+		withSys, shared = reqs[0].PrefixTokens, reqs[0].PrefixTokens
 	} else {
 		bare, err := b.p.count(ctx, system(""))
 		if err != nil {
@@ -183,13 +198,18 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 	userTokens := make([]int, turns)
 	answers := make([]string, turns)
 	var probe []endpoints.Message
+	// est is the history's tokens by the targets, for an endpoint that
+	// counts none: its user messages and answers so far.
+	est := 0
 	for _, r := range plan.Reqs {
 		if r.Session != plan.Reqs[0].Session {
 			break
 		}
 		k := r.Turn - 1
 		base := b.cv.base
-		if k > 0 && !b.cv.noUsage {
+		if b.cv.noUsage {
+			base = est
+		} else if k > 0 {
 			// The history so far, and the new turn's prefix alone.
 			msgs := append(slices.Clone(probe), endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k)})
 			n, err := b.p.count(ctx, msgs)
@@ -199,6 +219,7 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 			base = n
 		}
 		userTokens[k] = r.Input - base
+		est += userTokens[k] + r.Output
 		answers[k] = b.words(r.Output)
 		probe = append(probe, endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k) + b.words(userTokens[k])},
 			endpoints.Message{Role: "assistant", Content: answers[k]})
@@ -249,6 +270,12 @@ func Nominal(ph workload.Phase, reqs []workload.Request) (in, out int) {
 	return in, out
 }
 
+// ratioTokens is how far, at the least, the curve is measured for a data
+// set whose answers' lengths it estimates: its tokens-per-character over a
+// few hundred tokens is within a percent or so, where a single short probe's
+// is off by a cut word.
+const ratioTokens = 256
+
 // PrepareWorkload measures the filler's curve on the endpoint once, up to
 // the longest part any phase needs, and builds every phase's bodies on it,
 // all before any load. Where the server states its context, each request's
@@ -263,12 +290,22 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 	var specs []Spec
 	need, longest := 0, 0
 	for _, wp := range phases {
+		if len(wp.Reqs) == 0 {
+			// A sweep draws its requests from the plan's, in turn.
+			return nil, nil, badinput.Errorf("phase %s: no requests", wp.Phase.Name)
+		}
 		s := Spec{Name: wp.Phase.Name, N: len(wp.Reqs)}
 		for _, r := range wp.Reqs {
 			if r.Input+r.Output > s.In+s.Out {
 				s.In, s.Out = r.Input, r.Output
 			}
 			need = max(need, r.Input, r.UserTokens, r.Output)
+			if r.Output <= 0 && r.AnswerChars > 0 {
+				// A data set's answer is estimated by the curve's ratio:
+				// measured over ratioTokens at the least, or the answer's
+				// bytes (no tokenizer makes more tokens of them).
+				need = max(need, min(ratioTokens, r.AnswerChars))
+			}
 			longest = max(longest, r.Input)
 		}
 		specs = append(specs, s)
@@ -307,7 +344,11 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 	if cv.noUsage {
 		warns = append(warns, cv.String())
 	}
-	b := &builder{shape: o.Shape, nonce: o.Nonce, cv: cv, fill: newFiller(), p: p}
+	nonce := o.Nonce
+	if nonce == "" {
+		nonce = NewNonce()
+	}
+	b := &builder{shape: o.Shape, nonce: nonce, cv: cv, fill: newFiller(), p: p}
 	var plans []*WorkPlan
 	for _, wp := range phases {
 		plan, err := b.build(cctx, wp)

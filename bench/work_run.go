@@ -27,6 +27,9 @@ func (b *builder) swapNonce(body []byte, nonce string) []byte {
 // request i. The plan's bodies were built under run.
 func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int) int, annotate func(*schema.Record, int)) {
 	n := max(w.N(), 1)
+	if w.nonce != "" {
+		run = w.nonce
+	}
 	old := []byte(run)
 	body = func(i int) []byte {
 		return bytes.ReplaceAll(w.items[i%n].body, old, []byte(point+"c"+strconv.Itoa(i/n)))
