@@ -189,8 +189,9 @@ func TestAPlanBuiltWithoutARunNonceStillHasOne(t *testing.T) {
 		t.Fatalf("a run without a nonce: %v", err)
 	}
 	pl := plans[0]
-	if len(pl.nonce) != 8 {
-		t.Fatalf("plan nonce %q: want one of 8 hex characters drawn", pl.nonce)
+	head, _, _ := strings.Cut(bodyMessages(t, pl.items[0].body)[0].Content, " ")
+	if nonce, idx, _ := strings.Cut(head, "-"); len(nonce) != 8 || idx != "000000" {
+		t.Fatalf("request 0 starts %q: want a drawn nonce of 8 hex characters, then -000000", head)
 	}
 	// A sweep's cycle swaps that nonce, and only it: the body stays JSON.
 	body, _, _ := pl.cycle("", "ptx")
