@@ -59,6 +59,11 @@ type builder struct {
 	cv    *curve
 	fill  *filler
 	p     *prober
+	// off and groups are the request indices and shared-prefix groups the
+	// run's earlier phases took: each phase's prefixes start past them, so
+	// that no phase finds another's prompts or system prompts cached (the
+	// filler starts every prompt alike).
+	off, groups int
 }
 
 // groupPrefix starts shared-prefix group g's system prompt: as long as a
@@ -100,7 +105,7 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 				if first && m.Role == "user" {
 					// The nonce starts the first user message: after a
 					// system prompt the items may share, before the rest.
-					msgs[k].Content = Prefix(b.nonce, i) + m.Content
+					msgs[k].Content = Prefix(b.nonce, b.off+i) + m.Content
 					first = false
 				}
 			}
@@ -121,7 +126,7 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 		}
 	default: // fixed, random, trace: one user message of Input tokens in all
 		for i, r := range reqs {
-			msgs := []endpoints.Message{b.user(b.nonce, i, r.Input-b.cv.base)}
+			msgs := []endpoints.Message{b.user(b.nonce, b.off+i, r.Input-b.cv.base)}
 			plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: 0}
 		}
 	}
@@ -169,8 +174,8 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 	seen := map[int]bool{}
 	for i, r := range reqs {
 		msgs := []endpoints.Message{
-			{Role: "system", Content: groupPrefix(b.nonce, r.Group) + sys},
-			b.user(b.nonce, i, r.Input-withSys),
+			{Role: "system", Content: groupPrefix(b.nonce, b.groups+r.Group) + sys},
+			b.user(b.nonce, b.off+i, r.Input-withSys),
 		}
 		exp := 0
 		if seen[r.Group] {
@@ -227,7 +232,7 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 	hist := map[int][]endpoints.Message{}
 	for i, r := range plan.Reqs {
 		k := r.Turn - 1
-		msgs := append(slices.Clone(hist[r.Session]), b.user(b.nonce, i, userTokens[k]))
+		msgs := append(slices.Clone(hist[r.Session]), b.user(b.nonce, b.off+i, userTokens[k]))
 		hist[r.Session] = append(slices.Clone(msgs), endpoints.Message{Role: "assistant", Content: answers[k]})
 		exp := 0
 		if k > 0 {
@@ -359,6 +364,12 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 			return nil, warns, spent(err)
 		}
 		plans = append(plans, plan)
+		b.off += len(wp.Reqs)
+		g := 0
+		for _, r := range wp.Reqs {
+			g = max(g, r.Group)
+		}
+		b.groups += g
 	}
 	return plans, warns, nil
 }

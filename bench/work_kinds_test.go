@@ -397,3 +397,33 @@ func TestMaxConcurrencyBoundsTheTurnsInFlightOfMultiTurnSessions(t *testing.T) {
 		t.Errorf("%d requests in flight at the server at most; want 2 under --max-concurrency 2", got)
 	}
 }
+
+func TestNoPhaseOfAWorkloadFindsAnotherPhasesPromptsCached(t *testing.T) {
+	t.Parallel()
+	o := workOptions(t)
+	o.MaxConcurrency = 1
+	// Two phases of the same prompts, then two of the same groups: each
+	// phase's requests are built alike, from the same filler.
+	rnd := workload.Phase{Name: "a", Kind: workload.Random}
+	same := []workload.Request{{I: 0, Input: 300, Output: 2}, {I: 1, Input: 300, Output: 2}}
+	sp := workload.Phase{Name: "c", Kind: workload.SharedPrefix, Groups: 2, PrefixTokens: 256, QuestionTokens: 32}
+	phases := []WorkPhase{{Phase: rnd, Reqs: same}, {Phase: rnd, Reqs: same},
+		{Phase: sp, Reqs: sharedPrefixReqs(2, 2, 256, 32, 2)}, {Phase: sp, Reqs: sharedPrefixReqs(2, 2, 256, 32, 2)}}
+	plans, _, err := PrepareWorkload(context.Background(), o, phases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, pl := range plans {
+		run := RunWorkPhase(context.Background(), o, pl)
+		for _, r := range run.Records {
+			// The truth: a request finds cached what the workload built to
+			// be shared within its phase (a group's system prompt after the
+			// group's first), in whole pages of 64, and nothing from another
+			// phase: a first request of a phase or group finds 0.
+			got, exp := cachedOf(t, &r), *r.ExpectedCached
+			if exp == 0 && got != 0 || exp > 0 && got < exp/64*64 {
+				t.Errorf("phase %d request %d: %d cached tokens; the phase built %d to be shared", k+1, r.I, got, exp)
+			}
+		}
+	}
+}
