@@ -427,3 +427,46 @@ func TestNoPhaseOfAWorkloadFindsAnotherPhasesPromptsCached(t *testing.T) {
 		}
 	}
 }
+
+func TestATurnThatFailsLeavesItsSessionGoingAndExpectingTheLastServedHistory(t *testing.T) {
+	t.Parallel()
+	const nonce, turns = "cafe0108", 4
+	// Turn 2 of every session gets a 500: the server never took it in.
+	srv := endpointstest.New(func(q endpointstest.Request) endpointstest.Behavior {
+		if q.Nonce == nonce && q.I%turns == 1 {
+			return endpointstest.Behavior{Fail: endpointstest.Status, Status: 500, Body: `{"error":{"message":"boom"}}`}
+		}
+		return endpointstest.Behavior{}
+	})
+	defer srv.Close()
+	o := testOptions(t, srv, nonce)
+	reqs := multiTurnReqs(2, turns, 20, 2, 0)
+	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: 2, Turns: turns, UserTokens: 20, OutputTokens: 2}
+	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := RunWorkPhase(context.Background(), o, plans[0])
+	for i, r := range run.Records {
+		switch r.Turn {
+		case 1:
+			if !r.Completed() || *r.ExpectedCached != 0 {
+				t.Errorf("session %d turn 1: %+v", r.Session, r)
+			}
+		case 2:
+			if r.Class == "" || r.Status != 500 {
+				t.Errorf("session %d turn 2 should have failed with the 500: %+v", r.Session, r)
+			}
+		default:
+			// The session goes on; turn 3's history in a cache is turn 1's
+			// prompt (turn 2 was never served), turn 4's turn 3's.
+			served := run.Records[i-1]
+			if r.Turn == 3 {
+				served = run.Records[i-2]
+			}
+			if !r.Completed() || *r.ExpectedCached != served.Prompt || served.Prompt <= 0 {
+				t.Errorf("session %d turn %d expects %d cached (%+v); the latest served turn %d counted %d", r.Session, r.Turn, *r.ExpectedCached, r, served.Turn, served.Prompt)
+			}
+		}
+	}
+}

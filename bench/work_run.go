@@ -50,8 +50,13 @@ func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int
 
 // annotate adds to records[i] what the workload knows of request i: its
 // target and expected cached tokens, group, session and turn. A multi-turn
-// turn after the first expects its previous turn's whole prompt, as the
-// endpoint counted it when it did.
+// turn after the first expects the whole prompt of its session's latest
+// turn that completed, as the endpoint counted it when it did (else its
+// target): the history is the workload's own, so every earlier turn's
+// prompt is a prefix of this one. A turn that failed or was not sent is
+// passed over, as one whose prefill no cache may hold (a 5xx, a refusal);
+// for one that failed after its prefill the expectation is low. Records
+// before i of a multi-turn session must have been written.
 func (w *WorkPlan) annotate(records []schema.Record, i int) {
 	rec, r, it := &records[i], w.Reqs[i], w.items[i]
 	rec.MaxTokens = it.out
@@ -60,9 +65,16 @@ func (w *WorkPlan) annotate(records []schema.Record, i int) {
 		rec.TargetPrompt = ptr(it.target)
 	}
 	exp := it.expected
-	if w.multiTurn && r.Turn > 1 && i > 0 {
-		if prev := &records[i-1]; prev.Session == r.Session && prev.Prompt > 0 {
-			exp = prev.Prompt
+	if w.multiTurn && r.Turn > 1 {
+		exp = 0
+		for j := i - 1; j >= 0 && w.Reqs[j].Session == r.Session; j-- {
+			if prev := &records[j]; prev.Completed() {
+				exp = w.items[j].target
+				if prev.Prompt > 0 {
+					exp = prev.Prompt
+				}
+				break
+			}
 		}
 	}
 	if exp >= 0 {
