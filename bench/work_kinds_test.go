@@ -470,3 +470,35 @@ func TestATurnThatFailsLeavesItsSessionGoingAndExpectingTheLastServedHistory(t *
 		}
 	}
 }
+
+func TestRequestsPlannedOutOfIndexOrderAreSentInTimeOrderAndTheUnsentKeepTheirAnnotations(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(nil)
+	defer srv.Close()
+	o := testOptions(t, srv, "cafe0109")
+	o.PhaseCap = 300 * time.Millisecond
+	// Planned at 200 ms, 0 and 100 ms, and one past the cap.
+	reqs := []workload.Request{
+		{I: 0, At: 200 * time.Millisecond, Input: 40, Output: 2},
+		{I: 1, At: 0, Input: 50, Output: 3},
+		{I: 2, At: 100 * time.Millisecond, Input: 60, Output: 4},
+		{I: 3, At: time.Hour, Input: 70, Output: 5},
+	}
+	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: workload.Phase{Name: "r", Kind: workload.Random}, Reqs: reqs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := RunWorkPhase(context.Background(), o, plans[0])
+	rec := run.Records
+	for i := range 3 {
+		// Never early, and (the truth of the order) well before the next
+		// planned send, 100 ms later.
+		at := reqs[i].At.Seconds()
+		if !rec[i].Completed() || rec[i].SendOffset < at || rec[i].SendOffset > at+0.09 {
+			t.Errorf("request %d planned at %.3f s was sent at %.3f s (%+v)", i, at, rec[i].SendOffset, rec[i])
+		}
+	}
+	if r := rec[3]; !r.NotSent || r.MaxTokens != 5 || r.TargetPrompt == nil || *r.TargetPrompt != 70 || r.ExpectedCached == nil {
+		t.Errorf("the request past the cap: %+v; want not sent, with max_tokens 5, target 70 and an expectation", r)
+	}
+}
