@@ -502,3 +502,26 @@ func TestRequestsPlannedOutOfIndexOrderAreSentInTimeOrderAndTheUnsentKeepTheirAn
 		t.Errorf("the request past the cap: %+v; want not sent, with max_tokens 5, target 70 and an expectation", r)
 	}
 }
+
+func TestASweepsCycleAnnotatesEachRequestWithItsWorkloadRequest(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(nil)
+	defer srv.Close()
+	o := testOptions(t, srv, "cafe010a")
+	reqs := multiTurnReqs(2, 3, 20, 2, 0)
+	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: 2, Turns: 3, UserTokens: 20, OutputTokens: 2}
+	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, annotate := plans[0].cycle(o.Nonce, "cafe010ap1")
+	for i := range 2 * len(reqs) {
+		// Request i of the point is the workload's request i mod N.
+		var rec schema.Record
+		annotate(&rec, i)
+		q := reqs[i%len(reqs)]
+		if rec.Session != q.Session || rec.Turn != q.Turn || rec.MaxTokens != 2 || out(i) != 2 || *rec.TargetPrompt != q.Input {
+			t.Errorf("point request %d: %+v; want session %d turn %d, max_tokens 2, target %d", i, rec, q.Session, q.Turn, q.Input)
+		}
+	}
+}

@@ -26,7 +26,8 @@ func (b *builder) swapNonce(body []byte, nonce string) []byte {
 // two requests of a point are the same prompt and a shared-prefix group's
 // first request in each cycle finds nothing cached, as the workload
 // expects. It returns the point's body, max_tokens and annotation of
-// request i. The plan's bodies were built under run.
+// request i. The plan's bodies were built under run (or, for a run
+// without a nonce, under the one PrepareWorkload drew).
 func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int) int, annotate func(*schema.Record, int)) {
 	n := max(w.N(), 1)
 	if w.nonce != "" {
@@ -39,7 +40,8 @@ func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int
 	out = func(i int) int { return w.items[i%n].out }
 	annotate = func(rec *schema.Record, i int) {
 		r, it := w.Reqs[i%n], w.items[i%n]
-		rec.MaxTokens, rec.Group = it.out, r.Group
+		rec.MaxTokens = it.out
+		rec.Group, rec.Session, rec.Turn = r.Group, r.Session, r.Turn
 		if it.target >= 0 {
 			rec.TargetPrompt = ptr(it.target)
 		}
