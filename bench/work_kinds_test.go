@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,8 +30,13 @@ func bodyMessages(t *testing.T, body []byte) []endpoints.Message {
 	return req.Messages
 }
 
-// inflight wraps a fake server's handler to count chat requests in flight.
+// inflight wraps a fake server's handler to count the chat requests of one
+// nonce in flight (the load's, not the probes': the shape probe leaves at
+// its first token, and its handler may still run): from arrival until the
+// server writes the stream's [DONE] (or its handler returns), before the
+// client can have read the end and sent its next.
 type inflight struct {
+	nonce    string
 	mu       sync.Mutex
 	now, top int
 }
@@ -37,18 +44,44 @@ type inflight struct {
 func (f *inflight) wrap(s *endpointstest.Server) {
 	h := s.Config.Handler
 	s.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"`+f.nonce+`-`)) {
+			h.ServeHTTP(w, r)
+			return
+		}
 		f.mu.Lock()
 		f.now++
 		f.top = max(f.top, f.now)
 		f.mu.Unlock()
-		defer func() {
-			f.mu.Lock()
-			f.now--
-			f.mu.Unlock()
-		}()
-		h.ServeHTTP(w, r)
+		var once sync.Once
+		done := func() {
+			once.Do(func() {
+				f.mu.Lock()
+				f.now--
+				f.mu.Unlock()
+			})
+		}
+		defer done()
+		h.ServeHTTP(&endWriter{ResponseWriter: w, done: done}, r)
 	})
 }
+
+// endWriter calls done just before it writes a stream's [DONE].
+type endWriter struct {
+	http.ResponseWriter
+	done func()
+}
+
+func (e *endWriter) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("[DONE]")) {
+		e.done()
+	}
+	return e.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController flush through it.
+func (e *endWriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
 
 func (f *inflight) reset() {
 	f.mu.Lock()
@@ -372,7 +405,7 @@ func TestACappedOrInterruptedMultiTurnPhaseRecordsItsLaterTurnsNotSent(t *testin
 
 func TestMaxConcurrencyBoundsTheTurnsInFlightOfMultiTurnSessions(t *testing.T) {
 	t.Parallel()
-	var f inflight
+	f := inflight{nonce: "cafe0107"}
 	srv := endpointstest.New(behaviorTTFT(15*time.Millisecond), f.wrap)
 	defer srv.Close()
 	o := testOptions(t, srv, "cafe0107")
