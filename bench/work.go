@@ -18,8 +18,11 @@ type WorkPhase struct {
 	Reqs  []workload.Request
 }
 
-// WorkPlan is a workload phase ready to run: every request's body built in
-// the endpoint's own tokens, with what the record of each will keep.
+// WorkPlan is a workload phase ready to run: every request's body laid out
+// in the endpoint's own tokens, with what the record of each will keep.
+// A body is made when its request is sent (body), from a few numbers a
+// request and text the phase shares, so that a long phase, or a multi-turn
+// one whose turns resend their histories, holds no body it is not sending.
 type WorkPlan struct {
 	Phase workload.Phase
 	Reqs  []workload.Request
@@ -33,11 +36,34 @@ type WorkPlan struct {
 	// nonce is the one the bodies were built under: the run's, or one
 	// drawn for a run without (a swap of "" would rewrite every byte).
 	nonce string
+	shape Shape
+	// fill is the builder's filler, grown at build time past every length
+	// a body takes from it, so that making bodies only reads it (they are
+	// made on many goroutines at once).
+	fill *filler
+	// sys is a shared-prefix phase's system message filler, after its
+	// group prefix; answers[k] a multi-turn phase's answer to turn k+1.
+	sys     string
+	answers []string
 }
 
-// workItem is one request of a WorkPlan, ready to send.
+// workItem is one request of a WorkPlan, ready to send: what its body is
+// made of (WorkPlan.messages), and what its record keeps.
 type workItem struct {
-	body []byte
+	// idx is the index its prefix carries: past the earlier phases'.
+	idx int
+	// chars is the filler bytes of its user message after its prefix
+	// (every kind but a data set's), cut to whole words.
+	chars int
+	// group is a shared-prefix request's group prefix number, past the
+	// earlier phases' groups.
+	group int
+	// turn is a multi-turn request's 0-based turn, prev its session's
+	// previous turn's index (-1 for the first).
+	turn, prev int
+	// user is a data set item's first user message, which its prefix
+	// starts.
+	user int
 	out  int
 	// target is the usage.prompt_tokens asked for, -1 for a data set's item.
 	target int
@@ -49,6 +75,61 @@ type workItem struct {
 
 // N is the number of requests the plan sends.
 func (w *WorkPlan) N() int { return len(w.items) }
+
+// user is request i's user message: its prefix, then its filler.
+func (w *WorkPlan) user(i int) endpoints.Message {
+	it := &w.items[i]
+	return endpoints.Message{Role: "user", Content: Prefix(w.nonce, it.idx) + w.fill.Words(it.chars)}
+}
+
+// messages is request i's chat.
+func (w *WorkPlan) messages(i int) []endpoints.Message {
+	it := &w.items[i]
+	switch w.Phase.Kind {
+	case workload.Dataset:
+		src := w.Reqs[i].Messages
+		msgs := make([]endpoints.Message, len(src))
+		for k, m := range src {
+			msgs[k] = endpoints.Message{Role: m.Role, Content: m.Content}
+		}
+		// The nonce starts the first user message: after a system prompt
+		// the items may share, before the rest.
+		msgs[it.user].Content = Prefix(w.nonce, it.idx) + msgs[it.user].Content
+		return msgs
+	case workload.SharedPrefix:
+		return []endpoints.Message{{Role: "system", Content: groupPrefix(w.nonce, it.group) + w.sys}, w.user(i)}
+	case workload.MultiTurn:
+		// The session's turns up to this one, each earlier one answered.
+		var chain []int
+		for j := i; j >= 0; j = w.items[j].prev {
+			chain = append(chain, j)
+		}
+		msgs := make([]endpoints.Message, 0, 2*len(chain)-1)
+		for k := len(chain) - 1; k >= 0; k-- {
+			j := chain[k]
+			msgs = append(msgs, w.user(j))
+			if k > 0 {
+				msgs = append(msgs, endpoints.Message{Role: "assistant", Content: w.answers[w.items[j].turn]})
+			}
+		}
+		return msgs
+	}
+	return []endpoints.Message{w.user(i)}
+}
+
+// body is request i's body, made afresh.
+func (w *WorkPlan) body(i int) []byte {
+	return w.shape.messagesBody(w.messages(i), w.items[i].out, true)
+}
+
+// size is about the bytes of request i's body: its messages' contents.
+func (w *WorkPlan) size(i int) int {
+	n := 0
+	for _, m := range w.messages(i) {
+		n += len(m.Content)
+	}
+	return n
+}
 
 // builder makes a workload's bodies: the run's shape and nonce, the curve
 // that maps token targets onto the filler, and the prober that measures
@@ -73,10 +154,13 @@ func groupPrefix(nonce string, g int) string { return fmt.Sprintf("%s-g%05d ", n
 // words returns filler that adds about tokens tokens after a prefix.
 func (b *builder) words(tokens int) string { return b.fill.Words(b.cv.chars(tokens)) }
 
-// user is request i's user message: its prefix, then filler adding about
-// tokens tokens.
-func (b *builder) user(nonce string, i, tokens int) endpoints.Message {
-	return endpoints.Message{Role: "user", Content: Prefix(nonce, i) + b.words(tokens)}
+// userChars is the filler length of a user message adding about tokens
+// tokens after its prefix, its words cut now: the filler grows here, while
+// the plan is built, never when a body is made.
+func (b *builder) userChars(tokens int) int {
+	chars := b.cv.chars(tokens)
+	b.fill.Words(chars)
+	return chars
 }
 
 // build makes the plan of one expanded phase. A shared-prefix phase costs
@@ -85,7 +169,8 @@ func (b *builder) user(nonce string, i, tokens int) endpoints.Message {
 // own nonce, so no probe leaves in a cache what the load will send.
 func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 	ph, reqs := wp.Phase, wp.Reqs
-	plan := &WorkPlan{Phase: ph, Reqs: reqs, items: make([]workItem, len(reqs)), multiTurn: ph.Kind == workload.MultiTurn, nonce: b.nonce}
+	plan := &WorkPlan{Phase: ph, Reqs: reqs, items: make([]workItem, len(reqs)), multiTurn: ph.Kind == workload.MultiTurn,
+		nonce: b.nonce, shape: b.shape, fill: b.fill}
 	b.p.phase = ph.Name
 	switch ph.Kind {
 	case workload.SharedPrefix:
@@ -98,18 +183,8 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 		}
 	case workload.Dataset:
 		for i, r := range reqs {
-			msgs := make([]endpoints.Message, len(r.Messages))
-			first := true
-			for k, m := range r.Messages {
-				msgs[k] = endpoints.Message{Role: m.Role, Content: m.Content}
-				if first && m.Role == "user" {
-					// The nonce starts the first user message: after a
-					// system prompt the items may share, before the rest.
-					msgs[k].Content = Prefix(b.nonce, b.off+i) + m.Content
-					first = false
-				}
-			}
-			if first {
+			user := slices.IndexFunc(r.Messages, func(m workload.Message) bool { return m.Role == "user" })
+			if user < 0 {
 				// Without a user message no nonce would start it, and the
 				// shape probe would leave the load's own prompt cached.
 				where := ph.Path
@@ -122,12 +197,11 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 			if out <= 0 {
 				out = max(1, int(float64(r.AnswerChars)*b.cv.tokensPerChar()+0.5))
 			}
-			plan.items[i] = workItem{body: b.shape.messagesBody(msgs, out, true), out: out, target: -1, expected: -1}
+			plan.items[i] = workItem{idx: b.off + i, user: user, out: out, target: -1, expected: -1}
 		}
 	default: // fixed, random, trace: one user message of Input tokens in all
 		for i, r := range reqs {
-			msgs := []endpoints.Message{b.user(b.nonce, b.off+i, r.Input-b.cv.base)}
-			plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: 0}
+			plan.items[i] = workItem{idx: b.off + i, chars: b.userChars(r.Input - b.cv.base), out: r.Output, target: r.Input, expected: 0}
 		}
 	}
 	plan.In, plan.Out = Nominal(ph, reqs)
@@ -171,18 +245,15 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 		}
 		shared = max(withSys-b.cv.base, 0)
 	}
+	plan.sys = sys
 	seen := map[int]bool{}
 	for i, r := range reqs {
-		msgs := []endpoints.Message{
-			{Role: "system", Content: groupPrefix(b.nonce, b.groups+r.Group) + sys},
-			b.user(b.nonce, b.off+i, r.Input-withSys),
-		}
 		exp := 0
 		if seen[r.Group] {
 			exp = shared
 		}
 		seen[r.Group] = true
-		plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: exp}
+		plan.items[i] = workItem{idx: b.off + i, group: b.groups + r.Group, chars: b.userChars(r.Input - withSys), out: r.Output, target: r.Input, expected: exp}
 	}
 	return nil
 }
@@ -229,16 +300,14 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 		probe = append(probe, endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k) + b.words(userTokens[k])},
 			endpoints.Message{Role: "assistant", Content: answers[k]})
 	}
-	hist := map[int][]endpoints.Message{}
+	plan.answers = answers
 	for i, r := range plan.Reqs {
 		k := r.Turn - 1
-		msgs := append(slices.Clone(hist[r.Session]), b.user(b.nonce, b.off+i, userTokens[k]))
-		hist[r.Session] = append(slices.Clone(msgs), endpoints.Message{Role: "assistant", Content: answers[k]})
-		exp := 0
+		exp, prev := 0, -1
 		if k > 0 {
-			exp = plan.Reqs[i-1].Input // replaced by the measured count when there is one
+			exp, prev = plan.Reqs[i-1].Input, i-1 // exp: replaced by the measured count when there is one
 		}
-		plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: exp}
+		plan.items[i] = workItem{idx: b.off + i, chars: b.userChars(userTokens[k]), turn: k, prev: prev, out: r.Output, target: r.Input, expected: exp}
 	}
 	return nil
 }
@@ -381,14 +450,14 @@ func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	if plan.N() == 0 {
 		return nil
 	}
-	longest := 0
+	longest, most := 0, -1
 	for i, it := range plan.items {
-		if len(it.body)+it.out > len(plan.items[longest].body)+plan.items[longest].out {
-			longest = i
+		if n := plan.size(i) + it.out; n > most {
+			longest, most = i, n
 		}
 	}
 	it := plan.items[longest]
-	body := b.swapNonce(it.body, p.nonce)
+	body := b.swapNonce(plan.body(longest), p.nonce)
 	lim := p.lim
 	lim.MaxTokens = it.out
 	var res endpoints.StreamResult

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,7 +142,7 @@ func TestAWorkloadAgainstAnEndpointWithoutUsageWarnsAndKeepsItsLengthsByTheGuess
 		}
 	}
 	for i, it := range plans[0].items {
-		msgs := bodyMessages(t, it.body)
+		msgs := bodyMessages(t, plans[0].body(i))
 		if len(msgs) != 2 || msgs[0].Role != "system" {
 			t.Fatalf("request %d: messages %+v", i, msgs)
 		}
@@ -151,8 +152,8 @@ func TestAWorkloadAgainstAnEndpointWithoutUsageWarnsAndKeepsItsLengthsByTheGuess
 			t.Errorf("request %d expects %d cached; uncounted, its group's system message is its target %d", i, it.expected, p)
 		}
 	}
-	for i, it := range plans[1].items {
-		msgs := bodyMessages(t, it.body)
+	for i := range plans[1].items {
+		msgs := bodyMessages(t, plans[1].body(i))
 		last := msgs[len(msgs)-1]
 		near("turn's user message", len(last.Content)-len(Prefix(o.Nonce, i)), u*charsPerTokenGuess)
 	}
@@ -222,7 +223,7 @@ func TestAPlanBuiltWithoutARunNonceStillHasOne(t *testing.T) {
 		t.Fatalf("a run without a nonce: %v", err)
 	}
 	pl := plans[0]
-	head, _, _ := strings.Cut(bodyMessages(t, pl.items[0].body)[0].Content, " ")
+	head, _, _ := strings.Cut(bodyMessages(t, pl.body(0))[0].Content, " ")
 	if nonce, idx, _ := strings.Cut(head, "-"); len(nonce) != 8 || idx != "000000" {
 		t.Fatalf("request 0 starts %q: want a drawn nonce of 8 hex characters, then -000000", head)
 	}
@@ -281,7 +282,7 @@ func TestADataSetPhaseSendsItsItemsUnderTheNonceWithAnswersSizedByTheCurve(t *te
 		if q.AnswerChars == 0 || abs(r.MaxTokens-want) > max(1, want/50) {
 			t.Errorf("item %d: max_tokens %d for a %d-byte answer; the engine's ratio makes it %d", i, r.MaxTokens, q.AnswerChars, want)
 		}
-		msgs := bodyMessages(t, plan.items[i].body)
+		msgs := bodyMessages(t, plan.body(i))
 		if len(msgs) != len(q.Messages) {
 			t.Fatalf("item %d: %d messages, the item has %d", i, len(msgs), len(q.Messages))
 		}
@@ -556,5 +557,36 @@ func TestASweepsCycleAnnotatesEachRequestWithItsWorkloadRequest(t *testing.T) {
 		if rec.Session != q.Session || rec.Turn != q.Turn || rec.MaxTokens != 2 || out(i) != 2 || *rec.TargetPrompt != q.Input {
 			t.Errorf("point request %d: %+v; want session %d turn %d, max_tokens 2, target %d", i, rec, q.Session, q.Turn, q.Input)
 		}
+	}
+}
+
+func TestAWorkloadPlanHoldsNoBodyItIsNotSending(t *testing.T) {
+	// Not parallel: it reads the heap, which no other test then grows.
+	srv := endpointstest.New(nil)
+	defer srv.Close()
+	o := testOptions(t, srv, "cafe010b")
+	// 30 sessions of 30 turns: each turn resends its history, so the
+	// bodies add up to the square of the turns.
+	reqs := multiTurnReqs(30, 30, 100, 8, 0)
+	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: 30, Turns: 30, UserTokens: 100, OutputTokens: 8}
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	held := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
+	total := 0
+	for i := range plans[0].N() {
+		total += len(plans[0].body(i))
+	}
+	// The truth: the plan keeps a few numbers a request, its shared text
+	// and the filler, far from the bodies' own bytes.
+	t.Logf("plan holds %d bytes; its bodies are %d", held, total)
+	if held > int64(total/10) {
+		t.Errorf("the plan holds %d bytes of heap, its %d bodies %d bytes: it keeps them", held, len(reqs), total)
 	}
 }

@@ -35,7 +35,7 @@ func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int
 	}
 	old := []byte(run)
 	body = func(i int) []byte {
-		return bytes.ReplaceAll(w.items[i%n].body, old, []byte(point+"c"+strconv.Itoa(i/n)))
+		return bytes.ReplaceAll(w.body(i%n), old, []byte(point+"c"+strconv.Itoa(i/n)))
 	}
 	out = func(i int) int { return w.items[i%n].out }
 	annotate = func(rec *schema.Record, i int) {
@@ -111,7 +111,7 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 	}
 	ph := &phase{
 		spec: spec, pool: pool, work: plan, prog: prog,
-		body:    func(i int) []byte { return plan.items[i].body },
+		body:    plan.body,
 		out:     func(i int) int { return plan.items[i].out },
 		evCap:   min(maxOut+8, 1<<16),
 		records: make([]schema.Record, spec.N),
