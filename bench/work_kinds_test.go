@@ -590,3 +590,16 @@ func TestAWorkloadPlanHoldsNoBodyItIsNotSending(t *testing.T) {
 		t.Errorf("the plan holds %d bytes of heap, its %d bodies %d bytes: it keeps them", held, len(reqs), total)
 	}
 }
+
+func TestAWorkloadPhaseWithoutRequestsIsRefusedBeforeAnyProbe(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(nil)
+	defer srv.Close()
+	o := testOptions(t, srv, "cafe010c")
+	// A sweep draws request i from the plan's i mod N: N must be > 0.
+	_, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: workload.Phase{Name: "empty", Kind: workload.Random}}})
+	wantBadInput(t, err, "phase empty: no requests")
+	if n := srv.Count(); n != 0 {
+		t.Errorf("%d chat requests sent for a phase refused", n)
+	}
+}
