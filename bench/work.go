@@ -356,7 +356,10 @@ const ratioTokens = 256
 // prompt and output are checked against it first, and every phase's
 // longest request is probed in its exact shape (max_tokens and all). The
 // errors are Prepare's: bad input for an endpoint that refuses or
-// truncates what the workload needs; ctx's cause when it is cancelled.
+// truncates what the workload needs, a phase without requests, or a data
+// set's item without a user message; ctx's cause when it is cancelled.
+// Each phase's prefixes and groups are numbered past the earlier phases',
+// under o.Nonce (one is drawn when it is empty).
 func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*WorkPlan, []string, error) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
 	defer tr.Close()
