@@ -122,8 +122,11 @@ func (p *prober) measure(ctx context.Context, need int) (*curve, error) {
 		if t >= need {
 			return c, nil
 		}
-		// The next point adds max(curveSpan, t/8) tokens by the ratio so far.
-		step := max(curveSpan, t/8)
+		// The next point adds max(curveSpan, t/8) tokens by the ratio so
+		// far, but ends a couple of tokens past need: a probe well past it
+		// could find the endpoint's context, which the workload never
+		// reaches, and fail a workload that fits.
+		step := min(max(curveSpan, t/8), need-t+2)
 		chars = len(text) + max(int(float64(step)*float64(len(text))/float64(max(t, 1))), 8)
 	}
 	if need > 0 {

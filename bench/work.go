@@ -18,8 +18,11 @@ type WorkPhase struct {
 	Reqs  []workload.Request
 }
 
-// WorkPlan is a workload phase ready to run: every request's body built in
-// the endpoint's own tokens, with what the record of each will keep.
+// WorkPlan is a workload phase ready to run: every request's body laid out
+// in the endpoint's own tokens, with what the record of each will keep.
+// A body is made when its request is sent (body), from a few numbers a
+// request and text the phase shares, so that a long phase, or a multi-turn
+// one whose turns resend their histories, holds no body it is not sending.
 type WorkPlan struct {
 	Phase workload.Phase
 	Reqs  []workload.Request
@@ -30,11 +33,37 @@ type WorkPlan struct {
 	items   []workItem
 	// multiTurn phases send each session's turns one after another.
 	multiTurn bool
+	// nonce is the one the bodies were built under: the run's, or one
+	// drawn for a run without (a swap of "" would rewrite every byte).
+	nonce string
+	shape Shape
+	// fill is the builder's filler, grown at build time past every length
+	// a body takes from it, so that making bodies only reads it (they are
+	// made on many goroutines at once).
+	fill *filler
+	// sys is a shared-prefix phase's system message filler, after its
+	// group prefix; answers[k] a multi-turn phase's answer to turn k+1.
+	sys     string
+	answers []string
 }
 
-// workItem is one request of a WorkPlan, ready to send.
+// workItem is one request of a WorkPlan, ready to send: what its body is
+// made of (WorkPlan.messages), and what its record keeps.
 type workItem struct {
-	body []byte
+	// idx is the index its prefix carries: past the earlier phases'.
+	idx int
+	// chars is the filler bytes of its user message after its prefix
+	// (every kind but a data set's), cut to whole words.
+	chars int
+	// group is a shared-prefix request's group prefix number, past the
+	// earlier phases' groups.
+	group int
+	// turn is a multi-turn request's 0-based turn, prev its session's
+	// previous turn's index (-1 for the first).
+	turn, prev int
+	// user is a data set item's first user message, which its prefix
+	// starts.
+	user int
 	out  int
 	// target is the usage.prompt_tokens asked for, -1 for a data set's item.
 	target int
@@ -47,6 +76,61 @@ type workItem struct {
 // N is the number of requests the plan sends.
 func (w *WorkPlan) N() int { return len(w.items) }
 
+// user is request i's user message: its prefix, then its filler.
+func (w *WorkPlan) user(i int) endpoints.Message {
+	it := &w.items[i]
+	return endpoints.Message{Role: "user", Content: Prefix(w.nonce, it.idx) + w.fill.Words(it.chars)}
+}
+
+// messages is request i's chat.
+func (w *WorkPlan) messages(i int) []endpoints.Message {
+	it := &w.items[i]
+	switch w.Phase.Kind {
+	case workload.Dataset:
+		src := w.Reqs[i].Messages
+		msgs := make([]endpoints.Message, len(src))
+		for k, m := range src {
+			msgs[k] = endpoints.Message{Role: m.Role, Content: m.Content}
+		}
+		// The nonce starts the first user message: after a system prompt
+		// the items may share, before the rest.
+		msgs[it.user].Content = Prefix(w.nonce, it.idx) + msgs[it.user].Content
+		return msgs
+	case workload.SharedPrefix:
+		return []endpoints.Message{{Role: "system", Content: groupPrefix(w.nonce, it.group) + w.sys}, w.user(i)}
+	case workload.MultiTurn:
+		// The session's turns up to this one, each earlier one answered.
+		var chain []int
+		for j := i; j >= 0; j = w.items[j].prev {
+			chain = append(chain, j)
+		}
+		msgs := make([]endpoints.Message, 0, 2*len(chain)-1)
+		for k := len(chain) - 1; k >= 0; k-- {
+			j := chain[k]
+			msgs = append(msgs, w.user(j))
+			if k > 0 {
+				msgs = append(msgs, endpoints.Message{Role: "assistant", Content: w.answers[w.items[j].turn]})
+			}
+		}
+		return msgs
+	}
+	return []endpoints.Message{w.user(i)}
+}
+
+// body is request i's body, made afresh.
+func (w *WorkPlan) body(i int) []byte {
+	return w.shape.messagesBody(w.messages(i), w.items[i].out, true)
+}
+
+// size is about the bytes of request i's body: its messages' contents.
+func (w *WorkPlan) size(i int) int {
+	n := 0
+	for _, m := range w.messages(i) {
+		n += len(m.Content)
+	}
+	return n
+}
+
 // builder makes a workload's bodies: the run's shape and nonce, the curve
 // that maps token targets onto the filler, and the prober that measures
 // the parts a curve cannot (a system prompt's, a history's count).
@@ -56,6 +140,11 @@ type builder struct {
 	cv    *curve
 	fill  *filler
 	p     *prober
+	// off and groups are the request indices and shared-prefix groups the
+	// run's earlier phases took: each phase's prefixes start past them, so
+	// that no phase finds another's prompts or system prompts cached (the
+	// filler starts every prompt alike).
+	off, groups int
 }
 
 // groupPrefix starts shared-prefix group g's system prompt: as long as a
@@ -65,10 +154,13 @@ func groupPrefix(nonce string, g int) string { return fmt.Sprintf("%s-g%05d ", n
 // words returns filler that adds about tokens tokens after a prefix.
 func (b *builder) words(tokens int) string { return b.fill.Words(b.cv.chars(tokens)) }
 
-// user is request i's user message: its prefix, then filler adding about
-// tokens tokens.
-func (b *builder) user(nonce string, i, tokens int) endpoints.Message {
-	return endpoints.Message{Role: "user", Content: Prefix(nonce, i) + b.words(tokens)}
+// userChars is the filler length of a user message adding about tokens
+// tokens after its prefix, its words cut now: the filler grows here, while
+// the plan is built, never when a body is made.
+func (b *builder) userChars(tokens int) int {
+	chars := b.cv.chars(tokens)
+	b.fill.Words(chars)
+	return chars
 }
 
 // build makes the plan of one expanded phase. A shared-prefix phase costs
@@ -77,7 +169,8 @@ func (b *builder) user(nonce string, i, tokens int) endpoints.Message {
 // own nonce, so no probe leaves in a cache what the load will send.
 func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 	ph, reqs := wp.Phase, wp.Reqs
-	plan := &WorkPlan{Phase: ph, Reqs: reqs, items: make([]workItem, len(reqs)), multiTurn: ph.Kind == workload.MultiTurn}
+	plan := &WorkPlan{Phase: ph, Reqs: reqs, items: make([]workItem, len(reqs)), multiTurn: ph.Kind == workload.MultiTurn,
+		nonce: b.nonce, shape: b.shape, fill: b.fill}
 	b.p.phase = ph.Name
 	switch ph.Kind {
 	case workload.SharedPrefix:
@@ -90,27 +183,25 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 		}
 	case workload.Dataset:
 		for i, r := range reqs {
-			msgs := make([]endpoints.Message, len(r.Messages))
-			first := true
-			for k, m := range r.Messages {
-				msgs[k] = endpoints.Message{Role: m.Role, Content: m.Content}
-				if first && m.Role == "user" {
-					// The nonce starts the first user message: after a
-					// system prompt the items may share, before the rest.
-					msgs[k].Content = Prefix(b.nonce, i) + m.Content
-					first = false
+			user := slices.IndexFunc(r.Messages, func(m workload.Message) bool { return m.Role == "user" })
+			if user < 0 {
+				// Without a user message no nonce would start it, and the
+				// shape probe would leave the load's own prompt cached.
+				where := ph.Path
+				if r.Line > 0 {
+					where = fmt.Sprintf("%s:%d", ph.Path, r.Line)
 				}
+				return nil, badinput.Errorf("phase %s: %s: no user message (the run's nonce starts the first one, so that no cache holds an item before the run sends it)", ph.Name, where)
 			}
 			out := r.Output
 			if out <= 0 {
 				out = max(1, int(float64(r.AnswerChars)*b.cv.tokensPerChar()+0.5))
 			}
-			plan.items[i] = workItem{body: b.shape.messagesBody(msgs, out, true), out: out, target: -1, expected: -1}
+			plan.items[i] = workItem{idx: b.off + i, user: user, out: out, target: -1, expected: -1}
 		}
 	default: // fixed, random, trace: one user message of Input tokens in all
 		for i, r := range reqs {
-			msgs := []endpoints.Message{b.user(b.nonce, i, r.Input-b.cv.base)}
-			plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: 0}
+			plan.items[i] = workItem{idx: b.off + i, chars: b.userChars(r.Input - b.cv.base), out: r.Output, target: r.Input, expected: 0}
 		}
 	}
 	plan.In, plan.Out = Nominal(ph, reqs)
@@ -139,7 +230,10 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 	var sys string
 	withSys, shared := b.cv.base, 0
 	if b.cv.noUsage {
+		// Uncounted: the system message is taken to add its target, so
+		// the question still makes the whole prompt Input.
 		sys = b.words(reqs[0].PrefixTokens)
+		withSys, shared = reqs[0].PrefixTokens, reqs[0].PrefixTokens
 	} else {
 		bare, err := b.p.count(ctx, system(""))
 		if err != nil {
@@ -151,18 +245,15 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 		}
 		shared = max(withSys-b.cv.base, 0)
 	}
+	plan.sys = sys
 	seen := map[int]bool{}
 	for i, r := range reqs {
-		msgs := []endpoints.Message{
-			{Role: "system", Content: groupPrefix(b.nonce, r.Group) + sys},
-			b.user(b.nonce, i, r.Input-withSys),
-		}
 		exp := 0
 		if seen[r.Group] {
 			exp = shared
 		}
 		seen[r.Group] = true
-		plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: exp}
+		plan.items[i] = workItem{idx: b.off + i, group: b.groups + r.Group, chars: b.userChars(r.Input - withSys), out: r.Output, target: r.Input, expected: exp}
 	}
 	return nil
 }
@@ -183,13 +274,18 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 	userTokens := make([]int, turns)
 	answers := make([]string, turns)
 	var probe []endpoints.Message
+	// est is the history's tokens by the targets, for an endpoint that
+	// counts none: its user messages and answers so far.
+	est := 0
 	for _, r := range plan.Reqs {
 		if r.Session != plan.Reqs[0].Session {
 			break
 		}
 		k := r.Turn - 1
 		base := b.cv.base
-		if k > 0 && !b.cv.noUsage {
+		if b.cv.noUsage {
+			base = est
+		} else if k > 0 {
 			// The history so far, and the new turn's prefix alone.
 			msgs := append(slices.Clone(probe), endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k)})
 			n, err := b.p.count(ctx, msgs)
@@ -199,20 +295,19 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 			base = n
 		}
 		userTokens[k] = r.Input - base
+		est += userTokens[k] + r.Output
 		answers[k] = b.words(r.Output)
 		probe = append(probe, endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k) + b.words(userTokens[k])},
 			endpoints.Message{Role: "assistant", Content: answers[k]})
 	}
-	hist := map[int][]endpoints.Message{}
+	plan.answers = answers
 	for i, r := range plan.Reqs {
 		k := r.Turn - 1
-		msgs := append(slices.Clone(hist[r.Session]), b.user(b.nonce, i, userTokens[k]))
-		hist[r.Session] = append(slices.Clone(msgs), endpoints.Message{Role: "assistant", Content: answers[k]})
-		exp := 0
+		exp, prev := 0, -1
 		if k > 0 {
-			exp = plan.Reqs[i-1].Input // replaced by the measured count when there is one
+			exp, prev = plan.Reqs[i-1].Input, i-1 // exp: replaced by the measured count when there is one
 		}
-		plan.items[i] = workItem{body: b.shape.messagesBody(msgs, r.Output, true), out: r.Output, target: r.Input, expected: exp}
+		plan.items[i] = workItem{idx: b.off + i, chars: b.userChars(userTokens[k]), turn: k, prev: prev, out: r.Output, target: r.Input, expected: exp}
 	}
 	return nil
 }
@@ -249,13 +344,22 @@ func Nominal(ph workload.Phase, reqs []workload.Request) (in, out int) {
 	return in, out
 }
 
+// ratioTokens is how far, at the least, the curve is measured for a data
+// set whose answers' lengths it estimates: its tokens-per-character over a
+// few hundred tokens is within a percent or so, where a single short probe's
+// is off by a cut word.
+const ratioTokens = 256
+
 // PrepareWorkload measures the filler's curve on the endpoint once, up to
 // the longest part any phase needs, and builds every phase's bodies on it,
 // all before any load. Where the server states its context, each request's
 // prompt and output are checked against it first, and every phase's
 // longest request is probed in its exact shape (max_tokens and all). The
 // errors are Prepare's: bad input for an endpoint that refuses or
-// truncates what the workload needs; ctx's cause when it is cancelled.
+// truncates what the workload needs, a phase without requests, or a data
+// set's item without a user message; ctx's cause when it is cancelled.
+// Each phase's prefixes and groups are numbered past the earlier phases',
+// under o.Nonce (one is drawn when it is empty).
 func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*WorkPlan, []string, error) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
 	defer tr.Close()
@@ -263,12 +367,22 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 	var specs []Spec
 	need, longest := 0, 0
 	for _, wp := range phases {
+		if len(wp.Reqs) == 0 {
+			// A sweep draws its requests from the plan's, in turn.
+			return nil, nil, badinput.Errorf("phase %s: no requests", wp.Phase.Name)
+		}
 		s := Spec{Name: wp.Phase.Name, N: len(wp.Reqs)}
 		for _, r := range wp.Reqs {
 			if r.Input+r.Output > s.In+s.Out {
 				s.In, s.Out = r.Input, r.Output
 			}
 			need = max(need, r.Input, r.UserTokens, r.Output)
+			if r.Output <= 0 && r.AnswerChars > 0 {
+				// A data set's answer is estimated by the curve's ratio:
+				// measured over ratioTokens at the least, or the answer's
+				// bytes (no tokenizer makes more tokens of them).
+				need = max(need, min(ratioTokens, r.AnswerChars))
+			}
 			longest = max(longest, r.Input)
 		}
 		specs = append(specs, s)
@@ -307,7 +421,11 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 	if cv.noUsage {
 		warns = append(warns, cv.String())
 	}
-	b := &builder{shape: o.Shape, nonce: o.Nonce, cv: cv, fill: newFiller(), p: p}
+	nonce := o.Nonce
+	if nonce == "" {
+		nonce = NewNonce()
+	}
+	b := &builder{shape: o.Shape, nonce: nonce, cv: cv, fill: newFiller(), p: p}
 	var plans []*WorkPlan
 	for _, wp := range phases {
 		plan, err := b.build(cctx, wp)
@@ -318,6 +436,12 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 			return nil, warns, spent(err)
 		}
 		plans = append(plans, plan)
+		b.off += len(wp.Reqs)
+		g := 0
+		for _, r := range wp.Reqs {
+			g = max(g, r.Group)
+		}
+		b.groups += g
 	}
 	return plans, warns, nil
 }
@@ -329,14 +453,14 @@ func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	if plan.N() == 0 {
 		return nil
 	}
-	longest := 0
+	longest, most := 0, -1
 	for i, it := range plan.items {
-		if len(it.body)+it.out > len(plan.items[longest].body)+plan.items[longest].out {
-			longest = i
+		if n := plan.size(i) + it.out; n > most {
+			longest, most = i, n
 		}
 	}
 	it := plan.items[longest]
-	body := b.swapNonce(it.body, p.nonce)
+	body := b.swapNonce(plan.body(longest), p.nonce)
 	lim := p.lim
 	lim.MaxTokens = it.out
 	var res endpoints.StreamResult

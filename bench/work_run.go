@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -24,17 +26,22 @@ func (b *builder) swapNonce(body []byte, nonce string) []byte {
 // two requests of a point are the same prompt and a shared-prefix group's
 // first request in each cycle finds nothing cached, as the workload
 // expects. It returns the point's body, max_tokens and annotation of
-// request i. The plan's bodies were built under run.
+// request i. The plan's bodies were built under run (or, for a run
+// without a nonce, under the one PrepareWorkload drew).
 func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int) int, annotate func(*schema.Record, int)) {
 	n := max(w.N(), 1)
+	if w.nonce != "" {
+		run = w.nonce
+	}
 	old := []byte(run)
 	body = func(i int) []byte {
-		return bytes.ReplaceAll(w.items[i%n].body, old, []byte(point+"c"+strconv.Itoa(i/n)))
+		return bytes.ReplaceAll(w.body(i%n), old, []byte(point+"c"+strconv.Itoa(i/n)))
 	}
 	out = func(i int) int { return w.items[i%n].out }
 	annotate = func(rec *schema.Record, i int) {
 		r, it := w.Reqs[i%n], w.items[i%n]
-		rec.MaxTokens, rec.Group = it.out, r.Group
+		rec.MaxTokens = it.out
+		rec.Group, rec.Session, rec.Turn = r.Group, r.Session, r.Turn
 		if it.target >= 0 {
 			rec.TargetPrompt = ptr(it.target)
 		}
@@ -47,8 +54,13 @@ func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int
 
 // annotate adds to records[i] what the workload knows of request i: its
 // target and expected cached tokens, group, session and turn. A multi-turn
-// turn after the first expects its previous turn's whole prompt, as the
-// endpoint counted it when it did.
+// turn after the first expects the whole prompt of its session's latest
+// turn that completed, as the endpoint counted it when it did (else its
+// target): the history is the workload's own, so every earlier turn's
+// prompt is a prefix of this one. A turn that failed or was not sent is
+// passed over, as one whose prefill no cache may hold (a 5xx, a refusal);
+// for one that failed after its prefill the expectation is low. Records
+// before i of a multi-turn session must have been written.
 func (w *WorkPlan) annotate(records []schema.Record, i int) {
 	rec, r, it := &records[i], w.Reqs[i], w.items[i]
 	rec.MaxTokens = it.out
@@ -57,9 +69,16 @@ func (w *WorkPlan) annotate(records []schema.Record, i int) {
 		rec.TargetPrompt = ptr(it.target)
 	}
 	exp := it.expected
-	if w.multiTurn && r.Turn > 1 && i > 0 {
-		if prev := &records[i-1]; prev.Session == r.Session && prev.Prompt > 0 {
-			exp = prev.Prompt
+	if w.multiTurn && r.Turn > 1 {
+		exp = 0
+		for j := i - 1; j >= 0 && w.Reqs[j].Session == r.Session; j-- {
+			if prev := &records[j]; prev.Completed() {
+				exp = w.items[j].target
+				if prev.Prompt > 0 {
+					exp = prev.Prompt
+				}
+				break
+			}
 		}
 	}
 	if exp >= 0 {
@@ -92,7 +111,7 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 	}
 	ph := &phase{
 		spec: spec, pool: pool, work: plan, prog: prog,
-		body:    func(i int) []byte { return plan.items[i].body },
+		body:    plan.body,
 		out:     func(i int) int { return plan.items[i].out },
 		evCap:   min(maxOut+8, 1<<16),
 		records: make([]schema.Record, spec.N),
@@ -123,7 +142,7 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 	case burst:
 		ph.burst()
 	default:
-		ph.dispatch(arrivals)
+		ph.dispatchWork(arrivals)
 	}
 	ph.wg.Wait()
 	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
@@ -190,4 +209,40 @@ func (ph *phase) sessions() {
 		first = last
 	}
 	all.Wait()
+}
+
+// dispatchWork sends the plan's requests in the order of their planned
+// times (Expand's are in order; a phase built in code may not be, and
+// sending in index order would hold an early request behind a late one),
+// each at its time from the phase start, or when a slot frees under
+// --max-concurrency, until the phase ends. The requests it had no time to
+// send are recorded as not sent, with what the workload knows of them.
+func (ph *phase) dispatchWork(arrivals []time.Duration) {
+	order := make([]int, len(arrivals))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
+	ph.start = time.Now()
+	sent := 0
+	for _, i := range order {
+		send := ph.ready(i)
+		planned, queued, ok := ph.await(ph.start.Add(arrivals[i]))
+		if !ok {
+			break
+		}
+		sent++
+		ph.wg.Add(1)
+		go func() {
+			if ph.sem != nil {
+				defer func() { <-ph.sem }()
+			}
+			send(planned, queued)
+		}()
+	}
+	for _, i := range order[sent:] {
+		ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
+		ph.work.annotate(ph.records, i)
+		ph.prog.end(&ph.records[i])
+	}
 }

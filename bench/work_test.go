@@ -89,8 +89,8 @@ func radixTruth(t *testing.T, plan *WorkPlan, page int) (cached, shared []int) {
 	var seen [][]int32
 	out := make([]int, plan.N())
 	shared = make([]int, plan.N())
-	for i, it := range plan.items {
-		ids := engineTokens(t, it.body)
+	for i := range plan.items {
+		ids := engineTokens(t, plan.body(i))
 		best := 0
 		for _, s := range seen {
 			n := 0
@@ -259,7 +259,7 @@ func TestMultiTurnTurnsFindTheirHistoryCached(t *testing.T) {
 		if plan.Reqs[i].Turn == 1 {
 			continue
 		}
-		a, b := engineTokens(t, plan.items[i-1].body), engineTokens(t, plan.items[i].body)
+		a, b := engineTokens(t, plan.body(i-1)), engineTokens(t, plan.body(i))
 		if len(b) <= len(a) || !slices.Equal(a, b[:len(a)]) {
 			t.Errorf("turn %d's prompt does not start with turn %d's", plan.Reqs[i].Turn, plan.Reqs[i-1].Turn)
 		}
