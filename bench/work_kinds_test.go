@@ -227,13 +227,20 @@ func TestAPlanBuiltWithoutARunNonceStillHasOne(t *testing.T) {
 	if nonce, idx, _ := strings.Cut(head, "-"); len(nonce) != 8 || idx != "000000" {
 		t.Fatalf("request 0 starts %q: want a drawn nonce of 8 hex characters, then -000000", head)
 	}
-	// A sweep's cycle swaps that nonce, and only it: the body stays JSON.
+	// A sweep's cycle swaps that nonce, and only it, for one of the same
+	// length per cycle: the body stays JSON, and its prompt keeps its length.
 	body, _, _ := pl.cycle("", "ptx")
+	seen := map[string]bool{}
 	for i := range 4 {
 		msgs := bodyMessages(t, body(i))
-		if want := Prefix("ptxc"+string(rune('0'+i/2)), i%2); !strings.HasPrefix(msgs[0].Content, want) {
-			t.Errorf("cycle request %d starts %q, want %q", i, msgs[0].Content[:20], want)
+		nonce := cycleNonce("ptx", i/2, 8)
+		if want := Prefix(nonce, i%2); !strings.HasPrefix(msgs[0].Content, want) || len(msgs[0].Content) != len(bodyMessages(t, pl.body(i%2))[0].Content) {
+			t.Errorf("cycle request %d starts %q, want %q, as long as the plan's", i, msgs[0].Content[:20], want)
 		}
+		seen[nonce] = true
+	}
+	if len(seen) != 2 {
+		t.Errorf("two cycles drew %d nonces, want 2", len(seen))
 	}
 }
 

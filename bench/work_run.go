@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,7 +37,7 @@ func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int
 	}
 	old := []byte(run)
 	body = func(i int) []byte {
-		return bytes.ReplaceAll(w.body(i%n), old, []byte(point+"c"+strconv.Itoa(i/n)))
+		return bytes.ReplaceAll(w.body(i%n), old, []byte(cycleNonce(point, i/n, len(run))))
 	}
 	out = func(i int) int { return w.items[i%n].out }
 	annotate = func(rec *schema.Record, i int) {
@@ -50,6 +52,20 @@ func (w *WorkPlan) cycle(run, point string) (body func(int) []byte, out func(int
 		}
 	}
 	return body, out, annotate
+}
+
+// cycleNonce is the nonce of a sweep point's cycle k through a plan: as
+// long as the run's (width bytes), which the prompts were calibrated
+// with, so a sweep's prompts keep their lengths, and drawn from the point's
+// nonce and k, so no two cycles or points share one.
+func cycleNonce(point string, k, width int) string {
+	h := fnv.New64a()
+	h.Write([]byte(point + "c" + strconv.Itoa(k)))
+	s := fmt.Sprintf("%016x", h.Sum64())
+	for len(s) < width {
+		s += s
+	}
+	return s[:width]
 }
 
 // annotate adds to records[i] what the workload knows of request i: its
