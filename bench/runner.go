@@ -61,6 +61,11 @@ type Plan struct {
 	// Work, when set, is the workload phase a sweep's points draw their
 	// requests from, in turn, instead of Spec's one shape.
 	Work *WorkPlan
+	// First is the prompt number of the phase's request 0: the requests of
+	// the phases before it, so that no request of a later phase (8,192
+	// tokens) starts with an earlier one's whole prompt (256 tokens of the
+	// same filler after the same prefix) and finds it cached.
+	First int
 }
 
 // PhaseRun is what one phase produced.
@@ -112,6 +117,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 	spent := func(err error) error { return calibrationEnd(err, p.phase, budget, probes+p.probes) }
 	cals := map[int]Calibration{}
 	var plans []Plan
+	first := 0
 	var warns []string
 	for _, s := range specs {
 		p.phase = s.Name
@@ -147,7 +153,8 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 		if res.Class != "" {
 			return nil, warns, spent(p.fail("probe of the load's request shape", &res))
 		}
-		plans = append(plans, Plan{Spec: s, Cal: cal})
+		plans = append(plans, Plan{Spec: s, Cal: cal, First: first})
+		first += s.N
 	}
 	return plans, warns, nil
 }
@@ -258,7 +265,7 @@ func newPhase(o *Options, plan Plan, pool *endpoints.Pool, prog *Progress) *phas
 	ph := &phase{
 		spec:    spec,
 		pool:    pool,
-		body:    tmpl.body,
+		body:    func(i int) []byte { return tmpl.body((plan.First + i) % ProbeIndex) },
 		out:     func(int) int { return spec.Out },
 		evCap:   min(spec.Out+8, 1<<16),
 		prog:    prog,

@@ -438,6 +438,36 @@ func TestEveryPromptStartsWithTheNonceAndItsIndex(t *testing.T) {
 	}
 }
 
+func TestALaterPhaseNumbersItsPromptsPastTheEarlierPhases(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(nil)
+	defer srv.Close()
+	o := testOptions(t, srv, "0badcafe")
+	plans, _, err := Prepare(context.Background(), o, []Spec{{Name: "short", N: 3, In: 40, Out: 2}, {Name: "long", N: 4, In: 80, Out: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range plans {
+		RunPhase(context.Background(), o, pl)
+	}
+	// The long phase's request i starts as the short one's would, filler
+	// and all: numbered from 0 again, it would find that prompt cached.
+	sends := srv.Sends("0badcafe")
+	if len(sends) != 7 {
+		t.Fatalf("server saw %d requests, want 7", len(sends))
+	}
+	seen := map[string]bool{}
+	for _, snd := range sends {
+		head, _, _ := strings.Cut(snd.Req.Content, " ")
+		seen[head] = true
+	}
+	for k := range 7 {
+		if !seen[strings.TrimSpace(Prefix("0badcafe", k))] {
+			t.Errorf("no request starts %q: the phases' prompts are not numbered 0..6 (%v)", Prefix("0badcafe", k), seen)
+		}
+	}
+}
+
 func TestCalibrationHitsTheTargetWithinTolerance(t *testing.T) {
 	t.Parallel()
 	for _, target := range []int{40, 256, 8192} {

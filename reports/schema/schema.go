@@ -124,7 +124,8 @@ const (
 // request was written. Every figure of a phase can be recomputed from these.
 type Record struct {
 	Phase string `json:"phase"`
-	// I is the request's index within the phase (the <i:06d> of its prompt).
+	// I is the request's index within the phase. Its prompt's <k:06d> is
+	// I plus the requests of the run's earlier phases.
 	I int `json:"i"`
 	// SendOffset is seconds from the phase start to t0.
 	SendOffset float64 `json:"send_offset"`
