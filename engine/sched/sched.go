@@ -138,6 +138,10 @@ type Observer interface {
 	FirstToken(ttft time.Duration)
 	InterToken(gap time.Duration)
 	Tokens(prompt, generated int)
+	// Verified records one speculative verify step of one request: of
+	// drafted draft tokens, accepted were accepted, so the step emitted
+	// accepted+1 tokens (SGLang's accept length).
+	Verified(drafted, accepted int)
 }
 
 // Stats is a snapshot of the scheduler's state.
@@ -148,6 +152,23 @@ type Stats struct {
 	CachedTokens     int // tokens held by the prefix cache
 	Retractions      int64
 	NewTokenRatio    float64
+	// PrefixQueried and PrefixHit count prompt tokens looked up in the
+	// prefix cache at admission and found there (SGLang's cache hit rate
+	// is their ratio).
+	PrefixQueried, PrefixHit int64
+	// SpecSteps counts speculative verify steps, one per request per step;
+	// SpecDrafted and SpecAccepted their draft tokens and accepted ones.
+	// The mean accept length is 1 + SpecAccepted/SpecSteps.
+	SpecSteps, SpecDrafted, SpecAccepted int64
+}
+
+// AcceptLength is the mean tokens a speculative verify step emitted per
+// request, 1 + accepted/steps (SGLang's spec_accept_length); 0 with no step.
+func (st Stats) AcceptLength() float64 {
+	if st.SpecSteps == 0 {
+		return 0
+	}
+	return 1 + float64(st.SpecAccepted)/float64(st.SpecSteps)
 }
 
 // TokenUsage is the fraction of the KV pool in use (SGLang's token_usage).
@@ -238,9 +259,15 @@ type Scheduler struct {
 	chunked  *req
 	ratio    float64
 	retracts atomic.Int64
-	stats    atomic.Pointer[Stats]
-	rng      *mrand.Rand
-	logp     []float32
+	// prefixQueried and prefixHit count prompt tokens looked up in the
+	// prefix cache at first admission and found there; specSteps,
+	// specDrafted and specAccepted the speculative verify steps. The
+	// scheduler's goroutine alone writes them; publish copies them to Stats.
+	prefixQueried, prefixHit             int64
+	specSteps, specDrafted, specAccepted int64
+	stats                                atomic.Pointer[Stats]
+	rng                                  *mrand.Rand
+	logp                                 []float32
 
 	// inStep is the batch of the step running now, for failStep.
 	inStep []*req
@@ -808,7 +835,13 @@ func (a *prefillAdder) budget(q *req) (extend int, need float64, ok bool) {
 // is left to compute, for its logits. A request that wants prompt logprobs
 // computes its whole prompt.
 func (s *Scheduler) matchPrefix(q *req) {
-	if q.pages != nil || s.radix == nil || q.r.Params.PromptLogprobs {
+	if q.pages != nil {
+		return
+	}
+	if !q.retracted {
+		s.prefixQueried += int64(len(q.r.Prompt))
+	}
+	if s.radix == nil || q.r.Params.PromptLogprobs {
 		return
 	}
 	pages, n, node := s.radix.Match(q.tokens()[:q.target-1])
@@ -817,6 +850,7 @@ func (s *Scheduler) matchPrefix(q *req) {
 		s.radix.Lock(node)
 		if !q.retracted {
 			q.cached = n
+			s.prefixHit += int64(n)
 		}
 	}
 }
@@ -1129,6 +1163,8 @@ func (s *Scheduler) publish() {
 	st := &Stats{
 		Waiting: len(s.waiting), Running: len(s.running), KVUsedTokens: used, KVTotalTokens: s.kv.Slots(),
 		Retractions: s.retracts.Load(), NewTokenRatio: s.ratio,
+		PrefixQueried: s.prefixQueried, PrefixHit: s.prefixHit,
+		SpecSteps: s.specSteps, SpecDrafted: s.specDrafted, SpecAccepted: s.specAccepted,
 	}
 	if s.chunked != nil {
 		st.Running++

@@ -209,6 +209,15 @@ func TestPrefixCacheHitsOnASharedPrefixAndMissesOnDistinctOnes(t *testing.T) {
 	if !slices.Equal(again, first) || evs[len(evs)-1].CachedTokens != 63 {
 		t.Fatalf("repeat: %v (cached %d), first %v", again, evs[len(evs)-1].CachedTokens, first)
 	}
+	// The counters behind the cache hit rate: every prompt token looked up
+	// (64+68+64+64), and the cached ones (0+48+0+63).
+	deadline := time.Now().Add(5 * time.Second)
+	for st := h.s.Stats(); st.PrefixQueried != 260 || st.PrefixHit != 111; st = h.s.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("prefix queried %d, hit %d; want 260 and 111", st.PrefixQueried, st.PrefixHit)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func TestQueueOverflowIsAnsweredWith503(t *testing.T) {

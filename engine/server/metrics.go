@@ -79,6 +79,10 @@ func (m *Metrics) Tokens(prompt, generated int) {
 	m.mu.Unlock()
 }
 
+// Verified records a speculative verify step (exposed from issue 16's
+// exposition on).
+func (m *Metrics) Verified(drafted, accepted int) {}
+
 func (m *Metrics) observeE2E(d time.Duration) {
 	m.mu.Lock()
 	m.e2e.observe(d.Seconds())

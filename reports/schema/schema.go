@@ -320,6 +320,9 @@ type PhaseResult struct {
 	// PromptDrift is how far the prompts' usage.prompt_tokens fell from the
 	// workload's targets; nil when no completed record has a target.
 	PromptDrift *Drift `json:"prompt_drift,omitempty"`
+	// Server is the server's own account of the phase, from its metrics
+	// (run --metrics-url); nil when none was scraped.
+	Server *ServerStats `json:"server,omitempty"`
 }
 
 // CacheStats is a phase's prefix-cache figures over its completed requests.
