@@ -4,6 +4,8 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+
+	"github.com/glmbench/glmbench/engine/sched"
 )
 
 // modelCard is a /v1/models entry. max_model_len, the context length, is
@@ -62,7 +64,8 @@ func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
 // handleServerInfo serves GET /get_server_info: the effective settings
 // under SGLang's server-args names (so the output can be fed back as
 // --server-config), the version, and live scheduler figures in
-// internal_states as SGLang reports them.
+// internal_states as SGLang reports them (the accept length and the
+// prefix cache hit rate are since start, as /metrics gives them).
 func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 	cfg := s.sched.Config()
 	st := s.sched.Stats()
@@ -90,7 +93,20 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 			"cached_tokens":        st.CachedTokens,
 			"num_retractions":      st.Retractions,
 			"new_token_ratio":      st.NewTokenRatio,
+			"cache_hit_rate":       cacheHitRate(st),
+			// SGLang reports avg_spec_accept_length only while speculative
+			// decoding runs; null here until a verify step has run.
+			"avg_spec_accept_length": acceptLength(st),
 		}},
 	})
 	writeJSON(w, http.StatusOK, info)
+}
+
+// acceptLength is Stats.AcceptLength for /get_server_info: nil (null) with
+// no verify step, where SGLang has no avg_spec_accept_length either.
+func acceptLength(st sched.Stats) any {
+	if st.SpecSteps == 0 {
+		return nil
+	}
+	return st.AcceptLength()
 }
