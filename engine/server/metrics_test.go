@@ -485,3 +485,47 @@ func TestAStalledScrapeDoesNotBlockTheScheduler(t *testing.T) {
 		t.Errorf("accept length sum %v, want 2 (1 accepted + 1)", got)
 	}
 }
+
+func TestScrapesDuringLoadSeeCountersOnlyGrow(t *testing.T) {
+	e := newEnv(t, envConfig{sched: sched.Config{MaxRunningRequests: 4}})
+	const n, maxTokens = 8, 4
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.complete(map[string]any{"prompt": strings.Repeat("load ", i+1), "max_tokens": maxTokens, "ignore_eos": true})
+		}()
+	}
+	loaded := make(chan struct{})
+	go func() { wg.Wait(); close(loaded) }()
+	names := []string{"glmbench:num_requests_total", "glmbench:generation_tokens_total", "glmbench:prefix_cache_queries_total"}
+	last := map[string]float64{}
+	for scrapes := 0; ; scrapes++ {
+		fams := e.scrape()
+		for _, name := range names {
+			v := value(t, fams, name)
+			if v < last[name] {
+				t.Errorf("scrape %d: %s went down from %v to %v", scrapes, name, last[name], v)
+			}
+			last[name] = v
+		}
+		// The prompts are far below the chunk size, so none is chunked
+		// and running requests stay within the cap.
+		if g := value(t, fams, "glmbench:num_running_reqs"); g > 4 {
+			t.Errorf("scrape %d: %v running, above max_running_requests 4", scrapes, g)
+		}
+		select {
+		case <-loaded:
+			fams := e.scrape()
+			if got := value(t, fams, "glmbench:num_requests_total"); got != n {
+				t.Errorf("num_requests_total %v after the load, want %d", got, n)
+			}
+			if got := value(t, fams, "glmbench:generation_tokens_total"); got != n*maxTokens {
+				t.Errorf("generation_tokens_total %v after the load, want %d", got, n*maxTokens)
+			}
+			return
+		default:
+		}
+	}
+}
