@@ -127,8 +127,10 @@ func (g *gen) stream(ctx context.Context, w http.ResponseWriter, r *http.Request
 			return
 		}
 	}
-	out.done()
+	// Recorded before [DONE]: a client that scrapes as soon as its stream
+	// ends finds its request in the e2e histogram.
 	g.srv.metrics.observeE2E(time.Since(g.start))
+	out.done()
 }
 
 // complete answers with one response once the output is over.
