@@ -329,3 +329,53 @@ func TestTheTerminalGivesAServerLinePerPhase(t *testing.T) {
 		t.Error("a phase without a server block has a line")
 	}
 }
+
+func TestCompareSetsTheServersTTFTAndAcceptLengthPerEndpoint(t *testing.T) {
+	t.Parallel()
+	main, _, _ := serverRun(t)
+	pr1, _, _ := serverRun(t)
+	pr1.Label = "pr"
+	pr1.Phases[1].Server.TTFTP50, pr1.Phases[1].Server.AcceptLength = fptr(0.07), fptr(3)
+	pr2, _, _ := serverRun(t)
+	pr2.Label = "pr"
+	pr2.Phases[1].Server = nil
+	bare, _, _ := serverRun(t)
+	bare.Label = "bare"
+	bare.Phases[1].Server = nil
+	c, err := Compare([]*Input{{Path: "a", Report: main}, {Path: "b", Report: pr1}, {Path: "c", Report: pr2}, {Path: "d", Report: bare}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := c.Phases[1].Cells
+	if s := cells[0].Server; s == nil || *s.TTFTP50 != 0.05 || *s.AcceptLength != 4 || s.Runs != 1 || s.Source != "glmbench" {
+		t.Fatalf("main: %+v", s)
+	}
+	// pr's unscraped run is left out of the means, not counted as 0.
+	if s := cells[1].Server; s == nil || *s.TTFTP50 != 0.07 || *s.AcceptLength != 3 || s.Runs != 1 {
+		t.Fatalf("pr: %+v", s)
+	}
+	if cells[2].Server != nil || c.Phases[0].Cells[0].Server != nil {
+		t.Fatal("a phase no run of which was scraped has a server cell")
+	}
+	var buf bytes.Buffer
+	if err := WriteComparisonMarkdown(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	for _, want := range []string{
+		"server TTFT p50 50.0 ms · accept 4.00 (glmbench)",
+		"server TTFT p50 70.0 ms · accept 3.00 (glmbench) (scraped in 1 of 2 runs)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, md)
+		}
+	}
+	if n := strings.Count(md, "server TTFT p50"); n != 2 {
+		t.Errorf("%d server lines, want 2 (bare was not scraped)", n)
+	}
+	none := cells[0].Server
+	none.AcceptLength = nil
+	if got := serverLine(none, 1); got != "server TTFT p50 50.0 ms · accept "+NotExposed+" (glmbench)" {
+		t.Errorf("without speculative decoding: %q", got)
+	}
+}
