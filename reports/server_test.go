@@ -47,6 +47,10 @@ func scrapes(ph *schema.PhaseResult, source string) []schema.MetricsSample {
 // serverRun is a run whose decode_medium phase was scraped.
 func serverRun(t *testing.T) (*schema.Report, []schema.Record, []schema.MetricsSample) {
 	t.Helper()
+	return serverBuild()
+}
+
+func serverBuild() (*schema.Report, []schema.Record, []schema.MetricsSample) {
 	rep, recs := run{label: "main", seed: 1, jitter: 0.03, specs: []bench.Spec{single, decodeMd}}.build()
 	ss := scrapes(&rep.Phases[1], "glmbench")
 	rep.Phases[1].Server = serverside.Stats(ss)
@@ -378,4 +382,39 @@ func TestCompareSetsTheServersTTFTAndAcceptLengthPerEndpoint(t *testing.T) {
 	if got := serverLine(none, 1); got != "server TTFT p50 50.0 ms · accept "+NotExposed+" (glmbench)" {
 		t.Errorf("without speculative decoding: %q", got)
 	}
+}
+
+// FuzzReadMetrics checks that any metrics.jsonl is read or refused with a
+// one-line error, that the server block of what is read never panics, and
+// that what is read writes back and reads again the same.
+func FuzzReadMetrics(f *testing.F) {
+	_, _, ss := serverBuild()
+	var buf bytes.Buffer
+	if err := WriteMetrics(&buf, ss); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"phase":"a","hists":{"ttft":{"le":[0.1,-3],"counts":[5,2],"count":1}}}` + "\n" + `{"phase":"a","t":-1,"values":{"requests":1e308}}`))
+	f.Add([]byte(`{"phase":"a","error":"x"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := ReadMetrics(bytes.NewReader(data))
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error of several lines: %v", err)
+			}
+			return
+		}
+		_, groups := serverside.Group(got)
+		for _, g := range groups {
+			serverside.Stats(g)
+		}
+		var out bytes.Buffer
+		if err := WriteMetrics(&out, got); err != nil {
+			t.Fatalf("what was read does not write: %v", err)
+		}
+		again, err := ReadMetrics(&out)
+		if err != nil || len(again) != len(got) {
+			t.Fatalf("read again: %d scrapes, %v; want %d", len(again), err, len(got))
+		}
+	})
 }

@@ -375,7 +375,8 @@ func Quantile(q float64, h schema.Histogram) *float64 {
 	if in <= 0 {
 		return ptr(end)
 	}
-	return ptr(start + (end-start)*(rank-below)/in)
+	// min: the rounding of start + (end − start) × 1 may pass end.
+	return ptr(min(end, start+(end-start)*(rank-below)/in))
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -303,3 +303,39 @@ func TestGroupSplitsByPhaseAndPointInOrder(t *testing.T) {
 		t.Fatalf("group b: %+v", groups[Key{"b", 0}])
 	}
 }
+
+// FuzzQuantile checks, on any buckets, that a quantile is nil or lies
+// between the lowest bucket's start and the highest finite bound, and that
+// it never falls as q rises.
+func FuzzQuantile(f *testing.F) {
+	f.Add([]byte{1, 10, 2, 30, 4, 60}, byte(40))
+	f.Add([]byte{0, 0}, byte(0))
+	f.Add([]byte{200, 5, 100, 3}, byte(7))
+	f.Fuzz(func(t *testing.T, data []byte, total byte) {
+		var h schema.Histogram
+		for i := 0; i+1 < len(data); i += 2 {
+			h.LE = append(h.LE, float64(int8(data[i]))/10)
+			h.Counts = append(h.Counts, float64(data[i+1]))
+		}
+		h.Count = float64(total)
+		n := Normalize(h)
+		lo, hi := math.Inf(1), math.Inf(-1)
+		if len(n.LE) >= 2 {
+			lo, hi = math.Min(0, n.LE[0]), n.LE[len(n.LE)-2]
+		}
+		prev := math.Inf(-1)
+		for _, q := range []float64{0, 0.01, 0.25, 0.5, 0.9, 0.99, 1} {
+			v := Quantile(q, h)
+			if v == nil {
+				continue
+			}
+			if *v < lo || *v > hi || math.IsNaN(*v) {
+				t.Fatalf("q %g = %g outside [%g, %g] of %+v", q, *v, lo, hi, n)
+			}
+			if *v < prev {
+				t.Fatalf("q %g = %g below the quantile of a lower q, %g, of %+v", q, *v, prev, n)
+			}
+			prev = *v
+		}
+	})
+}
