@@ -147,7 +147,8 @@ func (p *printer) serverTable(r *schema.Report) {
 // compactServer is the terminal's server-side lines: per phase with a
 // server block, its TTFT p50 beside the client's, the request count, the
 // peaks of running and queued requests and KV usage, the hit rate and the
-// accept length. A block none of whose scrapes answered says why instead.
+// accept length, and its note (failed scrapes, a restart) below. A block
+// none of whose scrapes answered says why instead.
 func (p *printer) compactServer(r *schema.Report) {
 	if !hasServer(r) {
 		return
@@ -177,9 +178,9 @@ func (p *printer) compactServer(r *schema.Report) {
 			"hit " + srvPct(s.CacheHitRate),
 			"accept " + srv(s.AcceptLength, 1, 2),
 		}
-		if s.Failed > 0 {
-			items = append(items, Plural(s.Failed, "failed scrape"))
-		}
 		p.f("%s\n", strings.Join(wrap(head, items, "      "), "\n"))
+		if s.Note != "" { // failed scrapes, a restart: what the figures cannot say
+			p.f("%s\n", fit("      "+text.OneLine(s.Note), CompactWidth))
+		}
 	}
 }

@@ -314,6 +314,9 @@ func TestTheTerminalGivesAServerLinePerPhase(t *testing.T) {
 	rep.Phases = append(rep.Phases, rep.Phases[0])
 	rep.Phases[2].Phase = "down"
 	rep.Phases[2].Server = serverside.Stats([]schema.MetricsSample{{Error: "connection refused"}})
+	ss := scrapes(&rep.Phases[1], "glmbench")
+	ss = append(ss, schema.MetricsSample{T: 9, Error: "HTTP 503"})
+	rep.Phases[1].Server = serverside.Stats(ss)
 	got := compact(t, rep, "")
 	_, sec, ok := strings.Cut(got, "Server side (its own metrics; TTFT p50 in ms, client − server = network + front end):\n")
 	if !ok {
@@ -322,7 +325,7 @@ func TestTheTerminalGivesAServerLinePerPhase(t *testing.T) {
 	gap := signedMs(*rep.Phases[1].TTFTMed - 0.05)
 	for _, want := range []string{
 		"  decode_medium: glmbench: 64 req, TTFT 50.0 vs client " + opt(rep.Phases[1].TTFTMed, 1e3, 1) + " (" + gap + "), running ≤ 64, queued ≤ 3,",
-		"      KV ≤ 50.0%, hit 25.0%, accept 4.00",
+		"      KV ≤ 50.0%, hit 25.0%, accept 4.00\n      1 of 5 scrapes failed (the first: HTTP 503)\n",
 		"  down: —: no scrape of the metrics answered (1 failed; the first: connection refused)",
 	} {
 		if !strings.Contains(sec, want) {
