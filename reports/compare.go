@@ -76,6 +76,23 @@ type PhaseCell struct {
 	// hit rate, an expected one or a workload kind (a fixed phase against a
 	// server that reports no cached tokens).
 	Cache *CacheCell `json:"cache,omitempty"`
+	// Server is the server's own account of the phase's runs; absent when
+	// no run's phase has a server block (its metrics were not scraped).
+	Server *ServerCell `json:"server,omitempty"`
+}
+
+// ServerCell is one phase's server-side figures of one label, merged over
+// its runs: means over the runs whose server exposes each, null where none
+// does (never 0).
+type ServerCell struct {
+	// Source is the runs' server (the last run's, should they differ).
+	Source string `json:"source,omitempty"`
+	// TTFTP50 is the server's TTFT p50 in seconds.
+	TTFTP50 *float64 `json:"ttft_p50"`
+	// AcceptLength is the speculative decoder's mean accept length.
+	AcceptLength *float64 `json:"accept_length"`
+	// Runs counts the runs with a server block.
+	Runs int `json:"runs"`
 }
 
 // CacheCell is one phase's prefix cache of one label, merged over its runs.
@@ -222,6 +239,8 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 	var hit, expected []*float64
 	cache := &CacheCell{}
 	telling := false
+	var server *ServerCell
+	var srvTTFT, srvAccept []*float64
 	for _, run := range runs {
 		ph := FindPhase(run.Report, name)
 		if ph == nil {
@@ -262,6 +281,16 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 			hit, expected = append(hit, pc.HitRate), append(expected, pc.ExpectedHitRate)
 			telling = telling || pc.HitRate != nil || pc.ExpectedHitRate != nil
 		}
+		if ps := ph.Server; ps != nil {
+			if server == nil {
+				server = &ServerCell{}
+			}
+			server.Runs++
+			if ps.Source != "" {
+				server.Source = ps.Source
+			}
+			srvTTFT, srvAccept = append(srvTTFT, ps.TTFTP50), append(srvAccept, ps.AcceptLength)
+		}
 	}
 	if c == nil {
 		return nil, nil
@@ -275,6 +304,10 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 	if telling {
 		cache.HitRate, cache.ExpectedHitRate = meanOpt(hit), meanOpt(expected)
 		c.Cache = cache
+	}
+	if server != nil {
+		server.TTFTP50, server.AcceptLength = meanOpt(srvTTFT), meanOpt(srvAccept)
+		c.Server = server
 	}
 	return c, nil
 }

@@ -219,6 +219,9 @@ func phaseLines(c *PhaseCell, rowShape [3]int) []string {
 	if c.Cache != nil {
 		lines = append(lines, cacheLine(c.Cache))
 	}
+	if c.Server != nil {
+		lines = append(lines, serverLine(c.Server, c.Runs))
+	}
 	done := fmt.Sprintf("completed %d/%d", c.Completed, c.Asked)
 	if c.Status != schema.StatusComplete {
 		done += " (" + c.Status + ")"
@@ -264,6 +267,20 @@ func cacheLine(c *CacheCell) string {
 	}
 	if c.Workload != "" {
 		line += " (" + c.Workload + ")"
+	}
+	return line
+}
+
+// serverLine is a cell's server side: the server's TTFT p50 in ms and its
+// accept length, NotExposed for what it does not expose, its source, and
+// how many runs were scraped when not all were.
+func serverLine(s *ServerCell, runs int) string {
+	line := "server TTFT p50 " + srv(s.TTFTP50, 1e3, 1) + " ms · accept " + srv(s.AcceptLength, 1, 2)
+	if s.Source != "" {
+		line += " (" + s.Source + ")"
+	}
+	if s.Runs < runs {
+		line += fmt.Sprintf(" (scraped in %d of %d runs)", s.Runs, runs)
 	}
 	return line
 }

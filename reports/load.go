@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/serverside"
 	"github.com/glmbench/glmbench/reports/slo"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -28,6 +29,10 @@ type Input struct {
 	Legacy bool
 	// Recomputed names the phases whose metrics were recomputed from Records.
 	Recomputed []string
+	// Samples are the metrics.jsonl beside the report (the scrapes of the
+	// server's metrics), or nil; the phases' server blocks are recomputed
+	// from them.
+	Samples []schema.MetricsSample
 	// Warnings say what was read but not used, one line each.
 	Warnings []string
 }
@@ -35,8 +40,11 @@ type Input struct {
 // Load reads one report: a report.json, a folder holding one, or a legacy
 // JSON list of rows. A requests.jsonl beside a report.json (or in the folder)
 // is read too, and every phase it holds records for is recomputed from them
-// with summary.Phase, so a report can be re-made offline. A requests.jsonl
-// beside a file of another name is not read: it may belong to another run.
+// with summary.Phase, so a report can be re-made offline; likewise a
+// metrics.jsonl, from which each phase's server block is recomputed with
+// serverside.Stats, the rest of the phase kept. A requests.jsonl or
+// metrics.jsonl beside a file of another name is not read: it may belong
+// to another run.
 func Load(path string) (*Input, error) {
 	if path == "" {
 		return nil, badinput.Errorf("empty report path")
@@ -69,19 +77,74 @@ func Load(path string) (*Input, error) {
 	if filepath.Base(file) != ReportJSON {
 		return in, nil
 	}
-	recPath := filepath.Join(filepath.Dir(file), RecordsJSONL)
+	dir := filepath.Dir(file)
+	recPath := filepath.Join(dir, RecordsJSONL)
 	f, err := os.Open(recPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return in, nil
-	} else if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return nil, badinput.Errorf("%s: %v", recPath, unwrapPath(err))
+	default:
+		in.Records, err = ReadRecords(f)
+		f.Close()
+		if err != nil {
+			return nil, badinput.Errorf("%s: %v", recPath, err)
+		}
+		recompute(in)
 	}
-	defer f.Close()
-	if in.Records, err = ReadRecords(f); err != nil {
-		return nil, badinput.Errorf("%s: %v", recPath, err)
+	metPath := filepath.Join(dir, MetricsJSONL)
+	f, err = os.Open(metPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, badinput.Errorf("%s: %v", metPath, unwrapPath(err))
+	default:
+		in.Samples, err = ReadMetrics(f)
+		f.Close()
+		if err != nil {
+			return nil, badinput.Errorf("%s: %v", metPath, err)
+		}
+		recomputeServer(in)
 	}
-	recompute(in)
 	return in, nil
+}
+
+// recomputeServer replaces the server block of every phase, and of every
+// sweep point, that has scrapes in Samples with serverside.Stats of them;
+// the others keep theirs. A phase's scrapes are those of its name and
+// point 0, a sweep point's those of the sweep's name and its point.
+func recomputeServer(in *Input) {
+	keys, groups := serverside.Group(in.Samples)
+	known := map[serverside.Key]bool{}
+	for i := range in.Report.Phases {
+		ph := &in.Report.Phases[i]
+		k := serverside.Key{Phase: ph.Phase}
+		known[k] = true
+		if ss := groups[k]; len(ss) > 0 {
+			ph.Server = serverside.Stats(ss)
+		}
+	}
+	for i := range in.Report.Sweeps {
+		sw := &in.Report.Sweeps[i]
+		for j := range sw.Points {
+			p := &sw.Points[j]
+			k := serverside.Key{Phase: sw.Name, Point: p.Point}
+			known[k] = true
+			if ss := groups[k]; len(ss) > 0 {
+				p.Server = serverside.Stats(ss)
+			}
+		}
+	}
+	for _, k := range keys {
+		if known[k] {
+			continue
+		}
+		what := "phase " + k.Phase
+		if k.Point != 0 {
+			what = fmt.Sprintf("sweep %s point %d", k.Phase, k.Point)
+		}
+		in.Warnings = append(in.Warnings, fmt.Sprintf("%s: scrapes of %s, which the report does not have, are ignored", in.Path, what))
+	}
 }
 
 // LoadAll loads each path; a path may be a comma-separated list.
@@ -187,6 +250,7 @@ func recompute(in *Input) {
 		// the prompt drift are the records' own, so they are recomputed.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
 		fresh.Workload = ph.Workload
+		fresh.Server = ph.Server // the scrapes', not the records'
 		switch {
 		case sloErr != nil:
 			fresh.SLOMet, fresh.Goodput, fresh.SLOAttainment = ph.SLOMet, ph.Goodput, ph.SLOAttainment
@@ -233,6 +297,7 @@ func recomputeSweep(in *Input, s *schema.SweepResult, recs []schema.Record) {
 		// What records cannot tell is kept from the stored point.
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = p.CalibratedInputLen, p.Concurrency, p.RequestRate
 		fresh.Workload = p.Workload
+		fresh.Server = p.Server
 		*p = fresh
 	}
 	s.Capacity = slo.Capacity(s.Points)

@@ -33,10 +33,14 @@ var phaseFields = func() map[string]int {
 }()
 
 // blockFields maps "block.field" to the metric's field indexes, for every
-// numeric field of a phase's blocks (cache, prompt_drift): cache.hit_rate,
-// cache.expected_hit_rate, cache.ttft_med_hit, prompt_drift.abs_p99, ….
-// Built from the struct tags like phaseFields, so a field added to a block
-// is a metric at once. A phase without the block has none of its metrics.
+// numeric field of a phase's blocks (cache, prompt_drift, server):
+// cache.hit_rate, cache.expected_hit_rate, cache.ttft_med_hit,
+// prompt_drift.abs_p99, server.accept_length, server.ttft_p50,
+// server.running_max, …. Built from the struct tags like phaseFields, so a
+// field added to a block, or a block added to the phase, is a metric at
+// once. A phase without the block has none of its metrics, and a figure
+// the block leaves nil (a series the server does not expose) is missing,
+// never 0.
 var blockFields = func() map[string][2]int {
 	m := map[string][2]int{}
 	t := reflect.TypeFor[schema.PhaseResult]()
@@ -72,7 +76,8 @@ var EvalMetrics = []string{
 
 // IsPhaseMetric reports whether name is a phase metric: a numeric
 // PhaseResult field, a numeric field of one of its blocks as block.field
-// (cache.hit_rate, prompt_drift.abs_p99), or an error class (its count).
+// (cache.hit_rate, prompt_drift.abs_p99, server.accept_length), or an
+// error class (its count).
 func IsPhaseMetric(name string) bool {
 	if _, ok := phaseFields[name]; ok {
 		return true
@@ -84,8 +89,8 @@ func IsPhaseMetric(name string) bool {
 }
 
 // PhaseValue returns ph's metric name, or nil when the phase has none (an
-// empty sample, a block it lacks, a hit rate the server did not report) or
-// name is not a phase metric.
+// empty sample, a block it lacks, a hit rate the server did not report, a
+// series its metrics do not expose) or name is not a phase metric.
 func PhaseValue(ph *schema.PhaseResult, name string) *float64 {
 	if slices.Contains(schema.Classes, schema.Class(name)) {
 		v := float64(ph.ByClass[schema.Class(name)])

@@ -23,7 +23,7 @@ const compactKinds = 3
 
 // WriteCompact writes r's phases for a terminal, in plain text that fits
 // CompactWidth: one table of the columns that matter, the prefix cache and
-// the prompt drift, only the error classes that occurred with their most
+// the prompt drift, the server side, only the error classes that occurred with their most
 // frequent messages, notes on what was counted but is not an error, and
 // mdPath, where the full report went ("" leaves it out). report.md keeps
 // every column, message and formula.
@@ -33,6 +33,7 @@ func WriteCompact(w io.Writer, r *schema.Report, mdPath string) error {
 		p.f("%s\n\n", fit(fmt.Sprintf("%s: model %s, %s", r.Label, r.Endpoint.Model, Plural(len(r.Phases), "phase")), CompactWidth))
 		p.compactPhases(r.Phases)
 		p.compactCache(r)
+		p.compactServer(r)
 		p.compactErrors(r.Phases)
 		p.compactNotes(r)
 	}

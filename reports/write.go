@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +28,9 @@ const (
 	ReportJSON   = "report.json"
 	ReportMD     = "report.md"
 	RecordsJSONL = "requests.jsonl"
+	// MetricsJSONL holds the scrapes of the server's metrics, one
+	// schema.MetricsSample a line, beside requests.jsonl.
+	MetricsJSONL = "metrics.jsonl"
 )
 
 // WriteJSON writes r as indented JSON.
@@ -63,6 +67,64 @@ func ReadRecords(r io.Reader) ([]schema.Record, error) {
 		}
 		out = append(out, rec)
 	}
+}
+
+// WriteMetrics writes one JSON object per scrape. A value that is not a
+// finite number (a gauge of NaN: the server had none to show) is left out,
+// as JSON has no NaN: absent is what the reader takes for "not exposed".
+func WriteMetrics(w io.Writer, samples []schema.MetricsSample) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i := range samples {
+		s := samples[i]
+		for _, v := range s.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				s.Values = finite(s.Values)
+				break
+			}
+		}
+		if err := enc.Encode(&s); err != nil {
+			return fmt.Errorf("scrape %d: %w", i+1, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// finite is a copy of vals without its values that are not finite.
+func finite(vals map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(vals))
+	for k, v := range vals {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ReadMetrics reads metrics.jsonl, streamed. A line that is not a scrape
+// is an error naming its line (bad input to the caller, as ReadRecords').
+func ReadMetrics(r io.Reader) ([]schema.MetricsSample, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	var out []schema.MetricsSample
+	for line := 1; ; line++ {
+		var s schema.MetricsSample
+		if err := dec.Decode(&s); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("scrape %d: %w", line, err)
+		}
+		out = append(out, s)
+	}
+}
+
+// WriteMetricsFile writes samples to dir's metrics.jsonl, creating dir,
+// through a temporary file renamed into place like WriteDir's files.
+func WriteMetricsFile(dir string, samples []schema.MetricsSample) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return writeAtomic(dir, MetricsJSONL, func(w io.Writer) error { return WriteMetrics(w, samples) })
 }
 
 // WriteDir writes report.json, report.md and requests.jsonl into dir,
@@ -105,7 +167,7 @@ func writeAtomic(dir, name string, fill func(io.Writer) error) error {
 }
 
 // WriteMarkdown renders one report: what was measured, a phase table, the
-// prefix cache and prompt drift, the error classes as columns, the servers'
+// prefix cache and prompt drift, the server side, the error classes as columns, the servers'
 // error messages and the formulas.
 func WriteMarkdown(w io.Writer, r *schema.Report) error {
 	p := &printer{w: w}
@@ -153,6 +215,11 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
 		}
 	}
+	if hasServer(r) {
+		for _, f := range serverFormulas {
+			p.f("- **%s** = %s\n", f.Metric, f.Formula)
+		}
+	}
 	if len(r.Sweeps) > 0 {
 		for _, f := range sweepFormulas {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
@@ -170,7 +237,7 @@ func WriteSummary(w io.Writer, r *schema.Report) error {
 }
 
 // phaseTables renders the phase table, the SLOs, the prefix cache and the
-// prompt drift, the failures by class and the servers' messages.
+// prompt drift, the server's own figures, the failures by class and the servers' messages.
 func (p *printer) phaseTables(r *schema.Report) {
 	if len(r.Phases) == 0 {
 		return
@@ -188,6 +255,7 @@ func (p *printer) phaseTables(r *schema.Report) {
 		})
 	p.sloTable(r)
 	p.cacheTables(r)
+	p.serverTable(r)
 	p.f("\n## Failures by class\n\nEvery failed request has exactly one class. Cancelled, not sent, short and long output are counted but are not errors.\n\n")
 	head := []string{"phase", "error_rate"}
 	for _, c := range schema.Classes {

@@ -42,6 +42,8 @@ var rules = []rule{
 		why: "the shared types are the leaf everything imports"},
 	{from: "reports/summary", only: []string{"reports/schema", "internal/text"},
 		why: "phase metrics are shared by the load runner and the report reader, so they link neither"},
+	{from: "reports/serverside", only: []string{"reports/schema", "internal/..."},
+		why: "a phase's server block is computed by the load runner and recomputed by the report reader, so it links neither"},
 	{from: "reports/slo", only: []string{"reports/schema", "reports/summary", "reports/threshold", "internal/badinput", "internal/text"},
 		why: "SLOs and sweep points are recomputed by the report reader and measured by the load runner, so they link neither"},
 	{from: "internal/badinput", only: []string{},

@@ -1,0 +1,82 @@
+package reports
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+func TestServerPlotsAreWrittenPerPhaseAsPNGAndSVG(t *testing.T) {
+	t.Parallel()
+	_, _, ss := serverRun(t)
+	ss = append(ss,
+		// Counters only: nothing to plot.
+		schema.MetricsSample{Phase: "counters", T: 0, Values: map[string]float64{schema.SrvRequests: 1}},
+		schema.MetricsSample{Phase: "counters", T: 1, Values: map[string]float64{schema.SrvRequests: 2}},
+		// A sweep point whose server exposes queued requests alone; a failed scrape is skipped.
+		schema.MetricsSample{Phase: "sweep", Point: 3, T: 0, Values: map[string]float64{schema.SrvQueued: 4}},
+		schema.MetricsSample{Phase: "sweep", Point: 3, T: 1, Error: "timeout"},
+		schema.MetricsSample{Phase: "sweep", Point: 3, T: 2, Values: map[string]float64{schema.SrvQueued: 1}},
+	)
+	dir := t.TempDir()
+	files, err := WriteServerPlots(dir, ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	if got, want := strings.Join(names, " "), "decode_medium-server.png decode_medium-server.svg sweep-p3-server.png sweep-p3-server.svg"; got != want {
+		t.Fatalf("wrote %s\nwant  %s", got, want)
+	}
+	svgSize := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 1000 {
+			t.Fatalf("%s: only %d bytes", f, len(b))
+		}
+		switch filepath.Ext(f) {
+		case ".png":
+			cfg, err := png.DecodeConfig(bytes.NewReader(b))
+			if err != nil || cfg.Width != 768 || cfg.Height != 480 {
+				t.Fatalf("%s: %dx%d (%v), want 768x480", f, cfg.Width, cfg.Height, err)
+			}
+		case ".svg":
+			if m := svgSize.FindSubmatch(b); m == nil || string(m[1]) != "576" || string(m[2]) != "360" {
+				t.Fatalf("%s: size %q, want 576pt x 360pt", f, m)
+			}
+		}
+	}
+	full, _ := os.ReadFile(filepath.Join(dir, "decode_medium-server.svg"))
+	for _, want := range []string{"running", "queued", "KV cache usage", "KV cache in use (%)"} {
+		if !bytes.Contains(full, []byte(want)) {
+			t.Errorf("decode_medium's figure lacks %q", want)
+		}
+	}
+	queued, _ := os.ReadFile(filepath.Join(dir, "sweep-p3-server.svg"))
+	if !bytes.Contains(queued, []byte("queued")) || bytes.Contains(queued, []byte("KV cache")) || bytes.Contains(queued, []byte(">running<")) {
+		t.Error("the sweep point's figure should show queued requests alone")
+	}
+}
+
+func TestNoScrapesGiveNoServerPlotAndNoError(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "plots")
+	files, err := WriteServerPlots(dir, nil)
+	if err != nil || len(files) != 0 {
+		t.Fatalf("files %v, err %v", files, err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("made %s for no figure", dir)
+	}
+}
