@@ -164,6 +164,22 @@ func (c *Config) Validate() error {
 	case c.ScheduleConservativeness <= 0:
 		return fmt.Errorf("schedule_conservativeness must be positive")
 	}
+	return c.validateSpec()
+}
+
+// CheckSpeculative reports what is wrong with c's speculative settings
+// once their defaults are filled, c itself unchanged: for a command to
+// refuse them before it starts anything.
+func (c Config) CheckSpeculative() error {
+	if !c.Speculative() {
+		return nil
+	}
+	c.specDefaults()
+	return c.validateSpec()
+}
+
+// validateSpec checks the speculative settings after specDefaults.
+func (c *Config) validateSpec() error {
 	if c.Speculative() {
 		switch {
 		case c.SpeculativeAlgorithm != "EAGLE":
