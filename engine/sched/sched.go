@@ -1060,6 +1060,7 @@ func (s *Scheduler) unshare(q *req) {
 	if q.node != nil && q.filled == len(q.pages)*s.cfg.PageSize && len(q.pages) == q.shared {
 		s.radix.Unlock(q.node)
 		q.pages, q.shared, q.node, q.filled, q.slots = nil, 0, nil, 0, q.slots[:0]
+		q.drafted, q.hid = 0, nil
 	}
 }
 

@@ -118,26 +118,24 @@ func TestSpeculativeDecodingGivesPlainDecodingsTokensAtTemperatureZero(t *testin
 	for _, tc := range []struct {
 		name  string
 		cfg   Config
-		pages int
+		pages int // of ps tokens
+		ps    int
 		batch int // requests submitted at once (the rest wait their turn)
 	}{
-		{"one draft token, one request at a time", eagle(1), 2048, 1},
-		{"two draft tokens, a batch of four", eagle(2), 2048, 4},
-		{"three draft tokens, all twelve at once", eagle(3), 2048, 12},
-		{"five draft tokens, all at once, chunked prefill of 16", func() Config { c := eagle(5); c.ChunkedPrefillSize = 16; return c }(), 2048, 12},
+		{"one draft token, one request at a time", eagle(1), 2048, 1, 1},
+		{"two draft tokens, a batch of four", eagle(2), 2048, 1, 4},
+		{"three draft tokens, all twelve at once", eagle(3), 2048, 1, 12},
+		{"five draft tokens, all at once, chunked prefill of 16", func() Config { c := eagle(5); c.ChunkedPrefillSize = 16; return c }(), 2048, 1, 12},
 		{"NEXTN, five draft tokens, pages of 4, no prefix cache", func() Config {
 			c := eagle(5)
 			c.SpeculativeAlgorithm, c.DisableRadixCache = "NEXTN", true
 			return c
-		}(), 512, 12},
+		}(), 128, 4, 12},
+		{"three draft tokens, pages of 64, chunked prefill of 64", func() Config { c := eagle(3); c.ChunkedPrefillSize = 64; return c }(), 40, 64, 12},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ps := 1
-			if strings.Contains(tc.name, "pages of 4") {
-				ps = 4
-			}
-			h := startExec(t, tc.cfg, tc.pages/ps, ps, nil)
+			h := startExec(t, tc.cfg, tc.pages, tc.ps, nil)
 			reqs := c.requests()
 			var got [][]int32
 			for i := 0; i < len(reqs); i += tc.batch {
@@ -175,6 +173,32 @@ func perStep(n, k int, full bool) (steps, drafted int) {
 		}
 	}
 	return steps, drafted
+}
+
+func TestSpeculationOverCachedPrefixesGivesPlainDecodingsTokens(t *testing.T) {
+	t.Parallel()
+	// Prompts that share 32 or 48 tokens of one base, one at a time, so
+	// each finds its predecessors' prefix in the cache: the drafter starts
+	// there without their hidden state, and only drafts can suffer.
+	var c specCase
+	base := prompt(64, 200)
+	for i := range 8 {
+		p := append(slices.Clone(base[:32+16*(i%2)]), prompt(3+i, 210+i)...)
+		c.prompts = append(c.prompts, p)
+		c.params = append(c.params, greedy(20))
+	}
+	want := plainOutputs(t, c)
+	h := startExec(t, eagle(3), 2048, 1, nil)
+	for i, r := range c.requests() {
+		got, _ := collect(t, mustSubmit(t, h.s, r))
+		if !slices.Equal(got, want[i]) {
+			t.Fatalf("request %d: speculative %v, plain %v", i, got, want[i])
+		}
+	}
+	if st := h.s.Stats(); st.PrefixHit == 0 {
+		t.Fatalf("no prefix hit: %+v", st)
+	}
+	wantKVFree(t, h.s)
 }
 
 func TestSpeculationUnderKVPressureRetractsAndKeepsOutputsExact(t *testing.T) {
@@ -375,3 +399,22 @@ type plainExec struct{ kv *model.KVCache }
 
 func (plainExec) Forward([]model.Seq) *model.Output { panic("not run") }
 func (e plainExec) Pool() *model.KVCache            { return e.kv }
+
+func TestAnAbortMidSpeculationFreesItsKV(t *testing.T) {
+	t.Parallel()
+	cfg := eagle(3)
+	cfg.DisableRadixCache = true
+	h := startExec(t, cfg, 8192, 1, nil)
+	st := mustSubmit(t, h.s, &Request{Prompt: prompt(50, 7), Params: greedy(8000)})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := st.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return h.s.Stats().SpecSteps > 0 })
+	st.Abort()
+	if _, evs := collect(t, st); evs[len(evs)-1].Finish.Reason != "abort" {
+		t.Fatalf("finish %+v", evs[len(evs)-1].Finish)
+	}
+	waitUntil(t, func() bool { return h.s.Stats().KVUsedTokens == 0 })
+}
