@@ -1115,20 +1115,37 @@ func (s *Scheduler) maskPadding(row []float32) {
 func (s *Scheduler) emit(q *req, row []float32) {
 	s.maskPadding(row)
 	tok := q.sampler.Sample(row)
+	s.observeTokens(q, 1)
+	s.take(q, tok, row)
+}
+
+// observeTokens tells the observer that n tokens of q come now: the first
+// one's TTFT, or the gap since q's last tokens spread evenly over the n, as
+// SGLang's observe_inter_token_latency (interval / num_new_tokens, observed
+// num_new_tokens times) does for a speculative step's run.
+func (s *Scheduler) observeTokens(q *req, n int) {
 	now := time.Now()
+	if s.obs != nil {
+		if len(q.out) == 0 {
+			s.obs.FirstToken(now.Sub(q.arrival))
+		} else {
+			gap := now.Sub(q.last) / time.Duration(n)
+			for range n {
+				s.obs.InterToken(gap)
+			}
+		}
+	}
+	q.last = now
+}
+
+// take appends tok, sampled from row, to q's output, streams it and
+// retires q if it is done.
+func (s *Scheduler) take(q *req, tok int32, row []float32) {
 	q.appendOut(tok)
 	q.pending = append(q.pending, tok)
 	if q.r.Params.Logprobs {
 		q.pendingLP = append(q.pendingLP, s.logprobs(row, tok, q.r.Params.TopLogprobs))
 	}
-	if s.obs != nil {
-		if len(q.out) == 1 {
-			s.obs.FirstToken(now.Sub(q.arrival))
-		} else {
-			s.obs.InterToken(now.Sub(q.last))
-		}
-	}
-	q.last = now
 	switch {
 	case q.stops[tok] && len(q.out) >= q.r.Params.MinNewTokens:
 		s.retire(q, &Finish{Reason: "stop", Matched: tok})

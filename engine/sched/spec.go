@@ -111,28 +111,38 @@ func (s *Scheduler) verifyStep(batch []*req) {
 
 // accept emits q's tokens from its verify rows (sequence j of out): row i
 // gives the token after verify position i, sampled as plain decoding would;
-// the run goes on while that token is the next draft and q is not done. It
-// counts the step, keeps the hidden states of the committed positions for
-// the next draft, and gives back the pages past the new length.
+// the run goes on while that token is the next draft and q is not done (a
+// stop token or max_tokens, decided as take decides them). It counts the
+// step, keeps the hidden states of the committed positions for the next
+// draft, and gives back the pages past the new length.
 func (s *Scheduler) accept(q *req, seq model.Seq, drafts []int32, out *model.Output, j int) {
 	logits, hidden := out.SeqRows(j)
-	emitted := 0
+	p := q.r.Params
+	var run []int32
 	for i := range seq.Tokens {
-		// The verify row i read positions up to seq.Pos+i: those are cached.
-		q.filled = seq.Pos + i + 1
-		before := len(q.out)
-		s.emit(q, logits.Row(i))
-		emitted++
-		done := q.pages == nil // emit retired it (a stop, or max_tokens)
-		if done || i == len(drafts) || q.out[before] != drafts[i] {
+		row := logits.Row(i)
+		s.maskPadding(row)
+		tok := q.sampler.Sample(row)
+		run = append(run, tok)
+		n := len(q.out) + len(run)
+		if (q.stops[tok] && n >= p.MinNewTokens) || n >= p.MaxNewTokens || i == len(drafts) || tok != drafts[i] {
 			break
 		}
 	}
+	// The step is counted before its tokens go out: a client that reads
+	// /metrics as soon as its response ends finds its last step there.
+	emitted := len(run)
 	s.specSteps++
 	s.specDrafted += int64(len(drafts))
 	s.specAccepted += int64(emitted - 1)
 	if s.obs != nil {
 		s.obs.Verified(len(drafts), emitted-1)
+	}
+	s.observeTokens(q, emitted)
+	for i, tok := range run {
+		// Verify row i read positions up to seq.Pos+i: those are cached.
+		q.filled = seq.Pos + i + 1
+		s.take(q, tok, logits.Row(i))
 	}
 	if q.pages == nil {
 		return

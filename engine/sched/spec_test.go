@@ -15,13 +15,13 @@ import (
 )
 
 // startExec is start with the model wrapped by wrap (nil: the model itself).
-func startExec(t *testing.T, cfg Config, pages, pageSize int, wrap func(*model.Model) Executor) *harness {
+func startExec(t testing.TB, cfg Config, pages, pageSize int, wrap func(*model.Model) Executor) *harness {
 	t.Helper()
 	return startExecObs(t, cfg, pages, pageSize, wrap, nil)
 }
 
 // startExecObs is startExec with an observer.
-func startExecObs(t *testing.T, cfg Config, pages, pageSize int, wrap func(*model.Model) Executor, obs Observer) *harness {
+func startExecObs(t testing.TB, cfg Config, pages, pageSize int, wrap func(*model.Model) Executor, obs Observer) *harness {
 	t.Helper()
 	mc, _ := model.Preset("nano")
 	mc.IndexTopK = 8
@@ -319,10 +319,11 @@ func TestSeededSampledRequestsDrawTheSameTokensWithSpeculation(t *testing.T) {
 type verifyCounter struct {
 	mu                       sync.Mutex
 	steps, drafted, accepted int64
+	first, gaps              int
 }
 
-func (v *verifyCounter) FirstToken(time.Duration) {}
-func (v *verifyCounter) InterToken(time.Duration) {}
+func (v *verifyCounter) FirstToken(time.Duration) { v.mu.Lock(); v.first++; v.mu.Unlock() }
+func (v *verifyCounter) InterToken(time.Duration) { v.mu.Lock(); v.gaps++; v.mu.Unlock() }
 func (v *verifyCounter) Tokens(int, int)          {}
 func (v *verifyCounter) Verified(drafted, accepted int) {
 	v.mu.Lock()
@@ -334,13 +335,23 @@ func TestTheObserverHearsEveryVerifyStepThatStatsCount(t *testing.T) {
 	t.Parallel()
 	var v verifyCounter
 	h := startExecObs(t, eagle(3), 2048, 1, nil, &v)
-	collectAll(t, h.s, mixedCase(5, 150, 16).requests())
+	c := mixedCase(5, 150, 16)
+	outs := collectAll(t, h.s, c.requests())
 	wantKVFree(t, h.s)
 	st := h.s.Stats()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if st.SpecSteps == 0 || v.steps != st.SpecSteps || v.drafted != st.SpecDrafted || v.accepted != st.SpecAccepted {
 		t.Fatalf("observer heard %d steps, %d drafted, %d accepted; stats %+v", v.steps, v.drafted, v.accepted, st)
+	}
+	// Every token but each request's first is one inter-token gap, however
+	// many a step emitted.
+	gaps := 0
+	for _, o := range outs {
+		gaps += len(o) - 1
+	}
+	if v.first != len(outs) || v.gaps != gaps {
+		t.Fatalf("observer heard %d first tokens and %d gaps, want %d and %d", v.first, v.gaps, len(outs), gaps)
 	}
 }
 
@@ -417,4 +428,48 @@ func TestAnAbortMidSpeculationFreesItsKV(t *testing.T) {
 		t.Fatalf("finish %+v", evs[len(evs)-1].Finish)
 	}
 	waitUntil(t, func() bool { return h.s.Stats().KVUsedTokens == 0 })
+}
+
+// BenchmarkSpeculativeDecode serves batches of greedy requests on nano
+// with and without speculation, reporting generated tokens a second and
+// the accept length: go test ./engine/sched -run '^$' -bench SpeculativeDecode.
+func BenchmarkSpeculativeDecode(b *testing.B) {
+	for _, steps := range []int{0, 1, 3} {
+		for _, batch := range []int{1, 16} {
+			b.Run(fmt.Sprintf("steps=%d/batch=%d", steps, batch), func(b *testing.B) {
+				cfg := Config{}
+				if steps > 0 {
+					cfg = eagle(steps)
+				}
+				h := startExec(b, cfg, 8192, 1, nil)
+				reqs := make([]*Request, batch)
+				for i := range reqs {
+					reqs[i] = &Request{Prompt: prompt(64, i), Params: greedy(64)}
+				}
+				b.ResetTimer()
+				for range b.N {
+					var wg sync.WaitGroup
+					for _, r := range reqs {
+						st, err := h.s.Submit(r)
+						if err != nil {
+							b.Fatal(err)
+						}
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for {
+								evs, err := st.Next(context.Background())
+								if err != nil || (len(evs) > 0 && evs[len(evs)-1].Finish != nil) {
+									return
+								}
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				b.ReportMetric(float64(b.N*batch*64)/b.Elapsed().Seconds(), "tok/s")
+				b.ReportMetric(h.s.Stats().AcceptLength(), "accept")
+			})
+		}
+	}
 }
