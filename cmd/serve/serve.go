@@ -179,8 +179,12 @@ func Run(ctx context.Context, o *Options) error {
 		return badinput.Errorf("%v", err)
 	}
 	sc := e.Sched.Config()
-	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d)\n",
-		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests)
+	spec := ""
+	if sc.Speculative() {
+		spec = fmt.Sprintf(", speculative %s with %d draft tokens", sc.SpeculativeAlgorithm, sc.SpeculativeNumSteps)
+	}
+	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d%s)\n",
+		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests, spec)
 	if ready != nil {
 		if err := ready.write(Ready{BaseURL: e.BaseURL(), Model: e.ModelName()}); err != nil {
 			e.Shutdown(context.Background())
@@ -201,8 +205,12 @@ func Run(ctx context.Context, o *Options) error {
 // checkSpeculative refuses bad speculative settings, from the flags or
 // --server-config, before anything starts.
 func (o *Options) checkSpeculative() error {
-	if err := o.Engine.Sched.CheckSpeculative(); err != nil {
+	note, err := o.Engine.Sched.CheckSpeculative()
+	if err != nil {
 		return badinput.Errorf("%v", err)
+	}
+	if note != "" {
+		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: %s\n", note)
 	}
 	if a := o.Engine.SimAcceptLength; a != 0 && !(a >= 1) {
 		return badinput.Errorf("--sim-accept-length %v: want at least 1 (tokens per verify step)", a)

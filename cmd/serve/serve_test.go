@@ -209,7 +209,14 @@ func TestTheSpeculativeFlagsReachTheScheduler(t *testing.T) {
 	if s.SpeculativeAlgorithm != "NEXTN" || s.SpeculativeNumSteps != 5 || s.SpeculativeEagleTopK != 1 || s.SpeculativeNumDraftTokens != 6 || o.Engine.SimAcceptLength != 2.5 {
 		t.Fatalf("sched %+v, sim accept length %v", s, o.Engine.SimAcceptLength)
 	}
-	if err := o.checkSpeculative(); err != nil {
-		t.Fatal(err)
+	var stderr bytes.Buffer
+	o.F.IO.ErrOut = &stderr
+	if err := o.checkSpeculative(); err != nil || stderr.Len() != 0 {
+		t.Fatalf("err %v, stderr %q", err, stderr.String())
+	}
+	// SGLang adjusts an inconsistent draft token count with a warning.
+	o.Engine.Sched.SpeculativeNumDraftTokens = 9
+	if err := o.checkSpeculative(); err != nil || !strings.Contains(stderr.String(), "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1 (6, not 9)") {
+		t.Fatalf("err %v, stderr %q", err, stderr.String())
 	}
 }

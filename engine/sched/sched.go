@@ -168,14 +168,23 @@ func (c *Config) Validate() error {
 }
 
 // CheckSpeculative reports what is wrong with c's speculative settings
-// once their defaults are filled, c itself unchanged: for a command to
-// refuse them before it starts anything.
-func (c Config) CheckSpeculative() error {
+// once their defaults are filled, c itself unchanged, for a command to
+// refuse them before it starts anything; note is SGLang's warning when
+// speculative_num_draft_tokens was given and will be adjusted.
+func (c Config) CheckSpeculative() (note string, err error) {
 	if !c.Speculative() {
-		return nil
+		return "", nil
 	}
+	asked := c.SpeculativeNumDraftTokens
 	c.specDefaults()
-	return c.validateSpec()
+	if err := c.validateSpec(); err != nil {
+		return "", err
+	}
+	if asked != 0 && asked != c.SpeculativeNumDraftTokens {
+		// server_args.py's words.
+		note = fmt.Sprintf("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1 (%d, not %d)", c.SpeculativeNumDraftTokens, asked)
+	}
+	return note, nil
 }
 
 // validateSpec checks the speculative settings after specDefaults.

@@ -13,6 +13,8 @@ package sched
 // and its pages go back to the pool.
 
 import (
+	"fmt"
+
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/kernels"
 )
@@ -85,6 +87,9 @@ func (s *Scheduler) verifyStep(batch []*req) {
 		ds[i].Hidden = hiddenRows(q, kernels.Mat{}, cols)
 	}
 	drafts := s.spec.Draft(ds)
+	if len(drafts) != len(ds) {
+		panic(fmt.Sprintf("sched: the drafter answered %d of %d sequences", len(drafts), len(ds)))
+	}
 	seqs := make([]model.Seq, len(batch))
 	for i, q := range batch {
 		toks := q.tokens()
