@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -472,4 +473,40 @@ func BenchmarkSpeculativeDecode(b *testing.B) {
 			})
 		}
 	}
+}
+
+func TestSpeculativeLogprobsAreThoseOfPlainDecoding(t *testing.T) {
+	t.Parallel()
+	p := greedy(20)
+	p.Logprobs, p.TopLogprobs = true, 2
+	r := &Request{Prompt: prompt(33, 300), Params: p}
+	logprobs := func(h *harness) []TokenLogprob {
+		_, evs := collect(t, mustSubmit(t, h.s, r))
+		var out []TokenLogprob
+		for _, ev := range evs {
+			out = append(out, ev.Logprobs...)
+		}
+		return out
+	}
+	want := logprobs(start(t, Config{}, 1024, 1))
+	got := logprobs(startExec(t, eagle(3), 1024, 1, func(m *model.Model) Executor {
+		return &knownDrafter{Model: m, prompts: [][]int32{r.Prompt}, outs: [][]int32{tokensOf(want)}}
+	}))
+	if len(got) != 20 || len(want) != 20 {
+		t.Fatalf("%d and %d logprobs, want 20", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.ID != w.ID || math.Abs(float64(g.Logprob-w.Logprob)) > 1e-5 || len(g.Top) != 2 || g.Top[0].ID != w.Top[0].ID || g.Top[1].ID != w.Top[1].ID {
+			t.Fatalf("token %d: speculative %+v, plain %+v", i, g, w)
+		}
+	}
+}
+
+func tokensOf(lps []TokenLogprob) []int32 {
+	out := make([]int32, len(lps))
+	for i, lp := range lps {
+		out[i] = lp.ID
+	}
+	return out
 }
