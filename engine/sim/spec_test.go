@@ -142,3 +142,61 @@ func TestTheSchedulersAcceptLengthIsTheSimulatedOne(t *testing.T) {
 		})
 	}
 }
+
+// TestASpeculativeBenchmarkOnTheSimulatorHasAKnownAnswer: 8 requests of
+// 301 tokens at accept length 3 with 3 drafts a step decode in exactly 100
+// verify steps after one prefill, each of the modelled verify time (the
+// last with 2 drafts), so decode runs at 8 × 3 tokens per VerifyTime.
+func TestASpeculativeBenchmarkOnTheSimulatorHasAKnownAnswer(t *testing.T) {
+	cost := CostModel{StepOverhead: time.Millisecond, PrefillToken: time.Microsecond, DecodeSeq: 10 * time.Microsecond}
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	e := New(cost, 1024, 16, 300)
+	e.now, e.sleep = clk.now, clk.sleep
+	if err := e.SetAcceptLength(3); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sched.Config{PageSize: 16, MaxTotalTokens: 1024 * 16, ContextLength: 4096, SpeculativeAlgorithm: "EAGLE"}
+	s, err := sched.New(cfg, e, []int32{262}, 273, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	var streams []*sched.Stream
+	for i := range n {
+		st, err := s.Submit(&sched.Request{Prompt: make([]int32, 20+i), Params: sched.Params{MaxNewTokens: 301, IgnoreEOS: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, st)
+	}
+	go s.Run()
+	defer s.Shutdown(context.Background())
+	for _, st := range streams {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		for done := false; !done; {
+			evs, err := st.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = evs[len(evs)-1].Finish != nil
+		}
+		cancel()
+	}
+	s.Shutdown(context.Background())
+	verify := cost.StepOverhead + n*(cost.DecodeSeq+3*cost.PrefillToken)
+	if len(clk.slept) != 101 {
+		t.Fatalf("%d steps, want 1 prefill and 100 verify steps", len(clk.slept))
+	}
+	for i, d := range clk.slept[1:] {
+		want := verify
+		if i == 99 { // 3 tokens left: 2 drafts and the bonus
+			want -= n * cost.PrefillToken
+		}
+		if d != want {
+			t.Fatalf("verify step %d took %v, want %v", i, d, want)
+		}
+	}
+	if st := s.Stats(); st.AcceptLength() != 3 || st.SpecSteps != n*100 {
+		t.Fatalf("stats %+v", st)
+	}
+}
