@@ -52,6 +52,10 @@ type Options struct {
 	// over a step-time cost model (SimCost) with deterministic tokens.
 	Executor string
 	SimCost  sim.CostModel
+	// SimAcceptLength fixes the simulated executor's speculative accept
+	// length (sim.Executor.SetAcceptLength; 0: its default, 1), for
+	// serving with Sched.SpeculativeAlgorithm set.
+	SimAcceptLength float64
 	// Truth, when set, receives every stream's arrival and event times (JSONL).
 	Truth io.Writer
 	// MaxBodyBytes, MaxBufferedBytes, BodyTimeout and MaxParsing bound what
@@ -140,7 +144,16 @@ func Start(opts Options) (*Engine, error) {
 	if sc.PageSize == 0 {
 		sc.PageSize = 1
 	}
-	perToken := cfg.KVWidth() * 4 * cfg.NumHiddenLayers
+	// Speculation drafts with the MTP layer, whose KV the pool then holds too.
+	spec := sc.Speculative()
+	layers := cfg.NumHiddenLayers
+	if spec {
+		if cfg.NumNextNPredictLayers < 1 && !simulated {
+			return nil, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer (num_nextn_predict_layers 0)", sc.SpeculativeAlgorithm)
+		}
+		layers++
+	}
+	perToken := cfg.KVWidth() * 4 * layers
 	if sc.MaxTotalTokens == 0 {
 		sc.MaxTotalTokens = min(kvBudget/perToken, kvDefaultMax) / sc.PageSize * sc.PageSize
 		if simulated { // pages without values cost nothing
@@ -157,10 +170,18 @@ func Start(opts Options) (*Engine, error) {
 	var exec sched.Executor
 	var m *model.Model
 	if simulated {
-		exec = sim.New(opts.SimCost, sc.MaxTotalTokens/sc.PageSize, sc.PageSize, cfg.VocabSize)
-		name = "glmbench-sim"
+		se := sim.New(opts.SimCost, sc.MaxTotalTokens/sc.PageSize, sc.PageSize, cfg.VocabSize)
+		if opts.SimAcceptLength != 0 {
+			if err := se.SetAcceptLength(opts.SimAcceptLength); err != nil {
+				return nil, err
+			}
+		}
+		exec, name = se, "glmbench-sim"
 	} else {
 		kv := model.NewKVCacheNoMTP(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
+		if spec {
+			kv = model.NewKVCache(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
+		}
 		m = model.New(cfg, w, kernels.Default(), kv)
 		exec = m
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/enginetest"
+	"github.com/glmbench/glmbench/engine/sim"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -193,10 +194,10 @@ func TestServerConfigAppliesKnownKeysAndListsTheRest(t *testing.T) {
 	s := o.Sched
 	if s.MaxRunningRequests != 96 || s.MaxQueuedRequests != 256 || s.ChunkedPrefillSize != 2048 || s.PageSize != 64 ||
 		s.SchedulePolicy != "lpm" || s.ScheduleConservativeness != 1.3 || s.StreamInterval != 4 || s.EnableMixedChunk ||
-		s.MaxTotalTokens != 0 || o.ServedModelName != "glm-5-test" || o.Host != "0.0.0.0" {
+		s.MaxTotalTokens != 0 || o.ServedModelName != "glm-5-test" || o.Host != "0.0.0.0" || s.SpeculativeAlgorithm != "EAGLE" {
 		t.Fatalf("applied: %+v %+v", s, o)
 	}
-	want := []string{"mem_fraction_static", "model_path", "reasoning_parser", "speculative_algorithm", "tool_call_parser", "tp_size"}
+	want := []string{"mem_fraction_static", "model_path", "reasoning_parser", "tool_call_parser", "tp_size"}
 	if !slices.Equal(ignored, want) {
 		t.Fatalf("ignored %v, want %v", ignored, want)
 	}
@@ -338,5 +339,45 @@ func TestIdleKeepAliveConnectionsCloseAndStreamsOutliveTheBodyDeadline(t *testin
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("an idle connection was not closed by the server within 5 s: %v", err)
+	}
+}
+
+func TestSpeculativeServingAnswersAsPlainServingAtTemperatureZero(t *testing.T) {
+	t.Parallel()
+	plain := start(t, nil)
+	spec := start(t, func(o *engine.Options) {
+		o.Sched.SpeculativeAlgorithm, o.Sched.SpeculativeNumSteps = "NEXTN", 3
+	})
+	body := func(e *engine.Engine) map[string]any {
+		return map[string]any{"model": e.ModelName(), "max_tokens": 40, "temperature": 0, "ignore_eos": true,
+			"messages": []map[string]string{{"role": "user", "content": "speculate on this"}}}
+	}
+	want, _ := chat(t, plain, body(plain))
+	got, _ := chat(t, spec, body(spec))
+	if got != want || want == "" {
+		t.Fatalf("speculative %q, plain %q", got, want)
+	}
+	st := spec.Sched.Stats()
+	if c := spec.Sched.Config(); st.SpecSteps == 0 || c.SpeculativeAlgorithm != "EAGLE" || c.SpeculativeNumDraftTokens != 4 || c.EnableMixedChunk {
+		t.Fatalf("stats %+v, config %+v", st, c)
+	}
+}
+
+func TestTheSimulatedExecutorServesAtItsSetAcceptLength(t *testing.T) {
+	t.Parallel()
+	e := start(t, func(o *engine.Options) {
+		o.Executor, o.SimCost, o.SimAcceptLength = "sim", sim.CostModel{}, 3
+		o.Sched.SpeculativeAlgorithm = "EAGLE"
+	})
+	_, usage, _ := streamChat(t, e, "0badcafe-000043 hello", 301)
+	if usage == nil || usage.CompletionTokens != 301 {
+		t.Fatalf("usage %+v", usage)
+	}
+	// 300 tokens after the first, 3 a step: 100 steps of 3 drafts, 2 taken.
+	if st := e.Sched.Stats(); st.SpecSteps != 100 || st.SpecAccepted != 200 || st.AcceptLength() != 3 {
+		t.Fatalf("stats %+v", st)
+	}
+	if _, err := engine.Start(engine.Options{Executor: "sim", SimAcceptLength: 0.5, Port: 0, Host: "127.0.0.1"}); err == nil {
+		t.Fatal("an accept length of 0.5 started")
 	}
 }

@@ -54,6 +54,11 @@ understands and lists the ones it ignores; flags given on the command line win.
 Mixed chunks are on by default (SGLang's default is off): a CPU prefills about
 a thousand times slower than a GPU, so pausing decode while prefills keep
 coming would stall started streams for minutes.
+--speculative-algorithm EAGLE (or NEXTN) turns on MTP speculative decoding as
+SGLang's: each step the MTP layer drafts --speculative-num-steps tokens per
+request (topk 1) and the model verifies them in one forward pass; at
+temperature 0 the output is plain decoding's. It turns mixed chunks off, as
+SGLang does. With --executor sim, --sim-accept-length fixes the accept length.
 SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.
 
 --ready-file PATH writes one JSON line once the server accepts requests, for
@@ -100,6 +105,10 @@ test harnesses against the failures real endpoints show:
 	fl.Float64Var(&s.ScheduleConservativeness, "schedule-conservativeness", 0, "scales the KV reserved for running requests (0: 1.0)")
 	fl.IntVar(&s.ContextLength, "context-length", 0, "longest prompt + output (0: the model's max_position_embeddings)")
 	fl.BoolVar(&s.EnableMixedChunk, "enable-mixed-chunk", s.EnableMixedChunk, "decode running requests in the same batch as a prefill (SGLang's default is off; on here, see --help)")
+	fl.StringVar(&s.SpeculativeAlgorithm, "speculative-algorithm", "", "speculative decoding: EAGLE (or its alias NEXTN) drafts with the model's MTP layer (default off)")
+	fl.IntVar(&s.SpeculativeNumSteps, "speculative-num-steps", 0, "tokens drafted per step (0: 3)")
+	fl.IntVar(&s.SpeculativeEagleTopK, "speculative-eagle-topk", 0, "draft branching; only 1 is supported (0: 1)")
+	fl.IntVar(&s.SpeculativeNumDraftTokens, "speculative-num-draft-tokens", 0, "tokens verified per step; with topk 1 always num-steps+1, as SGLang adjusts it")
 	fl.IntVar(&e.RateLimitConcurrency, "rate-limit-concurrency", 0, "gateway: answer 429 beyond this many requests in flight (0: off)")
 	fl.IntVar(&e.RateLimitRPM, "rate-limit-rpm", 0, "gateway: answer 429 beyond this many requests per minute (0: off)")
 	fl.StringVar(&e.Executor, "executor", e.Executor, "model, or sim: the real scheduler and API over a step-time cost model with deterministic tokens")
@@ -108,6 +117,7 @@ test harnesses against the failures real endpoints show:
 	fl.DurationVar(&e.SimCost.PrefillToken, "sim-prefill-token", e.SimCost.PrefillToken, "sim: time per prompt token computed")
 	fl.DurationVar(&e.SimCost.DecodeSeq, "sim-decode-seq", e.SimCost.DecodeSeq, "sim: time per sequence decoding a token")
 	fl.DurationVar(&e.SimCost.KVRead, "sim-kv-read", e.SimCost.KVRead, "sim: time per cached token a batch reads")
+	fl.Float64Var(&e.SimAcceptLength, "sim-accept-length", 0, "sim: mean tokens a speculative verify step emits per request, like SGLANG_SIMULATE_ACC_LEN (0: 1, no draft accepted)")
 	fl.Int64Var(&e.MaxBodyBytes, "max-body-bytes", 0, "largest POST body, refused with 413 while it is read (0: 4 MiB, or 32 bytes per token of context if more)")
 	fl.Int64Var(&e.MaxBufferedBytes, "max-buffered-bytes", 0, "bytes of all bodies being read at once; beyond, 503 (0: 256 MiB, or 4 bodies if more)")
 	fl.DurationVar(&e.BodyTimeout, "body-timeout", 0, "time a POST body may take to arrive, else 408 (0: 30s; negative: none)")
@@ -126,6 +136,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	io := o.F.IO
 	if err := o.applyServerConfig(); err != nil {
+		return err
+	}
+	if err := o.checkSpeculative(); err != nil {
 		return err
 	}
 	if len(o.Faults) > 0 {
@@ -166,8 +179,12 @@ func Run(ctx context.Context, o *Options) error {
 		return badinput.Errorf("%v", err)
 	}
 	sc := e.Sched.Config()
-	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d)\n",
-		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests)
+	spec := ""
+	if sc.Speculative() {
+		spec = fmt.Sprintf(", speculative %s with %d draft tokens", sc.SpeculativeAlgorithm, sc.SpeculativeNumSteps)
+	}
+	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d%s)\n",
+		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests, spec)
 	if ready != nil {
 		if err := ready.write(Ready{BaseURL: e.BaseURL(), Model: e.ModelName()}); err != nil {
 			e.Shutdown(context.Background())
@@ -183,6 +200,22 @@ func Run(ctx context.Context, o *Options) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return e.Shutdown(sctx)
+}
+
+// checkSpeculative refuses bad speculative settings, from the flags or
+// --server-config, before anything starts.
+func (o *Options) checkSpeculative() error {
+	note, err := o.Engine.Sched.CheckSpeculative()
+	if err != nil {
+		return badinput.Errorf("%v", err)
+	}
+	if note != "" {
+		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: %s\n", note)
+	}
+	if a := o.Engine.SimAcceptLength; a != 0 && !(a >= 1) {
+		return badinput.Errorf("--sim-accept-length %v: want at least 1 (tokens per verify step)", a)
+	}
+	return nil
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }

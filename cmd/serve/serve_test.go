@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/sched"
 	"github.com/glmbench/glmbench/engine/server"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // setting is one value --server-config can write and a flag can set.
@@ -172,5 +173,50 @@ func TestTheFaultFlagsHelpNamesExactlyTheFaultKinds(t *testing.T) {
 		if !strings.Contains(cmd.Long, "\n  "+k) {
 			t.Errorf("serve --help has no line for the fault %s", k)
 		}
+	}
+}
+
+func TestBadSpeculativeSettingsAreRefusedBeforeTheServerStarts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--speculative-algorithm", "EAGLE3"}, `speculative_algorithm "EAGLE3"`},
+		{[]string{"--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", "4"}, "speculative_eagle_topk 4: only 1 is supported"},
+		{[]string{"--speculative-algorithm", "NEXTN", "--speculative-num-steps", "-2"}, "speculative_num_steps -2"},
+		{[]string{"--executor", "sim", "--sim-accept-length", "0.5"}, "--sim-accept-length 0.5"},
+	} {
+		var stderr bytes.Buffer
+		f := &cmdutil.Factory{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}}
+		cmd := NewCmdServe(f, nil)
+		// Port -1 cannot be listened on: a run that got past the check fails there instead.
+		cmd.SetArgs(append(tc.args, "--port", "-1"))
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		err := cmd.Execute()
+		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || stderr.Len() != 0 {
+			t.Errorf("%v: err %v (stderr %q), want one line of bad input with %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestTheSpeculativeFlagsReachTheScheduler(t *testing.T) {
+	t.Parallel()
+	o, _ := parse(t, "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "5", "--speculative-eagle-topk", "1",
+		"--speculative-num-draft-tokens", "6", "--sim-accept-length", "2.5")
+	s := o.Engine.Sched
+	if s.SpeculativeAlgorithm != "NEXTN" || s.SpeculativeNumSteps != 5 || s.SpeculativeEagleTopK != 1 || s.SpeculativeNumDraftTokens != 6 || o.Engine.SimAcceptLength != 2.5 {
+		t.Fatalf("sched %+v, sim accept length %v", s, o.Engine.SimAcceptLength)
+	}
+	var stderr bytes.Buffer
+	o.F.IO.ErrOut = &stderr
+	if err := o.checkSpeculative(); err != nil || stderr.Len() != 0 {
+		t.Fatalf("err %v, stderr %q", err, stderr.String())
+	}
+	// SGLang adjusts an inconsistent draft token count with a warning.
+	o.Engine.Sched.SpeculativeNumDraftTokens = 9
+	if err := o.checkSpeculative(); err != nil || !strings.Contains(stderr.String(), "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1 (6, not 9)") {
+		t.Fatalf("err %v, stderr %q", err, stderr.String())
 	}
 }

@@ -12,8 +12,8 @@ import (
 // own output when drafting further ahead — and predicts the token at q+1.
 // prev has one row per batch row. The layer caches its keys in the MTP's
 // own KV layer (index num_hidden_layers), in the sequences' slots.
-// Only the speculative-decoding reference (specref.go) calls it so far:
-// the scheduler does not draft.
+// Draft (spec.go) calls it for the scheduler's speculative decoding, and
+// the one-sequence reference (specref.go) for its test.
 func (m *Model) MTPForward(seqs []Seq, prev kernels.Mat) *Output {
 	mtp := m.W.MTP
 	if mtp == nil || m.KV.Layers() <= m.Cfg.NumHiddenLayers {

@@ -1,12 +1,12 @@
 package model
 
 // This file is the reference for speculative decoding with the MTP layer,
-// not the serving path: the scheduler (engine/sched) decodes one token per
-// step with Forward and never calls it. It decodes one sequence at a time,
-// greedily, and its test checks that it gives exactly greedy decoding's tokens
-// and KV cache; a later issue wires speculation into the scheduler and
-// checks it against this. Its names carry the Ref prefix so that nobody
-// takes them for what serves requests.
+// not the serving path: the scheduler (engine/sched, spec.go) drafts with
+// Model.Draft (spec.go here), which is tested against RefMTPDrafter, and
+// verifies a batch in one Forward. This decodes one sequence at a time,
+// greedily, and its test checks that it gives exactly greedy decoding's
+// tokens and KV cache. Its names carry the Ref prefix so that nobody takes
+// them for what serves requests.
 
 import (
 	"fmt"

@@ -49,7 +49,24 @@ type Config struct {
 	// batch as a prefill (SGLang's --enable-mixed-chunk) instead of pausing
 	// them while prefills keep coming.
 	EnableMixedChunk bool `json:"enable_mixed_chunk"`
+	// SpeculativeAlgorithm turns speculative decoding on: EAGLE (NEXTN is
+	// SGLang's alias for it, read as EAGLE) drafts with the model's MTP
+	// layer and verifies the draft in one forward pass; empty is off.
+	SpeculativeAlgorithm string `json:"speculative_algorithm"`
+	// SpeculativeNumSteps is how many tokens the drafter proposes per step
+	// (default 3 when speculation is on).
+	SpeculativeNumSteps int `json:"speculative_num_steps"`
+	// SpeculativeEagleTopK is the draft tree's branching; only 1 (a chain)
+	// is supported.
+	SpeculativeEagleTopK int `json:"speculative_eagle_topk"`
+	// SpeculativeNumDraftTokens is the tokens verified per step. With topk
+	// 1 it is speculative_num_steps+1, and like SGLang the scheduler sets
+	// it so whatever was asked (server_args.py adjusts it with a warning).
+	SpeculativeNumDraftTokens int `json:"speculative_num_draft_tokens"`
 }
+
+// Speculative reports whether speculative decoding is on.
+func (c *Config) Speculative() bool { return c.SpeculativeAlgorithm != "" }
 
 // ServerArgs returns a pointer to each of c's fields by its SGLang
 // server-arg name (its JSON tag): the one list of those names, for reading
@@ -99,7 +116,35 @@ func (c *Config) Defaults() {
 	if c.MaxRunningRequests == 0 {
 		c.MaxRunningRequests = min(2048, max(1, c.MaxTotalTokens/2))
 	}
+	if c.Speculative() {
+		c.specDefaults()
+	}
 }
+
+// specDefaults completes the speculative settings as SGLang's server args
+// do for an MTP model with topk 1: NEXTN is EAGLE, 3 steps unless given,
+// topk 1 unless given, draft tokens steps+1, and mixed chunks off (SGLang:
+// "Mixed chunked prefill is disabled because of using eagle speculative
+// decoding"), so that a verify batch never carries a prefill.
+func (c *Config) specDefaults() {
+	if strings.EqualFold(c.SpeculativeAlgorithm, "NEXTN") {
+		c.SpeculativeAlgorithm = "EAGLE"
+	}
+	if c.SpeculativeNumSteps == 0 {
+		c.SpeculativeNumSteps = 3
+	}
+	if c.SpeculativeEagleTopK == 0 {
+		c.SpeculativeEagleTopK = 1
+	}
+	if c.SpeculativeEagleTopK == 1 {
+		c.SpeculativeNumDraftTokens = c.SpeculativeNumSteps + 1
+	}
+	c.EnableMixedChunk = false
+}
+
+// maxSpecSteps bounds speculative_num_steps: every step drafts and
+// verifies that many tokens per request.
+const maxSpecSteps = 32
 
 // Validate checks a config after Defaults.
 func (c *Config) Validate() error {
@@ -119,6 +164,41 @@ func (c *Config) Validate() error {
 	case c.ScheduleConservativeness <= 0:
 		return fmt.Errorf("schedule_conservativeness must be positive")
 	}
+	return c.validateSpec()
+}
+
+// CheckSpeculative reports what is wrong with c's speculative settings
+// once their defaults are filled, c itself unchanged, for a command to
+// refuse them before it starts anything; note is SGLang's warning when
+// speculative_num_draft_tokens was given and will be adjusted.
+func (c Config) CheckSpeculative() (note string, err error) {
+	if !c.Speculative() {
+		return "", nil
+	}
+	asked := c.SpeculativeNumDraftTokens
+	c.specDefaults()
+	if err := c.validateSpec(); err != nil {
+		return "", err
+	}
+	if asked != 0 && asked != c.SpeculativeNumDraftTokens {
+		// server_args.py's words.
+		note = fmt.Sprintf("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1 (%d, not %d)", c.SpeculativeNumDraftTokens, asked)
+	}
+	return note, nil
+}
+
+// validateSpec checks the speculative settings after specDefaults.
+func (c *Config) validateSpec() error {
+	if c.Speculative() {
+		switch {
+		case c.SpeculativeAlgorithm != "EAGLE":
+			return fmt.Errorf("speculative_algorithm %q: want EAGLE or NEXTN (the model's MTP layer drafts)", c.SpeculativeAlgorithm)
+		case c.SpeculativeNumSteps < 1 || c.SpeculativeNumSteps > maxSpecSteps:
+			return fmt.Errorf("speculative_num_steps %d: want 1 to %d", c.SpeculativeNumSteps, maxSpecSteps)
+		case c.SpeculativeEagleTopK != 1:
+			return fmt.Errorf("speculative_eagle_topk %d: only 1 is supported (a chain of drafts, no tree)", c.SpeculativeEagleTopK)
+		}
+	}
 	return nil
 }
 
@@ -126,6 +206,17 @@ func (c *Config) Validate() error {
 type Executor interface {
 	Forward(seqs []model.Seq) *model.Output
 	Pool() *model.KVCache
+}
+
+// SpecExecutor is an Executor with a drafter, for speculative decoding:
+// the model with its MTP layer, or the simulated executor. The scheduler
+// calls Draft right before the verify Forward of the same sequences (and,
+// with K 0, after each prefill chunk to fill the draft cache).
+type SpecExecutor interface {
+	Executor
+	// Draft brings the drafter's cache up to each sequence's committed
+	// tokens and returns up to K proposed tokens after its last one.
+	Draft(seqs []model.DraftSeq) [][]int32
 }
 
 // An Executor that is an idler hears when the scheduler runs out of work
@@ -205,6 +296,14 @@ type req struct {
 	sampler *sampler.Sampler
 	stops   map[int32]bool
 
+	// drafted is the first position whose drafter cache is not yet that of
+	// the committed context; hid holds the main model's hidden states of
+	// positions drafted−1 … filled−1, one row each, that the next Draft
+	// reads (nil: one zero row, before position 0 or after a prefix hit,
+	// whose hidden state is not kept).
+	drafted int
+	hid     [][]float32
+
 	pending   []int32 // tokens not yet streamed (stream interval)
 	pendingLP []TokenLogprob
 	promptLP  []*TokenLogprob
@@ -241,6 +340,7 @@ func (q *req) slotsTo(kv *model.KVCache, n int) []int32 {
 type Scheduler struct {
 	cfg   Config
 	exec  Executor
+	spec  SpecExecutor // exec, when speculative decoding is on; else nil
 	kv    *model.KVCache
 	radix *RadixCache
 	obs   Observer
@@ -295,7 +395,17 @@ func New(cfg Config, exec Executor, eos []int32, vocab int, obs Observer) (*Sche
 	if kv.PageSize != cfg.PageSize {
 		return nil, fmt.Errorf("KV cache pages of %d tokens, page_size %d", kv.PageSize, cfg.PageSize)
 	}
-	s := &Scheduler{
+	spec, _ := exec.(SpecExecutor)
+	if cfg.Speculative() && spec == nil {
+		return nil, fmt.Errorf("speculative_algorithm %s: the executor has no drafter", cfg.SpeculativeAlgorithm)
+	}
+	if d, ok := exec.(interface{ HasDrafter() bool }); ok && spec != nil && cfg.Speculative() && !d.HasDrafter() {
+		return nil, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer to draft with", cfg.SpeculativeAlgorithm)
+	}
+	if !cfg.Speculative() {
+		spec = nil
+	}
+	s := &Scheduler{spec: spec,
 		cfg: cfg, exec: exec, kv: kv, obs: obs, eos: eos, vocab: vocab,
 		wake: make(chan struct{}, 1), shutdown: make(chan struct{}), done: make(chan struct{}),
 		rng: mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1)),
@@ -649,6 +759,7 @@ func (s *Scheduler) release(q *req, insert bool) {
 	}
 	s.kv.Release(own)
 	q.pages, q.shared, q.filled, q.slots = nil, 0, 0, q.slots[:0]
+	q.drafted, q.hid = 0, nil
 }
 
 // alloc takes n pages, evicting from the prefix cache if it must.
@@ -847,6 +958,10 @@ func (s *Scheduler) matchPrefix(q *req) {
 	pages, n, node := s.radix.Match(q.tokens()[:q.target-1])
 	if n > 0 {
 		q.pages, q.shared, q.node, q.filled, q.slots = slices.Clone(pages), len(pages), node, n, q.slots[:0]
+		// The drafter's cache rows of a cached prefix are those its last
+		// owner left, and the hidden state at its end is not kept: both
+		// only make drafts worse, never the output different.
+		q.drafted, q.hid = n, nil
 		s.radix.Lock(node)
 		if !q.retracted {
 			q.cached = n
@@ -896,6 +1011,9 @@ func (s *Scheduler) runPrefill(batch []*req, sizes []int, decoding []*req) {
 	out := s.exec.Forward(append(seqs, s.decodeSeqs(decoding)...))
 	s.decoded(decoding, out, len(batch))
 	s.prefilled(batch, sizes, seqs, out)
+	if s.spec != nil {
+		s.fillDrafter(batch, seqs, out)
+	}
 }
 
 // prefillSeqs is each request's next sizes[i] tokens from its first
@@ -908,8 +1026,8 @@ func (s *Scheduler) prefillSeqs(batch []*req, sizes []int) []model.Seq {
 		if q.filled+sizes[i] == q.target {
 			rows = model.LastRow
 		}
-		if q.r.Params.PromptLogprobs {
-			rows = model.AllRows
+		if q.r.Params.PromptLogprobs || s.spec != nil {
+			rows = model.AllRows // speculation: every row's hidden state, for the drafter
 		}
 		toks := q.tokens()
 		seqs = append(seqs, model.Seq{
@@ -951,6 +1069,7 @@ func (s *Scheduler) unshare(q *req) {
 	if q.node != nil && q.filled == len(q.pages)*s.cfg.PageSize && len(q.pages) == q.shared {
 		s.radix.Unlock(q.node)
 		q.pages, q.shared, q.node, q.filled, q.slots = nil, 0, nil, 0, q.slots[:0]
+		q.drafted, q.hid = 0, nil
 	}
 }
 
@@ -1005,20 +1124,37 @@ func (s *Scheduler) maskPadding(row []float32) {
 func (s *Scheduler) emit(q *req, row []float32) {
 	s.maskPadding(row)
 	tok := q.sampler.Sample(row)
+	s.observeTokens(q, 1)
+	s.take(q, tok, row)
+}
+
+// observeTokens tells the observer that n tokens of q come now: the first
+// one's TTFT, or the gap since q's last tokens spread evenly over the n, as
+// SGLang's observe_inter_token_latency (interval / num_new_tokens, observed
+// num_new_tokens times) does for a speculative step's run.
+func (s *Scheduler) observeTokens(q *req, n int) {
 	now := time.Now()
+	if s.obs != nil {
+		if len(q.out) == 0 {
+			s.obs.FirstToken(now.Sub(q.arrival))
+		} else {
+			gap := now.Sub(q.last) / time.Duration(n)
+			for range n {
+				s.obs.InterToken(gap)
+			}
+		}
+	}
+	q.last = now
+}
+
+// take appends tok, sampled from row, to q's output, streams it and
+// retires q if it is done.
+func (s *Scheduler) take(q *req, tok int32, row []float32) {
 	q.appendOut(tok)
 	q.pending = append(q.pending, tok)
 	if q.r.Params.Logprobs {
 		q.pendingLP = append(q.pendingLP, s.logprobs(row, tok, q.r.Params.TopLogprobs))
 	}
-	if s.obs != nil {
-		if len(q.out) == 1 {
-			s.obs.FirstToken(now.Sub(q.arrival))
-		} else {
-			s.obs.InterToken(now.Sub(q.last))
-		}
-	}
-	q.last = now
 	switch {
 	case q.stops[tok] && len(q.out) >= q.r.Params.MinNewTokens:
 		s.retire(q, &Finish{Reason: "stop", Matched: tok})
@@ -1067,6 +1203,10 @@ func (s *Scheduler) decodeStep() bool {
 	// not a copy beside it: nothing adds to inStep while it decodes.
 	s.inStep = append(s.inStep, s.running...)
 	batch := s.inStep[len(s.inStep)-len(s.running):]
+	if s.spec != nil {
+		s.verifyStep(batch)
+		return true
+	}
 	out := s.exec.Forward(s.decodeSeqs(batch))
 	s.decoded(batch, out, 0)
 	return true
@@ -1100,19 +1240,21 @@ func (s *Scheduler) decoded(batch []*req, out *model.Output, first int) {
 	s.ratio = max(floor, s.ratio-(s.initRatio()-floor)/newTokenRatioDecay)
 }
 
-// makeRoom gives every running request the page its next token needs,
-// evicting the prefix cache and then retracting requests as SGLang does:
-// fewest generated tokens first, then longest prompt, never the last one,
-// until the rest have room for 20 more steps.
+// makeRoom gives every running request the pages its next step needs (its
+// next token, and with speculation the drafts after it), evicting the
+// prefix cache and then retracting requests as SGLang does: fewest
+// generated tokens first, then longest prompt, never the last one, until
+// the rest have room for 20 more steps.
 func (s *Scheduler) makeRoom() {
 	ps := s.cfg.PageSize
+	short := func(q *req) int {
+		last := len(q.r.Prompt) + len(q.out) - 1 + s.lookahead(q)
+		return max(0, last/ps+1-len(q.pages))
+	}
 	need := func() int {
 		n := 0
 		for _, q := range s.running {
-			pos := len(q.r.Prompt) + len(q.out) - 1
-			if pos/ps >= len(q.pages) {
-				n++
-			}
+			n += short(q)
 		}
 		return n
 	}
@@ -1125,7 +1267,7 @@ func (s *Scheduler) makeRoom() {
 			}
 			return len(a.r.Prompt) < len(b.r.Prompt)
 		})
-		for len(s.running) > 1 && s.kv.FreePages()*ps < len(s.running)*retractDecodeSteps {
+		for len(s.running) > 1 && (s.kv.FreePages()*ps < len(s.running)*retractDecodeSteps || need() > s.kv.FreePages()) {
 			q := s.running[len(s.running)-1]
 			s.running = s.running[:len(s.running)-1]
 			s.move(q, "retract")
@@ -1147,9 +1289,8 @@ func (s *Scheduler) makeRoom() {
 		}
 	}
 	for _, q := range s.running {
-		pos := len(q.r.Prompt) + len(q.out) - 1
-		if pos/ps >= len(q.pages) {
-			more, ok := s.alloc(1)
+		if n := short(q); n > 0 {
+			more, ok := s.alloc(n)
 			if !ok {
 				panic("sched: no KV page for a running request after retraction")
 			}

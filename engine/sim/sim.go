@@ -9,6 +9,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"time"
 
@@ -69,6 +70,20 @@ func ReadCost(path string) (CostModel, error) {
 	return c, nil
 }
 
+// VerifyTime is the modelled time of a speculative verify batch: each
+// sequence of k+1 tokens (its last token and k drafts) is one forward
+// pass, costed as a decode plus k prompt tokens and one read of its
+// context. Drafting itself is not modelled (the MTP layer is one layer of
+// many).
+func (c CostModel) VerifyTime(seqs []model.Seq) time.Duration {
+	d := c.StepOverhead
+	for _, s := range seqs {
+		n := len(s.Tokens)
+		d += c.DecodeSeq + time.Duration(n-1)*c.PrefillToken + time.Duration(s.Pos+n)*c.KVRead
+	}
+	return d
+}
+
 // StepTime is the modelled time of one batch.
 func (c CostModel) StepTime(seqs []model.Seq) time.Duration {
 	d := c.StepOverhead
@@ -100,6 +115,13 @@ type Executor struct {
 
 	logits []float32
 	first  []int
+
+	// accept is the mean accept length of a verify step (see
+	// SetAcceptLength); steps counts the sequences drafted for so far, and
+	// verifying says that the next Forward verifies drafts.
+	accept    float64
+	steps     int
+	verifying bool
 }
 
 // New returns an executor with a page pool of pages·pageSize tokens and
@@ -110,6 +132,47 @@ func New(cost CostModel, pages, pageSize, vocab int) *Executor {
 
 // Token is the token the simulated model gives after position p.
 func Token(p int) int32 { return int32('a' + p%26) }
+
+// SetAcceptLength fixes the speculative accept length, as SGLang's
+// SGLANG_SIMULATE_ACC_LEN does: a verify step emits a tokens per sequence
+// on average (its accepted drafts plus the bonus token), so that a
+// benchmark of speculative serving has a known answer. Step n of all
+// drafted sequences accepts ⌊(n+1)(a−1)⌋ − ⌊n(a−1)⌋ drafts, at most the
+// step's k: a = 2.5 accepts 1, 2, 1, 2, … The default, 1, accepts none.
+// It refuses a below 1 or not a number.
+func (e *Executor) SetAcceptLength(a float64) error {
+	if !(a >= 1) || math.IsInf(a, 1) {
+		return fmt.Errorf("simulated accept length %v: want a number of tokens of at least 1", a)
+	}
+	e.accept = a
+	return nil
+}
+
+// Draft implements sched.SpecExecutor: each sequence's drafts are the
+// simulated model's own next tokens for as many as this step accepts (see
+// SetAcceptLength), then tokens it never gives (the letter after).
+func (e *Executor) Draft(seqs []model.DraftSeq) [][]int32 {
+	rate := max(e.accept, 1) - 1
+	out := make([][]int32, len(seqs))
+	for i, s := range seqs {
+		if s.K == 0 {
+			continue
+		}
+		e.verifying = true
+		n := float64(e.steps)
+		e.steps++
+		take := int(math.Floor((n+1)*rate) - math.Floor(n*rate))
+		last := s.Pos + len(s.Tokens) - 1
+		for j := range s.K {
+			tok := Token(last + j) // the token at last+j+1
+			if j >= take {
+				tok++ // 'b' for 'a', …, '{' for 'z': never the simulated token
+			}
+			out[i] = append(out[i], tok)
+		}
+	}
+	return out
+}
 
 // Pool implements sched.Executor.
 func (e *Executor) Pool() *model.KVCache { return e.kv }
@@ -131,6 +194,9 @@ func (e *Executor) Idle() { e.end = time.Time{} }
 func (e *Executor) Forward(seqs []model.Seq) *model.Output {
 	start := e.now()
 	step := e.cost.StepTime(seqs)
+	if e.verifying {
+		step, e.verifying = e.cost.VerifyTime(seqs), false
+	}
 	begin := start
 	if gap := start.Sub(e.end); !e.end.IsZero() && gap >= 0 && gap < step {
 		begin = e.end
