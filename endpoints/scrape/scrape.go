@@ -30,9 +30,12 @@ const DefaultTimeout = 5 * time.Second
 // label sets writes a few hundred KiB.
 const BodyLimit = 16 << 20
 
-// accept asks for the text format first (every server here writes it) and
-// takes OpenMetrics, the formats Parse reads.
-const accept = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
+// accept asks for the text format, which every server here writes. It does
+// not name OpenMetrics even at a lower q: Python's prometheus_client
+// (SGLang, vLLM) answers OpenMetrics whenever the Accept header names it,
+// and expfmt's OpenMetrics parser costs a thousand times the text parser's
+// time (see omLineLimit).
+const accept = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 
 // DefaultURL is the metrics URL of an endpoint's API base URL: its origin
 // (scheme, user info, host and port) and /metrics, as SGLang, vLLM,
