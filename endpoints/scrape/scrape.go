@@ -91,7 +91,7 @@ func (s *Scraper) Scrape(ctx context.Context) schema.MetricsSample {
 	}
 	start := now()
 	sample := s.scrape(ctx)
-	sample.Unix = float64(start.UnixNano()) / 1e9
+	sample.Unix = float64(start.Unix()) + float64(start.Nanosecond())/1e9
 	if sample.Error != "" {
 		sample.Error = s.redact(sample.Error)
 		sample.Values, sample.Hists = nil, nil
