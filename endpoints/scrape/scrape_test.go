@@ -240,3 +240,28 @@ func TestAnErrorQuotingAHeaderValueInAnyCaseRedactsIt(t *testing.T) {
 		t.Errorf("error %q: want the key redacted", got.Error)
 	}
 }
+
+func TestServersDocNamesEveryRowOfTheTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "SERVERS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n## Server metrics\n")
+	if start < 0 {
+		t.Fatal("docs/SERVERS.md has no Server metrics section")
+	}
+	doc = doc[start:]
+	if end := strings.Index(doc[1:], "\n## "); end >= 0 {
+		doc = doc[:end+1]
+	}
+	for _, row := range Table {
+		name := row.Name
+		if row.Server == Glmbench && strings.Contains(doc, "`"+strings.Replace(name, "glmbench:", "sglang:", 1)+"`") {
+			continue // "every SGLang row above, as glmbench: + SGLang's name"
+		}
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("docs/SERVERS.md's Server metrics does not name %s", name)
+		}
+	}
+}
