@@ -1,6 +1,10 @@
 package scrape
 
-import "github.com/glmbench/glmbench/reports/schema"
+import (
+	"slices"
+
+	"github.com/glmbench/glmbench/reports/schema"
+)
 
 // Kind is how a series is read off its metric family.
 type Kind string
@@ -84,75 +88,84 @@ const (
 // Table is every known series, by server. SGLang's rows are repeated
 // under glmbench: (the built-in engine writes SGLang's names under its own
 // prefix), with the engine's own names after them.
-var Table = append(sglangRows(SGLang, "sglang:", docSGLang), append(sglangRows(Glmbench, "glmbench:", docEngine), []Series{
+var Table = slices.Concat(sglangRows(SGLang, "sglang:", docSGLang), sglangRows(Glmbench, "glmbench:", docEngine), []Series{
 	// The engine's names that SGLang lacks: its retraction counter before
-	// it took SGLang's name, and the prefix-cache and speculative counters
-	// under vLLM's names (which llama.cpp shares for the latter).
-	{Glmbench, "glmbench:num_retractions_total", Counter, schema.SrvPreemptions, "", "", false, docEngine, "the engine's name before SGLang's"},
-	{Glmbench, "glmbench:spec_decode_num_drafts_total", Counter, schema.SrvSpecSteps, "", "", false, docEngine, "verify steps"},
-	{Glmbench, "glmbench:spec_decode_num_draft_tokens_total", Counter, schema.SrvSpecDrafted, "", "", false, docEngine, ""},
-	{Glmbench, "glmbench:spec_decode_num_accepted_tokens_total", Counter, schema.SrvSpecAccepted, "", "", false, docEngine, ""},
+	// it took SGLang's name, and speculative counters under the names vLLM
+	// and llama.cpp share (SGLang has only its accept-length gauge).
+	row(Glmbench, "glmbench:num_retractions_total", Counter, schema.SrvPreemptions, docEngine, "the engine's name before SGLang's"),
+	row(Glmbench, "glmbench:spec_decode_num_drafts_total", Counter, schema.SrvSpecSteps, docEngine, "verify steps"),
+	row(Glmbench, "glmbench:spec_decode_num_draft_tokens_total", Counter, schema.SrvSpecDrafted, docEngine, ""),
+	row(Glmbench, "glmbench:spec_decode_num_accepted_tokens_total", Counter, schema.SrvSpecAccepted, docEngine, ""),
 
-	{VLLM, "vllm:num_requests_running", Gauge, schema.SrvRunning, "", "", false, docVLLM, ""},
-	{VLLM, "vllm:num_requests_waiting", Gauge, schema.SrvQueued, "", "", false, docVLLM, ""},
-	{VLLM, "vllm:kv_cache_usage_perc", Gauge, schema.SrvKVUsage, "", "", true, docVLLM, "a fraction 0..1 despite the name"},
-	{VLLM, "vllm:gpu_cache_usage_perc", Gauge, schema.SrvKVUsage, "", "", true, docVLLMOld, "the name before kv_cache_usage_perc (v0 and early v1); a fraction"},
-	{VLLM, "vllm:gpu_prefix_cache_hit_rate", Gauge, schema.SrvCacheHitRate, "", "", true, docVLLMOld, "v0 only; v1 has the counters below"},
-	{VLLM, "vllm:prefix_cache_queries_total", Counter, schema.SrvPrefixQueried, "", "", false, docVLLM, "tokens looked up"},
-	{VLLM, "vllm:gpu_prefix_cache_queries_total", Counter, schema.SrvPrefixQueried, "", "", false, docVLLMOld, "the name before 0.9.2"},
-	{VLLM, "vllm:prefix_cache_hits_total", Counter, schema.SrvPrefixHit, "", "", false, docVLLM, ""},
-	{VLLM, "vllm:gpu_prefix_cache_hits_total", Counter, schema.SrvPrefixHit, "", "", false, docVLLMOld, "the name before 0.9.2"},
-	{VLLM, "vllm:prompt_tokens_total", Counter, schema.SrvPromptTokens, "", "", false, docVLLM, ""},
-	{VLLM, "vllm:generation_tokens_total", Counter, schema.SrvGenerationTokens, "", "", false, docVLLM, ""},
-	{VLLM, "vllm:request_success_total", Counter, schema.SrvRequests, "", "", false, docVLLM, "summed over finished_reason"},
-	{VLLM, "vllm:num_preemptions_total", Counter, schema.SrvPreemptions, "", "", false, docVLLM, ""},
-	{VLLM, "vllm:spec_decode_num_drafts_total", Counter, schema.SrvSpecSteps, "", "", false, docVLLMSpec, "accept length = 1 + accepted / drafts"},
-	{VLLM, "vllm:spec_decode_num_draft_tokens_total", Counter, schema.SrvSpecDrafted, "", "", false, docVLLMSpec, ""},
-	{VLLM, "vllm:spec_decode_num_accepted_tokens_total", Counter, schema.SrvSpecAccepted, "", "", false, docVLLMSpec, ""},
-	{VLLM, "vllm:time_to_first_token_seconds", Histogram, schema.SrvTTFT, "", "", false, docVLLM, ""},
-	{VLLM, "vllm:inter_token_latency_seconds", Histogram, schema.SrvITL, "", "", false, docVLLM, "one observation per token gap"},
-	{VLLM, "vllm:time_per_output_token_seconds", Histogram, schema.SrvITL, "", "", false, docVLLMOld, "the name before inter_token_latency_seconds, the same per-gap observations; not request_time_per_output_token_seconds, one mean per request"},
-	{VLLM, "vllm:e2e_request_latency_seconds", Histogram, schema.SrvE2E, "", "", false, docVLLM, ""},
+	row(VLLM, "vllm:num_requests_running", Gauge, schema.SrvRunning, docVLLM, ""),
+	row(VLLM, "vllm:num_requests_waiting", Gauge, schema.SrvQueued, docVLLM, ""),
+	row(VLLM, "vllm:kv_cache_usage_perc", Gauge, schema.SrvKVUsage, docVLLM, "a fraction 0..1 despite the name").mean(),
+	row(VLLM, "vllm:gpu_cache_usage_perc", Gauge, schema.SrvKVUsage, docVLLMOld, "the name before kv_cache_usage_perc (v0 and early v1); a fraction").mean(),
+	row(VLLM, "vllm:gpu_prefix_cache_hit_rate", Gauge, schema.SrvCacheHitRate, docVLLMOld, "v0 only; v1 has the counters below").mean(),
+	row(VLLM, "vllm:prefix_cache_queries_total", Counter, schema.SrvPrefixQueried, docVLLM, "tokens looked up"),
+	row(VLLM, "vllm:gpu_prefix_cache_queries_total", Counter, schema.SrvPrefixQueried, docVLLMOld, "the name before 0.9.2"),
+	row(VLLM, "vllm:prefix_cache_hits_total", Counter, schema.SrvPrefixHit, docVLLM, ""),
+	row(VLLM, "vllm:gpu_prefix_cache_hits_total", Counter, schema.SrvPrefixHit, docVLLMOld, "the name before 0.9.2"),
+	row(VLLM, "vllm:prompt_tokens_total", Counter, schema.SrvPromptTokens, docVLLM, ""),
+	row(VLLM, "vllm:generation_tokens_total", Counter, schema.SrvGenerationTokens, docVLLM, ""),
+	row(VLLM, "vllm:request_success_total", Counter, schema.SrvRequests, docVLLM, "summed over finished_reason"),
+	row(VLLM, "vllm:num_preemptions_total", Counter, schema.SrvPreemptions, docVLLM, ""),
+	row(VLLM, "vllm:spec_decode_num_drafts_total", Counter, schema.SrvSpecSteps, docVLLMSpec, "accept length = 1 + accepted / drafts"),
+	row(VLLM, "vllm:spec_decode_num_draft_tokens_total", Counter, schema.SrvSpecDrafted, docVLLMSpec, ""),
+	row(VLLM, "vllm:spec_decode_num_accepted_tokens_total", Counter, schema.SrvSpecAccepted, docVLLMSpec, ""),
+	row(VLLM, "vllm:time_to_first_token_seconds", Histogram, schema.SrvTTFT, docVLLM, ""),
+	row(VLLM, "vllm:inter_token_latency_seconds", Histogram, schema.SrvITL, docVLLM, "one observation per token gap"),
+	row(VLLM, "vllm:time_per_output_token_seconds", Histogram, schema.SrvITL, docVLLMOld, "the name before inter_token_latency_seconds, the same per-gap observations; not request_time_per_output_token_seconds, one mean per request"),
+	row(VLLM, "vllm:e2e_request_latency_seconds", Histogram, schema.SrvE2E, docVLLM, ""),
 
-	{LlamaCpp, "llamacpp:requests_processing", Gauge, schema.SrvRunning, "", "", false, docLlama, "busy slots"},
-	{LlamaCpp, "llamacpp:requests_deferred", Gauge, schema.SrvQueued, "", "", false, docLlama, ""},
-	{LlamaCpp, "llamacpp:kv_cache_usage_ratio", Gauge, schema.SrvKVUsage, "", "", true, docLlama, "older builds only; a fraction"},
-	{LlamaCpp, "llamacpp:prompt_tokens_total", Counter, schema.SrvPromptTokens, "llamacpp:prompt_tokens_cached_total", "", false, docLlama, "evaluated prompt tokens, plus the cached ones where the build counts them apart"},
-	{LlamaCpp, "llamacpp:prompt_tokens_total", Counter, schema.SrvPrefixQueried, "llamacpp:prompt_tokens_cached_total", "", false, docLlama, "as prompt_tokens"},
-	{LlamaCpp, "llamacpp:prompt_tokens_cached_total", Counter, schema.SrvPrefixHit, "", "", false, docLlama, "newer builds"},
-	{LlamaCpp, "llamacpp:tokens_predicted_total", Counter, schema.SrvGenerationTokens, "", "", false, docLlama, ""},
-	{LlamaCpp, "llamacpp:spec_decode_num_drafts_total", Counter, schema.SrvSpecSteps, "", "", false, docLlama, "verify steps"},
-	{LlamaCpp, "llamacpp:spec_decode_num_draft_tokens_total", Counter, schema.SrvSpecDrafted, "", "", false, docLlama, ""},
-	{LlamaCpp, "llamacpp:tokens_drafted_total", Counter, schema.SrvSpecDrafted, "", "", false, docLlama, "the older name"},
-	{LlamaCpp, "llamacpp:spec_decode_num_accepted_tokens_total", Counter, schema.SrvSpecAccepted, "", "", false, docLlama, ""},
-	{LlamaCpp, "llamacpp:tokens_drafted_accepted_total", Counter, schema.SrvSpecAccepted, "", "", false, docLlama, "the older name"},
+	row(LlamaCpp, "llamacpp:requests_processing", Gauge, schema.SrvRunning, docLlama, "busy slots"),
+	row(LlamaCpp, "llamacpp:requests_deferred", Gauge, schema.SrvQueued, docLlama, ""),
+	row(LlamaCpp, "llamacpp:kv_cache_usage_ratio", Gauge, schema.SrvKVUsage, docLlama, "older builds only; a fraction").mean(),
+	row(LlamaCpp, "llamacpp:prompt_tokens_total", Counter, schema.SrvPromptTokens, docLlama, "evaluated prompt tokens, plus the cached ones where the build counts them apart").plus("llamacpp:prompt_tokens_cached_total"),
+	row(LlamaCpp, "llamacpp:prompt_tokens_total", Counter, schema.SrvPrefixQueried, docLlama, "as prompt_tokens").plus("llamacpp:prompt_tokens_cached_total"),
+	row(LlamaCpp, "llamacpp:prompt_tokens_cached_total", Counter, schema.SrvPrefixHit, docLlama, "newer builds"),
+	row(LlamaCpp, "llamacpp:tokens_predicted_total", Counter, schema.SrvGenerationTokens, docLlama, ""),
+	row(LlamaCpp, "llamacpp:spec_decode_num_drafts_total", Counter, schema.SrvSpecSteps, docLlama, "verify steps"),
+	row(LlamaCpp, "llamacpp:spec_decode_num_draft_tokens_total", Counter, schema.SrvSpecDrafted, docLlama, ""),
+	row(LlamaCpp, "llamacpp:tokens_drafted_total", Counter, schema.SrvSpecDrafted, docLlama, "the older name"),
+	row(LlamaCpp, "llamacpp:spec_decode_num_accepted_tokens_total", Counter, schema.SrvSpecAccepted, docLlama, ""),
+	row(LlamaCpp, "llamacpp:tokens_drafted_accepted_total", Counter, schema.SrvSpecAccepted, docLlama, "the older name"),
 
-	{TGI, "tgi_batch_current_size", Gauge, schema.SrvRunning, "", "", false, docTGI, ""},
-	{TGI, "tgi_queue_size", Gauge, schema.SrvQueued, "", "", false, docTGI, ""},
-	{TGI, "tgi_request_success", Counter, schema.SrvRequests, "", "", false, docTGI, "the Rust exporter writes counters without _total"},
-	{TGI, "tgi_request_input_length", HistogramSum, schema.SrvPromptTokens, "", "", false, docTGI, "the sum of a histogram of tokens per request"},
-	{TGI, "tgi_request_generated_tokens", HistogramSum, schema.SrvGenerationTokens, "", "", false, docTGI, "the sum of a histogram of tokens per request"},
-	{TGI, "tgi_request_mean_time_per_token_duration", Histogram, schema.SrvITL, "", "", false, docTGI, "one mean per request, not one observation per gap: its quantiles are of requests"},
-	{TGI, "tgi_request_duration", Histogram, schema.SrvE2E, "", "", false, docTGI, ""},
-}...)...)
+	row(TGI, "tgi_batch_current_size", Gauge, schema.SrvRunning, docTGI, ""),
+	row(TGI, "tgi_queue_size", Gauge, schema.SrvQueued, docTGI, ""),
+	row(TGI, "tgi_request_success", Counter, schema.SrvRequests, docTGI, "the Rust exporter writes counters without _total"),
+	row(TGI, "tgi_request_input_length", HistogramSum, schema.SrvPromptTokens, docTGI, "the sum of a histogram of tokens per request"),
+	row(TGI, "tgi_request_generated_tokens", HistogramSum, schema.SrvGenerationTokens, docTGI, "the sum of a histogram of tokens per request"),
+	row(TGI, "tgi_request_mean_time_per_token_duration", Histogram, schema.SrvITL, docTGI, "one mean per request, not one observation per gap: its quantiles are of requests"),
+	row(TGI, "tgi_request_duration", Histogram, schema.SrvE2E, docTGI, ""),
+})
 
 // sglangRows are SGLang's series under prefix p, for server.
 func sglangRows(server, p, doc string) []Series {
 	return []Series{
-		{server, p + "num_running_reqs", Gauge, schema.SrvRunning, "", "", false, doc, ""},
-		{server, p + "num_queue_reqs", Gauge, schema.SrvQueued, "", "", false, doc, ""},
-		{server, p + "token_usage", Gauge, schema.SrvKVUsage, "", "", true, doc, "a fraction of the KV pool"},
-		{server, p + "num_used_tokens", Gauge, schema.SrvKVUsage, "", p + "max_total_num_tokens", true, doc, "tokens over the pool's, where token_usage is absent"},
-		{server, p + "cache_hit_rate", Gauge, schema.SrvCacheHitRate, "", "", true, doc, "a fraction"},
-		{server, p + "prompt_tokens_total", Counter, schema.SrvPromptTokens, "", "", false, doc, ""},
-		{server, p + "prompt_tokens_total", Counter, schema.SrvPrefixQueried, "", "", false, doc, "every prompt token is looked up in the radix cache"},
-		{server, p + "cached_tokens_total", Counter, schema.SrvPrefixHit, "", "", false, doc, "prompt tokens found cached"},
-		{server, p + "generation_tokens_total", Counter, schema.SrvGenerationTokens, "", "", false, doc, ""},
-		{server, p + "num_requests_total", Counter, schema.SrvRequests, "", "", false, doc, ""},
-		{server, p + "num_retracted_requests_total", Counter, schema.SrvPreemptions, "", "", false, doc, "not the num_retracted_reqs gauge, the last batch's"},
-		{server, p + "spec_accept_length", Gauge, schema.SrvAcceptLength, "", "", true, doc, "mean accepted tokens per verify step, bonus token included"},
-		{server, p + "time_to_first_token_seconds", Histogram, schema.SrvTTFT, "", "", false, doc, ""},
-		{server, p + "inter_token_latency_seconds", Histogram, schema.SrvITL, "", "", false, doc, "one observation per token gap (a chunk of n tokens counts n)"},
-		{server, p + "e2e_request_latency_seconds", Histogram, schema.SrvE2E, "", "", false, doc, ""},
+		row(server, p+"num_running_reqs", Gauge, schema.SrvRunning, doc, ""),
+		row(server, p+"num_queue_reqs", Gauge, schema.SrvQueued, doc, ""),
+		row(server, p+"token_usage", Gauge, schema.SrvKVUsage, doc, "a fraction of the KV pool").mean(),
+		row(server, p+"num_used_tokens", Gauge, schema.SrvKVUsage, doc, "tokens over the pool's, where token_usage is absent").per(p + "max_total_num_tokens").mean(),
+		row(server, p+"cache_hit_rate", Gauge, schema.SrvCacheHitRate, doc, "a fraction").mean(),
+		row(server, p+"prompt_tokens_total", Counter, schema.SrvPromptTokens, doc, ""),
+		row(server, p+"prompt_tokens_total", Counter, schema.SrvPrefixQueried, doc, "every prompt token is looked up in the radix cache"),
+		row(server, p+"cached_tokens_total", Counter, schema.SrvPrefixHit, doc, "prompt tokens found cached"),
+		row(server, p+"generation_tokens_total", Counter, schema.SrvGenerationTokens, doc, ""),
+		row(server, p+"num_requests_total", Counter, schema.SrvRequests, doc, ""),
+		row(server, p+"num_retracted_requests_total", Counter, schema.SrvPreemptions, doc, "not the num_retracted_reqs gauge, the last batch's"),
+		row(server, p+"spec_accept_length", Gauge, schema.SrvAcceptLength, doc, "mean accepted tokens per verify step, bonus token included").mean(),
+		row(server, p+"time_to_first_token_seconds", Histogram, schema.SrvTTFT, doc, ""),
+		row(server, p+"inter_token_latency_seconds", Histogram, schema.SrvITL, doc, "one observation per token gap (a chunk of n tokens counts n)"),
+		row(server, p+"e2e_request_latency_seconds", Histogram, schema.SrvE2E, doc, ""),
 	}
 }
+
+// row is a table row of no Plus, Per or Mean.
+func row(server, name string, kind Kind, common, doc, note string) Series {
+	return Series{Server: server, Name: name, Kind: kind, Common: common, Doc: doc, Note: note}
+}
+
+func (s Series) plus(name string) Series { s.Plus = name; return s }
+func (s Series) per(name string) Series  { s.Per = name; return s }
+func (s Series) mean() Series            { s.Mean = true; return s }
