@@ -88,14 +88,19 @@ const (
 // Table is every known series, by server. SGLang's rows are repeated
 // under glmbench: (the built-in engine writes SGLang's names under its own
 // prefix), with the engine's own names after them.
-var Table = slices.Concat(sglangRows(SGLang, "sglang:", docSGLang), sglangRows(Glmbench, "glmbench:", docEngine), []Series{
-	// The engine's names that SGLang lacks: its retraction counter before
-	// it took SGLang's name, and speculative counters under the names vLLM
-	// and llama.cpp share (SGLang has only its accept-length gauge).
-	row(Glmbench, "glmbench:num_retractions_total", Counter, schema.SrvPreemptions, docEngine, "the engine's name before SGLang's"),
+var Table = slices.Concat(sglangRows(SGLang, "sglang:", docSGLang), []Series{
+	// The engine's names that SGLang lacks, first so that they win over
+	// SGLang's rows for the same common name: its prefix cache's counters,
+	// counted at admission, under vLLM's names; and speculative counters
+	// under the names vLLM and llama.cpp share (SGLang has only its
+	// accept-length gauge).
+	row(Glmbench, "glmbench:prefix_cache_queries_total", Counter, schema.SrvPrefixQueried, docEngine, "prompt tokens looked up at admission"),
+	row(Glmbench, "glmbench:prefix_cache_hits_total", Counter, schema.SrvPrefixHit, docEngine, "of them, found cached"),
 	row(Glmbench, "glmbench:spec_decode_num_drafts_total", Counter, schema.SrvSpecSteps, docEngine, "verify steps"),
 	row(Glmbench, "glmbench:spec_decode_num_draft_tokens_total", Counter, schema.SrvSpecDrafted, docEngine, ""),
 	row(Glmbench, "glmbench:spec_decode_num_accepted_tokens_total", Counter, schema.SrvSpecAccepted, docEngine, ""),
+}, sglangRows(Glmbench, "glmbench:", docEngine), []Series{
+	row(Glmbench, "glmbench:num_retractions_total", Counter, schema.SrvPreemptions, docEngine, "the engine's name before SGLang's"),
 
 	row(VLLM, "vllm:num_requests_running", Gauge, schema.SrvRunning, docVLLM, ""),
 	row(VLLM, "vllm:num_requests_waiting", Gauge, schema.SrvQueued, docVLLM, ""),
