@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,13 +331,21 @@ func (ph *phase) burst() {
 	close(gate)
 }
 
-// dispatch sends request i at arrivals[i] from the phase start, or when a
-// slot frees under --max-concurrency, until the phase ends; the requests
-// it had no time to send are recorded as not sent.
+// dispatch sends the requests in the order of their planned times
+// (arrivalOffsets' and Expand's are in order; a workload phase built in code
+// may not be, and sending in index order would hold an early request behind
+// a late one), request i at arrivals[i] from the phase start, or when a slot
+// frees under --max-concurrency, until the phase ends; the requests it had
+// no time to send are recorded as not sent.
 func (ph *phase) dispatch(arrivals []time.Duration) {
+	order := make([]int, len(arrivals))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
 	ph.start = time.Now()
 	sent := 0
-	for i := range ph.spec.N {
+	for _, i := range order {
 		send := ph.ready(i)
 		planned, queued, ok := ph.await(ph.start.Add(arrivals[i]))
 		if !ok {
@@ -350,10 +360,19 @@ func (ph *phase) dispatch(arrivals []time.Duration) {
 			send(planned, queued)
 		}()
 	}
-	for i := sent; i < ph.spec.N; i++ {
-		ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
-		ph.prog.end(&ph.records[i])
+	for _, i := range order[sent:] {
+		ph.notSent(i)
 	}
+}
+
+// notSent records request i as not sent, with what the workload, if any,
+// knows of it.
+func (ph *phase) notSent(i int) {
+	ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
+	if ph.work != nil {
+		ph.work.annotate(ph.records, i)
+	}
+	ph.prog.end(&ph.records[i])
 }
 
 // await waits until planned and then, under --max-concurrency, for a free

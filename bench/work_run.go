@@ -2,11 +2,9 @@ package bench
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -158,7 +156,7 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 	case burst:
 		ph.burst()
 	default:
-		ph.dispatchWork(arrivals)
+		ph.dispatch(arrivals)
 	}
 	ph.wg.Wait()
 	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
@@ -206,9 +204,7 @@ func (ph *phase) sessions() {
 				at, queued, ok := ph.await(planned)
 				if !ok {
 					for k := i; k < last; k++ {
-						ph.records[k] = schema.Record{Phase: ph.spec.Name, I: k, NotSent: true}
-						ph.work.annotate(ph.records, k)
-						ph.prog.end(&ph.records[k])
+						ph.notSent(k)
 					}
 					return
 				}
@@ -225,40 +221,4 @@ func (ph *phase) sessions() {
 		first = last
 	}
 	all.Wait()
-}
-
-// dispatchWork sends the plan's requests in the order of their planned
-// times (Expand's are in order; a phase built in code may not be, and
-// sending in index order would hold an early request behind a late one),
-// each at its time from the phase start, or when a slot frees under
-// --max-concurrency, until the phase ends. The requests it had no time to
-// send are recorded as not sent, with what the workload knows of them.
-func (ph *phase) dispatchWork(arrivals []time.Duration) {
-	order := make([]int, len(arrivals))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
-	ph.start = time.Now()
-	sent := 0
-	for _, i := range order {
-		send := ph.ready(i)
-		planned, queued, ok := ph.await(ph.start.Add(arrivals[i]))
-		if !ok {
-			break
-		}
-		sent++
-		ph.wg.Add(1)
-		go func() {
-			if ph.sem != nil {
-				defer func() { <-ph.sem }()
-			}
-			send(planned, queued)
-		}()
-	}
-	for _, i := range order[sent:] {
-		ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
-		ph.work.annotate(ph.records, i)
-		ph.prog.end(&ph.records[i])
-	}
 }
