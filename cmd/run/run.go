@@ -82,13 +82,7 @@ const (
 
 // shared is the flags the endpoint commands share, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return &target.Flags{
-		Common: &o.Common,
-		// No request limit by default: --ttft-timeout and --stall-timeout
-		// end a hung stream, and a long decode may take any time.
-		RequestTimeout: target.Limit{To: &o.RequestTimeout},
-		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	}
+	return target.LoadFlags(&o.Common, &o.RequestTimeout, &o.StallTimeout)
 }
 
 // NewCmdRun binds run's flags. runF replaces the run function in tests.
