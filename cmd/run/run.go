@@ -296,11 +296,17 @@ func (o *Options) jobs(ctx context.Context, bo *bench.Options, specs []bench.Spe
 	if err != nil {
 		return nil, err
 	}
+	return phaseJobs(bo, plans, bench.RunPhase), nil
+}
+
+// phaseJobs are the calibrated plans as jobs, each running its plan with
+// run (bench.RunPhase, bench.RunWorkPhase).
+func phaseJobs[P any](bo *bench.Options, plans []P, run func(context.Context, *bench.Options, P) bench.PhaseRun) []job {
 	jobs := make([]job, len(plans))
 	for i, pl := range plans {
-		jobs[i] = func(ctx context.Context) bench.PhaseRun { return bench.RunPhase(ctx, bo, pl) }
+		jobs[i] = func(ctx context.Context) bench.PhaseRun { return run(ctx, bo, pl) }
 	}
-	return jobs, nil
+	return jobs
 }
 
 // benchOptions are the load's options for the endpoint ep, from the flags.
