@@ -37,3 +37,15 @@ func CountingEndpoint(t testing.TB) (url string, hits *atomic.Int64) {
 	t.Cleanup(srv.Close)
 	return srv.BaseURL(), hits
 }
+
+// ReadFile is the content of the file name in dir (a command's output
+// folder: reports.ReportMD, reports.ReportJSON); a file that cannot be read
+// fails t.
+func ReadFile(t testing.TB, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

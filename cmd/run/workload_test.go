@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -118,16 +117,13 @@ func runEngine(t *testing.T, e *enginetest.Engine, args ...string) (*schema.Repo
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, reports.ReportMD))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := cmdtest.ReadFile(t, dir, reports.ReportMD)
 	for _, r := range in.Records {
 		if !r.Completed() {
 			t.Fatalf("request %d did not complete: %+v", r.I, r)
 		}
 	}
-	return in.Report, in.Records, string(md)
+	return in.Report, in.Records, md
 }
 
 // Two groups of three requests sharing a 256-token system prompt, sent one
