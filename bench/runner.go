@@ -214,25 +214,35 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	// closed by the server as idle (nginx, load balancers, Go's
 	// ReadHeaderTimeout), and the transport never retries a fresh one, so
 	// the client's own staleness would count as the endpoint's connect error.
-	if o.RequestRate <= 0 {
+	run, status := ph.run(ctx, o, o.RequestRate <= 0, conc, func() {
+		if o.RequestRate <= 0 && ph.sem == nil {
+			ph.burst()
+		} else {
+			ph.dispatch(arrivals)
+		}
+	})
+	run.Result = phaseResult(o, plan, ph.records, status)
+	return run
+}
+
+// run opens conc connections first when warm (a burst's: see RunPhase),
+// then sends the phase's requests with send (burst, dispatch or sessions)
+// under the phase cap and waits for all of them to end. It returns the
+// records, with the CPU seconds the sending took, and the phase's status.
+func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send func()) (PhaseRun, string) {
+	if warm {
 		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
-		pool.Warm(warmCtx, conc)
+		ph.pool.Warm(warmCtx, conc)
 		cancelWarm()
 	}
-
 	var cancel func()
 	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
 	defer cancel()
 	cpu0 := cpuSeconds()
-	if o.RequestRate <= 0 && ph.sem == nil {
-		ph.burst()
-	} else {
-		ph.dispatch(arrivals)
-	}
+	send()
 	ph.wg.Wait()
 	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
-	run.Result = phaseResult(o, plan, ph.records, phaseStatus(ctx, ph.ctx, ph.records))
-	return run
+	return run, phaseStatus(ctx, ph.ctx, ph.records)
 }
 
 // phase is one phase in flight: what RunPhase's parts share.

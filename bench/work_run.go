@@ -141,26 +141,17 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 		arrivals[i] = r.At
 		burst = burst && r.At == 0
 	}
-	if burst {
-		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
-		pool.Warm(warmCtx, conc)
-		cancelWarm()
-	}
-	var cancel func()
-	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
-	defer cancel()
-	cpu0 := cpuSeconds()
-	switch {
-	case plan.multiTurn:
-		ph.sessions()
-	case burst:
-		ph.burst()
-	default:
-		ph.dispatch(arrivals)
-	}
-	ph.wg.Wait()
-	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
-	r := summary.Phase(spec.Name, spec.In, spec.Out, ph.records, phaseStatus(ctx, ph.ctx, ph.records))
+	run, status := ph.run(ctx, o, burst, conc, func() {
+		switch {
+		case plan.multiTurn:
+			ph.sessions()
+		case burst:
+			ph.burst()
+		default:
+			ph.dispatch(arrivals)
+		}
+	})
+	r := summary.Phase(spec.Name, spec.In, spec.Out, ph.records, status)
 	r.Workload = plan.Phase.Kind
 	r.Concurrency = o.MaxConcurrency
 	if a := plan.Phase.Arrival; a.Kind == "poisson" || a.Kind == "gamma" || a.Kind == "constant" {
