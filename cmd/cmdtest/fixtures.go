@@ -4,9 +4,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
@@ -48,4 +50,22 @@ func ReadFile(t testing.TB, dir, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// WantRefused fails t unless a command exited 2 (cmdutil.ExitBadInput) with
+// one line on stderr, "glmbench: " and a message saying each of want, and
+// sent not one HTTP request to the endpoint whose requests hits counts.
+func WantRefused(t testing.TB, code int, stderr string, hits *atomic.Int64, want ...string) {
+	t.Helper()
+	if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "glmbench: ") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 in one line", code, stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q does not say %q", stderr, w)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d HTTP requests reached the endpoint; want none", n)
+	}
 }

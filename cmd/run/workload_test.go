@@ -9,7 +9,6 @@ import (
 
 	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/cmd/cmdtest"
-	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
@@ -88,17 +87,7 @@ func TestBadWorkloadInputExitsTwoInOneLineBeforeAnyRequest(t *testing.T) {
 			url, hits := cmdtest.CountingEndpoint(t)
 			dir := t.TempDir()
 			code, stderr := execute(t, context.Background(), append([]string{"--endpoint", url, "--model", "m", "--out", dir}, tc.args...)...)
-			if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "glmbench: ") {
-				t.Fatalf("exit %d, stderr %q; want exit 2 in one line", code, stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q does not say %q", stderr, w)
-				}
-			}
-			if n := hits.Load(); n != 0 {
-				t.Errorf("%d HTTP requests reached the endpoint; want none", n)
-			}
+			cmdtest.WantRefused(t, code, stderr, hits, tc.want...)
 			noReport(t, dir)
 		})
 	}
