@@ -193,16 +193,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // cause but ErrPhaseCap) ends the phase early with status interrupted.
 func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	spec := plan.Spec
-	conc := spec.N
-	if o.MaxConcurrency > 0 {
-		conc = min(conc, o.MaxConcurrency)
-	}
-	pool := endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
+	pool, conc := o.phasePool(spec.N)
 	defer pool.Close()
-	prog := o.Progress
-	if prog == nil {
-		prog = &Progress{}
-	}
+	prog := o.progress()
 	ph := newPhase(o, plan, pool, prog)
 	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
 	prog.begin(spec)
@@ -223,6 +216,26 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	})
 	run.Result = phaseResult(o, plan, ph.records, status)
 	return run
+}
+
+// phasePool is the connection pool of a phase that would keep up to n
+// requests in flight, and how many connections it holds: n, or
+// --max-concurrency when that is lower.
+func (o *Options) phasePool(n int) (*endpoints.Pool, int) {
+	conc := n
+	if o.MaxConcurrency > 0 {
+		conc = min(conc, o.MaxConcurrency)
+	}
+	return endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout}), conc
+}
+
+// progress is the live view a phase reports to: o.Progress, or one that
+// no one reads.
+func (o *Options) progress() *Progress {
+	if o.Progress == nil {
+		return &Progress{}
+	}
+	return o.Progress
 }
 
 // run opens conc connections first when warm (a burst's: see RunPhase),

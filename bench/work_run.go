@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/bench/workload"
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -106,19 +105,13 @@ func (w *WorkPlan) annotate(records []schema.Record, i int) {
 // never fails: every request, sent or not, becomes a record.
 func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 	spec := Spec{Name: plan.Phase.Name, N: plan.N(), In: plan.In, Out: plan.Out}
-	conc := spec.N
+	inFlight := spec.N
 	if plan.multiTurn {
-		conc = sessions(plan.Reqs)
+		inFlight = sessions(plan.Reqs)
 	}
-	if o.MaxConcurrency > 0 {
-		conc = min(conc, o.MaxConcurrency)
-	}
-	pool := endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
+	pool, conc := o.phasePool(inFlight)
 	defer pool.Close()
-	prog := o.Progress
-	if prog == nil {
-		prog = &Progress{}
-	}
+	prog := o.progress()
 	maxOut := 0
 	for _, it := range plan.items {
 		maxOut = max(maxOut, it.out)
