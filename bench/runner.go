@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,16 +193,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // cause but ErrPhaseCap) ends the phase early with status interrupted.
 func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	spec := plan.Spec
-	conc := spec.N
-	if o.MaxConcurrency > 0 {
-		conc = min(conc, o.MaxConcurrency)
-	}
-	pool := endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
+	pool, conc := o.phasePool(spec.N)
 	defer pool.Close()
-	prog := o.Progress
-	if prog == nil {
-		prog = &Progress{}
-	}
+	prog := o.progress()
 	ph := newPhase(o, plan, pool, prog)
 	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
 	prog.begin(spec)
@@ -212,25 +207,55 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	// closed by the server as idle (nginx, load balancers, Go's
 	// ReadHeaderTimeout), and the transport never retries a fresh one, so
 	// the client's own staleness would count as the endpoint's connect error.
-	if o.RequestRate <= 0 {
+	run, status := ph.run(ctx, o, o.RequestRate <= 0, conc, func() {
+		if o.RequestRate <= 0 && ph.sem == nil {
+			ph.burst()
+		} else {
+			ph.dispatch(arrivals)
+		}
+	})
+	run.Result = phaseResult(o, plan, ph.records, status)
+	return run
+}
+
+// phasePool is the connection pool of a phase that would keep up to n
+// requests in flight, and how many connections it holds: n, or
+// --max-concurrency when that is lower.
+func (o *Options) phasePool(n int) (*endpoints.Pool, int) {
+	conc := n
+	if o.MaxConcurrency > 0 {
+		conc = min(conc, o.MaxConcurrency)
+	}
+	return endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout}), conc
+}
+
+// progress is the live view a phase reports to: o.Progress, or one that
+// no one reads.
+func (o *Options) progress() *Progress {
+	if o.Progress == nil {
+		return &Progress{}
+	}
+	return o.Progress
+}
+
+// run opens conc connections first when warm (a burst's: see RunPhase),
+// then sends the phase's requests with send (burst, dispatch or sessions)
+// under the phase cap and waits for all of them to end. It returns the
+// records, with the CPU seconds the sending took, and the phase's status.
+func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send func()) (PhaseRun, string) {
+	if warm {
 		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
-		pool.Warm(warmCtx, conc)
+		ph.pool.Warm(warmCtx, conc)
 		cancelWarm()
 	}
-
 	var cancel func()
 	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
 	defer cancel()
 	cpu0 := cpuSeconds()
-	if o.RequestRate <= 0 && ph.sem == nil {
-		ph.burst()
-	} else {
-		ph.dispatch(arrivals)
-	}
+	send()
 	ph.wg.Wait()
 	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
-	run.Result = phaseResult(o, plan, ph.records, phaseStatus(ctx, ph.ctx, ph.records))
-	return run
+	return run, phaseStatus(ctx, ph.ctx, ph.records)
 }
 
 // phase is one phase in flight: what RunPhase's parts share.
@@ -329,13 +354,21 @@ func (ph *phase) burst() {
 	close(gate)
 }
 
-// dispatch sends request i at arrivals[i] from the phase start, or when a
-// slot frees under --max-concurrency, until the phase ends; the requests
-// it had no time to send are recorded as not sent.
+// dispatch sends the requests in the order of their planned times
+// (arrivalOffsets' and Expand's are in order; a workload phase built in code
+// may not be, and sending in index order would hold an early request behind
+// a late one), request i at arrivals[i] from the phase start, or when a slot
+// frees under --max-concurrency, until the phase ends; the requests it had
+// no time to send are recorded as not sent.
 func (ph *phase) dispatch(arrivals []time.Duration) {
+	order := make([]int, len(arrivals))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
 	ph.start = time.Now()
 	sent := 0
-	for i := range ph.spec.N {
+	for _, i := range order {
 		send := ph.ready(i)
 		planned, queued, ok := ph.await(ph.start.Add(arrivals[i]))
 		if !ok {
@@ -350,10 +383,19 @@ func (ph *phase) dispatch(arrivals []time.Duration) {
 			send(planned, queued)
 		}()
 	}
-	for i := sent; i < ph.spec.N; i++ {
-		ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
-		ph.prog.end(&ph.records[i])
+	for _, i := range order[sent:] {
+		ph.notSent(i)
 	}
+}
+
+// notSent records request i as not sent, with what the workload, if any,
+// knows of it.
+func (ph *phase) notSent(i int) {
+	ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
+	if ph.work != nil {
+		ph.work.annotate(ph.records, i)
+	}
+	ph.prog.end(&ph.records[i])
 }
 
 // await waits until planned and then, under --max-concurrency, for a free

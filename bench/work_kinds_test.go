@@ -336,10 +336,7 @@ func TestATracePhaseSendsEachRequestAtItsScaledTimestamp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
 	run := RunWorkPhase(context.Background(), o, plans[0])
 	for i, r := range run.Records {
 		// The truth: (timestamp − the first) ms × 0.5.
@@ -367,10 +364,7 @@ func TestACappedOrInterruptedMultiTurnPhaseRecordsItsLaterTurnsNotSent(t *testin
 			const sessions, turns = 3, 6
 			reqs := multiTurnReqs(sessions, turns, 20, 2, 0)
 			ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: sessions, Turns: turns, UserTokens: 20, OutputTokens: 2}
-			plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
 			ctx, cancel := context.WithCancelCause(context.Background())
 			defer cancel(nil)
 			// Each turn takes 40 ms: the phase ends within its third.
@@ -421,10 +415,7 @@ func TestMaxConcurrencyBoundsTheTurnsInFlightOfMultiTurnSessions(t *testing.T) {
 	const sessions, turns = 6, 3
 	reqs := multiTurnReqs(sessions, turns, 20, 2, 0)
 	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: sessions, Turns: turns, UserTokens: 20, OutputTokens: 2}
-	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
 	f.reset()
 	run := RunWorkPhase(context.Background(), o, plans[0])
 	for _, r := range run.Records {
@@ -450,10 +441,7 @@ func TestNoPhaseOfAWorkloadFindsAnotherPhasesPromptsCached(t *testing.T) {
 	sp := workload.Phase{Name: "c", Kind: workload.SharedPrefix, Groups: 2, PrefixTokens: 256, QuestionTokens: 32}
 	phases := []WorkPhase{{Phase: rnd, Reqs: same}, {Phase: rnd, Reqs: same},
 		{Phase: sp, Reqs: sharedPrefixReqs(2, 2, 256, 32, 2)}, {Phase: sp, Reqs: sharedPrefixReqs(2, 2, 256, 32, 2)}}
-	plans, _, err := PrepareWorkload(context.Background(), o, phases)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := mustPrepare(t, o, phases)
 	for k, pl := range plans {
 		run := RunWorkPhase(context.Background(), o, pl)
 		for _, r := range run.Records {
@@ -483,10 +471,7 @@ func TestATurnThatFailsLeavesItsSessionGoingAndExpectingTheLastServedHistory(t *
 	o := testOptions(t, srv, nonce)
 	reqs := multiTurnReqs(2, turns, 20, 2, 0)
 	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: 2, Turns: turns, UserTokens: 20, OutputTokens: 2}
-	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
 	run := RunWorkPhase(context.Background(), o, plans[0])
 	for i, r := range run.Records {
 		switch r.Turn {
@@ -525,10 +510,7 @@ func TestRequestsPlannedOutOfIndexOrderAreSentInTimeOrderAndTheUnsentKeepTheirAn
 		{I: 2, At: 100 * time.Millisecond, Input: 60, Output: 4},
 		{I: 3, At: time.Hour, Input: 70, Output: 5},
 	}
-	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: workload.Phase{Name: "r", Kind: workload.Random}, Reqs: reqs}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := mustPrepare(t, o, []WorkPhase{{Phase: workload.Phase{Name: "r", Kind: workload.Random}, Reqs: reqs}})
 	run := RunWorkPhase(context.Background(), o, plans[0])
 	rec := run.Records
 	for i := range 3 {
@@ -551,10 +533,7 @@ func TestASweepsCycleAnnotatesEachRequestWithItsWorkloadRequest(t *testing.T) {
 	o := testOptions(t, srv, "cafe010a")
 	reqs := multiTurnReqs(2, 3, 20, 2, 0)
 	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: 2, Turns: 3, UserTokens: 20, OutputTokens: 2}
-	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
 	_, out, annotate := plans[0].cycle(o.Nonce, "cafe010ap1")
 	for i := range 2 * len(reqs) {
 		// Request i of the point is the workload's request i mod N.
@@ -579,10 +558,7 @@ func TestAWorkloadPlanHoldsNoBodyItIsNotSending(t *testing.T) {
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	held := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
@@ -609,4 +585,15 @@ func TestAWorkloadPhaseWithoutRequestsIsRefusedBeforeAnyProbe(t *testing.T) {
 	if n := srv.Count(); n != 0 {
 		t.Errorf("%d chat requests sent for a phase refused", n)
 	}
+}
+
+// mustPrepare is PrepareWorkload of phases over o for a test whose
+// workload must prepare: any error fails t.
+func mustPrepare(t testing.TB, o *Options, phases []WorkPhase) []*WorkPlan {
+	t.Helper()
+	plans, _, err := PrepareWorkload(context.Background(), o, phases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plans
 }

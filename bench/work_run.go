@@ -2,17 +2,14 @@ package bench
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/glmbench/glmbench/bench/workload"
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -108,19 +105,13 @@ func (w *WorkPlan) annotate(records []schema.Record, i int) {
 // never fails: every request, sent or not, becomes a record.
 func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 	spec := Spec{Name: plan.Phase.Name, N: plan.N(), In: plan.In, Out: plan.Out}
-	conc := spec.N
+	inFlight := spec.N
 	if plan.multiTurn {
-		conc = sessions(plan.Reqs)
+		inFlight = sessions(plan.Reqs)
 	}
-	if o.MaxConcurrency > 0 {
-		conc = min(conc, o.MaxConcurrency)
-	}
-	pool := endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout})
+	pool, conc := o.phasePool(inFlight)
 	defer pool.Close()
-	prog := o.Progress
-	if prog == nil {
-		prog = &Progress{}
-	}
+	prog := o.progress()
 	maxOut := 0
 	for _, it := range plan.items {
 		maxOut = max(maxOut, it.out)
@@ -143,26 +134,17 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 		arrivals[i] = r.At
 		burst = burst && r.At == 0
 	}
-	if burst {
-		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
-		pool.Warm(warmCtx, conc)
-		cancelWarm()
-	}
-	var cancel func()
-	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
-	defer cancel()
-	cpu0 := cpuSeconds()
-	switch {
-	case plan.multiTurn:
-		ph.sessions()
-	case burst:
-		ph.burst()
-	default:
-		ph.dispatchWork(arrivals)
-	}
-	ph.wg.Wait()
-	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
-	r := summary.Phase(spec.Name, spec.In, spec.Out, ph.records, phaseStatus(ctx, ph.ctx, ph.records))
+	run, status := ph.run(ctx, o, burst, conc, func() {
+		switch {
+		case plan.multiTurn:
+			ph.sessions()
+		case burst:
+			ph.burst()
+		default:
+			ph.dispatch(arrivals)
+		}
+	})
+	r := summary.Phase(spec.Name, spec.In, spec.Out, ph.records, status)
 	r.Workload = plan.Phase.Kind
 	r.Concurrency = o.MaxConcurrency
 	if a := plan.Phase.Arrival; a.Kind == "poisson" || a.Kind == "gamma" || a.Kind == "constant" {
@@ -206,9 +188,7 @@ func (ph *phase) sessions() {
 				at, queued, ok := ph.await(planned)
 				if !ok {
 					for k := i; k < last; k++ {
-						ph.records[k] = schema.Record{Phase: ph.spec.Name, I: k, NotSent: true}
-						ph.work.annotate(ph.records, k)
-						ph.prog.end(&ph.records[k])
+						ph.notSent(k)
 					}
 					return
 				}
@@ -225,40 +205,4 @@ func (ph *phase) sessions() {
 		first = last
 	}
 	all.Wait()
-}
-
-// dispatchWork sends the plan's requests in the order of their planned
-// times (Expand's are in order; a phase built in code may not be, and
-// sending in index order would hold an early request behind a late one),
-// each at its time from the phase start, or when a slot frees under
-// --max-concurrency, until the phase ends. The requests it had no time to
-// send are recorded as not sent, with what the workload knows of them.
-func (ph *phase) dispatchWork(arrivals []time.Duration) {
-	order := make([]int, len(arrivals))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
-	ph.start = time.Now()
-	sent := 0
-	for _, i := range order {
-		send := ph.ready(i)
-		planned, queued, ok := ph.await(ph.start.Add(arrivals[i]))
-		if !ok {
-			break
-		}
-		sent++
-		ph.wg.Add(1)
-		go func() {
-			if ph.sem != nil {
-				defer func() { <-ph.sem }()
-			}
-			send(planned, queued)
-		}()
-	}
-	for _, i := range order[sent:] {
-		ph.records[i] = schema.Record{Phase: ph.spec.Name, I: i, NotSent: true}
-		ph.work.annotate(ph.records, i)
-		ph.prog.end(&ph.records[i])
-	}
 }

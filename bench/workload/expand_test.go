@@ -188,21 +188,16 @@ func TestEmbeddedExamplesLoadExpandAndDescribe(t *testing.T) {
 	if _, ok := Named("nope"); ok {
 		t.Error(`Named("nope") found something`)
 	}
-	sp, _ := Named("shared-prefix")
-	if d := sp.Phases[0].Describe(); d != "shared-prefix: 32 requests, 4 groups, 512+32 tokens, out 8, poisson 8/s" {
-		t.Errorf("Describe: %q", d)
-	}
-	mt, _ := Named("multi-turn")
-	if d := mt.Phases[0].Describe(); d != "multi-turn: 8 sessions × 4 turns, user 96 tokens, out 16, think 100ms, poisson 4/s" {
-		t.Errorf("Describe: %q", d)
-	}
-	r, _ := Named("random")
-	if d := r.Phases[0].Describe(); d != "random: 24 requests, in 256..1024, out lognormal 16±6 in [8, 32], gamma 4/s burstiness 0.5" {
-		t.Errorf("Describe: %q", d)
-	}
-	tr, _ := Named("trace")
-	if d := tr.Phases[0].Describe(); d != "trace: 30 requests from embedded:trace, time ×0.5, trace times" {
-		t.Errorf("Describe: %q", d)
+	for _, tc := range []struct{ name, want string }{
+		{"shared-prefix", "shared-prefix: 32 requests, 4 groups, 512+32 tokens, out 8, poisson 8/s"},
+		{"multi-turn", "multi-turn: 8 sessions × 4 turns, user 96 tokens, out 16, think 100ms, poisson 4/s"},
+		{"random", "random: 24 requests, in 256..1024, out lognormal 16±6 in [8, 32], gamma 4/s burstiness 0.5"},
+		{"trace", "trace: 30 requests from embedded:trace, time ×0.5, trace times"},
+	} {
+		f, _ := Named(tc.name)
+		if d := f.Phases[0].Describe(); d != tc.want {
+			t.Errorf("Describe: %q", d)
+		}
 	}
 }
 

@@ -101,11 +101,8 @@ func readReport(t *testing.T, dir string) (*schema.Report, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, reports.ReportMD))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep, string(md)
+	md := cmdtest.ReadFile(t, dir, reports.ReportMD)
+	return rep, md
 }
 
 func TestARunWritesOnlyItsSectionAndExitsByTheVerdict(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	enginemodel "github.com/glmbench/glmbench/engine/model"
@@ -30,10 +31,7 @@ func execute(t *testing.T, ctx context.Context, args ...string) (code int, stdou
 func readReport(t *testing.T, dir string) (*schema.Report, []schema.Record, string) {
 	t.Helper()
 	rep := reportJSON(t, dir)
-	b, err := os.ReadFile(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := cmdtest.ReadFile(t, dir, reports.ReportJSON)
 	f, err := os.Open(filepath.Join(dir, reports.RecordsJSONL))
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +41,8 @@ func readReport(t *testing.T, dir string) (*schema.Report, []schema.Record, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, reports.ReportMD))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep, recs, string(b) + string(md)
+	md := cmdtest.ReadFile(t, dir, reports.ReportMD)
+	return rep, recs, b + md
 }
 
 func TestRunWritesTheReportAndKeepsSecretsOut(t *testing.T) {

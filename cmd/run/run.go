@@ -82,13 +82,7 @@ const (
 
 // shared is the flags the endpoint commands share, over o's fields.
 func (o *Options) shared() *target.Flags {
-	return &target.Flags{
-		Common: &o.Common,
-		// No request limit by default: --ttft-timeout and --stall-timeout
-		// end a hung stream, and a long decode may take any time.
-		RequestTimeout: target.Limit{To: &o.RequestTimeout},
-		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	}
+	return target.LoadFlags(&o.Common, &o.RequestTimeout, &o.StallTimeout)
 }
 
 // NewCmdRun binds run's flags. runF replaces the run function in tests.
@@ -302,11 +296,17 @@ func (o *Options) jobs(ctx context.Context, bo *bench.Options, specs []bench.Spe
 	if err != nil {
 		return nil, err
 	}
+	return phaseJobs(bo, plans, bench.RunPhase), nil
+}
+
+// phaseJobs are the calibrated plans as jobs, each running its plan with
+// run (bench.RunPhase, bench.RunWorkPhase).
+func phaseJobs[P any](bo *bench.Options, plans []P, run func(context.Context, *bench.Options, P) bench.PhaseRun) []job {
 	jobs := make([]job, len(plans))
 	for i, pl := range plans {
-		jobs[i] = func(ctx context.Context) bench.PhaseRun { return bench.RunPhase(ctx, bo, pl) }
+		jobs[i] = func(ctx context.Context) bench.PhaseRun { return run(ctx, bo, pl) }
 	}
-	return jobs, nil
+	return jobs
 }
 
 // benchOptions are the load's options for the endpoint ep, from the flags.

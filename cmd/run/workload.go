@@ -66,9 +66,5 @@ func (o *Options) workJobs(ctx context.Context, bo *bench.Options, phases []benc
 	if err != nil {
 		return nil, err
 	}
-	jobs := make([]job, len(plans))
-	for i, pl := range plans {
-		jobs[i] = func(ctx context.Context) bench.PhaseRun { return bench.RunWorkPhase(ctx, bo, pl) }
-	}
-	return jobs, nil
+	return phaseJobs(bo, plans, bench.RunWorkPhase), nil
 }

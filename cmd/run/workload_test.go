@@ -2,49 +2,17 @@ package run
 
 import (
 	"context"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/glmbench/glmbench/bench/workload"
-	"github.com/glmbench/glmbench/cmd/cmdutil"
-	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
-
-// writeFile writes content to name in a fresh temporary folder and
-// returns its path.
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// countingEndpoint is a fake endpoint that counts every HTTP request to
-// reach it, of any path (/v1/models too): a command refused before any load
-// sends it none at all.
-func countingEndpoint(t *testing.T) (url string, hits *atomic.Int64) {
-	t.Helper()
-	hits = new(atomic.Int64)
-	srv := endpointstest.New(nil, func(s *endpointstest.Server) {
-		next := s.Config.Handler
-		s.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hits.Add(1)
-			next.ServeHTTP(w, r)
-		})
-	})
-	t.Cleanup(srv.Close)
-	return srv.BaseURL(), hits
-}
 
 // show is an optional count as a message says it: the number, or "none".
 func show(p *int) string {
@@ -74,8 +42,8 @@ const fixedYAML = `phases:
 // wrong, before any request reaches the endpoint, and leaves no report.
 func TestBadWorkloadInputExitsTwoInOneLineBeforeAnyRequest(t *testing.T) {
 	t.Parallel()
-	fixed := writeFile(t, "fixed.yaml", fixedYAML)
-	misspelt := writeFile(t, "misspelt.yaml", `phases:
+	fixed := cmdtest.WriteFile(t, "fixed.yaml", fixedYAML)
+	misspelt := cmdtest.WriteFile(t, "misspelt.yaml", `phases:
   - name: chat
     kind: shared-prefix
     requests: 4
@@ -84,12 +52,12 @@ func TestBadWorkloadInputExitsTwoInOneLineBeforeAnyRequest(t *testing.T) {
     question_tokens: 16
     output_tokens: 2
 `)
-	broken := writeFile(t, "broken.jsonl", `{"prompt": "one", "max_tokens": 2}
+	broken := cmdtest.WriteFile(t, "broken.jsonl", `{"prompt": "one", "max_tokens": 2}
 {"prompt": "two", "max_tokens": 2}
 {"prompt": "three", "max_tokens": 
 {"prompt": "four", "max_tokens": 2}
 `)
-	single := writeFile(t, "single.yaml", `phases:
+	single := cmdtest.WriteFile(t, "single.yaml", `phases:
   - name: single
     kind: fixed
     requests: 1
@@ -116,20 +84,10 @@ func TestBadWorkloadInputExitsTwoInOneLineBeforeAnyRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			url, hits := countingEndpoint(t)
+			url, hits := cmdtest.CountingEndpoint(t)
 			dir := t.TempDir()
 			code, stderr := execute(t, context.Background(), append([]string{"--endpoint", url, "--model", "m", "--out", dir}, tc.args...)...)
-			if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "glmbench: ") {
-				t.Fatalf("exit %d, stderr %q; want exit 2 in one line", code, stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q does not say %q", stderr, w)
-				}
-			}
-			if n := hits.Load(); n != 0 {
-				t.Errorf("%d HTTP requests reached the endpoint; want none", n)
-			}
+			cmdtest.WantRefused(t, code, stderr, hits, tc.want...)
 			noReport(t, dir)
 		})
 	}
@@ -148,16 +106,13 @@ func runEngine(t *testing.T, e *enginetest.Engine, args ...string) (*schema.Repo
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, reports.ReportMD))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := cmdtest.ReadFile(t, dir, reports.ReportMD)
 	for _, r := range in.Records {
 		if !r.Completed() {
 			t.Fatalf("request %d did not complete: %+v", r.I, r)
 		}
 	}
-	return in.Report, in.Records, string(md)
+	return in.Report, in.Records, md
 }
 
 // Two groups of three requests sharing a 256-token system prompt, sent one
@@ -168,7 +123,7 @@ func runEngine(t *testing.T, e *enginetest.Engine, args ...string) (*schema.Repo
 func TestRunSharedPrefixWorkloadReportsItsCache(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t)
-	spec := writeFile(t, "shared.yaml", `phases:
+	spec := cmdtest.WriteFile(t, "shared.yaml", `phases:
   - name: chat
     kind: shared-prefix
     requests: 6
@@ -228,7 +183,7 @@ func TestRunSharedPrefixWorkloadReportsItsCache(t *testing.T) {
 func TestRunDatasetSendsEachItemWithItsOwnMaxTokens(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t)
-	data := writeFile(t, "items.jsonl", `{"prompt": "Name three rivers of Europe.", "max_tokens": 3}
+	data := cmdtest.WriteFile(t, "items.jsonl", `{"prompt": "Name three rivers of Europe.", "max_tokens": 3}
 {"prompt": "What is a prime number?", "max_tokens": 4}
 
 {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why is the sky blue?"}], "max_tokens": 5}
@@ -283,7 +238,7 @@ func TestRunBuiltinTraceCompletesItsRequests(t *testing.T) {
 func TestRunMultiTurnExpectsEachTurnsHistoryCached(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t)
-	spec := writeFile(t, "chat.yaml", `phases:
+	spec := cmdtest.WriteFile(t, "chat.yaml", `phases:
   - name: chat
     kind: multi-turn
     sessions: 2

@@ -61,15 +61,11 @@ type Options struct {
 	ShapeGiven bool
 }
 
-// shared is the flags sweep shares with run, over o's fields.
+// shared is the flags sweep shares with run, over o's fields: the same
+// limits, since the drain ends a point as the TTFT and stall limits end a
+// hung stream.
 func (o *Options) shared() *target.Flags {
-	return &target.Flags{
-		Common: &o.Common,
-		// As run: no request limit by default; the TTFT and stall limits end
-		// a hung stream, and the drain ends a point.
-		RequestTimeout: target.Limit{To: &o.RequestTimeout},
-		StallTimeout:   target.Limit{To: &o.StallTimeout, Default: 60 * time.Second},
-	}
+	return target.LoadFlags(&o.Common, &o.RequestTimeout, &o.StallTimeout)
 }
 
 // NewCmdSweep binds sweep's flags. runF replaces the run function in tests.

@@ -86,12 +86,9 @@ func TestASweepWritesItsCapacityTableAndPlots(t *testing.T) {
 	if len(s.Points) != 3 || len(s.Points[0].Slices) != 3 {
 		t.Fatalf("%d points, %d slices in the first", len(s.Points), len(s.Points[0].Slices))
 	}
-	md, err := os.ReadFile(filepath.Join(dir, reports.ReportMD))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := cmdtest.ReadFile(t, dir, reports.ReportMD)
 	for _, want := range []string{"## Sweep sweep: 32 in / 32 out, by concurrency", "**capacity: concurrency 16 (in [16, 24))", "### Slices", "**goodput** = met requests / window seconds"} {
-		if !strings.Contains(string(md), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}

@@ -1,50 +1,19 @@
 package sweep
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/bench/workload"
-	"github.com/glmbench/glmbench/cmd/cmdutil"
-	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/reports"
 )
-
-// writeFile writes content to name in a fresh temporary folder and
-// returns its path.
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// countingEndpoint is a fake endpoint that counts every HTTP request to
-// reach it, of any path (/v1/models too): a sweep refused before any load
-// sends it none at all.
-func countingEndpoint(t *testing.T) (url string, hits *atomic.Int64) {
-	t.Helper()
-	hits = new(atomic.Int64)
-	srv := endpointstest.New(nil, func(s *endpointstest.Server) {
-		next := s.Config.Handler
-		s.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hits.Add(1)
-			next.ServeHTTP(w, r)
-		})
-	})
-	t.Cleanup(srv.Close)
-	return srv.BaseURL(), hits
-}
 
 // randomYAML is one random phase: 6 prompts of 48 to 64 tokens, answers of
 // 2 to 5 tokens.
@@ -61,8 +30,8 @@ const randomYAML = `phases:
 // in one line, before any request reaches the endpoint.
 func TestBadWorkloadSweepsExitTwoInOneLineBeforeAnyRequest(t *testing.T) {
 	t.Parallel()
-	random := writeFile(t, "random.yaml", randomYAML)
-	two := writeFile(t, "two.yaml", randomYAML+`  - name: fixed
+	random := cmdtest.WriteFile(t, "random.yaml", randomYAML)
+	two := cmdtest.WriteFile(t, "two.yaml", randomYAML+`  - name: fixed
     kind: fixed
     requests: 2
     input_tokens: 32
@@ -81,20 +50,10 @@ func TestBadWorkloadSweepsExitTwoInOneLineBeforeAnyRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			url, hits := countingEndpoint(t)
+			url, hits := cmdtest.CountingEndpoint(t)
 			dir := filepath.Join(t.TempDir(), "out")
 			code, _, stderr := execute(t, append([]string{"--endpoint", url, "--model", "m", "--out", dir}, tc.args...)...)
-			if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "glmbench: ") {
-				t.Fatalf("exit %d, stderr %q; want exit 2 in one line", code, stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q does not say %q", stderr, w)
-				}
-			}
-			if n := hits.Load(); n != 0 {
-				t.Errorf("%d HTTP requests reached the endpoint; want none", n)
-			}
+			cmdtest.WantRefused(t, code, stderr, hits, tc.want...)
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("the output folder exists (%v); want no report", err)
 			}
@@ -109,7 +68,7 @@ func TestBadWorkloadSweepsExitTwoInOneLineBeforeAnyRequest(t *testing.T) {
 func TestAWorkloadSweepSendsThePhasesRequestsAtEachPoint(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: time.Millisecond}))
-	spec := writeFile(t, "random.yaml", randomYAML)
+	spec := cmdtest.WriteFile(t, "random.yaml", randomYAML)
 	f, err := workload.Load(spec)
 	if err != nil {
 		t.Fatal(err)

@@ -55,6 +55,18 @@ type Flags struct {
 	Alias string
 }
 
+// LoadFlags are the shared flags of a command that streams load (run,
+// sweep) over c and its request and stall limits: no request limit by
+// default, since the TTFT and stall limits end a hung stream and a long
+// decode may take any time, and a stall limit of 60 s.
+func LoadFlags(c *Common, request, stall *time.Duration) *Flags {
+	return &Flags{
+		Common:         c,
+		RequestTimeout: Limit{To: request},
+		StallTimeout:   Limit{To: stall, Default: 60 * time.Second},
+	}
+}
+
 // Limit is how a command takes one of the shared per-request limits.
 type Limit struct {
 	// To is the command's field the flag sets; nil: no such flag.
