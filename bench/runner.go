@@ -14,6 +14,7 @@ import (
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/serverside"
 	"github.com/glmbench/glmbench/reports/slo"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -54,6 +55,11 @@ type Options struct {
 	Progress *Progress
 	// SLOs, when set, add goodput and attainment to each phase.
 	SLOs slo.Set
+	// Metrics, when set, scrapes the endpoint's own metrics before each
+	// phase (and sweep point), every MetricsInterval during it
+	// (DefaultMetricsInterval when 0), and after it.
+	Metrics         Scraper
+	MetricsInterval time.Duration
 }
 
 // Plan is a phase ready to run: its shape and its calibrated filler.
@@ -78,6 +84,9 @@ type PhaseRun struct {
 	Records []schema.Record
 	// CPUSeconds is the glmbench process's CPU time during the phase.
 	CPUSeconds float64
+	// Samples are the scrapes of the endpoint's metrics around and during
+	// the phase (Options.Metrics), their T from Start; nil without.
+	Samples []schema.MetricsSample
 }
 
 // Prepare calibrates every phase's prompt and checks that the endpoint
@@ -215,6 +224,7 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 		}
 	})
 	run.Result = phaseResult(o, plan, ph.records, status)
+	run.Result.Server = serverside.Stats(run.Samples)
 	return run
 }
 
@@ -248,6 +258,7 @@ func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send 
 		ph.pool.Warm(warmCtx, conc)
 		cancelWarm()
 	}
+	w := o.watch(ctx, ph.spec.Name, 0)
 	var cancel func()
 	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
 	defer cancel()
@@ -255,6 +266,7 @@ func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send 
 	send()
 	ph.wg.Wait()
 	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
+	run.Samples = w.end(ph.start)
 	return run, phaseStatus(ctx, ph.ctx, ph.records)
 }
 

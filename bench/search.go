@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/serverside"
 	"github.com/glmbench/glmbench/reports/slo"
 )
 
@@ -107,8 +108,9 @@ type SweepOptions struct {
 	// Attainment is the share of a point's requests that must meet every
 	// per-request SLO for the point to be good.
 	Attainment float64
-	// OnPoint is called after each point, with the result so far.
-	OnPoint func(res *schema.SweepResult, records []schema.Record)
+	// OnPoint is called after each point, with the result so far, every
+	// point's records and the metrics scraped so far.
+	OnPoint func(res *schema.SweepResult, records []schema.Record, samples []schema.MetricsSample)
 }
 
 // Sweep measures the loads Search picks, one steady-state point each, and
@@ -128,6 +130,7 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) SweepRun
 	w := slo.Window{Warmup: res.WarmupSec, Duration: res.DurationSec, Slice: res.SliceSec}
 	spec := schema.PhaseResult{Phase: plan.Spec.Name, InputLen: plan.Spec.In, OutputLen: plan.Spec.Out}
 	var all []schema.Record
+	var samples []schema.MetricsSample
 	var totals Totals
 	for n := 1; ; n++ {
 		if ctx.Err() != nil {
@@ -158,8 +161,10 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) SweepRun
 		} else if plan.Cal.PromptTokens >= 0 {
 			p.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
 		}
+		p.Server = serverside.Stats(run.Samples)
 		res.Points = append(res.Points, p)
 		all = append(all, run.Records...)
+		samples = append(samples, run.Samples...)
 		totals.Add(&PhaseRun{Result: p.PhaseResult, CPUSeconds: run.CPUSeconds})
 		switch {
 		case run.Interrupted:
@@ -171,12 +176,12 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) SweepRun
 		}
 		res.Capacity = slo.Capacity(res.Points)
 		if so.OnPoint != nil {
-			so.OnPoint(&res, all)
+			so.OnPoint(&res, all, samples)
 		}
 	}
 	res.Stop = so.Search.Stop()
 	res.Note = stopNote(&res)
-	return SweepRun{Result: res, Records: all, Totals: totals}
+	return SweepRun{Result: res, Records: all, Samples: samples, Totals: totals}
 }
 
 // SweepRun is what a sweep produced: its result, every point's records, and
@@ -185,6 +190,8 @@ func Sweep(ctx context.Context, o *Options, plan Plan, so SweepOptions) SweepRun
 type SweepRun struct {
 	Result  schema.SweepResult
 	Records []schema.Record
+	// Samples are every point's scrapes of the endpoint's metrics.
+	Samples []schema.MetricsSample
 	Totals  Totals
 }
 

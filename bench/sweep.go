@@ -40,6 +40,9 @@ type PointRun struct {
 	CPUSeconds float64
 	// Interrupted is set when ctx was cancelled before the point ended.
 	Interrupted bool
+	// Samples are the scrapes of the endpoint's metrics around and during
+	// the point, their T from Start; nil without Options.Metrics.
+	Samples []schema.MetricsSample
 }
 
 // point is one sweep point in flight.
@@ -96,6 +99,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 		pt.pool.Warm(warmCtx, conns)
 		cancelWarm()
 	}
+	w := o.watch(ctx, spec.Name, n)
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pt.ctx = pctx
@@ -120,7 +124,8 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 	pt.wait(ctx)
 	cancel(errDrain)
 	wg.Wait()
-	return PointRun{Start: pt.start, Records: pt.records, CPUSeconds: cpuSeconds() - cpu0, Interrupted: ctx.Err() != nil}
+	return PointRun{Start: pt.start, Records: pt.records, CPUSeconds: cpuSeconds() - cpu0, Interrupted: ctx.Err() != nil,
+		Samples: w.end(pt.start)}
 }
 
 // pointNonce starts every prompt of point n: the run's nonce (the one its

@@ -11,6 +11,7 @@ import (
 
 	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/serverside"
 	"github.com/glmbench/glmbench/reports/summary"
 )
 
@@ -153,6 +154,7 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 	if len(o.SLOs) > 0 {
 		o.SLOs.Apply(&r, ph.records, r.WallSec)
 	}
+	r.Server = serverside.Stats(run.Samples)
 	run.Result = r
 	return run
 }

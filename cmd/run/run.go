@@ -66,6 +66,9 @@ type Options struct {
 	Workload string
 	Dataset  string
 
+	// Metrics is --metrics-url, --no-metrics and --metrics-interval.
+	Metrics target.MetricsFlags
+
 	slos           slo.Set
 	workloadSource string
 }
@@ -154,6 +157,7 @@ has everything.`,
 	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
 	fl.StringVar(&o.JUnit, "junit", "", "write the gate's JUnit XML to this file (needs --baseline)")
 	fl.StringArrayVar(&o.SLOs, "slo", nil, "a service-level objective, e.g. 'ttft < 2s' or 'tpot < 50ms': adds goodput and attainment to each phase (repeatable)")
+	o.Metrics.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "run a workload file's phases (YAML), or a built-in example: "+strings.Join(workload.Names(), ", "))
 	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL or text) for the workload's dataset phases; alone, one dataset phase of all its items")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
@@ -194,6 +198,9 @@ func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 	case "", SummaryAuto, SummaryFull, SummaryCompact:
 	default:
 		return nil, nil, badinput.Errorf("--summary must be auto, full or compact, not %q", o.Summary)
+	}
+	if err := o.Metrics.Validate(); err != nil {
+		return nil, nil, err
 	}
 	if o.slos, err = slo.ParseAll(o.SLOs); err != nil {
 		return nil, nil, err
@@ -258,9 +265,17 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer tg.Close()
 	bo := o.benchOptions(tg.Endpoint)
+	var scraping string
+	if bo.Metrics, scraping, err = o.Metrics.Open(ctx, tg.Endpoint); err != nil {
+		return err
+	}
+	bo.MetricsInterval = o.Metrics.Interval
 	jobs, err := o.jobs(ctx, bo, specs, work)
 	if err != nil {
 		return err
+	}
+	if scraping != "" {
+		fmt.Fprintln(o.F.IO.ErrOut, scraping)
 	}
 	rep := o.newReport(ctx, tg, specs, bo.Nonce)
 	totals, records, err := o.runPhases(ctx, tg, bo, jobs, rep)
@@ -271,6 +286,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := tg.WriteReport(o.F, rep, records); err != nil {
 		return err
 	}
+	tg.WriteServerPlots(o.F.IO.ErrOut)
 	if err := o.writeSummary(rep, tg.Out); err != nil {
 		return err
 	}
@@ -366,6 +382,7 @@ func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Op
 		stop()
 		rep.Phases = append(rep.Phases, run.Result)
 		records = append(records, run.Records...)
+		tg.AddSamples(run.Samples)
 		totals.Add(&run)
 		rep.Client = totals.Client
 		fmt.Fprintln(o.F.IO.ErrOut, phaseLine(&run.Result))

@@ -59,6 +59,8 @@ type Options struct {
 	Dataset       string
 	// ShapeGiven says --shape was given, which --workload replaces.
 	ShapeGiven bool
+	// Metrics is --metrics-url, --no-metrics and --metrics-interval.
+	Metrics target.MetricsFlags
 }
 
 // shared is the flags sweep shares with run, over o's fields: the same
@@ -128,6 +130,7 @@ point, and plots) is written after every point.`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token)")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	o.Metrics.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "send a workload phase's requests, in turn, instead of --shape's: a workload file or a built-in example ("+strings.Join(workload.Names(), ", ")+"); its arrival is the sweep's")
 	fl.StringVar(&o.WorkloadPhase, "workload-phase", "", "the --workload phase to sweep (needed when it has several)")
 	fl.StringVar(&o.Dataset, "dataset", "", "a data set for the workload's dataset phase; alone, a dataset phase of all its items")
@@ -189,6 +192,9 @@ func (o *Options) validate() (*plan, error) {
 		return nil, badinput.Errorf("--ttft-timeout and --probe-timeout must not be negative")
 	}
 	if err := o.shared().Validate("connect-timeout", "stall-timeout", "request-timeout"); err != nil {
+		return nil, err
+	}
+	if err := o.Metrics.Validate(); err != nil {
 		return nil, err
 	}
 	p.search = &bench.Search{Integer: integer, Start: o.Start, Resolution: o.Resolution, MaxPoints: o.MaxPoints}
@@ -256,6 +262,11 @@ func Run(ctx context.Context, o *Options) error {
 		Nonce:          bench.NewNonce(),
 	}
 	errOut := o.F.IO.ErrOut
+	var scraping string
+	if bo.Metrics, scraping, err = o.Metrics.Open(ctx, tg.Endpoint); err != nil {
+		return err
+	}
+	bo.MetricsInterval = o.Metrics.Interval
 	var plans []bench.Plan
 	if p.work != nil {
 		wps, err := target.CalibrateWorkload(ctx, errOut, bo, []bench.WorkPhase{*p.work}, fmt.Sprintf("workload %s, phase %s", p.source, p.spec.Name))
@@ -265,6 +276,9 @@ func Run(ctx context.Context, o *Options) error {
 		plans = []bench.Plan{{Spec: p.spec, Cal: bench.Calibration{PromptTokens: -1}, Work: wps[0]}}
 	} else if plans, err = target.Calibrate(ctx, errOut, bo, []bench.Spec{p.spec}, fmt.Sprintf("%d/%d", p.spec.In, p.spec.Out)); err != nil {
 		return err
+	}
+	if scraping != "" {
+		fmt.Fprintln(errOut, scraping)
 	}
 	if len(p.slos) == 0 {
 		fmt.Fprintf(errOut, "glmbench: no --slo: a request meets the SLOs when it completes\n")
@@ -281,14 +295,17 @@ func Run(ctx context.Context, o *Options) error {
 	// A report that cannot be written ends the sweep, as it ends run: the
 	// points after it would be measured for nothing.
 	var writeErr error
+	sampled := 0 // the samples handed to tg so far
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	run := bench.Sweep(sctx, bo, plans[0], bench.SweepOptions{
 		Mode: p.mode, Search: p.search, Timeline: p.tl, Slice: o.Slice, SLOs: p.slos, Attainment: o.Attainment,
-		OnPoint: func(res *schema.SweepResult, records []schema.Record) {
+		OnPoint: func(res *schema.SweepResult, records []schema.Record, samples []schema.MetricsSample) {
 			if writeErr != nil {
 				return // the point begun as the sweep was stopped
 			}
+			tg.AddSamples(samples[sampled:])
+			sampled = len(samples)
 			pt := &res.Points[len(res.Points)-1]
 			fmt.Fprintln(errOut, pointLine(res, pt))
 			rep.Sweeps = []schema.SweepResult{*res}
@@ -307,6 +324,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := tg.WriteReport(o.F, rep, run.Records); err != nil {
 		return err
 	}
+	tg.WriteServerPlots(errOut)
 	files, perr := reports.WriteSweepPlots(tg.Out, rep)
 	if perr != nil {
 		fmt.Fprintf(errOut, "glmbench: warning: plots: %v\n", perr)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -33,6 +34,24 @@ type Target struct {
 
 	connect time.Duration
 	builtin *Builtin
+	// samples are the endpoint's scraped metrics so far, written to
+	// metrics.jsonl beside the report.
+	samples []schema.MetricsSample
+}
+
+// AddSamples keeps scraped metrics for the report's metrics.jsonl.
+func (t *Target) AddSamples(s []schema.MetricsSample) { t.samples = append(t.samples, s...) }
+
+// WriteServerPlots draws the scraped metrics' queue depth, running
+// requests and KV usage over each phase into the report's folder; a failure
+// is only a warning on errOut, as the plots are not the report.
+func (t *Target) WriteServerPlots(errOut io.Writer) {
+	if len(t.samples) == 0 {
+		return
+	}
+	if _, err := reports.WriteServerPlots(t.Out, t.samples); err != nil {
+		fmt.Fprintf(errOut, "glmbench: warning: server plots: %v\n", err)
+	}
 }
 
 // open resolves the endpoint flags and checks the endpoint answers (taking
@@ -206,6 +225,11 @@ func (t *Target) WriteReport(f *cmdutil.Factory, rep *schema.Report, records []s
 	rep.FinishedAt = f.Now().UTC()
 	if err := reports.WriteDir(t.Out, rep, records); err != nil {
 		return fmt.Errorf("writing the report to %s: %w", t.Out, err)
+	}
+	if len(t.samples) > 0 {
+		if err := reports.WriteMetricsFile(t.Out, t.samples); err != nil {
+			return fmt.Errorf("writing the server metrics to %s: %w", t.Out, err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,85 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/scrape"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// MetricsFlags are the flags of the load commands that scrape the
+// endpoint's own metrics: --metrics-url, --no-metrics, --metrics-interval.
+type MetricsFlags struct {
+	URL      string
+	Off      bool
+	Interval time.Duration
+}
+
+// AddFlags binds the metrics flags on fl.
+func (m *MetricsFlags) AddFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&m.URL, "metrics-url", "", "the endpoint's Prometheus metrics (default: <origin>/metrics, scraped when it answers)")
+	fl.BoolVar(&m.Off, "no-metrics", false, "scrape no server metrics")
+	fl.DurationVar(&m.Interval, "metrics-interval", bench.DefaultMetricsInterval, "how often the metrics are scraped during a phase")
+}
+
+// Validate checks the metrics flags, before anything is sent.
+func (m *MetricsFlags) Validate() error {
+	switch {
+	case m.Interval < 0:
+		return badinput.Errorf("--metrics-interval must not be negative")
+	case m.Off && m.URL != "":
+		return badinput.Errorf("--metrics-url and --no-metrics: give one")
+	}
+	return nil
+}
+
+// probeTimeout bounds the scrape that decides whether to scrape at all.
+const probeTimeout = 5 * time.Second
+
+// Open returns the endpoint's scraper, after one scrape that shows the URL
+// answers with series of a server glmbench knows, and a line for errOut
+// saying what it scrapes or why it scrapes nothing: nil when --no-metrics
+// is given, or when the default URL does not answer (the report then has
+// no server block). The caller prints the line once the run's input has
+// been checked, so that a refusal stays one line. A --metrics-url given
+// that does not answer is bad input. The scrapes carry the endpoint's auth
+// headers, are never redirected, and nothing they print holds a secret.
+func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.Scraper, string, error) {
+	if m.Off {
+		return nil, "", nil
+	}
+	url, given := m.URL, m.URL != ""
+	if !given {
+		url = scrape.DefaultURL(ep.BaseURL)
+		if url == "" {
+			return nil, "", nil
+		}
+	}
+	header := http.Header{}
+	ep.Apply(header)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	s := scrape.New(url, client, header)
+	s.Redact = ep.Redact
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	source, err := s.Probe(pctx)
+	shown := ep.Redact(endpoints.RedactURL(url))
+	every := m.Interval
+	if every == 0 {
+		every = bench.DefaultMetricsInterval
+	}
+	switch {
+	case err != nil && given:
+		return nil, "", badinput.Errorf("--metrics-url %s: %v", shown, err)
+	case err != nil:
+		return nil, fmt.Sprintf("glmbench: no server metrics at %s (%v); the report has no server block (--metrics-url names another, --no-metrics says nothing)", shown, err), nil
+	}
+	return s, fmt.Sprintf("glmbench: scraping %s (%s series) every %s", shown, source, every), nil
+}
