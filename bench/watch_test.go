@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints/scrape"
+	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/enginetest"
+	"github.com/glmbench/glmbench/engine/sched"
 	"github.com/glmbench/glmbench/engine/sim"
 )
 
@@ -98,5 +100,34 @@ func TestAPhaseWithoutMetricsHasNoServerBlock(t *testing.T) {
 	run := RunPhase(context.Background(), o, plans[0])
 	if run.Result.Server != nil || run.Samples != nil {
 		t.Fatalf("server %+v, %d samples, with no scraper", run.Result.Server, len(run.Samples))
+	}
+}
+
+func TestTheScrapedAcceptLengthIsTheOneTheSimulatedDrafterWasSet(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		accept float64
+		steps  int
+	}{{"drafts accepted", 3, 3}, {"drafts refused", 1, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := workOptions(t, enginetest.Sim(sim.DefaultCost), enginetest.With(func(e *engine.Options) { e.SimAcceptLength = c.accept }),
+				enginetest.Sched(func(s *sched.Config) { s.SpeculativeAlgorithm, s.SpeculativeNumSteps = "EAGLE", c.steps }))
+			o.Metrics = scrape.New(scrape.DefaultURL(o.Endpoint.BaseURL), nil, nil)
+			plans, _, err := Prepare(context.Background(), o, []Spec{{Name: "p", N: 4, In: 32, Out: 97}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := RunPhase(context.Background(), o, plans[0]).Result.Server
+			if srv == nil || srv.AcceptLength == nil {
+				t.Fatalf("server block %+v: no accept length", srv)
+			}
+			// 96 tokens after the first, in steps of accept: exact up to the
+			// last step, which max_tokens may cut short.
+			if d := math.Abs(*srv.AcceptLength - c.accept); d > 0.05 {
+				t.Errorf("scraped accept length %.3f, set %g", *srv.AcceptLength, c.accept)
+			}
+		})
 	}
 }
