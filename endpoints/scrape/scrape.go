@@ -67,14 +67,14 @@ type Scraper struct {
 	Now func() time.Time
 }
 
-// New returns a scraper of url through client (nil: a plain
+// New returns a scraper of rawURL through client (nil: a plain
 // http.Client), sending header with each GET: the endpoint's auth headers.
 // No error text it gives contains one of header's values.
-func New(url string, client *http.Client, header http.Header) *Scraper {
+func New(rawURL string, client *http.Client, header http.Header) *Scraper {
 	if client == nil {
 		client = &http.Client{}
 	}
-	return &Scraper{url: url, client: client, header: header.Clone()}
+	return &Scraper{url: rawURL, client: client, header: header.Clone()}
 }
 
 // URL is the URL scraped.
