@@ -26,6 +26,8 @@ import (
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/scrape"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 //go:embed httpx_stream.py
@@ -87,6 +89,9 @@ type Level struct {
 	UpP99   *float64 `json:"send_to_arrival_p99_ms"`
 	DownP50 *float64 `json:"write_to_read_p50_ms"`
 	DownP99 *float64 `json:"write_to_read_p99_ms"`
+	// Server is the child server's own metrics over the level, scraped as
+	// run scrapes them (its counters are the level's requests exactly).
+	Server *schema.ServerStats `json:"server,omitempty"`
 }
 
 // Result is selftest.json.
@@ -193,6 +198,7 @@ func glmbenchLevel(ctx context.Context, ep *endpoints.Endpoint, o Options, n int
 		Endpoint: ep, Shape: bench.Shape{Model: ep.Model, IgnoreEOS: true},
 		Limits:         endpoints.StreamLimits{TTFT: 2 * time.Minute, Stall: time.Minute},
 		ConnectTimeout: 10 * time.Second, PhaseCap: 2 * time.Minute, Nonce: nonce,
+		Metrics: scrape.New(scrape.DefaultURL(ep.BaseURL), nil, nil),
 	}
 	filler := max(o.Prompt-len(bench.Prefix(nonce, 0)), 0)
 	run := bench.RunPhase(ctx, bo, bench.Plan{Spec: bench.Spec{Name: fmt.Sprint(n), N: n, In: o.Prompt, Out: o.Tokens},
@@ -213,6 +219,7 @@ func glmbenchLevel(ctx context.Context, ep *endpoints.Endpoint, o Options, n int
 	lv := compare(client, truth)
 	lv.Streams, lv.Events, lv.Errors = n, events, run.Result.Errors
 	lv.WallSec = run.Result.WallSec
+	lv.Server = run.Result.Server
 	lv.MaxSendLag = run.Result.MaxSendLag * 1e3
 	if lv.WallSec > 0 {
 		lv.EventsPerSec = float64(events) / lv.WallSec
