@@ -488,4 +488,7 @@ type Report struct {
 	Evals       []EvalResult  `json:"evals,omitempty"`
 	Conformance []CheckResult `json:"conformance,omitempty"`
 	Sweeps      []SweepResult `json:"sweeps,omitempty"`
+	// Equivalence is eval compare's verdict: is the endpoint serving the
+	// reference's model?
+	Equivalence *Equivalence `json:"equivalence,omitempty"`
 }
