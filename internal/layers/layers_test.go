@@ -46,6 +46,8 @@ var rules = []rule{
 		why: "a phase's server block is computed by the load runner and recomputed by the report reader, so it links neither"},
 	{from: "reports/slo", only: []string{"reports/schema", "reports/summary", "reports/threshold", "internal/badinput", "internal/text"},
 		why: "SLOs and sweep points are recomputed by the report reader and measured by the load runner, so they link neither"},
+	{from: "reports/paired", only: []string{},
+		why: "paired statistics are shared by the evals that measure and the reports that compare, so they link neither"},
 	{from: "internal/badinput", only: []string{},
 		why: "the one bad-input error is returned by every layer, so it links none"},
 	{from: "cmd/...", not: []string{"engine/enginetest", "endpoints/endpointstest", "cmd/cmdtest"},
