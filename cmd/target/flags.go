@@ -10,6 +10,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/internal/badinput"
 )
 
@@ -53,6 +54,9 @@ type Flags struct {
 	// Alias is an old spelling of --request-timeout (conform's --timeout),
 	// kept as a hidden, deprecated flag that sets the same value.
 	Alias string
+	// Builtin, when set, adjusts the built-in engine's options when no
+	// endpoint is named (eval compare's --weight-dtype).
+	Builtin func(*engine.Options)
 }
 
 // LoadFlags are the shared flags of a command that streams load (run,
@@ -171,7 +175,7 @@ func (s *Flags) check(name string) error {
 // The caller closes the target.
 func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
 	c := s.Common
-	t, err := open(ctx, f, c.Endpoint, c.ConnectTimeout)
+	t, err := OpenEndpoint(ctx, f, c.Endpoint, c.ConnectTimeout, "--endpoint", s.Builtin)
 	if err != nil {
 		return nil, err
 	}

@@ -54,11 +54,13 @@ func (t *Target) WriteServerPlots(errOut io.Writer) {
 	}
 }
 
-// open resolves the endpoint flags and checks the endpoint answers (taking
-// its first model when --model is not given), or, with no endpoint named,
-// starts the built-in engine. Its errors are bad input (exit 2), said before
-// any load is sent.
-func open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connect time.Duration) (*Target, error) {
+// OpenEndpoint resolves endpoint flags and checks the endpoint answers
+// (taking its first model when no model is given), or, with no endpoint
+// named, starts a built-in engine, its options adjusted by tweak when set;
+// flag names the flag that would have named one, for the line it prints.
+// Its errors are bad input (exit 2), said before any load is sent. The
+// caller closes the target.
+func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connect time.Duration, flag string, tweak func(*engine.Options)) (*Target, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -66,12 +68,15 @@ func open(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connec
 	if !flags.Given() {
 		o := engine.DefaultOptions()
 		o.Version = f.Version
+		if tweak != nil {
+			tweak(&o)
+		}
 		b, err := StartBuiltin(o)
 		if err != nil {
 			return nil, err
 		}
 		t.builtin, t.Endpoint = b, b.Endpoint
-		fmt.Fprintf(f.IO.ErrOut, "glmbench: no --endpoint: using the built-in engine (%s) at %s\n", b.Endpoint.Model, b.Endpoint.BaseURL)
+		fmt.Fprintf(f.IO.ErrOut, "glmbench: no %s: using the built-in engine (%s) at %s\n", flag, b.Endpoint.Model, b.Endpoint.BaseURL)
 		return t, nil
 	}
 	ep, err := endpoints.Resolve(flags, f.Getenv)
