@@ -190,11 +190,11 @@ func at(top []map[string]float64, i int) map[string]float64 {
 }
 
 // top1 is a list's likeliest token (ties: the smallest string, so that two
-// identical lists name the same one); false when no entry is a number.
+// identical lists name the same one); false when no entry counts (listed).
 func top1(list map[string]float64) (string, bool) {
 	best, bestLP, ok := "", math.Inf(-1), false
 	for t, lp := range list {
-		if math.IsNaN(lp) {
+		if !listed(lp) {
 			continue
 		}
 		if !ok || lp > bestLP || (lp == bestLP && t < best) {

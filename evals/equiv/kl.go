@@ -32,7 +32,7 @@ const klFloor = 1e-10
 // estimate is ≥ 0, 0 for identical lists, and finite. When the lists name
 // the same tokens it is the KL of the lumped distributions, a lower bound of
 // the exact KL (lumping never raises a divergence) that meets it as the
-// lists' mass nears 1. A NaN entry counts as not listed.
+// lists' mass nears 1. A NaN or +Inf entry counts as not listed.
 func KLTopK(a, b map[string]float64) float64 {
 	return max(0, klRaw(a, b))
 }
@@ -43,12 +43,12 @@ func klRaw(a, b map[string]float64) float64 {
 	// identical sums and a KL of exactly 0.
 	union := make([]string, 0, len(a)+len(b))
 	for t, lp := range a {
-		if !math.IsNaN(lp) {
+		if listed(lp) {
 			union = append(union, t)
 		}
 	}
 	for t, lp := range b {
-		if _, inA := a[t]; (!inA || math.IsNaN(a[t])) && !math.IsNaN(lp) {
+		if lpA, inA := a[t]; (!inA || !listed(lpA)) && listed(lp) {
 			union = append(union, t)
 		}
 	}
@@ -65,22 +65,22 @@ func klRaw(a, b map[string]float64) float64 {
 // by KLEstimator.
 func buckets(list map[string]float64, union []string) []float64 {
 	out := make([]float64, len(union)+1)
-	var listed float64
+	var mass float64
 	least := math.Inf(1)
 	missing := 0
 	for i, t := range union {
 		lp, ok := list[t]
-		if !ok || math.IsNaN(lp) {
+		if !ok || !listed(lp) {
 			out[i] = math.NaN() // filled below
 			missing++
 			continue
 		}
 		pr := math.Exp(lp)
 		out[i] = pr
-		listed += pr
+		mass += pr
 		least = min(least, pr)
 	}
-	left := max(0, 1-listed)
+	left := max(0, 1-mass)
 	share := left / float64(missing+1)
 	if missing > 0 && !math.IsInf(least, 1) {
 		share = min(share, least)
@@ -101,3 +101,7 @@ func buckets(list map[string]float64, union []string) []float64 {
 	}
 	return out
 }
+
+// listed reports whether a list's logprob counts: a number, not +Inf (−Inf
+// is a probability of 0).
+func listed(lp float64) bool { return !math.IsNaN(lp) && !math.IsInf(lp, 1) }

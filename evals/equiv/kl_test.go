@@ -45,6 +45,17 @@ func TestKLTopKOnListsWithAKnownAnswer(t *testing.T) {
 			want: .6*ln(.6/.4) + .1*ln(.1/.3),
 		},
 		{
+			// +Inf is not a logprob: not listed, like NaN. −Inf is p = 0:
+			// A is x .5, y 0 (its least, so a missing z gets 0 → the
+			// floor); B x .5, z .5.
+			name: "+Inf is not listed and −Inf is a zero probability",
+			a:    map[string]float64{"x": ln(.5), "y": math.Inf(-1), "w": math.Inf(1)},
+			b:    map[string]float64{"x": ln(.5), "z": ln(.5)},
+			// y: p 0 → the floor on both sides; z: p the floor, q .5;
+			// other: A .5, B the floor; each side then sums to 1 + 2e-10.
+			want: (.5*ln(.5/1e-10) + 1e-10*ln(1e-10/.5)) / (1 + 2e-10),
+		},
+		{
 			// A NaN entry is not listed: A is then {x .5}, leftover .5 over
 			// y and other (.25 each, under the cap .5): the same as B.
 			name: "a NaN entry counts as not listed",
