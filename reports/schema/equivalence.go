@@ -23,9 +23,10 @@ type Equivalence struct {
 	Tokens  int    `json:"tokens"`
 
 	// Greedy continuations: the share of items whose K tokens are the same
-	// on both; the mean share of the K positions before the first
-	// divergence; and the first divergence position's p10/p50/p90 over the
-	// items that diverged (nil when none did).
+	// on both; the mean share of the tokens before the first divergence
+	// (of the longer side's, so two sides that stop early on the same
+	// tokens agree fully); and the first divergence position's p10/p50/p90
+	// over the items that diverged (nil when none did).
 	ExactMatch        *float64 `json:"exact_match"`
 	TokenAgreement    *float64 `json:"token_agreement"`
 	FirstDivergeP10   *float64 `json:"first_divergence_p10,omitempty"`

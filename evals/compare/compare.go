@@ -1,0 +1,223 @@
+// Package compare sends the same prompts to an endpoint and to a reference
+// at temperature 0 and collects, pair by pair, what eval compare's measures
+// (evals/equiv) need: each side's greedy continuation with its logprobs and
+// top_logprobs, and each side's prompt logprobs of the same text by echo.
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/evals"
+	"github.com/glmbench/glmbench/evals/equiv"
+)
+
+// Item is one prompt of a comparison: a chat prompt continued greedily on
+// both sides, and a text whose prompt logprobs both sides give by echo
+// ("" for none).
+type Item struct {
+	ID     string
+	Prompt string
+	Text   string
+}
+
+// SampleItems are the embedded samples as comparison items: every
+// TriviaQA-style question (continued as the triviaqa eval asks it), then
+// every paragraph of the wiki-style documents (continued from its first
+// half, and echoed whole).
+func SampleItems() []Item {
+	var items []Item
+	for i, q := range evals.SampleTriviaQA().Items {
+		items = append(items, Item{ID: "triviaqa/" + strconv.Itoa(i), Prompt: "Question: " + q.Question + "?\nAnswer:"})
+	}
+	return append(items, docItems("wiki", evals.SampleDocs())...)
+}
+
+// DocItems are a data set's documents as comparison items, paragraph by
+// paragraph (at most limit of them; 0: all).
+func DocItems(path string, limit int) ([]Item, error) {
+	docs, err := evals.LoadDocs(path)
+	if err != nil {
+		return nil, err
+	}
+	items := docItems("doc", docs)
+	if limit > 0 && len(items) > limit {
+		items = items[:limit]
+	}
+	return items, nil
+}
+
+// minParagraph is the shortest paragraph worth an item, in bytes.
+const minParagraph = 80
+
+func docItems(prefix string, docs *evals.Docs) []Item {
+	var items []Item
+	for d, doc := range docs.Docs {
+		for p, para := range strings.Split(doc.Text, "\n\n") {
+			para = strings.TrimSpace(para)
+			if len(para) < minParagraph {
+				continue
+			}
+			half := strings.LastIndexByte(para[:len(para)/2], ' ')
+			if half <= 0 {
+				half = len(para) / 2
+			}
+			items = append(items, Item{ID: fmt.Sprintf("%s/%d/%d", prefix, d, p), Prompt: para[:half], Text: para})
+		}
+	}
+	return items
+}
+
+// Side is one endpoint of a comparison.
+type Side struct {
+	Client *endpoints.Client
+	Model  string
+}
+
+// Options shape the requests.
+type Options struct {
+	// Tokens is the greedy continuation's length (max_tokens), TopLogprobs
+	// the top_logprobs asked per position.
+	Tokens, TopLogprobs int
+	// Concurrency bounds items in flight (both sides of an item go at once).
+	Concurrency int
+}
+
+// Run asks both sides for every item and returns the pairs, in the items'
+// order. A side's failure on an item is the pair's Failure; its missing
+// logprobs or echo leave those parts empty, for the measures to skip.
+func Run(ctx context.Context, a, b Side, items []Item, o Options) []equiv.Pair {
+	pairs := make([]equiv.Pair, len(items))
+	sem := make(chan struct{}, max(o.Concurrency, 1))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p := equiv.Pair{ID: it.ID}
+			var fa, fb string
+			var inner sync.WaitGroup
+			inner.Add(2)
+			go func() { defer inner.Done(); p.A, p.PA, fa = ask(ctx, a, it, o) }()
+			go func() { defer inner.Done(); p.B, p.PB, fb = ask(ctx, b, it, o) }()
+			inner.Wait()
+			switch {
+			case fa != "":
+				p.Failure = "endpoint: " + fa
+			case fb != "":
+				p.Failure = "reference: " + fb
+			}
+			pairs[i] = p
+		}()
+	}
+	wg.Wait()
+	return pairs
+}
+
+// ask gets one side's continuation of the item and, when it has a text,
+// its prompt logprobs; failure says why the continuation failed.
+func ask(ctx context.Context, s Side, it Item, o Options) (c equiv.Continuation, pl *equiv.PromptLogprobs, failure string) {
+	c, failure = continuation(ctx, s, it.Prompt, o)
+	if failure != "" || it.Text == "" {
+		return c, nil, failure
+	}
+	return c, echo(ctx, s, it.Text), ""
+}
+
+// chatAnswer is the part of a chat completion the comparison reads.
+type chatAnswer struct {
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		Logprobs *struct {
+			Content []struct {
+				Token       string   `json:"token"`
+				Logprob     *float64 `json:"logprob"`
+				TopLogprobs []struct {
+					Token   string   `json:"token"`
+					Logprob *float64 `json:"logprob"`
+				} `json:"top_logprobs"`
+			} `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+}
+
+// continuation asks for prompt's greedy continuation of o.Tokens tokens
+// with logprobs. Without logprobs in the answer, its tokens are the
+// content's characters (the measures then compare text, not tokens).
+func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.Continuation, string) {
+	req := map[string]any{
+		"model": s.Model, "messages": []map[string]string{{"role": "user", "content": prompt}},
+		"max_tokens": o.Tokens, "temperature": 0, "stream": false,
+		"logprobs": true, "top_logprobs": o.TopLogprobs,
+		// A thinking model would spend the tokens on its reasoning.
+		"chat_template_kwargs": map[string]any{"enable_thinking": false},
+	}
+	body, _ := json.Marshal(req)
+	resp, err := s.Client.Post(ctx, "/chat/completions", body)
+	if err != nil {
+		return equiv.Continuation{}, err.Error()
+	}
+	if resp.Status != 200 {
+		return equiv.Continuation{}, fmt.Sprintf("HTTP %d", resp.Status)
+	}
+	var ans chatAnswer
+	if err := json.Unmarshal(resp.Body, &ans); err != nil || len(ans.Choices) == 0 {
+		return equiv.Continuation{}, "not a chat completion"
+	}
+	ch := ans.Choices[0]
+	var c equiv.Continuation
+	if ch.Logprobs == nil || len(ch.Logprobs.Content) == 0 {
+		if ch.Message.Content != nil {
+			for _, r := range *ch.Message.Content {
+				c.Tokens = append(c.Tokens, string(r))
+			}
+		}
+		return c, ""
+	}
+	for _, e := range ch.Logprobs.Content {
+		c.Tokens = append(c.Tokens, e.Token)
+		lp := math.NaN()
+		if e.Logprob != nil {
+			lp = *e.Logprob
+		}
+		c.Logprobs = append(c.Logprobs, lp)
+		var top map[string]float64
+		if len(e.TopLogprobs) > 0 {
+			top = make(map[string]float64, len(e.TopLogprobs))
+			for _, t := range e.TopLogprobs {
+				if t.Logprob != nil {
+					if old, ok := top[t.Token]; !ok || *t.Logprob > old {
+						top[t.Token] = *t.Logprob
+					}
+				}
+			}
+		}
+		c.Top = append(c.Top, top)
+	}
+	return c, ""
+}
+
+// echo gets text's prompt logprobs by echo on /completions, nil when the
+// side gives none (many hosted APIs do not).
+func echo(ctx context.Context, s Side, text string) *equiv.PromptLogprobs {
+	req := evals.EchoRequest(s.Model, text)
+	body, _ := json.Marshal(req)
+	resp, err := s.Client.Post(ctx, "/completions", body)
+	if err != nil || resp.Status != 200 {
+		return nil
+	}
+	e, f := evals.CheckEcho(resp, req)
+	if f != nil {
+		return nil
+	}
+	return &equiv.PromptLogprobs{Tokens: e.Tokens, Logprobs: e.Logprobs}
+}
