@@ -190,6 +190,16 @@ func SplitList(vals []string) []string {
 	return out
 }
 
+// ItemsOf returns the eval items of ins, one list per input (nil where it
+// has none), as gate.Options takes them.
+func ItemsOf(ins []*Input) [][]schema.EvalItem {
+	out := make([][]schema.EvalItem, len(ins))
+	for i, in := range ins {
+		out[i] = in.Items
+	}
+	return out
+}
+
 // Reports returns the reports of ins.
 func Reports(ins []*Input) []*schema.Report {
 	out := make([]*schema.Report, len(ins))
