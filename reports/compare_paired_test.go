@@ -127,3 +127,33 @@ func TestComparisonWithoutItemsIsUnpaired(t *testing.T) {
 		t.Errorf("one side without items: want today's unpaired comparison, got\n%s", buf.String())
 	}
 }
+
+func TestReportsOnDiskPairByTheirEvalsJSONL(t *testing.T) {
+	t.Parallel()
+	var ins []*Input
+	for _, side := range []struct {
+		label string
+		right int
+	}{{"a", 50}, {"b", 60}} {
+		dir := t.TempDir()
+		in := evalInput(side.label, "mmlu", map[string]float64{"acc": float64(side.right) / 100}, accuracyItems(100, side.right))
+		if err := WriteDir(dir, in.Report, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := MergeEvalItemsFile(dir, []string{"mmlu"}, in.Items); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, loaded)
+	}
+	c, err := Compare(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Evals[0].Cells[1].Paired; p == nil || p.Items != 100 || math.Abs(p.Delta-0.1) > 1e-12 {
+		t.Errorf("paired %+v, want 100 items, +0.10", p)
+	}
+}
