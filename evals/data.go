@@ -3,6 +3,7 @@ package evals
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -600,6 +602,10 @@ type TriviaItem struct {
 	// Aliases are every accepted answer (Aliases, then NormalizedAliases).
 	Aliases []string
 	Source  string
+	// ID is the question's id (the original layout's QuestionId, JSONL's
+	// question_id), or "#N", N its index in the file, where it has none:
+	// the same in every run, so runs pair up by it.
+	ID string
 }
 
 // TriviaSet is a set of TriviaQA items and where it came from.
@@ -655,6 +661,8 @@ func ParseTriviaQA(name string, r io.Reader, max int) (*TriviaSet, error) {
 type triviaRow struct {
 	Question *string         `json:"question"`
 	Answer   json.RawMessage `json:"answer"`
+	ID       string          `json:"questionid"`
+	IDSnake  string          `json:"question_id"`
 }
 
 type triviaAnswer struct {
@@ -664,11 +672,14 @@ type triviaAnswer struct {
 	Value      string   `json:"value"`
 }
 
-func (row *triviaRow) item(name string, line int) (TriviaItem, error) {
+// item is the row as an item; index is its index in the file, its ID
+// where the row gives none.
+func (row *triviaRow) item(name string, line, index int) (TriviaItem, error) {
 	if row.Question == nil || strings.TrimSpace(*row.Question) == "" {
 		return TriviaItem{}, dataErr(name, line, "no question")
 	}
 	it := TriviaItem{Question: strings.TrimSpace(*row.Question), Source: fmt.Sprintf("%s:%d", name, line)}
+	it.ID = cmp.Or(strings.TrimSpace(row.ID), strings.TrimSpace(row.IDSnake), "#"+strconv.Itoa(index))
 	raw := bytes.TrimSpace(row.Answer)
 	var s string
 	var list []string
@@ -714,7 +725,7 @@ func parseTriviaJSONL(name string, r io.Reader, max int) ([]TriviaItem, error) {
 		if err := json.Unmarshal(l, &row); err != nil {
 			return nil, dataErr(name, line, "not a question object: %v", err)
 		}
-		it, err := row.item(name, line)
+		it, err := row.item(name, line, len(items))
 		if err != nil {
 			return nil, err
 		}
@@ -785,7 +796,7 @@ func parseTriviaJSON(name string, r io.Reader, max int) ([]TriviaItem, error) {
 			if err := dec.Decode(&row); err != nil {
 				return nil, dataErr(name, at, "item %d: %v", len(items)+1, err)
 			}
-			it, err := row.item(name, at)
+			it, err := row.item(name, at, len(items))
 			if err != nil {
 				return nil, err
 			}

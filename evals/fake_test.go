@@ -133,6 +133,12 @@ func (f *fakeLM) run(name string, cfg Config, data Data) schema.EvalResult {
 // runEval runs the eval named name over data on a runner with cfg, closed
 // after.
 func runEval(name string, cfg Config, data Data) schema.EvalResult {
+	res, _ := runEvalItems(name, cfg, data)
+	return res
+}
+
+// runEvalItems is runEval with the eval's items.
+func runEvalItems(name string, cfg Config, data Data) (schema.EvalResult, []schema.EvalItem) {
 	e, ok := Lookup(name)
 	if !ok {
 		panic("no eval " + name)

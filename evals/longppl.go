@@ -103,17 +103,20 @@ func LongPrompt(text string) string {
 // min(SegmentTokens/2, GenTokens) tokens, so that a generation that stopped
 // early decides nothing there; with none, there is no worst_seg.
 func LongPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
-	return r.finish(longPPL(ctx, r, docs))
+	res, _ := longPPL(ctx, r, docs)
+	return r.finish(res)
 }
 
-func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
+// longPPL is LongPPL with its items: one per prompt whose generation
+// scored a token (docItem over the generated tokens).
+func longPPL(ctx context.Context, r *Runner, docs *Docs) (schema.EvalResult, []schema.EvalItem) {
 	const name = "long-ppl"
 	list := docs.Docs
 	if n := r.limit(DefaultLongPrompts); n < len(list) {
 		list = list[:n]
 	}
 	if len(list) == 0 {
-		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no document to prompt with"))
+		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no document to prompt with")), nil
 	}
 	// untilEOS is set on the first prompt, before any other is sent, when
 	// the route it is asked by refuses ignore_eos.
@@ -170,22 +173,26 @@ func longPPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 		method += UntilEOS
 	}
 	if f != nil {
-		return noScore(name, method, f)
+		return noScore(name, method, f), nil
 	}
 	total, n := 0.0, 0
-	for _, nll := range nlls {
+	var items []schema.EvalItem
+	for i, nll := range nlls {
 		total += sum(nll)
 		n += len(nll)
+		if len(nll) > 0 {
+			items = append(items, docItem(name, i, sum(nll), len(nll)))
+		}
 	}
 	if n == 0 {
 		return noScore(name, method, newFailure(BadResponse, 0, nil, nil, fmt.Sprintf(
-			"no generated token: each of the %d generations stopped at once", len(list))))
+			"no generated token: each of the %d generations stopped at once", len(list)))), nil
 	}
 	metrics := map[string]float64{"ppl": math.Exp(total / float64(n)), "tokens": float64(n)}
 	if worst, ok := worstSegment(nlls, min(SegmentTokens/2, r.cfg.GenTokens)); ok {
 		metrics["worst_seg"] = worst
 	}
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(list), Metrics: metrics}
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, N: len(list), Metrics: metrics}, items
 }
 
 // refusesIgnoreEOS reports whether f is a 400 refusing ignore_eos: the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -211,18 +212,22 @@ func (t *mmluTally) metrics() map[string]float64 {
 // (mmluTally.metrics), and no_answer. Config.Limit caps the questions per
 // subject (default: all).
 func MMLU(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
-	return r.finish(mmlu(ctx, r, set))
+	res, _ := mmlu(ctx, r, set)
+	return r.finish(res)
 }
 
-func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
+// mmlu is MMLU with its items: one per question, ID subject/index
+// (mmluItem.id), the letter predicted ("" for no answer), the answer's,
+// and the four letters' scores where all are finite.
+func mmlu(ctx context.Context, r *Runner, set *MMLUSet) (schema.EvalResult, []schema.EvalItem) {
 	const name = "mmlu"
 	items := r.mmluItems(set)
 	_, echoFail := r.probeRaw(ctx)
 	if KindOf(echoFail) == Interrupted {
-		return noScore(name, MethodEcho, echoFail)
+		return noScore(name, MethodEcho, echoFail), nil
 	}
 	if len(items) == 0 {
-		return noScore(name, MethodEcho, newFailure(BadResponse, 0, nil, nil, "no question to score"))
+		return noScore(name, MethodEcho, newFailure(BadResponse, 0, nil, nil, "no question to score")), nil
 	}
 	routes := []route[[4]float64]{{method: MethodEcho, ask: r.mmluByEcho}}
 	if echoFail != nil {
@@ -236,30 +241,35 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) schema.EvalResult {
 		}
 	}
 	r.cfg.Progress.begin(name, len(items))
-	var a mmluAnswers
+	a := mmluAnswers{items: make([]schema.EvalItem, len(items))}
 	rt, f := askEach(ctx, r, len(items), func(i int) string { return items[i].prompt }, echoFail,
 		func(ctx context.Context, method string, i int, scores [4]float64, unanswered *schema.EvalFailure) *schema.EvalFailure {
 			return r.mmluScore(ctx, &a, method, i, items[i], scores, unanswered)
 		}, routes...)
 	switch {
 	case f != nil:
-		return noScore(name, rt.method, f)
+		return noScore(name, rt.method, f), nil
 	case 2*a.noAnswer > len(items) && echoFail != nil:
 		// Most questions got no answer: no accuracy is made of the rest.
-		return noScore(name, rt.method, r.mmluNoAnswer(rt.method, len(items), &a, echoFail))
+		return noScore(name, rt.method, r.mmluNoAnswer(rt.method, len(items), &a, echoFail)), nil
 	}
 	metrics := a.tally.metrics()
 	metrics[NoAnswerMetric] = float64(a.noAnswer)
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: rt.method, Metrics: metrics, N: len(items), Failure: echoFail}
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: rt.method, Metrics: metrics, N: len(items), Failure: echoFail}, a.items
 }
 
-// mmluItem is one test question to score: its subject, its 5-shot prompt
-// (MMLUPrompt) and the index of its answer.
+// mmluItem is one test question to score: its subject, its index in the
+// subject's test split, its 5-shot prompt (MMLUPrompt) and the index of
+// its answer.
 type mmluItem struct {
 	subject string
+	index   int
 	prompt  string
 	answer  int
 }
+
+// id is the question's item ID: subject/index, the same in every run.
+func (it mmluItem) id() string { return it.subject + "/" + strconv.Itoa(it.index) }
 
 // mmluItems are set's test questions to score, in subject order,
 // Config.Limit of each subject (default: all).
@@ -270,21 +280,22 @@ func (r *Runner) mmluItems(set *MMLUSet) []mmluItem {
 		if n := r.limit(0); n > 0 && n < len(test) {
 			test = test[:n]
 		}
-		for _, q := range test {
-			items = append(items, mmluItem{sub.Name, MMLUPrompt(sub.Name, sub.Shots, q), q.Answer})
+		for k, q := range test {
+			items = append(items, mmluItem{sub.Name, k, MMLUPrompt(sub.Name, sub.Shots, q), q.Answer})
 		}
 	}
 	return items
 }
 
 // mmluAnswers is what the questions got: the tally of right answers, how
-// many got no answer, how many of those were reasoning only, and the last
-// such answer's failure.
+// many got no answer, how many of those were reasoning only, the last
+// such answer's failure, and each question's item, by its index.
 type mmluAnswers struct {
 	mu                      sync.Mutex
 	tally                   mmluTally
 	noAnswer, reasoningOnly int
 	lastUnanswered          *schema.EvalFailure
+	items                   []schema.EvalItem
 }
 
 // mmluScore scores question i (it) into a from the scores (or unanswered)
@@ -314,6 +325,15 @@ func (r *Runner) mmluScore(ctx context.Context, a *mmluAnswers, method string, i
 		a.lastUnanswered = unanswered
 	}
 	a.tally.add(it.subject, pred == it.answer)
+	letter := ""
+	if pred >= 0 {
+		letter = Letters[pred]
+	}
+	var lps []float64
+	if unanswered == nil {
+		lps = finiteLogprobs(scores[:])
+	}
+	a.items[i] = accuracyItem("mmlu", it.id(), letter, Letters[it.answer], pred == it.answer, lps)
 	return nil
 }
 

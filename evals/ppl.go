@@ -175,6 +175,8 @@ type pplTotals struct {
 	Tokens, Words, Bytes int
 	// Docs is the number of documents scored.
 	Docs int
+	// items are the scored documents, one each (docItem), in data set order.
+	items []schema.EvalItem
 }
 
 // metrics are ppl's metrics: ppl = exp(nll_per_token), nll_per_token =
@@ -281,10 +283,12 @@ func (r *Runner) tokenizeDoc(ctx context.Context, i int, ts *tokSource, text str
 // pplTotals. Documents of fewer than two tokens are skipped. Config.Limit
 // caps the documents (default: all).
 func PPL(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
-	return r.finish(ppl(ctx, r, docs))
+	res, _ := ppl(ctx, r, docs)
+	return r.finish(res)
 }
 
-func ppl(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
+// ppl is PPL with its items: one per document scored (docItem).
+func ppl(ctx context.Context, r *Runner, docs *Docs) (schema.EvalResult, []schema.EvalItem) {
 	const name = "ppl"
 	if _, f := r.probeRaw(ctx); f != nil {
 		if KindOf(f).Unsupported() {
@@ -294,11 +298,11 @@ func ppl(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 				"the chat route gives logprobs of generated tokens only, so ppl has no fallback")
 			f = &nf
 		}
-		return noScore(name, MethodEcho, f)
+		return noScore(name, MethodEcho, f), nil
 	}
 	ts, f := r.tokenizer(ctx)
 	if f != nil {
-		return noScore(name, MethodEcho, f)
+		return noScore(name, MethodEcho, f), nil
 	}
 	list := docs.Docs
 	if n := r.limit(0); n > 0 && n < len(list) {
@@ -317,12 +321,12 @@ func ppl(ctx context.Context, r *Runner, docs *Docs) schema.EvalResult {
 		tot, f = r.pplByText(ctx, ts, list)
 	}
 	if f != nil {
-		return noScore(name, method, f)
+		return noScore(name, method, f), nil
 	}
 	if tot.Tokens == 0 {
-		return noScore(name, method, newFailure(BadResponse, 0, nil, nil, "no document had a token to score"))
+		return noScore(name, method, newFailure(BadResponse, 0, nil, nil, "no document had a token to score")), nil
 	}
-	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, Metrics: tot.metrics(), N: tot.Docs}
+	return schema.EvalResult{Name: name, Status: StatusOK, Method: method, Metrics: tot.metrics(), N: tot.Docs}, tot.items
 }
 
 func (r *Runner) pplByIDs(ctx context.Context, ts *tokSource, list []Doc) (pplTotals, *schema.EvalFailure) {
@@ -342,6 +346,8 @@ func (r *Runner) pplByIDs(ctx context.Context, ts *tokSource, list []Doc) (pplTo
 	var jobs []job
 	var tot pplTotals
 	var mu sync.Mutex
+	// Each document's log-likelihood and scored tokens, for its item.
+	docLL, docTokens := make([]float64, len(list)), make([]int, len(list))
 	for i, d := range toks {
 		if len(d.ids) < 2 {
 			continue
@@ -352,8 +358,11 @@ func (r *Runner) pplByIDs(ctx context.Context, ts *tokSource, list []Doc) (pplTo
 		for _, w := range Windows(len(d.ids), r.cfg.Window) {
 			if w.Start == 0 && w.End <= len(d.scored) {
 				// The tokenization echo saw exactly this prompt prefix.
-				tot.LL += sum(d.scored[w.From:w.End])
+				ll := sum(d.scored[w.From:w.End])
+				tot.LL += ll
 				tot.Tokens += w.End - w.From
+				docLL[i] += ll
+				docTokens[i] += w.End - w.From
 				continue
 			}
 			jobs = append(jobs, job{i, w})
@@ -375,9 +384,16 @@ func (r *Runner) pplByIDs(ctx context.Context, ts *tokSource, list []Doc) (pplTo
 		mu.Lock()
 		tot.LL += ll
 		tot.Tokens += j.w.End - j.w.From
+		docLL[j.doc] += ll
+		docTokens[j.doc] += j.w.End - j.w.From
 		mu.Unlock()
 		return nil
 	})
+	for i, n := range docTokens {
+		if n > 0 {
+			tot.items = append(tot.items, docItem("ppl", i, -docLL[i], n))
+		}
+	}
 	return tot, f
 }
 
@@ -388,6 +404,7 @@ func (r *Runner) pplByText(ctx context.Context, ts *tokSource, list []Doc) (pplT
 	size := max(16, int(float64(r.cfg.Window-1)*ts.bytesPerToken*0.8))
 	var tot pplTotals
 	var mu sync.Mutex
+	items := make([]schema.EvalItem, len(list))
 	r.cfg.Progress.begin("ppl", len(list))
 	f := r.forEach(ctx, len(list), func(ctx context.Context, i int) *schema.EvalFailure {
 		var ll float64
@@ -415,9 +432,11 @@ func (r *Runner) pplByText(ctx context.Context, ts *tokSource, list []Doc) (pplT
 			tot.Docs++
 			tot.Words += list[i].Words
 			tot.Bytes += list[i].Bytes
+			items[i] = docItem("ppl", i, -ll, n)
 		}
 		return nil
 	})
+	tot.items = compactItems(items)
 	return tot, f
 }
 

@@ -40,8 +40,19 @@ type Eval struct {
 	Load func(path string, limit int) (Data, error)
 	// Sample returns the embedded sample set.
 	Sample func() Data
-	// Run runs the eval.
-	Run func(ctx context.Context, r *Runner, in Input) schema.EvalResult
+	// Run runs the eval: its result, and its items as scored (one per
+	// document or question, in data set order, their IDs the same in every
+	// run: see items.go), nil when it gave no score.
+	Run func(ctx context.Context, r *Runner, in Input) (schema.EvalResult, []schema.EvalItem)
+}
+
+// run is an eval's Run over its unexported function: the result finished
+// (Runner.finish), the items as they came.
+func run[D Data](f func(context.Context, *Runner, D) (schema.EvalResult, []schema.EvalItem)) func(context.Context, *Runner, Input) (schema.EvalResult, []schema.EvalItem) {
+	return func(ctx context.Context, r *Runner, in Input) (schema.EvalResult, []schema.EvalItem) {
+		res, items := f(ctx, r, in.Data.(D))
+		return r.finish(res), items
+	}
 }
 
 // Evals are the evals in the order `eval all` runs them.
@@ -50,23 +61,19 @@ var Evals = []Eval{
 		Name:   "ppl",
 		Load:   func(p string, _ int) (Data, error) { return LoadDocs(p) },
 		Sample: func() Data { return SampleDocs() },
-		Run:    func(ctx context.Context, r *Runner, in Input) schema.EvalResult { return PPL(ctx, r, in.Data.(*Docs)) },
+		Run:    run(ppl),
 	},
 	{
 		Name:   "long-ppl",
 		Load:   func(p string, _ int) (Data, error) { return LoadDocs(p) },
 		Sample: func() Data { return SampleDocs() },
-		Run: func(ctx context.Context, r *Runner, in Input) schema.EvalResult {
-			return LongPPL(ctx, r, in.Data.(*Docs))
-		},
+		Run:    run(longPPL),
 	},
 	{
 		Name:   "mmlu",
 		Load:   func(p string, _ int) (Data, error) { return LoadMMLU(p) },
 		Sample: func() Data { return SampleMMLU() },
-		Run: func(ctx context.Context, r *Runner, in Input) schema.EvalResult {
-			return MMLU(ctx, r, in.Data.(*MMLUSet))
-		},
+		Run:    run(mmlu),
 	},
 	{
 		Name: "triviaqa",
@@ -78,8 +85,9 @@ var Evals = []Eval{
 			return LoadTriviaQA(p, limit+TriviaShots)
 		},
 		Sample: func() Data { return SampleTriviaQA() },
-		Run: func(ctx context.Context, r *Runner, in Input) schema.EvalResult {
-			return TriviaQA(ctx, r, in.Data.(*TriviaSet), in.Shots)
+		Run: func(ctx context.Context, r *Runner, in Input) (schema.EvalResult, []schema.EvalItem) {
+			res, items := triviaQA(ctx, r, in.Data.(*TriviaSet), in.Shots)
+			return r.finish(res), items
 		},
 	},
 }

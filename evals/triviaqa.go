@@ -1,9 +1,11 @@
 package evals
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -94,24 +96,29 @@ func ExactMatch(pred string, aliases []string) bool {
 // route, it fails the eval), and when more than half are, the eval fails
 // with the count.
 func TriviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
-	return r.finish(triviaQA(ctx, r, set, shots))
+	res, _ := triviaQA(ctx, r, set, shots)
+	return r.finish(res)
 }
 
-func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) schema.EvalResult {
+// triviaQA is TriviaQA with its items: one per question scored, by its ID
+// (TriviaItem.ID), the answer read ("" for one that is reasoning only) and
+// the first alias. No logprobs are asked, so none are kept.
+func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) (schema.EvalResult, []schema.EvalItem) {
 	const name = "triviaqa"
 	items := set.Items
 	var sh []TriviaItem
+	skipped := 0 // the set's own items taken as shots
 	if shots != nil {
 		sh = shots.Items[:min(TriviaShots, len(shots.Items))]
 	} else {
-		k := min(TriviaShots, len(items))
-		sh, items = items[:k], items[k:]
+		skipped = min(TriviaShots, len(items))
+		sh, items = items[:skipped], items[skipped:]
 	}
 	if n := r.limit(DefaultTriviaLimit); n < len(items) {
 		items = items[:n]
 	}
 	if len(items) == 0 {
-		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no question left to score after the shots"))
+		return noScore(name, MethodGenerate, newFailure(BadResponse, 0, nil, nil, "no question left to score after the shots")), nil
 	}
 	gen := map[string]any{"max_tokens": TriviaMaxTokens, "temperature": 0, "stop": []string{"\n"}}
 	byCompletions := func(ctx context.Context, i int, prompt string) (string, *schema.EvalFailure, *schema.EvalFailure) {
@@ -137,15 +144,22 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 	right, noAnswer := 0, 0
 	var lastUnanswered *schema.EvalFailure
 	var mu sync.Mutex
+	scored := make([]schema.EvalItem, len(items))
 	score := func(_ context.Context, _ string, i int, text string, unanswered *schema.EvalFailure) *schema.EvalFailure {
 		mu.Lock()
 		defer mu.Unlock()
+		pred, ok := "", false
 		if unanswered != nil {
 			noAnswer++
 			lastUnanswered = unanswered
-		} else if ExactMatch(TriviaAnswer(text), items[i].Aliases) {
+		} else if pred = TriviaAnswer(text); ExactMatch(pred, items[i].Aliases) {
 			right++
+			ok = true
 		}
+		// A set built by hand may have no ids: its index stands in, as a
+		// loader's does.
+		id := cmp.Or(items[i].ID, "#"+strconv.Itoa(skipped+i))
+		scored[i] = accuracyItem(name, id, pred, items[i].Answer, ok, nil)
 		return nil
 	}
 	r.cfg.Progress.begin(name, len(items))
@@ -153,14 +167,14 @@ func triviaQA(ctx context.Context, r *Runner, set *TriviaSet, shots *TriviaSet) 
 		route[string]{method: MethodGenerate, ask: byCompletions},
 		route[string]{method: MethodChatGenerate, ask: byChat, name: "chat"})
 	if f != nil {
-		return noScore(name, rt.method, f)
+		return noScore(name, rt.method, f), nil
 	}
 	if 2*noAnswer > len(items) {
 		// Most answers were reasoning only: no exact_match is made of the rest.
 		lf := *lastUnanswered
 		lf.Detail = joinDetail(fmt.Sprintf("%d of %d answers are reasoning only, no content within max_tokens %d", noAnswer, len(items), r.cfg.ReasoningTokens), lf.Detail)
-		return noScore(name, rt.method, &lf)
+		return noScore(name, rt.method, &lf), nil
 	}
 	return schema.EvalResult{Name: name, Status: StatusOK, Method: rt.method, N: len(items),
-		Metrics: map[string]float64{"exact_match": float64(right) / float64(len(items)), NoAnswerMetric: float64(noAnswer)}}
+		Metrics: map[string]float64{"exact_match": float64(right) / float64(len(items)), NoAnswerMetric: float64(noAnswer)}}, scored
 }

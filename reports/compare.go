@@ -2,12 +2,15 @@ package reports
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math"
 	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports/paired"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -135,6 +138,148 @@ type EvalCell struct {
 	// echo log-likelihoods is not a change of quality, so the row says so
 	// instead of setting them side by side in silence.
 	MethodNote string `json:"method_note,omitempty"`
+	// Paired is this cell's change against the row's first scored cell,
+	// item by item (PairEval), when both columns have items of this eval
+	// (evals.jsonl) from one run each and the same method; absent in that
+	// first cell, and wherever the comparison cannot pair.
+	Paired *PairedDelta `json:"paired,omitempty"`
+}
+
+// PairedDelta is one eval of two runs compared item by item over the
+// items both scored (their IDs): the mean difference of their scores
+// (this − reference) with its paired bootstrap 95% interval
+// (paired.Bootstrap), and for accuracies McNemar's test.
+type PairedDelta struct {
+	// Metric is the metric the items' scores make (PairedMetrics).
+	Metric string `json:"metric"`
+	// Items is how many items both runs scored.
+	Items int `json:"items"`
+	// Delta, Lo and Hi are the mean score difference and its interval: for
+	// an accuracy in fractions (0.1 is ten points); for a perplexity
+	// (Ratio) the ratio of perplexities, exp of the mean per-item log-ppl
+	// difference, and its interval.
+	Delta float64 `json:"delta"`
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Ratio bool    `json:"ratio,omitempty"`
+	// Reference is the reference run's mean score over the paired items.
+	Reference float64 `json:"reference"`
+	// McNemar is the two-sided p-value of McNemar's test (paired.McNemar)
+	// when every paired item says right or wrong on both sides; OnlyRef
+	// counts the items right only in the reference, OnlyThis those right
+	// only in this run.
+	McNemar  *float64 `json:"mcnemar_p,omitempty"`
+	OnlyRef  int      `json:"only_reference_right,omitempty"`
+	OnlyThis int      `json:"only_this_right,omitempty"`
+}
+
+// PairedMetrics names the metric each eval's items make: the mean of
+// their scores is the accuracy (acc, exact_match), or each score is a
+// document's log-ppl, so their mean difference is the log of a ppl ratio.
+var PairedMetrics = map[string]string{"ppl": "ppl", "long-ppl": "ppl", "mmlu": "acc", "triviaqa": "exact_match"}
+
+// pairedLevel is the paired interval's coverage.
+const pairedLevel = 0.95
+
+// PairEval compares eval's items of ref and cur by ID, over the items
+// both have; nil when none pairs, or the eval has no PairedMetrics entry.
+// A perplexity item's score is its log-ppl, nll/tokens (recomputed from
+// them where given). The bootstrap is seeded by the eval's name, so a
+// comparison is the same every time.
+func PairEval(eval string, ref, cur []schema.EvalItem) *PairedDelta {
+	metric, ok := PairedMetrics[eval]
+	if !ok {
+		return nil
+	}
+	byID := map[string]*schema.EvalItem{}
+	for i := range ref {
+		if ref[i].Eval == eval {
+			byID[ref[i].ID] = &ref[i]
+		}
+	}
+	var diffs []float64
+	pd := &PairedDelta{Metric: metric, Ratio: metric == "ppl"}
+	binary := true
+	var refSum float64
+	for i := range cur {
+		b := &cur[i]
+		a, ok := byID[b.ID]
+		if b.Eval != eval || !ok {
+			continue
+		}
+		sa, sb := itemScore(a), itemScore(b)
+		diffs = append(diffs, sb-sa)
+		refSum += sa
+		if a.Correct == nil || b.Correct == nil {
+			binary = false
+			continue
+		}
+		switch {
+		case *a.Correct && !*b.Correct:
+			pd.OnlyRef++
+		case *b.Correct && !*a.Correct:
+			pd.OnlyThis++
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte(eval))
+	iv := paired.Bootstrap(diffs, pairedLevel, paired.DefaultResamples, h.Sum64())
+	pd.Items, pd.Delta, pd.Lo, pd.Hi = iv.N, iv.Mean, iv.Lo, iv.Hi
+	pd.Reference = refSum / float64(len(diffs))
+	if pd.Ratio {
+		pd.Delta, pd.Lo, pd.Hi = math.Exp(iv.Mean), math.Exp(iv.Lo), math.Exp(iv.Hi)
+		pd.OnlyRef, pd.OnlyThis = 0, 0
+	} else if binary {
+		p := paired.McNemar(pd.OnlyRef, pd.OnlyThis)
+		pd.McNemar = &p
+	} else {
+		pd.OnlyRef, pd.OnlyThis = 0, 0
+	}
+	return pd
+}
+
+// itemScore is an item's score: a perplexity item's log-ppl from its nll
+// and tokens, else its Score.
+func itemScore(it *schema.EvalItem) float64 {
+	if it.NLL != nil && it.Tokens > 0 {
+		return *it.NLL / float64(it.Tokens)
+	}
+	return it.Score
+}
+
+// ChangePct is the paired change as a relative change of the metric in
+// percent, with its interval, as a relative threshold reads it: a ppl
+// ratio r is (r − 1)·100; an accuracy's difference d is d / Reference ·
+// 100 (the reference's mean taken as fixed). ok is false where the
+// reference's mean is 0, from which no relative change is made.
+func (p *PairedDelta) ChangePct() (mean, lo, hi float64, ok bool) {
+	if p.Ratio {
+		return (p.Delta - 1) * 100, (p.Lo - 1) * 100, (p.Hi - 1) * 100, true
+	}
+	if p.Reference == 0 {
+		return 0, 0, 0, false
+	}
+	r := 100 / math.Abs(p.Reference)
+	return p.Delta * r, p.Lo * r, p.Hi * r, true
+}
+
+// RunItems are the items of eval in runs, when exactly one of the runs
+// has any (a label's runs are not pooled item by item), else nil.
+func RunItems(eval string, runs []*Input) []schema.EvalItem {
+	var out []schema.EvalItem
+	for _, run := range runs {
+		if !slices.ContainsFunc(run.Items, func(it schema.EvalItem) bool { return it.Eval == eval }) {
+			continue
+		}
+		if out != nil {
+			return nil
+		}
+		out = run.Items
+	}
+	return out
 }
 
 // ConformanceCell counts one label's conformance checks, merged by id: a
@@ -205,6 +350,7 @@ func Compare(ins []*Input) (*Comparison, error) {
 		row := EvalRow{Eval: name, Cells: make([]*EvalCell, len(c.Columns))}
 		var ref *EvalCell
 		refLabel := ""
+		var refItems []schema.EvalItem
 		for i, rs := range runs {
 			cell := mergeEval(name, rs)
 			row.Cells[i] = cell
@@ -214,8 +360,13 @@ func Compare(ins []*Input) (*Comparison, error) {
 				cell.MethodNote = "runs by different methods (" + cell.Method + "): their mean is not comparable"
 			case ref == nil:
 				ref, refLabel = cell, c.Columns[i].Label
+				refItems = RunItems(name, rs)
 			case cell.Method != ref.Method:
 				cell.MethodNote = fmt.Sprintf("by %s, not %s as %s: not comparable", MethodName(cell.Method), MethodName(ref.Method), refLabel)
+			case refItems != nil:
+				if items := RunItems(name, rs); items != nil {
+					cell.Paired = PairEval(name, refItems, items)
+				}
 			}
 		}
 		c.Evals = append(c.Evals, row)

@@ -317,8 +317,30 @@ func evalLines(name string, c *EvalCell) []string {
 	if c.MethodNote != "" {
 		lines = append(lines, "⚠ "+c.MethodNote)
 	}
+	if c.Paired != nil {
+		lines = append(lines, PairedText(c.Paired))
+	}
 	return lines
 }
+
+// PairedText says a paired change in one line: the number of items, the
+// change with its 95% interval (an accuracy's in points, a ppl's as a
+// ratio) and McNemar's p where it applies.
+func PairedText(p *PairedDelta) string {
+	if p.Ratio {
+		return fmt.Sprintf("paired over %d items: %s ×%.4f, 95%% CI [×%.4f, ×%.4f]", p.Items, p.Metric, p.Delta, p.Lo, p.Hi)
+	}
+	s := fmt.Sprintf("paired over %d items: %s %s pts, 95%% CI [%s, %s]", p.Items, p.Metric,
+		signedPts(p.Delta), signedPts(p.Lo), signedPts(p.Hi))
+	if p.McNemar != nil {
+		s += fmt.Sprintf(" · McNemar p %.3g (%d right only here, %d only in the first)", *p.McNemar, p.OnlyThis, p.OnlyRef)
+	}
+	return s
+}
+
+// signedPts is a difference of fractions in points with its sign: 0.1 is
+// "+10.0".
+func signedPts(v float64) string { return strings.TrimSuffix(SignedPct(v*100), "%") }
 
 func checkLines(c *ConformanceCell) []string {
 	if c == nil {

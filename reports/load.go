@@ -33,6 +33,9 @@ type Input struct {
 	// server's metrics), or nil; the phases' server blocks are recomputed
 	// from them.
 	Samples []schema.MetricsSample
+	// Items are the evals.jsonl beside the report (each eval's items as
+	// scored), or nil; reports pair two runs' evals by them.
+	Items []schema.EvalItem
 	// Warnings say what was read but not used, one line each.
 	Warnings []string
 }
@@ -42,9 +45,9 @@ type Input struct {
 // is read too, and every phase it holds records for is recomputed from them
 // with summary.Phase, so a report can be re-made offline; likewise a
 // metrics.jsonl, from which each phase's server block is recomputed with
-// serverside.Stats, the rest of the phase kept. A requests.jsonl or
-// metrics.jsonl beside a file of another name is not read: it may belong
-// to another run.
+// serverside.Stats, the rest of the phase kept; and an evals.jsonl, into
+// Items. A requests.jsonl, metrics.jsonl or evals.jsonl beside a file of
+// another name is not read: it may belong to another run.
 func Load(path string) (*Input, error) {
 	if path == "" {
 		return nil, badinput.Errorf("empty report path")
@@ -105,6 +108,19 @@ func Load(path string) (*Input, error) {
 			return nil, badinput.Errorf("%s: %v", metPath, err)
 		}
 		recomputeServer(in)
+	}
+	itemsPath := filepath.Join(dir, EvalsJSONL)
+	f, err = os.Open(itemsPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, badinput.Errorf("%s: %v", itemsPath, unwrapPath(err))
+	default:
+		in.Items, err = ReadEvalItems(f)
+		f.Close()
+		if err != nil {
+			return nil, badinput.Errorf("%s: %v", itemsPath, err)
+		}
 	}
 	return in, nil
 }
@@ -170,6 +186,16 @@ func SplitList(vals []string) []string {
 				out = append(out, p)
 			}
 		}
+	}
+	return out
+}
+
+// ItemsOf returns the eval items of ins, one list per input (nil where it
+// has none), as gate.Options takes them.
+func ItemsOf(ins []*Input) [][]schema.EvalItem {
+	out := make([][]schema.EvalItem, len(ins))
+	for i, in := range ins {
+		out[i] = in.Items
 	}
 	return out
 }

@@ -6,11 +6,14 @@ package reports
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -31,6 +35,9 @@ const (
 	// MetricsJSONL holds the scrapes of the server's metrics, one
 	// schema.MetricsSample a line, beside requests.jsonl.
 	MetricsJSONL = "metrics.jsonl"
+	// EvalsJSONL holds the evals' items as scored, one schema.EvalItem a
+	// line, so that two reports' evals pair up item by item.
+	EvalsJSONL = "evals.jsonl"
 )
 
 // WriteJSON writes r as indented JSON.
@@ -116,6 +123,85 @@ func ReadMetrics(r io.Reader) ([]schema.MetricsSample, error) {
 		}
 		out = append(out, s)
 	}
+}
+
+// WriteEvalItems writes one JSON object per item. An item whose score or
+// nll is not a finite number is an error naming it: JSON has no NaN.
+func WriteEvalItems(w io.Writer, items []schema.EvalItem) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for i := range items {
+		if err := enc.Encode(&items[i]); err != nil {
+			return fmt.Errorf("%s item %s: %w", items[i].Eval, items[i].ID, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadEvalItems reads evals.jsonl, streamed. A line that is not an item,
+// that names no eval or no id, or whose eval and id an earlier line has
+// (the pairing would be ambiguous) is an error naming its line (bad input
+// to the caller, as ReadRecords').
+func ReadEvalItems(r io.Reader) ([]schema.EvalItem, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	var out []schema.EvalItem
+	seen := map[[2]string]int{}
+	for line := 1; ; line++ {
+		var it schema.EvalItem
+		if err := dec.Decode(&it); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("item %d: %w", line, err)
+		}
+		if it.Eval == "" || it.ID == "" {
+			return nil, fmt.Errorf("item %d: no eval or no id", line)
+		}
+		k := [2]string{it.Eval, it.ID}
+		if first, dup := seen[k]; dup {
+			return nil, fmt.Errorf("item %d: %s id %q again (first at item %d)", line, it.Eval, it.ID, first)
+		}
+		seen[k] = line
+		out = append(out, it)
+	}
+}
+
+// MergeEvalItemsFile puts items into dir's evals.jsonl the way MergeEvals
+// puts results into the report: the lines of every eval in ran (the evals
+// that ran, whether or not they gave items) are replaced by items, those
+// of other evals stay, in their order, before the new ones. The file is
+// rewritten through a temporary file, like WriteDir's; dir is created. A
+// file already there that cannot be read as items is left alone, and its
+// error is bad input (badinput.Error).
+func MergeEvalItemsFile(dir string, ran []string, items []schema.EvalItem) error {
+	path := filepath.Join(dir, EvalsJSONL)
+	var keep []schema.EvalItem
+	switch f, err := os.Open(path); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	default:
+		old, err := ReadEvalItems(f)
+		f.Close()
+		if err != nil {
+			return badinput.Errorf("%s: %v", path, err)
+		}
+		for _, it := range old {
+			if !slices.Contains(ran, it.Eval) {
+				keep = append(keep, it)
+			}
+		}
+	}
+	if len(keep) == 0 && len(items) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return writeAtomic(dir, EvalsJSONL, func(w io.Writer) error { return WriteEvalItems(w, append(keep, items...)) })
 }
 
 // WriteMetricsFile writes samples to dir's metrics.jsonl, creating dir,

@@ -232,6 +232,7 @@ func Run(ctx context.Context, o *Options) error {
 	})
 	defer r.Close()
 	var results []schema.EvalResult
+	var items []schema.EvalItem
 	for _, j := range jobs {
 		if ctx.Err() != nil {
 			break
@@ -239,7 +240,8 @@ func Run(ctx context.Context, o *Options) error {
 		fmt.Fprintf(io.ErrOut, "glmbench: %s on %s (%d items), %s\n", j.Eval.Name, j.In.Data.Origin(), j.In.Data.Len(), ep)
 		stop := startProgress(io, prog, o.ProgressEvery)
 		t0 := time.Now()
-		res := j.Eval.Run(ctx, r, j.In)
+		res, its := j.Eval.Run(ctx, r, j.In)
+		items = append(items, its...)
 		res.Dataset = j.In.Data.Origin()
 		stop()
 		if res.Failure != nil {
@@ -261,11 +263,17 @@ func Run(ctx context.Context, o *Options) error {
 	if len(down) > 0 {
 		failed = fmt.Errorf("no score from %s (see the failures in the report)", strings.Join(down, ", "))
 	}
-	return tg.WriteSection(o.F, target.Section{
+	// The items go first, beside the report; should that fail, the report
+	// is still written, and the failure said after it.
+	itemsErr := writeItems(tg.Out, results, items)
+	if err := tg.WriteSection(o.F, target.Section{
 		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,
-	})
+	}); err != nil {
+		return err
+	}
+	return itemsErr
 }
 
 // resultLine is the one line said when an eval ends.

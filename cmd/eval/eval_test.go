@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -313,5 +314,44 @@ func TestOnLlamaCppEvalsTakeTheChatRouteAndSayWhich(t *testing.T) {
 	}
 	if !regexp.MustCompile(`\| long-ppl +\| ok +\| chat-logprobs +\|`).MatchString(out) {
 		t.Errorf("stdout does not say the route:\n%s", out)
+	}
+}
+
+func TestEvalWritesItsItemsBesideTheReportAndARerunReplacesItsOwn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	count := func() map[string]int {
+		t.Helper()
+		in, err := reports.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, it := range in.Items {
+			n[it.Eval]++
+		}
+		return n
+	}
+	for _, step := range []struct {
+		args []string
+		want map[string]int
+	}{
+		// The sample has four subjects: --limit 1 is one question each.
+		{[]string{"mmlu", "--limit", "1"}, map[string]int{"mmlu": 4}},
+		{[]string{"triviaqa", "--limit", "2"}, map[string]int{"mmlu": 4, "triviaqa": 2}},
+		// mmlu again, two each: its four lines become eight, triviaqa's stay.
+		{[]string{"mmlu", "--limit", "2"}, map[string]int{"mmlu": 8, "triviaqa": 2}},
+	} {
+		code, _, errOut := run(t, append(step.args, "--out", dir)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", step.args, code, errOut)
+		}
+		if got := count(); !maps.Equal(got, step.want) {
+			t.Errorf("after %v: items per eval %v, want %v", step.args, got, step.want)
+		}
+	}
+	r := readReport(t, dir)
+	if e := reports.FindEval(r, "mmlu"); e == nil || e.N != 8 {
+		t.Errorf("report's mmlu %+v, want n 8 as its items", e)
 	}
 }

@@ -34,6 +34,13 @@ type Options struct {
 	// Seed seeds the resampling, so a gate over the same files always
 	// decides the same way (default 1).
 	Seed uint64
+	// BaselineItems and CurrentItems are each side's eval items
+	// (reports.Input.Items, one list per report: reports.ItemsOf). Where
+	// exactly one report of each side has items of an eval, a relative
+	// threshold on its paired metric (reports.PairedMetrics: mmlu.acc,
+	// triviaqa.exact_match, ppl.ppl, long-ppl.ppl) is decided by the paired
+	// interval over the items both scored, whatever the number of runs.
+	BaselineItems, CurrentItems [][]schema.EvalItem
 }
 
 func (o Options) withDefaults() Options {
@@ -84,8 +91,13 @@ type Line struct {
 	Change *float64 `json:"change_pct,omitempty"`
 	// CI is the bootstrap confidence interval of the compared quantity (the
 	// change in percent, or the current mean), when both sides had enough
-	// runs; the line is crossed only when all of it is past the bound.
+	// runs, or the paired interval (PairedItems); the line is crossed only
+	// when all of it is past the bound.
 	CI *[2]float64 `json:"ci,omitempty"`
+	// PairedItems is, for an eval metric decided item by item, how many
+	// items both sides scored: CI is then the paired bootstrap interval of
+	// the change (reports.PairEval, PairedDelta.ChangePct).
+	PairedItems int `json:"paired_items,omitempty"`
 	// Missing says which side lacked the metric ("baseline", "current",
 	// "both"), or which phase or eval none had.
 	Missing string `json:"missing,omitempty"`
@@ -276,6 +288,15 @@ func decide(t threshold.Threshold, scope string, k metricKind, baseline, current
 	if c.MethodMismatch != "" {
 		return c // not passed, whatever the values: shown, never compared
 	}
+	if k == eval && t.Relative {
+		if pd := pairedChange(scope, t.Metric, opts); pd != nil {
+			if _, lo, hi, ok := pd.ChangePct(); ok {
+				c.CI, c.PairedItems = &[2]float64{lo, hi}, pd.Items
+				c.Passed = !t.CrossedOver(lo, hi)
+				return c
+			}
+		}
+	}
 	enough := len(c.CurrentRuns) >= opts.MinRuns && (!t.Relative || len(c.BaselineRuns) >= opts.MinRuns)
 	if !enough {
 		c.Passed = t.Holds(point)
@@ -290,6 +311,35 @@ func decide(t threshold.Threshold, scope string, k metricKind, baseline, current
 	c.CI = &[2]float64{lo, hi}
 	c.Passed = !t.CrossedOver(lo, hi)
 	return c
+}
+
+// pairedChange is the paired change of eval's metric from the baseline's
+// items to the current's, or nil: the metric is not the one the items make,
+// or a side has no single report with items of the eval.
+func pairedChange(eval, metric string, opts Options) *reports.PairedDelta {
+	if reports.PairedMetrics[eval] != metric {
+		return nil
+	}
+	base, cur := oneRunItems(eval, opts.BaselineItems), oneRunItems(eval, opts.CurrentItems)
+	if base == nil || cur == nil {
+		return nil
+	}
+	return reports.PairEval(eval, base, cur)
+}
+
+// oneRunItems is the one list of sides that has items of eval, else nil.
+func oneRunItems(eval string, sides [][]schema.EvalItem) []schema.EvalItem {
+	var out []schema.EvalItem
+	for _, items := range sides {
+		if !slices.ContainsFunc(items, func(it schema.EvalItem) bool { return it.Eval == eval }) {
+			continue
+		}
+		if out != nil {
+			return nil
+		}
+		out = items
+	}
+	return out
 }
 
 // methodMismatch says why an eval metric's values are not comparable, or

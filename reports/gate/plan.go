@@ -22,7 +22,8 @@ type Spec struct {
 	Options Options
 }
 
-// Plan is a gate ready to decide: its baseline read and thresholds parsed.
+// Plan is a gate ready to decide: its baseline read and thresholds parsed,
+// the baseline's eval items in Options.BaselineItems.
 type Plan struct {
 	Baseline   []*schema.Report
 	Thresholds []threshold.Threshold
@@ -52,7 +53,9 @@ func Prepare(s Spec, warn io.Writer) (*Plan, error) {
 		return nil, err
 	}
 	reports.WriteWarnings(warn, base)
-	return &Plan{Baseline: reports.Reports(base), Thresholds: ths, Options: s.Options}, nil
+	opts := s.Options
+	opts.BaselineItems = reports.ItemsOf(base)
+	return &Plan{Baseline: reports.Reports(base), Thresholds: ths, Options: opts}, nil
 }
 
 // RequireShape fails (exit 2) when the baseline ran phase name with another

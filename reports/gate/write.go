@@ -53,9 +53,12 @@ func (c *Line) Note() string {
 		parts = append(parts, c.MethodMismatch)
 	}
 	if c.CI != nil {
-		if c.Change != nil {
+		switch {
+		case c.PairedItems > 0:
+			parts = append(parts, fmt.Sprintf("paired over %d items, 95%% CI [%s, %s]", c.PairedItems, pct(c.CI[0]), pct(c.CI[1])))
+		case c.Change != nil:
 			parts = append(parts, fmt.Sprintf("95%% CI %s to %s", pct(c.CI[0]), pct(c.CI[1])))
-		} else {
+		default:
 			parts = append(parts, fmt.Sprintf("95%% CI of the mean %s to %s", val(c.CI[0]), val(c.CI[1])))
 		}
 	}
