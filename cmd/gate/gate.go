@@ -97,6 +97,9 @@ func Run(o *Options) error {
 		return err
 	}
 	reports.WriteWarnings(o.F.IO.ErrOut, cur)
+	// The current reports' evals.jsonl, for the paired rule on eval
+	// thresholds (the baseline's come with the plan).
+	p.Options.CurrentItems = reports.ItemsOf(cur)
 	return Decide(o.F, p, o.JUnit, reports.Reports(cur))
 }
 
