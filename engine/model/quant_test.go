@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	mrand "math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -329,35 +330,68 @@ func TestQuantizeRoundsTheLinearWeightsOnly(t *testing.T) {
 	}
 }
 
-// drift compares the logits of cfg's model with rounded weights to fp32's
-// over prompts: the mean |Δlogit| and the share of positions whose argmax
-// agrees.
-func drift(t *testing.T, cfg *Config, d DType, prompts [][]int32) (meanAbs, agree float64) {
+// driftFigures are how far a model's logits are from fp32's, over every
+// position of some prompts (teacher-forced: the same tokens in both).
+type driftFigures struct {
+	meanAbs float64 // mean |Δlogit| over the whole vocabulary
+	agree   float64 // share of positions whose argmax agrees
+	kl      float64 // mean KL(p_fp32 ‖ p) in nats, over the whole vocabulary
+	maxKL   float64 // the largest KL of a position
+}
+
+// drift compares the logits of cfg's seed-1 model with weights rounded to
+// d (or, with seed ≠ 1, of another seed's fp32 model) to fp32's seed 1.
+func drift(t *testing.T, cfg *Config, d DType, seed uint64, prompts [][]int32) driftFigures {
 	t.Helper()
 	ref := newTestModel(t, cfg, 1, 256)
-	w := Synth(cfg, 1)
+	w := Synth(cfg, seed)
 	if _, err := w.Quantize(d); err != nil {
 		t.Fatal(err)
 	}
 	m := New(cfg, w, kernels.Default(), NewKVCache(cfg, 256, 4))
-	var sum float64
+	var f driftFigures
 	var n, same, pos int
 	for _, p := range prompts {
 		a, _ := prefillWhole(t, ref, p)
 		b, _ := prefillWhole(t, m, p)
 		for i := range a.Rows {
 			ra, rb := a.Row(i), b.Row(i)
+			la, lb := logSoftmax(ra), logSoftmax(rb)
+			kl := 0.0
 			for j := range ra {
-				sum += math.Abs(float64(ra[j] - rb[j]))
+				f.meanAbs += math.Abs(float64(ra[j] - rb[j]))
+				kl += math.Exp(la[j]) * (la[j] - lb[j])
 				n++
 			}
+			f.kl += kl
+			f.maxKL = max(f.maxKL, kl)
 			pos++
 			if argmax(ra) == argmax(rb) {
 				same++
 			}
 		}
 	}
-	return sum / float64(n), float64(same) / float64(pos)
+	f.meanAbs /= float64(n)
+	f.kl /= float64(pos)
+	f.agree = float64(same) / float64(pos)
+	return f
+}
+
+// logSoftmax is log p of logits x, in float64.
+func logSoftmax(x []float32) []float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = max(m, float64(v))
+	}
+	sum := 0.0
+	for _, v := range x {
+		sum += math.Exp(float64(v) - m)
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - m - math.Log(sum)
+	}
+	return out
 }
 
 func TestRoundedWeightsDriftTheLogitsByTheirPrecision(t *testing.T) {
@@ -367,19 +401,47 @@ func TestRoundedWeightsDriftTheLogitsByTheirPrecision(t *testing.T) {
 	for s := range 6 {
 		prompts = append(prompts, tokensN(48, s+1))
 	}
-	fig := map[DType][2]float64{}
+	fig := map[DType]driftFigures{}
 	for _, d := range DTypes {
-		m, a := drift(t, cfg, d, prompts)
-		fig[d] = [2]float64{m, a}
-		t.Logf("nano seed 1, %d positions: %-8s mean |Δlogit| %.4g, argmax agreement %.3f", 6*48, d, m, a)
+		f := drift(t, cfg, d, 1, prompts)
+		fig[d] = f
+		t.Logf("nano seed 1, %d positions: %-8s mean |Δlogit| %.4g, argmax agreement %.3f, KL mean %.3g max %.3g nats", 6*48, d, f.meanAbs, f.agree, f.kl, f.maxKL)
 	}
-	if fig[FP32] != [2]float64{0, 1} {
-		t.Errorf("fp32 drifts: %v", fig[FP32])
+	// Another seed is another model: the verdict's "different model".
+	other := drift(t, cfg, FP32, 2, prompts)
+	t.Logf("nano seed 2 vs seed 1, %d positions: mean |Δlogit| %.4g, argmax agreement %.3f, KL mean %.3g max %.3g nats", 6*48, other.meanAbs, other.agree, other.kl, other.maxKL)
+	if fig[FP32] != (driftFigures{agree: 1}) {
+		t.Errorf("fp32 drifts: %+v", fig[FP32])
 	}
-	if !(fig[BF16][0] > 0 && fig[FP8E4M3][0] > fig[BF16][0] && fig[NVFP4][0] > fig[FP8E4M3][0]) {
-		t.Errorf("mean |Δlogit| %v: want 0 < bf16 < fp8 < nvfp4", fig)
+	bf, f8, f4 := fig[BF16], fig[FP8E4M3], fig[NVFP4]
+	if !(bf.meanAbs > 0 && f8.meanAbs > bf.meanAbs && f4.meanAbs > f8.meanAbs) || !(bf.kl > 0 && f8.kl > bf.kl && f4.kl > f8.kl) {
+		t.Errorf("mean |Δlogit| and KL %+v: want 0 < bf16 < fp8 < nvfp4", fig)
 	}
-	if fig[BF16][1] < 0.95 || fig[NVFP4][1] < 0.5 {
-		t.Errorf("argmax agreement %v: want bf16 ≥ 0.95 and nvfp4 mostly the same", fig)
+	if bf.agree < 0.95 || f4.agree < 0.5 {
+		t.Errorf("argmax agreement %+v: want bf16 ≥ 0.95 and nvfp4 mostly the same", fig)
 	}
+	// The coarsest format is still nearer the model than another seed is.
+	if !(other.kl > 4*f4.kl && other.agree < f4.agree) {
+		t.Errorf("seed 2: KL %.3g, agreement %.3f; nvfp4: KL %.3g, agreement %.3f: want another model far further", other.kl, other.agree, f4.kl, f4.agree)
+	}
+}
+
+// TestTinyDriftFigures logs the same figures for the tiny preset (about 4 s
+// of CPU), run on demand: GLMBENCH_DRIFT_TINY=1 go test ./engine/model/
+// -run TinyDrift -v.
+func TestTinyDriftFigures(t *testing.T) {
+	if os.Getenv("GLMBENCH_DRIFT_TINY") == "" {
+		t.Skip("figures on demand: set GLMBENCH_DRIFT_TINY=1")
+	}
+	cfg, _ := Preset("tiny")
+	var prompts [][]int32
+	for s := range 6 {
+		prompts = append(prompts, tokensN(48, s+1))
+	}
+	for _, d := range DTypes[1:] {
+		f := drift(t, cfg, d, 1, prompts)
+		t.Logf("tiny seed 1, %d positions: %-8s mean |Δlogit| %.4g, argmax agreement %.3f, KL mean %.3g max %.3g nats", 6*48, d, f.meanAbs, f.agree, f.kl, f.maxKL)
+	}
+	o := drift(t, cfg, FP32, 2, prompts)
+	t.Logf("tiny seed 2 vs seed 1, %d positions: mean |Δlogit| %.4g, argmax agreement %.3f, KL mean %.3g max %.3g nats", 6*48, o.meanAbs, o.agree, o.kl, o.maxKL)
 }
