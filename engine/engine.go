@@ -36,6 +36,10 @@ type Options struct {
 	ModelPath string
 	// Seed draws a preset's weights.
 	Seed uint64
+	// WeightDType is the format the weights are rounded to at load, then
+	// computed in float32 (model.DType: fp32, bf16, fp8_e4m3, nvfp4; "":
+	// fp32), for a preset and a checkpoint alike; /get_server_info reports it.
+	WeightDType string
 	// ServedModelName is the id /v1/models lists (default: the preset or folder name).
 	ServedModelName string
 	Host            string
@@ -92,7 +96,7 @@ const (
 // backends: "FlashMLA only supports a page_size of 64"); whole pages also
 // keep a sequence's keys in long runs the indexer scans in one product.
 func DefaultOptions() Options {
-	o := Options{Preset: "nano", Seed: 1, Host: "127.0.0.1", Port: 30000, Executor: "model", SimCost: sim.DefaultCost}
+	o := Options{Preset: "nano", Seed: 1, WeightDType: "fp32", Host: "127.0.0.1", Port: 30000, Executor: "model", SimCost: sim.DefaultCost}
 	o.Sched.EnableMixedChunk = true
 	o.Sched.PageSize = 64
 	return o
@@ -117,6 +121,7 @@ type Engine struct {
 	Server    *server.Server
 	Tokenizer *tokenizer.Tokenizer
 	name      string
+	ckpt      server.Checkpoint
 	ln        net.Listener
 	http      *http.Server
 	served    chan error
@@ -132,9 +137,27 @@ func Start(opts Options) (*Engine, error) {
 	if opts.Executor != "" && opts.Executor != "model" && !simulated {
 		return nil, fmt.Errorf("executor %q: want model or sim", opts.Executor)
 	}
+	dtype, err := model.ParseDType(opts.WeightDType)
+	if err != nil {
+		return nil, err
+	}
+	if simulated && dtype != model.FP32 {
+		return nil, fmt.Errorf("weight dtype %s: the simulated executor has no weights to round (use executor model)", dtype)
+	}
 	cfg, w, name, err := loadModel(opts, !simulated)
 	if err != nil {
 		return nil, err
+	}
+	ckpt := server.Checkpoint{Preset: opts.Preset, Seed: opts.Seed, Path: opts.ModelPath, WeightDType: string(dtype)}
+	if opts.ModelPath != "" {
+		ckpt.Preset, ckpt.Seed = "", 0
+	} else if ckpt.Preset == "" {
+		ckpt.Preset = "nano"
+	}
+	if w != nil {
+		if ckpt.Rounded, err = w.Quantize(dtype); err != nil {
+			return nil, err
+		}
 	}
 	tok, err := tokenizer.New(cfg.VocabSize)
 	if err != nil {
@@ -193,7 +216,7 @@ func Start(opts Options) (*Engine, error) {
 	if opts.ServedModelName != "" {
 		name = opts.ServedModelName
 	}
-	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, served: make(chan error, 1)}
+	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, ckpt: ckpt, served: make(chan error, 1)}
 	var truth *server.Truth
 	if opts.Truth != nil {
 		truth = server.NewTruth(opts.Truth)
@@ -205,6 +228,7 @@ func Start(opts Options) (*Engine, error) {
 		MaxBodyBytes: opts.MaxBodyBytes, MaxBufferedBytes: opts.MaxBufferedBytes,
 		BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
 	}, s, tok, metrics)
+	e.Server.SetCheckpoint(ckpt)
 	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
 	e.ln, err = net.Listen("tcp", addr)
 	if err != nil {
@@ -265,6 +289,10 @@ func (e *Engine) BaseURL() string { return "http://" + e.ln.Addr().String() + "/
 // ModelName is the id the engine serves.
 func (e *Engine) ModelName() string { return e.name }
 
+// Checkpoint is the weights the engine serves: the preset and seed or the
+// folder, the format they were rounded to and how many tensors were.
+func (e *Engine) Checkpoint() server.Checkpoint { return e.ckpt }
+
 // Shutdown stops the engine gracefully: new requests get 503, running
 // streams end, then the listener closes.
 func (e *Engine) Shutdown(ctx context.Context) error {
@@ -309,6 +337,9 @@ func ApplyServerConfig(path string, opts *Options) (ignored []string, err error)
 	// The scheduler's settings by their SGLang names, and the server's own.
 	known := opts.Sched.ServerArgs()
 	known["host"], known["port"], known["served_model_name"] = &opts.Host, &opts.Port, &opts.ServedModelName
+	// glmbench's own key, which /get_server_info reports: a server's info
+	// fed back serves its weights as rounded.
+	known["weight_dtype"] = &opts.WeightDType
 	for key := range args {
 		dst, ok := known[key]
 		if !ok {

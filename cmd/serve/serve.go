@@ -15,6 +15,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/engine/server"
 	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/internal/badinput"
@@ -59,6 +60,15 @@ SGLang's: each step the MTP layer drafts --speculative-num-steps tokens per
 request (topk 1) and the model verifies them in one forward pass; at
 temperature 0 the output is plain decoding's. It turns mixed chunks off, as
 SGLang does. With --executor sim, --sim-accept-length fixes the accept length.
+--weight-dtype rounds the weights at load to the values a deployment storing
+them so would hold, then computes in float32 as ever: bf16 (round to nearest
+even), fp8_e4m3 (OCP E4M3 with one scale per tensor, amax/448) or nvfp4
+(E2M1 in blocks of 16 along a row, each with an E4M3 scale, and one fp32 scale
+per tensor, as NVIDIA's ModelOpt). It rounds every Linear weight (attention,
+indexer, MLPs, experts, MTP) and keeps embeddings, norms, biases, lm_head, the
+router and the indexer's weights_proj in fp32, as ModelOpt and DeepSeek's FP8
+checkpoints keep them in high precision. /get_server_info reports the
+checkpoint (preset and seed, or path), weight_dtype and the tensors rounded.
 SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.
 
 --ready-file PATH writes one JSON line once the server accepts requests, for
@@ -73,6 +83,7 @@ test harnesses against the failures real endpoints show:
 `,
 		Example: `  glmbench serve --port 30000 --model-preset nano
   glmbench serve --model-path ./tiny --max-running-requests 64 --chunked-prefill-size 2048
+  glmbench serve --port 30001 --weight-dtype nvfp4
   glmbench serve --server-config sglang_server_config.json --max-queued-requests 128`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -91,6 +102,7 @@ test harnesses against the failures real endpoints show:
 	fl.StringVar(&e.Preset, "model-preset", e.Preset, "synthetic model preset: nano or tiny")
 	fl.StringVar(&e.ModelPath, "model-path", "", "checkpoint folder (config.json + model.safetensors) instead of a preset")
 	fl.Uint64Var(&e.Seed, "seed", e.Seed, "seed of a preset's weights")
+	fl.StringVar(&e.WeightDType, "weight-dtype", e.WeightDType, "round the weights at load as this format stores them: fp32, bf16, fp8_e4m3 or nvfp4 (see above)")
 	fl.StringVar(&e.ServedModelName, "served-model-name", "", "model id the API lists (default: glmbench-<preset> or the model path)")
 	fl.StringVar(&o.ServerConfig, "server-config", "", "SGLang server-args JSON to apply")
 	fl.IntVar(&s.MaxRunningRequests, "max-running-requests", 0, "most requests in the running batch (0: min(2048, max-total-tokens/2))")
@@ -141,6 +153,9 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.checkSpeculative(); err != nil {
 		return err
 	}
+	if err := o.checkWeightDType(); err != nil {
+		return err
+	}
 	if len(o.Faults) > 0 {
 		o.Engine.Faults = &server.Faults{}
 		for _, spec := range o.Faults {
@@ -183,6 +198,9 @@ func Run(ctx context.Context, o *Options) error {
 	if sc.Speculative() {
 		spec = fmt.Sprintf(", speculative %s with %d draft tokens", sc.SpeculativeAlgorithm, sc.SpeculativeNumSteps)
 	}
+	if ck := e.Checkpoint(); ck.Rounded > 0 {
+		spec += fmt.Sprintf(", weights %s (%d tensors rounded)", ck.WeightDType, ck.Rounded)
+	}
 	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d%s)\n",
 		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests, spec)
 	if ready != nil {
@@ -214,6 +232,20 @@ func (o *Options) checkSpeculative() error {
 	}
 	if a := o.Engine.SimAcceptLength; a != 0 && !(a >= 1) {
 		return badinput.Errorf("--sim-accept-length %v: want at least 1 (tokens per verify step)", a)
+	}
+	return nil
+}
+
+// checkWeightDType refuses an unknown --weight-dtype (from the flag or
+// --server-config's weight_dtype), or one the simulated executor, which has
+// no weights, cannot honour, before anything starts.
+func (o *Options) checkWeightDType() error {
+	d, err := model.ParseDType(o.Engine.WeightDType)
+	if err != nil {
+		return badinput.Errorf("--weight-dtype: %v", err)
+	}
+	if d != model.FP32 && o.Engine.Executor == "sim" {
+		return badinput.Errorf("--weight-dtype %s: --executor sim has no weights to round", d)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -29,7 +30,8 @@ type setting struct {
 
 // settings are sched.Config's fields by their JSON tags (the SGLang names,
 // the flag the same name with dashes), so that a field added there is in the
-// table, and the server's own host, port and served_model_name.
+// table, and the server's own host, port, served_model_name and
+// weight_dtype.
 func settings(t *testing.T) []setting {
 	t.Helper()
 	var out []setting
@@ -42,7 +44,7 @@ func settings(t *testing.T) []setting {
 		out = append(out, setting{key, strings.ReplaceAll(key, "_", "-"),
 			func(o *engine.Options) reflect.Value { return reflect.ValueOf(&o.Sched).Elem().Field(i) }})
 	}
-	for _, s := range []struct{ key, field string }{{"host", "Host"}, {"port", "Port"}, {"served_model_name", "ServedModelName"}} {
+	for _, s := range []struct{ key, field string }{{"host", "Host"}, {"port", "Port"}, {"served_model_name", "ServedModelName"}, {"weight_dtype", "WeightDType"}} {
 		out = append(out, setting{s.key, strings.ReplaceAll(s.key, "_", "-"),
 			func(o *engine.Options) reflect.Value { return reflect.ValueOf(o).Elem().FieldByName(s.field) }})
 	}
@@ -218,5 +220,65 @@ func TestTheSpeculativeFlagsReachTheScheduler(t *testing.T) {
 	o.Engine.Sched.SpeculativeNumDraftTokens = 9
 	if err := o.checkSpeculative(); err != nil || !strings.Contains(stderr.String(), "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1 (6, not 9)") {
 		t.Fatalf("err %v, stderr %q", err, stderr.String())
+	}
+}
+
+func TestABadWeightDTypeIsRefusedBeforeTheServerStarts(t *testing.T) {
+	t.Parallel()
+	config := filepath.Join(t.TempDir(), "server_args.json")
+	if err := os.WriteFile(config, []byte(`{"weight_dtype": "fp16"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--weight-dtype", "int4"}, `--weight-dtype: weight dtype "int4": want one of fp32, bf16, fp8_e4m3, nvfp4`},
+		{[]string{"--weight-dtype", "BF16"}, `weight dtype "BF16"`},
+		{[]string{"--server-config", config}, `weight dtype "fp16"`},
+		{[]string{"--executor", "sim", "--weight-dtype", "nvfp4"}, "--weight-dtype nvfp4: --executor sim has no weights to round"},
+	} {
+		var stderr bytes.Buffer
+		f := &cmdutil.Factory{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}}
+		cmd := NewCmdServe(f, nil)
+		// Port -1 cannot be listened on: a run that got past the check fails there instead.
+		cmd.SetArgs(append(tc.args, "--port", "-1"))
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		err := cmd.Execute()
+		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || stderr.Len() != 0 {
+			t.Errorf("%v: err %v (stderr %q), want one line of bad input with %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestServeWithAWeightDTypeServesRoundedWeightsAndSaysSo(t *testing.T) {
+	t.Parallel()
+	if o, _ := parse(t); o.Engine.WeightDType != "fp32" {
+		t.Errorf("default --weight-dtype %q, want fp32", o.Engine.WeightDType)
+	}
+	var stdout, stderr cmdutil.SyncBuffer
+	stop := serveSim(t, &stdout, &stderr, "--executor", "model", "--weight-dtype", "fp8_e4m3", "--seed", "3",
+		"--max-total-tokens", "65536", "--ready-file", "-")
+	r := await(t, "stdout", stdout.String)
+	resp, err := http.Get(strings.TrimSuffix(r.BaseURL, "/v1") + "/get_server_info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info["weight_dtype"] != "fp8_e4m3" || fmt.Sprint(info["checkpoint"]) != "map[preset:nano seed:3]" || info["quantization"] != "fp8" {
+		t.Errorf("/get_server_info weight_dtype %v, checkpoint %v, quantization %v", info["weight_dtype"], info["checkpoint"], info["quantization"])
+	}
+	n, _ := info["weight_dtype_tensors"].(float64)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(", weights fp8_e4m3 (%d tensors rounded)", int(n)); n < 1 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }

@@ -47,6 +47,13 @@ func Preset(name string) Option {
 	return func(o *engine.Options) error { o.Preset = name; return nil }
 }
 
+// WeightDType rounds the weights at load to that format ("fp32", "bf16",
+// "fp8_e4m3", "nvfp4": glmbench serve --weight-dtype); an unknown name fails
+// the test when the engine starts.
+func WeightDType(name string) Option {
+	return func(o *engine.Options) error { o.WeightDType = name; return nil }
+}
+
 // Sim runs the real scheduler and API over the simulated executor with
 // that step-time cost (sim.DefaultCost: a fast engine).
 func Sim(cost sim.CostModel) Option {

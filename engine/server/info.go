@@ -3,10 +3,76 @@ package server
 import (
 	"maps"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/glmbench/glmbench/engine/sched"
 )
+
+// Checkpoint is the weights a server serves, as /get_server_info reports
+// them: a preset and the seed that drew it, or a checkpoint folder, and the
+// format the weights were rounded to at load (engine/model's DType).
+type Checkpoint struct {
+	// Preset names a synthetic model ("nano"); empty for a folder.
+	Preset string
+	// Seed drew the preset's weights.
+	Seed uint64
+	// Path is the checkpoint folder; empty for a preset.
+	Path string
+	// WeightDType is the weights' format: fp32 (as loaded), bf16, fp8_e4m3
+	// or nvfp4; empty is fp32.
+	WeightDType string
+	// Rounded counts the tensors rounded to WeightDType (0 for fp32).
+	Rounded int
+}
+
+// checkpoints hold each server's Checkpoint by a weak pointer (a stopped
+// server is collected, and its entry with it): a stand-in for a field of
+// Options, whose file this change does not own.
+var checkpoints sync.Map // weak.Pointer[Server] → Checkpoint
+
+// SetCheckpoint records the weights s serves, for /get_server_info.
+func (s *Server) SetCheckpoint(c Checkpoint) {
+	key := weak.Make(s)
+	if _, had := checkpoints.Swap(key, c); !had {
+		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { checkpoints.Delete(k) }, key)
+	}
+}
+
+// Checkpoint is the weights s serves: SetCheckpoint's, or by default the
+// fp32 weights of Options.ModelPath.
+func (s *Server) Checkpoint() Checkpoint {
+	if c, ok := checkpoints.Load(weak.Make(s)); ok {
+		return c.(Checkpoint)
+	}
+	return Checkpoint{Path: s.opts.ModelPath}
+}
+
+// checkpointInfo is /get_server_info's account of the weights: checkpoint
+// ({"preset", "seed"} or {"path"}), weight_dtype, weight_dtype_tensors (how
+// many were rounded), and SGLang's own quantization key as SGLang would name
+// a deployment so stored (null for fp32 and bf16, "fp8" for per-tensor FP8,
+// "modelopt_fp4" for NVFP4).
+func (c Checkpoint) info() map[string]any {
+	ck := map[string]any{"path": c.Path}
+	if c.Preset != "" {
+		ck = map[string]any{"preset": c.Preset, "seed": c.Seed}
+	}
+	dt := c.WeightDType
+	if dt == "" {
+		dt = "fp32"
+	}
+	var quant any
+	switch dt {
+	case "fp8_e4m3":
+		quant = "fp8"
+	case "nvfp4":
+		quant = "modelopt_fp4"
+	}
+	return map[string]any{"checkpoint": ck, "weight_dtype": dt, "weight_dtype_tensors": c.Rounded, "quantization": quant}
+}
 
 // modelCard is a /v1/models entry. max_model_len, the context length, is
 // where SGLang (ModelCard in python/sglang/srt/entrypoints/openai/
@@ -65,7 +131,8 @@ func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
 // under SGLang's server-args names (so the output can be fed back as
 // --server-config), the version, and live scheduler figures in
 // internal_states as SGLang reports them (the accept length and the
-// prefix cache hit rate are since start, as /metrics gives them).
+// prefix cache hit rate are since start, as /metrics gives them), and the
+// weights served (Checkpoint.info).
 func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 	cfg := s.sched.Config()
 	st := s.sched.Stats()
@@ -73,6 +140,7 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 	if cfg.MaxQueuedRequests == 0 {
 		info["max_queued_requests"] = nil // SGLang's unset is null: unbounded
 	}
+	maps.Copy(info, s.Checkpoint().info())
 	maps.Copy(info, map[string]any{
 		"model_path":             s.opts.ModelPath,
 		"tokenizer_path":         s.opts.ModelPath,

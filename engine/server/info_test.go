@@ -1,0 +1,63 @@
+package server
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+	"weak"
+)
+
+func TestServerInfoReportsTheCheckpointItWasGiven(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		ck   *Checkpoint // nil: SetCheckpoint not called
+		want map[string]any
+	}{
+		{"no checkpoint set: the model path's fp32 weights", nil,
+			map[string]any{"checkpoint": "map[path:preset:nano]", "weight_dtype": "fp32", "weight_dtype_tensors": "0", "quantization": "<nil>"}},
+		{"a preset in bf16: SGLang says no quantization", &Checkpoint{Preset: "nano", Seed: 5, WeightDType: "bf16", Rounded: 12},
+			map[string]any{"checkpoint": "map[preset:nano seed:5]", "weight_dtype": "bf16", "weight_dtype_tensors": "12", "quantization": "<nil>"}},
+		{"a folder in fp8", &Checkpoint{Path: "/ckpt/a", WeightDType: "fp8_e4m3", Rounded: 3},
+			map[string]any{"checkpoint": "map[path:/ckpt/a]", "weight_dtype": "fp8_e4m3", "weight_dtype_tensors": "3", "quantization": "fp8"}},
+		{"a preset in nvfp4", &Checkpoint{Preset: "tiny", Seed: 0, WeightDType: "nvfp4", Rounded: 9},
+			map[string]any{"checkpoint": "map[preset:tiny seed:0]", "weight_dtype": "nvfp4", "weight_dtype_tensors": "9", "quantization": "modelopt_fp4"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, envConfig{opts: Options{ModelPath: "preset:nano"}})
+			if c.ck != nil {
+				e.srv.SetCheckpoint(*c.ck)
+				if got := e.srv.Checkpoint(); got != *c.ck {
+					t.Errorf("Checkpoint() = %+v, want %+v", got, *c.ck)
+				}
+			}
+			code, b := e.get("/get_server_info")
+			info := decode[map[string]any](t, b)
+			for k, v := range c.want {
+				if got, ok := info[k]; code != 200 || !ok || fmt.Sprint(got) != v {
+					t.Errorf("/get_server_info %s = %v (present %v), want %v", k, got, ok, v)
+				}
+			}
+		})
+	}
+}
+
+func TestACollectedServerLeavesNoCheckpointBehind(t *testing.T) {
+	t.Parallel()
+	s := &Server{}
+	s.SetCheckpoint(Checkpoint{Preset: "nano", WeightDType: "bf16"})
+	s.SetCheckpoint(Checkpoint{Preset: "nano", WeightDType: "nvfp4"}) // the later wins
+	key := weak.Make(s)
+	if v, ok := checkpoints.Load(key); !ok || v.(Checkpoint).WeightDType != "nvfp4" || s.Checkpoint().WeightDType != "nvfp4" {
+		t.Fatalf("held %v (%v), checkpoint %+v", v, ok, s.Checkpoint())
+	}
+	s = nil
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		runtime.GC()
+		if _, ok := checkpoints.Load(key); !ok {
+			return
+		}
+	}
+	t.Fatal("the collected server's checkpoint is still held")
+}
