@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/conform"
 	"github.com/glmbench/glmbench/cmd/eval"
+	"github.com/glmbench/glmbench/cmd/evalcompare"
 	"github.com/glmbench/glmbench/cmd/gate"
 	"github.com/glmbench/glmbench/cmd/model"
 	"github.com/glmbench/glmbench/cmd/report"
@@ -72,7 +73,9 @@ requests.jsonl for side-by-side comparison.`,
 	cmd.AddCommand(run.NewCmdRun(f, nil))
 	cmd.AddCommand(sweep.NewCmdSweep(f, nil))
 	cmd.AddCommand(conform.NewCmdConform(f, nil))
-	cmd.AddCommand(eval.NewCmdEval(f, nil))
+	ev := eval.NewCmdEval(f, nil)
+	ev.AddCommand(evalcompare.NewCmdCompare(f, nil))
+	cmd.AddCommand(ev)
 	cmd.AddCommand(model.NewCmdModel(f))
 	cmd.AddCommand(serve.NewCmdServe(f, nil))
 	cmd.AddCommand(selftest.NewCmdSelftest(f, nil))

@@ -1,0 +1,248 @@
+// Package evalcompare is `glmbench eval compare`: is an endpoint serving
+// the same model, at the same numerics, as a reference? The same prompts go
+// to both at temperature 0, and their answers are compared pair by pair.
+package evalcompare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/target"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/evals"
+	"github.com/glmbench/glmbench/evals/compare"
+	"github.com/glmbench/glmbench/evals/equiv"
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Options are eval compare's parsed flags and injected state.
+type Options struct {
+	F *cmdutil.Factory
+	// Common is the endpoint under test, --connect-timeout, --label, --out.
+	target.Common
+	// Reference is the reference endpoint, named by the same flags with a
+	// reference- prefix, its model and key handled exactly as the endpoint's.
+	Reference endpoints.Flags
+
+	Tokens, TopLogprobs, Limit, Concurrency int
+	Dataset                                 string
+	RequestTimeout                          time.Duration
+
+	// WeightDType and Seed shape the built-in engine that stands in for
+	// the endpoint when none is given; ReferenceWeightDType and
+	// ReferenceSeed the reference's.
+	WeightDType, ReferenceWeightDType string
+	Seed, ReferenceSeed               uint64
+}
+
+func (o *Options) shared() *target.Flags {
+	return &target.Flags{
+		Common:         &o.Common,
+		RequestTimeout: target.Limit{To: &o.RequestTimeout, Default: 5 * time.Minute},
+		Builtin:        builtin(o.WeightDType, o.Seed),
+	}
+}
+
+// builtin adjusts a built-in engine's options to dtype and seed.
+func builtin(dtype string, seed uint64) func(*engine.Options) {
+	return func(e *engine.Options) {
+		e.WeightDType = dtype
+		if seed != 0 {
+			e.Seed = seed
+		}
+	}
+}
+
+// NewCmdCompare binds eval compare's flags. runF replaces the run function in tests.
+func NewCmdCompare(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f}
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Is the endpoint serving the reference's model? Paired greedy, logprob and perplexity comparison",
+		Long: `Compare sends the same prompts at temperature 0 to the endpoint and to a reference
+(--reference-endpoint, or --reference-endpoints FILE --reference-name N, its
+model and key handled as the endpoint's), and compares the answers pair by
+pair: the greedy continuations of --tokens tokens (exact-match rate, token
+agreement up to the first divergence, where they first diverge), where both
+give top_logprobs the top-1 agreement, the chosen tokens' logprob difference
+and a KL estimate, and where both echo prompt logprobs the per-token nll
+difference and the per-document perplexity ratio with a paired bootstrap 95%
+interval. The verdict is identical, numerically different or different
+model, by the rule the report states.
+
+Without endpoints, two built-in engines are compared: the endpoint's with
+--weight-dtype and --seed, the reference's with --reference-weight-dtype and
+--reference-seed (fp32, seed 1 by default), so
+  glmbench eval compare --weight-dtype nvfp4
+measures what a 4-bit quantization of the same checkpoint changes.`,
+		Example: `  glmbench eval compare --weight-dtype bf16
+  glmbench eval compare --endpoint https://api.example.com/v1 --model glm-5 --reference-endpoint http://127.0.0.1:30000/v1`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.shared().Parsed()
+			if runF != nil {
+				return runF(o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	o.shared().AddFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&o.Reference.Endpoint, "reference-endpoint", "", "the reference's API base URL (none: a built-in engine)")
+	fl.StringVar(&o.Reference.Model, "reference-model", "", "the reference's model id (default: the first that its /v1/models lists)")
+	fl.StringVar(&o.Reference.APIKeyEnv, "reference-api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the reference's API key")
+	fl.StringArrayVar(&o.Reference.Headers, "reference-header", nil, "extra request header K=V for the reference (repeatable; values never appear in output)")
+	fl.StringVar(&o.Reference.File, "reference-endpoints", "", "YAML file of endpoints holding the reference")
+	fl.StringVar(&o.Reference.Name, "reference-name", "", "which endpoint of --reference-endpoints is the reference")
+	fl.IntVar(&o.Tokens, "tokens", 64, "greedy continuation length (max_tokens) of each prompt")
+	fl.IntVar(&o.TopLogprobs, "top-logprobs", 5, "top_logprobs asked per position (0: none)")
+	fl.IntVar(&o.Limit, "limit", 0, "compare at most N prompts (0: all)")
+	fl.IntVar(&o.Concurrency, "concurrency", 8, "prompts in flight (each to both endpoints at once)")
+	fl.StringVar(&o.Dataset, "dataset", "", "documents to compare on (wikitext raw, JSONL with text, plain text), paragraph by paragraph; default: the embedded samples")
+	fl.StringVar(&o.WeightDType, "weight-dtype", "fp32", "the built-in endpoint's weights: fp32, bf16, fp8_e4m3 or nvfp4 (no --endpoint only)")
+	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the built-in endpoint's weights (another seed is another model)")
+	fl.StringVar(&o.ReferenceWeightDType, "reference-weight-dtype", "fp32", "the built-in reference's weights (no --reference-endpoint only)")
+	fl.Uint64Var(&o.ReferenceSeed, "reference-seed", 1, "seed of the built-in reference's weights")
+	return cmd
+}
+
+// validate checks the flags that need no endpoint.
+func (o *Options) validate() ([]compare.Item, error) {
+	switch {
+	case o.Tokens < 1 || o.Tokens > 4096:
+		return nil, badinput.Errorf("--tokens must be from 1 to 4096, not %d", o.Tokens)
+	case o.TopLogprobs < 0 || o.TopLogprobs > 20:
+		return nil, badinput.Errorf("--top-logprobs must be from 0 to 20 (OpenAI's bound), not %d", o.TopLogprobs)
+	case o.Limit < 0:
+		return nil, badinput.Errorf("--limit must not be negative")
+	case o.Concurrency < 1:
+		return nil, badinput.Errorf("--concurrency must be at least 1")
+	case o.Endpoint.Given() && (o.WeightDType != "fp32" || o.Seed != 1):
+		return nil, badinput.Errorf("--weight-dtype and --seed shape the built-in endpoint: they do not apply with --endpoint")
+	case o.Reference.Given() && (o.ReferenceWeightDType != "fp32" || o.ReferenceSeed != 1):
+		return nil, badinput.Errorf("--reference-weight-dtype and --reference-seed shape the built-in reference: they do not apply with --reference-endpoint")
+	}
+	for _, d := range []string{o.WeightDType, o.ReferenceWeightDType} {
+		if _, err := model.ParseDType(d); err != nil {
+			return nil, badinput.Errorf("--weight-dtype: %v", err)
+		}
+	}
+	if err := o.shared().Validate("connect-timeout", "request-timeout"); err != nil {
+		return nil, err
+	}
+	items := compare.SampleItems()
+	if o.Dataset != "" {
+		var err error
+		if items, err = compare.DocItems(o.Dataset, o.Limit); err != nil {
+			var de *evals.DataError
+			if errors.As(err, &de) {
+				return nil, badinput.Wrap(err)
+			}
+			return nil, err
+		}
+	}
+	if o.Limit > 0 && len(items) > o.Limit {
+		items = items[:o.Limit]
+	}
+	if len(items) == 0 {
+		return nil, badinput.Errorf("--dataset %s: no paragraph to compare on", o.Dataset)
+	}
+	return items, nil
+}
+
+// Run is eval compare's work: it checks the flags, opens both endpoints,
+// compares them on every item, and writes the report (equivalence section,
+// report.md, evals.jsonl with one row per item).
+func Run(ctx context.Context, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	items, err := o.validate()
+	if err != nil {
+		return err
+	}
+	tg, err := o.shared().Open(ctx, o.F)
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	ref, err := target.OpenEndpoint(ctx, o.F, o.Reference, o.ConnectTimeout, "--reference-endpoint", builtin(o.ReferenceWeightDType, o.ReferenceSeed))
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	side := func(ep *endpoints.Endpoint) compare.Side {
+		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: o.Concurrency, ConnectTimeout: o.ConnectTimeout})
+		return compare.Side{Client: endpoints.NewClient(ep, tr), Model: ep.Model}
+	}
+	errOut := o.F.IO.ErrOut
+	fmt.Fprintf(errOut, "glmbench: comparing %s (%s) against the reference %s (%s) on %d prompts, %d tokens each\n",
+		tg.Endpoint, tg.Endpoint.Model, ref.Endpoint, ref.Endpoint.Model, len(items), o.Tokens)
+	rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout*time.Duration(len(items)))
+	defer cancel()
+	pairs := compare.Run(rctx, side(tg.Endpoint), side(ref.Endpoint), items, compare.Options{Tokens: o.Tokens, TopLogprobs: o.TopLogprobs, Concurrency: o.Concurrency})
+	eq := equiv.Compare(pairs, o.Tokens)
+	eq.Reference, eq.ReferenceModel = ref.Endpoint.String(), ref.Endpoint.Model
+	eq.Dataset = evals.SampleOrigin
+	if o.Dataset != "" {
+		eq.Dataset = o.Dataset
+	}
+	rep := tg.Report(o.F)
+	rep.Equivalence = &eq
+	if err := tg.WriteReport(o.F, rep, nil); err != nil {
+		return err
+	}
+	if err := writeItems(tg.Out, pairs, o.Tokens); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.F.IO.Out, verdictLine(&eq))
+	fmt.Fprintf(errOut, "glmbench: report written to %s\n", tg.Out)
+	if ctx.Err() != nil {
+		return cmdutil.Silent(cmdutil.ExitInterrupted)
+	}
+	if eq.Verdict == "" {
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no verdict: no prompt was answered by both endpoints")}
+	}
+	return nil
+}
+
+// writeItems merges one row per compared prompt into the folder's
+// evals.jsonl (eval "compare"), keeping the other evals' rows.
+func writeItems(dir string, pairs []equiv.Pair, tokens int) error {
+	items := make([]schema.EvalItem, len(pairs))
+	for i, p := range pairs {
+		items[i] = equiv.Item(p, tokens)
+	}
+	return reports.MergeEvalItemsFile(dir, []string{equiv.EvalName}, items)
+}
+
+// verdictLine is the one line on stdout.
+func verdictLine(eq *schema.Equivalence) string {
+	if eq.Verdict == "" {
+		msg := "no verdict"
+		if eq.Failure != nil {
+			msg += ": " + eq.Failure.Detail
+		}
+		return msg
+	}
+	s := fmt.Sprintf("verdict: %s (%d prompts", eq.Verdict, eq.Items)
+	if eq.ExactMatch != nil {
+		s += fmt.Sprintf(", exact match %.1f%%", *eq.ExactMatch*100)
+	}
+	if eq.Top1Agreement != nil {
+		s += fmt.Sprintf(", top-1 agreement %.1f%%", *eq.Top1Agreement*100)
+	}
+	if eq.KLMean != nil {
+		s += fmt.Sprintf(", KL mean %.3g", *eq.KLMean)
+	}
+	return s + ")\n  rule: " + eq.Rule
+}
