@@ -306,7 +306,12 @@ type chatLogprobs struct {
 	Content []tokenLogprob `json:"content"`
 }
 
+// tokenLogprob is one entry of chat logprobs, or of its top_logprobs. Token
+// and Bytes name the token: a byte-level token that is not valid UTF-8 on
+// its own comes as U+FFFD, and its bytes tell two such apart.
 type tokenLogprob struct {
+	Token       string         `json:"token"`
+	Bytes       []int          `json:"bytes"`
 	Logprob     float64        `json:"logprob"`
 	TopLogprobs []tokenLogprob `json:"top_logprobs"`
 }
