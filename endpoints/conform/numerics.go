@@ -84,7 +84,7 @@ type gap struct {
 func (g gap) identical() bool { return g.at < 0 }
 
 // tokenKey names a token by its text and bytes.
-func tokenKey(t tokenLogprob) string { return fmt.Sprintf("%q%v", t.Token, t.Bytes) }
+func tokenKey(t tokenLogprob) string { return fmt.Sprintf("%q %s", t.Token, t.Bytes) }
 
 // ranked is the logprob of every token an entry names, the chosen one and
 // its top_logprobs, by tokenKey.

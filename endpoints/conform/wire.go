@@ -308,12 +308,14 @@ type chatLogprobs struct {
 
 // tokenLogprob is one entry of chat logprobs, or of its top_logprobs. Token
 // and Bytes name the token: a byte-level token that is not valid UTF-8 on
-// its own comes as U+FFFD, and its bytes tell two such apart.
+// its own comes as U+FFFD, and its bytes tell two such apart. Bytes is kept
+// raw, so that a server that spells them otherwise (or not at all) still
+// has its logprobs read; they are only compared.
 type tokenLogprob struct {
-	Token       string         `json:"token"`
-	Bytes       []int          `json:"bytes"`
-	Logprob     float64        `json:"logprob"`
-	TopLogprobs []tokenLogprob `json:"top_logprobs"`
+	Token       string          `json:"token"`
+	Bytes       json.RawMessage `json:"bytes"`
+	Logprob     float64         `json:"logprob"`
+	TopLogprobs []tokenLogprob  `json:"top_logprobs"`
 }
 
 func deref(p *string) string {
