@@ -32,6 +32,10 @@ const (
 	// batchBurst is the batch-invariance burst: the prompt under test and
 	// batchBurst-1 others, all sent at once.
 	batchBurst = 64
+	// numericsLimit bounds each answer the two checks read: 32 tokens with
+	// 5 top_logprobs each are some 15 KB of JSON, and a burst of 64 at the
+	// bound holds 64 MiB, not 64 times answerLimit.
+	numericsLimit = 1 << 20
 )
 
 // numericsHint says why a real server fails these checks, for their
@@ -104,8 +108,8 @@ func sameTop(a, b []tokenLogprob) bool {
 	})
 }
 
-// compare says how far apart b is from a.
-func compare(a, b sample) gap {
+// compare says how far apart b is from a; r redacts the tokens it quotes.
+func compare(r redactor, a, b sample) gap {
 	g := gap{at: -1, tokenAt: -1}
 	mark := func(i int, what string) {
 		if g.at < 0 {
@@ -146,7 +150,7 @@ func compare(a, b sample) gap {
 		switch {
 		case tokenKey(x) != tokenKey(y):
 			g.tokenAt = i
-			mark(i, fmt.Sprintf("the tokens differ (%s then %s)", clip(x.Token, 16), clip(y.Token, 16)))
+			mark(i, fmt.Sprintf("the tokens differ, %q then %q", r.clip(x.Token, 16), r.clip(y.Token, 16)))
 			return g
 		case x.Logprob != y.Logprob:
 			mark(i, "the same token, another logprob")
@@ -192,19 +196,20 @@ func (s *suite) numericsBody(prompt string, plain bool) map[string]any {
 // numericsFirst sends a check's first request for prompt. An endpoint that
 // refuses logprobs with a 4xx (one meaning "not this request") is asked
 // again without: plain says the check's later requests go without them,
-// and note why.
-func (s *suite) numericsFirst(ctx context.Context, prompt string) (smp sample, plain bool, note, problem string) {
-	c, a, p := s.chatAnswer(ctx, s.numericsBody(prompt, false))
+// and note why. When no answer came, problem says why and later says the
+// endpoint refused it for now (429, 503).
+func (s *suite) numericsFirst(ctx context.Context, prompt string) (smp sample, plain bool, note, problem string, later bool) {
+	c, a, p := s.chatAnswerLimit(ctx, s.numericsBody(prompt, false), numericsLimit)
 	if p != "" && a.err == nil && a.Status >= 400 && a.Status < 500 && !endpoints.NotThisRequest(a.Status) {
 		refused := a.describe()
-		if c, _, p = s.chatAnswer(ctx, s.numericsBody(prompt, true)); p == "" {
-			return sampleOf(c), true, "the endpoint refuses logprobs (" + refused + ")", ""
+		if c, a, p = s.chatAnswerLimit(ctx, s.numericsBody(prompt, true), numericsLimit); p == "" {
+			return sampleOf(c), true, "the endpoint refuses logprobs (" + refused + ")", "", false
 		}
 	}
 	if p != "" {
-		return sample{}, false, "", p
+		return sample{}, false, "", p, notNow(a)
 	}
-	return sampleOf(c), false, "", ""
+	return sampleOf(c), false, "", "", false
 }
 
 // byTextNote says why answers were compared by their text: note, or that
@@ -235,15 +240,18 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 		return "at once"
 	}
 	got := make([]*sample, n)
-	first, plain, note, p := s.numericsFirst(ctx, prompt)
-	if p != "" {
+	first, plain, note, p, later := s.numericsFirst(ctx, prompt)
+	switch {
+	case later:
+		return skip("request 1 of %d was refused for now (%s): not measured", n, p)
+	case p != "":
 		return fail("request 1 of %d: %s", n, p)
 	}
 	got[0] = &first
 	answers := make([]*answer, n)
 	problems := make([]string, n)
 	ask := func(k int) {
-		c, a, p := s.chatAnswer(ctx, s.numericsBody(prompt, plain))
+		c, a, p := s.chatAnswerLimit(ctx, s.numericsBody(prompt, plain), numericsLimit)
 		answers[k], problems[k] = a, p
 		if p == "" {
 			smp := sampleOf(c)
@@ -295,10 +303,10 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 		if smp == nil {
 			continue
 		}
-		if !slices.ContainsFunc(kinds, func(o sample) bool { return compare(o, *smp).identical() }) {
+		if !slices.ContainsFunc(kinds, func(o sample) bool { return compare(s.redact(), o, *smp).identical() }) {
 			kinds = append(kinds, *smp)
 		}
-		g := compare(first, *smp)
+		g := compare(s.redact(), first, *smp)
 		byText = byText || g.byText
 		delta = max(delta, g.delta)
 		if g.identical() {
@@ -343,12 +351,18 @@ func checkBatchInvariance(ctx context.Context, s *suite) outcome {
 	prompt := s.nonce + "-alone " + storyPrompt
 	// The prompt alone twice: the second finds its prefix cached, as the
 	// burst's will, so a cache's effect is not taken for the batch's.
-	cold, plain, note, p := s.numericsFirst(ctx, prompt)
-	if p != "" {
+	cold, plain, note, p, later := s.numericsFirst(ctx, prompt)
+	switch {
+	case later:
+		return skip("the prompt alone was refused for now (%s): not measured", p)
+	case p != "":
 		return fail("the prompt alone: %s", p)
 	}
-	c, _, p := s.chatAnswer(ctx, s.numericsBody(prompt, plain))
-	if p != "" {
+	c, a, p := s.chatAnswerLimit(ctx, s.numericsBody(prompt, plain), numericsLimit)
+	switch {
+	case p != "" && notNow(a):
+		return skip("the prompt alone, again, was refused for now (%s): not measured", p)
+	case p != "":
 		return fail("the prompt alone, again: %s", p)
 	}
 	alone := sampleOf(c)
@@ -359,8 +373,10 @@ func checkBatchInvariance(ctx context.Context, s *suite) outcome {
 	for i := 1; i < batchBurst; i++ {
 		bodies[i] = s.numericsBody(fmt.Sprintf("%s-%02d Count from %d to %d.", s.nonce, i, i, i+3+i%5), plain)
 	}
-	got := make([]*chatCompletion, batchBurst)
-	answers := make([]*answer, batchBurst)
+	// Of the others only whether they were answered is kept: what the
+	// burst holds is the target's answer and 63 problems.
+	var target *chatCompletion
+	var targetAnswer *answer
 	problems := make([]string, batchBurst)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -369,7 +385,11 @@ func checkBatchInvariance(ctx context.Context, s *suite) outcome {
 		go func() {
 			defer wg.Done()
 			<-start
-			got[i], answers[i], problems[i] = s.chatAnswer(ctx, bodies[i])
+			c, a, p := s.chatAnswerLimit(ctx, bodies[i], numericsLimit)
+			problems[i] = p
+			if i == 0 {
+				target, targetAnswer = c, a
+			}
 		}()
 	}
 	close(start)
@@ -386,17 +406,17 @@ func checkBatchInvariance(ctx context.Context, s *suite) outcome {
 		said = fmt.Sprintf("; %d of the %d others got no answer, so the batch was smaller (%s)", others, batchBurst-1, first)
 	}
 	switch {
-	case problems[0] != "" && notNow(answers[0]):
+	case problems[0] != "" && notNow(targetAnswer):
 		return skip("the prompt inside a burst of %d at once was refused for now (%s)%s: not measured at this load", batchBurst, problems[0], said)
 	case problems[0] != "":
 		return fail("the prompt inside a burst of %d at once: %s", batchBurst, problems[0])
 	}
-	inBurst := sampleOf(got[0])
-	g := compare(alone, inBurst)
+	inBurst := sampleOf(target)
+	g := compare(s.redact(), alone, inBurst)
 	if g.byText {
 		said += "; " + byTextNote(note)
 	}
-	if lone := compare(cold, alone); !lone.identical() {
+	if lone := compare(s.redact(), cold, alone); !lone.identical() {
 		said += fmt.Sprintf("; the prompt alone twice already differs at %s %d (%s): see determinism", lone.unit(), lone.at, lone.what)
 	}
 	if g.identical() {

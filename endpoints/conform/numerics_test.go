@@ -273,9 +273,36 @@ func TestCompareFindsTheFirstDivergenceAndTheLargestLogprobGap(t *testing.T) {
 		{"another finish_reason is a difference at the end", edit(func(s *sample) { s.finish = "stop" }), 3, -1, 0, false, "finish_reason"},
 		{"without logprobs the text is compared by character", edit(func(s *sample) { s.toks, s.text[4] = nil, 'X' }), 4, 4, 0, true, "the text differs"},
 	} {
-		g := compare(base, tc.b)
+		g := compare(func(s string) string { return s }, base, tc.b)
 		if g.at != tc.at || g.tokenAt != tc.tokenAt || g.delta != tc.delta || g.byText != tc.byText || !strings.Contains(g.what, tc.what) {
 			t.Errorf("%s: %+v, want at %d, tokens at %d, |Δ| %g, by text %t, saying %q", tc.name, g, tc.at, tc.tokenAt, tc.delta, tc.byText, tc.what)
+		}
+	}
+}
+
+// An answer past numericsLimit is read no further and named, so that a
+// burst of 64 holds at most 64 of the limit: here 2 MiB of content, which
+// the chat check (its limit answerLimit) reads whole.
+func TestANumericsAnswerPastItsLimitIsNamedNotRead(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-big", "object": "chat.completion", "created": 1, "model": "fake",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "length",
+				"message": map[string]any{"role": "assistant", "content": strings.Repeat("tide ", 2<<20/5)}}}})
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig(srv.URL, "fake")
+	cfg.Only = []string{"determinism", "batch-invariance"}
+	res := run(t, cfg)
+	if r := res["chat"]; r.Status != string(Pass) {
+		t.Errorf("chat: %s %q, want pass", r.Status, r.Detail)
+	}
+	want := fmt.Sprintf("larger than %d KiB", numericsLimit>>10)
+	for _, id := range cfg.Only {
+		if r := res[id]; r.Status != string(Fail) || !strings.Contains(r.Detail, want) {
+			t.Errorf("%s: %s %q, want a failure saying %q", id, r.Status, r.Detail, want)
 		}
 	}
 }
