@@ -183,6 +183,18 @@ func (smp sample) size(byText bool) string {
 	return fmt.Sprintf("%d tokens", len(smp.toks))
 }
 
+// sameFooting drops the logprobs of every sample when one has none, so
+// that all are compared by text and every position counts characters.
+func sameFooting(samples ...*sample) {
+	if slices.ContainsFunc(samples, func(x *sample) bool { return x != nil && x.toks == nil }) {
+		for _, x := range samples {
+			if x != nil {
+				x.toks = nil
+			}
+		}
+	}
+}
+
 // numericsBody is the chat both checks send: temperature 0, and logprobs
 // with numericsTop top_logprobs unless plain.
 func (s *suite) numericsBody(prompt string, plain bool) map[string]any {
@@ -295,6 +307,7 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 	}
 	// Distinct outputs are counted by comparing each answer with one of
 	// each kind seen before it; every answer is measured against the first.
+	sameFooting(got...)
 	var kinds []sample
 	earliest, tokens, delta := gap{at: -1, tokenAt: -1}, -1, 0.0
 	var who []string
@@ -306,7 +319,7 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 		if !slices.ContainsFunc(kinds, func(o sample) bool { return compare(s.redact(), o, *smp).identical() }) {
 			kinds = append(kinds, *smp)
 		}
-		g := compare(s.redact(), first, *smp)
+		g := compare(s.redact(), *got[0], *smp)
 		byText = byText || g.byText
 		delta = max(delta, g.delta)
 		if g.identical() {
@@ -332,7 +345,7 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 		if byText {
 			what = "the same text and finish_reason"
 		}
-		return pass("%s identical: %s each, %s%s", how, first.size(byText), what, said)
+		return pass("%s identical: %s each, %s%s", how, got[0].size(byText), what, said)
 	}
 	u := earliest.unit()
 	parted := fmt.Sprintf("their %ss never part", u)
@@ -344,7 +357,7 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 		lp = ""
 	}
 	return fail("not deterministic: %s give %d distinct outputs; answers %s differ from the first, the earliest at %s %d (counting from 0: %s) of %s, %s%s; %s%s",
-		how, len(kinds), strings.Join(who, ", "), u, earliest.at, earliest.what, first.size(byText), parted, lp, numericsHint, said)
+		how, len(kinds), strings.Join(who, ", "), u, earliest.at, earliest.what, got[0].size(byText), parted, lp, numericsHint, said)
 }
 
 func checkBatchInvariance(ctx context.Context, s *suite) outcome {
@@ -412,6 +425,7 @@ func checkBatchInvariance(ctx context.Context, s *suite) outcome {
 		return fail("the prompt inside a burst of %d at once: %s", batchBurst, problems[0])
 	}
 	inBurst := sampleOf(target)
+	sameFooting(&cold, &alone, &inBurst)
 	g := compare(s.redact(), alone, inBurst)
 	if g.byText {
 		said += "; " + byTextNote(note)

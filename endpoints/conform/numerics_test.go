@@ -53,9 +53,10 @@ var nowhere = departure{lpAt: -1, tokAt: -1}
 // whether another request was in flight meanwhile. A request waits up to
 // loadWait for company, so a burst's requests see each other.
 type numericsFake struct {
-	// plain answers carry no logprobs; refuse refuses logprobs with a 400.
-	plain, refuse bool
-	depart        func(n int, loaded bool) departure
+	// plain answers carry no logprobs, plainLoaded those under load;
+	// refuse refuses logprobs with a 400.
+	plain, plainLoaded, refuse bool
+	depart                     func(n int, loaded bool) departure
 
 	mu       sync.Mutex
 	seen     map[string]int
@@ -130,7 +131,7 @@ func (f *numericsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	choice := map[string]any{"index": 0, "finish_reason": "length", "logprobs": nil,
 		"message": map[string]any{"role": "assistant", "content": text.String()}}
-	if req.Logprobs && !f.plain {
+	if req.Logprobs && !f.plain && !(f.plainLoaded && loaded) {
 		choice["logprobs"] = map[string]any{"content": content}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -194,6 +195,23 @@ func TestTheNumericsChecksSayWhereAndHowFarAnswersDepart(t *testing.T) {
 		{"no logprobs, the same answers", &numericsFake{plain: true, depart: func(int, bool) departure { return nowhere }}, map[string][]string{
 			"determinism":      {"pass", "identical: 128 characters each, the same text and finish_reason; the answers carry no logprobs"},
 			"batch-invariance": {"pass", "128 characters, the same text and finish_reason; the answers carry no logprobs"}}},
+		// Answers with and without logprobs are all compared by text, so
+		// that every position counts characters.
+		{"logprobs only alone, the same text", &numericsFake{plainLoaded: true, depart: func(int, bool) departure { return nowhere }}, map[string][]string{
+			"determinism":      {"pass", "identical: 128 characters each, the same text and finish_reason; the answers carry no logprobs"},
+			"batch-invariance": {"pass", "128 characters, the same text and finish_reason; the answers carry no logprobs"}}},
+		// The second request's logprobs drift from token 3, but under load
+		// the answers carry none: by text the second is the first's, and
+		// the loaded ones depart at character 36, never at "token 3".
+		{"logprobs only alone, a token that changes under load", &numericsFake{plainLoaded: true, depart: func(n int, loaded bool) departure {
+			if n == 1 {
+				return departure{lpAt: 3, by: 0.5, tokAt: -1}
+			}
+			return tokenUnderLoad(n, loaded)
+		}}, map[string][]string{
+			"determinism": {"fail", "give 2 distinct outputs", "the earliest at character 36 (counting from 0: the text differs) of 128 characters",
+				"their characters part at character 36", "the answers carry no logprobs"},
+			"batch-invariance": {"fail", "differ from character 36", "the answers carry no logprobs"}}},
 		{"logprobs refused", &numericsFake{refuse: true, depart: tokenUnderLoad}, map[string][]string{
 			"determinism":      {"fail", "character 36", "the endpoint refuses logprobs (HTTP 400: logprobs are not supported): their texts compared"},
 			"batch-invariance": {"fail", "character 36", "the endpoint refuses logprobs (HTTP 400"}}},
