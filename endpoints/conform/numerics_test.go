@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
 // The reference engine is deterministic and batch-invariant by
@@ -322,5 +324,27 @@ func TestANumericsAnswerPastItsLimitIsNamedNotRead(t *testing.T) {
 		if r := res[id]; r.Status != string(Fail) || !strings.Contains(r.Detail, want) {
 			t.Errorf("%s: %s %q, want a failure saying %q", id, r.Status, r.Detail, want)
 		}
+	}
+}
+
+// endpointstest's personalities answer temperature 0 as a function of the
+// prompt (the same every time, whatever else is in flight): both checks
+// pass against each, with their logprobs, so a suite run against them
+// (cmd's tests) fails nothing new.
+func TestThePersonalitiesAreDeterministicAndBatchInvariant(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{endpointstest.VLLM, endpointstest.SGLang, endpointstest.LlamaCpp, endpointstest.OpenAI} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, kind, endpointstest.Options{})
+			cfg := testConfig(p.BaseURL(), p.Opts.Model)
+			cfg.Only = []string{"determinism", "batch-invariance"}
+			res := run(t, cfg)
+			for _, id := range cfg.Only {
+				if r := res[id]; r.Status != string(Pass) {
+					t.Errorf("%s: %s %q, want pass", id, r.Status, r.Detail)
+				}
+			}
+		})
 	}
 }
