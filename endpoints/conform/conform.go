@@ -114,6 +114,12 @@ var Checks = []Check{
 	{ID: "logprobs", Title: "chat logprobs and top_logprobs, one entry per token", Needs: []string{"chat"},
 		Asserts: "choices[0].logprobs.content: one entry per completion token, logprob <= 0, exactly 3 top_logprobs in descending order, the greedy token the most likely",
 		Request: "chat, logprobs true, top_logprobs 3, max_tokens 8, temperature 0", run: checkLogprobs},
+	{ID: "determinism", Title: "the same temperature-0 request gives the same tokens and logprobs 8 times", Needs: []string{"chat"},
+		Asserts: "8 identical requests at temperature 0, 3 in a row then 5 at once, give identical tokens, logprobs and top_logprobs (the text where the endpoint gives no logprobs); the detail counts the distinct outputs and gives the first divergence and the largest |Δ logprob|; a request refused with 429/503 is not compared, and said",
+		Request: "8 × chat, logprobs true, top_logprobs 5, max_tokens 32, temperature 0: 3 in a row, then 5 at once", run: checkDeterminism},
+	{ID: "batch-invariance", Title: "a prompt inside a batch of 64 is answered as alone", Needs: []string{"chat"},
+		Asserts: "a temperature-0 answer is the same, tokens, logprobs and top_logprobs (the text without logprobs), alone and inside a burst of 63 other prompts at once; the detail gives the first divergence and the largest |Δ logprob|; a skip when the endpoint refuses the prompt in the burst with 429/503",
+		Request: "2 × chat alone, then 64 chats at once (the prompt and 63 short others), logprobs true, top_logprobs 5, max_tokens 32, temperature 0", run: checkBatchInvariance},
 	{ID: "completions-echo", Title: "/completions echo gives prompt logprobs", Needs: []string{"usage"},
 		Provides: "echo answers the echo probe accepts",
 		Asserts:  "the echo probe of glmbench eval passes; a failure is named by its kind (echo_rejected, echo_server_error, echo_ignored, logprobs_missing, echo_misaligned, echo_implausible; completions_missing where /completions is absent and chat answers)",
@@ -307,9 +313,9 @@ func Run(ctx context.Context, cfg Config) ([]schema.CheckResult, error) {
 // newSuite makes the state of one run of cfg (its limits defaulted) and
 // returns it with the function that releases its connections.
 func newSuite(cfg Config) (*suite, func()) {
-	// Conns: the widest check is the 32 concurrent streams; a probe burst
-	// brings a pool of its own.
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: concurrentStreams, ConnectTimeout: cfg.ConnectTimeout})
+	// Conns: the widest checks are the 32 concurrent streams and the
+	// batch-invariance burst; a probe burst brings a pool of its own.
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: max(concurrentStreams, batchBurst), ConnectTimeout: cfg.ConnectTimeout})
 	// Both clients follow no redirect (endpoints.NewHTTPClient): a 3xx is
 	// answered as it came and the check names it, so the key and headers
 	// never go to another origin.

@@ -86,6 +86,8 @@ type answer struct {
 	// location is a 3xx's Location; base the endpoint's base URL.
 	location, base string
 	r              redactor
+	// cut is the read limit the body was cut at, 0 when it was read whole.
+	cut int
 }
 
 // post sends body as JSON to path (relative to the API base) and reads the
@@ -114,6 +116,12 @@ const answerLimit = 16 << 20
 // do sends one request over the suite's own client (no redirect followed)
 // and reads the whole answer within the time limit.
 func (s *suite) do(ctx context.Context, method, path string, body []byte) *answer {
+	return s.doLimit(ctx, method, path, body, answerLimit)
+}
+
+// doLimit is do reading at most limit bytes of the answer: a body past it
+// is kept cut, and decoding it says so.
+func (s *suite) doLimit(ctx context.Context, method, path string, body []byte, limit int) *answer {
 	a := &answer{base: s.cfg.Endpoint.BaseURL, r: s.redact()}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errTimeout)
 	defer cancel()
@@ -135,10 +143,13 @@ func (s *suite) do(ctx context.Context, method, path string, body []byte) *answe
 		return a
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		a.err = s.noAnswer(ctx, err)
 		return a
+	}
+	if len(b) > limit {
+		b, a.cut = b[:limit], limit
 	}
 	a.Response = endpoints.Response{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: b}
 	a.location = resp.Header.Get("Location")
@@ -192,6 +203,9 @@ func statusLine(r redactor, status int, retryAfter string, body []byte) string {
 
 // decode reads a 200's JSON body into v.
 func (a *answer) decode(v any) error {
+	if a.cut > 0 {
+		return fmt.Errorf("the 200 body is larger than %d KiB, more than this request's answer needs; not read further", a.cut>>10)
+	}
 	if err := json.Unmarshal(a.Body, v); err != nil {
 		return fmt.Errorf("the 200 body is not the JSON expected: %v (%s)", err, a.r.clip(string(a.Body), 80))
 	}
@@ -306,9 +320,16 @@ type chatLogprobs struct {
 	Content []tokenLogprob `json:"content"`
 }
 
+// tokenLogprob is one entry of chat logprobs, or of its top_logprobs. Token
+// and Bytes name the token: a byte-level token that is not valid UTF-8 on
+// its own comes as U+FFFD, and its bytes tell two such apart. Bytes is kept
+// raw, so that a server that spells them otherwise (or not at all) still
+// has its logprobs read; they are only compared.
 type tokenLogprob struct {
-	Logprob     float64        `json:"logprob"`
-	TopLogprobs []tokenLogprob `json:"top_logprobs"`
+	Token       string          `json:"token"`
+	Bytes       json.RawMessage `json:"bytes"`
+	Logprob     float64         `json:"logprob"`
+	TopLogprobs []tokenLogprob  `json:"top_logprobs"`
 }
 
 func deref(p *string) string {
@@ -321,7 +342,16 @@ func deref(p *string) string {
 // chatAnswer posts a chat and decodes its 200; problem is the answer's
 // account when it is not a readable 200.
 func (s *suite) chatAnswer(ctx context.Context, body map[string]any) (c *chatCompletion, a *answer, problem string) {
-	a = s.post(ctx, "/chat/completions", body)
+	return s.chatAnswerLimit(ctx, body, answerLimit)
+}
+
+// chatAnswerLimit is chatAnswer reading at most limit bytes of the answer.
+func (s *suite) chatAnswerLimit(ctx context.Context, body map[string]any, limit int) (c *chatCompletion, a *answer, problem string) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, &answer{err: err}, err.Error()
+	}
+	a = s.doLimit(ctx, http.MethodPost, "/chat/completions", b, limit)
 	if !a.ok() {
 		return nil, a, a.describe()
 	}
