@@ -591,6 +591,11 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		return dup
 	})
 	s.remove(hit)
+	// Counted and logged before the requests hear of it: whoever sees one
+	// end with this 500 finds the panic in the log and the count.
+	s.stepPanics.Add(1)
+	s.logger().Error("scheduler step panicked; its requests failed with 500, serving goes on",
+		"panic", fmt.Sprint(v), "failed_requests", len(hit), "stack", string(stack))
 	err := &RequestError{Status: 500, Message: fmt.Sprintf("Internal server error: the scheduler step failed (%v).", v)}
 	for _, q := range affected {
 		func() {
@@ -603,9 +608,6 @@ func (s *Scheduler) failStep(v any, stack []byte) {
 		}()
 		q.stream.push(Event{Finish: &Finish{Reason: "abort", Matched: -1, Err: err}, PromptTokens: len(q.r.Prompt), CompletionTokens: len(q.out)})
 	}
-	s.stepPanics.Add(1)
-	s.logger().Error("scheduler step panicked; its requests failed with 500, serving goes on",
-		"panic", fmt.Sprint(v), "failed_requests", len(hit), "stack", string(stack))
 }
 
 // move marks q as the request the step is moving between its lists, so
