@@ -60,7 +60,18 @@ type Options struct {
 	// (DefaultMetricsInterval when 0), and after it.
 	Metrics         Scraper
 	MetricsInterval time.Duration
+	// Shard, when set, makes this process one agent of a distributed run:
+	// of each phase's schedule (built whole, as every agent builds it) it
+	// sends only the requests i with i mod Count == Index, and records only
+	// those.
+	Shard *Shard
 }
+
+// Shard is one agent's part of a distributed run's schedule.
+type Shard struct{ Index, Count int }
+
+// Owns reports whether request i is the shard's; a nil shard owns all.
+func (s *Shard) Owns(i int) bool { return s == nil || s.Count <= 1 || i%s.Count == s.Index }
 
 // Plan is a phase ready to run: its shape and its calibrated filler.
 type Plan struct {

@@ -203,6 +203,10 @@ type Record struct {
 	Group   int `json:"group,omitempty"`
 	Session int `json:"session,omitempty"`
 	Turn    int `json:"turn,omitempty"`
+
+	// Agent names the glmbench agent that sent the request in a
+	// distributed run (run --agents); empty for a run from one host.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Completed reports whether the record counts as a completed request.
@@ -323,6 +327,36 @@ type PhaseResult struct {
 	// Server is the server's own account of the phase, from its metrics
 	// (run --metrics-url); nil when none was scraped.
 	Server *ServerStats `json:"server,omitempty"`
+	// Agents is each agent's account of a distributed phase (run
+	// --agents): its clock offset, start skew and share; nil from one host.
+	Agents []AgentStats `json:"agents,omitempty"`
+}
+
+// AgentStats is one agent's part in a distributed phase.
+type AgentStats struct {
+	// Name is the agent's address (or its pod's name); Index its place,
+	// owning request i when i mod Count equals it.
+	Name  string `json:"name"`
+	Index int    `json:"index"`
+	Count int    `json:"count"`
+	// OffsetMs is the agent's clock minus the coordinator's, from the
+	// minimum-RTT ping, and UncertaintyMs half that RTT.
+	OffsetMs      float64 `json:"offset_ms"`
+	UncertaintyMs float64 `json:"uncertainty_ms"`
+	// StartSkewMs is how late the agent began the phase after the start
+	// time broadcast, on the coordinator's clock.
+	StartSkewMs float64 `json:"start_skew_ms"`
+	// Requests are the phase's requests the agent owned; Records those it
+	// sent back.
+	Requests int `json:"requests"`
+	Records  int `json:"records"`
+	// MaxConcurrency is its share of --max-concurrency (0: none).
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// Saturated is the agent's own client_saturated.
+	Saturated bool `json:"client_saturated"`
+	// Lost says why the agent's records did not all come back (it died,
+	// was unreachable): its missing requests are not_sent or cancelled.
+	Lost string `json:"lost,omitempty"`
 }
 
 // CacheStats is a phase's prefix-cache figures over its completed requests.
@@ -377,6 +411,9 @@ const (
 	StatusComplete    = "complete"
 	StatusCapped      = "capped"
 	StatusInterrupted = "interrupted"
+	// StatusDegraded marks a distributed phase one of whose agents was
+	// lost: the figures are over the requests that came back.
+	StatusDegraded = "degraded"
 )
 
 // EvalResult is one quality eval of a report.
