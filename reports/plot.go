@@ -111,21 +111,30 @@ func savePlot(p *plot.Plot, path string) error {
 
 // RenderPlot draws p at the figure size as ".png" or ".svg".
 func RenderPlot(w io.Writer, p *plot.Plot, ext string) error {
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	switch ext {
-	case ".png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(PlotWidth, PlotHeight), vgimg.UseDPI(PlotDPI))}
-	case ".svg":
-		c = vgsvg.New(PlotWidth, PlotHeight)
-	default:
-		return fmt.Errorf("no renderer for %q", ext)
+	c, err := figureCanvas(ext)
+	if err != nil {
+		return err
 	}
 	p.Draw(draw.New(c))
-	_, err := c.WriteTo(w)
+	_, err = c.WriteTo(w)
 	return err
+}
+
+// canvas is a figure being drawn, which writes itself out once drawn.
+type canvas interface {
+	vg.CanvasSizer
+	io.WriterTo
+}
+
+// figureCanvas is a canvas of the figure size for ".png" or ".svg".
+func figureCanvas(ext string) (canvas, error) {
+	switch ext {
+	case ".png":
+		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(PlotWidth, PlotHeight), vgimg.UseDPI(PlotDPI))}, nil
+	case ".svg":
+		return vgsvg.New(PlotWidth, PlotHeight), nil
+	}
+	return nil, fmt.Errorf("no renderer for %q", ext)
 }
 
 // series is one line of a figure.

@@ -13,8 +13,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/serverside"
@@ -106,17 +104,9 @@ func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // renderPanels draws panels stacked, one above the other with their axes
 // aligned, at the figure size as ".png" or ".svg".
 func renderPanels(w io.Writer, panels []*plot.Plot, ext string) error {
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	switch ext {
-	case ".png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(PlotWidth, PlotHeight), vgimg.UseDPI(PlotDPI))}
-	case ".svg":
-		c = vgsvg.New(PlotWidth, PlotHeight)
-	default:
-		return fmt.Errorf("no renderer for %q", ext)
+	c, err := figureCanvas(ext)
+	if err != nil {
+		return err
 	}
 	grid := make([][]*plot.Plot, len(panels))
 	for i, p := range panels {
@@ -127,6 +117,6 @@ func renderPanels(w io.Writer, panels []*plot.Plot, ext string) error {
 	for i, p := range panels {
 		p.Draw(canvases[i][0])
 	}
-	_, err := c.WriteTo(w)
+	_, err = c.WriteTo(w)
 	return err
 }
