@@ -727,3 +727,10 @@ func (p *Progress) Errors() map[schema.Class]int64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Schedule is the seeded schedule of a fixed phase of n requests: when
+// each is planned, from the phase start (all at zero for a burst, rate
+// 0). Every agent of a distributed run builds the same one.
+func Schedule(n int, rate float64, seed int64) []time.Duration {
+	return arrivalOffsets(n, rate, seed)
+}
