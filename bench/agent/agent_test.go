@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -163,3 +164,113 @@ func deref(p *float64) any {
 	return *p
 }
 
+// The truth: an agent killed mid-phase (its server's connections cut)
+// leaves a degraded phase naming it, in which every index still has one
+// record: the killed agent's are the ones it streamed back before dying
+// (fewer than it owned) and, for the rest of its requests, not_sent; the
+// other agent's all completed.
+func TestAKilledAgentLeavesADegradedPhaseWithItsRequestsAccountedFor(t *testing.T) {
+	o, plan := simRun(t, 40)
+	o.RequestRate = 20 // about 2 s of sends
+	srvs, conns := agents(t, nil, 0, 0)
+	go func() {
+		time.Sleep(StartLead + 700*time.Millisecond)
+		srvs[1].CloseClientConnections()
+	}()
+	run := RunPhase(context.Background(), o, plan, conns)
+	r := run.Result
+	if r.Status != schema.StatusDegraded || len(run.Records) != 40 {
+		t.Fatalf("status %s with %d records, want degraded with 40", r.Status, len(run.Records))
+	}
+	dead := r.Agents[1]
+	if dead.Lost == "" || dead.Records == 0 || dead.Records >= dead.Requests || !strings.Contains(Lost(r).Error(), conns[1].Addr) {
+		t.Fatalf("the killed agent: lost %q, %d records of %d requests; want a reason and some but not all back", dead.Lost, dead.Records, dead.Requests)
+	}
+	back, missing := 0, 0
+	for i, rec := range run.Records {
+		if rec.I != i || rec.Agent != conns[i%2].Addr {
+			t.Fatalf("record %d: index %d from %q", i, rec.I, rec.Agent)
+		}
+		switch {
+		case i%2 == 0 && !rec.Completed():
+			t.Errorf("request %d of the live agent did not complete", i)
+		case i%2 == 1 && rec.NotSent:
+			missing++
+		case i%2 == 1:
+			back++
+		}
+	}
+	if back != dead.Records || back+missing != dead.Requests || r.NotSent != missing {
+		t.Errorf("killed agent: %d records back, %d not sent, of %d; the phase counts %d not sent", back, missing, dead.Requests, r.NotSent)
+	}
+}
+
+// The truth: Dial names the agent that does not answer, and refuses an
+// address that is not host:port.
+func TestDialNamesTheUnreachableAgent(t *testing.T) {
+	_, conns := agents(t, nil, 0)
+	srv := httptest.NewServer(http.NotFoundHandler())
+	dead := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close()
+	_, err := Dial(context.Background(), []string{conns[0].Addr, dead})
+	if err == nil || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("Dial with a dead agent: %v, want an error naming %s", err, dead)
+	}
+	if _, err := Dial(context.Background(), []string{"http://x:1/"}); err == nil {
+		t.Fatal("Dial took a URL for host:port")
+	}
+}
+
+// The truth: C split among N agents is C/N each, the remainder to the
+// first ones, summing to C.
+func TestSharesSplitMaxConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		c, n int
+		want []int
+	}{{7, 3, []int{3, 2, 2}}, {8, 4, []int{2, 2, 2, 2}}, {2, 3, []int{1, 1, 0}}, {0, 2, []int{0, 0}}} {
+		if got := Shares(tc.c, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("Shares(%d, %d) = %v, want %v", tc.c, tc.n, got, tc.want)
+		}
+	}
+}
+
+// The truth: the agent reads the endpoint's key from its own
+// environment, under the variable it was told, and refuses a plan when
+// that variable is unset.
+func TestTheAgentReadsTheKeyFromItsOwnEnvironment(t *testing.T) {
+	s := NewServer(ServerOptions{APIKeyEnv: "AGENT_KEY", Getenv: func(k string) string {
+		if k == "AGENT_KEY" {
+			return "agent-own-key"
+		}
+		return ""
+	}})
+	pp, err := s.options(Prepare{BaseURL: "http://127.0.0.1:1/v1", Spec: bench.Spec{Name: "p", N: 2}, Shard: bench.Shard{Count: 1}})
+	if err != nil || !pp.o.Endpoint.HasKey() {
+		t.Fatalf("options: %v, key set %v", err, err == nil && pp.o.Endpoint.HasKey())
+	}
+	s = NewServer(ServerOptions{APIKeyEnv: "AGENT_KEY", Getenv: func(string) string { return "" }})
+	if _, err := s.options(Prepare{BaseURL: "http://127.0.0.1:1/v1", Spec: bench.Spec{Name: "p", N: 2}, Shard: bench.Shard{Count: 1}}); err == nil || !strings.Contains(err.Error(), "AGENT_KEY") {
+		t.Fatalf("an unset key variable: %v, want an error naming AGENT_KEY", err)
+	}
+}
+
+// BenchmarkDistributedEvents measures the content events per second that
+// 1, 2 and 4 agents on this machine draw from the simulated engine, one
+// burst phase of 128 requests × 32 tokens per iteration.
+func BenchmarkDistributedEvents(b *testing.B) {
+	o, plan := simRun(b, 128)
+	for _, n := range []int{1, 2, 4} {
+		b.Run(string(rune('0'+n))+"_agents", func(b *testing.B) {
+			_, conns := agents(b, nil, make([]time.Duration, n)...)
+			events, wall := 0, 0.0
+			for b.Loop() {
+				run := RunPhase(context.Background(), o, plan, conns)
+				for _, rec := range run.Records {
+					events += len(rec.Events)
+				}
+				wall += run.Result.WallSec
+			}
+			b.ReportMetric(float64(events)/wall, "events/s")
+		})
+	}
+}

@@ -65,9 +65,9 @@ type Prepare struct {
 	// Chars is the calibrated filler length in bytes; PromptTokens what the
 	// endpoint counted for it (-1: no usage). First is the prompt number
 	// of the phase's request 0 (bench.Plan.First).
-	Chars        int `json:"chars"`
-	PromptTokens int `json:"prompt_tokens"`
-	First        int `json:"first"`
+	Chars        int    `json:"chars"`
+	PromptTokens int    `json:"prompt_tokens"`
+	First        int    `json:"first"`
 	Nonce        string `json:"nonce"`
 	Seed         int64  `json:"seed"`
 	// RequestRate is the whole phase's rate (every agent builds the whole
