@@ -74,6 +74,13 @@ type Options struct {
 	// (or is recorded as not sent), from the request's own goroutine: it
 	// must be safe for concurrent use and must not keep rec.
 	OnRecord func(rec *schema.Record)
+	// OnStart, when set, is called with a fixed phase's start as its clock
+	// starts, and OnSend with each request's index and send time as it is
+	// sent, from the request's own goroutine (safe for concurrent use,
+	// quick: it delays the send). An agent streams both, so that a
+	// coordinator knows what an agent that dies had begun.
+	OnStart func(start time.Time)
+	OnSend  func(i int, at time.Time)
 }
 
 // Shard is one agent's part of a distributed run's schedule.
@@ -331,7 +338,7 @@ func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send 
 	var cancel func()
 	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
 	defer cancel()
-	ph.onRecord = o.OnRecord
+	ph.onRecord, ph.onStart, ph.onSend = o.OnRecord, o.OnStart, o.OnSend
 	cpu0 := cpuSeconds()
 	send()
 	ph.wg.Wait()
@@ -364,8 +371,17 @@ type phase struct {
 	start time.Time
 	// owned lists the requests the phase sends (a shard's); nil for all.
 	owned []int
-	// onRecord is Options.OnRecord.
+	// onRecord, onStart and onSend are Options'.
 	onRecord func(*schema.Record)
+	onStart  func(time.Time)
+	onSend   func(int, time.Time)
+}
+
+// started calls onStart, if set, with the phase's start.
+func (ph *phase) started() {
+	if ph.onStart != nil {
+		ph.onStart(ph.start)
+	}
 }
 
 // indices lists the requests the phase sends: its shard's, or all.
@@ -428,6 +444,9 @@ func (ph *phase) ready(i int) func(planned time.Time, queued time.Duration) {
 	return func(planned time.Time, queued time.Duration) {
 		defer ph.wg.Done()
 		ph.prog.Sent.Add(1)
+		if ph.onSend != nil {
+			ph.onSend(i, time.Now())
+		}
 		st.Run(&ph.prog.Events, res)
 		ph.records[i] = record(ph.spec.Name, out, i, ph.start, planned, queued, res)
 		if ph.work != nil {
@@ -453,6 +472,7 @@ func (ph *phase) burst() {
 		}()
 	}
 	ph.start = time.Now()
+	ph.started()
 	close(gate)
 }
 
@@ -466,6 +486,7 @@ func (ph *phase) dispatch(arrivals []time.Duration) {
 	order := slices.Clone(ph.indices())
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
 	ph.start = time.Now()
+	ph.started()
 	sent := 0
 	for _, i := range order {
 		send := ph.ready(i)

@@ -24,10 +24,11 @@ import (
 const secret = "sk-coordinator-secret-4f2a"
 
 // simRun starts a simulated engine and calibrates a 32/32 phase of n
-// requests on it, the coordinator's key set to secret.
-func simRun(t testing.TB, n int) (*bench.Options, bench.Plan) {
+// requests on it, a decode step costing step plus 50 µs a sequence, the
+// coordinator's key set to secret.
+func simRun(t testing.TB, n int, step time.Duration) (*bench.Options, bench.Plan) {
 	t.Helper()
-	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: 2 * time.Millisecond, DecodeSeq: 50 * time.Microsecond}))
+	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: step, DecodeSeq: 50 * time.Microsecond}))
 	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: e.BaseURL(), Model: e.ModelName()}, func(string) string { return secret })
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func simRun(t testing.TB, n int) (*bench.Options, bench.Plan) {
 	return o, plans[0]
 }
 
-// wire keeps every request body sent to the agents.
+// wire keeps every request body and header block sent to the agents.
 type wire struct {
 	mu     sync.Mutex
 	bodies [][]byte
@@ -53,8 +54,10 @@ type wire struct {
 func (w *wire) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		var hdr bytes.Buffer
+		r.Header.Write(&hdr)
 		w.mu.Lock()
-		w.bodies = append(w.bodies, b)
+		w.bodies = append(w.bodies, b, hdr.Bytes())
 		w.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		h.ServeHTTP(rw, r)
@@ -94,10 +97,10 @@ func agents(t testing.TB, w *wire, offsets ...time.Duration) ([]*httptest.Server
 // under --max-concurrency 7 the shares are 3, 2, 2. With clocks off by
 // +250 ms and −400 ms, the measured offsets are within 1 ms of those, and
 // each request's send (shifted onto the common start) is within a few ms
-// of its place in the seeded schedule. No body sent to an agent holds the
-// coordinator's API key.
+// of its place in the seeded schedule. No body or header sent to an agent
+// holds the coordinator's API key.
 func TestADistributedPhaseIsTheUnionOfItsAgents(t *testing.T) {
-	o, plan := simRun(t, 60)
+	o, plan := simRun(t, 60, 2*time.Millisecond)
 	o.RequestRate, o.MaxConcurrency = 150, 7
 	w := &wire{}
 	offsets := []time.Duration{0, 250 * time.Millisecond, -400 * time.Millisecond}
@@ -150,7 +153,7 @@ func TestADistributedPhaseIsTheUnionOfItsAgents(t *testing.T) {
 	defer w.mu.Unlock()
 	for _, b := range w.bodies {
 		if bytes.Contains(b, []byte(secret)) {
-			t.Fatalf("a body sent to an agent holds the API key: %s", b)
+			t.Fatalf("a request sent to an agent holds the API key: %s", b)
 		}
 	}
 }
@@ -167,14 +170,16 @@ func deref(p *float64) any {
 // The truth: an agent killed mid-phase (its server's connections cut)
 // leaves a degraded phase naming it, in which every index still has one
 // record: the killed agent's are the ones it streamed back before dying
-// (fewer than it owned) and, for the rest of its requests, not_sent; the
-// other agent's all completed.
+// (fewer than it owned), cancelled for those it said it had sent, and
+// not_sent for the rest; the other agent's all completed.
 func TestAKilledAgentLeavesADegradedPhaseWithItsRequestsAccountedFor(t *testing.T) {
-	o, plan := simRun(t, 40)
-	o.RequestRate = 20 // about 2 s of sends
+	// Requests of about 32 × 20 ms, one every 50 ms: at the kill the
+	// agent has some back, some in flight, some not yet sent.
+	o, plan := simRun(t, 40, 20*time.Millisecond)
+	o.RequestRate = 20
 	srvs, conns := agents(t, nil, 0, 0)
 	go func() {
-		time.Sleep(StartLead + 700*time.Millisecond)
+		time.Sleep(StartLead + 1500*time.Millisecond)
 		srvs[1].CloseClientConnections()
 	}()
 	run := RunPhase(context.Background(), o, plan, conns)
@@ -186,7 +191,7 @@ func TestAKilledAgentLeavesADegradedPhaseWithItsRequestsAccountedFor(t *testing.
 	if dead.Lost == "" || dead.Records == 0 || dead.Records >= dead.Requests || !strings.Contains(Lost(r).Error(), conns[1].Addr) {
 		t.Fatalf("the killed agent: lost %q, %d records of %d requests; want a reason and some but not all back", dead.Lost, dead.Records, dead.Requests)
 	}
-	back, missing := 0, 0
+	back, missing, cut := 0, 0, 0
 	for i, rec := range run.Records {
 		if rec.I != i || rec.Agent != conns[i%2].Addr {
 			t.Fatalf("record %d: index %d from %q", i, rec.I, rec.Agent)
@@ -196,13 +201,22 @@ func TestAKilledAgentLeavesADegradedPhaseWithItsRequestsAccountedFor(t *testing.
 			t.Errorf("request %d of the live agent did not complete", i)
 		case i%2 == 1 && rec.NotSent:
 			missing++
+		case i%2 == 1 && rec.Cancelled != "":
+			if rec.Cancelled != schema.CancelInterrupt || rec.SendOffset <= 0 {
+				t.Errorf("request %d, in flight on the killed agent: cancelled %q at %.3fs", i, rec.Cancelled, rec.SendOffset)
+			}
+			cut++
 		case i%2 == 1:
 			back++
 		}
 	}
-	if back != dead.Records || back+missing != dead.Requests || r.NotSent != missing {
-		t.Errorf("killed agent: %d records back, %d not sent, of %d; the phase counts %d not sent", back, missing, dead.Requests, r.NotSent)
+	if cut == 0 {
+		t.Errorf("no request of the killed agent was in flight at the kill")
 	}
+	if back != dead.Records || back+cut+missing != dead.Requests || r.NotSent != missing || r.Cancelled != cut {
+		t.Errorf("killed agent: %d records back, %d cancelled, %d not sent, of %d; the phase counts %d cancelled, %d not sent", back, cut, missing, dead.Requests, r.Cancelled, r.NotSent)
+	}
+	t.Logf("killed agent: %d records back, %d cancelled in flight, %d not sent, of %d", back, cut, missing, dead.Requests)
 }
 
 // The truth: Dial names the agent that does not answer, and refuses an
@@ -258,7 +272,7 @@ func TestTheAgentReadsTheKeyFromItsOwnEnvironment(t *testing.T) {
 // 1, 2 and 4 agents on this machine draw from the simulated engine, one
 // burst phase of 128 requests × 32 tokens per iteration.
 func BenchmarkDistributedEvents(b *testing.B) {
-	o, plan := simRun(b, 128)
+	o, plan := simRun(b, 128, 2*time.Millisecond)
 	for _, n := range []int{1, 2, 4} {
 		b.Run(string(rune('0'+n))+"_agents", func(b *testing.B) {
 			_, conns := agents(b, nil, make([]time.Duration, n)...)

@@ -159,8 +159,12 @@ type agentRun struct {
 	stats   schema.AgentStats
 	offset  time.Duration
 	records map[int]schema.Record
-	end     *End
-	lost    string
+	// sent holds the send offsets of the requests the agent said it sent;
+	// began when it said its phase began (zero: it did not).
+	sent  map[int]float64
+	began time.Time
+	end   *End
+	lost  string
 }
 
 // RunPhase runs one fixed phase across the agents: it prepares each with
@@ -180,7 +184,7 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 	shares := Shares(o.MaxConcurrency, n)
 	runs := make([]*agentRun, n)
 	for k, c := range conns {
-		ar := &agentRun{records: map[int]schema.Record{}}
+		ar := &agentRun{records: map[int]schema.Record{}, sent: map[int]float64{}}
 		ar.stats = schema.AgentStats{Name: c.Addr, Index: k, Count: n, MaxConcurrency: shares[k]}
 		shard := &bench.Shard{Index: k, Count: n}
 		for i := range spec.N {
@@ -288,6 +292,12 @@ func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
 			return
 		}
 		switch {
+		case l.Began != 0:
+			ar.began = time.Unix(0, l.Began)
+		case l.Sent != nil:
+			if shard.Owns(l.Sent.I) {
+				ar.sent[l.Sent.I] = l.Sent.Offset
+			}
 		case l.Record != nil:
 			rec := *l.Record
 			// Only its own requests, once each: an agent's word on another's
@@ -320,10 +330,14 @@ func merge(o *bench.Options, plan bench.Plan, runs []*agentRun, start time.Time,
 	var agents []schema.AgentStats
 	for _, ar := range runs {
 		skew := time.Duration(0)
-		if ar.end != nil {
-			began := time.Unix(0, ar.end.Began).Add(-ar.offset)
-			skew = began.Sub(start)
+		if ar.end != nil && ar.began.IsZero() {
+			ar.began = time.Unix(0, ar.end.Began)
+		}
+		if !ar.began.IsZero() {
+			skew = ar.began.Add(-ar.offset).Sub(start)
 			ar.stats.StartSkewMs = ms(skew)
+		}
+		if ar.end != nil {
 			switch ar.end.Status {
 			case schema.StatusInterrupted:
 				status = schema.StatusInterrupted
@@ -344,9 +358,16 @@ func merge(o *bench.Options, plan bench.Plan, runs []*agentRun, start time.Time,
 		ar.stats.Saturated = maxLag > bench.SaturationLag.Seconds()
 		shard := &bench.Shard{Index: ar.stats.Index, Count: ar.stats.Count}
 		for i := range spec.N {
-			if _, ok := ar.records[i]; !ok && shard.Owns(i) {
-				records = append(records, schema.Record{Phase: spec.Name, I: i, NotSent: true, Agent: ar.stats.Name})
+			if _, ok := ar.records[i]; ok || !shard.Owns(i) {
+				continue
 			}
+			// A request its agent sent but never recorded was in flight
+			// when the agent was lost: cancelled, as by an interrupt.
+			rec := schema.Record{Phase: spec.Name, I: i, NotSent: true, Agent: ar.stats.Name}
+			if off, ok := ar.sent[i]; ok {
+				rec.NotSent, rec.Cancelled, rec.SendOffset = false, schema.CancelInterrupt, off+skew.Seconds()
+			}
+			records = append(records, rec)
 		}
 		if ar.lost != "" {
 			ar.stats.Lost = ar.lost

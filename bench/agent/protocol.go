@@ -15,11 +15,12 @@
 //	POST /v1/prepare  ← Prepare (the phase plan) → Ready, or 400 with a
 //	                    one-line error. It replaces any prepared phase.
 //	POST /v1/start    ← Start (the start time on the agent's own clock) →
-//	                    200 and a JSONL stream of Line: one {"record":…} per
-//	                    request as it ends (or is recorded as not sent),
-//	                    flushed as it is written, then one {"end":…} when
-//	                    the phase is over. 409 when nothing is prepared or
-//	                    a phase is running.
+//	                    200 and a JSONL stream of Line, each flushed as it
+//	                    is written: {"began_unix_nano":…} when the phase's
+//	                    clock starts, {"sent":…} as each request is sent,
+//	                    {"record":…} as each ends (or is recorded as not
+//	                    sent), then one {"end":…} when the phase is over.
+//	                    409 when nothing is prepared or a phase is running.
 //	POST /v1/cancel   → 204: the running phase ends as interrupted (Ctrl-C
 //	                    on the coordinator); its records still stream back.
 //
@@ -97,8 +98,20 @@ type Start struct {
 
 // Line is one line of a start's JSONL answer: a record or the end.
 type Line struct {
+	// Began is when the phase's clock started, on the agent's clock (ns
+	// since the Unix epoch).
+	Began  int64          `json:"began_unix_nano,omitempty"`
+	Sent   *Sent          `json:"sent,omitempty"`
 	Record *schema.Record `json:"record,omitempty"`
 	End    *End           `json:"end,omitempty"`
+}
+
+// Sent says a request was sent: its index and its send offset in seconds
+// from the phase's start. A coordinator counts a request sent but never
+// recorded (its agent died) as cancelled, not as never sent.
+type Sent struct {
+	I      int     `json:"i"`
+	Offset float64 `json:"offset"`
 }
 
 // End closes a start's answer.

@@ -154,22 +154,35 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/jsonl")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
-	lines := make(chan []byte, 1024)
+	// Room for every line of the phase, so no request waits on the writer.
+	lines := make(chan Line, 2*pp.plan.Spec.N+8)
+	var start time.Time
+	o.OnStart = func(at time.Time) {
+		start = at
+		lines <- Line{Began: s.agentClock(at).UnixNano()}
+	}
+	o.OnSend = func(i int, at time.Time) {
+		lines <- Line{Sent: &Sent{I: i, Offset: at.Sub(start).Seconds()}}
+	}
 	o.OnRecord = func(rec *schema.Record) {
-		b, err := json.Marshal(Line{Record: rec})
-		if err == nil {
-			lines <- append(b, '\n')
-		}
+		r := *rec
+		lines <- Line{Record: &r}
 	}
 	var written int
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for b := range lines {
+		for l := range lines {
+			b, err := json.Marshal(l)
+			if err != nil {
+				continue
+			}
 			// A failed write is a coordinator gone: the phase is cancelled
 			// through r's context; the lines are drained all the same.
-			if _, err := w.Write(b); err == nil {
-				written++
+			if _, err := w.Write(append(b, '\n')); err == nil {
+				if l.Record != nil {
+					written++
+				}
 				if fl != nil {
 					fl.Flush()
 				}
@@ -179,13 +192,17 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	run := bench.RunPhase(ctx, &o, pp.plan)
 	close(lines)
 	<-done
-	began := s.opts.Now().Add(run.Start.Sub(time.Now()))
+	began := s.agentClock(run.Start)
 	b, _ := json.Marshal(Line{End: &End{Began: began.UnixNano(), Status: run.Result.Status, Records: written}})
 	w.Write(append(b, '\n'))
 	if fl != nil {
 		fl.Flush()
 	}
 }
+
+// agentClock is t, a time on the local (monotonic) clock, on the agent's
+// clock (ServerOptions.Now).
+func (s *Server) agentClock(t time.Time) time.Time { return s.opts.Now().Add(t.Sub(time.Now())) }
 
 func (s *Server) cancelPhase(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
