@@ -81,6 +81,10 @@ type Options struct {
 	// coordinator knows what an agent that dies had begun.
 	OnStart func(start time.Time)
 	OnSend  func(i int, at time.Time)
+	// Pool, when set, is the connection pool the next phase sends on,
+	// opened ahead (an agent's prepare warms a burst's connections before
+	// it answers ready); the phase warms no more and closes it.
+	Pool *endpoints.Pool
 }
 
 // Shard is one agent's part of a distributed run's schedule.
@@ -302,12 +306,15 @@ func Result(o *Options, plan Plan, records []schema.Record, status string) schem
 }
 
 // phasePool is the connection pool of a phase that would keep up to n
-// requests in flight, and how many connections it holds: n, or
-// --max-concurrency when that is lower.
+// requests in flight (o.Pool when set), and how many connections it
+// holds: n, or --max-concurrency when that is lower.
 func (o *Options) phasePool(n int) (*endpoints.Pool, int) {
 	conc := n
 	if o.MaxConcurrency > 0 {
 		conc = min(conc, o.MaxConcurrency)
+	}
+	if o.Pool != nil {
+		return o.Pool, conc
 	}
 	return endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout}), conc
 }
@@ -326,7 +333,7 @@ func (o *Options) progress() *Progress {
 // under the phase cap and waits for all of them to end. It returns the
 // records, with the CPU seconds the sending took, and the phase's status.
 func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send func()) (PhaseRun, string) {
-	if warm {
+	if warm && o.Pool == nil {
 		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
 		ph.pool.Warm(warmCtx, conc)
 		cancelWarm()

@@ -288,3 +288,52 @@ func BenchmarkDistributedEvents(b *testing.B) {
 		})
 	}
 }
+
+// The truth: cancelling the coordinator's ctx (Ctrl-C) mid-phase cancels
+// every agent's phase, and what they recorded still comes back: the phase
+// is interrupted, not degraded, with every index once, some completed and
+// some not (cancelled or never sent).
+func TestCtrlCInterruptsEveryAgentAndKeepsTheirRecords(t *testing.T) {
+	o, plan := simRun(t, 40, 20*time.Millisecond)
+	o.RequestRate = 20
+	_, conns := agents(t, nil, 0, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(StartLead+1500*time.Millisecond, cancel)
+	run := RunPhase(ctx, o, plan, conns)
+	r := run.Result
+	if r.Status != schema.StatusInterrupted || len(run.Records) != 40 {
+		t.Fatalf("status %s with %d records, want interrupted with 40 (%v)", r.Status, len(run.Records), Lost(r))
+	}
+	for i, rec := range run.Records {
+		if rec.I != i {
+			t.Fatalf("record %d has index %d", i, rec.I)
+		}
+	}
+	if r.Completed == 0 || r.Completed == 40 || r.Completed+r.Cancelled+r.NotSent+r.Errors != 40 {
+		t.Errorf("completed %d, cancelled %d, not sent %d, errors %d: want some of the 40 completed, the rest cut", r.Completed, r.Cancelled, r.NotSent, r.Errors)
+	}
+	for _, a := range r.Agents {
+		if a.Lost != "" || a.Records != a.Requests {
+			t.Errorf("agent %s: lost %q, %d records of %d; want all back", a.Name, a.Lost, a.Records, a.Requests)
+		}
+	}
+}
+
+// The truth: a burst (no --request-rate) across two agents, their
+// connections opened at prepare, sends all 32 at once: every request
+// completes, and each is planned at its agent's start (send offset −
+// lag = the agent's skew, within a microsecond).
+func TestABurstAcrossAgentsSendsAllAtTheStart(t *testing.T) {
+	o, plan := simRun(t, 32, 2*time.Millisecond)
+	_, conns := agents(t, nil, 0, 100*time.Millisecond)
+	run := RunPhase(context.Background(), o, plan, conns)
+	if r := run.Result; r.Status != schema.StatusComplete || r.Completed != 32 {
+		t.Fatalf("status %s, completed %d; want complete, 32 (%v)", r.Status, r.Completed, Lost(r))
+	}
+	for _, rec := range run.Records {
+		skew := run.Result.Agents[rec.I%2].StartSkewMs / 1000
+		if d := rec.SendOffset - rec.SendLag - skew; math.Abs(d) > 1e-6 {
+			t.Errorf("request %d planned %.6fs after its agent's start, want 0", rec.I, d)
+		}
+	}
+}

@@ -13,7 +13,9 @@
 //	GET  /v1/ping     → Pong: the agent's name and its clock, for the
 //	                    coordinator's NTP-style offset measurement.
 //	POST /v1/prepare  ← Prepare (the phase plan) → Ready, or 400 with a
-//	                    one-line error. It replaces any prepared phase.
+//	                    one-line error, once a burst's connections are open
+//	                    (a phase spread over time dials as it goes, as on
+//	                    one host). It replaces any prepared phase.
 //	POST /v1/start    ← Start (the start time on the agent's own clock) →
 //	                    200 and a JSONL stream of Line, each flushed as it
 //	                    is written: {"began_unix_nano":…} when the phase's

@@ -42,10 +42,18 @@ type Server struct {
 	cancel   context.CancelFunc
 }
 
-// prepared is a phase ready to start.
+// prepared is a phase ready to start: for a burst, its connections open
+// in o.Pool.
 type prepared struct {
 	o    *bench.Options
 	plan bench.Plan
+}
+
+// close releases a prepared phase that will not start.
+func (p *prepared) close() {
+	if p != nil && p.o.Pool != nil {
+		p.o.Pool.Close()
+	}
 }
 
 // NewServer returns an agent server; Handler serves its protocol.
@@ -82,12 +90,14 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	pp.warm(r.Context())
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
 		http.Error(w, "a phase is running", http.StatusConflict)
 		return
 	}
+	s.prepared.close()
 	s.prepared = pp
 	s.mu.Unlock()
 	owned := 0
@@ -121,6 +131,31 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	}
 	plan := bench.Plan{Spec: p.Spec, Cal: bench.Calibration{Target: p.Spec.In, Chars: p.Chars, PromptTokens: p.PromptTokens}, First: p.First}
 	return &prepared{o: o, plan: plan}, nil
+}
+
+// warm opens a burst's connections before the agent answers ready, as
+// bench.RunPhase would before its clock starts; requests spread over time
+// dial as they go (see RunPhase).
+func (p *prepared) warm(ctx context.Context) {
+	if p.o.RequestRate > 0 {
+		return
+	}
+	conns := 0
+	for i := range p.plan.Spec.N {
+		if p.o.Shard.Owns(i) {
+			conns++
+		}
+	}
+	if p.o.MaxConcurrency > 0 {
+		conns = min(conns, p.o.MaxConcurrency)
+	}
+	if conns == 0 {
+		return
+	}
+	p.o.Pool = endpoints.NewPool(p.o.Endpoint, endpoints.TransportOptions{Conns: conns, ConnectTimeout: p.o.ConnectTimeout})
+	wctx, cancel := context.WithTimeout(ctx, p.o.ConnectTimeout+5*time.Second)
+	defer cancel()
+	p.o.Pool.Warm(wctx, conns)
 }
 
 func (s *Server) start(w http.ResponseWriter, r *http.Request) {
