@@ -65,6 +65,26 @@ type Options struct {
 	// sends only the requests i with i mod Count == Index, and records only
 	// those.
 	Shard *Shard
+	// StartAt, when not zero, is when the phase's clock starts: its set-up
+	// (a burst's connections) is done first, then the phase sleeps to it on
+	// the monotonic clock. An agent starts at the time its coordinator
+	// broadcast.
+	StartAt time.Time
+	// OnRecord, when set, is called with each record as its request ends
+	// (or is recorded as not sent), from the request's own goroutine: it
+	// must be safe for concurrent use and must not keep rec.
+	OnRecord func(rec *schema.Record)
+	// OnStart, when set, is called with a fixed phase's start as its clock
+	// starts, and OnSend with each request's index and send time as it is
+	// sent, from the request's own goroutine (safe for concurrent use,
+	// quick: it delays the send). An agent streams both, so that a
+	// coordinator knows what an agent that dies had begun.
+	OnStart func(start time.Time)
+	OnSend  func(i int, at time.Time)
+	// Pool, when set, is the connection pool the next phase sends on,
+	// opened ahead (an agent's prepare warms a burst's connections before
+	// it answers ready); the phase warms no more and closes it.
+	Pool *endpoints.Pool
 }
 
 // Shard is one agent's part of a distributed run's schedule.
@@ -211,12 +231,25 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // never fails: every request, sent or not, becomes a record, and the result
 // is computed from the records. Cancelling ctx (the user's Ctrl-C: any
 // cause but ErrPhaseCap) ends the phase early with status interrupted.
+//
+// With o.Shard set, the phase builds its whole seeded schedule but sends
+// only the requests the shard owns, each at its planned time (a burst's
+// all at once), under o.MaxConcurrency as this shard's own share; its
+// records, and the result computed from them, are the owned requests'
+// only, each with its index in the whole phase.
 func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	spec := plan.Spec
-	pool, conc := o.phasePool(spec.N)
+	owned := ownedIndices(o.Shard, spec.N)
+	pool, conc := o.phasePool(len(owned))
 	defer pool.Close()
 	prog := o.progress()
 	ph := newPhase(o, plan, pool, prog)
+	ph.owned = owned
+	if o.MaxConcurrency > 0 && o.MaxConcurrency < len(owned) {
+		ph.sem = make(chan struct{}, o.MaxConcurrency)
+	} else {
+		ph.sem = nil
+	}
 	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
 	prog.begin(spec)
 
@@ -234,18 +267,54 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 			ph.dispatch(arrivals)
 		}
 	})
-	run.Result = phaseResult(o, plan, ph.records, status)
+	if o.Shard != nil {
+		run.Records = ownedRecords(ph.records, owned)
+		status = phaseStatus(ctx, ph.ctx, run.Records)
+	}
+	run.Result = phaseResult(o, plan, run.Records, status)
 	run.Result.Server = serverside.Stats(run.Samples)
 	return run
 }
 
+// ownedIndices lists the requests of a phase of n that shard owns, in
+// order.
+func ownedIndices(shard *Shard, n int) []int {
+	out := make([]int, 0, n)
+	for i := range n {
+		if shard.Owns(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ownedRecords keeps the records of the owned requests, in order.
+func ownedRecords(records []schema.Record, owned []int) []schema.Record {
+	out := make([]schema.Record, len(owned))
+	for k, i := range owned {
+		out[k] = records[i]
+	}
+	return out
+}
+
+// Result is a fixed phase's result computed from its records, as RunPhase
+// computes it: the metrics, the calibration and the arrival options. A
+// distributed run's coordinator recomputes a phase from every agent's
+// records with it, so its figures come from the single-host code path.
+func Result(o *Options, plan Plan, records []schema.Record, status string) schema.PhaseResult {
+	return phaseResult(o, plan, records, status)
+}
+
 // phasePool is the connection pool of a phase that would keep up to n
-// requests in flight, and how many connections it holds: n, or
-// --max-concurrency when that is lower.
+// requests in flight (o.Pool when set), and how many connections it
+// holds: n, or --max-concurrency when that is lower.
 func (o *Options) phasePool(n int) (*endpoints.Pool, int) {
 	conc := n
 	if o.MaxConcurrency > 0 {
 		conc = min(conc, o.MaxConcurrency)
+	}
+	if o.Pool != nil {
+		return o.Pool, conc
 	}
 	return endpoints.NewPool(o.Endpoint, endpoints.TransportOptions{Conns: conc, ConnectTimeout: o.ConnectTimeout}), conc
 }
@@ -264,15 +333,19 @@ func (o *Options) progress() *Progress {
 // under the phase cap and waits for all of them to end. It returns the
 // records, with the CPU seconds the sending took, and the phase's status.
 func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send func()) (PhaseRun, string) {
-	if warm {
+	if warm && o.Pool == nil {
 		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
 		ph.pool.Warm(warmCtx, conc)
 		cancelWarm()
+	}
+	if !o.StartAt.IsZero() {
+		sleepCtx(ctx, time.Until(o.StartAt))
 	}
 	w := o.watch(ctx, ph.spec.Name, 0)
 	var cancel func()
 	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
 	defer cancel()
+	ph.onRecord, ph.onStart, ph.onSend = o.OnRecord, o.OnStart, o.OnSend
 	cpu0 := cpuSeconds()
 	send()
 	ph.wg.Wait()
@@ -303,6 +376,31 @@ type phase struct {
 	wg      sync.WaitGroup
 	// start is the phase's clock: records' send_offset counts from it.
 	start time.Time
+	// owned lists the requests the phase sends (a shard's); nil for all.
+	owned []int
+	// onRecord, onStart and onSend are Options'.
+	onRecord func(*schema.Record)
+	onStart  func(time.Time)
+	onSend   func(int, time.Time)
+}
+
+// started calls onStart, if set, with the phase's start.
+func (ph *phase) started() {
+	if ph.onStart != nil {
+		ph.onStart(ph.start)
+	}
+}
+
+// indices lists the requests the phase sends: its shard's, or all.
+func (ph *phase) indices() []int {
+	if ph.owned != nil {
+		return ph.owned
+	}
+	all := make([]int, ph.spec.N)
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }
 
 // newPhase sets up the phase of plan: its prompts, each request's limits,
@@ -353,20 +451,27 @@ func (ph *phase) ready(i int) func(planned time.Time, queued time.Duration) {
 	return func(planned time.Time, queued time.Duration) {
 		defer ph.wg.Done()
 		ph.prog.Sent.Add(1)
+		if ph.onSend != nil {
+			ph.onSend(i, time.Now())
+		}
 		st.Run(&ph.prog.Events, res)
 		ph.records[i] = record(ph.spec.Name, out, i, ph.start, planned, queued, res)
 		if ph.work != nil {
 			ph.work.annotate(ph.records, i)
 		}
 		ph.prog.end(&ph.records[i])
+		if ph.onRecord != nil {
+			ph.onRecord(&ph.records[i])
+		}
 	}
 }
 
 // burst makes every request ready, then releases all of them at once.
 func (ph *phase) burst() {
 	gate := make(chan struct{})
-	ph.wg.Add(ph.spec.N)
-	for i := range ph.spec.N {
+	idx := ph.indices()
+	ph.wg.Add(len(idx))
+	for _, i := range idx {
 		send := ph.ready(i)
 		go func() {
 			<-gate
@@ -374,6 +479,7 @@ func (ph *phase) burst() {
 		}()
 	}
 	ph.start = time.Now()
+	ph.started()
 	close(gate)
 }
 
@@ -384,12 +490,10 @@ func (ph *phase) burst() {
 // frees under --max-concurrency, until the phase ends; the requests it had
 // no time to send are recorded as not sent.
 func (ph *phase) dispatch(arrivals []time.Duration) {
-	order := make([]int, len(arrivals))
-	for i := range order {
-		order[i] = i
-	}
+	order := slices.Clone(ph.indices())
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
 	ph.start = time.Now()
+	ph.started()
 	sent := 0
 	for _, i := range order {
 		send := ph.ready(i)
@@ -419,6 +523,9 @@ func (ph *phase) notSent(i int) {
 		ph.work.annotate(ph.records, i)
 	}
 	ph.prog.end(&ph.records[i])
+	if ph.onRecord != nil {
+		ph.onRecord(&ph.records[i])
+	}
 }
 
 // await waits until planned and then, under --max-concurrency, for a free
@@ -648,3 +755,10 @@ func (p *Progress) Errors() map[schema.Class]int64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Schedule is the seeded schedule of a fixed phase of n requests: when
+// each is planned, from the phase start (all at zero for a burst, rate
+// 0). Every agent of a distributed run builds the same one.
+func Schedule(n int, rate float64, seed int64) []time.Duration {
+	return arrivalOffsets(n, rate, seed)
+}

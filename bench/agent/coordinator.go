@@ -1,0 +1,404 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Pings is how many pings measure an agent's clock offset; the one of
+// least round trip gives it.
+const Pings = 20
+
+// StartLead is the least time between the start broadcast and the start:
+// the slowest ping's round trip × 10 is added to it.
+const StartLead = 200 * time.Millisecond
+
+// Conn is the coordinator's link to one agent.
+type Conn struct {
+	// Addr is the agent's host:port, its name in the report.
+	Addr   string
+	base   string
+	client *http.Client
+}
+
+// Dial checks that every agent answers a ping and returns a Conn to each,
+// in order. An address that is malformed or does not answer gives a bad
+// input error naming it.
+func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
+	if len(addrs) == 0 {
+		return nil, badinput.Errorf("no agents given")
+	}
+	conns := make([]*Conn, len(addrs))
+	for k, a := range addrs {
+		a = strings.TrimSpace(a)
+		if a == "" || strings.Contains(a, "/") {
+			return nil, badinput.Errorf("agent %q: want host:port", a)
+		}
+		c := &Conn{Addr: a, base: "http://" + a, client: &http.Client{}}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, _, err := c.ping(pctx)
+		cancel()
+		if err != nil {
+			return nil, badinput.Errorf("agent %s is unreachable: %v", a, err)
+		}
+		conns[k] = c
+	}
+	return conns, nil
+}
+
+// CheckOptions says whether a run's options can be distributed: extra
+// headers (their values secrets the agents cannot read) are refused.
+func CheckOptions(o *bench.Options) error {
+	if names := o.Endpoint.HeaderNames(); len(names) > 0 {
+		return badinput.Errorf("extra headers (%s) are not supported with agents: each agent reads only the API key from its own environment", strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// ping asks the agent its clock: it returns the agent's time and the
+// round trip, measured on the coordinator's monotonic clock, with the
+// midpoint of the round trip on the coordinator's clock.
+func (c *Conn) ping(ctx context.Context) (offset, rtt time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+RoutePing, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	var p Pong
+	err = json.NewDecoder(resp.Body).Decode(&p)
+	t1 := time.Now()
+	if err != nil {
+		return 0, 0, fmt.Errorf("ping: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("ping: %s", resp.Status)
+	}
+	rtt = t1.Sub(t0)
+	mid := t0.Add(rtt / 2)
+	return time.Unix(0, p.Now).Sub(mid), rtt, nil
+}
+
+// measure pings the agent Pings times: the offset of its clock from the
+// coordinator's (agent minus coordinator) from the least round trip, half
+// that round trip the uncertainty, and the largest round trip seen.
+func (c *Conn) measure(ctx context.Context) (offset, uncertainty, slowest time.Duration, err error) {
+	best := time.Duration(-1)
+	for range Pings {
+		off, rtt, err := c.ping(ctx)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if best < 0 || rtt < best {
+			best, offset = rtt, off
+		}
+		slowest = max(slowest, rtt)
+	}
+	return offset, best / 2, slowest, nil
+}
+
+func (c *Conn) post(ctx context.Context, route string, body any) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+route, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %s: %s", route, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return resp, nil
+}
+
+// Shares splits a --max-concurrency of c among n agents: c/n each, the
+// remainder to the first ones; all 0 when c is 0 (no bound).
+func Shares(c, n int) []int {
+	out := make([]int, n)
+	if c <= 0 {
+		return out
+	}
+	for k := range out {
+		out[k] = c / n
+		if k < c%n {
+			out[k]++
+		}
+	}
+	return out
+}
+
+// agentRun is one agent's part of a phase as the coordinator saw it.
+type agentRun struct {
+	stats   schema.AgentStats
+	offset  time.Duration
+	records map[int]schema.Record
+	// sent holds the send offsets of the requests the agent said it sent;
+	// began when it said its phase began (zero: it did not).
+	sent  map[int]float64
+	began time.Time
+	end   *End
+	lost  string
+}
+
+// RunPhase runs one fixed phase across the agents: it prepares each with
+// its shard of the plan, measures their clock offsets, starts them
+// together at a time far enough ahead, collects their records and
+// recomputes the phase from all of them with the single-host code
+// (bench.Result). Every index of the phase has exactly one record, each
+// with its agent: an agent that was unreachable or died leaves those of
+// its requests that did not come back as not sent, and the phase degraded
+// (its AgentStats say why). Records' send offsets are on the common start,
+// PhaseRun.Start, on the coordinator's clock. Cancelling ctx cancels every
+// agent's phase; what they recorded still comes back. A workload phase
+// (plan.Work) is not distributed yet: every agent is then lost.
+func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*Conn) bench.PhaseRun {
+	spec := plan.Spec
+	n := len(conns)
+	shares := Shares(o.MaxConcurrency, n)
+	runs := make([]*agentRun, n)
+	for k, c := range conns {
+		ar := &agentRun{records: map[int]schema.Record{}, sent: map[int]float64{}}
+		ar.stats = schema.AgentStats{Name: c.Addr, Index: k, Count: n, MaxConcurrency: shares[k]}
+		shard := &bench.Shard{Index: k, Count: n}
+		for i := range spec.N {
+			if shard.Owns(i) {
+				ar.stats.Requests++
+			}
+		}
+		runs[k] = ar
+	}
+	if plan.Work != nil {
+		for _, ar := range runs {
+			ar.lost = "workload phases are not distributed yet"
+		}
+		return merge(o, plan, runs, time.Now(), ctx.Err() != nil)
+	}
+
+	// Prepare every agent and measure its clock, all at once.
+	var wg sync.WaitGroup
+	var slowest time.Duration
+	var mu sync.Mutex
+	for k, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ar := runs[k]
+			p := Prepare{
+				BaseURL: o.Endpoint.BaseURL, Model: o.Endpoint.Model, Shape: o.Shape, Spec: spec,
+				Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, First: plan.First,
+				Nonce: o.Nonce, Seed: o.Seed, RequestRate: o.RequestRate, MaxConcurrency: shares[k],
+				Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, PhaseCap: o.PhaseCap,
+				Shard: bench.Shard{Index: k, Count: n},
+			}
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			resp, err := c.post(pctx, RoutePrepare, p)
+			if err != nil {
+				ar.lost = "prepare: " + err.Error()
+				return
+			}
+			resp.Body.Close()
+			off, unc, slow, err := c.measure(pctx)
+			if err != nil {
+				ar.lost = "clock: " + err.Error()
+				return
+			}
+			ar.offset = off
+			ar.stats.OffsetMs, ar.stats.UncertaintyMs = ms(off), ms(unc)
+			mu.Lock()
+			slowest = max(slowest, slow)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	start := time.Now().Add(StartLead + 10*slowest)
+	if ctx.Err() != nil {
+		return merge(o, plan, runs, start, true)
+	}
+
+	// Cancelling ctx cancels the agents' phases; their streams go on.
+	streamCtx, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStreams()
+	stopWatch := context.AfterFunc(ctx, func() {
+		for k, c := range conns {
+			if runs[k].lost == "" {
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if resp, err := c.post(cctx, RouteCancel, struct{}{}); err == nil {
+					resp.Body.Close()
+				}
+				cancel()
+			}
+		}
+	})
+	defer stopWatch()
+	for k, c := range conns {
+		ar := runs[k]
+		if ar.lost != "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ar.collect(streamCtx, c, start.Add(ar.offset), spec.N)
+		}()
+	}
+	wg.Wait()
+	return merge(o, plan, runs, start, ctx.Err() != nil)
+}
+
+// collect starts the agent at at (on its clock) and reads its records
+// until the end line, or until the stream breaks (the agent lost).
+func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
+	resp, err := c.post(ctx, RouteStart, Start{At: at.UnixNano()})
+	if err != nil {
+		ar.lost = "start: " + err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	shard := &bench.Shard{Index: ar.stats.Index, Count: ar.stats.Count}
+	for sc.Scan() {
+		var l Line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			ar.lost = "a malformed line: " + err.Error()
+			return
+		}
+		switch {
+		case l.Began != 0:
+			ar.began = time.Unix(0, l.Began)
+		case l.Sent != nil:
+			if shard.Owns(l.Sent.I) {
+				ar.sent[l.Sent.I] = l.Sent.Offset
+			}
+		case l.Record != nil:
+			rec := *l.Record
+			// Only its own requests, once each: an agent's word on another's
+			// would double an index.
+			if rec.I < 0 || rec.I >= n || !shard.Owns(rec.I) {
+				continue
+			}
+			if _, dup := ar.records[rec.I]; !dup {
+				ar.records[rec.I] = rec
+			}
+		case l.End != nil:
+			ar.end = l.End
+			return
+		}
+	}
+	err = sc.Err()
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	ar.lost = "died mid-phase: " + err.Error()
+}
+
+// merge makes the phase from every agent's records: shifted onto the
+// common start, missing ones not sent, recomputed as from one host.
+func merge(o *bench.Options, plan bench.Plan, runs []*agentRun, start time.Time, interrupted bool) bench.PhaseRun {
+	spec := plan.Spec
+	var records []schema.Record
+	var lost []string
+	status := schema.StatusComplete
+	var agents []schema.AgentStats
+	for _, ar := range runs {
+		skew := time.Duration(0)
+		if ar.end != nil && ar.began.IsZero() {
+			ar.began = time.Unix(0, ar.end.Began)
+		}
+		if !ar.began.IsZero() {
+			skew = ar.began.Add(-ar.offset).Sub(start)
+			ar.stats.StartSkewMs = ms(skew)
+		}
+		if ar.end != nil {
+			switch ar.end.Status {
+			case schema.StatusInterrupted:
+				status = schema.StatusInterrupted
+			case schema.StatusCapped:
+				if status == schema.StatusComplete {
+					status = schema.StatusCapped
+				}
+			}
+		}
+		maxLag := 0.0
+		for _, rec := range ar.records {
+			rec.Agent = ar.stats.Name
+			rec.SendOffset += skew.Seconds()
+			maxLag = max(maxLag, rec.SendLag)
+			records = append(records, rec)
+		}
+		ar.stats.Records = len(ar.records)
+		ar.stats.Saturated = maxLag > bench.SaturationLag.Seconds()
+		shard := &bench.Shard{Index: ar.stats.Index, Count: ar.stats.Count}
+		for i := range spec.N {
+			if _, ok := ar.records[i]; ok || !shard.Owns(i) {
+				continue
+			}
+			// A request its agent sent but never recorded was in flight
+			// when the agent was lost: cancelled, as by an interrupt.
+			rec := schema.Record{Phase: spec.Name, I: i, NotSent: true, Agent: ar.stats.Name}
+			if off, ok := ar.sent[i]; ok {
+				rec.NotSent, rec.Cancelled, rec.SendOffset = false, schema.CancelInterrupt, off+skew.Seconds()
+			}
+			records = append(records, rec)
+		}
+		if ar.lost != "" {
+			ar.stats.Lost = ar.lost
+			lost = append(lost, ar.stats.Name)
+		}
+		agents = append(agents, ar.stats)
+	}
+	slices.SortFunc(records, func(a, b schema.Record) int { return cmp.Compare(a.I, b.I) })
+	if interrupted && status == schema.StatusComplete {
+		status = schema.StatusInterrupted
+	}
+	if len(lost) > 0 {
+		status = schema.StatusDegraded
+	}
+	r := bench.Result(o, plan, records, status)
+	r.Agents = agents
+	return bench.PhaseRun{Start: start, Result: r, Records: records}
+}
+
+// Lost names the agents a phase lost, for a warning line; nil when none.
+func Lost(r schema.PhaseResult) error {
+	var msgs []string
+	for _, a := range r.Agents {
+		if a.Lost != "" {
+			msgs = append(msgs, fmt.Sprintf("agent %s: %s", a.Name, a.Lost))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New("phase " + r.Phase + " degraded: " + strings.Join(msgs, "; "))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,127 @@
+// Package agent runs one phase of glmbench's load from several hosts as
+// one measured run: an agent server (glmbench agent --listen ADDR) on each
+// host, and a coordinator that partitions each phase among them, starts
+// them together and recomputes the phase from all of their records.
+//
+// The schedule is partitioned, not dispatched: every agent builds the
+// phase's same seeded schedule (bench.RunPhase with Options.Shard) and
+// sends request i when i mod N equals its index. Calibration stays on the
+// coordinator; agents get the calibrated filler length.
+//
+// The protocol is HTTP with JSON bodies, on the agent's listen address:
+//
+//	GET  /v1/ping     → Pong: the agent's name and its clock, for the
+//	                    coordinator's NTP-style offset measurement.
+//	POST /v1/prepare  ← Prepare (the phase plan) → Ready, or 400 with a
+//	                    one-line error, once a burst's connections are open
+//	                    (a phase spread over time dials as it goes, as on
+//	                    one host). It replaces any prepared phase.
+//	POST /v1/start    ← Start (the start time on the agent's own clock) →
+//	                    200 and a JSONL stream of Line, each flushed as it
+//	                    is written: {"began_unix_nano":…} when the phase's
+//	                    clock starts, {"sent":…} as each request is sent,
+//	                    {"record":…} as each ends (or is recorded as not
+//	                    sent), then one {"end":…} when the phase is over.
+//	                    409 when nothing is prepared or a phase is running.
+//	POST /v1/cancel   → 204: the running phase ends as interrupted (Ctrl-C
+//	                    on the coordinator); its records still stream back.
+//
+// A coordinator whose /v1/start connection drops is gone: the agent
+// cancels its phase.
+//
+// Secrets never travel. The agent reads the endpoint's API key from its
+// own environment (ServerOptions.APIKeyEnv, through ServerOptions.Getenv);
+// the plan carries the endpoint's base URL and model only. Extra headers
+// (--header) are not supported with agents: CheckOptions refuses them.
+package agent
+
+import (
+	"time"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Routes of the protocol.
+const (
+	RoutePing    = "/v1/ping"
+	RoutePrepare = "/v1/prepare"
+	RouteStart   = "/v1/start"
+	RouteCancel  = "/v1/cancel"
+)
+
+// Pong is the answer to a ping.
+type Pong struct {
+	Name string `json:"name"`
+	// Now is the agent's clock, in nanoseconds since the Unix epoch.
+	Now int64 `json:"now_unix_nano"`
+}
+
+// Prepare is the phase plan a coordinator sends an agent.
+type Prepare struct {
+	// BaseURL and Model are the endpoint's; its key is the agent's own.
+	BaseURL string      `json:"base_url"`
+	Model   string      `json:"model"`
+	Shape   bench.Shape `json:"shape"`
+	Spec    bench.Spec  `json:"spec"`
+	// Chars is the calibrated filler length in bytes; PromptTokens what the
+	// endpoint counted for it (-1: no usage). First is the prompt number
+	// of the phase's request 0 (bench.Plan.First).
+	Chars        int    `json:"chars"`
+	PromptTokens int    `json:"prompt_tokens"`
+	First        int    `json:"first"`
+	Nonce        string `json:"nonce"`
+	Seed         int64  `json:"seed"`
+	// RequestRate is the whole phase's rate (every agent builds the whole
+	// schedule); MaxConcurrency this agent's share of the run's.
+	RequestRate    float64                `json:"request_rate,omitempty"`
+	MaxConcurrency int                    `json:"max_concurrency,omitempty"`
+	Limits         endpoints.StreamLimits `json:"limits"`
+	// ConnectTimeout and PhaseCap are nanoseconds.
+	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
+	PhaseCap       time.Duration `json:"phase_cap_ns,omitempty"`
+	Shard          bench.Shard   `json:"shard"`
+}
+
+// Ready is the answer to a prepare.
+type Ready struct {
+	Name string `json:"name"`
+	// Requests is how many of the phase's requests the agent owns.
+	Requests int `json:"requests"`
+}
+
+// Start tells an agent when to begin the prepared phase.
+type Start struct {
+	// At is the start time on the agent's own clock, in nanoseconds since
+	// the Unix epoch.
+	At int64 `json:"at_unix_nano"`
+}
+
+// Line is one line of a start's JSONL answer: a record or the end.
+type Line struct {
+	// Began is when the phase's clock started, on the agent's clock (ns
+	// since the Unix epoch).
+	Began  int64          `json:"began_unix_nano,omitempty"`
+	Sent   *Sent          `json:"sent,omitempty"`
+	Record *schema.Record `json:"record,omitempty"`
+	End    *End           `json:"end,omitempty"`
+}
+
+// Sent says a request was sent: its index and its send offset in seconds
+// from the phase's start. A coordinator counts a request sent but never
+// recorded (its agent died) as cancelled, not as never sent.
+type Sent struct {
+	I      int     `json:"i"`
+	Offset float64 `json:"offset"`
+}
+
+// End closes a start's answer.
+type End struct {
+	// Began is when the phase's clock started on the agent's clock (ns
+	// since the Unix epoch): the records' send_offset counts from it.
+	Began  int64  `json:"began_unix_nano"`
+	Status string `json:"status"`
+	// Records is how many record lines came before.
+	Records int `json:"records"`
+}

@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// ServerOptions configure an agent server.
+type ServerOptions struct {
+	// Name is the agent's name in pongs and readies (its pod's name, or
+	// its address).
+	Name string
+	// APIKeyEnv names the variable the agent reads the endpoint's API key
+	// from (endpoints.DefaultAPIKeyEnv when empty; then it may be unset).
+	APIKeyEnv string
+	// Getenv reads the agent's environment (os.Getenv when nil).
+	Getenv func(string) string
+	// Now is the agent's clock (time.Now when nil): a test offsets it to
+	// play a host whose clock is off. Only pings and start times read it;
+	// the phase itself runs on the monotonic clock.
+	Now func() time.Time
+}
+
+// Server is an agent: it runs the phases a coordinator prepares and
+// starts, one at a time.
+type Server struct {
+	opts ServerOptions
+	mux  *http.ServeMux
+
+	mu       sync.Mutex
+	prepared *prepared
+	running  bool
+	cancel   context.CancelFunc
+}
+
+// prepared is a phase ready to start: for a burst, its connections open
+// in o.Pool.
+type prepared struct {
+	o    *bench.Options
+	plan bench.Plan
+}
+
+// close releases a prepared phase that will not start.
+func (p *prepared) close() {
+	if p != nil && p.o.Pool != nil {
+		p.o.Pool.Close()
+	}
+}
+
+// NewServer returns an agent server; Handler serves its protocol.
+func NewServer(opts ServerOptions) *Server {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET "+RoutePing, s.ping)
+	s.mux.HandleFunc("POST "+RoutePrepare, s.prepare)
+	s.mux.HandleFunc("POST "+RouteStart, s.start)
+	s.mux.HandleFunc("POST "+RouteCancel, s.cancelPhase)
+	return s
+}
+
+// Handler serves the agent's routes (see the package doc).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, Pong{Name: s.opts.Name, Now: s.opts.Now().UnixNano()})
+}
+
+func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
+	var p Prepare
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&p); err != nil {
+		http.Error(w, "prepare: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	pp, err := s.options(p)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	pp.warm(r.Context())
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		http.Error(w, "a phase is running", http.StatusConflict)
+		return
+	}
+	s.prepared.close()
+	s.prepared = pp
+	s.mu.Unlock()
+	owned := 0
+	for i := range p.Spec.N {
+		if p.Shard.Owns(i) {
+			owned++
+		}
+	}
+	writeJSON(w, Ready{Name: s.opts.Name, Requests: owned})
+}
+
+// options turns a plan into the options and plan bench.RunPhase takes,
+// with the endpoint's key from the agent's own environment.
+func (s *Server) options(p Prepare) (*prepared, error) {
+	if p.Shard.Count < 1 || p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count {
+		return nil, badinput.Errorf("prepare: shard %d of %d is not one of 0..count-1", p.Shard.Index, p.Shard.Count)
+	}
+	if p.Spec.N < 0 || p.Chars < 0 {
+		return nil, badinput.Errorf("prepare: phase %s has %d requests and a filler of %d chars", p.Spec.Name, p.Spec.N, p.Chars)
+	}
+	f := endpoints.Flags{Endpoint: p.BaseURL, Model: p.Model, APIKeyEnv: s.opts.APIKeyEnv, APIKeyEnvSet: s.opts.APIKeyEnv != ""}
+	ep, err := endpoints.Resolve(f, s.opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	shard := p.Shard
+	o := &bench.Options{
+		Endpoint: ep, Shape: p.Shape, Limits: p.Limits, ConnectTimeout: p.ConnectTimeout,
+		PhaseCap: p.PhaseCap, RequestRate: p.RequestRate, MaxConcurrency: p.MaxConcurrency,
+		Seed: p.Seed, Nonce: p.Nonce, Shard: &shard,
+	}
+	plan := bench.Plan{Spec: p.Spec, Cal: bench.Calibration{Target: p.Spec.In, Chars: p.Chars, PromptTokens: p.PromptTokens}, First: p.First}
+	return &prepared{o: o, plan: plan}, nil
+}
+
+// warm opens a burst's connections before the agent answers ready, as
+// bench.RunPhase would before its clock starts; requests spread over time
+// dial as they go (see RunPhase).
+func (p *prepared) warm(ctx context.Context) {
+	if p.o.RequestRate > 0 {
+		return
+	}
+	conns := 0
+	for i := range p.plan.Spec.N {
+		if p.o.Shard.Owns(i) {
+			conns++
+		}
+	}
+	if p.o.MaxConcurrency > 0 {
+		conns = min(conns, p.o.MaxConcurrency)
+	}
+	if conns == 0 {
+		return
+	}
+	p.o.Pool = endpoints.NewPool(p.o.Endpoint, endpoints.TransportOptions{Conns: conns, ConnectTimeout: p.o.ConnectTimeout})
+	wctx, cancel := context.WithTimeout(ctx, p.o.ConnectTimeout+5*time.Second)
+	defer cancel()
+	p.o.Pool.Warm(wctx, conns)
+}
+
+func (s *Server) start(w http.ResponseWriter, r *http.Request) {
+	var st Start
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&st); err != nil {
+		http.Error(w, "start: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	// The phase ends when the coordinator cancels it or its connection
+	// drops (the coordinator is gone).
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	s.mu.Lock()
+	pp := s.prepared
+	if pp == nil || s.running {
+		s.mu.Unlock()
+		http.Error(w, "start: no phase prepared, or one is running", http.StatusConflict)
+		return
+	}
+	s.prepared, s.running, s.cancel = nil, true, cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running, s.cancel = false, nil
+		s.mu.Unlock()
+	}()
+
+	// The start on the agent's clock, as a time on the monotonic one.
+	o := *pp.o
+	o.StartAt = time.Now().Add(time.Unix(0, st.At).Sub(s.opts.Now()))
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	// Room for every line of the phase, so no request waits on the writer.
+	lines := make(chan Line, 2*pp.plan.Spec.N+8)
+	var start time.Time
+	o.OnStart = func(at time.Time) {
+		start = at
+		lines <- Line{Began: s.agentClock(at).UnixNano()}
+	}
+	o.OnSend = func(i int, at time.Time) {
+		lines <- Line{Sent: &Sent{I: i, Offset: at.Sub(start).Seconds()}}
+	}
+	o.OnRecord = func(rec *schema.Record) {
+		r := *rec
+		lines <- Line{Record: &r}
+	}
+	var written int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for l := range lines {
+			b, err := json.Marshal(l)
+			if err != nil {
+				continue
+			}
+			// A failed write is a coordinator gone: the phase is cancelled
+			// through r's context; the lines are drained all the same.
+			if _, err := w.Write(append(b, '\n')); err == nil {
+				if l.Record != nil {
+					written++
+				}
+				if fl != nil {
+					fl.Flush()
+				}
+			}
+		}
+	}()
+	run := bench.RunPhase(ctx, &o, pp.plan)
+	close(lines)
+	<-done
+	began := s.agentClock(run.Start)
+	b, _ := json.Marshal(Line{End: &End{Began: began.UnixNano(), Status: run.Result.Status, Records: written}})
+	w.Write(append(b, '\n'))
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// agentClock is t, a time on the local (monotonic) clock, on the agent's
+// clock (ServerOptions.Now).
+func (s *Server) agentClock(t time.Time) time.Time { return s.opts.Now().Add(t.Sub(time.Now())) }
+
+func (s *Server) cancelPhase(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
