@@ -277,6 +277,7 @@ func recompute(in *Input) {
 		fresh.CalibratedInputLen, fresh.Concurrency, fresh.RequestRate = ph.CalibratedInputLen, ph.Concurrency, ph.RequestRate
 		fresh.Workload = ph.Workload
 		fresh.Server = ph.Server // the scrapes', not the records'
+		fresh.Agents = ph.Agents // the agents' clocks and shares
 		switch {
 		case sloErr != nil:
 			fresh.SLOMet, fresh.Goodput, fresh.SLOAttainment = ph.SLOMet, ph.Goodput, ph.SLOAttainment

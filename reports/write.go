@@ -286,6 +286,7 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		p.f("\n## Evals\n\n")
 		p.evalTables(r.Evals)
 	}
+	p.agentTable(r)
 	p.equivalenceTable(r)
 	if len(r.Conformance) > 0 {
 		p.f("\n## Conformance\n\n")

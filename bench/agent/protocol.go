@@ -10,23 +10,27 @@
 //
 // The protocol is HTTP with JSON bodies, on the agent's listen address:
 //
-//	GET  /v1/ping     → Pong: the agent's name and its clock, for the
-//	                    coordinator's NTP-style offset measurement.
-//	POST /v1/prepare  ← Prepare (the phase plan) → Ready, or 400 with a
-//	                    one-line error, once a burst's connections are open
-//	                    (a phase spread over time dials as it goes, as on
-//	                    one host). It replaces any prepared phase.
-//	POST /v1/start    ← Start (the start time on the agent's own clock) →
-//	                    200 and a JSONL stream of Line, each flushed as it
-//	                    is written: {"began_unix_nano":…} when the phase's
-//	                    clock starts, {"sent":…} as each request is sent,
-//	                    {"record":…} as each ends (or is recorded as not
-//	                    sent), then one {"end":…} when the phase is over.
-//	                    409 when nothing is prepared or a phase is running.
-//	POST /v1/cancel   → 204: the running phase ends as interrupted (Ctrl-C
-//	                    on the coordinator); its records still stream back.
+//	GET  /v1/agent/ping    → Pong: the agent's name and its clock, for
+//	                         the coordinator's NTP-style offset
+//	                         measurement (and a Kubernetes readiness probe).
+//	POST /v1/agent/prepare ← Prepare (the phase plan) → Ready, or 400 with
+//	                         a one-line error, once a burst's connections
+//	                         are open (a phase spread over time dials as it
+//	                         goes, as on one host). It replaces any
+//	                         prepared phase.
+//	POST /v1/agent/start   ← Start (the start time on the agent's own
+//	                         clock) → 200 and a JSONL stream of Line, each
+//	                         flushed as it is written: {"began_unix_nano":…}
+//	                         when the phase's clock starts, {"sent":…} as
+//	                         each request is sent, {"record":…} as each ends
+//	                         (or is recorded as not sent), then one
+//	                         {"end":…} when the phase is over. 409 when
+//	                         nothing is prepared or a phase is running.
+//	POST /v1/agent/cancel  → 204: the running phase ends as interrupted
+//	                         (Ctrl-C on the coordinator); its records still
+//	                         stream back.
 //
-// A coordinator whose /v1/start connection drops is gone: the agent
+// A coordinator whose /v1/agent/start connection drops is gone: the agent
 // cancels its phase.
 //
 // Secrets never travel. The agent reads the endpoint's API key from its
@@ -45,10 +49,10 @@ import (
 
 // Routes of the protocol.
 const (
-	RoutePing    = "/v1/ping"
-	RoutePrepare = "/v1/prepare"
-	RouteStart   = "/v1/start"
-	RouteCancel  = "/v1/cancel"
+	RoutePing    = "/v1/agent/ping"
+	RoutePrepare = "/v1/agent/prepare"
+	RouteStart   = "/v1/agent/start"
+	RouteCancel  = "/v1/agent/cancel"
 )
 
 // Pong is the answer to a ping.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	agentcmd "github.com/glmbench/glmbench/cmd/agent"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/conform"
 	"github.com/glmbench/glmbench/cmd/eval"
@@ -78,6 +79,7 @@ requests.jsonl for side-by-side comparison.`,
 	cmd.AddCommand(ev)
 	cmd.AddCommand(model.NewCmdModel(f))
 	cmd.AddCommand(serve.NewCmdServe(f, nil))
+	cmd.AddCommand(agentcmd.NewCmdAgent(f, nil))
 	cmd.AddCommand(selftest.NewCmdSelftest(f, nil))
 	cmd.AddCommand(report.NewCmdReport(f, nil))
 	cmd.AddCommand(gate.NewCmdGate(f, nil))

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/bench/agent"
 	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	gatecmd "github.com/glmbench/glmbench/cmd/gate"
@@ -68,6 +69,8 @@ type Options struct {
 
 	// Metrics is --metrics-url, --no-metrics and --metrics-interval.
 	Metrics target.MetricsFlags
+	// Agents are the agents of a distributed run (--agents, --agents-dns).
+	Agents AgentFlags
 
 	slos           slo.Set
 	workloadSource string
@@ -158,6 +161,7 @@ has everything.`,
 	fl.StringVar(&o.JUnit, "junit", "", "write the gate's JUnit XML to this file (needs --baseline)")
 	fl.StringArrayVar(&o.SLOs, "slo", nil, "a service-level objective, e.g. 'ttft < 2s' or 'tpot < 50ms': adds goodput and attainment to each phase (repeatable)")
 	o.Metrics.AddFlags(fl)
+	o.Agents.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "run a workload file's phases (YAML), or a built-in example: "+strings.Join(workload.Names(), ", "))
 	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL or text) for the workload's dataset phases; alone, one dataset phase of all its items")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
@@ -201,6 +205,12 @@ func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 	}
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if err := o.Agents.validate(); err != nil {
+		return nil, nil, err
+	}
+	if o.Agents.given() && o.workloadGiven() {
+		return nil, nil, badinput.Errorf("--agents runs the fixed and --phase phases; workloads are not distributed yet")
 	}
 	if o.slos, err = slo.ParseAll(o.SLOs); err != nil {
 		return nil, nil, err
@@ -270,6 +280,11 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	bo.MetricsInterval = o.Metrics.Interval
+	if o.Agents.given() {
+		if err := o.Agents.dial(ctx, bo, func(s string) { fmt.Fprintln(o.F.IO.ErrOut, s) }); err != nil {
+			return err
+		}
+	}
 	jobs, err := o.jobs(ctx, bo, specs, work)
 	if err != nil {
 		return err
@@ -311,6 +326,9 @@ func (o *Options) jobs(ctx context.Context, bo *bench.Options, specs []bench.Spe
 	plans, err := target.Calibrate(ctx, o.F.IO.ErrOut, bo, specs, fmt.Sprintf("%d phase(s)", len(specs)))
 	if err != nil {
 		return nil, err
+	}
+	if o.Agents.given() {
+		return phaseJobs(bo, plans, o.Agents.phase), nil
 	}
 	return phaseJobs(bo, plans, bench.RunPhase), nil
 }
@@ -386,6 +404,9 @@ func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Op
 		totals.Add(&run)
 		rep.Client = totals.Client
 		fmt.Fprintln(o.F.IO.ErrOut, phaseLine(&run.Result))
+		if err := agent.Lost(run.Result); err != nil {
+			fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s degraded: %v\n", run.Result.Phase, err)
+		}
 		if err := tg.WriteReport(o.F, rep, records); err != nil {
 			return totals, records, err
 		}

@@ -1,0 +1,102 @@
+// Package agent is `glmbench agent`: one load generator of a distributed
+// run. It listens for a coordinator (`glmbench run --agents`), runs its
+// share of each phase against the endpoint, and streams its records back.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/glmbench/glmbench/bench/agent"
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// Options are agent's parsed flags and injected state.
+type Options struct {
+	F         *cmdutil.Factory
+	Listen    string
+	APIKeyEnv string
+	Name      string
+}
+
+// NewCmdAgent binds agent's flags. runF replaces the run function in tests.
+func NewCmdAgent(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	o := &Options{F: f}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Wait for a coordinator and send its share of the load",
+		Long: `Agent is one load generator of a distributed run. It listens on --listen for
+a coordinator (glmbench run --agents host:port,... or --agents-dns NAME
+--agents-count N), which calibrates the endpoint once and sends every agent
+the same phase plan: each builds the whole seeded schedule and sends the
+requests i with i mod N equal to its index, from a start time the
+coordinator broadcasts on each agent's own clock (measured by NTP-style
+pings), and streams its records back. The API key is read from the agent's
+own environment (--api-key-env): no secret travels over the wire.`,
+		Example: `  glmbench agent --listen :9400
+  OPENAI_API_KEY=... glmbench agent --listen 0.0.0.0:9400 --api-key-env OPENAI_API_KEY`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return Run(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Listen, "listen", ":9400", "address to listen on for the coordinator")
+	fl.StringVar(&o.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the endpoint's API key, read here, never sent")
+	fl.StringVar(&o.Name, "name", "", "the agent's name in the report (default: agent-$JOB_COMPLETION_INDEX on Kubernetes, else the host name)")
+	return cmd
+}
+
+// name is the agent's name: --name, the Indexed Job's completion index,
+// or the host name.
+func (o *Options) name() string {
+	if o.Name != "" {
+		return o.Name
+	}
+	if i := o.F.Getenv("JOB_COMPLETION_INDEX"); i != "" {
+		return "agent-" + i
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "agent"
+}
+
+// Run serves the agent protocol until ctx ends (Ctrl-C, SIGTERM).
+func Run(ctx context.Context, o *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return badinput.Errorf("--listen %s: %v", o.Listen, err)
+	}
+	srv := agent.NewServer(agent.ServerOptions{Name: o.name(), APIKeyEnv: o.APIKeyEnv, Getenv: o.F.Getenv})
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: agent %s listening on %s\n", o.name(), ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}

@@ -1,0 +1,113 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/bench/agent"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// AgentFlags are --agents, --agents-dns, --agents-count and --agents-port:
+// the agents a distributed run coordinates.
+type AgentFlags struct {
+	Addrs []string
+	DNS   string
+	Count int
+	Port  int
+	// Wait bounds how long --agents-dns waits for Count agents to be ready.
+	Wait time.Duration
+
+	conns []*agent.Conn
+}
+
+// AddFlags binds the agent flags on fl.
+func (a *AgentFlags) AddFlags(fl *pflag.FlagSet) {
+	fl.StringSliceVar(&a.Addrs, "agents", nil, "coordinate these glmbench agents (host:port, comma list): each sends the requests i with i mod N equal to its index")
+	fl.StringVar(&a.DNS, "agents-dns", "", "coordinate the agents behind this DNS name (a Kubernetes headless Service), --agents-count of them")
+	fl.IntVar(&a.Count, "agents-count", 0, "how many agents --agents-dns must find")
+	fl.IntVar(&a.Port, "agents-port", 9400, "the agents' port under --agents-dns")
+	fl.DurationVar(&a.Wait, "agents-wait", 2*time.Minute, "how long --agents-dns waits for --agents-count agents to be ready")
+}
+
+// given says whether the run is distributed.
+func (a *AgentFlags) given() bool { return len(a.Addrs) > 0 || a.DNS != "" }
+
+// validate checks the agent flags, before anything is sent.
+func (a *AgentFlags) validate() error {
+	switch {
+	case len(a.Addrs) > 0 && a.DNS != "":
+		return badinput.Errorf("--agents and --agents-dns: give one")
+	case a.DNS != "" && a.Count < 1:
+		return badinput.Errorf("--agents-dns needs --agents-count, the number of agents to wait for")
+	case a.DNS == "" && a.Count != 0:
+		return badinput.Errorf("--agents-count goes with --agents-dns")
+	case a.Port < 1 || a.Port > 65535:
+		return badinput.Errorf("--agents-port must be a port, 1 to 65535")
+	}
+	return nil
+}
+
+// dial finds the agents (resolving --agents-dns until Count answer, in a
+// fixed order so indexes are the same on every try) and checks that each
+// answers a ping, before any load: an unreachable agent is bad input.
+func (a *AgentFlags) dial(ctx context.Context, bo *bench.Options, say func(string)) error {
+	if err := agent.CheckOptions(bo); err != nil {
+		return err
+	}
+	addrs := a.Addrs
+	if a.DNS != "" {
+		var err error
+		if addrs, err = a.resolve(ctx); err != nil {
+			return err
+		}
+	}
+	conns, err := agent.Dial(ctx, addrs)
+	if err != nil {
+		return err
+	}
+	a.conns = conns
+	say(fmt.Sprintf("glmbench: coordinating %d agents: %s", len(conns), strings.Join(addrs, ", ")))
+	return nil
+}
+
+// resolve looks --agents-dns up until it names Count addresses (a headless
+// Service lists only its ready pods), sorted.
+func (a *AgentFlags) resolve(ctx context.Context) ([]string, error) {
+	deadline := time.Now().Add(a.Wait)
+	var last []string
+	for {
+		ips, err := net.DefaultResolver.LookupHost(ctx, a.DNS)
+		if err == nil {
+			slices.Sort(ips)
+			last = ips
+			if len(ips) >= a.Count {
+				out := make([]string, a.Count)
+				for i, ip := range ips[:a.Count] {
+					out[i] = net.JoinHostPort(ip, strconv.Itoa(a.Port))
+				}
+				return out, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, badinput.Errorf("--agents-dns %s: %d of %d agents found within %s (%v)", a.DNS, len(last), a.Count, a.Wait, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// phase runs one calibrated phase across the agents.
+func (a *AgentFlags) phase(ctx context.Context, bo *bench.Options, pl bench.Plan) bench.PhaseRun {
+	return agent.RunPhase(ctx, bo, pl, a.conns)
+}

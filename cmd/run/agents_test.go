@@ -1,0 +1,77 @@
+package run
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/bench/agent"
+	"github.com/glmbench/glmbench/cmd/cmdtest"
+	"github.com/glmbench/glmbench/engine/enginetest"
+	"github.com/glmbench/glmbench/engine/sim"
+	"github.com/glmbench/glmbench/reports"
+)
+
+// A run through two agents is one report: every request once, each with
+// the agent that sent it, the agents' shares and offsets in the phase.
+func TestARunThroughTwoAgentsIsOneReport(t *testing.T) {
+	t.Parallel()
+	e := enginetest.Start(t, enginetest.Sim(sim.DefaultCost))
+	var addrs []string
+	for _, name := range []string{"a0", "a1"} {
+		srv := httptest.NewServer(agent.NewServer(agent.ServerOptions{Name: name, Getenv: func(string) string { return "" }}).Handler())
+		t.Cleanup(srv.Close)
+		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	dir := t.TempDir()
+	code, stderr := execute(t, context.Background(), "--endpoint", e.BaseURL(), "--out", dir, "--phase", "p=10/32/4",
+		"--agents", strings.Join(addrs, ","), "--max-concurrency", "4", "--no-metrics")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "coordinating 2 agents") {
+		t.Errorf("stderr does not say it coordinates the agents:\n%s", stderr)
+	}
+	in, err := reports.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := in.Report.Phases[0]
+	if ph.Completed != 10 || len(ph.Agents) != 2 {
+		t.Fatalf("completed %d, %d agents; want 10 and 2", ph.Completed, len(ph.Agents))
+	}
+	seen := map[int]bool{}
+	for _, r := range in.Records {
+		want := addrs[r.I%2]
+		if r.Agent != want || seen[r.I] {
+			t.Errorf("record %d: agent %q (want %q), seen before %v", r.I, r.Agent, want, seen[r.I])
+		}
+		seen[r.I] = true
+	}
+	if md := cmdtest.ReadFile(t, dir, reports.ReportMD); !strings.Contains(md, "## Agents") {
+		t.Errorf("report.md has no agents table")
+	}
+	shares := ph.Agents[0].MaxConcurrency + ph.Agents[1].MaxConcurrency
+	if len(seen) != 10 || shares != 4 {
+		t.Errorf("%d distinct requests, max-concurrency shares %d: want 10 and 4", len(seen), shares)
+	}
+}
+
+func TestBadAgentFlagsExitTwo(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--agents", "a:1", "--agents-dns", "x", "--agents-count", "2"}, "give one"},
+		{[]string{"--agents-dns", "x"}, "--agents-count"},
+		{[]string{"--agents-count", "3"}, "--agents-dns"},
+		{[]string{"--agents", "127.0.0.1:1", "--workload", "fixed"}, "workloads are not distributed"},
+	} {
+		code, stderr := execute(t, context.Background(), append([]string{"--endpoint", "http://127.0.0.1:1/v1"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 saying %q", c.args, code, stderr, c.want)
+		}
+	}
+}
