@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -16,13 +17,17 @@ import (
 	"github.com/glmbench/glmbench/internal/badinput"
 )
 
+// defaultAgentPort is --agents-port's default, the port `glmbench agent`
+// listens on by default.
+const defaultAgentPort = 9400
+
 // AgentFlags are --agents, --agents-dns, --agents-count and --agents-port:
 // the agents a distributed run coordinates.
 type AgentFlags struct {
 	Addrs []string
 	DNS   string
 	Count int
-	Port  int
+	Port  int // 0: defaultAgentPort
 	// Wait bounds how long --agents-dns waits for Count agents to be ready.
 	Wait time.Duration
 
@@ -34,7 +39,7 @@ func (a *AgentFlags) AddFlags(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&a.Addrs, "agents", nil, "coordinate these glmbench agents (host:port, comma list): each sends the requests i with i mod N equal to its index")
 	fl.StringVar(&a.DNS, "agents-dns", "", "coordinate the agents behind this DNS name (a Kubernetes headless Service), --agents-count of them")
 	fl.IntVar(&a.Count, "agents-count", 0, "how many agents --agents-dns must find")
-	fl.IntVar(&a.Port, "agents-port", 9400, "the agents' port under --agents-dns")
+	fl.IntVar(&a.Port, "agents-port", defaultAgentPort, "the agents' port under --agents-dns")
 	fl.DurationVar(&a.Wait, "agents-wait", 2*time.Minute, "how long --agents-dns waits for --agents-count agents to be ready")
 }
 
@@ -50,7 +55,7 @@ func (a *AgentFlags) validate() error {
 		return badinput.Errorf("--agents-dns needs --agents-count, the number of agents to wait for")
 	case a.DNS == "" && a.Count != 0:
 		return badinput.Errorf("--agents-count goes with --agents-dns")
-	case a.Port < 1 || a.Port > 65535:
+	case a.Port < 0 || a.Port > 65535:
 		return badinput.Errorf("--agents-port must be a port, 1 to 65535")
 	}
 	return nil
@@ -92,7 +97,7 @@ func (a *AgentFlags) resolve(ctx context.Context) ([]string, error) {
 			if len(ips) >= a.Count {
 				out := make([]string, a.Count)
 				for i, ip := range ips[:a.Count] {
-					out[i] = net.JoinHostPort(ip, strconv.Itoa(a.Port))
+					out[i] = net.JoinHostPort(ip, strconv.Itoa(cmp.Or(a.Port, defaultAgentPort)))
 				}
 				return out, nil
 			}
