@@ -22,8 +22,10 @@ import (
 
 // Options are agent's parsed flags and injected state.
 type Options struct {
-	F         *cmdutil.Factory
-	Listen    string
+	F      *cmdutil.Factory
+	Listen string
+	// APIKeyEnv is --api-key-env, when given: the key must then be set.
+	// Not given, the default variable is read and may be unset.
 	APIKeyEnv string
 	Name      string
 }
@@ -54,7 +56,7 @@ own environment (--api-key-env): no secret travels over the wire.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Listen, "listen", ":9400", "address to listen on for the coordinator")
-	fl.StringVar(&o.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the endpoint's API key, read here, never sent")
+	fl.StringVar(&o.APIKeyEnv, "api-key-env", "", "environment variable holding the endpoint's API key, read here, never sent (default "+endpoints.DefaultAPIKeyEnv+", which may then be unset)")
 	fl.StringVar(&o.Name, "name", "", "the agent's name in the report (default: agent-$JOB_COMPLETION_INDEX on Kubernetes, else the host name)")
 	return cmd
 }
