@@ -204,9 +204,11 @@ func TestShutdownEndsStreamsAndRefusesNewRequests(t *testing.T) {
 
 func TestShutdownWithAnExpiredDeadlineStillEndsEveryHandler(t *testing.T) {
 	// The scheduler's forward pass outlasts Shutdown's deadline: handlers
-	// are cut loose with an error event instead of waiting for it.
+	// are cut loose with an error event instead of waiting for it. The pass
+	// is long (1 s) so that a loaded machine, reading the first token late,
+	// cannot begin Shutdown just before the pass ends and see it end in time.
 	x := newScript(nil, 'x')
-	x.delay = 300 * time.Millisecond
+	x.delay = time.Second
 	e := newEnv(t, envConfig{script: x})
 	r, _ := e.openStream(longBody())
 	r.untilText()
