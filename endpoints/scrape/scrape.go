@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -29,6 +30,9 @@ const DefaultTimeout = 5 * time.Second
 // BodyLimit is the most bytes of an exposition read: a vLLM with many
 // label sets writes a few hundred KiB.
 const BodyLimit = 16 << 20
+
+// ErrorLimit is the most bytes of a sample's Error.
+const ErrorLimit = 300
 
 // accept asks for the text format, which every server here writes. It does
 // not name OpenMetrics even at a lower q: Python's prometheus_client
@@ -93,7 +97,11 @@ func (s *Scraper) Scrape(ctx context.Context) schema.MetricsSample {
 	sample := s.scrape(ctx)
 	sample.Unix = float64(start.Unix()) + float64(start.Nanosecond())/1e9
 	if sample.Error != "" {
-		sample.Error = s.redact(sample.Error)
+		// Redacted whole, then cut: expfmt's parse errors quote the
+		// offending label value or token, as long as the body's line (a
+		// JSON blob served as text/plain is one line of megabytes), and
+		// the error is kept in every sample and printed as one line.
+		sample.Error = clip(text.OneLine(s.redact(sample.Error)), ErrorLimit)
 		sample.Values, sample.Hists = nil, nil
 	}
 	return sample

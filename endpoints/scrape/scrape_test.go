@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -130,6 +131,12 @@ func TestScrapeFailuresAreSamplesWithAnError(t *testing.T) {
 			// expfmt quotes the bad value: "expected float as value, got …".
 			w.Write([]byte("sglang:num_running_reqs " + strings.ToUpper(secret) + "\n"))
 		}, 0, "got \"***\""},
+		{"a parse error quoting a megabyte line is cut, the secret at its end redacted", func(w http.ResponseWriter, r *http.Request) {
+			// Another app's JSON served as text/plain on one line: expfmt
+			// quotes the whole token after the name in its error.
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Write([]byte(`sglang:num_running_reqs "data":"` + strings.Repeat("é", 1<<19) + secret + "\"}\n"))
+		}, 0, "expected float as value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,6 +152,9 @@ func TestScrapeFailuresAreSamplesWithAnError(t *testing.T) {
 			}
 			if strings.Contains(strings.ToLower(got.Error), strings.ToLower(secret)) {
 				t.Errorf("error %q shows the header's secret", got.Error)
+			}
+			if len(got.Error) > ErrorLimit+len("…") || !utf8.ValidString(got.Error) || strings.ContainsAny(got.Error, "\n\r") {
+				t.Errorf("error of %d bytes, valid UTF-8 %v: want one line of at most %d bytes", len(got.Error), utf8.ValidString(got.Error), ErrorLimit)
 			}
 			if got.Values != nil || got.Hists != nil || got.Unix == 0 {
 				t.Errorf("sample %+v: want no values and the time", got)
