@@ -447,7 +447,12 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 }
 
 // shapeProbe sends the plan's longest request, under the prober's nonce,
-// stopped at its first token: the endpoint takes the phase's shape.
+// stopped at its first token: the endpoint takes the phase's shape. The
+// longest is by prompt and output tokens together, as a server's context
+// check counts them (vLLM and SGLang refuse prompt + max_tokens past the
+// context): a data set item's prompt estimated by the curve's ratio, never
+// its bytes beside its tokens, which would pick a long prompt with a short
+// answer over a shorter one with a long answer that does not fit.
 func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	p := b.p
 	if plan.N() == 0 {
@@ -455,7 +460,11 @@ func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	}
 	longest, most := 0, -1
 	for i, it := range plan.items {
-		if n := plan.size(i) + it.out; n > most {
+		in := it.target
+		if in < 0 {
+			in = b.cv.base + int(float64(plan.size(i))*b.cv.tokensPerChar()+0.5)
+		}
+		if n := in + it.out; n > most {
 			longest, most = i, n
 		}
 	}
