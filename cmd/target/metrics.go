@@ -50,7 +50,8 @@ const probeTimeout = 5 * time.Second
 // no server block). The caller prints the line once the run's input has
 // been checked, so that a refusal stays one line. A --metrics-url given
 // that does not answer is bad input. The scrapes carry the endpoint's auth
-// headers, are never redirected, and nothing they print holds a secret.
+// headers, follow a redirect only within the metrics URL's origin
+// (scrape.New), and nothing they print holds a secret.
 func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.Scraper, string, error) {
 	if m.Off {
 		return nil, "", nil
@@ -64,8 +65,7 @@ func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.
 	}
 	header := http.Header{}
 	ep.Apply(header)
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	s := scrape.New(url, client, header)
+	s := scrape.New(url, nil, header)
 	s.Redact = ep.Redact
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()

@@ -71,14 +71,36 @@ type Scraper struct {
 	Now func() time.Time
 }
 
-// New returns a scraper of rawURL through client (nil: a plain
+// New returns a scraper of rawURL through a copy of client (nil: a plain
 // http.Client), sending header with each GET: the endpoint's auth headers.
-// No error text it gives contains one of header's values.
+// No error text it gives contains one of header's values. The copy follows
+// a redirect only within rawURL's origin (scheme, host and port), up to
+// maxRedirects: a FastAPI server that mounts prometheus_client's ASGI app
+// at /metrics answers it with a 307 to /metrics/ (prometheus/client_python
+// issue 1016; litellm, gpustack, Aphrodite), while a redirect elsewhere
+// would carry the auth headers to another host (Go's client keeps every
+// header but Authorization and Cookie across hosts) and is not followed.
 func New(rawURL string, client *http.Client, header http.Header) *Scraper {
-	if client == nil {
-		client = &http.Client{}
+	c := &http.Client{}
+	if client != nil {
+		cc := *client
+		c = &cc
 	}
-	return &Scraper{url: rawURL, client: client, header: header.Clone()}
+	c.CheckRedirect = sameOrigin
+	return &Scraper{url: rawURL, client: c, header: header.Clone()}
+}
+
+// maxRedirects is the most same-origin redirects a scrape follows.
+const maxRedirects = 3
+
+// sameOrigin follows a redirect within the first request's origin, up to
+// maxRedirects; any other ends the GET with the redirect as its answer.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if len(via) > maxRedirects || req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host) {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // URL is the URL scraped.
@@ -131,6 +153,9 @@ func (s *Scraper) scrape(ctx context.Context) schema.MetricsSample {
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode/100 == 3 {
+			return schema.MetricsSample{Error: fmt.Sprintf("HTTP %s: a redirect to another origin (or past %d), not followed", resp.Status, maxRedirects)}
+		}
 		return schema.MetricsSample{Error: "HTTP " + resp.Status}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, BodyLimit+1))
