@@ -29,11 +29,20 @@ func (m *MetricsFlags) AddFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&m.Interval, "metrics-interval", bench.DefaultMetricsInterval, "how often the metrics are scraped during a phase")
 }
 
+// minMetricsInterval is the shortest --metrics-interval: a scrape costs the
+// server's front end a rendering of every series (vLLM's and SGLang's in
+// the process that serves the API), and every sample is kept until the
+// phase ends, so back-to-back scrapes would load what is measured and grow
+// without bound.
+const minMetricsInterval = 100 * time.Millisecond
+
 // Validate checks the metrics flags, before anything is sent.
 func (m *MetricsFlags) Validate() error {
 	switch {
 	case m.Interval < 0:
 		return badinput.Errorf("--metrics-interval must not be negative")
+	case m.Interval > 0 && m.Interval < minMetricsInterval:
+		return badinput.Errorf("--metrics-interval %s: want at least %s (0: the default, %s)", m.Interval, minMetricsInterval, bench.DefaultMetricsInterval)
 	case m.Off && m.URL != "":
 		return badinput.Errorf("--metrics-url and --no-metrics: give one")
 	}

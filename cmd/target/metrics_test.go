@@ -6,8 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // A FastAPI server that mounts prometheus_client's ASGI app at /metrics
@@ -45,5 +47,21 @@ func TestTheDefaultMetricsURLFollowsARedirectWithinItsOrigin(t *testing.T) {
 	}
 	if strings.Contains(line, key) {
 		t.Errorf("line %q shows the key", line)
+	}
+}
+
+// An interval of a millisecond would scrape back to back, loading the
+// server's front end and keeping a sample a millisecond all phase: refused
+// before anything is sent; 0 is the default.
+func TestAMetricsIntervalUnderATenthOfASecondIsBadInput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		every time.Duration
+		ok    bool
+	}{{time.Millisecond, false}, {99 * time.Millisecond, false}, {-time.Second, false}, {0, true}, {100 * time.Millisecond, true}, {2 * time.Second, true}} {
+		err := (&MetricsFlags{Interval: tc.every}).Validate()
+		if (err == nil) != tc.ok || (err != nil && !badinput.Is(err)) {
+			t.Errorf("--metrics-interval %s: err %v, want ok %v", tc.every, err, tc.ok)
+		}
 	}
 }
