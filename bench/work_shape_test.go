@@ -96,3 +96,46 @@ func TestTheShapeProbeFindsTheDataSetItemThatOverflowsTheContext(t *testing.T) {
 		t.Errorf("%d requests refused, want only the probe of item 2", refused.Load())
 	}
 }
+
+// A workload's prompt target below what the endpoint's template and the
+// run's prefix take alone is missed by every request that asks for it: a
+// fixed phase and a multi-turn phase are refused
+// before any load, as --phase refuses one (Prepare); sampled lengths (a
+// random phase, a trace) below it, and a shared-prefix phase whose
+// question_tokens the question's template and prefix pass, are sent at
+// it, with a warning.
+func TestAWorkloadTargetBelowTheSmallestPromptIsRefusedBeforeTheLoad(t *testing.T) {
+	t.Parallel()
+	o := workOptions(t)
+	prep := func(ph workload.Phase, reqs []workload.Request) ([]string, error) {
+		t.Helper()
+		_, warns, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
+		return warns, err
+	}
+	fixed := workload.Phase{Name: "f", Kind: workload.Fixed, Requests: 2, InputTokens: 4, OutputTokens: 2}
+	_, err := prep(fixed, []workload.Request{{I: 0, Input: 4, Output: 2}, {I: 1, Input: 4, Output: 2}})
+	wantBadInput(t, err, "phase f: an input of 4 tokens is below the endpoint's smallest prompt of")
+
+	sp := workload.Phase{Name: "s", Kind: workload.SharedPrefix, Requests: 2, Groups: 1, PrefixTokens: 4, QuestionTokens: 2, OutputTokens: 2}
+	warns, err := prep(sp, []workload.Request{{I: 0, Group: 1, Input: 6, PrefixTokens: 4, Output: 2}, {I: 1, Group: 1, Input: 6, PrefixTokens: 4, Output: 2}})
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "phase s: the system prompt with the question's template and prefix alone make") || !strings.Contains(warns[0], "over the 6 of prefix_tokens + question_tokens") {
+		t.Errorf("shared-prefix: warnings %q, err %v: want one saying every prompt is over its target", warns, err)
+	}
+
+	// Turn 1's user message of 4 tokens is below the template and the
+	// prefix alone; every turn after it would miss its target as far.
+	const user, answer, turns = 4, 1, 3
+	var reqs []workload.Request
+	for k := 1; k <= turns; k++ {
+		reqs = append(reqs, workload.Request{I: k - 1, Session: 1, Turn: k, UserTokens: user, Output: answer, Input: (k-1)*(user+answer) + user})
+	}
+	mt := workload.Phase{Name: "m", Kind: workload.MultiTurn, Sessions: 1, Turns: turns, UserTokens: user, OutputTokens: answer}
+	_, err = prep(mt, reqs)
+	wantBadInput(t, err, "phase m: user_tokens 4 is below the endpoint's smallest prompt of")
+
+	random := workload.Phase{Name: "r", Kind: workload.Random, Requests: 2}
+	warns, err = prep(random, []workload.Request{{I: 0, Input: 3, Output: 2}, {I: 1, Input: 200, Output: 2}})
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "phase r: 1 of 2 requests ask for fewer prompt tokens than the endpoint's smallest prompt") {
+		t.Errorf("random: warnings %q, err %v: want one saying the short request is sent at the smallest prompt", warns, err)
+	}
+}
