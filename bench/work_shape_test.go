@@ -99,11 +99,10 @@ func TestTheShapeProbeFindsTheDataSetItemThatOverflowsTheContext(t *testing.T) {
 
 // A workload's prompt target below what the endpoint's template and the
 // run's prefix take alone is missed by every request that asks for it: a
-// fixed phase and a multi-turn phase are refused
-// before any load, as --phase refuses one (Prepare); sampled lengths (a
-// random phase, a trace) below it, and a shared-prefix phase whose
-// question_tokens the question's template and prefix pass, are sent at
-// it, with a warning.
+// fixed phase and a multi-turn phase are refused before any load, as
+// --phase refuses one (Prepare); sampled lengths (a random phase, a trace)
+// below it, and a shared-prefix phase whose question_tokens the
+// question's template and prefix pass, are sent at it, with a warning.
 func TestAWorkloadTargetBelowTheSmallestPromptIsRefusedBeforeTheLoad(t *testing.T) {
 	t.Parallel()
 	o := workOptions(t)
