@@ -140,6 +140,8 @@ type builder struct {
 	cv    *curve
 	fill  *filler
 	p     *prober
+	// warns are what the plans' building found to tell the terminal.
+	warns []string
 	// off and groups are the request indices and shared-prefix groups the
 	// run's earlier phases took: each phase's prefixes start past them, so
 	// that no phase finds another's prompts or system prompts cached (the
@@ -200,8 +202,24 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 			plan.items[i] = workItem{idx: b.off + i, user: user, out: out, target: -1, expected: -1}
 		}
 	default: // fixed, random, trace: one user message of Input tokens in all
+		short, least := 0, 0
 		for i, r := range reqs {
+			if !b.cv.noUsage && r.Input < b.cv.base {
+				// No filler makes a prompt shorter than the template and
+				// the prefix: sent at that, far off its target.
+				if short == 0 || r.Input < least {
+					least = r.Input
+				}
+				short++
+			}
 			plan.items[i] = workItem{idx: b.off + i, chars: b.userChars(r.Input - b.cv.base), out: r.Output, target: r.Input, expected: 0}
+		}
+		switch {
+		case short > 0 && ph.Kind == workload.Fixed:
+			return nil, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", ph.Name, least, b.cv.base)
+		case short > 0:
+			b.warns = append(b.warns, fmt.Sprintf("phase %s: %d of %d requests ask for fewer prompt tokens than the endpoint's smallest prompt of %d (chat template and prefix; the least asks %d): they are sent at %d, and their drift says so",
+				ph.Name, short, len(reqs), b.cv.base, least, b.cv.base))
 		}
 	}
 	plan.In, plan.Out = Nominal(ph, reqs)
@@ -244,6 +262,12 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 			return err
 		}
 		shared = max(withSys-b.cv.base, 0)
+		if withSys > reqs[0].Input {
+			// The question's template and prefix take more than
+			// question_tokens: no question text, and every prompt over.
+			b.warns = append(b.warns, fmt.Sprintf("phase %s: the system prompt with the question's template and prefix alone make %d prompt tokens on the endpoint, over the %d of prefix_tokens + question_tokens: every prompt is sent at %d, and its drift says so (raise question_tokens)",
+				plan.Phase.Name, withSys, reqs[0].Input, withSys))
+		}
 	}
 	plan.sys = sys
 	seen := map[int]bool{}
@@ -295,6 +319,16 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 			base = n
 		}
 		userTokens[k] = r.Input - base
+		switch {
+		case userTokens[k] >= 0 || b.cv.noUsage:
+		case k == 0:
+			return badinput.Errorf("phase %s: user_tokens %d is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", plan.Phase.Name, r.Input, base)
+		default:
+			// The history and the new turn's prefix alone pass the turn's
+			// target: every turn from here on would miss it.
+			return badinput.Errorf("phase %s: turn %d's history is %d prompt tokens on the endpoint (chat template and prefixes included), over the turn's %d: raise user_tokens (%d) above the template's tokens a turn, or lower turns",
+				plan.Phase.Name, k+1, base, r.Input, r.UserTokens)
+		}
 		est += userTokens[k] + r.Output
 		answers[k] = b.words(r.Output)
 		probe = append(probe, endpoints.Message{Role: "user", Content: Prefix(b.p.nonce, ProbeIndex-k) + b.words(userTokens[k])},
@@ -436,6 +470,7 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 			return nil, warns, spent(err)
 		}
 		plans = append(plans, plan)
+		warns, b.warns = append(warns, b.warns...), nil
 		b.off += len(wp.Reqs)
 		g := 0
 		for _, r := range wp.Reqs {
@@ -447,7 +482,12 @@ func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*Wo
 }
 
 // shapeProbe sends the plan's longest request, under the prober's nonce,
-// stopped at its first token: the endpoint takes the phase's shape.
+// stopped at its first token: the endpoint takes the phase's shape. The
+// longest is by prompt and output tokens together, as a server's context
+// check counts them (vLLM and SGLang refuse prompt + max_tokens past the
+// context): a data set item's prompt estimated by the curve's ratio, never
+// its bytes beside its tokens, which would pick a long prompt with a short
+// answer over a shorter one with a long answer that does not fit.
 func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	p := b.p
 	if plan.N() == 0 {
@@ -455,7 +495,11 @@ func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	}
 	longest, most := 0, -1
 	for i, it := range plan.items {
-		if n := plan.size(i) + it.out; n > most {
+		in := it.target
+		if in < 0 {
+			in = b.cv.base + int(float64(plan.size(i))*b.cv.tokensPerChar()+0.5)
+		}
+		if n := in + it.out; n > most {
 			longest, most = i, n
 		}
 	}

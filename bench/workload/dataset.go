@@ -43,6 +43,7 @@ func (l *loaded) skip(why string) {
 // nothing else gives its output length. Every error is bad input
 // "NAME:LINE: what".
 func loadDataset(r io.Reader, name, format string, need int, needAnswer bool) (*loaded, error) {
+	r = skipBOM(r)
 	switch format {
 	case ShareGPT:
 		return loadShareGPT(r, name, need, needAnswer)
@@ -50,6 +51,17 @@ func loadDataset(r io.Reader, name, format string, need int, needAnswer bool) (*
 		return loadJSONL(r, name, need)
 	}
 	return loadText(r, name, need)
+}
+
+// skipBOM returns r past a UTF-8 byte order mark at its start, which a file
+// saved by Windows tools (PowerShell's Out-File, Notepad's "UTF-8 with
+// BOM") begins with: JSON has none, and a prompt should not start with one.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+		br.Discard(3)
+	}
+	return br
 }
 
 // lineReader counts lines of what a json.Decoder has read, keeping only

@@ -271,3 +271,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A file saved with a UTF-8 byte order mark (PowerShell's Out-File,
+// Notepad's "UTF-8 with BOM") loads as the same file without it: the mark
+// is neither JSON nor part of the first prompt, and lines count alike.
+func TestLoadersReadAFileThatStartsWithAByteOrderMark(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	sets := []struct{ format, data string }{
+		{ShareGPT, "[\n" + `{"conversations": [{"from": "human", "value": "q1"}, {"from": "gpt", "value": "a1"}]}` + "\n]\n"},
+		{JSONL, `{"prompt": "q1", "max_tokens": 4}` + "\n"},
+		{Text, "q1\n"},
+	}
+	for _, s := range sets {
+		got, err := loadDataset(strings.NewReader(bom+s.data), "d", s.format, 0, true)
+		if err != nil {
+			t.Errorf("%s: %v", s.format, err)
+			continue
+		}
+		if len(got.items) != 1 || got.items[0].Messages[0].Content != "q1" || got.items[0].Line != map[string]int{ShareGPT: 2, JSONL: 1, Text: 1}[s.format] {
+			t.Errorf("%s: items %+v, want the one prompt q1 at its line", s.format, got.items)
+		}
+	}
+	ents, err := loadTrace(strings.NewReader(bom+`{"timestamp": 0, "input_length": 8, "output_length": 2}`+"\n"), "t", 0, 1e-3, 1)
+	if err != nil || len(ents) != 1 || ents[0].Input != 8 {
+		t.Errorf("trace: %+v, %v", ents, err)
+	}
+	// A broken entry's line is still its own.
+	_, err = loadDataset(strings.NewReader(bom+"[\n{}, \n{\"conversations\": 5}\n]"), "d", ShareGPT, 0, true)
+	if err == nil || !strings.Contains(err.Error(), "d:3:") {
+		t.Errorf("err %v, want d:3", err)
+	}
+}

@@ -37,7 +37,7 @@ func loadTrace(r io.Reader, name string, need int, unit, scale float64) ([]trace
 	var out []traceEntry
 	first := 0.0
 	prev := math.Inf(-1)
-	err := lines(r, name, func(b []byte, n int) (bool, error) {
+	err := lines(skipBOM(r), name, func(b []byte, n int) (bool, error) {
 		if len(bytes.TrimSpace(b)) == 0 {
 			return false, nil
 		}

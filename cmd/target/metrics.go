@@ -29,11 +29,20 @@ func (m *MetricsFlags) AddFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&m.Interval, "metrics-interval", bench.DefaultMetricsInterval, "how often the metrics are scraped during a phase")
 }
 
+// minMetricsInterval is the shortest --metrics-interval: a scrape costs the
+// server's front end a rendering of every series (vLLM's and SGLang's in
+// the process that serves the API), and every sample is kept until the
+// phase ends, so back-to-back scrapes would load what is measured and grow
+// without bound.
+const minMetricsInterval = 100 * time.Millisecond
+
 // Validate checks the metrics flags, before anything is sent.
 func (m *MetricsFlags) Validate() error {
 	switch {
 	case m.Interval < 0:
 		return badinput.Errorf("--metrics-interval must not be negative")
+	case m.Interval > 0 && m.Interval < minMetricsInterval:
+		return badinput.Errorf("--metrics-interval %s: want at least %s (0: the default, %s)", m.Interval, minMetricsInterval, bench.DefaultMetricsInterval)
 	case m.Off && m.URL != "":
 		return badinput.Errorf("--metrics-url and --no-metrics: give one")
 	}
@@ -50,7 +59,8 @@ const probeTimeout = 5 * time.Second
 // no server block). The caller prints the line once the run's input has
 // been checked, so that a refusal stays one line. A --metrics-url given
 // that does not answer is bad input. The scrapes carry the endpoint's auth
-// headers, are never redirected, and nothing they print holds a secret.
+// headers, follow a redirect only within the metrics URL's origin
+// (scrape.New), and nothing they print holds a secret.
 func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.Scraper, string, error) {
 	if m.Off {
 		return nil, "", nil
@@ -64,8 +74,7 @@ func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.
 	}
 	header := http.Header{}
 	ep.Apply(header)
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	s := scrape.New(url, client, header)
+	s := scrape.New(url, nil, header)
 	s.Redact = ep.Redact
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -29,6 +30,9 @@ const DefaultTimeout = 5 * time.Second
 // BodyLimit is the most bytes of an exposition read: a vLLM with many
 // label sets writes a few hundred KiB.
 const BodyLimit = 16 << 20
+
+// ErrorLimit is the most bytes of a sample's Error.
+const ErrorLimit = 300
 
 // accept asks for the text format, which every server here writes. It does
 // not name OpenMetrics even at a lower q: Python's prometheus_client
@@ -67,14 +71,36 @@ type Scraper struct {
 	Now func() time.Time
 }
 
-// New returns a scraper of rawURL through client (nil: a plain
+// New returns a scraper of rawURL through a copy of client (nil: a plain
 // http.Client), sending header with each GET: the endpoint's auth headers.
-// No error text it gives contains one of header's values.
+// No error text it gives contains one of header's values. The copy follows
+// a redirect only within rawURL's origin (scheme, host and port), up to
+// maxRedirects: a FastAPI server that mounts prometheus_client's ASGI app
+// at /metrics answers it with a 307 to /metrics/ (prometheus/client_python
+// issue 1016; litellm, gpustack, Aphrodite), while a redirect elsewhere
+// would carry the auth headers to another host (Go's client keeps every
+// header but Authorization and Cookie across hosts) and is not followed.
 func New(rawURL string, client *http.Client, header http.Header) *Scraper {
-	if client == nil {
-		client = &http.Client{}
+	c := &http.Client{}
+	if client != nil {
+		cc := *client
+		c = &cc
 	}
-	return &Scraper{url: rawURL, client: client, header: header.Clone()}
+	c.CheckRedirect = sameOrigin
+	return &Scraper{url: rawURL, client: c, header: header.Clone()}
+}
+
+// maxRedirects is the most same-origin redirects a scrape follows.
+const maxRedirects = 3
+
+// sameOrigin follows a redirect within the first request's origin, up to
+// maxRedirects; any other ends the GET with the redirect as its answer.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if len(via) > maxRedirects || req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host) {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // URL is the URL scraped.
@@ -93,7 +119,11 @@ func (s *Scraper) Scrape(ctx context.Context) schema.MetricsSample {
 	sample := s.scrape(ctx)
 	sample.Unix = float64(start.Unix()) + float64(start.Nanosecond())/1e9
 	if sample.Error != "" {
-		sample.Error = s.redact(sample.Error)
+		// Redacted whole, then cut: expfmt's parse errors quote the
+		// offending label value or token, as long as the body's line (a
+		// JSON blob served as text/plain is one line of megabytes), and
+		// the error is kept in every sample and printed as one line.
+		sample.Error = clip(text.OneLine(s.redact(sample.Error)), ErrorLimit)
 		sample.Values, sample.Hists = nil, nil
 	}
 	return sample
@@ -123,6 +153,9 @@ func (s *Scraper) scrape(ctx context.Context) schema.MetricsSample {
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode/100 == 3 {
+			return schema.MetricsSample{Error: fmt.Sprintf("HTTP %s: a redirect to another origin (or past %d), not followed", resp.Status, maxRedirects)}
+		}
 		return schema.MetricsSample{Error: "HTTP " + resp.Status}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, BodyLimit+1))

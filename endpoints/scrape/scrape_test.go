@@ -2,13 +2,16 @@ package scrape
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -130,6 +133,12 @@ func TestScrapeFailuresAreSamplesWithAnError(t *testing.T) {
 			// expfmt quotes the bad value: "expected float as value, got …".
 			w.Write([]byte("sglang:num_running_reqs " + strings.ToUpper(secret) + "\n"))
 		}, 0, "got \"***\""},
+		{"a parse error quoting a megabyte line is cut, the secret at its end redacted", func(w http.ResponseWriter, r *http.Request) {
+			// Another app's JSON served as text/plain on one line: expfmt
+			// quotes the whole token after the name in its error.
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Write([]byte(`sglang:num_running_reqs "data":"` + strings.Repeat("é", 1<<19) + secret + "\"}\n"))
+		}, 0, "expected float as value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,6 +154,9 @@ func TestScrapeFailuresAreSamplesWithAnError(t *testing.T) {
 			}
 			if strings.Contains(strings.ToLower(got.Error), strings.ToLower(secret)) {
 				t.Errorf("error %q shows the header's secret", got.Error)
+			}
+			if len(got.Error) > ErrorLimit+len("…") || !utf8.ValidString(got.Error) || strings.ContainsAny(got.Error, "\n\r") {
+				t.Errorf("error of %d bytes, valid UTF-8 %v: want one line of at most %d bytes", len(got.Error), utf8.ValidString(got.Error), ErrorLimit)
 			}
 			if got.Values != nil || got.Hists != nil || got.Unix == 0 {
 				t.Errorf("sample %+v: want no values and the time", got)
@@ -263,5 +275,68 @@ func TestServersDocNamesEveryRowOfTheTable(t *testing.T) {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("docs/SERVERS.md's Server metrics does not name %s", name)
 		}
+	}
+}
+
+// A FastAPI server that mounts prometheus_client's ASGI app at /metrics
+// (litellm, gpustack, Aphrodite) answers /metrics with a 307 to /metrics/:
+// the scrape follows it within the origin, its auth header with it.
+func TestScrapeFollowsARedirectWithinItsOrigin(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("testdata", "vllm.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			http.Redirect(w, r, "/metrics/", http.StatusTemporaryRedirect)
+		case "/metrics/":
+			auth = r.Header.Get("X-Api-Key")
+			w.Header().Set("Content-Type", ctText)
+			w.Write(body)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	h := http.Header{}
+	h.Set("X-Api-Key", "sk-origin-only-123456")
+	got := New(srv.URL+"/metrics", srv.Client(), h).Scrape(context.Background())
+	if got.Error != "" || got.Source != "vllm" {
+		t.Fatalf("source %q error %q: want vllm's series from /metrics/", got.Source, got.Error)
+	}
+	if auth != "sk-origin-only-123456" {
+		t.Errorf("X-Api-Key at /metrics/ %q, want the endpoint's", auth)
+	}
+}
+
+// A redirect to another host is not followed: the auth headers (Go's
+// client keeps an X-Api-Key across hosts) never reach it.
+func TestScrapeDoesNotFollowARedirectToAnotherOrigin(t *testing.T) {
+	var reached atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Store(true)
+		w.Header().Set("Content-Type", ctText)
+		io.WriteString(w, "sglang:num_running_reqs 1\n")
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/metrics", http.StatusFound)
+	}))
+	defer srv.Close()
+	h := http.Header{}
+	h.Set("X-Api-Key", "sk-origin-only-123456")
+	for _, c := range []*http.Client{nil, {}} {
+		got := New(srv.URL+"/metrics", c, h).Scrape(context.Background())
+		if !strings.Contains(got.Error, "HTTP 302") || !strings.Contains(got.Error, "not followed") {
+			t.Errorf("error %q, want the 302 not followed", got.Error)
+		}
+		if strings.Contains(got.Error, other.URL) {
+			t.Errorf("error %q names the redirect's target", got.Error)
+		}
+	}
+	if reached.Load() {
+		t.Error("the other origin was sent the scrape")
 	}
 }
