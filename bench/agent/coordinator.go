@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
@@ -276,9 +277,23 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 // collect starts the agent at at (on its clock) and reads its records
 // until the end line, or until the stream breaks (the agent lost).
 func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
+	// A stream silent for IdleTimeout (not even a heartbeat) is an agent
+	// lost: its request is cancelled, so that nothing waits on it forever.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var silent atomic.Bool
+	idle := time.AfterFunc(IdleTimeout+time.Until(at), func() { silent.Store(true); cancel() })
+	defer idle.Stop()
+	lostAs := func(what string, err error) {
+		if silent.Load() {
+			ar.lost = fmt.Sprintf("%s: silent for %s", what, IdleTimeout)
+			return
+		}
+		ar.lost = what + ": " + err.Error()
+	}
 	resp, err := c.post(ctx, RouteStart, Start{At: at.UnixNano()})
 	if err != nil {
-		ar.lost = "start: " + err.Error()
+		lostAs("start", err)
 		return
 	}
 	defer resp.Body.Close()
@@ -286,6 +301,7 @@ func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	shard := &bench.Shard{Index: ar.stats.Index, Count: ar.stats.Count}
 	for sc.Scan() {
+		idle.Reset(IdleTimeout)
 		var l Line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			ar.lost = "a malformed line: " + err.Error()
@@ -317,7 +333,7 @@ func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
 	if err == nil {
 		err = io.ErrUnexpectedEOF
 	}
-	ar.lost = "died mid-phase: " + err.Error()
+	lostAs("died mid-phase", err)
 }
 
 // merge makes the phase from every agent's records: shifted onto the

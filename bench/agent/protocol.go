@@ -102,7 +102,17 @@ type Start struct {
 	At int64 `json:"at_unix_nano"`
 }
 
-// Line is one line of a start's JSONL answer: a record or the end.
+// Heartbeat is how often an agent writes an empty line ({}) on a start's
+// stream that has been quiet, and IdleTimeout how long a coordinator waits
+// on a silent stream (no line, not even a heartbeat) before it counts the
+// agent lost: a hung or partitioned agent cannot hang the run.
+var (
+	Heartbeat   = 2 * time.Second
+	IdleTimeout = 30 * time.Second
+)
+
+// Line is one line of a start's JSONL answer: a record, a heartbeat (no
+// field set) or the end.
 type Line struct {
 	// Began is when the phase's clock started, on the agent's clock (ns
 	// since the Unix epoch).

@@ -207,10 +207,26 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for l := range lines {
-			b, err := json.Marshal(l)
-			if err != nil {
-				continue
+		// A heartbeat ({}) whenever the stream has been quiet for a while,
+		// so that a coordinator tells a silent agent (a hung host, a
+		// partition) from one whose requests are simply long.
+		beat := time.NewTicker(Heartbeat)
+		defer beat.Stop()
+		for {
+			var b []byte
+			var l Line
+			select {
+			case ll, ok := <-lines:
+				if !ok {
+					return
+				}
+				var err error
+				if b, err = json.Marshal(ll); err != nil {
+					continue
+				}
+				l = ll
+			case <-beat.C:
+				b = []byte("{}")
 			}
 			// A failed write is a coordinator gone: the phase is cancelled
 			// through r's context; the lines are drained all the same.
