@@ -35,6 +35,9 @@ type Conn struct {
 	Addr   string
 	base   string
 	client *http.Client
+	// proto and instance are what the agent's last pong said.
+	proto    int
+	instance string
 }
 
 // Dial checks that every agent answers a ping and returns a Conn to each,
@@ -45,6 +48,7 @@ func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
 		return nil, badinput.Errorf("no agents given")
 	}
 	conns := make([]*Conn, len(addrs))
+	seen := map[string]string{}
 	for k, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" || strings.Contains(a, "/") {
@@ -56,6 +60,15 @@ func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
 		cancel()
 		if err != nil {
 			return nil, badinput.Errorf("agent %s is unreachable: %v", a, err)
+		}
+		if c.proto != Proto {
+			return nil, badinput.Errorf("agent %s speaks agent protocol %d, this glmbench %d: run the same glmbench version on both", a, c.proto, Proto)
+		}
+		if c.instance != "" {
+			if other, dup := seen[c.instance]; dup {
+				return nil, badinput.Errorf("agents %s and %s are the same agent (one host's two addresses?): give each agent once", other, a)
+			}
+			seen[c.instance] = a
 		}
 		conns[k] = c
 	}
@@ -94,6 +107,7 @@ func (c *Conn) ping(ctx context.Context) (offset, rtt time.Duration, err error) 
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, fmt.Errorf("ping: %s", resp.Status)
 	}
+	c.proto, c.instance = p.Proto, p.Instance
 	rtt = t1.Sub(t0)
 	mid := t0.Add(rtt / 2)
 	return time.Unix(0, p.Now).Sub(mid), rtt, nil
@@ -166,6 +180,8 @@ type agentRun struct {
 	began time.Time
 	end   *End
 	lost  string
+	// token is the agent's Ready.Token, given back in the start.
+	token string
 }
 
 // RunPhase runs one fixed phase across the agents: it prepares each with
@@ -225,7 +241,14 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 				ar.lost = "prepare: " + err.Error()
 				return
 			}
+			var ready Ready
+			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ready)
 			resp.Body.Close()
+			if err != nil {
+				ar.lost = "prepare: " + err.Error()
+				return
+			}
+			ar.token = ready.Token
 			off, unc, slow, err := c.measure(pctx)
 			if err != nil {
 				ar.lost = "clock: " + err.Error()
@@ -291,7 +314,7 @@ func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
 		}
 		ar.lost = what + ": " + err.Error()
 	}
-	resp, err := c.post(ctx, RouteStart, Start{At: at.UnixNano()})
+	resp, err := c.post(ctx, RouteStart, Start{At: at.UnixNano(), Token: ar.token})
 	if err != nil {
 		lostAs("start", err)
 		return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -19,7 +20,7 @@ func hungAgent(t *testing.T) *Conn {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case RoutePing:
-			json.NewEncoder(w).Encode(Pong{Name: "hung", Now: time.Now().UnixNano()})
+			json.NewEncoder(w).Encode(Pong{Name: "hung", Now: time.Now().UnixNano(), Proto: Proto})
 		case RoutePrepare:
 			json.NewEncoder(w).Encode(Ready{Name: "hung"})
 		case RouteStart:
@@ -81,5 +82,77 @@ func TestALiveAgentWithLongRequestsIsNotLost(t *testing.T) {
 	r := RunPhase(context.Background(), o, plan, conns).Result
 	if r.Status != schema.StatusComplete || r.Completed != 2 {
 		t.Fatalf("status %s, %d completed (lost %q); want complete, 2", r.Status, r.Completed, r.Agents[0].Lost)
+	}
+}
+
+// rawPost sends body to the agent at base and returns the status and body.
+func rawPost(t *testing.T, base, route string, body any) (int, string) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(base+route, "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		k, err := resp.Body.Read(buf)
+		sb.Write(buf[:k])
+		if err != nil || resp.StatusCode == http.StatusOK && strings.Contains(sb.String(), `"end"`) {
+			break
+		}
+	}
+	return resp.StatusCode, sb.String()
+}
+
+// The truth: with two coordinators at one agent, the first one's start
+// after the second one's prepare is refused (409), not run with the
+// second one's plan; the second one's start runs its own.
+func TestAStartOfAnotherCoordinatorsPrepareIsRefused(t *testing.T) {
+	o, plan := simRun(t, 2, time.Millisecond)
+	srvs, _ := agents(t, nil, 0)
+	base := srvs[0].URL
+	p := Prepare{
+		BaseURL: o.Endpoint.BaseURL, Model: o.Endpoint.Model, Shape: o.Shape, Spec: plan.Spec,
+		Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, Nonce: o.Nonce, Seed: o.Seed,
+		Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, Shard: bench.Shard{Count: 1},
+	}
+	var first, second Ready
+	for _, r := range []*Ready{&first, &second} {
+		code, body := rawPost(t, base, RoutePrepare, p)
+		if code != http.StatusOK || json.Unmarshal([]byte(body), r) != nil || r.Token == "" {
+			t.Fatalf("prepare: %d %s, want 200 and a token", code, body)
+		}
+	}
+	if first.Token == second.Token {
+		t.Fatalf("two prepares gave one token %q", first.Token)
+	}
+	if code, body := rawPost(t, base, RouteStart, Start{At: time.Now().UnixNano(), Token: first.Token}); code != http.StatusConflict {
+		t.Fatalf("start with the replaced prepare's token: %d %s, want 409", code, body)
+	}
+	if code, body := rawPost(t, base, RouteStart, Start{At: time.Now().UnixNano(), Token: second.Token}); code != http.StatusOK || !strings.Contains(body, `"end"`) {
+		t.Fatalf("start with the live prepare's token: %d %s, want 200 and an end line", code, body)
+	}
+}
+
+// The truth: Dial refuses one agent given under two addresses (a
+// dual-stack headless Service lists a pod's IPv4 and IPv6 addresses: it
+// would be prepared twice and its second start refused), and an agent of
+// another protocol version.
+func TestDialRefusesOneAgentTwiceAndAnotherProtocol(t *testing.T) {
+	srvs, conns := agents(t, nil, 0)
+	port := srvs[0].URL[strings.LastIndexByte(srvs[0].URL, ':')+1:]
+	_, err := Dial(context.Background(), []string{conns[0].Addr, "localhost:" + port})
+	if err == nil || !strings.Contains(err.Error(), "same agent") {
+		t.Fatalf("Dial of one agent twice: %v, want it refused as the same agent", err)
+	}
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"name": "old", "now_unix_nano": time.Now().UnixNano()})
+	}))
+	t.Cleanup(old.Close)
+	_, err = Dial(context.Background(), []string{strings.TrimPrefix(old.URL, "http://")})
+	if err == nil || !strings.Contains(err.Error(), "protocol") {
+		t.Fatalf("Dial of an agent without a protocol version: %v, want it refused", err)
 	}
 }

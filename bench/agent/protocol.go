@@ -55,11 +55,21 @@ const (
 	RouteCancel  = "/v1/agent/cancel"
 )
 
+// Proto is the protocol's version: a coordinator refuses an agent whose
+// pongs give another (an agent of another glmbench version, whose plan
+// fields might not mean the same).
+const Proto = 1
+
 // Pong is the answer to a ping.
 type Pong struct {
 	Name string `json:"name"`
 	// Now is the agent's clock, in nanoseconds since the Unix epoch.
 	Now int64 `json:"now_unix_nano"`
+	// Proto is the agent's protocol version; Instance is random per agent
+	// process, so that a coordinator sees two addresses of one agent (a
+	// dual-stack Service's IPv4 and IPv6) for what they are.
+	Proto    int    `json:"proto"`
+	Instance string `json:"instance"`
 }
 
 // Prepare is the phase plan a coordinator sends an agent.
@@ -93,6 +103,9 @@ type Ready struct {
 	Name string `json:"name"`
 	// Requests is how many of the phase's requests the agent owns.
 	Requests int `json:"requests"`
+	// Token names this prepare: the start must give it back, so that a
+	// second coordinator's prepare cannot be started by the first.
+	Token string `json:"token"`
 }
 
 // Start tells an agent when to begin the prepared phase.
@@ -100,6 +113,8 @@ type Start struct {
 	// At is the start time on the agent's own clock, in nanoseconds since
 	// the Unix epoch.
 	At int64 `json:"at_unix_nano"`
+	// Token is the prepare's (Ready.Token): a start of another one is 409.
+	Token string `json:"token"`
 }
 
 // Heartbeat is how often an agent writes an empty line ({}) on a start's

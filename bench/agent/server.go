@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -33,8 +35,9 @@ type ServerOptions struct {
 // Server is an agent: it runs the phases a coordinator prepares and
 // starts, one at a time.
 type Server struct {
-	opts ServerOptions
-	mux  *http.ServeMux
+	opts     ServerOptions
+	mux      *http.ServeMux
+	instance string
 
 	mu       sync.Mutex
 	prepared *prepared
@@ -45,8 +48,9 @@ type Server struct {
 // prepared is a phase ready to start: for a burst, its connections open
 // in o.Pool.
 type prepared struct {
-	o    *bench.Options
-	plan bench.Plan
+	o     *bench.Options
+	plan  bench.Plan
+	token string
 }
 
 // close releases a prepared phase that will not start.
@@ -64,7 +68,7 @@ func NewServer(opts ServerOptions) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s := &Server{opts: opts, mux: http.NewServeMux(), instance: randomID()}
 	s.mux.HandleFunc("GET "+RoutePing, s.ping)
 	s.mux.HandleFunc("POST "+RoutePrepare, s.prepare)
 	s.mux.HandleFunc("POST "+RouteStart, s.start)
@@ -76,7 +80,7 @@ func NewServer(opts ServerOptions) *Server {
 func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, Pong{Name: s.opts.Name, Now: s.opts.Now().UnixNano()})
+	writeJSON(w, Pong{Name: s.opts.Name, Now: s.opts.Now().UnixNano(), Proto: Proto, Instance: s.instance})
 }
 
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
@@ -90,10 +94,19 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if running {
+		http.Error(w, "a phase is running", http.StatusConflict)
+		return
+	}
+	pp.token = randomID()
 	pp.warm(r.Context())
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
+		pp.close()
 		http.Error(w, "a phase is running", http.StatusConflict)
 		return
 	}
@@ -106,7 +119,7 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
 			owned++
 		}
 	}
-	writeJSON(w, Ready{Name: s.opts.Name, Requests: owned})
+	writeJSON(w, Ready{Name: s.opts.Name, Requests: owned, Token: pp.token})
 }
 
 // options turns a plan into the options and plan bench.RunPhase takes,
@@ -173,6 +186,12 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	if pp == nil || s.running {
 		s.mu.Unlock()
 		http.Error(w, "start: no phase prepared, or one is running", http.StatusConflict)
+		return
+	}
+	if st.Token != pp.token {
+		// Another coordinator prepared since: its phase is not ours to run.
+		s.mu.Unlock()
+		http.Error(w, "start: the prepared phase is another prepare's (two coordinators?)", http.StatusConflict)
 		return
 	}
 	s.prepared, s.running, s.cancel = nil, true, cancel
@@ -267,4 +286,11 @@ func (s *Server) cancelPhase(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
+}
+
+// randomID is 16 random hex digits.
+func randomID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
