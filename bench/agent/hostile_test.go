@@ -156,3 +156,39 @@ func TestDialRefusesOneAgentTwiceAndAnotherProtocol(t *testing.T) {
 		t.Fatalf("Dial of an agent without a protocol version: %v, want it refused", err)
 	}
 }
+
+// The truth: hostile plans get a 400 at once, not an agent busy for
+// hours or out of memory: a non-JSON prepare, a phase of 2^40 requests, a
+// filler of 2^40 bytes, a body over 1 MiB; and a start an hour or a year
+// from the agent's clock, or with no time.
+func TestHostilePreparesAndStartsAreRefused(t *testing.T) {
+	srvs, _ := agents(t, nil, 0)
+	base := srvs[0].URL
+	ok := Prepare{BaseURL: "http://127.0.0.1:1/v1", Model: "m", Spec: bench.Spec{Name: "p", N: 2}, Shard: bench.Shard{Count: 1}, ConnectTimeout: time.Second, RequestRate: 1}
+	huge := ok
+	huge.Spec.N = 1 << 40
+	long := ok
+	long.Chars = 1 << 40
+	big := ok
+	big.Nonce = strings.Repeat("x", 2<<20)
+	for name, body := range map[string]any{"not JSON": "{{{", "2^40 requests": huge, "2^40 chars": long, "a 2 MiB body": big} {
+		done := make(chan int, 1)
+		go func() { code, _ := rawPost(t, base, RoutePrepare, body); done <- code }()
+		select {
+		case code := <-done:
+			if code != http.StatusBadRequest {
+				t.Errorf("prepare with %s: %d, want 400", name, code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("prepare with %s: no answer in 10 s", name)
+		}
+	}
+	if code, body := rawPost(t, base, RoutePrepare, ok); code != http.StatusOK {
+		t.Fatalf("a sound prepare: %d %s", code, body)
+	}
+	for name, at := range map[string]int64{"an hour ahead": time.Now().Add(time.Hour).UnixNano(), "a year ago": time.Now().AddDate(-1, 0, 0).UnixNano(), "no time": 0} {
+		if code, body := rawPost(t, base, RouteStart, Start{At: at}); code != http.StatusBadRequest {
+			t.Errorf("start %s: %d %s, want 400", name, code, body)
+		}
+	}
+}

@@ -5,15 +5,26 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// maxChars bounds a prepare's filler length (64 MiB: far over any
+// context), and maxStartAhead how far from the agent's clock a start time
+// may be (a coordinator's is a fraction of a second ahead): a hostile or
+// broken plan gets a 400, not an agent busy for hours.
+const (
+	maxChars      = 64 << 20
+	maxStartAhead = 10 * time.Minute
 )
 
 // ServerOptions configure an agent server.
@@ -128,8 +139,8 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	if p.Shard.Count < 1 || p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count {
 		return nil, badinput.Errorf("prepare: shard %d of %d is not one of 0..count-1", p.Shard.Index, p.Shard.Count)
 	}
-	if p.Spec.N < 0 || p.Chars < 0 {
-		return nil, badinput.Errorf("prepare: phase %s has %d requests and a filler of %d chars", p.Spec.Name, p.Spec.N, p.Chars)
+	if p.Spec.N < 0 || p.Spec.N > workload.MaxRequests || p.Chars < 0 || p.Chars > maxChars {
+		return nil, badinput.Errorf("prepare: phase %s has %d requests and a filler of %d chars (at most %d and %d)", p.Spec.Name, p.Spec.N, p.Chars, workload.MaxRequests, maxChars)
 	}
 	f := endpoints.Flags{Endpoint: p.BaseURL, Model: p.Model, APIKeyEnv: s.opts.APIKeyEnv, APIKeyEnvSet: s.opts.APIKeyEnv != ""}
 	ep, err := endpoints.Resolve(f, s.opts.Getenv)
@@ -175,6 +186,10 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	var st Start
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&st); err != nil {
 		http.Error(w, "start: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if d := time.Duration(st.At - s.opts.Now().UnixNano()); st.At == 0 || d > maxStartAhead || d < -maxStartAhead {
+		http.Error(w, fmt.Sprintf("start: at_unix_nano %d is not within %s of the agent's clock", st.At, maxStartAhead), http.StatusBadRequest)
 		return
 	}
 	// The phase ends when the coordinator cancels it or its connection
