@@ -189,7 +189,7 @@ func Run(ctx context.Context, o *Options) error {
 		tg.Endpoint, tg.Endpoint.Model, ref.Endpoint, ref.Endpoint.Model, len(items), o.Tokens)
 	rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout*time.Duration(len(items)))
 	defer cancel()
-	pairs := compare.Run(rctx, side(tg.Endpoint), side(ref.Endpoint), items, compare.Options{Tokens: o.Tokens, TopLogprobs: o.TopLogprobs, Concurrency: o.Concurrency})
+	pairs := compare.Run(rctx, side(tg.Endpoint), side(ref.Endpoint), items, compare.Options{Tokens: o.Tokens, TopLogprobs: o.TopLogprobs, Concurrency: o.Concurrency, RequestTimeout: o.RequestTimeout})
 	eq := equiv.Compare(pairs, o.Tokens)
 	eq.Reference, eq.ReferenceModel = ref.Endpoint.String(), ref.Endpoint.Model
 	eq.Dataset = evals.SampleOrigin
