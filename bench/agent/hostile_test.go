@@ -192,3 +192,47 @@ func TestHostilePreparesAndStartsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// The truth: a coordinator that vanishes mid-phase (its start connection
+// drops) cancels the agent's phase, and the agent is ready for the next
+// coordinator: its prepare and start run a phase to its end.
+func TestAnAgentWhoseCoordinatorVanishesIsReadyForTheNext(t *testing.T) {
+	o, plan := simRun(t, 4, 30*time.Millisecond)
+	srvs, _ := agents(t, nil, 0)
+	base := srvs[0].URL
+	p := Prepare{
+		BaseURL: o.Endpoint.BaseURL, Model: o.Endpoint.Model, Shape: o.Shape, Spec: plan.Spec,
+		Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, Nonce: o.Nonce, Seed: o.Seed,
+		Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, Shard: bench.Shard{Count: 1},
+	}
+	var ready Ready
+	code, body := rawPost(t, base, RoutePrepare, p)
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &ready) != nil {
+		t.Fatalf("prepare: %d %s", code, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b, _ := json.Marshal(Start{At: time.Now().UnixNano(), Token: ready.Token})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+RouteStart, strings.NewReader(string(b)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("start: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // mid-phase: 32 tokens × 30 ms a request
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body = rawPost(t, base, RoutePrepare, p)
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prepare after the coordinator vanished: %d %s for 20 s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	json.Unmarshal([]byte(body), &ready)
+	if code, body := rawPost(t, base, RouteStart, Start{At: time.Now().UnixNano(), Token: ready.Token}); code != http.StatusOK || !strings.Contains(body, `"status":"complete"`) {
+		t.Fatalf("the next start: %d %s, want a complete phase", code, body)
+	}
+}
