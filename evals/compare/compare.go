@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,8 +155,35 @@ func asText(c equiv.Continuation, text string) equiv.Continuation {
 	return out
 }
 
-// post sends one request, bounded by o.RequestTimeout.
+// Retries429 is how many times a request answered 429 (rate limited) is
+// sent again, after the answer's Retry-After in seconds (at most
+// maxRetryAfter; 1 s without one); the last 429 is the request's failure.
+const (
+	Retries429    = 3
+	maxRetryAfter = 30 * time.Second
+)
+
+// post sends one request, each try bounded by o.RequestTimeout, again
+// after a 429 (Retries429).
 func post(ctx context.Context, s Side, path string, body []byte, o Options) (*endpoints.Response, error) {
+	for try := 0; ; try++ {
+		resp, err := post1(ctx, s, path, body, o)
+		if err != nil || resp.Status != http.StatusTooManyRequests || try == Retries429 {
+			return resp, err
+		}
+		wait := time.Second
+		if sec, err := strconv.Atoi(strings.TrimSpace(resp.RetryAfter)); err == nil && sec >= 0 {
+			wait = min(time.Duration(sec)*time.Second, maxRetryAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return resp, nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+func post1(ctx context.Context, s Side, path string, body []byte, o Options) (*endpoints.Response, error) {
 	if o.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.RequestTimeout)

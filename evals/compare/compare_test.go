@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 const key = "sk-compare-secret-9c1d"
 
 // fake is a chat endpoint answering every chat completion with answer(req)
-// (status, body); /completions is 404, as on hosted APIs.
+// (status, body; a 429 with Retry-After: 0); /completions is 404, as on
+// hosted APIs.
 func fake(t *testing.T, answer func(req map[string]any) (int, string)) Side {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,6 +32,9 @@ func fake(t *testing.T, answer func(req map[string]any) (int, string)) Side {
 		json.Unmarshal(b, &req)
 		code, body := answer(req)
 		w.Header().Set("Content-Type", "application/json")
+		if code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "0")
+		}
 		w.WriteHeader(code)
 		io.WriteString(w, body)
 	}))
@@ -135,5 +140,26 @@ func TestAHungReferenceTimesOutPerRequestAndAnEchoedKeyStaysOut(t *testing.T) {
 	p := Run(context.Background(), a, echo, []Item{{ID: "x", Prompt: "p"}}, opts)[0]
 	if p.Failure == "" || strings.Contains(p.Failure, key) {
 		t.Fatalf("failure %q: want one, without the key", p.Failure)
+	}
+}
+
+// The truth: a 429 is sent again after its Retry-After, so a rate-limited
+// hosted reference still answers; one that stays at 429 fails the pair
+// after Retries429 more tries, named by its status.
+func TestA429IsRetriedAfterItsRetryAfter(t *testing.T) {
+	a := fake(t, func(map[string]any) (int, string) { return 200, withLogprobs("a") })
+	var tries atomic.Int32
+	limited := fake(t, func(map[string]any) (int, string) {
+		if tries.Add(1) <= 2 {
+			return 429, `{"error":{"message":"rate limited"}}`
+		}
+		return 200, withLogprobs("a")
+	})
+	if p := Run(context.Background(), a, limited, []Item{{ID: "x", Prompt: "p"}}, opts)[0]; p.Failure != "" || tries.Load() != 3 {
+		t.Fatalf("failure %q after %d tries, want an answer on the third", p.Failure, tries.Load())
+	}
+	tries.Store(-100)
+	if p := Run(context.Background(), a, limited, []Item{{ID: "x", Prompt: "p"}}, opts)[0]; p.Failure != "reference: HTTP 429" || tries.Load() != -100+Retries429+1 {
+		t.Fatalf("always 429: failure %q after %d tries, want HTTP 429 after %d", p.Failure, tries.Load()+100, Retries429+1)
 	}
 }
