@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
@@ -68,7 +69,12 @@ func docItems(prefix string, docs *evals.Docs) []Item {
 			}
 			half := strings.LastIndexByte(para[:len(para)/2], ' ')
 			if half <= 0 {
+				// No space (Chinese, Japanese): the middle, at a character's
+				// start, not inside its UTF-8 bytes.
 				half = len(para) / 2
+				for half > 0 && !utf8.RuneStart(para[half]) {
+					half--
+				}
 			}
 			items = append(items, Item{ID: fmt.Sprintf("%s/%d/%d", prefix, d, p), Prompt: para[:half], Text: para})
 		}

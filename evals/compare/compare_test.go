@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/evals/equiv"
 )
 
@@ -161,5 +163,16 @@ func TestA429IsRetriedAfterItsRetryAfter(t *testing.T) {
 	tries.Store(-100)
 	if p := Run(context.Background(), a, limited, []Item{{ID: "x", Prompt: "p"}}, opts)[0]; p.Failure != "reference: HTTP 429" || tries.Load() != -100+Retries429+1 {
 		t.Fatalf("always 429: failure %q after %d tries, want HTTP 429 after %d", p.Failure, tries.Load()+100, Retries429+1)
+	}
+}
+
+// The truth: a paragraph without spaces (Chinese) is cut at a character,
+// so the prompt is valid UTF-8 (before, its middle byte could fall inside
+// a character, and each side got U+FFFD in its prompt).
+func TestAParagraphWithoutSpacesIsCutAtACharacter(t *testing.T) {
+	para := "a" + strings.Repeat("北京是中国的首都", 8)
+	items := docItems("doc", &evals.Docs{Docs: []evals.Doc{{Text: para}}})
+	if len(items) != 1 || !utf8.ValidString(items[0].Prompt) || !strings.HasPrefix(para, items[0].Prompt) || items[0].Prompt == "" {
+		t.Fatalf("items %q, want one whose prompt is a valid prefix", items)
 	}
 }
