@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -76,10 +78,16 @@ func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
 }
 
 // CheckOptions says whether a run's options can be distributed: extra
-// headers (their values secrets the agents cannot read) are refused.
+// headers (their values secrets the agents cannot read) and credentials in
+// the endpoint's URL (https://sk-…@host/v1, which the plan would carry to
+// every agent) are refused.
 func CheckOptions(o *bench.Options) error {
 	if names := o.Endpoint.HeaderNames(); len(names) > 0 {
 		return badinput.Errorf("extra headers (%s) are not supported with agents: each agent reads only the API key from its own environment", strings.Join(names, ", "))
+	}
+	// The plan carries the base URL: credentials in it would travel.
+	if u, err := url.Parse(o.Endpoint.BaseURL); err == nil && u.User != nil {
+		return badinput.Errorf("credentials in the endpoint URL (%s) are not supported with agents: each agent reads only the API key from its own environment", endpoints.RedactURL(o.Endpoint.BaseURL))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -234,5 +235,21 @@ func TestAnAgentWhoseCoordinatorVanishesIsReadyForTheNext(t *testing.T) {
 	json.Unmarshal([]byte(body), &ready)
 	if code, body := rawPost(t, base, RouteStart, Start{At: time.Now().UnixNano(), Token: ready.Token}); code != http.StatusOK || !strings.Contains(body, `"status":"complete"`) {
 		t.Fatalf("the next start: %d %s, want a complete phase", code, body)
+	}
+}
+
+// The truth: an endpoint URL with credentials (a token as its user name,
+// or a password) is refused for agents, since the plan carries the base
+// URL to each of them; the error does not quote the credentials.
+func TestCredentialsInTheEndpointURLDoNotTravel(t *testing.T) {
+	for _, raw := range []string{"https://sk-url-token-77@api.example.com/v1", "https://user:pw-url-secret-88@api.example.com/v1"} {
+		ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: raw, Model: "m"}, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckOptions(&bench.Options{Endpoint: ep})
+		if err == nil || strings.Contains(err.Error(), "77") || strings.Contains(err.Error(), "88") {
+			t.Errorf("CheckOptions with %s: %v, want a refusal without the credentials", endpoints.RedactURL(raw), err)
+		}
 	}
 }
