@@ -118,10 +118,11 @@ func Run(ctx context.Context, a, b Side, items []Item, o Options) []equiv.Pair {
 			go func() { defer inner.Done(); p.A, ta, p.PA, fa = ask(ctx, a, it, o) }()
 			go func() { defer inner.Done(); p.B, tb, p.PB, fb = ask(ctx, b, it, o) }()
 			inner.Wait()
-			if (p.A.Logprobs == nil) != (p.B.Logprobs == nil) {
+			if (p.A.Logprobs == nil) != (p.B.Logprobs == nil) || idTokens(p.A) != idTokens(p.B) {
 				// One side gave no logprobs, so its tokens are its text's
-				// characters: the other side's are made so too, or every
-				// pair would diverge at its first token.
+				// characters (or gave its tokens as ids, vLLM's
+				// --return-tokens-as-token-ids): the other side's are made
+				// so too, or every pair would diverge at its first token.
 				p.A, p.B = asText(p.A, ta), asText(p.B, tb)
 			}
 			switch {
@@ -148,10 +149,16 @@ func ask(ctx context.Context, s Side, it Item, o Options) (c equiv.Continuation,
 	return c, text, echo(ctx, s, it.Text, o), ""
 }
 
+// idTokens says whether c's tokens are token ids ("token_id:N", vLLM's
+// --return-tokens-as-token-ids), not text.
+func idTokens(c equiv.Continuation) bool {
+	return len(c.Tokens) > 0 && c.Logprobs != nil && strings.HasPrefix(c.Tokens[0], "token_id:")
+}
+
 // asText is c as the characters of text, the whole text generated, without
 // logprobs (c itself when it has none already).
 func asText(c equiv.Continuation, text string) equiv.Continuation {
-	if c.Logprobs == nil {
+	if c.Logprobs == nil && !idTokens(c) {
 		return c
 	}
 	var out equiv.Continuation
@@ -207,6 +214,8 @@ type chatAnswer struct {
 			// SGLang: reasoning_content; some: reasoning).
 			ReasoningContent *string `json:"reasoning_content"`
 			Reasoning        *string `json:"reasoning"`
+			// OpenAI's refusal, in place of content.
+			Refusal *string `json:"refusal"`
 		} `json:"message"`
 		Logprobs *struct {
 			Content []struct {
@@ -260,7 +269,7 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 	if text == "" {
 		text = deref(ch.Message.Reasoning)
 	}
-	text += deref(ch.Message.Content)
+	text += deref(ch.Message.Content) + deref(ch.Message.Refusal)
 	var c equiv.Continuation
 	if ch.Logprobs == nil || len(ch.Logprobs.Content) == 0 {
 		for _, r := range text {

@@ -176,3 +176,25 @@ func TestAParagraphWithoutSpacesIsCutAtACharacter(t *testing.T) {
 		t.Fatalf("items %q, want one whose prompt is a valid prefix", items)
 	}
 }
+
+// The truth: a side that gives its tokens as ids (vLLM with
+// --return-tokens-as-token-ids) against one that gives them as text is
+// compared on the text generated; and an OpenAI refusal (content null,
+// logprobs null) is the text it generated.
+func TestTokenIDsAndRefusalsAreComparedOnText(t *testing.T) {
+	a := fake(t, func(map[string]any) (int, string) {
+		b := strings.Replace(strings.Replace(withLogprobs("Par", "is"), `"token":"Par"`, `"token":"token_id:3681"`, -1), `"token":"is"`, `"token":"token_id:285"`, -1)
+		return 200, b
+	})
+	b := fake(t, func(map[string]any) (int, string) { return 200, withLogprobs("Par", "is") })
+	p := Run(context.Background(), a, b, []Item{{ID: "x", Prompt: "p"}}, opts)[0]
+	if eq := equiv.Compare([]equiv.Pair{p}, opts.Tokens); p.Failure != "" || *eq.ExactMatch != 1 {
+		t.Fatalf("ids %q against text %q (failure %q): want the same text, an exact match", p.A.Tokens, p.B.Tokens, p.Failure)
+	}
+	r := fake(t, func(map[string]any) (int, string) {
+		return 200, message(map[string]any{"role": "assistant", "content": nil, "refusal": "I can't help with that."})
+	})
+	if p := Run(context.Background(), r, b, []Item{{ID: "x", Prompt: "p"}}, opts)[0]; strings.Join(p.A.Tokens, "") != "I can't help with that." {
+		t.Fatalf("a refusal compared as %q", p.A.Tokens)
+	}
+}
