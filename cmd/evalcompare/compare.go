@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,6 +142,10 @@ func (o *Options) validate() ([]compare.Item, error) {
 	}
 	items := compare.SampleItems()
 	if o.Dataset != "" {
+		// A device or a pipe (/dev/zero, <(…)) would be read forever.
+		if fi, err := os.Stat(o.Dataset); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return nil, badinput.Errorf("--dataset %s: not a file or a folder", o.Dataset)
+		}
 		var err error
 		if items, err = compare.DocItems(o.Dataset, o.Limit); err != nil {
 			var de *evals.DataError
