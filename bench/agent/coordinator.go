@@ -310,10 +310,11 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
 	// A stream silent for IdleTimeout (not even a heartbeat) is an agent
 	// lost: its request is cancelled, so that nothing waits on it forever.
+	// (at is on the agent's clock; the wait until it, on this one.)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var silent atomic.Bool
-	idle := time.AfterFunc(IdleTimeout+time.Until(at), func() { silent.Store(true); cancel() })
+	idle := time.AfterFunc(IdleTimeout+time.Until(at.Add(-ar.offset)), func() { silent.Store(true); cancel() })
 	defer idle.Stop()
 	lostAs := func(what string, err error) {
 		if silent.Load() {

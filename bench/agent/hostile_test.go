@@ -253,3 +253,21 @@ func TestCredentialsInTheEndpointURLDoNotTravel(t *testing.T) {
 		}
 	}
 }
+
+// The truth: an agent whose clock is an hour behind runs its phase like
+// any other (the wait for its start is measured on the coordinator's
+// clock, not as the distance to a time on the agent's).
+func TestAnAgentAnHourBehindIsNotLost(t *testing.T) {
+	oldI, oldH := IdleTimeout, Heartbeat
+	IdleTimeout, Heartbeat = time.Second, 100*time.Millisecond
+	t.Cleanup(func() { IdleTimeout, Heartbeat = oldI, oldH })
+	o, plan := simRun(t, 4, time.Millisecond)
+	_, conns := agents(t, nil, -time.Hour, 0)
+	r := RunPhase(context.Background(), o, plan, conns).Result
+	if r.Status != schema.StatusComplete || r.Completed != 4 {
+		t.Fatalf("status %s, %d completed (lost %q, %q); want complete, 4", r.Status, r.Completed, r.Agents[0].Lost, r.Agents[1].Lost)
+	}
+	if off := r.Agents[0].OffsetMs; off > -3599000 || off < -3601000 {
+		t.Errorf("offset %v ms, want about -3,600,000", off)
+	}
+}
