@@ -271,3 +271,26 @@ func TestAnAgentAnHourBehindIsNotLost(t *testing.T) {
 		t.Errorf("offset %v ms, want about -3,600,000", off)
 	}
 }
+
+// The truth: Server.Cancel (an agent stopped by SIGTERM) ends its running
+// phase as interrupted, and the coordinator gets its records and end line:
+// the phase is interrupted with every request accounted for, not lost.
+func TestAnAgentCancelledLocallyStreamsItsRecordsBack(t *testing.T) {
+	o, plan := simRun(t, 6, 20*time.Millisecond)
+	o.RequestRate = 10
+	s := NewServer(ServerOptions{Name: "a", Getenv: func(string) string { return "" }})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(StartLead + 400*time.Millisecond)
+		s.Cancel()
+	}()
+	run := RunPhase(context.Background(), o, plan, conns)
+	if r := run.Result; r.Status != schema.StatusInterrupted || len(run.Records) != 6 || r.Agents[0].Lost != "" {
+		t.Fatalf("status %s, %d records, lost %q; want interrupted, 6, not lost", r.Status, len(run.Records), r.Agents[0].Lost)
+	}
+}

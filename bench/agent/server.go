@@ -290,12 +290,19 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 func (s *Server) agentClock(t time.Time) time.Time { return s.opts.Now().Add(t.Sub(time.Now())) }
 
 func (s *Server) cancelPhase(w http.ResponseWriter, r *http.Request) {
+	s.Cancel()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Cancel ends the running phase, if any, as interrupted: its records and
+// end line still stream to the coordinator (an agent told to stop, as a
+// Kubernetes pod by SIGTERM, calls it before it shuts its server down).
+func (s *Server) Cancel() {
 	s.mu.Lock()
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
