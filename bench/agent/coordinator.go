@@ -196,8 +196,9 @@ type agentRun struct {
 // its shard of the plan, measures their clock offsets, starts them
 // together at a time far enough ahead, collects their records and
 // recomputes the phase from all of them with the single-host code
-// (bench.Result). Every index of the phase has exactly one record, each
-// with its agent: an agent that was unreachable or died leaves those of
+// (bench.Result). Under a --max-concurrency C below the agents' count,
+// only the first C agents take part, one in flight each. Every index of
+// the phase has exactly one record, each with its agent: an agent that was unreachable or died leaves those of
 // its requests that did not come back as not sent, and the phase degraded
 // (its AgentStats say why). Records' send offsets are on the common start,
 // PhaseRun.Start, on the coordinator's clock. Cancelling ctx cancels every
@@ -205,6 +206,11 @@ type agentRun struct {
 // (plan.Work) is not distributed yet: every agent is then lost.
 func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*Conn) bench.PhaseRun {
 	spec := plan.Spec
+	if o.MaxConcurrency > 0 && o.MaxConcurrency < len(conns) {
+		// A share of 0 would be no bound at all: a --max-concurrency
+		// under the agents' count runs on that many agents, one each.
+		conns = conns[:o.MaxConcurrency]
+	}
 	n := len(conns)
 	shares := Shares(o.MaxConcurrency, n)
 	runs := make([]*agentRun, n)

@@ -294,3 +294,22 @@ func TestAnAgentCancelledLocallyStreamsItsRecordsBack(t *testing.T) {
 		t.Fatalf("status %s, %d records, lost %q; want interrupted, 6, not lost", r.Status, len(run.Records), r.Agents[0].Lost)
 	}
 }
+
+// The truth: --max-concurrency 2 across 3 agents runs on 2 of them, one
+// in flight each, every request complete; not on 3 with shares 1, 1 and 0,
+// the last one's 0 meaning no bound at all.
+func TestMaxConcurrencyUnderTheAgentsCountBoundsEveryAgent(t *testing.T) {
+	o, plan := simRun(t, 6, time.Millisecond)
+	o.MaxConcurrency = 2
+	_, conns := agents(t, nil, 0, 0, 0)
+	run := RunPhase(context.Background(), o, plan, conns)
+	r := run.Result
+	if r.Status != schema.StatusComplete || r.Completed != 6 || len(r.Agents) != 2 {
+		t.Fatalf("status %s, %d completed, %d agents; want complete, 6, 2", r.Status, r.Completed, len(r.Agents))
+	}
+	for _, a := range r.Agents {
+		if a.MaxConcurrency != 1 {
+			t.Errorf("agent %s: max concurrency %d, want 1", a.Name, a.MaxConcurrency)
+		}
+	}
+}
