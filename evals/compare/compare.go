@@ -233,9 +233,8 @@ type chatAnswer struct {
 // continuation asks for prompt's greedy continuation of o.Tokens tokens
 // with logprobs, and returns it with the text generated (reasoning, then
 // content). Without logprobs in the answer, its tokens are that text's
-// characters (the measures then compare text, not tokens). A 400 to the
-// request with logprobs (a model that refuses them, or the
-// chat_template_kwargs) is asked again once without them.
+// characters (the measures then compare text, not tokens). A 400 is asked
+// again without chat_template_kwargs, then without logprobs.
 func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.Continuation, string, string) {
 	req := map[string]any{
 		"model": s.Model, "messages": []map[string]string{{"role": "user", "content": prompt}},
@@ -246,10 +245,16 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 	}
 	body, _ := json.Marshal(req)
 	resp, err := post(ctx, s, "/chat/completions", body, o)
-	if err == nil && resp.Status == 400 {
-		delete(req, "logprobs")
-		delete(req, "top_logprobs")
-		delete(req, "chat_template_kwargs")
+	// A 400 is asked again without chat_template_kwargs (OpenAI refuses
+	// an argument it does not know), then also without logprobs (a model
+	// that refuses them).
+	for _, drop := range [][]string{{"chat_template_kwargs"}, {"logprobs", "top_logprobs"}} {
+		if err != nil || resp.Status != http.StatusBadRequest {
+			break
+		}
+		for _, k := range drop {
+			delete(req, k)
+		}
 		body, _ = json.Marshal(req)
 		resp, err = post(ctx, s, "/chat/completions", body, o)
 	}

@@ -198,3 +198,22 @@ func TestTokenIDsAndRefusalsAreComparedOnText(t *testing.T) {
 		t.Fatalf("a refusal compared as %q", p.A.Tokens)
 	}
 }
+
+// The truth: OpenAI's 400 to an argument it does not know
+// (chat_template_kwargs) is asked again without it, logprobs kept: the
+// pair is compared on tokens and top logprobs, not failed, nor reduced to
+// text.
+func TestAnEndpointRefusingChatTemplateKwargsKeepsItsLogprobs(t *testing.T) {
+	a := fake(t, func(map[string]any) (int, string) { return 200, withLogprobs("Par", "is") })
+	openai := fake(t, func(req map[string]any) (int, string) {
+		if _, ok := req["chat_template_kwargs"]; ok {
+			return 400, `{"error":{"message":"Unrecognized request argument supplied: chat_template_kwargs","type":"invalid_request_error"}}`
+		}
+		return 200, withLogprobs("Par", "is")
+	})
+	p := Run(context.Background(), a, openai, []Item{{ID: "x", Prompt: "p"}}, opts)[0]
+	eq := equiv.Compare([]equiv.Pair{p}, opts.Tokens)
+	if p.Failure != "" || p.B.Logprobs == nil || eq.Top1Agreement == nil || *eq.ExactMatch != 1 {
+		t.Fatalf("failure %q, logprobs %v, top-1 agreement %v: want the tokens and logprobs compared", p.Failure, p.B.Logprobs, eq.Top1Agreement)
+	}
+}
