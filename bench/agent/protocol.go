@@ -10,22 +10,27 @@
 //
 // The protocol is HTTP with JSON bodies, on the agent's listen address:
 //
-//	GET  /v1/agent/ping    → Pong: the agent's name and its clock, for
-//	                         the coordinator's NTP-style offset
-//	                         measurement (and a Kubernetes readiness probe).
+//	GET  /v1/agent/ping    → Pong: the agent's name, its clock (for the
+//	                         coordinator's NTP-style offset measurement),
+//	                         its protocol version and instance id (and a
+//	                         Kubernetes readiness probe).
 //	POST /v1/agent/prepare ← Prepare (the phase plan) → Ready, or 400 with
 //	                         a one-line error, once a burst's connections
 //	                         are open (a phase spread over time dials as it
-//	                         goes, as on one host). It replaces any
-//	                         prepared phase.
+//	                         goes, as on one host); Ready's token names
+//	                         the prepare. It replaces any prepared phase.
 //	POST /v1/agent/start   ← Start (the start time on the agent's own
-//	                         clock) → 200 and a JSONL stream of Line, each
+//	                         clock, within 10 min of it, and the prepare's
+//	                         token) → 200 and a JSONL stream of Line, each
 //	                         flushed as it is written: {"began_unix_nano":…}
 //	                         when the phase's clock starts, {"sent":…} as
 //	                         each request is sent, {"record":…} as each ends
 //	                         (or is recorded as not sent), then one
-//	                         {"end":…} when the phase is over. 409 when
-//	                         nothing is prepared or a phase is running.
+//	                         {"end":…} when the phase is over, and {}
+//	                         (a heartbeat) when it has been quiet for
+//	                         Heartbeat. 409 when nothing is prepared, the
+//	                         token is another prepare's, or a phase is
+//	                         running.
 //	POST /v1/agent/cancel  → 204: the running phase ends as interrupted
 //	                         (Ctrl-C on the coordinator); its records still
 //	                         stream back.
