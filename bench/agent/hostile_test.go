@@ -132,6 +132,10 @@ func TestAStartOfAnotherCoordinatorsPrepareIsRefused(t *testing.T) {
 	if code, body := rawPost(t, base, RouteStart, Start{At: time.Now().UnixNano(), Token: first.Token}); code != http.StatusConflict {
 		t.Fatalf("start with the replaced prepare's token: %d %s, want 409", code, body)
 	}
+	// A coordinator of an older version sends no token: told so.
+	if code, body := rawPost(t, base, RouteStart, Start{At: time.Now().UnixNano()}); code != http.StatusConflict || !strings.Contains(body, "version") {
+		t.Fatalf("start without a token: %d %s, want 409 naming the version", code, body)
+	}
 	if code, body := rawPost(t, base, RouteStart, Start{At: time.Now().UnixNano(), Token: second.Token}); code != http.StatusOK || !strings.Contains(body, `"end"`) {
 		t.Fatalf("start with the live prepare's token: %d %s, want 200 and an end line", code, body)
 	}

@@ -206,7 +206,11 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	if st.Token != pp.token {
 		// Another coordinator prepared since: its phase is not ours to run.
 		s.mu.Unlock()
-		http.Error(w, "start: the prepared phase is another prepare's (two coordinators?)", http.StatusConflict)
+		msg := "start: the prepared phase is another prepare's (two coordinators?)"
+		if st.Token == "" {
+			msg = fmt.Sprintf("start: no prepare token: a coordinator of another glmbench version? (agent protocol %d)", Proto)
+		}
+		http.Error(w, msg, http.StatusConflict)
 		return
 	}
 	s.prepared, s.running, s.cancel = nil, true, cancel
