@@ -31,6 +31,11 @@ const Pings = 20
 // the slowest ping's round trip × 10 is added to it.
 const StartLead = 200 * time.Millisecond
 
+// PrepareTimeout bounds a prepare and the clock pings after it, beyond
+// the run's connect timeout (the agent dials a burst's connections, each
+// within it, before it answers).
+var PrepareTimeout = 30 * time.Second
+
 // Conn is the coordinator's link to one agent.
 type Conn struct {
 	// Addr is the agent's host:port, its name in the report.
@@ -248,7 +253,9 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 				Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, PhaseCap: o.PhaseCap,
 				Shard: bench.Shard{Index: k, Count: n},
 			}
-			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			// The agent opens a burst's connections before it answers,
+			// each within the connect timeout: the wait allows for them.
+			pctx, cancel := context.WithTimeout(ctx, PrepareTimeout+o.ConnectTimeout)
 			defer cancel()
 			resp, err := c.post(pctx, RoutePrepare, p)
 			if err != nil {

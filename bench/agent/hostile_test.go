@@ -317,3 +317,30 @@ func TestMaxConcurrencyUnderTheAgentsCountBoundsEveryAgent(t *testing.T) {
 		}
 	}
 }
+
+// The truth: an agent whose prepare takes longer than PrepareTimeout but
+// within it plus the run's connect timeout (dialing a burst's connections
+// to a slow endpoint) is waited for, not lost.
+func TestAPrepareSlowerThanItsTimeoutButWithinTheConnectTimeoutIsWaitedFor(t *testing.T) {
+	old := PrepareTimeout
+	PrepareTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { PrepareTimeout = old })
+	o, plan := simRun(t, 2, time.Millisecond)
+	o.ConnectTimeout = 5 * time.Second
+	s := NewServer(ServerOptions{Name: "slow", Getenv: func(string) string { return "" }})
+	h := s.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == RoutePrepare {
+			time.Sleep(time.Second)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := RunPhase(context.Background(), o, plan, conns).Result; r.Status != schema.StatusComplete || r.Completed != 2 {
+		t.Fatalf("status %s, %d completed (lost %q); want complete, 2", r.Status, r.Completed, r.Agents[0].Lost)
+	}
+}
