@@ -257,22 +257,29 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 			// each within the connect timeout: the wait allows for them.
 			pctx, cancel := context.WithTimeout(ctx, PrepareTimeout+o.ConnectTimeout)
 			defer cancel()
+			// An interrupt (ctx) is no agent's failure: the phase is then
+			// interrupted, not degraded.
+			lose := func(why string, err error) {
+				if ctx.Err() == nil {
+					ar.lost = why + err.Error()
+				}
+			}
 			resp, err := c.post(pctx, RoutePrepare, p)
 			if err != nil {
-				ar.lost = "prepare: " + err.Error()
+				lose("prepare: ", err)
 				return
 			}
 			var ready Ready
 			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ready)
 			resp.Body.Close()
 			if err != nil {
-				ar.lost = "prepare: " + err.Error()
+				lose("prepare: ", err)
 				return
 			}
 			ar.token = ready.Token
 			off, unc, slow, err := c.measure(pctx)
 			if err != nil {
-				ar.lost = "clock: " + err.Error()
+				lose("clock: ", err)
 				return
 			}
 			ar.offset = off

@@ -344,3 +344,18 @@ func TestAPrepareSlowerThanItsTimeoutButWithinTheConnectTimeoutIsWaitedFor(t *te
 		t.Fatalf("status %s, %d completed (lost %q); want complete, 2", r.Status, r.Completed, r.Agents[0].Lost)
 	}
 }
+
+// The truth: Ctrl-C while the agents are being prepared interrupts the
+// phase, every request not sent; no agent is counted lost for it, and
+// the phase is not called degraded.
+func TestAnInterruptDuringPrepareIsNotADegradedPhase(t *testing.T) {
+	o, plan := simRun(t, 4, time.Millisecond)
+	_, conns := agents(t, nil, 0, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	run := RunPhase(ctx, o, plan, conns)
+	r := run.Result
+	if r.Status != schema.StatusInterrupted || r.NotSent != 4 || Lost(r) != nil {
+		t.Fatalf("status %s, %d not sent, lost %v; want interrupted, 4, none", r.Status, r.NotSent, Lost(r))
+	}
+}
