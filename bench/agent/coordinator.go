@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -28,12 +31,20 @@ const Pings = 20
 // the slowest ping's round trip × 10 is added to it.
 const StartLead = 200 * time.Millisecond
 
+// PrepareTimeout bounds a prepare and the clock pings after it, beyond
+// the run's connect timeout (the agent dials a burst's connections, each
+// within it, before it answers).
+var PrepareTimeout = 30 * time.Second
+
 // Conn is the coordinator's link to one agent.
 type Conn struct {
 	// Addr is the agent's host:port, its name in the report.
 	Addr   string
 	base   string
 	client *http.Client
+	// proto and instance are what the agent's last pong said.
+	proto    int
+	instance string
 }
 
 // Dial checks that every agent answers a ping and returns a Conn to each,
@@ -44,6 +55,7 @@ func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
 		return nil, badinput.Errorf("no agents given")
 	}
 	conns := make([]*Conn, len(addrs))
+	seen := map[string]string{}
 	for k, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" || strings.Contains(a, "/") {
@@ -56,16 +68,31 @@ func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
 		if err != nil {
 			return nil, badinput.Errorf("agent %s is unreachable: %v", a, err)
 		}
+		if c.proto != Proto {
+			return nil, badinput.Errorf("agent %s speaks agent protocol %d, this glmbench %d: run the same glmbench version on both", a, c.proto, Proto)
+		}
+		if c.instance != "" {
+			if other, dup := seen[c.instance]; dup {
+				return nil, badinput.Errorf("agents %s and %s are the same agent (one host's two addresses?): give each agent once", other, a)
+			}
+			seen[c.instance] = a
+		}
 		conns[k] = c
 	}
 	return conns, nil
 }
 
 // CheckOptions says whether a run's options can be distributed: extra
-// headers (their values secrets the agents cannot read) are refused.
+// headers (their values secrets the agents cannot read) and credentials in
+// the endpoint's URL (https://sk-…@host/v1, which the plan would carry to
+// every agent) are refused.
 func CheckOptions(o *bench.Options) error {
 	if names := o.Endpoint.HeaderNames(); len(names) > 0 {
 		return badinput.Errorf("extra headers (%s) are not supported with agents: each agent reads only the API key from its own environment", strings.Join(names, ", "))
+	}
+	// The plan carries the base URL: credentials in it would travel.
+	if u, err := url.Parse(o.Endpoint.BaseURL); err == nil && u.User != nil {
+		return badinput.Errorf("credentials in the endpoint URL (%s) are not supported with agents: each agent reads only the API key from its own environment", endpoints.RedactURL(o.Endpoint.BaseURL))
 	}
 	return nil
 }
@@ -93,6 +120,7 @@ func (c *Conn) ping(ctx context.Context) (offset, rtt time.Duration, err error) 
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, fmt.Errorf("ping: %s", resp.Status)
 	}
+	c.proto, c.instance = p.Proto, p.Instance
 	rtt = t1.Sub(t0)
 	mid := t0.Add(rtt / 2)
 	return time.Unix(0, p.Now).Sub(mid), rtt, nil
@@ -165,14 +193,17 @@ type agentRun struct {
 	began time.Time
 	end   *End
 	lost  string
+	// token is the agent's Ready.Token, given back in the start.
+	token string
 }
 
 // RunPhase runs one fixed phase across the agents: it prepares each with
 // its shard of the plan, measures their clock offsets, starts them
 // together at a time far enough ahead, collects their records and
 // recomputes the phase from all of them with the single-host code
-// (bench.Result). Every index of the phase has exactly one record, each
-// with its agent: an agent that was unreachable or died leaves those of
+// (bench.Result). Under a --max-concurrency C below the agents' count,
+// only the first C agents take part, one in flight each. Every index of
+// the phase has exactly one record, each with its agent: an agent that was unreachable or died leaves those of
 // its requests that did not come back as not sent, and the phase degraded
 // (its AgentStats say why). Records' send offsets are on the common start,
 // PhaseRun.Start, on the coordinator's clock. Cancelling ctx cancels every
@@ -180,6 +211,11 @@ type agentRun struct {
 // (plan.Work) is not distributed yet: every agent is then lost.
 func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*Conn) bench.PhaseRun {
 	spec := plan.Spec
+	if o.MaxConcurrency > 0 && o.MaxConcurrency < len(conns) {
+		// A share of 0 would be no bound at all: a --max-concurrency
+		// under the agents' count runs on that many agents, one each.
+		conns = conns[:o.MaxConcurrency]
+	}
 	n := len(conns)
 	shares := Shares(o.MaxConcurrency, n)
 	runs := make([]*agentRun, n)
@@ -217,17 +253,33 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 				Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, PhaseCap: o.PhaseCap,
 				Shard: bench.Shard{Index: k, Count: n},
 			}
-			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			// The agent opens a burst's connections before it answers,
+			// each within the connect timeout: the wait allows for them.
+			pctx, cancel := context.WithTimeout(ctx, PrepareTimeout+o.ConnectTimeout)
 			defer cancel()
+			// An interrupt (ctx) is no agent's failure: the phase is then
+			// interrupted, not degraded.
+			lose := func(why string, err error) {
+				if ctx.Err() == nil {
+					ar.lost = why + err.Error()
+				}
+			}
 			resp, err := c.post(pctx, RoutePrepare, p)
 			if err != nil {
-				ar.lost = "prepare: " + err.Error()
+				lose("prepare: ", err)
 				return
 			}
+			var ready Ready
+			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ready)
 			resp.Body.Close()
+			if err != nil {
+				lose("prepare: ", err)
+				return
+			}
+			ar.token = ready.Token
 			off, unc, slow, err := c.measure(pctx)
 			if err != nil {
-				ar.lost = "clock: " + err.Error()
+				lose("clock: ", err)
 				return
 			}
 			ar.offset = off
@@ -276,9 +328,24 @@ func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 // collect starts the agent at at (on its clock) and reads its records
 // until the end line, or until the stream breaks (the agent lost).
 func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
-	resp, err := c.post(ctx, RouteStart, Start{At: at.UnixNano()})
+	// A stream silent for IdleTimeout (not even a heartbeat) is an agent
+	// lost: its request is cancelled, so that nothing waits on it forever.
+	// (at is on the agent's clock; the wait until it, on this one.)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var silent atomic.Bool
+	idle := time.AfterFunc(IdleTimeout+time.Until(at.Add(-ar.offset)), func() { silent.Store(true); cancel() })
+	defer idle.Stop()
+	lostAs := func(what string, err error) {
+		if silent.Load() {
+			ar.lost = fmt.Sprintf("%s: silent for %s", what, IdleTimeout)
+			return
+		}
+		ar.lost = what + ": " + err.Error()
+	}
+	resp, err := c.post(ctx, RouteStart, Start{At: at.UnixNano(), Token: ar.token})
 	if err != nil {
-		ar.lost = "start: " + err.Error()
+		lostAs("start", err)
 		return
 	}
 	defer resp.Body.Close()
@@ -286,6 +353,7 @@ func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	shard := &bench.Shard{Index: ar.stats.Index, Count: ar.stats.Count}
 	for sc.Scan() {
+		idle.Reset(IdleTimeout)
 		var l Line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			ar.lost = "a malformed line: " + err.Error()
@@ -317,7 +385,7 @@ func (ar *agentRun) collect(ctx context.Context, c *Conn, at time.Time, n int) {
 	if err == nil {
 		err = io.ErrUnexpectedEOF
 	}
-	ar.lost = "died mid-phase: " + err.Error()
+	lostAs("died mid-phase", err)
 }
 
 // merge makes the phase from every agent's records: shifted onto the

@@ -10,22 +10,27 @@
 //
 // The protocol is HTTP with JSON bodies, on the agent's listen address:
 //
-//	GET  /v1/agent/ping    → Pong: the agent's name and its clock, for
-//	                         the coordinator's NTP-style offset
-//	                         measurement (and a Kubernetes readiness probe).
+//	GET  /v1/agent/ping    → Pong: the agent's name, its clock (for the
+//	                         coordinator's NTP-style offset measurement),
+//	                         its protocol version and instance id (and a
+//	                         Kubernetes readiness probe).
 //	POST /v1/agent/prepare ← Prepare (the phase plan) → Ready, or 400 with
 //	                         a one-line error, once a burst's connections
 //	                         are open (a phase spread over time dials as it
-//	                         goes, as on one host). It replaces any
-//	                         prepared phase.
+//	                         goes, as on one host); Ready's token names
+//	                         the prepare. It replaces any prepared phase.
 //	POST /v1/agent/start   ← Start (the start time on the agent's own
-//	                         clock) → 200 and a JSONL stream of Line, each
+//	                         clock, within 10 min of it, and the prepare's
+//	                         token) → 200 and a JSONL stream of Line, each
 //	                         flushed as it is written: {"began_unix_nano":…}
 //	                         when the phase's clock starts, {"sent":…} as
 //	                         each request is sent, {"record":…} as each ends
 //	                         (or is recorded as not sent), then one
-//	                         {"end":…} when the phase is over. 409 when
-//	                         nothing is prepared or a phase is running.
+//	                         {"end":…} when the phase is over, and {}
+//	                         (a heartbeat) when it has been quiet for
+//	                         Heartbeat. 409 when nothing is prepared, the
+//	                         token is another prepare's, or a phase is
+//	                         running.
 //	POST /v1/agent/cancel  → 204: the running phase ends as interrupted
 //	                         (Ctrl-C on the coordinator); its records still
 //	                         stream back.
@@ -55,11 +60,21 @@ const (
 	RouteCancel  = "/v1/agent/cancel"
 )
 
+// Proto is the protocol's version: a coordinator refuses an agent whose
+// pongs give another (an agent of another glmbench version, whose plan
+// fields might not mean the same).
+const Proto = 1
+
 // Pong is the answer to a ping.
 type Pong struct {
 	Name string `json:"name"`
 	// Now is the agent's clock, in nanoseconds since the Unix epoch.
 	Now int64 `json:"now_unix_nano"`
+	// Proto is the agent's protocol version; Instance is random per agent
+	// process, so that a coordinator sees two addresses of one agent (a
+	// dual-stack Service's IPv4 and IPv6) for what they are.
+	Proto    int    `json:"proto"`
+	Instance string `json:"instance"`
 }
 
 // Prepare is the phase plan a coordinator sends an agent.
@@ -93,6 +108,9 @@ type Ready struct {
 	Name string `json:"name"`
 	// Requests is how many of the phase's requests the agent owns.
 	Requests int `json:"requests"`
+	// Token names this prepare: the start must give it back, so that a
+	// second coordinator's prepare cannot be started by the first.
+	Token string `json:"token"`
 }
 
 // Start tells an agent when to begin the prepared phase.
@@ -100,9 +118,21 @@ type Start struct {
 	// At is the start time on the agent's own clock, in nanoseconds since
 	// the Unix epoch.
 	At int64 `json:"at_unix_nano"`
+	// Token is the prepare's (Ready.Token): a start of another one is 409.
+	Token string `json:"token"`
 }
 
-// Line is one line of a start's JSONL answer: a record or the end.
+// Heartbeat is how often an agent writes an empty line ({}) on a start's
+// stream that has been quiet, and IdleTimeout how long a coordinator waits
+// on a silent stream (no line, not even a heartbeat) before it counts the
+// agent lost: a hung or partitioned agent cannot hang the run.
+var (
+	Heartbeat   = 2 * time.Second
+	IdleTimeout = 30 * time.Second
+)
+
+// Line is one line of a start's JSONL answer: a record, a heartbeat (no
+// field set) or the end.
 type Line struct {
 	// Began is when the phase's clock started, on the agent's clock (ns
 	// since the Unix epoch).

@@ -2,16 +2,29 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// maxChars bounds a prepare's filler length (64 MiB: far over any
+// context), and maxStartAhead how far from the agent's clock a start time
+// may be (a coordinator's is a fraction of a second ahead): a hostile or
+// broken plan gets a 400, not an agent busy for hours.
+const (
+	maxChars      = 64 << 20
+	maxStartAhead = 10 * time.Minute
 )
 
 // ServerOptions configure an agent server.
@@ -33,8 +46,9 @@ type ServerOptions struct {
 // Server is an agent: it runs the phases a coordinator prepares and
 // starts, one at a time.
 type Server struct {
-	opts ServerOptions
-	mux  *http.ServeMux
+	opts     ServerOptions
+	mux      *http.ServeMux
+	instance string
 
 	mu       sync.Mutex
 	prepared *prepared
@@ -45,8 +59,9 @@ type Server struct {
 // prepared is a phase ready to start: for a burst, its connections open
 // in o.Pool.
 type prepared struct {
-	o    *bench.Options
-	plan bench.Plan
+	o     *bench.Options
+	plan  bench.Plan
+	token string
 }
 
 // close releases a prepared phase that will not start.
@@ -64,7 +79,7 @@ func NewServer(opts ServerOptions) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s := &Server{opts: opts, mux: http.NewServeMux(), instance: randomID()}
 	s.mux.HandleFunc("GET "+RoutePing, s.ping)
 	s.mux.HandleFunc("POST "+RoutePrepare, s.prepare)
 	s.mux.HandleFunc("POST "+RouteStart, s.start)
@@ -76,7 +91,7 @@ func NewServer(opts ServerOptions) *Server {
 func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, Pong{Name: s.opts.Name, Now: s.opts.Now().UnixNano()})
+	writeJSON(w, Pong{Name: s.opts.Name, Now: s.opts.Now().UnixNano(), Proto: Proto, Instance: s.instance})
 }
 
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
@@ -90,10 +105,19 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if running {
+		http.Error(w, "a phase is running", http.StatusConflict)
+		return
+	}
+	pp.token = randomID()
 	pp.warm(r.Context())
 	s.mu.Lock()
 	if s.running {
 		s.mu.Unlock()
+		pp.close()
 		http.Error(w, "a phase is running", http.StatusConflict)
 		return
 	}
@@ -106,7 +130,7 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
 			owned++
 		}
 	}
-	writeJSON(w, Ready{Name: s.opts.Name, Requests: owned})
+	writeJSON(w, Ready{Name: s.opts.Name, Requests: owned, Token: pp.token})
 }
 
 // options turns a plan into the options and plan bench.RunPhase takes,
@@ -115,8 +139,8 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	if p.Shard.Count < 1 || p.Shard.Index < 0 || p.Shard.Index >= p.Shard.Count {
 		return nil, badinput.Errorf("prepare: shard %d of %d is not one of 0..count-1", p.Shard.Index, p.Shard.Count)
 	}
-	if p.Spec.N < 0 || p.Chars < 0 {
-		return nil, badinput.Errorf("prepare: phase %s has %d requests and a filler of %d chars", p.Spec.Name, p.Spec.N, p.Chars)
+	if p.Spec.N < 0 || p.Spec.N > workload.MaxRequests || p.Chars < 0 || p.Chars > maxChars {
+		return nil, badinput.Errorf("prepare: phase %s has %d requests and a filler of %d chars (at most %d and %d)", p.Spec.Name, p.Spec.N, p.Chars, workload.MaxRequests, maxChars)
 	}
 	f := endpoints.Flags{Endpoint: p.BaseURL, Model: p.Model, APIKeyEnv: s.opts.APIKeyEnv, APIKeyEnvSet: s.opts.APIKeyEnv != ""}
 	ep, err := endpoints.Resolve(f, s.opts.Getenv)
@@ -164,6 +188,10 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "start: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if d := time.Duration(st.At - s.opts.Now().UnixNano()); st.At == 0 || d > maxStartAhead || d < -maxStartAhead {
+		http.Error(w, fmt.Sprintf("start: at_unix_nano %d is not within %s of the agent's clock", st.At, maxStartAhead), http.StatusBadRequest)
+		return
+	}
 	// The phase ends when the coordinator cancels it or its connection
 	// drops (the coordinator is gone).
 	ctx, cancel := context.WithCancel(r.Context())
@@ -173,6 +201,16 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	if pp == nil || s.running {
 		s.mu.Unlock()
 		http.Error(w, "start: no phase prepared, or one is running", http.StatusConflict)
+		return
+	}
+	if st.Token != pp.token {
+		// Another coordinator prepared since: its phase is not ours to run.
+		s.mu.Unlock()
+		msg := "start: the prepared phase is another prepare's (two coordinators?)"
+		if st.Token == "" {
+			msg = fmt.Sprintf("start: no prepare token: a coordinator of another glmbench version? (agent protocol %d)", Proto)
+		}
+		http.Error(w, msg, http.StatusConflict)
 		return
 	}
 	s.prepared, s.running, s.cancel = nil, true, cancel
@@ -207,10 +245,26 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for l := range lines {
-			b, err := json.Marshal(l)
-			if err != nil {
-				continue
+		// A heartbeat ({}) whenever the stream has been quiet for a while,
+		// so that a coordinator tells a silent agent (a hung host, a
+		// partition) from one whose requests are simply long.
+		beat := time.NewTicker(Heartbeat)
+		defer beat.Stop()
+		for {
+			var b []byte
+			var l Line
+			select {
+			case ll, ok := <-lines:
+				if !ok {
+					return
+				}
+				var err error
+				if b, err = json.Marshal(ll); err != nil {
+					continue
+				}
+				l = ll
+			case <-beat.C:
+				b = []byte("{}")
 			}
 			// A failed write is a coordinator gone: the phase is cancelled
 			// through r's context; the lines are drained all the same.
@@ -240,15 +294,29 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 func (s *Server) agentClock(t time.Time) time.Time { return s.opts.Now().Add(t.Sub(time.Now())) }
 
 func (s *Server) cancelPhase(w http.ResponseWriter, r *http.Request) {
+	s.Cancel()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Cancel ends the running phase, if any, as interrupted: its records and
+// end line still stream to the coordinator (an agent told to stop, as a
+// Kubernetes pod by SIGTERM, calls it before it shuts its server down).
+func (s *Server) Cancel() {
 	s.mu.Lock()
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
+}
+
+// randomID is 16 random hex digits.
+func randomID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

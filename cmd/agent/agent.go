@@ -94,6 +94,10 @@ func Run(ctx context.Context, o *Options) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
+		// A running phase ends as interrupted, its records streamed back,
+		// before the server shuts down (else Shutdown waits it out and the
+		// coordinator loses every request in flight).
+		srv.Cancel()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,6 +142,10 @@ func (o *Options) validate() ([]compare.Item, error) {
 	}
 	items := compare.SampleItems()
 	if o.Dataset != "" {
+		// A device or a pipe (/dev/zero, <(…)) would be read forever.
+		if fi, err := os.Stat(o.Dataset); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			return nil, badinput.Errorf("--dataset %s: not a file or a folder", o.Dataset)
+		}
 		var err error
 		if items, err = compare.DocItems(o.Dataset, o.Limit); err != nil {
 			var de *evals.DataError
@@ -189,7 +194,7 @@ func Run(ctx context.Context, o *Options) error {
 		tg.Endpoint, tg.Endpoint.Model, ref.Endpoint, ref.Endpoint.Model, len(items), o.Tokens)
 	rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout*time.Duration(len(items)))
 	defer cancel()
-	pairs := compare.Run(rctx, side(tg.Endpoint), side(ref.Endpoint), items, compare.Options{Tokens: o.Tokens, TopLogprobs: o.TopLogprobs, Concurrency: o.Concurrency})
+	pairs := compare.Run(rctx, side(tg.Endpoint), side(ref.Endpoint), items, compare.Options{Tokens: o.Tokens, TopLogprobs: o.TopLogprobs, Concurrency: o.Concurrency, RequestTimeout: o.RequestTimeout})
 	eq := equiv.Compare(pairs, o.Tokens)
 	eq.Reference, eq.ReferenceModel = ref.Endpoint.String(), ref.Endpoint.Model
 	eq.Dataset = evals.SampleOrigin

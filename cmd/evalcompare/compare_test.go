@@ -99,6 +99,8 @@ func TestBadFlagsExitTwoBeforeAnyRequest(t *testing.T) {
 		{[]string{"--endpoint", url, "--reference-endpoint", url, "--reference-seed", "3"}, "--reference-seed"},
 		{[]string{"--endpoint", url, "--dataset", "/nonexistent/docs.jsonl"}, "/nonexistent/docs.jsonl"},
 		{[]string{"--endpoint", url, "--reference-weight-dtype", "int4"}, "int4"},
+		// A device is read forever: refused, not hung on.
+		{[]string{"--endpoint", url, "--dataset", "/dev/zero"}, "/dev/zero"},
 	} {
 		code, _, stderr := execute(t, c.args...)
 		cmdtest.WantRefused(t, code, stderr, hits, c.want)

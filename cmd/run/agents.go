@@ -92,11 +92,10 @@ func (a *AgentFlags) resolve(ctx context.Context) ([]string, error) {
 	for {
 		ips, err := net.DefaultResolver.LookupHost(ctx, a.DNS)
 		if err == nil {
-			slices.Sort(ips)
-			last = ips
-			if len(ips) >= a.Count {
+			last = oneFamily(ips)
+			if len(last) >= a.Count {
 				out := make([]string, a.Count)
-				for i, ip := range ips[:a.Count] {
+				for i, ip := range last[:a.Count] {
 					out[i] = net.JoinHostPort(ip, strconv.Itoa(cmp.Or(a.Port, defaultAgentPort)))
 				}
 				return out, nil
@@ -115,4 +114,23 @@ func (a *AgentFlags) resolve(ctx context.Context) ([]string, error) {
 // phase runs one calibrated phase across the agents.
 func (a *AgentFlags) phase(ctx context.Context, bo *bench.Options, pl bench.Plan) bench.PhaseRun {
 	return agent.RunPhase(ctx, bo, pl, a.conns)
+}
+
+// oneFamily keeps ips' IPv4 addresses (its IPv6 ones when it has none),
+// sorted: a dual-stack headless Service lists each pod under both, and one
+// agent counted twice would be given two shards.
+func oneFamily(ips []string) []string {
+	var v4, v6 []string
+	for _, ip := range ips {
+		if p := net.ParseIP(ip); p != nil && p.To4() == nil {
+			v6 = append(v6, ip)
+		} else {
+			v4 = append(v4, ip)
+		}
+	}
+	if len(v4) == 0 {
+		v4 = v6
+	}
+	slices.Sort(v4)
+	return v4
 }

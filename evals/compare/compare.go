@@ -9,9 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
@@ -66,7 +69,12 @@ func docItems(prefix string, docs *evals.Docs) []Item {
 			}
 			half := strings.LastIndexByte(para[:len(para)/2], ' ')
 			if half <= 0 {
+				// No space (Chinese, Japanese): the middle, at a character's
+				// start, not inside its UTF-8 bytes.
 				half = len(para) / 2
+				for half > 0 && !utf8.RuneStart(para[half]) {
+					half--
+				}
 			}
 			items = append(items, Item{ID: fmt.Sprintf("%s/%d/%d", prefix, d, p), Prompt: para[:half], Text: para})
 		}
@@ -87,6 +95,8 @@ type Options struct {
 	Tokens, TopLogprobs int
 	// Concurrency bounds items in flight (both sides of an item go at once).
 	Concurrency int
+	// RequestTimeout bounds each request (0: none but ctx's).
+	RequestTimeout time.Duration
 }
 
 // Run asks both sides for every item and returns the pairs, in the items'
@@ -102,12 +112,19 @@ func Run(ctx context.Context, a, b Side, items []Item, o Options) []equiv.Pair {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			p := equiv.Pair{ID: it.ID}
-			var fa, fb string
+			var fa, fb, ta, tb string
 			var inner sync.WaitGroup
 			inner.Add(2)
-			go func() { defer inner.Done(); p.A, p.PA, fa = ask(ctx, a, it, o) }()
-			go func() { defer inner.Done(); p.B, p.PB, fb = ask(ctx, b, it, o) }()
+			go func() { defer inner.Done(); p.A, ta, p.PA, fa = ask(ctx, a, it, o) }()
+			go func() { defer inner.Done(); p.B, tb, p.PB, fb = ask(ctx, b, it, o) }()
 			inner.Wait()
+			if (p.A.Logprobs == nil) != (p.B.Logprobs == nil) || idTokens(p.A) != idTokens(p.B) {
+				// One side gave no logprobs, so its tokens are its text's
+				// characters (or gave its tokens as ids, vLLM's
+				// --return-tokens-as-token-ids): the other side's are made
+				// so too, or every pair would diverge at its first token.
+				p.A, p.B = asText(p.A, ta), asText(p.B, tb)
+			}
 			switch {
 			case fa != "":
 				p.Failure = "endpoint: " + fa
@@ -121,14 +138,71 @@ func Run(ctx context.Context, a, b Side, items []Item, o Options) []equiv.Pair {
 	return pairs
 }
 
-// ask gets one side's continuation of the item and, when it has a text,
-// its prompt logprobs; failure says why the continuation failed.
-func ask(ctx context.Context, s Side, it Item, o Options) (c equiv.Continuation, pl *equiv.PromptLogprobs, failure string) {
-	c, failure = continuation(ctx, s, it.Prompt, o)
+// ask gets one side's continuation of the item (and the text generated)
+// and, when it has a text, its prompt logprobs; failure says why the
+// continuation failed.
+func ask(ctx context.Context, s Side, it Item, o Options) (c equiv.Continuation, text string, pl *equiv.PromptLogprobs, failure string) {
+	c, text, failure = continuation(ctx, s, it.Prompt, o)
 	if failure != "" || it.Text == "" {
-		return c, nil, failure
+		return c, text, nil, failure
 	}
-	return c, echo(ctx, s, it.Text), ""
+	return c, text, echo(ctx, s, it.Text, o), ""
+}
+
+// idTokens says whether c's tokens are token ids ("token_id:N", vLLM's
+// --return-tokens-as-token-ids), not text.
+func idTokens(c equiv.Continuation) bool {
+	return len(c.Tokens) > 0 && c.Logprobs != nil && strings.HasPrefix(c.Tokens[0], "token_id:")
+}
+
+// asText is c as the characters of text, the whole text generated, without
+// logprobs (c itself when it has none already).
+func asText(c equiv.Continuation, text string) equiv.Continuation {
+	if c.Logprobs == nil && !idTokens(c) {
+		return c
+	}
+	var out equiv.Continuation
+	for _, r := range text {
+		out.Tokens = append(out.Tokens, string(r))
+	}
+	return out
+}
+
+// Retries429 is how many times a request answered 429 (rate limited) is
+// sent again, after the answer's Retry-After in seconds (at most
+// maxRetryAfter; 1 s without one); the last 429 is the request's failure.
+const (
+	Retries429    = 3
+	maxRetryAfter = 30 * time.Second
+)
+
+// post sends one request, each try bounded by o.RequestTimeout, again
+// after a 429 (Retries429).
+func post(ctx context.Context, s Side, path string, body []byte, o Options) (*endpoints.Response, error) {
+	for try := 0; ; try++ {
+		resp, err := post1(ctx, s, path, body, o)
+		if err != nil || resp.Status != http.StatusTooManyRequests || try == Retries429 {
+			return resp, err
+		}
+		wait := time.Second
+		if sec, err := strconv.Atoi(strings.TrimSpace(resp.RetryAfter)); err == nil && sec >= 0 {
+			wait = min(time.Duration(sec)*time.Second, maxRetryAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return resp, nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+func post1(ctx context.Context, s Side, path string, body []byte, o Options) (*endpoints.Response, error) {
+	if o.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.RequestTimeout)
+		defer cancel()
+	}
+	return s.Client.Post(ctx, path, body)
 }
 
 // chatAnswer is the part of a chat completion the comparison reads.
@@ -136,6 +210,12 @@ type chatAnswer struct {
 	Choices []struct {
 		Message struct {
 			Content *string `json:"content"`
+			// A reasoning parser's share of what was generated (vLLM and
+			// SGLang: reasoning_content; some: reasoning).
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			// OpenAI's refusal, in place of content.
+			Refusal *string `json:"refusal"`
 		} `json:"message"`
 		Logprobs *struct {
 			Content []struct {
@@ -151,9 +231,11 @@ type chatAnswer struct {
 }
 
 // continuation asks for prompt's greedy continuation of o.Tokens tokens
-// with logprobs. Without logprobs in the answer, its tokens are the
-// content's characters (the measures then compare text, not tokens).
-func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.Continuation, string) {
+// with logprobs, and returns it with the text generated (reasoning, then
+// content). Without logprobs in the answer, its tokens are that text's
+// characters (the measures then compare text, not tokens). A 400 is asked
+// again without chat_template_kwargs, then without logprobs.
+func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.Continuation, string, string) {
 	req := map[string]any{
 		"model": s.Model, "messages": []map[string]string{{"role": "user", "content": prompt}},
 		"max_tokens": o.Tokens, "temperature": 0, "stream": false,
@@ -162,26 +244,43 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 		"chat_template_kwargs": map[string]any{"enable_thinking": false},
 	}
 	body, _ := json.Marshal(req)
-	resp, err := s.Client.Post(ctx, "/chat/completions", body)
+	resp, err := post(ctx, s, "/chat/completions", body, o)
+	// A 400 is asked again without chat_template_kwargs (OpenAI refuses
+	// an argument it does not know), then also without logprobs (a model
+	// that refuses them).
+	for _, drop := range [][]string{{"chat_template_kwargs"}, {"logprobs", "top_logprobs"}} {
+		if err != nil || resp.Status != http.StatusBadRequest {
+			break
+		}
+		for _, k := range drop {
+			delete(req, k)
+		}
+		body, _ = json.Marshal(req)
+		resp, err = post(ctx, s, "/chat/completions", body, o)
+	}
 	if err != nil {
-		return equiv.Continuation{}, err.Error()
+		return equiv.Continuation{}, "", err.Error()
 	}
 	if resp.Status != 200 {
-		return equiv.Continuation{}, fmt.Sprintf("HTTP %d", resp.Status)
+		return equiv.Continuation{}, "", fmt.Sprintf("HTTP %d", resp.Status)
 	}
 	var ans chatAnswer
 	if err := json.Unmarshal(resp.Body, &ans); err != nil || len(ans.Choices) == 0 {
-		return equiv.Continuation{}, "not a chat completion"
+		return equiv.Continuation{}, "", "not a chat completion"
 	}
 	ch := ans.Choices[0]
+	// reasoning is reasoning_content under another name where both are.
+	text := deref(ch.Message.ReasoningContent)
+	if text == "" {
+		text = deref(ch.Message.Reasoning)
+	}
+	text += deref(ch.Message.Content) + deref(ch.Message.Refusal)
 	var c equiv.Continuation
 	if ch.Logprobs == nil || len(ch.Logprobs.Content) == 0 {
-		if ch.Message.Content != nil {
-			for _, r := range *ch.Message.Content {
-				c.Tokens = append(c.Tokens, string(r))
-			}
+		for _, r := range text {
+			c.Tokens = append(c.Tokens, string(r))
 		}
-		return c, ""
+		return c, text, ""
 	}
 	for _, e := range ch.Logprobs.Content {
 		c.Tokens = append(c.Tokens, e.Token)
@@ -203,15 +302,15 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 		}
 		c.Top = append(c.Top, top)
 	}
-	return c, ""
+	return c, text, ""
 }
 
 // echo gets text's prompt logprobs by echo on /completions, nil when the
 // side gives none (many hosted APIs do not).
-func echo(ctx context.Context, s Side, text string) *equiv.PromptLogprobs {
+func echo(ctx context.Context, s Side, text string, o Options) *equiv.PromptLogprobs {
 	req := evals.EchoRequest(s.Model, text)
 	body, _ := json.Marshal(req)
-	resp, err := s.Client.Post(ctx, "/completions", body)
+	resp, err := post(ctx, s, "/completions", body, o)
 	if err != nil || resp.Status != 200 {
 		return nil
 	}
@@ -220,4 +319,11 @@ func echo(ctx context.Context, s Side, text string) *equiv.PromptLogprobs {
 		return nil
 	}
 	return &equiv.PromptLogprobs{Tokens: e.Tokens, Logprobs: e.Logprobs}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -183,17 +183,17 @@ func clip(c Continuation, k int) Continuation {
 	return c
 }
 
-// both returns a[i] and b[i] when both are there and not NaN.
+// both returns a[i] and b[i] when both are there and logprobs (valid).
 func both(a, b []float64, i int) (float64, float64, bool) {
-	if i >= len(a) || i >= len(b) || math.IsNaN(a[i]) || math.IsNaN(b[i]) {
+	if i >= len(a) || i >= len(b) || !valid(a[i]) || !valid(b[i]) {
 		return 0, 0, false
 	}
 	return a[i], b[i], true
 }
 
-// logprobAt is lps[i], NaN when missing.
+// logprobAt is lps[i], NaN when missing or not a logprob (valid).
 func logprobAt(lps []float64, i int) float64 {
-	if i >= len(lps) {
+	if i >= len(lps) || !valid(lps[i]) {
 		return math.NaN()
 	}
 	return lps[i]

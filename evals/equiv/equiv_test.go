@@ -1,6 +1,7 @@
 package equiv
 
 import (
+	"encoding/json"
 	"math"
 	mrand "math/rand/v2"
 	"slices"
@@ -439,4 +440,32 @@ func TestRaggedAnswersAreMeasuredWhereTheyCanBe(t *testing.T) {
 	want(t, "top-1 agreement (one position has both)", eq.Top1Agreement, 1)
 	want(t, "Δ max (one position has both)", eq.LogprobDiffMax, 0)
 	wantNil(t, "nll diff (no shared token)", eq.NLLDiffMean)
+}
+
+// The truth: values that are not logprobs from a broken or hostile server
+// (800, ±1e308, as JSON can carry them) count as missing: every measure
+// stays finite and the section and its rows can be written as JSON (an
+// Inf or NaN in them made the report unwritable, the run's measures lost).
+func TestOutOfRangeLogprobsLeaveEveryMeasureWritable(t *testing.T) {
+	p := Pair{ID: "x",
+		A: Continuation{Tokens: []string{"a", "b", "c"}, Logprobs: []float64{-1e308, 800, -0.5},
+			Top: []map[string]float64{{"a": 800, "z": -1}, {"b": 1e308}, {"c": -0.5}}},
+		B: Continuation{Tokens: []string{"a", "b", "c"}, Logprobs: []float64{1e308, -0.1, -0.5},
+			Top: []map[string]float64{{"a": -1}, {"b": -1}, {"c": -0.5}}},
+		PA: &PromptLogprobs{Tokens: []string{"x", "y"}, Logprobs: []float64{1e308, -1}},
+		PB: &PromptLogprobs{Tokens: []string{"x", "y"}, Logprobs: []float64{-1e308, -1}},
+	}
+	eq := Compare([]Pair{p}, 3)
+	if _, err := json.Marshal(eq); err != nil {
+		t.Fatalf("the section: %v", err)
+	}
+	if _, err := json.Marshal(Item(p, 3)); err != nil {
+		t.Fatalf("the row: %v", err)
+	}
+	if eq.LogprobDiffMax == nil || *eq.LogprobDiffMax != 0 {
+		t.Errorf("chosen logprob diff max %v, want 0 (only position 2 holds two logprobs)", eq.LogprobDiffMax)
+	}
+	if k := KLTopK(map[string]float64{"a": 800}, map[string]float64{"a": -0.1}); math.IsNaN(k) || math.IsInf(k, 0) {
+		t.Errorf("KL with a logprob of 800: %v, want finite", k)
+	}
 }

@@ -32,7 +32,8 @@ const klFloor = 1e-10
 // estimate is ≥ 0, 0 for identical lists, and finite. When the lists name
 // the same tokens it is the KL of the lumped distributions, a lower bound of
 // the exact KL (lumping never raises a divergence) that meets it as the
-// lists' mass nears 1. A NaN or +Inf entry counts as not listed.
+// lists' mass nears 1. An entry that is not a logprob (NaN, +Inf, out of
+// range: see valid) counts as not listed.
 func KLTopK(a, b map[string]float64) float64 {
 	return max(0, klRaw(a, b))
 }
@@ -102,6 +103,18 @@ func buckets(list map[string]float64, union []string) []float64 {
 	return out
 }
 
-// listed reports whether a list's logprob counts: a number, not +Inf (−Inf
-// is a probability of 0).
-func listed(lp float64) bool { return !math.IsNaN(lp) && !math.IsInf(lp, 1) }
+// listed reports whether a list's logprob counts: a logprob (valid), or
+// −Inf, a probability of 0.
+func listed(lp float64) bool { return valid(lp) || math.IsInf(lp, -1) }
+
+// A logprob a server gives is at most maxLogprob (0 and rounding) and at
+// least minLogprob (vLLM writes −9999 for −inf); valid says whether lp is
+// one. NaN, ±Inf and a value out of range (a hostile or broken server's
+// 800 or 1e308) are not: they would make a measure Inf or NaN, and a
+// report that cannot be written.
+const (
+	maxLogprob = 1e-3
+	minLogprob = -1e6
+)
+
+func valid(lp float64) bool { return lp <= maxLogprob && lp >= minLogprob }
