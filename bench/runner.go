@@ -341,7 +341,7 @@ func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send 
 	if !o.StartAt.IsZero() {
 		sleepCtx(ctx, time.Until(o.StartAt))
 	}
-	w := o.watch(ctx, ph.spec.Name, 0)
+	w := o.Watch(ctx, ph.spec.Name, 0)
 	var cancel func()
 	ph.ctx, cancel = phaseContext(ctx, o.PhaseCap)
 	defer cancel()
@@ -350,7 +350,7 @@ func (ph *phase) run(ctx context.Context, o *Options, warm bool, conc int, send 
 	send()
 	ph.wg.Wait()
 	run := PhaseRun{Start: ph.start, Records: ph.records, CPUSeconds: cpuSeconds() - cpu0}
-	run.Samples = w.end(ph.start)
+	run.Samples = w.End(ph.start)
 	return run, phaseStatus(ctx, ph.ctx, ph.records)
 }
 

@@ -99,7 +99,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 		pt.pool.Warm(warmCtx, conns)
 		cancelWarm()
 	}
-	w := o.watch(ctx, spec.Name, n)
+	w := o.Watch(ctx, spec.Name, n)
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pt.ctx = pctx
@@ -125,7 +125,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 	cancel(errDrain)
 	wg.Wait()
 	return PointRun{Start: pt.start, Records: pt.records, CPUSeconds: cpuSeconds() - cpu0, Interrupted: ctx.Err() != nil,
-		Samples: w.end(pt.start)}
+		Samples: w.End(pt.start)}
 }
 
 // pointNonce starts every prompt of point n: the run's nonce (the one its

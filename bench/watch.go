@@ -19,9 +19,9 @@ type Scraper interface {
 // it runs, when Options.MetricsInterval is 0.
 const DefaultMetricsInterval = 2 * time.Second
 
-// watch is the scraping of one phase (or sweep point): a sample before it,
-// one every interval during it, one after.
-type watch struct {
+// Watcher is the scraping of one phase (or sweep point): a sample before
+// it, one every interval during it, one after.
+type Watcher struct {
 	phase   string
 	point   int
 	s       Scraper
@@ -31,14 +31,16 @@ type watch struct {
 	samples []schema.MetricsSample
 }
 
-// watch starts scraping the phase: it takes the sample before it at once
-// (the phase's load has not begun), then one every interval until end. It
-// returns nil when the run scrapes nothing.
-func (o *Options) watch(ctx context.Context, phase string, point int) *watch {
+// Watch starts scraping the phase: it takes the sample before it at once
+// (the phase's load has not begun), then one every interval until End. It
+// returns nil when the run scrapes nothing. The runner watches its own
+// phases; a distributed phase's coordinator watches the phase its agents
+// run.
+func (o *Options) Watch(ctx context.Context, phase string, point int) *Watcher {
 	if o.Metrics == nil {
 		return nil
 	}
-	w := &watch{phase: phase, point: point, s: o.Metrics}
+	w := &Watcher{phase: phase, point: point, s: o.Metrics}
 	w.take(ctx, "before")
 	every := o.MetricsInterval
 	if every <= 0 {
@@ -64,7 +66,7 @@ func (o *Options) watch(ctx context.Context, phase string, point int) *watch {
 }
 
 // take scrapes once and keeps the sample, marked when.
-func (w *watch) take(ctx context.Context, when string) {
+func (w *Watcher) take(ctx context.Context, when string) {
 	s := w.s.Scrape(ctx)
 	if ctx.Err() != nil && s.Error != "" {
 		return // cut off by the phase's end: not the server's failure
@@ -75,12 +77,12 @@ func (w *watch) take(ctx context.Context, when string) {
 	w.mu.Unlock()
 }
 
-// end stops the scraping during the phase, takes the sample after it (the
+// End stops the scraping during the phase, takes the sample after it (the
 // requests have all ended, so the server's counters hold them all), and
 // returns every sample, each with its time from start, the phase's clock.
 // The after sample is taken even when ctx was cancelled (Ctrl-C): what the
 // server counted up to then is kept with what the client measured.
-func (w *watch) end(start time.Time) []schema.MetricsSample {
+func (w *Watcher) End(start time.Time) []schema.MetricsSample {
 	if w == nil {
 		return nil
 	}

@@ -85,6 +85,10 @@ func LoadDocs(src string) (*Docs, error) {
 	if err != nil {
 		return nil, dataErr(src, 0, "no such file or folder")
 	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		// A device or a pipe (/dev/zero) would be read without end.
+		return nil, dataErr(src, 0, "not a regular file or a folder")
+	}
 	files := []string{src}
 	if st.IsDir() {
 		entries, err := os.ReadDir(src)

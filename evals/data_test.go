@@ -244,3 +244,15 @@ func TestTheSamplesLoad(t *testing.T) {
 		t.Errorf("triviaqa %d", s.Len())
 	}
 }
+
+func TestLoadDocsRefusesADeviceThatWouldNeverEnd(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := LoadDocs("/dev/zero")
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("LoadDocs(/dev/zero) = %v, want a data error saying it is not a regular file", err)
+	}
+}

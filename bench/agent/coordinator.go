@@ -21,6 +21,7 @@ import (
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/serverside"
 )
 
 // Pings is how many pings measure an agent's clock offset; the one of
@@ -210,6 +211,17 @@ type agentRun struct {
 // agent's phase; what they recorded still comes back. A workload phase
 // (plan.Work) is not distributed yet: every agent is then lost.
 func RunPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*Conn) bench.PhaseRun {
+	// The endpoint's own metrics are the coordinator's to scrape, as on
+	// one host: before the agents prepare, during, and after the merge.
+	w := o.Watch(ctx, plan.Spec.Name, 0)
+	run := runPhase(ctx, o, plan, conns)
+	run.Samples = w.End(run.Start)
+	run.Result.Server = serverside.Stats(run.Samples)
+	return run
+}
+
+// runPhase is RunPhase without the scraping.
+func runPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*Conn) bench.PhaseRun {
 	spec := plan.Spec
 	if o.MaxConcurrency > 0 && o.MaxConcurrency < len(conns) {
 		// A share of 0 would be no bound at all: a --max-concurrency

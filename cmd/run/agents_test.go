@@ -26,7 +26,7 @@ func TestARunThroughTwoAgentsIsOneReport(t *testing.T) {
 	}
 	dir := t.TempDir()
 	code, stderr := execute(t, context.Background(), "--endpoint", e.BaseURL(), "--out", dir, "--phase", "p=10/32/4",
-		"--agents", strings.Join(addrs, ","), "--max-concurrency", "4", "--no-metrics")
+		"--agents", strings.Join(addrs, ","), "--max-concurrency", "4", "--metrics-interval", "100ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
@@ -48,6 +48,11 @@ func TestARunThroughTwoAgentsIsOneReport(t *testing.T) {
 			t.Errorf("record %d: agent %q (want %q), seen before %v", r.I, r.Agent, want, seen[r.I])
 		}
 		seen[r.I] = true
+	}
+	// The coordinator scrapes the endpoint as one host would: the server
+	// counted the agents' requests, all ten.
+	if srv := ph.Server; srv == nil || srv.Requests == nil || *srv.Requests != 10 {
+		t.Errorf("server block %+v: want the endpoint's count of the 10 requests", srv)
 	}
 	if md := cmdtest.ReadFile(t, dir, reports.ReportMD); !strings.Contains(md, "## Agents") {
 		t.Errorf("report.md has no agents table")
