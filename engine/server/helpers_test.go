@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,6 +261,8 @@ type scriptExec struct {
 	// panicOn, when set, makes a forward pass panic when it returns true
 	// for the pass's sequences, as a model bug would.
 	panicOn func([]model.Seq) bool
+	// passes counts the forward passes begun, before their delay.
+	passes atomic.Int64
 
 	kv    *model.KVCache
 	vocab int
@@ -275,6 +278,7 @@ func newScript(ids []int32, fill int32) *scriptExec {
 func (x *scriptExec) Pool() *model.KVCache { return x.kv }
 
 func (x *scriptExec) Forward(seqs []model.Seq) *model.Output {
+	x.passes.Add(1)
 	if x.delay > 0 {
 		time.Sleep(x.delay)
 	}

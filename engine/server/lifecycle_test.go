@@ -204,14 +204,17 @@ func TestShutdownEndsStreamsAndRefusesNewRequests(t *testing.T) {
 
 func TestShutdownWithAnExpiredDeadlineStillEndsEveryHandler(t *testing.T) {
 	// The scheduler's forward pass outlasts Shutdown's deadline: handlers
-	// are cut loose with an error event instead of waiting for it. The pass
-	// is long (1 s) so that a loaded machine, reading the first token late,
-	// cannot begin Shutdown just before the pass ends and see it end in time.
+	// are cut loose with an error event instead of waiting for it. Shutdown
+	// begins once the pass after the first token has begun, not between
+	// two passes, where the scheduler would stop at once and in time.
 	x := newScript(nil, 'x')
-	x.delay = time.Second
+	x.delay = 300 * time.Millisecond
 	e := newEnv(t, envConfig{script: x})
 	r, _ := e.openStream(longBody())
 	r.untilText()
+	for n := x.passes.Load(); x.passes.Load() == n; {
+		time.Sleep(time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err == nil {
