@@ -23,6 +23,7 @@ import (
 
 	"github.com/glmbench/glmbench/reports/paired"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // EvalName is the eval field of eval compare's evals.jsonl rows.
@@ -321,31 +322,29 @@ func Compare(pairs []Pair, k int) schema.Equivalence {
 		if len(it.nll) > 0 {
 			// The document's log ppl ratio: mean nll A − mean nll B over
 			// its paired tokens.
-			logRatio = append(logRatio, mean(it.nll))
+			logRatio = append(logRatio, paired.Mean(it.nll))
 		}
 	}
 	n := float64(len(usable))
 	eq.ExactMatch = ptr(exact / n)
 	eq.TokenAgreement = ptr(agree / n)
 	if len(diverged) > 0 {
-		slices.Sort(diverged)
-		eq.FirstDivergeP10 = ptr(quantile(diverged, 0.10))
-		eq.FirstDivergeP50 = ptr(quantile(diverged, 0.50))
-		eq.FirstDivergeP90 = ptr(quantile(diverged, 0.90))
+		eq.FirstDivergeP10 = summary.Percentile(diverged, 10)
+		eq.FirstDivergeP50 = summary.Percentile(diverged, 50)
+		eq.FirstDivergeP90 = summary.Percentile(diverged, 90)
 		eq.FirstDivergeCount = hist
 	}
 	if top1n > 0 {
 		eq.Top1Agreement = ptr(float64(top1s) / float64(top1n))
-		eq.KLMean = ptr(mean(kls))
-		slices.Sort(kls)
-		eq.KLP99 = ptr(quantile(kls, 0.99))
+		eq.KLMean = ptr(paired.Mean(kls))
+		eq.KLP99 = summary.Percentile(kls, 99)
 	}
 	if len(dlp) > 0 {
-		eq.LogprobDiffMean = ptr(mean(dlp))
+		eq.LogprobDiffMean = ptr(paired.Mean(dlp))
 		eq.LogprobDiffMax = ptr(slices.Max(dlp))
 	}
 	if len(nllAll) > 0 {
-		eq.NLLDiffMean = ptr(mean(nllAll))
+		eq.NLLDiffMean = ptr(paired.Mean(nllAll))
 		iv := paired.Bootstrap(logRatio, 0.95, paired.DefaultResamples, bootstrapSeed)
 		eq.PPLRatio, eq.PPLRatioLo, eq.PPLRatioHi = ptr(math.Exp(iv.Mean)), ptr(math.Exp(iv.Lo)), ptr(math.Exp(iv.Hi))
 	}
@@ -402,30 +401,12 @@ func Item(p Pair, k int) schema.EvalItem {
 	row.Score = it.agreement
 	row.Correct = ptr(it.exact)
 	if len(it.kl) > 0 {
-		row.KL = ptr(mean(it.kl))
+		row.KL = ptr(paired.Mean(it.kl))
 	}
 	if len(it.nll) > 0 {
-		row.NLLDiff = ptr(mean(it.nll))
+		row.NLLDiff = ptr(paired.Mean(it.nll))
 	}
 	return row
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func mean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
-
-// quantile is the type-7 quantile of sorted xs (numpy's default).
-func quantile(xs []float64, q float64) float64 {
-	h := q * float64(len(xs)-1)
-	lo := int(math.Floor(h))
-	if lo+1 >= len(xs) {
-		return xs[len(xs)-1]
-	}
-	return xs[lo] + (h-float64(lo))*(xs[lo+1]-xs[lo])
-}

@@ -11,6 +11,8 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"slices"
+
+	"github.com/montanaflynn/stats"
 )
 
 // Interval is a mean difference with its confidence interval.
@@ -37,7 +39,7 @@ func Bootstrap(diffs []float64, level float64, resamples int, seed uint64) Inter
 	if n == 0 {
 		return iv
 	}
-	iv.Mean = mean(diffs)
+	iv.Mean = Mean(diffs)
 	if resamples <= 0 {
 		resamples = DefaultResamples
 	}
@@ -99,7 +101,8 @@ func lchoose(n, k int) float64 {
 	return a - b - c
 }
 
-func mean(xs []float64) float64 {
+// Mean is the mean of xs (NaN for none).
+func Mean(xs []float64) float64 {
 	var s float64
 	for _, x := range xs {
 		s += x
@@ -107,12 +110,13 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// quantile is the type-7 quantile of sorted xs (numpy's default).
+// quantile is the q-th quantile of sorted, non-empty xs by the method of
+// every other percentile in a report (schema.PercentileMethod: type 7,
+// through montanaflynn/stats).
 func quantile(xs []float64, q float64) float64 {
-	h := q * float64(len(xs)-1)
-	lo := int(math.Floor(h))
-	if lo+1 >= len(xs) {
-		return xs[len(xs)-1]
+	v, err := stats.Percentile(xs, q*100)
+	if err != nil {
+		return math.NaN()
 	}
-	return xs[lo] + (h-float64(lo))*(xs[lo+1]-xs[lo])
+	return v
 }
