@@ -189,17 +189,7 @@ func TestBadSpeculativeSettingsAreRefusedBeforeTheServerStarts(t *testing.T) {
 		{[]string{"--speculative-algorithm", "NEXTN", "--speculative-num-steps", "-2"}, "speculative_num_steps -2"},
 		{[]string{"--executor", "sim", "--sim-accept-length", "0.5"}, "--sim-accept-length 0.5"},
 	} {
-		var stderr bytes.Buffer
-		f := &cmdutil.Factory{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}}
-		cmd := NewCmdServe(f, nil)
-		// Port -1 cannot be listened on: a run that got past the check fails there instead.
-		cmd.SetArgs(append(tc.args, "--port", "-1"))
-		cmd.SetOut(&bytes.Buffer{})
-		cmd.SetErr(&bytes.Buffer{})
-		err := cmd.Execute()
-		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || stderr.Len() != 0 {
-			t.Errorf("%v: err %v (stderr %q), want one line of bad input with %q", tc.args, err, stderr.String(), tc.want)
-		}
+		wantRefusedBeforeStart(t, tc.args, tc.want)
 	}
 }
 
@@ -238,17 +228,7 @@ func TestABadWeightDTypeIsRefusedBeforeTheServerStarts(t *testing.T) {
 		{[]string{"--server-config", config}, `weight dtype "fp16"`},
 		{[]string{"--executor", "sim", "--weight-dtype", "nvfp4"}, "--weight-dtype nvfp4: --executor sim has no weights to round"},
 	} {
-		var stderr bytes.Buffer
-		f := &cmdutil.Factory{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}}
-		cmd := NewCmdServe(f, nil)
-		// Port -1 cannot be listened on: a run that got past the check fails there instead.
-		cmd.SetArgs(append(tc.args, "--port", "-1"))
-		cmd.SetOut(&bytes.Buffer{})
-		cmd.SetErr(&bytes.Buffer{})
-		err := cmd.Execute()
-		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || stderr.Len() != 0 {
-			t.Errorf("%v: err %v (stderr %q), want one line of bad input with %q", tc.args, err, stderr.String(), tc.want)
-		}
+		wantRefusedBeforeStart(t, tc.args, tc.want)
 	}
 }
 
@@ -280,5 +260,23 @@ func TestServeWithAWeightDTypeServesRoundedWeightsAndSaysSo(t *testing.T) {
 	}
 	if want := fmt.Sprintf(", weights fp8_e4m3 (%d tensors rounded)", int(n)); n < 1 || !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+}
+
+// wantRefusedBeforeStart runs serve with args and fails t unless it is
+// refused with one line of bad input saying want, before it starts: port
+// -1 cannot be listened on, so a run that got past the check fails there
+// instead.
+func wantRefusedBeforeStart(t *testing.T, args []string, want string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	f := &cmdutil.Factory{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}}
+	cmd := NewCmdServe(f, nil)
+	cmd.SetArgs(append(args, "--port", "-1"))
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	err := cmd.Execute()
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") || stderr.Len() != 0 {
+		t.Errorf("%v: err %v (stderr %q), want one line of bad input with %q", args, err, stderr.String(), want)
 	}
 }
