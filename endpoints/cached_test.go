@@ -307,17 +307,8 @@ func TestReadEventsWithCachedCountsAllocatesNothingPerEvent(t *testing.T) {
 	stream := usageStream(256)
 	final := "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1040,\"completion_tokens\":256,\"prompt_cache_hit_tokens\":512,\"prompt_tokens_details\":{\"cached_tokens\":1024,\"audio_tokens\":0}},\"timings\":{\"cache_n\":1024,\"prompt_n\":16}}\n\ndata: [DONE]\n\n"
 	stream = append(bytes.TrimSuffix(stream, []byte("data: [DONE]\n\n")), final...)
-	rd := sse.NewReader(nil)
-	res := &StreamResult{Events: make([]time.Duration, 0, 300)}
-	src := bytes.NewReader(stream)
-	allocs := testing.AllocsPerRun(50, func() {
-		src.Reset(stream)
-		rd.Reset(src)
-		res.Reset()
-		res.T0 = time.Now()
-		if _, over := readEvents(rd, res, nil, false, 0, nil, nil); over || len(res.Events) != 256 || !res.CachedReported || res.CachedTokens != 1024 {
-			t.Fatalf("%+v", res)
-		}
+	allocs := readAllocs(t, stream, func(res *StreamResult) bool {
+		return len(res.Events) == 256 && res.CachedReported && res.CachedTokens == 1024
 	})
 	if allocs > 1 {
 		t.Fatalf("%.1f allocations per 256-event stream", allocs)

@@ -24,19 +24,28 @@ func sglangStream(n int) []byte {
 	return buf.Bytes()
 }
 
-func TestReadEventsAllocatesNothingPerEvent(t *testing.T) {
-	stream := sglangStream(256)
+// readAllocs is readEvents' allocations per read of stream, into a result
+// reused each time; t fails when a read is cut short or ok says its result
+// is wrong.
+func readAllocs(t *testing.T, stream []byte, ok func(*StreamResult) bool) float64 {
+	t.Helper()
 	rd := sse.NewReader(nil)
 	res := &StreamResult{Events: make([]time.Duration, 0, 300)}
 	src := bytes.NewReader(stream)
-	allocs := testing.AllocsPerRun(50, func() {
+	return testing.AllocsPerRun(50, func() {
 		src.Reset(stream)
 		rd.Reset(src)
 		res.Reset()
 		res.T0 = time.Now()
-		if _, over := readEvents(rd, res, nil, false, 0, nil, nil); over || len(res.Events) != 256 || !res.Done || res.CompletionTokens != 256 {
+		if _, over := readEvents(rd, res, nil, false, 0, nil, nil); over || !ok(res) {
 			t.Fatalf("%+v", res)
 		}
+	})
+}
+
+func TestReadEventsAllocatesNothingPerEvent(t *testing.T) {
+	allocs := readAllocs(t, sglangStream(256), func(res *StreamResult) bool {
+		return len(res.Events) == 256 && res.Done && res.CompletionTokens == 256
 	})
 	// One allocation per stream is the finish reason's string.
 	if allocs > 1 {

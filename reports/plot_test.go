@@ -39,31 +39,7 @@ func TestPlotsRenderAsPNGAndSVGOfTheExpectedSize(t *testing.T) {
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("wrote %s\nwant  %s", got, want)
 	}
-	svgSize := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(b) < 1000 {
-			t.Fatalf("%s: only %d bytes", f, len(b))
-		}
-		switch filepath.Ext(f) {
-		case ".png":
-			cfg, err := png.DecodeConfig(bytes.NewReader(b))
-			if err != nil || cfg.Width != 768 || cfg.Height != 480 {
-				t.Fatalf("%s: %dx%d (%v), want 768x480", f, cfg.Width, cfg.Height, err)
-			}
-			if _, err := png.Decode(bytes.NewReader(b)); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-		case ".svg":
-			m := svgSize.FindSubmatch(b)
-			if m == nil || string(m[1]) != "576" || string(m[2]) != "360" {
-				t.Fatalf("%s: size %q, want 576pt x 360pt", f, m)
-			}
-		}
-	}
+	checkFigures(t, files)
 	// SVG is byte-identical across renders, so a figure can be diffed.
 	again := t.TempDir()
 	if _, err := WritePlots(again, ins); err != nil {
@@ -86,5 +62,36 @@ func TestPlotsNeedRecords(t *testing.T) {
 	_, err := WritePlots(t.TempDir(), []*Input{{Path: "legacy.json", Report: &schema.Report{Label: "legacy"}, Legacy: true}})
 	if !isBadInput(err) || !strings.Contains(err.Error(), "no records to plot") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// checkFigures fails t unless every file is a whole figure of the figure
+// size: a PNG of 768×480 that decodes, or an SVG of 576pt×360pt, neither
+// under 1,000 bytes.
+func checkFigures(t *testing.T, files []string) {
+	t.Helper()
+	svgSize := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 1000 {
+			t.Fatalf("%s: only %d bytes", f, len(b))
+		}
+		switch filepath.Ext(f) {
+		case ".png":
+			cfg, err := png.DecodeConfig(bytes.NewReader(b))
+			if err != nil || cfg.Width != 768 || cfg.Height != 480 {
+				t.Fatalf("%s: %dx%d (%v), want 768x480", f, cfg.Width, cfg.Height, err)
+			}
+			if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		case ".svg":
+			if m := svgSize.FindSubmatch(b); m == nil || string(m[1]) != "576" || string(m[2]) != "360" {
+				t.Fatalf("%s: size %q, want 576pt x 360pt", f, m)
+			}
+		}
 	}
 }

@@ -2,10 +2,8 @@ package reports
 
 import (
 	"bytes"
-	"image/png"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -36,27 +34,7 @@ func TestServerPlotsAreWrittenPerPhaseAsPNGAndSVG(t *testing.T) {
 	if got, want := strings.Join(names, " "), "decode_medium-server.png decode_medium-server.svg sweep-p3-server.png sweep-p3-server.svg"; got != want {
 		t.Fatalf("wrote %s\nwant  %s", got, want)
 	}
-	svgSize := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(b) < 1000 {
-			t.Fatalf("%s: only %d bytes", f, len(b))
-		}
-		switch filepath.Ext(f) {
-		case ".png":
-			cfg, err := png.DecodeConfig(bytes.NewReader(b))
-			if err != nil || cfg.Width != 768 || cfg.Height != 480 {
-				t.Fatalf("%s: %dx%d (%v), want 768x480", f, cfg.Width, cfg.Height, err)
-			}
-		case ".svg":
-			if m := svgSize.FindSubmatch(b); m == nil || string(m[1]) != "576" || string(m[2]) != "360" {
-				t.Fatalf("%s: size %q, want 576pt x 360pt", f, m)
-			}
-		}
-	}
+	checkFigures(t, files)
 	full, _ := os.ReadFile(filepath.Join(dir, "decode_medium-server.svg"))
 	for _, want := range []string{"running", "queued", "KV cache usage", "KV cache in use (%)"} {
 		if !bytes.Contains(full, []byte(want)) {
