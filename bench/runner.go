@@ -271,7 +271,7 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 		run.Records = ownedRecords(ph.records, owned)
 		status = phaseStatus(ctx, ph.ctx, run.Records)
 	}
-	run.Result = phaseResult(o, plan, run.Records, status)
+	run.Result = Result(o, plan, run.Records, status)
 	run.Result.Server = serverside.Stats(run.Samples)
 	return run
 }
@@ -297,12 +297,23 @@ func ownedRecords(records []schema.Record, owned []int) []schema.Record {
 	return out
 }
 
-// Result is a fixed phase's result computed from its records, as RunPhase
-// computes it: the metrics, the calibration and the arrival options. A
-// distributed run's coordinator recomputes a phase from every agent's
-// records with it, so its figures come from the single-host code path.
+// Result is a phase's result computed from its records, as RunPhase
+// computes it: the metrics, the calibration and the arrival options, and
+// the SLO figures. A distributed run's coordinator recomputes a phase from
+// every agent's records with it, so its figures come from the single-host
+// code path; RunWorkPhase adds what a workload knows.
 func Result(o *Options, plan Plan, records []schema.Record, status string) schema.PhaseResult {
-	return phaseResult(o, plan, records, status)
+	spec := plan.Spec
+	r := summary.Phase(spec.Name, spec.In, spec.Out, records, status)
+	if plan.Cal.PromptTokens >= 0 {
+		r.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
+	}
+	r.Concurrency = o.MaxConcurrency
+	r.RequestRate = o.RequestRate
+	if len(o.SLOs) > 0 {
+		o.SLOs.Apply(&r, records, r.WallSec)
+	}
+	return r
 }
 
 // phasePool is the connection pool of a phase that would keep up to n
@@ -581,21 +592,6 @@ func phaseStatus(ctx, phaseCtx context.Context, records []schema.Record) string 
 	return status
 }
 
-// phaseResult is the phase's result: its metrics from the records, and
-// the calibration and arrival options it ran under.
-func phaseResult(o *Options, plan Plan, records []schema.Record, status string) schema.PhaseResult {
-	spec := plan.Spec
-	r := summary.Phase(spec.Name, spec.In, spec.Out, records, status)
-	if plan.Cal.PromptTokens >= 0 {
-		r.CalibratedInputLen = ptr(plan.Cal.PromptTokens)
-	}
-	r.Concurrency = o.MaxConcurrency
-	r.RequestRate = o.RequestRate
-	if len(o.SLOs) > 0 {
-		o.SLOs.Apply(&r, records, r.WallSec)
-	}
-	return r
-}
 
 func anyCut(records []schema.Record) bool {
 	for i := range records {

@@ -12,7 +12,6 @@ import (
 	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/serverside"
-	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // swapNonce returns body with every occurrence of the run's nonce
@@ -145,14 +144,11 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 			ph.dispatch(arrivals)
 		}
 	})
-	r := summary.Phase(spec.Name, spec.In, spec.Out, ph.records, status)
+	r := Result(o, Plan{Spec: spec, Cal: Calibration{PromptTokens: -1}}, ph.records, status)
 	r.Workload = plan.Phase.Kind
-	r.Concurrency = o.MaxConcurrency
-	if a := plan.Phase.Arrival; a.Kind == "poisson" || a.Kind == "gamma" || a.Kind == "constant" {
+	switch a := plan.Phase.Arrival; a.Kind {
+	case workload.Poisson, workload.Gamma, workload.Constant:
 		r.RequestRate = a.Rate
-	}
-	if len(o.SLOs) > 0 {
-		o.SLOs.Apply(&r, ph.records, r.WallSec)
 	}
 	r.Server = serverside.Stats(run.Samples)
 	run.Result = r
