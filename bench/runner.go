@@ -592,7 +592,6 @@ func phaseStatus(ctx, phaseCtx context.Context, records []schema.Record) string 
 	return status
 }
 
-
 func anyCut(records []schema.Record) bool {
 	for i := range records {
 		if records[i].NotSent || records[i].Cancelled != "" {
