@@ -64,3 +64,8 @@ func (c *CPU) RoPE(x Mat, pos []int32, r *Rope) {
 		}
 	}
 }
+
+// Tables returns the rotation's cos and sin tables, MaxPos × Dim/2 each
+// (pair j at position p is element p·Dim/2 + j), for a device that rotates
+// with the same values. The caller must not modify them.
+func (r *Rope) Tables() (cos, sin []float32) { return r.cos, r.sin }
