@@ -7,12 +7,13 @@ import (
 	"github.com/glmbench/glmbench/kernels"
 )
 
+// CONTRACT STUB (owner: the executor's author, who deletes this file).
+
 // Executor runs the model's forward pass (and its MTP drafter) as the op
 // list over an Ops, for the scheduler: sched.Executor and
 // sched.SpecExecutor. The weights and the KV values live in the Ops'
 // memory; Pool is the page bookkeeping alone. A device failure is fatal:
 // Forward panics with the Ops' error.
-// CONTRACT STUB: replaced by the executor implementation.
 type Executor struct {
 	kv *model.KVCache
 }
@@ -37,9 +38,4 @@ func (e *Executor) Close() error { return nil }
 
 // NewHostOps returns the Ops that run on the host over the CPU kernels k,
 // matching model.Forward bit for bit.
-// CONTRACT STUB: replaced by the host implementation.
 func NewHostOps(k kernels.Backend) Ops { panic("not built") }
-
-// NewLaunchOps returns the Ops that run kernels.cu through c over mem.
-// CONTRACT STUB: replaced by the launch implementation.
-func NewLaunchOps(mem Memory, c Caller) Ops { panic("not built") }

@@ -18,7 +18,7 @@ type DeviceOptions struct {
 var ErrNoDevice = errors.New("no CUDA device")
 
 // OpenDevice opens a GPU and returns the Ops that run kernels.cu on it.
-// CONTRACT STUB: replaced by the device implementation.
+// CONTRACT STUB (owner: the device author, who deletes this file and keeps the names).
 func OpenDevice(o DeviceOptions) (Ops, error) {
 	return nil, fmt.Errorf("%w: the CUDA path is not built yet", ErrNoDevice)
 }
