@@ -257,45 +257,13 @@ func runPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ar := runs[k]
-			p := Prepare{
+			slow := runs[k].prepare(ctx, o, plan, c, Prepare{
 				BaseURL: o.Endpoint.BaseURL, Model: o.Endpoint.Model, Shape: o.Shape, Spec: spec,
 				Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, First: plan.First,
 				Nonce: o.Nonce, Seed: o.Seed, RequestRate: o.RequestRate, MaxConcurrency: shares[k],
 				Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, PhaseCap: o.PhaseCap,
 				Shard: bench.Shard{Index: k, Count: n},
-			}
-			// The agent opens a burst's connections before it answers,
-			// each within the connect timeout: the wait allows for them.
-			pctx, cancel := context.WithTimeout(ctx, PrepareTimeout+o.ConnectTimeout)
-			defer cancel()
-			// An interrupt (ctx) is no agent's failure: the phase is then
-			// interrupted, not degraded.
-			lose := func(why string, err error) {
-				if ctx.Err() == nil {
-					ar.lost = why + err.Error()
-				}
-			}
-			resp, err := c.post(pctx, RoutePrepare, p)
-			if err != nil {
-				lose("prepare: ", err)
-				return
-			}
-			var ready Ready
-			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ready)
-			resp.Body.Close()
-			if err != nil {
-				lose("prepare: ", err)
-				return
-			}
-			ar.token = ready.Token
-			off, unc, slow, err := c.measure(pctx)
-			if err != nil {
-				lose("clock: ", err)
-				return
-			}
-			ar.offset = off
-			ar.stats.OffsetMs, ar.stats.UncertaintyMs = ms(off), ms(unc)
+			})
 			mu.Lock()
 			slowest = max(slowest, slow)
 			mu.Unlock()
@@ -310,17 +278,7 @@ func runPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 	// Cancelling ctx cancels the agents' phases; their streams go on.
 	streamCtx, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStreams()
-	stopWatch := context.AfterFunc(ctx, func() {
-		for k, c := range conns {
-			if runs[k].lost == "" {
-				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if resp, err := c.post(cctx, RouteCancel, struct{}{}); err == nil {
-					resp.Body.Close()
-				}
-				cancel()
-			}
-		}
-	})
+	stopWatch := context.AfterFunc(ctx, func() { cancelAgents(conns, runs) })
 	defer stopWatch()
 	for k, c := range conns {
 		ar := runs[k]
@@ -335,6 +293,54 @@ func runPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 	}
 	wg.Wait()
 	return merge(o, plan, runs, start, ctx.Err() != nil)
+}
+
+// prepare sends an agent its phase and measures its clock; a failure marks
+// the agent lost. It returns the slowest clock exchange it saw.
+func (ar *agentRun) prepare(ctx context.Context, o *bench.Options, plan bench.Plan, c *Conn, p Prepare) (slow time.Duration) {
+	// The agent opens a burst's connections before it answers, each
+	// within the connect timeout: the wait allows for them.
+	pctx, cancel := context.WithTimeout(ctx, PrepareTimeout+o.ConnectTimeout)
+	defer cancel()
+	// An interrupt (ctx) is no agent's failure: the phase is then
+	// interrupted, not degraded.
+	lose := func(why string, err error) time.Duration {
+		if ctx.Err() == nil {
+			ar.lost = why + err.Error()
+		}
+		return 0
+	}
+	resp, err := c.post(pctx, RoutePrepare, p)
+	if err != nil {
+		return lose("prepare: ", err)
+	}
+	var ready Ready
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ready)
+	resp.Body.Close()
+	if err != nil {
+		return lose("prepare: ", err)
+	}
+	ar.token = ready.Token
+	off, unc, slow, err := c.measure(pctx)
+	if err != nil {
+		return lose("clock: ", err)
+	}
+	ar.offset = off
+	ar.stats.OffsetMs, ar.stats.UncertaintyMs = ms(off), ms(unc)
+	return slow
+}
+
+// cancelAgents asks every agent not lost to cancel its phase.
+func cancelAgents(conns []*Conn, runs []*agentRun) {
+	for k, c := range conns {
+		if runs[k].lost == "" {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if resp, err := c.post(cctx, RouteCancel, struct{}{}); err == nil {
+				resp.Body.Close()
+			}
+			cancel()
+		}
+	}
 }
 
 // collect starts the agent at at (on its clock) and reads its records

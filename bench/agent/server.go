@@ -245,38 +245,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// A heartbeat ({}) whenever the stream has been quiet for a while,
-		// so that a coordinator tells a silent agent (a hung host, a
-		// partition) from one whose requests are simply long.
-		beat := time.NewTicker(Heartbeat)
-		defer beat.Stop()
-		for {
-			var b []byte
-			var l Line
-			select {
-			case ll, ok := <-lines:
-				if !ok {
-					return
-				}
-				var err error
-				if b, err = json.Marshal(ll); err != nil {
-					continue
-				}
-				l = ll
-			case <-beat.C:
-				b = []byte("{}")
-			}
-			// A failed write is a coordinator gone: the phase is cancelled
-			// through r's context; the lines are drained all the same.
-			if _, err := w.Write(append(b, '\n')); err == nil {
-				if l.Record != nil {
-					written++
-				}
-				if fl != nil {
-					fl.Flush()
-				}
-			}
-		}
+		written = streamLines(w, fl, lines)
 	}()
 	run := bench.RunPhase(ctx, &o, pp.plan)
 	close(lines)
@@ -286,6 +255,43 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request) {
 	w.Write(append(b, '\n'))
 	if fl != nil {
 		fl.Flush()
+	}
+}
+
+// streamLines writes each line of lines to w as JSONL until lines is
+// closed, and returns how many of them were records written. A heartbeat
+// ({}) goes out whenever the stream has been quiet for a while, so that a
+// coordinator tells a silent agent (a hung host, a partition) from one
+// whose requests are simply long.
+func streamLines(w http.ResponseWriter, fl http.Flusher, lines <-chan Line) (written int) {
+	beat := time.NewTicker(Heartbeat)
+	defer beat.Stop()
+	for {
+		var b []byte
+		var l Line
+		select {
+		case ll, ok := <-lines:
+			if !ok {
+				return written
+			}
+			var err error
+			if b, err = json.Marshal(ll); err != nil {
+				continue
+			}
+			l = ll
+		case <-beat.C:
+			b = []byte("{}")
+		}
+		// A failed write is a coordinator gone: the phase is cancelled
+		// through the request's context; the lines are drained all the same.
+		if _, err := w.Write(append(b, '\n')); err == nil {
+			if l.Record != nil {
+				written++
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
 	}
 }
 
