@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -267,14 +268,8 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	bo.MetricsInterval = o.Metrics.Interval
-	var plans []bench.Plan
-	if p.work != nil {
-		wps, err := target.CalibrateWorkload(ctx, errOut, bo, []bench.WorkPhase{*p.work}, fmt.Sprintf("workload %s, phase %s", p.source, p.spec.Name))
-		if err != nil {
-			return err
-		}
-		plans = []bench.Plan{{Spec: p.spec, Cal: bench.Calibration{PromptTokens: -1}, Work: wps[0]}}
-	} else if plans, err = target.Calibrate(ctx, errOut, bo, []bench.Spec{p.spec}, fmt.Sprintf("%d/%d", p.spec.In, p.spec.Out)); err != nil {
+	plans, err := calibrate(ctx, errOut, bo, p)
+	if err != nil {
 		return err
 	}
 	if scraping != "" {
@@ -285,12 +280,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	rep := tg.Report(o.F)
 	rep.Nonce = bo.Nonce
-	rep.Options = schema.Options{
-		Phases: p.spec.Name, IgnoreEOS: o.IgnoreEOS, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
-		Timeouts: map[string]float64{"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(),
-			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
-	}
-	rep.Options.Workload, rep.Options.Dataset = p.source, o.Dataset
+	rep.Options = o.reportOptions(p)
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	// A report that cannot be written ends the sweep, as it ends run: the
 	// points after it would be measured for nothing.
@@ -340,6 +330,30 @@ func Run(ctx context.Context, o *Options) error {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no request of the sweep completed")}
 	}
 	return nil
+}
+
+// calibrate plans the phase a sweep measures: the workload's phase
+// (calibrated on the endpoint's filler curve), or the fixed shape.
+func calibrate(ctx context.Context, errOut io.Writer, bo *bench.Options, p *plan) ([]bench.Plan, error) {
+	if p.work == nil {
+		return target.Calibrate(ctx, errOut, bo, []bench.Spec{p.spec}, fmt.Sprintf("%d/%d", p.spec.In, p.spec.Out))
+	}
+	wps, err := target.CalibrateWorkload(ctx, errOut, bo, []bench.WorkPhase{*p.work}, fmt.Sprintf("workload %s, phase %s", p.source, p.spec.Name))
+	if err != nil {
+		return nil, err
+	}
+	return []bench.Plan{{Spec: p.spec, Cal: bench.Calibration{PromptTokens: -1}, Work: wps[0]}}, nil
+}
+
+// reportOptions are the report's record of the sweep's options.
+func (o *Options) reportOptions(p *plan) schema.Options {
+	ro := schema.Options{
+		Phases: p.spec.Name, IgnoreEOS: o.IgnoreEOS, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
+		Timeouts: map[string]float64{"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(),
+			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
+	}
+	ro.Workload, ro.Dataset = p.source, o.Dataset
+	return ro
 }
 
 // workPhase reads --workload (or --dataset) and expands the phase to sweep:
