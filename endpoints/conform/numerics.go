@@ -260,8 +260,62 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 		return fail("request 1 of %d: %s", n, p)
 	}
 	got[0] = &first
-	answers := make([]*answer, n)
-	problems := make([]string, n)
+	answers, problems := s.repeatNumerics(ctx, prompt, plain, got)
+	// A request refused for now is not compared, and said; any other
+	// failure is the endpoint's, and fails the check.
+	var refused []string
+	for k, p := range problems {
+		switch {
+		case p == "":
+		case notNow(answers[k]):
+			refused = append(refused, fmt.Sprintf("request %d (%s): %s", k+1, when(k), p))
+		default:
+			return fail("request %d of %d (%s): %s", k+1, n, when(k), p)
+		}
+	}
+	answered := n - len(refused)
+	said := ""
+	if len(refused) > 0 {
+		said = fmt.Sprintf("; %d refused for now, not compared (%s)", len(refused), refused[0])
+	}
+	if answered < 2 {
+		return skip("only %d of %d requests answered%s: nothing to compare", answered, n, said)
+	}
+	t := s.tally(got, when)
+	how := fmt.Sprintf("%d answers (%d in a row, then %d at once)", answered, repeatsInARow, repeatsAtOnce)
+	if answered < n {
+		how = fmt.Sprintf("%d answers to %d requests (%d in a row, then %d at once)", answered, n, repeatsInARow, repeatsAtOnce)
+	}
+	if t.byText {
+		said += "; " + byTextNote(note)
+	}
+	if len(t.kinds) == 1 {
+		what := "with their logprobs and top-" + fmt.Sprint(numericsTop) + " logprobs, bit for bit"
+		if t.byText {
+			what = "the same text and finish_reason"
+		}
+		return pass("%s identical: %s each, %s%s", how, got[0].size(t.byText), what, said)
+	}
+	u := t.earliest.unit()
+	parted := fmt.Sprintf("their %ss never part", u)
+	if t.tokens >= 0 {
+		parted = fmt.Sprintf("their %ss part at %s %d", u, u, t.tokens)
+	}
+	lp := fmt.Sprintf("; the largest |Δ logprob| %.3g", t.delta)
+	if t.byText {
+		lp = ""
+	}
+	return fail("not deterministic: %s give %d distinct outputs; answers %s differ from the first, the earliest at %s %d (counting from 0: %s) of %s, %s%s; %s%s",
+		how, len(t.kinds), strings.Join(t.who, ", "), u, t.earliest.at, t.earliest.what, got[0].size(t.byText), parted, lp, numericsHint, said)
+}
+
+// repeatNumerics sends the determinism check's requests 2 to len(got):
+// repeatsInARow−1 one after another, then repeatsAtOnce all together.
+// got[k] receives answer k's sample when it came, problems[k] what went
+// wrong when it did not.
+func (s *suite) repeatNumerics(ctx context.Context, prompt string, plain bool, got []*sample) (answers []*answer, problems []string) {
+	n := len(got)
+	answers, problems = make([]*answer, n), make([]string, n)
 	ask := func(k int) {
 		c, a, p := s.chatAnswerLimit(ctx, s.numericsBody(prompt, plain), numericsLimit)
 		answers[k], problems[k] = a, p
@@ -285,79 +339,46 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 	}
 	close(start)
 	wg.Wait()
-	// A request refused for now is not compared, and said; any other
-	// failure is the endpoint's, and fails the check.
-	var refused []string
-	for k, p := range problems {
-		switch {
-		case p == "":
-		case notNow(answers[k]):
-			refused = append(refused, fmt.Sprintf("request %d (%s): %s", k+1, when(k), p))
-		default:
-			return fail("request %d of %d (%s): %s", k+1, n, when(k), p)
-		}
-	}
-	answered := n - len(refused)
-	said := ""
-	if len(refused) > 0 {
-		said = fmt.Sprintf("; %d refused for now, not compared (%s)", len(refused), refused[0])
-	}
-	if answered < 2 {
-		return skip("only %d of %d requests answered%s: nothing to compare", answered, n, said)
-	}
-	// Distinct outputs are counted by comparing each answer with one of
-	// each kind seen before it; every answer is measured against the first.
+	return answers, problems
+}
+
+// determinismTally is how the answers of the determinism check differ.
+type determinismTally struct {
+	kinds    []sample // one answer of each distinct kind
+	earliest gap      // the earliest parting from the first answer
+	tokens   int      // the earliest token at which one parts, -1 if none
+	delta    float64  // the largest |Δ logprob| against the first
+	who      []string // the answers that differ from the first
+	byText   bool     // some comparison was by text alone
+}
+
+// tally counts the distinct outputs by comparing each answer with one of
+// each kind seen before it, and measures every answer against the first.
+func (s *suite) tally(got []*sample, when func(int) string) determinismTally {
 	sameFooting(got...)
-	var kinds []sample
-	earliest, tokens, delta := gap{at: -1, tokenAt: -1}, -1, 0.0
-	var who []string
-	byText := false
+	t := determinismTally{earliest: gap{at: -1, tokenAt: -1}, tokens: -1}
 	for k, smp := range got {
 		if smp == nil {
 			continue
 		}
-		if !slices.ContainsFunc(kinds, func(o sample) bool { return compare(s.redact(), o, *smp).identical() }) {
-			kinds = append(kinds, *smp)
+		if !slices.ContainsFunc(t.kinds, func(o sample) bool { return compare(s.redact(), o, *smp).identical() }) {
+			t.kinds = append(t.kinds, *smp)
 		}
 		g := compare(s.redact(), *got[0], *smp)
-		byText = byText || g.byText
-		delta = max(delta, g.delta)
+		t.byText = t.byText || g.byText
+		t.delta = max(t.delta, g.delta)
 		if g.identical() {
 			continue
 		}
-		who = append(who, fmt.Sprintf("%d (%s)", k+1, when(k)))
-		if earliest.at < 0 || g.at < earliest.at {
-			earliest = g
+		t.who = append(t.who, fmt.Sprintf("%d (%s)", k+1, when(k)))
+		if t.earliest.at < 0 || g.at < t.earliest.at {
+			t.earliest = g
 		}
-		if g.tokenAt >= 0 && (tokens < 0 || g.tokenAt < tokens) {
-			tokens = g.tokenAt
+		if g.tokenAt >= 0 && (t.tokens < 0 || g.tokenAt < t.tokens) {
+			t.tokens = g.tokenAt
 		}
 	}
-	how := fmt.Sprintf("%d answers (%d in a row, then %d at once)", answered, repeatsInARow, repeatsAtOnce)
-	if answered < n {
-		how = fmt.Sprintf("%d answers to %d requests (%d in a row, then %d at once)", answered, n, repeatsInARow, repeatsAtOnce)
-	}
-	if byText {
-		said += "; " + byTextNote(note)
-	}
-	if len(kinds) == 1 {
-		what := "with their logprobs and top-" + fmt.Sprint(numericsTop) + " logprobs, bit for bit"
-		if byText {
-			what = "the same text and finish_reason"
-		}
-		return pass("%s identical: %s each, %s%s", how, got[0].size(byText), what, said)
-	}
-	u := earliest.unit()
-	parted := fmt.Sprintf("their %ss never part", u)
-	if tokens >= 0 {
-		parted = fmt.Sprintf("their %ss part at %s %d", u, u, tokens)
-	}
-	lp := fmt.Sprintf("; the largest |Δ logprob| %.3g", delta)
-	if byText {
-		lp = ""
-	}
-	return fail("not deterministic: %s give %d distinct outputs; answers %s differ from the first, the earliest at %s %d (counting from 0: %s) of %s, %s%s; %s%s",
-		how, len(kinds), strings.Join(who, ", "), u, earliest.at, earliest.what, got[0].size(byText), parted, lp, numericsHint, said)
+	return t
 }
 
 func checkBatchInvariance(ctx context.Context, s *suite) outcome {
