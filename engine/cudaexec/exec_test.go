@@ -38,9 +38,15 @@ func nano(t testing.TB) *model.Config {
 
 func newPair(t testing.TB, cfg *model.Config, pages, pageSize int, mtp bool) *pair {
 	t.Helper()
+	return newPairOn(t, kernels.Default(), cfg, pages, pageSize, mtp)
+}
+
+// newPairOn is newPair with both on the kernels k.
+func newPairOn(t testing.TB, k kernels.Backend, cfg *model.Config, pages, pageSize int, mtp bool) *pair {
+	t.Helper()
 	w := model.Synth(cfg, 3)
-	m := model.New(cfg, w, kernels.Default(), model.NewKVCache(cfg, pages, pageSize))
-	e, err := NewExecutor(cfg, w, NewHostOps(kernels.Default()), pages, pageSize, mtp)
+	m := model.New(cfg, w, k, model.NewKVCache(cfg, pages, pageSize))
+	e, err := NewExecutor(cfg, w, NewHostOps(k), pages, pageSize, mtp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +102,23 @@ func (p *pair) sameKV(t *testing.T, what string) {
 	}
 }
 
+// sameSelection checks that the last layer's selection gave each row of
+// seqs min(p+1, index_topk) keys: every visible one, or the top-k.
+func (p *pair) sameSelection(t *testing.T, what string, seqs []model.Seq) {
+	t.Helper()
+	var want []int32
+	for _, s := range seqs {
+		for i := range s.Tokens {
+			want = append(want, int32(min(s.Pos+i+1, p.cfg.IndexTopK)))
+		}
+	}
+	got := make([]int32, len(want))
+	p.e.ops.DownloadInts(got, p.e.i32["topk_count"].Slice(0, len(want)))
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: selected %v keys per row, want %v", what, got, want)
+	}
+}
+
 // tok is sequence j's token at position p.
 func tok(j, p int) int32 { return int32((p*37 + j*11 + 5) % 320) }
 
@@ -120,11 +143,13 @@ func pagesFrom(first, n int) []int32 {
 }
 
 // TestExecutorOverHostOpsIsForwardBitForBit runs batch scripts through the
-// CPU model and the Executor over the host Ops on the same weights: every
-// batch's logits and hidden rows, and in the end every KV slot, must have
-// the same bits. nano's index_topk is 64, so the prompts longer than that
-// run DSA's top-k; contiguous pages score keys one product per run of
-// slots, scattered ones gather the keys first.
+// CPU model and the Executor over the host Ops on the same weights, on the
+// fastest kernel path and the plain Go one: every batch's logits and
+// hidden rows, and in the end every KV slot, must have the same bits.
+// nano's index_topk is 64, so the rows past position 63 read the indexer's
+// top 64 (checked: each row's count of selected keys is min(p+1, 64));
+// contiguous pages score keys one product per run of slots, scattered ones
+// gather the keys first.
 func TestExecutorOverHostOpsIsForwardBitForBit(t *testing.T) {
 	t.Parallel()
 	const pageSize = 4
@@ -178,28 +203,42 @@ func TestExecutorOverHostOpsIsForwardBitForBit(t *testing.T) {
 			},
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			p := newPair(t, nano(t), 80, pageSize, false)
-			slots := make([][]int32, len(c.pages))
-			for j, pg := range c.pages {
-				slots[j] = slotsOn(pg, pageSize, len(pg)*pageSize)
-			}
-			for i, b := range c.batches {
-				var seqs []model.Seq
-				for _, s := range b {
-					var toks []int32
-					for q := s.from; q < s.to; q++ {
-						toks = append(toks, tok(s.seq, q))
-					}
-					seqs = append(seqs, model.Seq{Tokens: toks, Pos: s.from, Slots: slots[s.seq][:s.to], Logits: s.rows})
-				}
-				p.forward(t, fmt.Sprintf("batch %d", i), seqs)
-			}
-			p.sameKV(t, "after the script")
-		})
+	goPath, err := kernels.Open("cpu-go")
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, k := range []kernels.Backend{kernels.Default(), goPath} {
+		for _, c := range cases {
+			t.Run(k.Name()+": "+c.name, func(t *testing.T) {
+				t.Parallel()
+				runScript(t, newPairOn(t, k, nano(t), 80, pageSize, false), c.pages, c.batches)
+			})
+		}
+	}
+}
+
+// runScript runs batches of spans of sequences on pages through p, checking
+// each batch's output, the keys each row selected, and the KV pool at the end.
+func runScript(t *testing.T, p *pair, pages [][]int32, batches [][]span) {
+	t.Helper()
+	pageSize := p.e.Pool().PageSize
+	slots := make([][]int32, len(pages))
+	for j, pg := range pages {
+		slots[j] = slotsOn(pg, pageSize, len(pg)*pageSize)
+	}
+	for i, b := range batches {
+		var seqs []model.Seq
+		for _, s := range b {
+			var toks []int32
+			for q := s.from; q < s.to; q++ {
+				toks = append(toks, tok(s.seq, q))
+			}
+			seqs = append(seqs, model.Seq{Tokens: toks, Pos: s.from, Slots: slots[s.seq][:s.to], Logits: s.rows})
+		}
+		p.forward(t, fmt.Sprintf("batch %d", i), seqs)
+		p.sameSelection(t, fmt.Sprintf("batch %d", i), seqs)
+	}
+	p.sameKV(t, "after the script")
 }
 
 // TestExecutorDraftsTheModelsTokens checks the MTP path: for prompts of
