@@ -25,6 +25,7 @@ type Model struct {
 	workers []*workspace  // each parallel worker's scratch
 	rowsOf  [][]int32     // per batch row: the KV slots it attends to
 	items   []indexItem
+	heads   []int32 // the batch rows that get logits (head)
 }
 
 // New returns a model over weights w and cache kv, running on k.
@@ -198,36 +199,38 @@ func (m *Model) begin(seqs []Seq) (T int, ri rowInfo) {
 func (m *Model) head(x kernels.Mat, seqs []Seq, norm []float32, prefix string) *Output {
 	cfg := m.Cfg
 	out := &Output{First: make([]int, len(seqs))}
-	n := 0
-	for j, s := range seqs {
-		out.First[j] = n
-		switch s.Logits {
-		case LastRow:
-			n++
-		case AllRows:
-			n += len(s.Tokens)
-		}
-	}
+	m.heads = HeadRows(seqs, out.First, m.heads[:0])
+	n := len(m.heads)
 	sel := m.ws.mat(prefix+"head_in", n, cfg.HiddenSize)
-	t, r := 0, 0
-	for _, s := range seqs {
-		switch s.Logits {
-		case LastRow:
-			copy(sel.Row(r), x.Row(t+len(s.Tokens)-1))
-			r++
-		case AllRows:
-			for i := range s.Tokens {
-				copy(sel.Row(r), x.Row(t+i))
-				r++
-			}
-		}
-		t += len(s.Tokens)
+	for r, t := range m.heads {
+		copy(sel.Row(r), x.Row(int(t)))
 	}
 	out.Hidden = m.ws.mat(prefix+"hidden", n, cfg.HiddenSize)
 	m.K.RMSNorm(out.Hidden, sel, norm, float32(cfg.RMSNormEps))
 	out.Logits = m.ws.mat(prefix+"logits", n, cfg.VocabSize)
 	m.K.MatMulT(out.Logits, out.Hidden, m.W.LMHead)
 	return out
+}
+
+// HeadRows sets first[j] to sequence j's first row in a forward pass's
+// Output and appends to rows, in order, the batch row of every row that
+// gets logits: a LastRow sequence's last new token, each of an AllRows
+// sequence's, none of a NoRows one's.
+func HeadRows(seqs []Seq, first []int, rows []int32) []int32 {
+	t := 0
+	for j, s := range seqs {
+		first[j] = len(rows)
+		switch s.Logits {
+		case LastRow:
+			rows = append(rows, int32(t+len(s.Tokens)-1))
+		case AllRows:
+			for i := range s.Tokens {
+				rows = append(rows, int32(t+i))
+			}
+		}
+		t += len(s.Tokens)
+	}
+	return rows
 }
 
 // layer runs decoder layer l (its KV cache layer is l too) in place on x.
@@ -293,7 +296,7 @@ func (m *Model) attention(l int, a *Attention, xn, out kernels.Mat, seqs []Seq, 
 	ikRaw := m.ws.mat("ik_raw", T, di)
 	m.K.MatMulT(ikRaw, xn, ix.Wk)
 	ik := m.ws.mat("ik", T, di)
-	m.K.LayerNorm(ik, ikRaw, ix.KNormW, ix.KNormB, indexerNormEps)
+	m.K.LayerNorm(ik, ikRaw, ix.KNormW, ix.KNormB, IndexerNormEps)
 	m.K.RoPE(ik.Slice(0, T, 0, dr), ri.pos, m.rope)
 	iw := m.ws.mat("iw", T, hi)
 	m.K.MatMulT(iw, xn, ix.WeightsProj)
@@ -326,8 +329,8 @@ func (m *Model) attention(l int, a *Attention, xn, out kernels.Mat, seqs []Seq, 
 	m.K.MatMulT(out, vo, a.OProj)
 }
 
-// indexerNormEps is the indexer's LayerNorm epsilon (DeepSeek-V3.2 and GLM-5 use 1e-6).
-const indexerNormEps = 1e-6
+// IndexerNormEps is the indexer's LayerNorm epsilon (DeepSeek-V3.2 and GLM-5 use 1e-6).
+const IndexerNormEps = 1e-6
 
 // attendAbsorbed is MLA's absorbed form: per head, q̃ = q_nope · W_UK_h and
 // the query [q̃ | q_rope] attends over the cached [c | k_rope] with the
@@ -349,6 +352,18 @@ func (m *Model) attendAbsorbed(a *Attention, q, cache, vo kernels.Mat, scale flo
 			copy(qt.Row(t)[h*dk+r:(h+1)*dk], q.Row(t)[h*dq+dn:(h+1)*dq])
 		}
 	}
+	m.attendRows(o, qt, keys, values, heads, scale)
+	for h := range heads {
+		m.K.MatMulT(vo.Slice(0, T, h*dv, (h+1)*dv), o.Slice(0, T, h*r, (h+1)*r), a.uv[h])
+	}
+}
+
+// attendRows sets o[t, h·r : (h+1)·r] (r = values.Cols) to head h's
+// attention of row t: query qt[t, h·dk : (h+1)·dk] (dk = keys.Cols) over
+// the cache rows m.rowsOf[t], GatherAttention's softmax(scale · q·k)
+// weighing the values.
+func (m *Model) attendRows(o, qt, keys, values kernels.Mat, heads int, scale float32) {
+	T, r, dk := qt.Rows, values.Cols, keys.Cols
 	attend := func(worker, i int) { // item i is row i/heads, head i%heads
 		t, h := i/heads, i%heads
 		rows := m.rowsOf[t]
@@ -363,9 +378,6 @@ func (m *Model) attendAbsorbed(a *Attention, q, cache, vo kernels.Mat, scale flo
 		}
 	} else {
 		parallelFor(T*heads, attend)
-	}
-	for h := range heads {
-		m.K.MatMulT(vo.Slice(0, T, h*dv, (h+1)*dv), o.Slice(0, T, h*r, (h+1)*r), a.uv[h])
 	}
 }
 
@@ -629,12 +641,20 @@ func (m *Model) moe(e *MoE, xn, out kernels.Mat) {
 	k := cfg.NumExpertsPerTok
 	route := m.route(e, xn)
 
-	// Every expert runs once on the rows routed to it, gathered.
 	results := m.ws.mat("moe_results", T*k, H) // row t·k+i: expert route.idx[t][i] on row t
-	byExpert := m.ws.int32Lists("moe_by_expert", cfg.NRoutedExperts)
+	m.experts(results, xn, route.idx, k, e.Experts)
+	m.K.SwiGLU(out, xn, e.Shared.Gate, e.Shared.Up, e.Shared.Down, m.ws.get("swiglu", 2*T*e.Shared.Gate.Rows))
+	m.combine(out, results, route.w, k)
+}
+
+// experts sets row t·k+i of results to expert idx[t·k+i]'s SwiGLU of row t
+// of xn. Every expert runs once on the rows routed to it, gathered.
+func (m *Model) experts(results, xn kernels.Mat, idx []int32, k int, experts []MLP) {
+	T, H := xn.Rows, xn.Cols
+	byExpert := m.ws.int32Lists("moe_by_expert", len(experts))
 	for t := range T {
 		for i := range k {
-			ex := route.idx[t*k+i]
+			ex := idx[t*k+i]
 			byExpert[ex] = append(byExpert[ex], int32(t*k+i))
 		}
 	}
@@ -648,19 +668,22 @@ func (m *Model) moe(e *MoE, xn, out kernels.Mat) {
 			copy(in.Row(j), xn.Row(int(sl)/k))
 		}
 		y := m.ws.mat("moe_y", n, H)
-		mlp := &e.Experts[ex]
+		mlp := &experts[ex]
 		m.K.SwiGLU(y, in, mlp.Gate, mlp.Up, mlp.Down, m.ws.get("swiglu", 2*n*mlp.Gate.Rows))
 		for j, sl := range slots {
 			copy(results.Row(int(sl)), y.Row(j))
 		}
 	}
-	m.K.SwiGLU(out, xn, e.Shared.Gate, e.Shared.Up, e.Shared.Down, m.ws.get("swiglu", 2*T*e.Shared.Gate.Rows))
-	// Sum in a fixed order (shared, then experts by rank) so a row's result
-	// does not depend on its batch.
-	for t := range T {
+}
+
+// combine adds to row t of out Σ_i w[t·k+i] · results[t·k+i]. The sum runs
+// in a fixed order (the shared expert already in out, then the experts by
+// rank) so a row's result does not depend on its batch.
+func (m *Model) combine(out, results kernels.Mat, w []float32, k int) {
+	for t := range out.Rows {
 		row := out.Row(t)
 		for i := range k {
-			m.K.AddScaled(row, route.w[t*k+i], results.Row(t*k+i))
+			m.K.AddScaled(row, w[t*k+i], results.Row(t*k+i))
 		}
 	}
 }
@@ -677,12 +700,19 @@ type routing struct {
 // of their two best biased scores compete; the chosen experts' unbiased
 // scores, normalised to sum 1, times routed_scaling_factor, weigh them.
 func (m *Model) route(e *MoE, xn kernels.Mat) routing {
-	cfg := m.Cfg
-	T, E, k := xn.Rows, cfg.NRoutedExperts, cfg.NumExpertsPerTok
+	T, E := xn.Rows, m.Cfg.NRoutedExperts
 	logits := m.ws.mat("router_logits", T, E)
 	m.K.MatMulT(logits, xn, e.Gate)
 	scores := m.ws.mat("router_scores", T, E)
 	m.K.Sigmoid(scores.Data[:T*E], logits.Data[:T*E])
+	return m.routeScores(scores, e.Bias)
+}
+
+// routeScores is route's choice given the router's sigmoid scores (T × E)
+// and the correction bias (E).
+func (m *Model) routeScores(scores kernels.Mat, bias []float32) routing {
+	cfg := m.Cfg
+	T, E, k := scores.Rows, scores.Cols, cfg.NumExpertsPerTok
 	choice := m.ws.get("router_choice", E)
 	groups := max(cfg.NGroup, 1)
 	per := E / groups
@@ -694,7 +724,7 @@ func (m *Model) route(e *MoE, xn kernels.Mat) routing {
 	for t := range T {
 		s := scores.Row(t)
 		for i := range E {
-			choice[i] = s[i] + e.Bias[i]
+			choice[i] = s[i] + bias[i]
 		}
 		if groups > 1 {
 			for g := range groups {

@@ -37,7 +37,14 @@ type DraftSeq struct {
 // drafted tokens. The rows it writes past the last token's position are
 // provisional: the next Draft rewrites those that the verify committed.
 func (m *Model) Draft(seqs []DraftSeq) [][]int32 {
-	H := m.Cfg.HiddenSize
+	return DraftWith(seqs, m.Cfg.HiddenSize, m.MTPForward)
+}
+
+// DraftWith is Draft over any MTP layer's forward pass: mtp runs the layer
+// over a batch whose rows read the hidden states prev (MTPForward's
+// meaning, hidden state width H), for an executor that runs the layer
+// elsewhere than Model (cudaexec's).
+func DraftWith(seqs []DraftSeq, H int, mtp func(seqs []Seq, prev kernels.Mat) *Output) [][]int32 {
 	T, maxK := 0, 0
 	first := make([]Seq, len(seqs))
 	for i, s := range seqs {
@@ -66,7 +73,7 @@ func (m *Model) Draft(seqs []DraftSeq) [][]int32 {
 	if T == 0 {
 		return drafts
 	}
-	o := m.MTPForward(first, prev)
+	o := mtp(first, prev)
 	// hid[i] is sequence i's last MTP hidden state, the next step's input.
 	hid := make([][]float32, len(seqs))
 	r := 0
@@ -91,7 +98,7 @@ func (m *Model) Draft(seqs []DraftSeq) [][]int32 {
 		for j, i := range who {
 			copy(in.Row(j), hid[i])
 		}
-		o := m.MTPForward(batch, in)
+		o := mtp(batch, in)
 		for j, i := range who {
 			drafts[i] = append(drafts[i], argmax(o.Logits.Row(j)))
 			hid[i] = append(hid[i][:0], o.Hidden.Row(j)...)
