@@ -34,7 +34,7 @@ type BLAS struct {
 func (c *Context) NewBLAS() (*BLAS, error) {
 	lib, err := openLibrary("GLMBENCH_LIBCUBLAS", "libcublas.so.13", "libcublas.so.12", "libcublas.so")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoCUBLAS, err)
+		return nil, noLib(ErrNoCUBLAS, "%v", err)
 	}
 	b := &BLAS{ctx: c}
 	err = lib.bind([]symbol{
@@ -44,7 +44,7 @@ func (c *Context) NewBLAS() (*BLAS, error) {
 		{name: "cublasSgemm_v2", fn: &b.cublasSgemm},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoCUBLAS, err)
+		return nil, noLib(ErrNoCUBLAS, "%v", err)
 	}
 	err = c.do(func() error {
 		if err := blasCheck("cublasCreate_v2", b.cublasCreate(&b.handle)); err != nil {

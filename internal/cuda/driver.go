@@ -79,7 +79,7 @@ func Load() (*Driver, error) {
 func load() (*Driver, error) {
 	lib, err := openLibrary("GLMBENCH_LIBCUDA", "libcuda.so.1")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v (no NVIDIA driver on this machine)", ErrNoDriver, err)
+		return nil, noLib(ErrNoDriver, "%v (no NVIDIA driver on this machine)", err)
 	}
 	d := &Driver{lib: lib}
 	elapsed := "cuEventElapsedTime"
@@ -119,12 +119,12 @@ func load() (*Driver, error) {
 		{name: "cuGetErrorString", fn: &d.cuGetErrorString},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoDriver, err)
+		return nil, noLib(ErrNoDriver, "%v", err)
 	}
 	if r := d.cuInit(0); r != success {
 		err := d.check("cuInit", r)
 		if r == errNoDevice {
-			return nil, fmt.Errorf("%w: %v", ErrNoDriver, err)
+			return nil, noLib(ErrNoDriver, "%v", err)
 		}
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (d *Driver) Device(ordinal int) (*Device, error) {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("%w: the driver sees no CUDA device", ErrNoDriver)
+		return nil, noLib(ErrNoDriver, "the driver (CUDA %d.%d) sees no device", d.Version/1000, d.Version%1000/10)
 	}
 	if ordinal < 0 || ordinal >= n {
 		return nil, fmt.Errorf("cuda: no device %d (have %d)", ordinal, n)

@@ -26,6 +26,22 @@ import (
 // driver library is missing or lacks a symbol, or it finds no device.
 var ErrNoDriver = errors.New("no usable CUDA driver")
 
+// unusable is an error that wraps a sentinel (ErrNoDriver, ErrNoNVRTC,
+// ErrNoCUBLAS) but reads as its cause alone, so that a caller adding its
+// own words does not repeat the sentinel's.
+type unusable struct {
+	sentinel error
+	cause    string
+}
+
+func (e *unusable) Error() string { return e.cause }
+func (e *unusable) Unwrap() error { return e.sentinel }
+
+// noLib returns an error wrapping sentinel that says cause.
+func noLib(sentinel error, format string, args ...any) error {
+	return &unusable{sentinel: sentinel, cause: fmt.Sprintf(format, args...)}
+}
+
 // library is a loaded shared object.
 type library struct {
 	path   string

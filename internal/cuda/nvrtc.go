@@ -41,7 +41,7 @@ type NVRTC struct {
 func LoadNVRTC() (*NVRTC, error) {
 	lib, err := openLibrary("GLMBENCH_LIBNVRTC", "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v (install the CUDA toolkit's NVRTC, or set GLMBENCH_LIBNVRTC)", ErrNoNVRTC, err)
+		return nil, noLib(ErrNoNVRTC, "%v (no NVRTC: install the CUDA toolkit's, or set GLMBENCH_LIBNVRTC)", err)
 	}
 	n := &NVRTC{lib: lib}
 	err = lib.bind([]symbol{
@@ -56,7 +56,7 @@ func LoadNVRTC() (*NVRTC, error) {
 		{name: "nvrtcDestroyProgram", fn: &n.nvrtcDestroyProgram},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoNVRTC, err)
+		return nil, noLib(ErrNoNVRTC, "%v", err)
 	}
 	var major, minor int32
 	if err := n.check("nvrtcVersion", n.nvrtcVersion(&major, &minor)); err != nil {
