@@ -242,28 +242,9 @@ func (d *device) Call(kernel string, grid, block Dim3, shared int, args ...Arg) 
 		d.fail(errors.New("cudaexec: kernel launched after Close"))
 		return
 	}
-	d.params = d.params[:0]
-	for i, a := range args {
-		switch a.Kind {
-		case ArgPtr:
-			var p cuda.DevPtr
-			if a.Mem != nil {
-				dm := d.mem(a.Mem)
-				if a.Off < 0 || a.Off > dm.n {
-					panic(fmt.Sprintf("cudaexec: %s argument %d: offset %d of a %d-element allocation", kernel, i, a.Off, dm.n))
-				}
-				if dm.ptr != 0 {
-					p = dm.ptr + cuda.DevPtr(4*a.Off)
-				}
-			}
-			d.params = append(d.params, cuda.Param{Kind: cuda.Pointer, Ptr: p})
-		case ArgInt:
-			d.params = append(d.params, cuda.Param{Kind: cuda.Int32, I: a.I})
-		case ArgFloat:
-			d.params = append(d.params, cuda.Param{Kind: cuda.Float32, F: a.F})
-		default:
-			panic(fmt.Sprintf("cudaexec: %s argument %d of kind %d", kernel, i, a.Kind))
-		}
+	d.params = d.pack(d.params[:0], kernel, args)
+	if d.err != nil {
+		return
 	}
 	k := d.kernel(kernel, d.params)
 	if k == nil {
@@ -277,6 +258,38 @@ func (d *device) Call(kernel string, grid, block Dim3, shared int, args ...Arg) 
 		panic(fmt.Sprintf("cudaexec: %s launched with block %v", kernel, block))
 	}
 	d.fail(d.launch.Launch(k.fn, g, b, shared, k.layout, d.params))
+}
+
+// pack appends args to params as the device reads them: a pointer is its
+// allocation's address plus Off elements of 4 bytes (a nil Mem is NULL;
+// a freed one is the sticky error).
+func (d *device) pack(params []cuda.Param, kernel string, args []Arg) []cuda.Param {
+	for i, a := range args {
+		switch a.Kind {
+		case ArgPtr:
+			var p cuda.DevPtr
+			if a.Mem != nil {
+				dm := d.mem(a.Mem)
+				if a.Off < 0 || a.Off > dm.n {
+					panic(fmt.Sprintf("cudaexec: %s argument %d: offset %d of a %d-element allocation", kernel, i, a.Off, dm.n))
+				}
+				switch {
+				case dm.ptr != 0:
+					p = dm.ptr + cuda.DevPtr(4*a.Off)
+				case dm.n > 0: // freed, or closed: a NULL would fault the context
+					d.fail(fmt.Errorf("cudaexec: %s argument %d is device memory used after Free or Close", kernel, i))
+				}
+			}
+			params = append(params, cuda.Param{Kind: cuda.Pointer, Ptr: p})
+		case ArgInt:
+			params = append(params, cuda.Param{Kind: cuda.Int32, I: a.I})
+		case ArgFloat:
+			params = append(params, cuda.Param{Kind: cuda.Float32, F: a.F})
+		default:
+			panic(fmt.Sprintf("cudaexec: %s argument %d of kind %d", kernel, i, a.Kind))
+		}
+	}
+	return params
 }
 
 // dim converts a Dim3, 0 in Y or Z meaning 1.

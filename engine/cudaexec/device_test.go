@@ -1115,3 +1115,53 @@ func TestDeviceForwardAndGreedyDecodingMatchTheCPUModel(t *testing.T) {
 		})
 	}
 }
+
+func TestDevicePackPassesAnAllocationsAddressPlusFourBytesPerElement(t *testing.T) {
+	d := &device{}
+	m := &devMem{ptr: 0x7f0000001000, n: 100}
+	got := d.pack(nil, "k", []Arg{Ptr(m, 0), Int(-7), Ptr(m, 37), Float(0.25), Ptr(nil, 0), Ptr(m, 100)})
+	want := []cuda.Param{
+		{Kind: cuda.Pointer, Ptr: 0x7f0000001000},
+		{Kind: cuda.Int32, I: -7},
+		{Kind: cuda.Pointer, Ptr: 0x7f0000001000 + 4*37},
+		{Kind: cuda.Float32, F: 0.25},
+		{Kind: cuda.Pointer, Ptr: 0},
+		{Kind: cuda.Pointer, Ptr: 0x7f0000001000 + 400},
+	}
+	if !slices.Equal(got, want) || d.err != nil {
+		t.Errorf("pack = %+v (err %v)\nwant   %+v", got, d.err, want)
+	}
+	// Freed memory is the sticky error, not a NULL that would fault the GPU.
+	d.pack(nil, "k", []Arg{Ptr(&devMem{n: 4}, 0)})
+	if d.err == nil || !strings.Contains(d.err.Error(), "after Free") {
+		t.Errorf("packing freed memory: Err() = %v, want use after Free", d.err)
+	}
+}
+
+func TestDeviceMemoryOutsideAnAllocationPanics(t *testing.T) {
+	d := &device{}
+	m := &devMem{ptr: 0x1000, n: 10}
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"an upload past the end", func() { d.UploadF32(m, 8, make([]float32, 3)) }},
+		{"a download at a negative offset", func() { d.DownloadI32(make([]int32, 1), m, -1) }},
+		{"a pointer argument past the end", func() { d.pack(nil, "k", []Arg{Ptr(m, 11)}) }},
+		{"another Ops' memory", func() { d.UploadF32(hostMemForTest{}, 0, nil) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			c.f()
+		})
+	}
+}
+
+// hostMemForTest is a Mem that is not device memory.
+type hostMemForTest struct{}
+
+func (hostMemForTest) Len() int { return 0 }
