@@ -149,6 +149,9 @@ func TestDeviceArgKindsMapOntoTheCLayout(t *testing.T) {
 
 func TestDeviceMemoryRoundTrips(t *testing.T) {
 	d := devOpen(t)
+	if d.cacheWarn != nil {
+		t.Logf("not fatal: %v", d.cacheWarn)
+	}
 	if !strings.HasPrefix(d.Name(), "cuda:0 ") || !strings.Contains(d.Name(), " sm_") {
 		t.Errorf("Name() = %q, want like \"cuda:0 NVIDIA H200 sm_90\"", d.Name())
 	}
