@@ -13,7 +13,6 @@ type result int32
 const (
 	success         result = 0
 	errInvalidValue result = 1
-	errNoDevice     result = 100
 )
 
 // Device attributes (CUdevice_attribute) that glmbench reads.
@@ -121,12 +120,11 @@ func load() (*Driver, error) {
 	if err != nil {
 		return nil, noLib(ErrNoDriver, "%v", err)
 	}
+	// cuInit fails when there is no device (CUDA_ERROR_NO_DEVICE) but also
+	// when the kernel module is missing or older than the library: either
+	// way there is no usable CUDA here.
 	if r := d.cuInit(0); r != success {
-		err := d.check("cuInit", r)
-		if r == errNoDevice {
-			return nil, noLib(ErrNoDriver, "%v", err)
-		}
-		return nil, err
+		return nil, noLib(ErrNoDriver, "%v", d.check("cuInit", r))
 	}
 	var v int32
 	if err := d.check("cuDriverGetVersion", d.cuDriverGetVersion(&v)); err != nil {
