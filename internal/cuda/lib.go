@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -63,6 +64,9 @@ func openLibrary(env string, paths ...string) (*library, error) {
 		if firstErr == nil {
 			firstErr = err
 		}
+	}
+	if len(paths) > 1 {
+		return nil, fmt.Errorf("%v (nor %s; %s chooses another)", firstErr, strings.Join(paths[1:], ", "), env)
 	}
 	return nil, firstErr
 }

@@ -41,7 +41,7 @@ type NVRTC struct {
 func LoadNVRTC() (*NVRTC, error) {
 	lib, err := openLibrary("GLMBENCH_LIBNVRTC", "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12")
 	if err != nil {
-		return nil, noLib(ErrNoNVRTC, "%v (no NVRTC: install the CUDA toolkit's, or set GLMBENCH_LIBNVRTC)", err)
+		return nil, noLib(ErrNoNVRTC, "%v (no NVRTC: install the CUDA toolkit's)", err)
 	}
 	n := &NVRTC{lib: lib}
 	err = lib.bind([]symbol{
