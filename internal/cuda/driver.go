@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/ebitengine/purego"
 )
 
 // result is a CUresult.
@@ -37,7 +39,6 @@ type Driver struct {
 	cuDeviceTotalMem     func(bytes *uint64, dev int32) result
 	cuPrimaryCtxRetain   func(ctx *uintptr, dev int32) result
 	cuPrimaryCtxRelease  func(dev int32) result
-	cuCtxSetCurrent      func(ctx uintptr) result
 	cuCtxSynchronize     func() result
 	cuMemAlloc           func(p *uint64, bytes uintptr) result
 	cuMemFree            func(p uint64) result
@@ -50,7 +51,6 @@ type Driver struct {
 	cuModuleUnload       func(mod uintptr) result
 	cuModuleGetFunction  func(fn *uintptr, mod uintptr, name string) result
 	cuFuncGetParamInfo   func(fn uintptr, index uintptr, offset, size *uintptr) result
-	cuLaunchKernel       func(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params, extra unsafe.Pointer) result
 	cuEventCreate        func(ev *uintptr, flags uint32) result
 	cuEventRecord        func(ev uintptr, stream uintptr) result
 	cuEventSynchronize   func(ev uintptr) result
@@ -58,6 +58,11 @@ type Driver struct {
 	cuEventDestroy       func(ev uintptr) result
 	cuGetErrorName       func(r result, s *unsafe.Pointer) result
 	cuGetErrorString     func(r result, s *unsafe.Pointer) result
+
+	// The two calls of every launch go through purego.SyscallN at their
+	// addresses, without RegisterFunc's reflection: cuCtxSetCurrent(ctx)
+	// and cuLaunchKernel(f, grid, block, shared, stream, params, extra).
+	setCurrentAddr, launchAddr uintptr
 }
 
 var (
@@ -95,7 +100,6 @@ func load() (*Driver, error) {
 		{name: "cuDeviceTotalMem_v2", fn: &d.cuDeviceTotalMem},
 		{name: "cuDevicePrimaryCtxRetain", fn: &d.cuPrimaryCtxRetain},
 		{name: "cuDevicePrimaryCtxRelease_v2", fn: &d.cuPrimaryCtxRelease},
-		{name: "cuCtxSetCurrent", fn: &d.cuCtxSetCurrent},
 		{name: "cuCtxSynchronize", fn: &d.cuCtxSynchronize},
 		{name: "cuMemAlloc_v2", fn: &d.cuMemAlloc},
 		{name: "cuMemFree_v2", fn: &d.cuMemFree},
@@ -108,7 +112,6 @@ func load() (*Driver, error) {
 		{name: "cuModuleUnload", fn: &d.cuModuleUnload},
 		{name: "cuModuleGetFunction", fn: &d.cuModuleGetFunction},
 		{name: "cuFuncGetParamInfo", fn: &d.cuFuncGetParamInfo},
-		{name: "cuLaunchKernel", fn: &d.cuLaunchKernel},
 		{name: "cuEventCreate", fn: &d.cuEventCreate},
 		{name: "cuEventRecord", fn: &d.cuEventRecord},
 		{name: "cuEventSynchronize", fn: &d.cuEventSynchronize},
@@ -117,6 +120,12 @@ func load() (*Driver, error) {
 		{name: "cuGetErrorName", fn: &d.cuGetErrorName},
 		{name: "cuGetErrorString", fn: &d.cuGetErrorString},
 	})
+	if err == nil {
+		d.setCurrentAddr, err = lib.addr("cuCtxSetCurrent")
+	}
+	if err == nil {
+		d.launchAddr, err = lib.addr("cuLaunchKernel")
+	}
 	if err != nil {
 		return nil, noLib(ErrNoDriver, "%v", err)
 	}
@@ -259,7 +268,8 @@ func (c *Context) do(f func() error) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := c.drv.check("cuCtxSetCurrent", c.drv.cuCtxSetCurrent(c.handle)); err != nil {
+	r, _, _ := purego.SyscallN(c.drv.setCurrentAddr, c.handle)
+	if err := c.drv.check("cuCtxSetCurrent", result(int32(r))); err != nil {
 		return err
 	}
 	return f()

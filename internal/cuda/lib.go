@@ -83,16 +83,25 @@ type symbol struct {
 // error naming it and the library.
 func (l *library) bind(syms []symbol) error {
 	for _, s := range syms {
-		addr, err := purego.Dlsym(l.handle, s.name)
-		if err != nil || addr == 0 {
+		addr, err := l.addr(s.name)
+		if err != nil {
 			if s.optional {
 				continue
 			}
-			return fmt.Errorf("%s has no symbol %s (not the library expected, or too old)", l.path, s.name)
+			return err
 		}
 		purego.RegisterFunc(s.fn, addr)
 	}
 	return nil
+}
+
+// addr is name's address in l.
+func (l *library) addr(name string) (uintptr, error) {
+	a, err := purego.Dlsym(l.handle, name)
+	if err != nil || a == 0 {
+		return 0, fmt.Errorf("%s has no symbol %s (not the library expected, or too old)", l.path, name)
+	}
+	return a, nil
 }
 
 // has reports whether l exports name.

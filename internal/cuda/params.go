@@ -6,6 +6,8 @@ import (
 	"math"
 	"runtime"
 	"unsafe"
+
+	"github.com/ebitengine/purego"
 )
 
 // ParamKind is a kernel parameter's C type.
@@ -180,8 +182,12 @@ func (l *Launcher) Launch(f *Function, grid, block Dim3, shared int, layout Layo
 		ptrs[i] = uintptr(unsafe.Add(l.vals.p, off))
 	}
 	err := l.ctx.do(func() error {
-		r := l.ctx.drv.cuLaunchKernel(f.handle, grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z, uint32(shared), 0, l.ptrs.p, nil)
-		if err := l.ctx.drv.check("cuLaunchKernel", r); err != nil {
+		// cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ,
+		// sharedMemBytes, stream 0 (legacy default), kernelParams, extra NULL).
+		r, _, _ := purego.SyscallN(l.ctx.drv.launchAddr, f.handle,
+			uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
+			uintptr(shared), 0, uintptr(l.ptrs.p), 0)
+		if err := l.ctx.drv.check("cuLaunchKernel", result(int32(r))); err != nil {
 			return fmt.Errorf("kernel %s grid %v block %v shared %d: %w", f.Name, grid, block, shared, err)
 		}
 		return nil
