@@ -72,22 +72,18 @@ func openLibrary(env string, paths ...string) (*library, error) {
 }
 
 // symbol is one function to bind: its C name and a pointer to the Go func
-// variable purego fills. optional symbols may be missing.
+// variable purego fills.
 type symbol struct {
-	name     string
-	fn       any
-	optional bool
+	name string
+	fn   any
 }
 
-// bind resolves every symbol of syms in l; a missing required one is an
-// error naming it and the library.
+// bind resolves every symbol of syms in l; a missing one is an error
+// naming it and the library.
 func (l *library) bind(syms []symbol) error {
 	for _, s := range syms {
 		addr, err := l.addr(s.name)
 		if err != nil {
-			if s.optional {
-				continue
-			}
 			return err
 		}
 		purego.RegisterFunc(s.fn, addr)
