@@ -19,8 +19,8 @@ type DeviceOptions struct {
 // or no device: the case `--device auto` falls back from.
 var ErrNoDevice = errors.New("no CUDA device")
 
-// kernelOptions are NVRTC's options for KernelSource besides -arch.
-var kernelOptions = []string{"--std=c++17"}
+// gpuNVRTCOptions are NVRTC's options for KernelSource besides -arch.
+var gpuNVRTCOptions = []string{"--std=c++17"}
 
 // OpenDevice opens a GPU and returns the Ops that run kernels.cu on it:
 // it loads the driver, retains device o.Ordinal's primary context,
@@ -29,15 +29,15 @@ var kernelOptions = []string{"--std=c++17"}
 // Caller to NewLaunchOps. A machine without a driver, NVRTC or a device
 // gives one line that wraps ErrNoDevice.
 func OpenDevice(o DeviceOptions) (Ops, error) {
-	d, err := openDevice(o)
+	d, err := openGPU(o)
 	if err != nil {
 		return nil, err
 	}
 	return NewLaunchOps(d, d), nil
 }
 
-// openDevice is OpenDevice up to the Memory and Caller.
-func openDevice(o DeviceOptions) (*device, error) {
+// openGPU is OpenDevice up to the Memory and Caller.
+func openGPU(o DeviceOptions) (*gpuDevice, error) {
 	unusable := func(err error) error {
 		if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoNVRTC) {
 			return fmt.Errorf("%w: %v", ErrNoDevice, err)
@@ -60,7 +60,7 @@ func openDevice(o DeviceOptions) (*device, error) {
 	if dir == "" {
 		dir = cuda.DefaultCacheDir()
 	}
-	cubin, warn, err := nv.CompileCached(cuda.CubinCache{Dir: dir}, KernelSource, "kernels.cu", dev.Arch(), kernelOptions)
+	cubin, warn, err := nv.CompileCached(cuda.CubinCache{Dir: dir}, KernelSource, "kernels.cu", dev.Arch(), gpuNVRTCOptions)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: compiling kernels.cu for %s %s: %w", dev.Name, dev.Arch(), err)
 	}
@@ -68,11 +68,11 @@ func openDevice(o DeviceOptions) (*device, error) {
 	if err != nil {
 		return nil, unusable(err)
 	}
-	d := &device{
+	d := &gpuDevice{
 		name:      fmt.Sprintf("cuda:%d %s %s", dev.Ordinal, dev.Name, dev.Arch()),
 		ctx:       ctx,
-		allocs:    map[*devMem]struct{}{},
-		kernels:   map[string]*devKernel{},
+		allocs:    map[*gpuMem]struct{}{},
+		kernels:   map[string]*gpuKernel{},
 		cacheWarn: warn,
 	}
 	if d.mod, err = ctx.LoadModule(cubin); err != nil {
@@ -92,57 +92,57 @@ func openDevice(o DeviceOptions) (*device, error) {
 // copies and kernels run in the order they were asked for. It is driven by
 // one goroutine at a time (the executor's); internal/cuda makes the
 // context current on whatever OS thread that goroutine is on.
-type device struct {
+type gpuDevice struct {
 	name      string
 	ctx       *cuda.Context
 	mod       *cuda.Module
 	launch    *cuda.Launcher
-	allocs    map[*devMem]struct{}
-	kernels   map[string]*devKernel
+	allocs    map[*gpuMem]struct{}
+	kernels   map[string]*gpuKernel
 	params    []cuda.Param // Call's scratch
 	err       error
 	closed    bool
 	cacheWarn error // the cubin cache could not be written (not fatal)
 }
 
-// devMem is one device allocation of n 4-byte elements at ptr (0 when n
+// gpuMem is one device allocation of n 4-byte elements at ptr (0 when n
 // is 0 or the allocation failed after a sticky error).
-type devMem struct {
+type gpuMem struct {
 	ptr  cuda.DevPtr
 	n    int
 	kind ElemKind
 }
 
 // Len implements Mem.
-func (m *devMem) Len() int { return m.n }
+func (m *gpuMem) Len() int { return m.n }
 
-// devKernel is a kernel of the module with its parameter layout, checked
+// gpuKernel is a kernel of the module with its parameter layout, checked
 // against the driver's on first use.
-type devKernel struct {
+type gpuKernel struct {
 	fn     *cuda.Function
 	kinds  []cuda.ParamKind
 	layout cuda.Layout
 }
 
 // Name implements Memory: "cuda:0 NVIDIA H200 sm_90".
-func (d *device) Name() string { return d.name }
+func (d *gpuDevice) Name() string { return d.name }
 
 // Err implements Memory.
-func (d *device) Err() error { return d.err }
+func (d *gpuDevice) Err() error { return d.err }
 
 // fail records err as the sticky error, if it is the first.
-func (d *device) fail(err error) {
+func (d *gpuDevice) fail(err error) {
 	if err != nil && d.err == nil {
 		d.err = err
 	}
 }
 
 // Alloc implements Memory: n zeroed elements.
-func (d *device) Alloc(n int, kind ElemKind) Mem {
+func (d *gpuDevice) Alloc(n int, kind ElemKind) Mem {
 	if n < 0 {
 		panic(fmt.Sprintf("cudaexec: Alloc of %d elements", n))
 	}
-	m := &devMem{n: n, kind: kind}
+	m := &gpuMem{n: n, kind: kind}
 	if n == 0 || d.err != nil {
 		return m
 	}
@@ -161,8 +161,8 @@ func (d *device) Alloc(n int, kind ElemKind) Mem {
 }
 
 // mem is m as this device's allocation; another Ops' Mem is a programming error.
-func (d *device) mem(m Mem) *devMem {
-	dm, ok := m.(*devMem)
+func (d *gpuDevice) mem(m Mem) *gpuMem {
+	dm, ok := m.(*gpuMem)
 	if !ok {
 		panic(fmt.Sprintf("cudaexec: a %T is not device memory", m))
 	}
@@ -170,7 +170,7 @@ func (d *device) mem(m Mem) *devMem {
 }
 
 // Free implements Memory.
-func (d *device) Free(m Mem) {
+func (d *gpuDevice) Free(m Mem) {
 	dm := d.mem(m)
 	if dm.ptr == 0 {
 		return
@@ -186,7 +186,7 @@ func (d *device) Free(m Mem) {
 }
 
 // span checks that elements [off, off+n) lie in m and returns their address.
-func (d *device) span(m Mem, off, n int) (cuda.DevPtr, bool) {
+func (d *gpuDevice) span(m Mem, off, n int) (cuda.DevPtr, bool) {
 	dm := d.mem(m)
 	if off < 0 || n < 0 || off+n > dm.n {
 		panic(fmt.Sprintf("cudaexec: elements [%d, %d) of a %d-element allocation", off, off+n, dm.n))
@@ -202,28 +202,28 @@ func (d *device) span(m Mem, off, n int) (cuda.DevPtr, bool) {
 }
 
 // UploadF32 implements Memory.
-func (d *device) UploadF32(dst Mem, off int, src []float32) {
+func (d *gpuDevice) UploadF32(dst Mem, off int, src []float32) {
 	if p, ok := d.span(dst, off, len(src)); ok {
 		d.fail(cuda.CopyToDevice(d.ctx, p, src))
 	}
 }
 
 // UploadI32 implements Memory.
-func (d *device) UploadI32(dst Mem, off int, src []int32) {
+func (d *gpuDevice) UploadI32(dst Mem, off int, src []int32) {
 	if p, ok := d.span(dst, off, len(src)); ok {
 		d.fail(cuda.CopyToDevice(d.ctx, p, src))
 	}
 }
 
 // DownloadF32 implements Memory; it waits for the kernels queued before it.
-func (d *device) DownloadF32(dst []float32, src Mem, off int) {
+func (d *gpuDevice) DownloadF32(dst []float32, src Mem, off int) {
 	if p, ok := d.span(src, off, len(dst)); ok {
 		d.fail(cuda.CopyFromDevice(d.ctx, dst, p))
 	}
 }
 
 // DownloadI32 implements Memory.
-func (d *device) DownloadI32(dst []int32, src Mem, off int) {
+func (d *gpuDevice) DownloadI32(dst []int32, src Mem, off int) {
 	if p, ok := d.span(src, off, len(dst)); ok {
 		d.fail(cuda.CopyFromDevice(d.ctx, dst, p))
 	}
@@ -234,7 +234,7 @@ func (d *device) DownloadI32(dst []int32, src Mem, off int) {
 // call of a kernel checks the arguments' C layout against the driver's
 // (cuFuncGetParamInfo); a mismatch, then or later, is the sticky error.
 // A grid or block Y or Z of 0 means 1; a grid X of 0 launches nothing.
-func (d *device) Call(kernel string, grid, block Dim3, shared int, args ...Arg) {
+func (d *gpuDevice) Call(kernel string, grid, block Dim3, shared int, args ...Arg) {
 	if d.err != nil {
 		return
 	}
@@ -253,7 +253,7 @@ func (d *device) Call(kernel string, grid, block Dim3, shared int, args ...Arg) 
 	if grid.X == 0 {
 		return
 	}
-	g, b := dim(grid), dim(block)
+	g, b := gpuDim(grid), gpuDim(block)
 	if b.X == 0 {
 		panic(fmt.Sprintf("cudaexec: %s launched with block %v", kernel, block))
 	}
@@ -263,7 +263,7 @@ func (d *device) Call(kernel string, grid, block Dim3, shared int, args ...Arg) 
 // pack appends args to params as the device reads them: a pointer is its
 // allocation's address plus Off elements of 4 bytes (a nil Mem is NULL;
 // a freed one is the sticky error).
-func (d *device) pack(params []cuda.Param, kernel string, args []Arg) []cuda.Param {
+func (d *gpuDevice) pack(params []cuda.Param, kernel string, args []Arg) []cuda.Param {
 	for i, a := range args {
 		switch a.Kind {
 		case ArgPtr:
@@ -292,8 +292,8 @@ func (d *device) pack(params []cuda.Param, kernel string, args []Arg) []cuda.Par
 	return params
 }
 
-// dim converts a Dim3, 0 in Y or Z meaning 1.
-func dim(v Dim3) cuda.Dim3 {
+// gpuDim converts a Dim3, 0 in Y or Z meaning 1.
+func gpuDim(v Dim3) cuda.Dim3 {
 	if v.X < 0 || v.Y < 0 || v.Z < 0 {
 		panic(fmt.Sprintf("cudaexec: negative launch shape %v", v))
 	}
@@ -302,7 +302,7 @@ func dim(v Dim3) cuda.Dim3 {
 
 // kernel returns name's function with its layout, looking it up and
 // checking the layout on first use; nil after recording an error.
-func (d *device) kernel(name string, params []cuda.Param) *devKernel {
+func (d *gpuDevice) kernel(name string, params []cuda.Param) *gpuKernel {
 	k, ok := d.kernels[name]
 	if !ok {
 		fn, err := d.mod.Function(name)
@@ -315,7 +315,7 @@ func (d *device) kernel(name string, params []cuda.Param) *devKernel {
 			d.fail(err)
 			return nil
 		}
-		k = &devKernel{fn: fn, kinds: cuda.KindsOf(params), layout: cuda.LayoutOf(cuda.KindsOf(params))}
+		k = &gpuKernel{fn: fn, kinds: cuda.KindsOf(params), layout: cuda.LayoutOf(cuda.KindsOf(params))}
 		if !k.layout.Equal(info) {
 			d.fail(fmt.Errorf("cudaexec: kernel %s: the arguments %v lay out as %v but the compiled kernel's parameters are %v", name, k.kinds, k.layout, info))
 			return nil
@@ -338,7 +338,7 @@ func (d *device) kernel(name string, params []cuda.Param) *devKernel {
 // Close implements Memory: it frees every allocation, the module and the
 // launcher's pinned memory, and releases the context. It returns the
 // first error of those, or else the sticky one.
-func (d *device) Close() error {
+func (d *gpuDevice) Close() error {
 	if d.closed {
 		return nil
 	}
@@ -363,8 +363,8 @@ func (d *device) Close() error {
 	return first
 }
 
-// argKinds maps the Go side's kinds to internal/cuda's.
-func argKinds(kinds []ArgKind) []cuda.ParamKind {
+// gpuArgKinds maps the Go side's kinds to internal/cuda's.
+func gpuArgKinds(kinds []ArgKind) []cuda.ParamKind {
 	out := make([]cuda.ParamKind, len(kinds))
 	for i, k := range kinds {
 		switch k {

@@ -22,9 +22,9 @@ func BenchmarkDeviceMatMulT(b *testing.B) {
 		name := fmt.Sprintf("m%d_n%d_k%d", s.m, s.n, s.k)
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 		b.Run("ops/"+name, func(b *testing.B) {
-			e := devEnv{b, devOps(b)}
+			e := gpuEnv{b, gpuOps(b)}
 			rng := rand.New(rand.NewPCG(1, 1))
-			x, w := e.up(devRandMat(rng, s.m, s.k, 1)), e.up(devRandMat(rng, s.n, s.k, 0.02))
+			x, w := e.up(gpuRandMat(rng, s.m, s.k, 1)), e.up(gpuRandMat(rng, s.n, s.k, 0.02))
 			dst := e.ops.Alloc(s.m, s.n)
 			defer func() { e.ops.Free(x.Mem); e.ops.Free(w.Mem); e.ops.Free(dst.Mem) }()
 			one := kernels.NewMat(make([]float32, 1), 1, 1)
@@ -40,16 +40,16 @@ func BenchmarkDeviceMatMulT(b *testing.B) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		})
 		b.Run("cublas/"+name, func(b *testing.B) {
-			d := devOpen(b)
+			d := gpuOpen(b)
 			blas, err := d.ctx.NewBLAS()
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer blas.Close()
 			rng := rand.New(rand.NewPCG(1, 1))
-			x, w, dst := d.Alloc(s.m*s.k, F32).(*devMem), d.Alloc(s.n*s.k, F32).(*devMem), d.Alloc(s.m*s.n, F32).(*devMem)
-			d.UploadF32(x, 0, devRandMat(rng, s.m, s.k, 1).Data)
-			d.UploadF32(w, 0, devRandMat(rng, s.n, s.k, 0.02).Data)
+			x, w, dst := d.Alloc(s.m*s.k, F32).(*gpuMem), d.Alloc(s.n*s.k, F32).(*gpuMem), d.Alloc(s.m*s.n, F32).(*gpuMem)
+			d.UploadF32(x, 0, gpuRandMat(rng, s.m, s.k, 1).Data)
+			d.UploadF32(w, 0, gpuRandMat(rng, s.n, s.k, 0.02).Data)
 			if err := blas.MatMulT(dst.ptr, x.ptr, w.ptr, s.m, s.n, s.k); err != nil {
 				b.Fatal(err)
 			}
@@ -74,8 +74,8 @@ func BenchmarkDeviceMatMulT(b *testing.B) {
 	}
 }
 
-// devWeights keeps each preset's synthetic weights across benchmark runs.
-var devWeights = map[string]*model.Weights{}
+// gpuWeights keeps each preset's synthetic weights across benchmark runs.
+var gpuWeights = map[string]*model.Weights{}
 
 // BenchmarkDeviceDecode measures the executor's decode rate on the device:
 // batch B sequences, each with a 32-token prompt, decode one token per
@@ -91,14 +91,14 @@ func BenchmarkDeviceDecode(b *testing.B) {
 				if err != nil {
 					b.Skipf("preset %s: %v", preset, err)
 				}
-				devOps(b) // skip before making weights when there is no GPU
-				w := devWeights[preset]
+				gpuOps(b) // skip before making weights when there is no GPU
+				w := gpuWeights[preset]
 				if w == nil {
 					w = model.Synth(cfg, 1)
-					devWeights[preset] = w
+					gpuWeights[preset] = w
 				}
 				perSeq := (prompt + span + pageSize - 1) / pageSize
-				ex := devExecutor(b, cfg, w, B*perSeq, pageSize)
+				ex := gpuExecutor(b, cfg, w, B*perSeq, pageSize)
 				rng := rand.New(rand.NewPCG(2, 2))
 				seqs := make([]model.Seq, B)
 				for j := range seqs {

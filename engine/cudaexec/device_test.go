@@ -19,24 +19,24 @@ import (
 // GLMBENCH_REQUIRE_CUDA=1 asks that a missing GPU fail them instead (the
 // device script sets it, so a broken driver cannot pass as a skip).
 
-// devRequired says whether a missing GPU is a failure.
-func devRequired() bool { return os.Getenv("GLMBENCH_REQUIRE_CUDA") == "1" }
+// gpuRequired says whether a missing GPU is a failure.
+func gpuRequired() bool { return os.Getenv("GLMBENCH_REQUIRE_CUDA") == "1" }
 
-// devNoGPU skips t, or fails it under GLMBENCH_REQUIRE_CUDA=1, for err.
-func devNoGPU(t testing.TB, err error) {
+// gpuMissing skips t, or fails it under GLMBENCH_REQUIRE_CUDA=1, for err.
+func gpuMissing(t testing.TB, err error) {
 	t.Helper()
-	if devRequired() {
+	if gpuRequired() {
 		t.Fatalf("GLMBENCH_REQUIRE_CUDA=1 but no usable GPU: %v", err)
 	}
 	t.Skipf("no GPU: %v", err)
 }
 
-// devOpen opens the device as a bare Memory and Caller (closed at the end of t).
-func devOpen(t testing.TB) *device {
+// gpuOpen opens the device as a bare Memory and Caller (closed at the end of t).
+func gpuOpen(t testing.TB) *gpuDevice {
 	t.Helper()
-	d, err := openDevice(DeviceOptions{})
+	d, err := openGPU(DeviceOptions{})
 	if errors.Is(err, ErrNoDevice) {
-		devNoGPU(t, err)
+		gpuMissing(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -50,66 +50,66 @@ func devOpen(t testing.TB) *device {
 }
 
 var (
-	devOnce   sync.Once
-	devOpsAll Ops
-	devOpsErr error
+	gpuOnce   sync.Once
+	gpuOpsAll Ops
+	gpuOpsErr error
 )
 
-// devOps is the device's Ops, opened once for the tests that share it (it
+// gpuOps is the device's Ops, opened once for the tests that share it (it
 // is never closed: the process's exit releases it).
-func devOps(t testing.TB) Ops {
+func gpuOps(t testing.TB) Ops {
 	t.Helper()
-	devOnce.Do(func() { devOpsAll, devOpsErr = OpenDevice(DeviceOptions{}) })
-	if errors.Is(devOpsErr, ErrNoDevice) {
-		devNoGPU(t, devOpsErr)
+	gpuOnce.Do(func() { gpuOpsAll, gpuOpsErr = OpenDevice(DeviceOptions{}) })
+	if errors.Is(gpuOpsErr, ErrNoDevice) {
+		gpuMissing(t, gpuOpsErr)
 	}
-	if devOpsErr != nil {
-		t.Fatal(devOpsErr)
+	if gpuOpsErr != nil {
+		t.Fatal(gpuOpsErr)
 	}
-	return devOpsAll
+	return gpuOpsAll
 }
 
-// devEnv moves test data in and out of an Ops.
-type devEnv struct {
+// gpuEnv moves test data in and out of an Ops.
+type gpuEnv struct {
 	t   testing.TB
 	ops Ops
 }
 
-func (e devEnv) up(m kernels.Mat) Tensor {
+func (e gpuEnv) up(m kernels.Mat) Tensor {
 	x := e.ops.Alloc(m.Rows, m.Cols)
 	e.ops.Upload(x, m)
 	return x
 }
 
-func (e devEnv) down(x Tensor) kernels.Mat {
+func (e gpuEnv) down(x Tensor) kernels.Mat {
 	m := kernels.NewMat(make([]float32, x.Rows*x.Cols), x.Rows, x.Cols)
 	e.ops.Download(m, x)
 	e.ok()
 	return m
 }
 
-func (e devEnv) ints(v []int32) Ints {
+func (e gpuEnv) ints(v []int32) Ints {
 	x := e.ops.AllocInts(len(v))
 	e.ops.UploadInts(x, v)
 	return x
 }
 
-func (e devEnv) downInts(v Ints) []int32 {
+func (e gpuEnv) downInts(v Ints) []int32 {
 	out := make([]int32, v.Len)
 	e.ops.DownloadInts(out, v)
 	e.ok()
 	return out
 }
 
-func (e devEnv) ok() {
+func (e gpuEnv) ok() {
 	e.t.Helper()
 	if err := e.ops.Err(); err != nil {
 		e.t.Fatalf("%s: %v", e.ops.Name(), err)
 	}
 }
 
-// devRandMat is a rows × cols matrix of N(0, std²) values.
-func devRandMat(rng *rand.Rand, rows, cols int, std float64) kernels.Mat {
+// gpuRandMat is a rows × cols matrix of N(0, std²) values.
+func gpuRandMat(rng *rand.Rand, rows, cols int, std float64) kernels.Mat {
 	m := kernels.NewMat(make([]float32, rows*cols), rows, cols)
 	for i := range m.Data {
 		m.Data[i] = float32(std * rng.NormFloat64())
@@ -117,8 +117,8 @@ func devRandMat(rng *rand.Rand, rows, cols int, std float64) kernels.Mat {
 	return m
 }
 
-// devU is float32's unit roundoff, 2⁻²⁴.
-const devU = 1.0 / (1 << 24)
+// gpuU is float32's unit roundoff, 2⁻²⁴.
+const gpuU = 1.0 / (1 << 24)
 
 // TestOpenDeviceWithoutAGPUIsOneLineWrappingErrNoDevice checks what
 // `--device cuda` prints on a machine without a driver or device: one
@@ -140,7 +140,7 @@ func TestOpenDeviceWithoutAGPUIsOneLineWrappingErrNoDevice(t *testing.T) {
 // TestDeviceArgKindsMapOntoTheCLayout checks the Go kinds' C types: a
 // pointer is 8 bytes aligned to 8, an int and a float 4 aligned to 4.
 func TestDeviceArgKindsMapOntoTheCLayout(t *testing.T) {
-	l := cuda.LayoutOf(argKinds([]ArgKind{ArgInt, ArgPtr, ArgFloat, ArgInt, ArgPtr}))
+	l := cuda.LayoutOf(gpuArgKinds([]ArgKind{ArgInt, ArgPtr, ArgFloat, ArgInt, ArgPtr}))
 	want := []int{0, 8, 16, 20, 24}
 	if !slices.Equal(l.Offsets, want) || l.Size != 32 {
 		t.Errorf("layout %v size %d, want offsets %v size 32", l, l.Size, want)
@@ -148,7 +148,7 @@ func TestDeviceArgKindsMapOntoTheCLayout(t *testing.T) {
 }
 
 func TestDeviceMemoryRoundTrips(t *testing.T) {
-	d := devOpen(t)
+	d := gpuOpen(t)
 	if d.cacheWarn != nil {
 		t.Logf("not fatal: %v", d.cacheWarn)
 	}
@@ -198,7 +198,7 @@ func TestDeviceMemoryRoundTrips(t *testing.T) {
 }
 
 func TestDeviceKernelLayoutsEqualKernelSignatures(t *testing.T) {
-	d := devOpen(t)
+	d := gpuOpen(t)
 	sigs := KernelSignatures()
 	if len(sigs) == 0 {
 		t.Fatal("KernelSignatures() is empty")
@@ -214,14 +214,14 @@ func TestDeviceKernelLayoutsEqualKernelSignatures(t *testing.T) {
 			t.Errorf("kernel %s: %v", name, err)
 			continue
 		}
-		if want := cuda.LayoutOf(argKinds(kinds)); !info.Equal(want) {
+		if want := cuda.LayoutOf(gpuArgKinds(kinds)); !info.Equal(want) {
 			t.Errorf("kernel %s: the device lays its parameters out as %v, the Go signature %v as %v", name, info, kinds, want)
 		}
 	}
 }
 
 func TestDeviceCallWithTheWrongArgumentsIsAnErrorNotACrash(t *testing.T) {
-	d := devOpen(t)
+	d := gpuOpen(t)
 	var name string
 	var kinds []ArgKind
 	for n, k := range KernelSignatures() {
@@ -242,13 +242,13 @@ func TestDeviceCallWithTheWrongArgumentsIsAnErrorNotACrash(t *testing.T) {
 		t.Fatalf("Err() = %v after calling %s with %d of its %d parameters, want a layout error naming it", err, name, len(args), len(kinds))
 	}
 	// And the error is sticky: nothing more runs.
-	if m := d.Alloc(4, F32); m.Len() != 4 || m.(*devMem).ptr != 0 {
-		t.Errorf("an allocation after the error has %d elements at %#x, want 4 and nothing allocated", m.Len(), m.(*devMem).ptr)
+	if m := d.Alloc(4, F32); m.Len() != 4 || m.(*gpuMem).ptr != 0 {
+		t.Errorf("an allocation after the error has %d elements at %#x, want 4 and nothing allocated", m.Len(), m.(*gpuMem).ptr)
 	}
 }
 
 func TestDeviceCuBLASMatMulTMatchesAFloat64Reference(t *testing.T) {
-	d := devOpen(t)
+	d := gpuOpen(t)
 	b, err := d.ctx.NewBLAS()
 	if err != nil {
 		t.Fatal(err)
@@ -256,8 +256,8 @@ func TestDeviceCuBLASMatMulTMatchesAFloat64Reference(t *testing.T) {
 	defer b.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	m, n, k := 37, 29, 133
-	x, w := devRandMat(rng, m, k, 1), devRandMat(rng, n, k, 1)
-	px, pw, pd := d.Alloc(m*k, F32).(*devMem), d.Alloc(n*k, F32).(*devMem), d.Alloc(m*n, F32).(*devMem)
+	x, w := gpuRandMat(rng, m, k, 1), gpuRandMat(rng, n, k, 1)
+	px, pw, pd := d.Alloc(m*k, F32).(*gpuMem), d.Alloc(n*k, F32).(*gpuMem), d.Alloc(m*n, F32).(*gpuMem)
 	d.UploadF32(px, 0, x.Data)
 	d.UploadF32(pw, 0, w.Data)
 	if err := b.MatMulT(pd.ptr, px.ptr, pw.ptr, m, n, k); err != nil {
@@ -268,13 +268,13 @@ func TestDeviceCuBLASMatMulTMatchesAFloat64Reference(t *testing.T) {
 	if err := d.Err(); err != nil {
 		t.Fatal(err)
 	}
-	devCheckLinear(t, "cuBLAS MatMulT", got, x, w, true)
+	gpuCheckLinear(t, "cuBLAS MatMulT", got, x, w, true)
 }
 
-// devCheckLinear checks got = x · wᵀ (transposed) or x · w against a
+// gpuCheckLinear checks got = x · wᵀ (transposed) or x · w against a
 // float64 reference, each element within k·2⁻²⁴·Σ|x||w|, the bound of
 // any order of k float32 multiply-adds.
-func devCheckLinear(t testing.TB, what string, got, x, w kernels.Mat, transposed bool) {
+func gpuCheckLinear(t testing.TB, what string, got, x, w kernels.Mat, transposed bool) {
 	t.Helper()
 	k := x.Cols
 	bad := 0
@@ -290,17 +290,17 @@ func devCheckLinear(t testing.TB, what string, got, x, w kernels.Mat, transposed
 				ref += p
 				abs += math.Abs(p)
 			}
-			if d := math.Abs(float64(got.Row(i)[j]) - ref); !(d <= float64(k)*devU*abs) {
+			if d := math.Abs(float64(got.Row(i)[j]) - ref); !(d <= float64(k)*gpuU*abs) {
 				if bad++; bad <= 5 {
-					t.Errorf("%s [%d,%d] = %g, want %g within %g", what, i, j, got.Row(i)[j], ref, float64(k)*devU*abs)
+					t.Errorf("%s [%d,%d] = %g, want %g within %g", what, i, j, got.Row(i)[j], ref, float64(k)*gpuU*abs)
 				}
 			}
 		}
 	}
 }
 
-// devRowMax is the largest |v| of each row of m.
-func devRowMax(m kernels.Mat, i int) float64 {
+// gpuRowMax is the largest |v| of each row of m.
+func gpuRowMax(m kernels.Mat, i int) float64 {
 	var mx float64
 	for _, v := range m.Row(i) {
 		mx = max(mx, math.Abs(float64(v)))
@@ -308,9 +308,9 @@ func devRowMax(m kernels.Mat, i int) float64 {
 	return mx
 }
 
-// devCheckRel checks got against ref (float64, same shape) within rel of
+// gpuCheckRel checks got against ref (float64, same shape) within rel of
 // each row's largest |ref|.
-func devCheckRel(t testing.TB, what string, got kernels.Mat, ref [][]float64, rel float64) {
+func gpuCheckRel(t testing.TB, what string, got kernels.Mat, ref [][]float64, rel float64) {
 	t.Helper()
 	bad := 0
 	for i := range got.Rows {
@@ -328,8 +328,8 @@ func devCheckRel(t testing.TB, what string, got kernels.Mat, ref [][]float64, re
 	}
 }
 
-// devSameBits checks got and want are equal bit for bit.
-func devSameBits(t testing.TB, what string, got, want kernels.Mat) {
+// gpuSameBits checks got and want are equal bit for bit.
+func gpuSameBits(t testing.TB, what string, got, want kernels.Mat) {
 	t.Helper()
 	if got.Rows != want.Rows || got.Cols != want.Cols {
 		t.Fatalf("%s: %d×%d, want %d×%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
@@ -347,33 +347,33 @@ func devSameBits(t testing.TB, what string, got, want kernels.Mat) {
 }
 
 func TestDeviceLinearsAreWithinTheirRoundingBound(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, s := range []struct{ m, n, k int }{{1, 1, 1}, {1, 320, 64}, {37, 29, 133}, {64, 300, 1000}, {130, 64, 7}} {
 		// x and w are column views of wider tensors, so strides are exercised.
-		xw := devRandMat(rng, s.m, s.k+5, 1)
-		ww := devRandMat(rng, s.n, s.k+3, 1)
+		xw := gpuRandMat(rng, s.m, s.k+5, 1)
+		ww := gpuRandMat(rng, s.n, s.k+3, 1)
 		x, w := e.up(xw).Slice(0, s.m, 2, 2+s.k), e.up(ww).Slice(0, s.n, 1, 1+s.k)
 		dst := e.ops.Alloc(s.m, s.n)
 		e.ops.MatMulT(dst, x, w)
-		devCheckLinear(t, "MatMulT", e.down(dst), xw.Slice(0, s.m, 2, 2+s.k), ww.Slice(0, s.n, 1, 1+s.k), true)
+		gpuCheckLinear(t, "MatMulT", e.down(dst), xw.Slice(0, s.m, 2, 2+s.k), ww.Slice(0, s.n, 1, 1+s.k), true)
 
-		wn := devRandMat(rng, s.k, s.n, 1)
+		wn := gpuRandMat(rng, s.k, s.n, 1)
 		dst2 := e.ops.Alloc(s.m, s.n)
 		e.ops.MatMul(dst2, x, e.up(wn))
-		devCheckLinear(t, "MatMul", e.down(dst2), xw.Slice(0, s.m, 2, 2+s.k), wn, false)
+		gpuCheckLinear(t, "MatMul", e.down(dst2), xw.Slice(0, s.m, 2, 2+s.k), wn, false)
 	}
 }
 
 func TestDeviceNormsAreWithin1e6OfAFloat64Reference(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, cols := range []int{4, 16, 64, 256, 1000} {
-		x := devRandMat(rng, 9, cols, 3)
+		x := gpuRandMat(rng, 9, cols, 3)
 		for j := range cols { // a common offset: LayerNorm must subtract the mean first
 			x.Row(2)[j] += 8
 		}
-		w, b := devRandMat(rng, 1, cols, 1), devRandMat(rng, 1, cols, 1)
+		w, b := gpuRandMat(rng, 1, cols, 1), gpuRandMat(rng, 1, cols, 1)
 		const eps = 1e-5
 		rms, ln := e.ops.Alloc(9, cols), e.ops.Alloc(9, cols)
 		xt := e.up(x)
@@ -398,15 +398,15 @@ func TestDeviceNormsAreWithin1e6OfAFloat64Reference(t *testing.T) {
 				refL[i][j] = (float64(v)-mean)/math.Sqrt(vr+eps)*float64(w.Data[j]) + float64(b.Data[j])
 			}
 		}
-		devCheckRel(t, "RMSNorm", e.down(rms), refR, 1e-6)
-		devCheckRel(t, "LayerNorm", e.down(ln), refL, 1e-6)
+		gpuCheckRel(t, "RMSNorm", e.down(rms), refR, 1e-6)
+		gpuCheckRel(t, "LayerNorm", e.down(ln), refL, 1e-6)
 	}
 }
 
 func TestDeviceElementwiseOpsAreExact(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(7, 8))
-	a, b := devRandMat(rng, 13, 77, 2), devRandMat(rng, 13, 77, 2)
+	a, b := gpuRandMat(rng, 13, 77, 2), gpuRandMat(rng, 13, 77, 2)
 	at, bt := e.up(a), e.up(b)
 
 	sum := e.ops.Alloc(13, 77)
@@ -415,9 +415,9 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 	for i := range want.Data {
 		want.Data[i] = a.Data[i] + b.Data[i]
 	}
-	devSameBits(t, "Add", e.down(sum), want)
+	gpuSameBits(t, "Add", e.down(sum), want)
 	e.ops.Add(at, at, bt) // dst may be a
-	devSameBits(t, "Add in place", e.down(at), want)
+	gpuSameBits(t, "Add in place", e.down(at), want)
 
 	e.ops.Scale(bt.Slice(2, 9, 3, 50), 0.37)
 	for i := range 13 {
@@ -427,11 +427,11 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 			}
 		}
 	}
-	devSameBits(t, "Scale of a view", e.down(bt), b)
+	gpuSameBits(t, "Scale of a view", e.down(bt), b)
 
 	cp := e.ops.Alloc(7, 20)
 	e.ops.Copy(cp, bt.Slice(3, 10, 40, 60))
-	devSameBits(t, "Copy", e.down(cp), b.Slice(3, 10, 40, 60))
+	gpuSameBits(t, "Copy", e.down(cp), b.Slice(3, 10, 40, 60))
 
 	rows := []int32{12, 0, 5, 5, 3}
 	g := e.ops.Alloc(len(rows), 77)
@@ -440,9 +440,9 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 	for i, r := range rows {
 		copy(wantG.Row(i), b.Row(int(r)))
 	}
-	devSameBits(t, "GatherRows", e.down(g), wantG)
+	gpuSameBits(t, "GatherRows", e.down(g), wantG)
 
-	table := devRandMat(rng, 50, 24, 1)
+	table := gpuRandMat(rng, 50, 24, 1)
 	tokens, pos := []int32{3, 49, 0, 3, 17}, []int32{0, 1, 2, 0, 9}
 	for _, zero := range []bool{false, true} {
 		emb := e.ops.Alloc(len(tokens), 24)
@@ -453,14 +453,14 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 				copy(wantE.Row(i), table.Row(int(tok)))
 			}
 		}
-		devSameBits(t, "Embed", e.down(emb), wantE)
+		gpuSameBits(t, "Embed", e.down(emb), wantE)
 	}
 }
 
 func TestDeviceSigmoidAndRoPEAreWithinRounding(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(9, 10))
-	x := devRandMat(rng, 5, 300, 4)
+	x := gpuRandMat(rng, 5, 300, 4)
 	s := e.ops.Alloc(5, 300)
 	e.ops.Sigmoid(s, e.up(x))
 	got := e.down(s)
@@ -475,7 +475,7 @@ func TestDeviceSigmoidAndRoPEAreWithinRounding(t *testing.T) {
 	rope := kernels.NewRope(dim, maxPos, 1e6)
 	r := e.ops.UploadRope(rope)
 	cos, sin := rope.Tables()
-	q := devRandMat(rng, 6, 3*dim, 1)
+	q := gpuRandMat(rng, 6, 3*dim, 1)
 	pos := []int32{0, 1, 7, 100, 4095, 2048}
 	qt := e.up(q)
 	e.ops.RoPE(qt.Slice(0, 6, dim, 2*dim), e.ints(pos), r) // the middle head only
@@ -492,7 +492,7 @@ func TestDeviceSigmoidAndRoPEAreWithinRounding(t *testing.T) {
 				} else {
 					want = a*sn + b*cs
 				}
-				bound = 3 * devU * (math.Abs(a*cs) + math.Abs(b*sn) + math.Abs(a*sn) + math.Abs(b*cs))
+				bound = 3 * gpuU * (math.Abs(a*cs) + math.Abs(b*sn) + math.Abs(a*sn) + math.Abs(b*cs))
 			}
 			if d := math.Abs(float64(got.Row(i)[c]) - want); !(d <= bound) {
 				t.Errorf("RoPE row %d (pos %d) col %d = %g, want %g within %g", i, p, c, got.Row(i)[c], want, bound)
@@ -502,13 +502,13 @@ func TestDeviceSigmoidAndRoPEAreWithinRounding(t *testing.T) {
 }
 
 func TestDeviceWriteKVWritesEachRowIntoItsSlot(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(11, 12))
 	const slots, rank, dr, di, T = 40, 16, 4, 8, 5
 	kv := KVLayer{MLA: e.ops.Alloc(slots, rank+dr), Index: e.ops.Alloc(di, slots), Rank: rank}
-	c, kpe, ik := devRandMat(rng, T, rank, 1), devRandMat(rng, T, dr, 1), devRandMat(rng, T, di, 1)
+	c, kpe, ik := gpuRandMat(rng, T, rank, 1), gpuRandMat(rng, T, dr, 1), gpuRandMat(rng, T, di, 1)
 	// kpe is a column view, as the model's k_rope is of kv_a's output.
-	wide := devRandMat(rng, T, rank+dr, 1)
+	wide := gpuRandMat(rng, T, rank+dr, 1)
 	for i := range T {
 		copy(wide.Row(i)[rank:], kpe.Row(i))
 	}
@@ -523,15 +523,15 @@ func TestDeviceWriteKVWritesEachRowIntoItsSlot(t *testing.T) {
 			wantI.Row(d)[s] = ik.Row(r)[d]
 		}
 	}
-	devSameBits(t, "WriteKV's MLA pool", e.down(kv.MLA), wantM)
-	devSameBits(t, "WriteKV's index keys", e.down(kv.Index), wantI)
+	gpuSameBits(t, "WriteKV's MLA pool", e.down(kv.MLA), wantM)
+	gpuSameBits(t, "WriteKV's index keys", e.down(kv.Index), wantI)
 }
 
-// devAttendRef is absorbed attention in float64 for row t, head h, with
+// gpuAttendRef is absorbed attention in float64 for row t, head h, with
 // its error bound: logits within scale·dk·2⁻²⁴·Σ|q||k| move each p by at
 // most twice the largest such error, relatively; the weighted sum adds
 // (n+4)·2⁻²⁴ of max|v|; 1e-6 of max|v| is the softmax's own allowance.
-func devAttendRef(q []float32, mla kernels.Mat, rank int, rows []int32, scale float32) (out []float64, bound float64) {
+func gpuAttendRef(q []float32, mla kernels.Mat, rank int, rows []int32, scale float32) (out []float64, bound float64) {
 	n := len(rows)
 	logit := make([]float64, n)
 	var mx, maxErr, maxV float64 = math.Inf(-1), 0, 0
@@ -544,7 +544,7 @@ func devAttendRef(q []float32, mla kernels.Mat, rank int, rows []int32, scale fl
 		}
 		logit[i] = float64(scale) * dot
 		mx = max(mx, logit[i])
-		maxErr = max(maxErr, float64(scale)*float64(len(q))*devU*abs+devU*math.Abs(logit[i]))
+		maxErr = max(maxErr, float64(scale)*float64(len(q))*gpuU*abs+gpuU*math.Abs(logit[i]))
 		for _, v := range k[:rank] {
 			maxV = max(maxV, math.Abs(float64(v)))
 		}
@@ -560,11 +560,11 @@ func devAttendRef(q []float32, mla kernels.Mat, rank int, rows []int32, scale fl
 			out[d] += logit[i] / sum * float64(v)
 		}
 	}
-	return out, maxV * (2*maxErr + float64(n+4)*devU + 1e-6)
+	return out, maxV * (2*maxErr + float64(n+4)*gpuU + 1e-6)
 }
 
-// devSelection uploads per-row slot lists as a Selection of topK.
-func devSelection(e devEnv, lists [][]int32, topK int) Selection {
+// gpuSelection uploads per-row slot lists as a Selection of topK.
+func gpuSelection(e gpuEnv, lists [][]int32, topK int) Selection {
 	picked, count := make([]int32, len(lists)*topK), make([]int32, len(lists))
 	for r, l := range lists {
 		copy(picked[r*topK:], l)
@@ -574,12 +574,12 @@ func devSelection(e devEnv, lists [][]int32, topK int) Selection {
 }
 
 func TestDeviceAttendIsWithinItsSoftmaxBound(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(13, 14))
 	const slots, rank, dr, heads, topK, T = 300, 64, 16, 4, 64, 9
 	dk := rank + dr
-	mla := devRandMat(rng, slots, dk, 1)
-	q := devRandMat(rng, T, heads*dk, 1)
+	mla := gpuRandMat(rng, slots, dk, 1)
+	q := gpuRandMat(rng, T, heads*dk, 1)
 	lists := make([][]int32, T)
 	for r := range T {
 		n := []int{1, 2, 5, 64, 64, 33, 17, 64, 3}[r]
@@ -593,11 +593,11 @@ func TestDeviceAttendIsWithinItsSoftmaxBound(t *testing.T) {
 	kv := KVLayer{MLA: e.up(mla), Index: e.ops.Alloc(1, slots), Rank: rank}
 	o := e.ops.Alloc(T, heads*rank)
 	scale := float32(1 / math.Sqrt(float64(dk)))
-	e.ops.Attend(o, e.up(q), kv, devSelection(e, lists, topK), heads, scale)
+	e.ops.Attend(o, e.up(q), kv, gpuSelection(e, lists, topK), heads, scale)
 	got := e.down(o)
 	for r := range T {
 		for h := range heads {
-			ref, bound := devAttendRef(q.Row(r)[h*dk:(h+1)*dk], mla, rank, lists[r], scale)
+			ref, bound := gpuAttendRef(q.Row(r)[h*dk:(h+1)*dk], mla, rank, lists[r], scale)
 			for d, want := range ref {
 				if g := float64(got.Row(r)[h*rank+d]); !(math.Abs(g-want) <= bound) {
 					t.Errorf("Attend row %d head %d [%d] = %g, want %g within %g", r, h, d, g, want, bound)
@@ -607,11 +607,11 @@ func TestDeviceAttendIsWithinItsSoftmaxBound(t *testing.T) {
 	}
 }
 
-// devSwiGLURef is silu(x·gateᵀ) ⊙ (x·upᵀ) · downᵀ for one row in float64,
+// gpuSwiGLURef is silu(x·gateᵀ) ⊙ (x·upᵀ) · downᵀ for one row in float64,
 // with the bound that propagates each Linear's k·2⁻²⁴·Σ|x||w| through
 // silu (|silu'| < 1.1) and the product (a few roundings of h), doubled
 // for the second-order terms and expf's ulps.
-func devSwiGLURef(x []float32, gate, up, down kernels.Mat) (out, bound []float64) {
+func gpuSwiGLURef(x []float32, gate, up, down kernels.Mat) (out, bound []float64) {
 	H, I := len(x), gate.Rows
 	h, dh := make([]float64, I), make([]float64, I)
 	for j := range I {
@@ -624,7 +624,7 @@ func devSwiGLURef(x []float32, gate, up, down kernels.Mat) (out, bound []float64
 		}
 		silu := g / (1 + math.Exp(-g))
 		h[j] = silu * u
-		dh[j] = math.Abs(silu)*float64(H)*devU*au + math.Abs(u)*1.1*float64(H)*devU*ag + 8*devU*math.Abs(h[j])
+		dh[j] = math.Abs(silu)*float64(H)*gpuU*au + math.Abs(u)*1.1*float64(H)*gpuU*ag + 8*gpuU*math.Abs(h[j])
 	}
 	out, bound = make([]float64, down.Rows), make([]float64, down.Rows)
 	for i := range down.Rows {
@@ -635,23 +635,23 @@ func devSwiGLURef(x []float32, gate, up, down kernels.Mat) (out, bound []float64
 			abs += math.Abs(hv * dv)
 			prop += math.Abs(dv) * dh[j]
 		}
-		bound[i] = 2 * (float64(I)*devU*abs + prop)
+		bound[i] = 2 * (float64(I)*gpuU*abs + prop)
 	}
 	return out, bound
 }
 
 func TestDeviceSwiGLUAndExpertsAreWithinTheirLinearsBound(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(15, 16))
 	const T, H, I = 7, 64, 128
-	x := devRandMat(rng, T, H, 1)
-	gate, up, down := devRandMat(rng, I, H, 0.125), devRandMat(rng, I, H, 0.125), devRandMat(rng, H, I, 0.09)
+	x := gpuRandMat(rng, T, H, 1)
+	gate, up, down := gpuRandMat(rng, I, H, 0.125), gpuRandMat(rng, I, H, 0.125), gpuRandMat(rng, H, I, 0.09)
 	dst := e.ops.Alloc(T, H)
 	xt := e.up(x)
 	e.ops.SwiGLU(dst, xt, MLP{Gate: e.up(gate), Up: e.up(up), Down: e.up(down)})
 	got := e.down(dst)
 	for r := range T {
-		ref, bound := devSwiGLURef(x.Row(r), gate, up, down)
+		ref, bound := gpuSwiGLURef(x.Row(r), gate, up, down)
 		for i := range H {
 			if d := math.Abs(float64(got.Row(r)[i]) - ref[i]); !(d <= bound[i]) {
 				t.Errorf("SwiGLU [%d,%d] = %g, want %g within %g", r, i, got.Row(r)[i], ref[i], bound[i])
@@ -660,14 +660,14 @@ func TestDeviceSwiGLUAndExpertsAreWithinTheirLinearsBound(t *testing.T) {
 	}
 
 	const N, K, inter = 12, 3, 16
-	eg, eu, ed := devRandMat(rng, N*inter, H, 0.125), devRandMat(rng, N*inter, H, 0.125), devRandMat(rng, N*H, inter, 0.25)
+	eg, eu, ed := gpuRandMat(rng, N*inter, H, 0.125), gpuRandMat(rng, N*inter, H, 0.125), gpuRandMat(rng, N*H, inter, 0.25)
 	idx := make([]int32, T*K)
 	for r := range T {
 		for i, ex := range rng.Perm(N)[:K] {
 			idx[r*K+i] = int32(ex)
 		}
 	}
-	w := devRandMat(rng, T, K, 0.5)
+	w := gpuRandMat(rng, T, K, 0.5)
 	r := Routing{Idx: e.ints(idx), W: e.up(w), K: K}
 	results := e.ops.Alloc(T*K, H)
 	e.ops.Experts(results, xt, Experts{Gate: e.up(eg), Up: e.up(eu), Down: e.up(ed), N: N, Inter: inter}, r)
@@ -675,7 +675,7 @@ func TestDeviceSwiGLUAndExpertsAreWithinTheirLinearsBound(t *testing.T) {
 	for r := range T {
 		for i := range K {
 			ex := int(idx[r*K+i])
-			ref, bound := devSwiGLURef(x.Row(r), eg.Slice(ex*inter, (ex+1)*inter, 0, H), eu.Slice(ex*inter, (ex+1)*inter, 0, H), ed.Slice(ex*H, (ex+1)*H, 0, inter))
+			ref, bound := gpuSwiGLURef(x.Row(r), eg.Slice(ex*inter, (ex+1)*inter, 0, H), eu.Slice(ex*inter, (ex+1)*inter, 0, H), ed.Slice(ex*H, (ex+1)*H, 0, inter))
 			for c := range H {
 				if d := math.Abs(float64(gotR.Row(r*K + i)[c]) - ref[c]); !(d <= bound[c]) {
 					t.Errorf("Experts row %d rank %d (expert %d) [%d] = %g, want %g within %g", r, i, ex, c, gotR.Row(r*K + i)[c], ref[c], bound[c])
@@ -685,7 +685,7 @@ func TestDeviceSwiGLUAndExpertsAreWithinTheirLinearsBound(t *testing.T) {
 	}
 
 	// Combine adds each weighted result in rank order, each product rounded.
-	out := devRandMat(rng, T, H, 1)
+	out := gpuRandMat(rng, T, H, 1)
 	ot := e.up(out)
 	e.ops.Combine(ot, results, r)
 	for r := range T {
@@ -695,15 +695,15 @@ func TestDeviceSwiGLUAndExpertsAreWithinTheirLinearsBound(t *testing.T) {
 			}
 		}
 	}
-	devSameBits(t, "Combine", e.down(ot), out)
+	gpuSameBits(t, "Combine", e.down(ot), out)
 }
 
-// devRouteInputs are T rows of router scores in (0, 1) and a bias. With
+// gpuRouteInputs are T rows of router scores in (0, 1) and a bias. With
 // distinct, every biased score and every group's top-2 sum differs from
 // the others by more than 1e-5 (far above float32's rounding near 1);
 // otherwise scores are multiples of 1/8 and the bias is 0, so there are
 // exact ties, which must break toward the lower index as the CPU's do.
-func devRouteInputs(rng *rand.Rand, T, N, groups int, distinct bool) (scores, bias kernels.Mat) {
+func gpuRouteInputs(rng *rand.Rand, T, N, groups int, distinct bool) (scores, bias kernels.Mat) {
 	scores, bias = kernels.NewMat(make([]float32, T*N), T, N), kernels.NewMat(make([]float32, N), 1, N)
 	if !distinct {
 		for i := range scores.Data {
@@ -745,8 +745,8 @@ func devRouteInputs(rng *rand.Rand, T, N, groups int, distinct bool) (scores, bi
 }
 
 func TestDeviceRouteChoosesTheHostsExperts(t *testing.T) {
-	dev := devEnv{t, devOps(t)}
-	host := devEnv{t, NewHostOps(kernels.Default())}
+	dev := gpuEnv{t, gpuOps(t)}
+	host := gpuEnv{t, NewHostOps(kernels.Default())}
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, c := range []struct {
 		name     string
@@ -761,10 +761,10 @@ func TestDeviceRouteChoosesTheHostsExperts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const T = 33
-			scores, bias := devRouteInputs(rng, T, c.N, c.rc.Groups, c.distinct)
+			scores, bias := gpuRouteInputs(rng, T, c.N, c.rc.Groups, c.distinct)
 			var idx [2][]int32
 			var w [2]kernels.Mat
-			for i, e := range []devEnv{dev, host} {
+			for i, e := range []gpuEnv{dev, host} {
 				r := Routing{Idx: e.ops.AllocInts(T * c.rc.K), W: e.ops.Alloc(T, c.rc.K), K: c.rc.K}
 				e.ops.Route(r, e.up(scores), e.up(bias), c.rc)
 				idx[i], w[i] = e.downInts(r.Idx), e.down(r.W)
@@ -786,8 +786,8 @@ func TestDeviceRouteChoosesTheHostsExperts(t *testing.T) {
 	}
 }
 
-// devBatch lays out seqs as a Batch in e's memory (and the host's lists).
-func devBatch(e devEnv, seqs []SeqView) Batch {
+// gpuBatch lays out seqs as a Batch in e's memory (and the host's lists).
+func gpuBatch(e gpuEnv, seqs []SeqView) Batch {
 	var rs, rp, rsl, ss []int32
 	so := []int32{0}
 	for j, s := range seqs {
@@ -803,8 +803,8 @@ func devBatch(e devEnv, seqs []SeqView) Batch {
 	}
 }
 
-// devScatteredSlots gives n positions slots on shuffled pages of 16.
-func devScatteredSlots(rng *rand.Rand, pages []int, n int) []int32 {
+// gpuScatteredSlots gives n positions slots on shuffled pages of 16.
+func gpuScatteredSlots(rng *rand.Rand, pages []int, n int) []int32 {
 	out := make([]int32, n)
 	for p := range n {
 		out[p] = int32(pages[p/16]*16 + p%16)
@@ -812,11 +812,11 @@ func devScatteredSlots(rng *rand.Rand, pages []int, n int) []int32 {
 	return out
 }
 
-// devSelectRef is SelectKeys in float64 for every row of b: the slots in
+// gpuSelectRef is SelectKeys in float64 for every row of b: the slots in
 // position order, and whether each DSA row's TopK-th and next scores lie
 // further apart than four times their rounding bound (so float32 cannot
 // reorder them).
-func devSelectRef(index, iq, iw kernels.Mat, b Batch, topK int) (lists [][]int32, clear bool) {
+func gpuSelectRef(index, iq, iw kernels.Mat, b Batch, topK int) (lists [][]int32, clear bool) {
 	heads, dim := iw.Cols, index.Rows
 	clear = true
 	for r := range b.T {
@@ -843,7 +843,7 @@ func devSelectRef(index, iq, iw kernels.Mat, b Batch, topK int) (lists [][]int32
 				}
 				wv := float64(iw.Row(r)[h])
 				sc += wv * max(dot, 0)
-				bound += math.Abs(wv) * (float64(dim)*devU*abs + float64(heads)*devU*max(dot, 0))
+				bound += math.Abs(wv) * (float64(dim)*gpuU*abs + float64(heads)*gpuU*max(dot, 0))
 			}
 			cs[pos] = cand{pos, sc, 2 * bound}
 		}
@@ -874,8 +874,8 @@ func devSelectRef(index, iq, iw kernels.Mat, b Batch, topK int) (lists [][]int32
 }
 
 func TestDeviceSelectKeysPicksTheExactTopK(t *testing.T) {
-	dev := devEnv{t, devOps(t)}
-	host := devEnv{t, NewHostOps(kernels.Default())}
+	dev := gpuEnv{t, gpuOps(t)}
+	host := gpuEnv{t, NewHostOps(kernels.Default())}
 	for _, c := range []struct {
 		name             string
 		topK, heads, dim int
@@ -900,22 +900,22 @@ func TestDeviceSelectKeysPicksTheExactTopK(t *testing.T) {
 				for _, s := range c.seqs {
 					n := s[0] + s[1]
 					np := (n + 15) / 16
-					seqs = append(seqs, SeqView{N: s[0], Pos: s[1], Slots: devScatteredSlots(rng, perm[used:used+np], n)})
+					seqs = append(seqs, SeqView{N: s[0], Pos: s[1], Slots: gpuScatteredSlots(rng, perm[used:used+np], n)})
 					used += np
 				}
-				index = devRandMat(rng, c.dim, pages*16, 1)
+				index = gpuRandMat(rng, c.dim, pages*16, 1)
 				T := 0
 				for _, s := range seqs {
 					T += s.N
 				}
-				iq, iw = devRandMat(rng, T, c.heads*c.dim, 1), devRandMat(rng, T, c.heads, 0.3)
+				iq, iw = gpuRandMat(rng, T, c.heads*c.dim, 1), gpuRandMat(rng, T, c.heads, 0.3)
 				var ok bool
-				if want, ok = devSelectRef(index, iq, iw, devBatch(host, seqs), c.topK); ok {
+				if want, ok = gpuSelectRef(index, iq, iw, gpuBatch(host, seqs), c.topK); ok {
 					break
 				}
 			}
-			for _, e := range []devEnv{dev, host} {
-				b := devBatch(e, seqs)
+			for _, e := range []gpuEnv{dev, host} {
+				b := gpuBatch(e, seqs)
 				kv := KVLayer{MLA: e.ops.Alloc(pages*16, 1), Index: e.up(index), Rank: 1}
 				sel := Selection{Picked: e.ops.AllocInts(b.T * c.topK), Count: e.ops.AllocInts(b.T), TopK: c.topK}
 				e.ops.SelectKeys(sel, kv, e.up(iq), e.up(iw), b)
@@ -934,30 +934,30 @@ func TestDeviceSelectKeysPicksTheExactTopK(t *testing.T) {
 }
 
 func TestDeviceARowAloneEqualsTheSameRowInABatchOf64(t *testing.T) {
-	e := devEnv{t, devOps(t)}
+	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(21, 22))
 	const B, row, H = 64, 17, 256
-	x := devRandMat(rng, B, H, 1)
+	x := gpuRandMat(rng, B, H, 1)
 	alone := kernels.NewMat(slices.Clone(x.Row(row)), 1, H)
 	xt, at := e.up(x), e.up(alone)
 
-	w := devRandMat(rng, 1000, H, 0.06)
+	w := gpuRandMat(rng, 1000, H, 0.06)
 	wt := e.up(w)
 	yb, ya := e.ops.Alloc(B, 1000), e.ops.Alloc(1, 1000)
 	e.ops.MatMulT(yb, xt, wt)
 	e.ops.MatMulT(ya, at, wt)
-	devSameBits(t, "MatMulT", e.down(ya), e.down(yb).Slice(row, row+1, 0, 1000))
+	gpuSameBits(t, "MatMulT", e.down(ya), e.down(yb).Slice(row, row+1, 0, 1000))
 
-	nw := e.up(devRandMat(rng, 1, H, 1))
+	nw := e.up(gpuRandMat(rng, 1, H, 1))
 	nb, na := e.ops.Alloc(B, H), e.ops.Alloc(1, H)
 	e.ops.RMSNorm(nb, xt, nw, 1e-5)
 	e.ops.RMSNorm(na, at, nw, 1e-5)
-	devSameBits(t, "RMSNorm", e.down(na), e.down(nb).Slice(row, row+1, 0, H))
+	gpuSameBits(t, "RMSNorm", e.down(na), e.down(nb).Slice(row, row+1, 0, H))
 
 	const slots, rank, dr, heads, topK = 512, 64, 16, 4, 64
 	dk := rank + dr
-	kv := KVLayer{MLA: e.up(devRandMat(rng, slots, dk, 1)), Index: e.ops.Alloc(1, slots), Rank: rank}
-	q := devRandMat(rng, B, heads*dk, 1)
+	kv := KVLayer{MLA: e.up(gpuRandMat(rng, slots, dk, 1)), Index: e.ops.Alloc(1, slots), Rank: rank}
+	q := gpuRandMat(rng, B, heads*dk, 1)
 	lists := make([][]int32, B)
 	for r := range B {
 		l := make([]int32, 0, topK)
@@ -968,35 +968,35 @@ func TestDeviceARowAloneEqualsTheSameRowInABatchOf64(t *testing.T) {
 		lists[r] = l
 	}
 	ob, oa := e.ops.Alloc(B, heads*rank), e.ops.Alloc(1, heads*rank)
-	e.ops.Attend(ob, e.up(q), kv, devSelection(e, lists, topK), heads, 0.1)
-	e.ops.Attend(oa, e.up(kernels.NewMat(slices.Clone(q.Row(row)), 1, heads*dk)), kv, devSelection(e, lists[row:row+1], topK), heads, 0.1)
-	devSameBits(t, "Attend", e.down(oa), e.down(ob).Slice(row, row+1, 0, heads*rank))
+	e.ops.Attend(ob, e.up(q), kv, gpuSelection(e, lists, topK), heads, 0.1)
+	e.ops.Attend(oa, e.up(kernels.NewMat(slices.Clone(q.Row(row)), 1, heads*dk)), kv, gpuSelection(e, lists[row:row+1], topK), heads, 0.1)
+	gpuSameBits(t, "Attend", e.down(oa), e.down(ob).Slice(row, row+1, 0, heads*rank))
 
 	const N, K, inter = 32, 8, 64
-	ex := Experts{Gate: e.up(devRandMat(rng, N*inter, H, 0.06)), Up: e.up(devRandMat(rng, N*inter, H, 0.06)),
-		Down: e.up(devRandMat(rng, N*H, inter, 0.125)), N: N, Inter: inter}
+	ex := Experts{Gate: e.up(gpuRandMat(rng, N*inter, H, 0.06)), Up: e.up(gpuRandMat(rng, N*inter, H, 0.06)),
+		Down: e.up(gpuRandMat(rng, N*H, inter, 0.125)), N: N, Inter: inter}
 	idx := make([]int32, B*K)
 	for r := range B {
 		for i, v := range rng.Perm(N)[:K] {
 			idx[r*K+i] = int32(v)
 		}
 	}
-	wts := devRandMat(rng, B, K, 0.3)
+	wts := gpuRandMat(rng, B, K, 0.3)
 	rb := Routing{Idx: e.ints(idx), W: e.up(wts), K: K}
 	ra := Routing{Idx: e.ints(idx[row*K : (row+1)*K]), W: e.up(kernels.NewMat(slices.Clone(wts.Row(row)), 1, K)), K: K}
 	eb, ea := e.ops.Alloc(B*K, H), e.ops.Alloc(K, H)
 	e.ops.Experts(eb, xt, ex, rb)
 	e.ops.Experts(ea, at, ex, ra)
-	devSameBits(t, "Experts", e.down(ea), e.down(eb).Slice(row*K, (row+1)*K, 0, H))
+	gpuSameBits(t, "Experts", e.down(ea), e.down(eb).Slice(row*K, (row+1)*K, 0, H))
 }
 
-// devExecutor opens a fresh device Ops (the executor closes it) and an
+// gpuExecutor opens a fresh device Ops (the executor closes it) and an
 // executor over it for cfg and w.
-func devExecutor(t testing.TB, cfg *model.Config, w *model.Weights, pages, pageSize int) *Executor {
+func gpuExecutor(t testing.TB, cfg *model.Config, w *model.Weights, pages, pageSize int) *Executor {
 	t.Helper()
 	ops, err := OpenDevice(DeviceOptions{})
 	if errors.Is(err, ErrNoDevice) {
-		devNoGPU(t, err)
+		gpuMissing(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -1014,16 +1014,16 @@ func devExecutor(t testing.TB, cfg *model.Config, w *model.Weights, pages, pageS
 	return ex
 }
 
-// devCloseLogits checks every row of got within rel of the row's largest
+// gpuCloseLogits checks every row of got within rel of the row's largest
 // |want|.
-func devCloseLogits(t testing.TB, what string, got, want kernels.Mat, rel float64) {
+func gpuCloseLogits(t testing.TB, what string, got, want kernels.Mat, rel float64) {
 	t.Helper()
 	if got.Rows != want.Rows || got.Cols != want.Cols {
 		t.Fatalf("%s: logits %d×%d, want %d×%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
 	}
 	bad := 0
 	for i := range want.Rows {
-		tol := rel * devRowMax(want, i)
+		tol := rel * gpuRowMax(want, i)
 		for j, v := range want.Row(i) {
 			if d := math.Abs(float64(got.Row(i)[j]) - float64(v)); !(d <= tol) {
 				if bad++; bad <= 5 {
@@ -1034,8 +1034,8 @@ func devCloseLogits(t testing.TB, what string, got, want kernels.Mat, rel float6
 	}
 }
 
-// devTop2 is row's argmax and its lead over the runner-up.
-func devTop2(row []float32) (best int, margin float64) {
+// gpuTop2 is row's argmax and its lead over the runner-up.
+func gpuTop2(row []float32) (best int, margin float64) {
 	second := math.Inf(-1)
 	for j, v := range row {
 		switch {
@@ -1051,14 +1051,14 @@ func devTop2(row []float32) (best int, margin float64) {
 func TestDeviceForwardAndGreedyDecodingMatchTheCPUModel(t *testing.T) {
 	for _, name := range []string{"nano", "tiny"} {
 		t.Run(name, func(t *testing.T) {
-			devOps(t) // skips before the weights are made when there is no GPU
+			gpuOps(t) // skips before the weights are made when there is no GPU
 			cfg, err := model.Preset(name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			w := model.Synth(cfg, 7)
 			const pages, pageSize, steps = 128, 16, 64
-			ex := devExecutor(t, cfg, w, pages, pageSize)
+			ex := gpuExecutor(t, cfg, w, pages, pageSize)
 			cpu := model.New(cfg, w, kernels.Default(), model.NewKVCache(cfg, pages, pageSize))
 			rng := rand.New(rand.NewPCG(23, 24))
 			// Prompts of 5, 70 and 130 tokens: dense attention, and DSA past index_topk.
@@ -1079,14 +1079,14 @@ func TestDeviceForwardAndGreedyDecodingMatchTheCPUModel(t *testing.T) {
 
 			want := cpu.Forward(seqs)
 			got := ex.Forward(seqs)
-			devCloseLogits(t, "prefill", got.Logits, want.Logits, 1e-4)
+			gpuCloseLogits(t, "prefill", got.Logits, want.Logits, 1e-4)
 
 			// Greedy decoding, both fed the CPU's choice; the device's choice
 			// must agree wherever the CPU's lead exceeds twice the tolerance.
 			next := make([]int32, len(seqs))
 			for j := range seqs {
 				l, _ := want.SeqRows(j)
-				b, _ := devTop2(l.Row(l.Rows - 1))
+				b, _ := gpuTop2(l.Row(l.Rows - 1))
 				next[j] = int32(b)
 			}
 			compared := 0
@@ -1095,11 +1095,11 @@ func TestDeviceForwardAndGreedyDecodingMatchTheCPUModel(t *testing.T) {
 					seqs[j] = model.Seq{Tokens: []int32{next[j]}, Pos: lens[j] + step, Slots: seqs[j].Slots, Logits: model.LastRow}
 				}
 				want, got := cpu.Forward(seqs), ex.Forward(seqs)
-				devCloseLogits(t, "decode", got.Logits, want.Logits, 1e-4)
+				gpuCloseLogits(t, "decode", got.Logits, want.Logits, 1e-4)
 				for j := range seqs {
-					b, margin := devTop2(want.Logits.Row(j))
-					g, _ := devTop2(got.Logits.Row(j))
-					if margin > 2e-4*devRowMax(want.Logits, j) {
+					b, margin := gpuTop2(want.Logits.Row(j))
+					g, _ := gpuTop2(got.Logits.Row(j))
+					if margin > 2e-4*gpuRowMax(want.Logits, j) {
 						compared++
 						if g != b {
 							t.Errorf("step %d sequence %d: the device picks %d, the CPU %d (lead %g)", step, j, g, b, margin)
@@ -1119,8 +1119,8 @@ func TestDeviceForwardAndGreedyDecodingMatchTheCPUModel(t *testing.T) {
 }
 
 func TestDevicePackPassesAnAllocationsAddressPlusFourBytesPerElement(t *testing.T) {
-	d := &device{}
-	m := &devMem{ptr: 0x7f0000001000, n: 100}
+	d := &gpuDevice{}
+	m := &gpuMem{ptr: 0x7f0000001000, n: 100}
 	got := d.pack(nil, "k", []Arg{Ptr(m, 0), Int(-7), Ptr(m, 37), Float(0.25), Ptr(nil, 0), Ptr(m, 100)})
 	want := []cuda.Param{
 		{Kind: cuda.Pointer, Ptr: 0x7f0000001000},
@@ -1134,15 +1134,15 @@ func TestDevicePackPassesAnAllocationsAddressPlusFourBytesPerElement(t *testing.
 		t.Errorf("pack = %+v (err %v)\nwant   %+v", got, d.err, want)
 	}
 	// Freed memory is the sticky error, not a NULL that would fault the GPU.
-	d.pack(nil, "k", []Arg{Ptr(&devMem{n: 4}, 0)})
+	d.pack(nil, "k", []Arg{Ptr(&gpuMem{n: 4}, 0)})
 	if d.err == nil || !strings.Contains(d.err.Error(), "after Free") {
 		t.Errorf("packing freed memory: Err() = %v, want use after Free", d.err)
 	}
 }
 
 func TestDeviceMemoryOutsideAnAllocationPanics(t *testing.T) {
-	d := &device{}
-	m := &devMem{ptr: 0x1000, n: 10}
+	d := &gpuDevice{}
+	m := &gpuMem{ptr: 0x1000, n: 10}
 	for _, c := range []struct {
 		name string
 		f    func()
@@ -1150,7 +1150,7 @@ func TestDeviceMemoryOutsideAnAllocationPanics(t *testing.T) {
 		{"an upload past the end", func() { d.UploadF32(m, 8, make([]float32, 3)) }},
 		{"a download at a negative offset", func() { d.DownloadI32(make([]int32, 1), m, -1) }},
 		{"a pointer argument past the end", func() { d.pack(nil, "k", []Arg{Ptr(m, 11)}) }},
-		{"another Ops' memory", func() { d.UploadF32(hostMemForTest{}, 0, nil) }},
+		{"another Ops' memory", func() { d.UploadF32(gpuForeignMem{}, 0, nil) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
@@ -1163,7 +1163,7 @@ func TestDeviceMemoryOutsideAnAllocationPanics(t *testing.T) {
 	}
 }
 
-// hostMemForTest is a Mem that is not device memory.
-type hostMemForTest struct{}
+// gpuForeignMem is a Mem that is not device memory.
+type gpuForeignMem struct{}
 
-func (hostMemForTest) Len() int { return 0 }
+func (gpuForeignMem) Len() int { return 0 }
