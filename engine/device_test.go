@@ -193,17 +193,29 @@ func TestDeviceCUDAsDefaultPoolFitsEightGiBOfGPUMemory(t *testing.T) {
 // this branch).
 func TestDeviceCPUOpsServesTheCPUsGreedyTokensBitForBit(t *testing.T) {
 	t.Parallel()
-	cpu := startDevice(t, deviceOptions(DeviceCPU))
-	ops := startDevice(t, deviceOptions(DeviceCPUOps))
-	if d := ops.Device(); d.Kind != DeviceCPUOps || ops.Model != nil {
-		t.Fatalf("cpu-ops runs on %+v", d)
-	}
-	for _, prompt := range []string{"Hello", "The quick brown fox jumps over the lazy dog.", "[gMASK]<sop>1 2 3 4 5 6 7 8 9 10 11 12"} {
-		want, got := greedy(t, cpu, prompt, 24, 2), greedy(t, ops, prompt, 24, 2)
-		// The same kernels in the same order: the same tokens and the same
-		// logprob bits, not merely close ones.
-		if fmt.Sprint(got.tokens) != fmt.Sprint(want.tokens) || fmt.Sprint(got.logprobs) != fmt.Sprint(want.logprobs) {
-			t.Errorf("%q:\ncpu-ops %v %v\ncpu     %v %v", prompt, got.tokens, got.logprobs, want.tokens, want.logprobs)
+	// Plain decoding, and MTP speculation (the executor's Draft and its
+	// MTP cache), each on both.
+	for _, spec := range []string{"", "EAGLE"} {
+		on := func(device string) Options {
+			o := deviceOptions(device)
+			o.Sched.SpeculativeAlgorithm = spec
+			if spec != "" {
+				o.Sched.EnableMixedChunk = false // as serve turns it off
+			}
+			return o
+		}
+		cpu := startDevice(t, on(DeviceCPU))
+		ops := startDevice(t, on(DeviceCPUOps))
+		if d := ops.Device(); d.Kind != DeviceCPUOps || ops.Model != nil {
+			t.Fatalf("cpu-ops runs on %+v", d)
+		}
+		for _, prompt := range []string{"Hello", "The quick brown fox jumps over the lazy dog.", "[gMASK]<sop>1 2 3 4 5 6 7 8 9 10 11 12"} {
+			want, got := greedy(t, cpu, prompt, 24, 2), greedy(t, ops, prompt, 24, 2)
+			// The same kernels in the same order: the same tokens and the
+			// same logprob bits, not merely close ones.
+			if len(want.tokens) != 24 || fmt.Sprint(got.tokens) != fmt.Sprint(want.tokens) || fmt.Sprint(got.logprobs) != fmt.Sprint(want.logprobs) {
+				t.Errorf("speculative %q, %q:\ncpu-ops %v %v\ncpu     %v %v", spec, prompt, got.tokens, got.logprobs, want.tokens, want.logprobs)
+			}
 		}
 	}
 }
