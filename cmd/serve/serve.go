@@ -44,7 +44,8 @@ func NewCmdServe(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the reference engine over the OpenAI API",
 		Long: `Serve runs glmbench's reference engine — a GLM-5-architecture model (MLA, DSA
-sparse attention, sigmoid-routed MoE, MTP) at toy scale on CPU kernels — behind
+sparse attention, sigmoid-routed MoE, MTP) at toy scale on CPU kernels, or on
+an NVIDIA GPU with --device cuda (see below) — behind
 an SGLang-like scheduler and an OpenAI-compatible HTTP API:
 POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
 GET /get_server_info, GET /metrics.
