@@ -10,8 +10,10 @@
 #   nvidia-smi                                              10 s
 #   the device tests, GLMBENCH_REQUIRE_CUDA=1 -test.v:
 #     engine/cudaexec 90 s, internal/cuda 30 s, engine (-run Device) 45 s
-#   the benchmarks (GEMM beside cuBLAS, decode tok/s at batch 1, 64, 256
-#     for nano, tiny, gpu): engine/cudaexec 90 s, internal/cuda 20 s
+#   the benchmarks (BENCH, default Device: BenchmarkDeviceMatMulT, the GEMM
+#     beside cuBLAS, and BenchmarkDeviceDecode, tok/s at batch 1, 64, 256
+#     for nano, tiny, gpu; BENCHTIME iterations, default 20x):
+#     engine/cudaexec 90 s, internal/cuda (all its benchmarks) 20 s
 #   PyTorch's fp32 GEMM at the same sizes (gemm_torch.py)    40 s
 #   glmbench serve --device cuda, then glmbench run --phases all against it
 #     (each phase capped at PHASE_CAP)                      145 s
@@ -25,7 +27,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root" || exit 1
 OUT=${OUT:-/tmp/glmbench-device}
 DEVBIN=${DEVBIN:-.devbin}
-BENCHTIME=${BENCHTIME:-1s}
+BENCH=${BENCH:-Device}
+BENCHTIME=${BENCHTIME:-20x}
 SERVE_PRESET=${SERVE_PRESET:-nano}
 PHASE_CAP=${PHASE_CAP:-20s}
 mkdir -p "$OUT"
@@ -78,7 +81,7 @@ step "test engine -run Device" 45 "$tests" "${in[@]}" engine "$bin/engine.test" 
 
 bench=$OUT/bench.log
 : >"$bench"
-step "bench engine/cudaexec" 90 "$bench" "${in[@]}" engine/cudaexec "$bin/cudaexec.test" -test.run '^$' -test.bench . -test.benchtime "$BENCHTIME" -test.timeout 85s
+step "bench engine/cudaexec" 90 "$bench" "${in[@]}" engine/cudaexec "$bin/cudaexec.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.timeout 85s
 step "bench internal/cuda" 20 "$bench" "${in[@]}" internal/cuda "$bin/cuda.test" -test.run '^$' -test.bench . -test.benchtime "$BENCHTIME" -test.timeout 15s
 
 export PYTHONUNBUFFERED=1
@@ -100,7 +103,7 @@ serve_and_run() {
 		sleep 0.5
 	done
 	if [[ ! -s $ready ]]; then
-		echo "serve did not get ready in 45 s" >&2
+		echo "serve was not ready within 45 s, or exited: see serve.log" >&2
 		kill "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 		return 1
