@@ -1,8 +1,9 @@
 // Package engine is glmbench's reference engine as one thing to start: a
-// GLM-5-architecture model (engine/model) on fast CPU kernels, the
-// SGLang-like scheduler (engine/sched) and the OpenAI-compatible HTTP API
-// (engine/server). `glmbench serve` runs it as a server; every command run
-// without --endpoint starts it in-process on a free loopback port.
+// GLM-5-architecture model (engine/model) on fast CPU kernels or on an
+// NVIDIA GPU (engine/cudaexec, Options.Device), the SGLang-like scheduler
+// (engine/sched) and the OpenAI-compatible HTTP API (engine/server).
+// `glmbench serve` runs it as a server; every command run without
+// --endpoint starts it in-process on a free loopback port.
 package engine
 
 import (
@@ -15,16 +16,20 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/glmbench/glmbench/engine/cudaexec"
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/engine/sched"
 	"github.com/glmbench/glmbench/engine/server"
 	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/engine/tokenizer"
 	"github.com/glmbench/glmbench/internal/rxstamp"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/kernels"
 )
 
@@ -55,7 +60,11 @@ type Options struct {
 	// Executor is "model" (the default) or "sim": the real scheduler and API
 	// over a step-time cost model (SimCost) with deterministic tokens.
 	Executor string
-	SimCost  sim.CostModel
+	// Device is what the model runs on (DeviceNames): "cpu" ("": the
+	// default), "cuda", "auto" or "cpu-ops". Only "cpu" goes with the
+	// simulated executor.
+	Device  string
+	SimCost sim.CostModel
 	// SimAcceptLength fixes the simulated executor's speculative accept
 	// length (sim.Executor.SetAcceptLength; 0: its default, 1), for
 	// serving with Sched.SpeculativeAlgorithm set.
@@ -96,7 +105,7 @@ const (
 // backends: "FlashMLA only supports a page_size of 64"); whole pages also
 // keep a sequence's keys in long runs the indexer scans in one product.
 func DefaultOptions() Options {
-	o := Options{Preset: "nano", Seed: 1, WeightDType: "fp32", Host: "127.0.0.1", Port: 30000, Executor: "model", SimCost: sim.DefaultCost}
+	o := Options{Preset: "nano", Seed: 1, WeightDType: "fp32", Host: "127.0.0.1", Port: 30000, Executor: "model", Device: DeviceCPU, SimCost: sim.DefaultCost}
 	o.Sched.EnableMixedChunk = true
 	o.Sched.PageSize = 64
 	return o
@@ -104,27 +113,103 @@ func DefaultOptions() Options {
 
 // kvBudget bounds the default KV pool (virtual memory: pages are only
 // touched when used) and kvDefaultMax caps it: enough for throughput_8k's
-// 929 sequences of 8192 + 1024 tokens on nano.
+// 929 sequences of 8192 + 1024 tokens on nano. On a GPU the pool is
+// allocated whole in device memory, which is real, so kvDeviceBudget bounds
+// it there: 8 GiB, a small share of a data-centre GPU's 80 to 141 GiB that
+// leaves the rest to the weights and activations.
 const (
-	kvBudget     = 4 << 30
-	kvDefaultMax = 9_500_000
+	kvBudget       = 4 << 30
+	kvDeviceBudget = 8 << 30
+	kvDefaultMax   = 9_500_000
 	// simDefaultTokens is the simulated executor's pool: 4,096 streams of
 	// 8K tokens and more.
 	simDefaultTokens = 64 << 20
 )
 
+// The values of Options.Device.
+const (
+	// DeviceCPU runs engine/model on the CPU kernels (kernels.Default).
+	DeviceCPU = "cpu"
+	// DeviceCUDA runs the cudaexec executor on the first GPU
+	// (cudaexec.OpenDevice); without a CUDA driver or device Start fails.
+	DeviceCUDA = "cuda"
+	// DeviceAuto is DeviceCUDA when a GPU opens, else DeviceCPU, and says
+	// why (Device.Fallback).
+	DeviceAuto = "auto"
+	// DeviceCPUOps runs the cudaexec executor's op list over the host ops
+	// (cudaexec.NewHostOps on the CPU kernels): the GPU path's
+	// orchestration checked on the CPU, bit for bit the same as DeviceCPU.
+	DeviceCPUOps = "cpu-ops"
+)
+
+// DeviceNames are Options.Device's values, in the order help lists them.
+var DeviceNames = []string{DeviceCPU, DeviceCUDA, DeviceAuto, DeviceCPUOps}
+
+// DeviceHelp is the --device flag's help, the same in serve and in the
+// commands that start the built-in engine.
+const DeviceHelp = "what the model runs on: cpu (CPU kernels), cuda (an NVIDIA GPU; fails without a CUDA driver), auto (cuda if a GPU opens, else cpu) or cpu-ops (the GPU path's op list on the CPU, a check of it)"
+
+// ParseDevice checks an Options.Device value; "" is DeviceCPU.
+func ParseDevice(s string) (string, error) {
+	if s == "" {
+		return DeviceCPU, nil
+	}
+	if !slices.Contains(DeviceNames, s) {
+		return "", fmt.Errorf("device %q: want one of %s", s, strings.Join(DeviceNames, ", "))
+	}
+	return s, nil
+}
+
+// Device is what an engine's model runs on.
+type Device struct {
+	// Kind is DeviceCPU, DeviceCUDA or DeviceCPUOps: Options.Device, with
+	// auto resolved.
+	Kind string
+	// Name says what runs the ops: the CPU kernels' name ("cpu-avx2"),
+	// the Ops' Name ("cuda:0 NVIDIA H200 sm_90"), or "simulated" with the
+	// simulated executor.
+	Name string
+	// Fallback, when Options.Device auto chose the CPU, says why: the
+	// error that opening a GPU gave.
+	Fallback string
+}
+
+// String is the kind and the name, e.g. "cuda (cuda:0 NVIDIA H200 sm_90)".
+func (d Device) String() string { return d.Kind + " (" + d.Name + ")" }
+
+// openDevice opens the GPU for DeviceCUDA and DeviceAuto; a variable so
+// that a test can stand in for a machine with or without one.
+var openDevice = func() (cudaexec.Ops, error) { return cudaexec.OpenDevice(cudaexec.DeviceOptions{}) }
+
+// deviceError is a GPU that did not open, in one line, wrapping the cause
+// (cudaexec.ErrNoDevice without a driver).
+type deviceError struct{ err error }
+
+func (e deviceError) Error() string {
+	return "device cuda: " + text.OneLine(e.err.Error()) + " (device auto falls back to the CPU)"
+}
+func (e deviceError) Unwrap() error { return e.err }
+
 // Engine is a running reference engine.
 type Engine struct {
-	// Model is the model, nil with the simulated executor.
+	// Model is the CPU model, nil with the simulated executor and with a
+	// device executor (Device cuda or cpu-ops).
 	Model     *model.Model
 	Sched     *sched.Scheduler
 	Server    *server.Server
 	Tokenizer *tokenizer.Tokenizer
 	name      string
 	ckpt      server.Checkpoint
+	device    Device
 	ln        net.Listener
 	http      *http.Server
 	served    chan error
+	// exec is the device executor (nil on the CPU model), closed once the
+	// scheduler has stopped; ran is closed then, and closeErr is what
+	// Close said.
+	exec     *cudaexec.Executor
+	ran      chan struct{}
+	closeErr error
 }
 
 // Start builds the model and serves it on opts.Host:opts.Port (port 0: a
@@ -144,6 +229,32 @@ func Start(opts Options) (*Engine, error) {
 	if simulated && dtype != model.FP32 {
 		return nil, fmt.Errorf("weight dtype %s: the simulated executor has no weights to round (use executor model)", dtype)
 	}
+	devKind, err := ParseDevice(opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	if simulated && devKind != DeviceCPU {
+		return nil, fmt.Errorf("device %s: the simulated executor runs no model to put on a device (use executor model, or device cpu)", devKind)
+	}
+	// The GPU opens first, before the weights are made (seconds for a
+	// large preset), so that a machine without one is told at once.
+	dev, ops, err := chooseDevice(devKind, simulated, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	// ops, and the executor over it, are closed on every failure below;
+	// once Start succeeds the scheduler's goroutine closes them.
+	var exec *cudaexec.Executor
+	started := false
+	defer func() {
+		switch {
+		case started:
+		case exec != nil:
+			exec.Close()
+		case ops != nil:
+			ops.Close()
+		}
+	}()
 	cfg, w, name, err := loadModel(opts, !simulated)
 	if err != nil {
 		return nil, err
@@ -176,9 +287,8 @@ func Start(opts Options) (*Engine, error) {
 		}
 		layers++
 	}
-	perToken := cfg.KVWidth() * 4 * layers
 	if sc.MaxTotalTokens == 0 {
-		sc.MaxTotalTokens = min(kvBudget/perToken, kvDefaultMax) / sc.PageSize * sc.PageSize
+		sc.MaxTotalTokens = defaultPoolTokens(cfg, layers, sc.PageSize, dev.Kind)
 		if simulated { // pages without values cost nothing
 			sc.MaxTotalTokens = simDefaultTokens / sc.PageSize * sc.PageSize
 		}
@@ -190,7 +300,7 @@ func Start(opts Options) (*Engine, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	var exec sched.Executor
+	var run sched.Executor
 	var m *model.Model
 	if simulated {
 		se := sim.New(opts.SimCost, sc.MaxTotalTokens/sc.PageSize, sc.PageSize, cfg.VocabSize)
@@ -199,24 +309,32 @@ func Start(opts Options) (*Engine, error) {
 				return nil, err
 			}
 		}
-		exec, name = se, "glmbench-sim"
+		run, name = se, "glmbench-sim"
+	} else if ops != nil {
+		// The device executor holds the weights and the KV values in the
+		// Ops' memory, the MTP layer's too when speculation drafts with it.
+		if exec, err = cudaexec.NewExecutor(cfg, w, ops, sc.MaxTotalTokens/sc.PageSize, sc.PageSize, spec); err != nil {
+			return nil, fmt.Errorf("device %s: %w", dev.Kind, err)
+		}
+		run = exec
 	} else {
 		kv := model.NewKVCacheNoMTP(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
 		if spec {
 			kv = model.NewKVCache(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
 		}
 		m = model.New(cfg, w, kernels.Default(), kv)
-		exec = m
+		run = m
 	}
 	metrics := server.NewMetrics()
-	s, err := sched.New(sc, exec, tok.EOS(), tokenizer.MinVocabSize, metrics)
+	s, err := sched.New(sc, run, tok.EOS(), tokenizer.MinVocabSize, metrics)
 	if err != nil {
 		return nil, err
 	}
 	if opts.ServedModelName != "" {
 		name = opts.ServedModelName
 	}
-	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, ckpt: ckpt, served: make(chan error, 1)}
+	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, ckpt: ckpt, device: dev, served: make(chan error, 1),
+		exec: exec, ran: make(chan struct{})}
 	var truth *server.Truth
 	if opts.Truth != nil {
 		truth = server.NewTruth(opts.Truth)
@@ -234,7 +352,9 @@ func Start(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	go s.Run()
+	started = true
+	go e.schedule()
+	opts.Logger.Info("engine started", "model", name, "device", dev.String(), "kv_tokens", sc.MaxTotalTokens)
 	idle := opts.IdleTimeout
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
@@ -249,6 +369,63 @@ func Start(opts Options) (*Engine, error) {
 	}
 	go func() { e.served <- e.http.Serve(e.ln) }()
 	return e, nil
+}
+
+// defaultPoolTokens is the default KV pool, in tokens (whole pages of
+// pageSize), for layers layers of cfg's cache on a device of that kind:
+// the budget of memory it may take (the CPU's virtual kvBudget, the GPU's
+// real kvDeviceBudget) over the float32 bytes a token takes, at most
+// kvDefaultMax.
+func defaultPoolTokens(cfg *model.Config, layers, pageSize int, kind string) int {
+	budget := kvBudget
+	if kind == DeviceCUDA {
+		budget = kvDeviceBudget
+	}
+	perToken := cfg.KVWidth() * 4 * layers
+	return min(budget/perToken, kvDefaultMax) / pageSize * pageSize
+}
+
+// chooseDevice opens what devKind names: nothing for the CPU model (and the
+// simulated executor), the GPU for cuda (its failure, one line, is Start's)
+// and auto (its failure is the CPU's fallback, logged), the host ops for
+// cpu-ops.
+func chooseDevice(devKind string, simulated bool, log *slog.Logger) (Device, cudaexec.Ops, error) {
+	cpu := Device{Kind: DeviceCPU, Name: kernels.Default().Name()}
+	if simulated {
+		cpu.Name = "simulated"
+	}
+	switch devKind {
+	case DeviceCUDA, DeviceAuto:
+		ops, err := openDevice()
+		if err == nil {
+			return Device{Kind: DeviceCUDA, Name: ops.Name()}, ops, nil
+		}
+		if devKind == DeviceCUDA {
+			return Device{}, nil, deviceError{err}
+		}
+		cpu.Fallback = text.OneLine(err.Error())
+		log.Info("device auto: no GPU opened, the model runs on the CPU", "reason", cpu.Fallback)
+		return cpu, nil, nil
+	case DeviceCPUOps:
+		ops := cudaexec.NewHostOps(kernels.Default())
+		return Device{Kind: DeviceCPUOps, Name: ops.Name()}, ops, nil
+	}
+	return cpu, nil, nil
+}
+
+// schedule runs the scheduler until it stops, then closes the device
+// executor. A GPU context is current per OS thread, so on cuda the
+// scheduler keeps one thread for every forward pass.
+func (e *Engine) schedule() {
+	defer close(e.ran)
+	if e.device.Kind == DeviceCUDA {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	e.Sched.Run()
+	if e.exec != nil {
+		e.closeErr = e.exec.Close()
+	}
 }
 
 func modelPath(o Options) string {
@@ -293,12 +470,26 @@ func (e *Engine) ModelName() string { return e.name }
 // folder, the format they were rounded to and how many tensors were.
 func (e *Engine) Checkpoint() server.Checkpoint { return e.ckpt }
 
+// Device is what the engine's model runs on.
+func (e *Engine) Device() Device { return e.device }
+
 // Shutdown stops the engine gracefully: new requests get 503, running
-// streams end, then the listener closes.
+// streams end, then the listener closes, and the device executor, if any,
+// is closed once the scheduler has stopped (its error is Shutdown's).
 func (e *Engine) Shutdown(ctx context.Context) error {
 	err := e.Server.Shutdown(ctx)
 	if herr := e.http.Shutdown(ctx); herr != nil && err == nil {
 		err = herr
+	}
+	select {
+	case <-e.ran:
+		if err == nil {
+			err = e.closeErr
+		}
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
 	}
 	return err
 }
@@ -340,6 +531,8 @@ func ApplyServerConfig(path string, opts *Options) (ignored []string, err error)
 	// glmbench's own key, which /get_server_info reports: a server's info
 	// fed back serves its weights as rounded.
 	known["weight_dtype"] = &opts.WeightDType
+	// SGLang's "device" (always "cuda" in its server info) is left out on
+	// purpose: a CPU machine fed SGLang's settings still serves.
 	for key := range args {
 		dst, ok := known[key]
 		if !ok {

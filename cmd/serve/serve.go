@@ -44,7 +44,8 @@ func NewCmdServe(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the reference engine over the OpenAI API",
 		Long: `Serve runs glmbench's reference engine — a GLM-5-architecture model (MLA, DSA
-sparse attention, sigmoid-routed MoE, MTP) at toy scale on CPU kernels — behind
+sparse attention, sigmoid-routed MoE, MTP) at toy scale on CPU kernels, or on
+an NVIDIA GPU with --device cuda (see below) — behind
 an SGLang-like scheduler and an OpenAI-compatible HTTP API:
 POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
 GET /get_server_info, GET /metrics.
@@ -69,6 +70,14 @@ indexer, MLPs, experts, MTP) and keeps embeddings, norms, biases, lm_head, the
 router and the indexer's weights_proj in fp32, as ModelOpt and DeepSeek's FP8
 checkpoints keep them in high precision. /get_server_info reports the
 checkpoint (preset and seed, or path), weight_dtype and the tensors rounded.
+--device picks what the model runs on: cpu (the default: engine/model on the
+CPU kernels), cuda (the same forward pass as kernels on the first NVIDIA GPU,
+through the CUDA driver and NVRTC loaded at start, no cgo; the weights and the
+KV pool live in GPU memory, the default pool sized to 8 GiB of it; without a
+CUDA driver or GPU it fails before listening), auto (cuda when a GPU opens,
+else cpu, saying why) or cpu-ops (the GPU path's op list run on the CPU, bit
+for bit the same tokens as cpu: a check of the GPU path where there is none).
+The startup line names the device. --executor sim runs no model: only cpu.
 SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.
 
 --ready-file PATH writes one JSON line once the server accepts requests, for
@@ -84,6 +93,7 @@ test harnesses against the failures real endpoints show:
 		Example: `  glmbench serve --port 30000 --model-preset nano
   glmbench serve --model-path ./tiny --max-running-requests 64 --chunked-prefill-size 2048
   glmbench serve --port 30001 --weight-dtype nvfp4
+  glmbench serve --device cuda --model-preset gpu
   glmbench serve --server-config sglang_server_config.json --max-queued-requests 128`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,7 +109,7 @@ test harnesses against the failures real endpoints show:
 	fl := cmd.Flags()
 	fl.StringVar(&e.Host, "host", e.Host, "address to listen on")
 	fl.IntVar(&e.Port, "port", e.Port, "port to listen on (0: a free one)")
-	fl.StringVar(&e.Preset, "model-preset", e.Preset, "synthetic model preset: nano or tiny")
+	fl.StringVar(&e.Preset, "model-preset", e.Preset, "synthetic model preset: nano, tiny or gpu (about 480 M parameters, for --device cuda)")
 	fl.StringVar(&e.ModelPath, "model-path", "", "checkpoint folder (config.json + model.safetensors) instead of a preset")
 	fl.Uint64Var(&e.Seed, "seed", e.Seed, "seed of a preset's weights")
 	fl.StringVar(&e.WeightDType, "weight-dtype", e.WeightDType, "round the weights at load as this format stores them: fp32, bf16, fp8_e4m3 or nvfp4 (see above)")
@@ -123,6 +133,7 @@ test harnesses against the failures real endpoints show:
 	fl.IntVar(&s.SpeculativeNumDraftTokens, "speculative-num-draft-tokens", 0, "tokens verified per step; with topk 1 always num-steps+1, as SGLang adjusts it")
 	fl.IntVar(&e.RateLimitConcurrency, "rate-limit-concurrency", 0, "gateway: answer 429 beyond this many requests in flight (0: off)")
 	fl.IntVar(&e.RateLimitRPM, "rate-limit-rpm", 0, "gateway: answer 429 beyond this many requests per minute (0: off)")
+	fl.StringVar(&e.Device, "device", e.Device, engine.DeviceHelp)
 	fl.StringVar(&e.Executor, "executor", e.Executor, "model, or sim: the real scheduler and API over a step-time cost model with deterministic tokens")
 	fl.StringVar(&o.SimProfile, "sim-profile", "", `sim cost model file, JSON of durations: {"step_overhead": "2ms", "prefill_token": "200ns", "decode_seq": "2us", "kv_read": "1ns"}`)
 	fl.DurationVar(&e.SimCost.StepOverhead, "sim-step-overhead", e.SimCost.StepOverhead, "sim: time per batch")
@@ -154,6 +165,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	if err := o.checkWeightDType(); err != nil {
+		return err
+	}
+	if err := o.checkDevice(); err != nil {
 		return err
 	}
 	if len(o.Faults) > 0 {
@@ -201,8 +215,12 @@ func Run(ctx context.Context, o *Options) error {
 	if ck := e.Checkpoint(); ck.Rounded > 0 {
 		spec += fmt.Sprintf(", weights %s (%d tensors rounded)", ck.WeightDType, ck.Rounded)
 	}
-	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d%s)\n",
-		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests, spec)
+	dev := e.Device()
+	if dev.Fallback != "" {
+		fmt.Fprintf(io.ErrOut, "glmbench: --device auto: no GPU opened (%s); the model runs on the CPU\n", dev.Fallback)
+	}
+	fmt.Fprintf(io.ErrOut, "glmbench: serving %s at %s (KV pool %d tokens, page %d, chunked prefill %d, max running %d%s, device %s)\n",
+		e.ModelName(), e.BaseURL(), sc.MaxTotalTokens, sc.PageSize, sc.ChunkedPrefillSize, sc.MaxRunningRequests, spec, dev)
 	if ready != nil {
 		if err := ready.write(Ready{BaseURL: e.BaseURL(), Model: e.ModelName()}); err != nil {
 			e.Shutdown(context.Background())
@@ -246,6 +264,19 @@ func (o *Options) checkWeightDType() error {
 	}
 	if d != model.FP32 && o.Engine.Executor == "sim" {
 		return badinput.Errorf("--weight-dtype %s: --executor sim has no weights to round", d)
+	}
+	return nil
+}
+
+// checkDevice refuses an unknown --device, or one the simulated executor,
+// which runs no model, cannot honour, before anything starts.
+func (o *Options) checkDevice() error {
+	d, err := engine.ParseDevice(o.Engine.Device)
+	if err != nil {
+		return badinput.Errorf("--device: %v", err)
+	}
+	if d != engine.DeviceCPU && o.Engine.Executor == "sim" {
+		return badinput.Errorf("--device %s: --executor sim runs no model to put on a device (use --executor model, or --device cpu)", d)
 	}
 	return nil
 }

@@ -19,12 +19,15 @@ const defaultConnectTimeout = 10 * time.Second
 
 // Common are the Options fields of the flags every endpoint command has,
 // embedded in run's, sweep's, eval's and conform's Options: the endpoint
-// flags, --connect-timeout, --label and --out.
+// flags, --connect-timeout, --label, --out and --device.
 type Common struct {
 	Endpoint       endpoints.Flags
 	ConnectTimeout time.Duration
 	Label          string
 	Out            string
+	// Device is --device, what the built-in engine's model runs on
+	// (engine.Options.Device); it does not apply with an endpoint.
+	Device string
 
 	// fs is the command's flag set, once Flags.AddFlags has bound it (nil
 	// for Options built without a command): what Changed is asked of.
@@ -33,7 +36,7 @@ type Common struct {
 
 // Flags is the one set of flags that run, sweep, eval and conform share: the
 // endpoint flags, --connect-timeout, --request-timeout, --stall-timeout,
-// --label and --out, with their help, their validation and the prologue
+// --label, --out and --device, with their help, their validation and the prologue
 // that opens the endpoint and names the report.
 //
 // Each command builds them over its own Options: Common is the embedded
@@ -113,6 +116,7 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 	}
 	fl.StringVar(&c.Label, "label", "", "name of this run in reports (default: the model name, or builtin)")
 	fl.StringVar(&c.Out, "out", "", "output folder (default: glmbench-results/<UTC time>-<label>/)")
+	fl.StringVar(&c.Device, "device", engine.DeviceCPU, "the built-in engine (no --endpoint): "+engine.DeviceHelp)
 }
 
 // Parsed records what only the parse tells: whether --api-key-env was
@@ -168,14 +172,29 @@ func (s *Flags) check(name string) error {
 	return nil
 }
 
-// Open is the prologue the commands share, after Validate: it opens the
-// endpoint (within --connect-timeout), takes the start time from f.Now,
+// Open is the prologue the commands share, after Validate: it checks
+// --device (a bad name, or a device given with an endpoint, is bad input
+// before anything starts), opens the endpoint (within --connect-timeout)
+// or starts the built-in engine on the device, takes the start time from f.Now,
 // and names the report's label and folder from --label and --out (output,
 // or sectionOutput for a Section command, whose error closes the target).
 // The caller closes the target.
 func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
 	c := s.Common
-	t, err := OpenEndpoint(ctx, f, c.Endpoint, c.ConnectTimeout, "--endpoint", s.Builtin)
+	device, err := engine.ParseDevice(c.Device)
+	if err != nil {
+		return nil, badinput.Errorf("--device: %v", err)
+	}
+	if c.Endpoint.Given() && (device != engine.DeviceCPU || s.changed("device")) {
+		return nil, badinput.Errorf("--device picks what the built-in engine runs on: it does not apply with --endpoint")
+	}
+	builtin := func(o *engine.Options) {
+		if s.Builtin != nil {
+			s.Builtin(o)
+		}
+		o.Device = device
+	}
+	t, err := OpenEndpoint(ctx, f, c.Endpoint, c.ConnectTimeout, "--endpoint", builtin)
 	if err != nil {
 		return nil, err
 	}

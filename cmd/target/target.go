@@ -76,7 +76,11 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 			return nil, err
 		}
 		t.builtin, t.Endpoint = b, b.Endpoint
-		fmt.Fprintf(f.IO.ErrOut, "glmbench: no %s: using the built-in engine (%s) at %s\n", flag, b.Endpoint.Model, b.Endpoint.BaseURL)
+		dev := b.Engine.Device()
+		if dev.Fallback != "" {
+			fmt.Fprintf(f.IO.ErrOut, "glmbench: --device auto: no GPU opened (%s); the built-in engine runs on the CPU\n", dev.Fallback)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "glmbench: no %s: using the built-in engine (%s on %s) at %s\n", flag, b.Endpoint.Model, dev, b.Endpoint.BaseURL)
 		return t, nil
 	}
 	ep, err := endpoints.Resolve(flags, f.Getenv)

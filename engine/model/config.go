@@ -211,6 +211,27 @@ var Presets = map[string]func() *Config{
 		c.NRoutedExperts, c.NumExpertsPerTok, c.NGroup, c.TopKGroup = 256, 8, 1, 1
 		return c
 	},
+	// gpu is sized for a GPU's speed figures (about 480 M parameters,
+	// random weights like the others): hidden 1024, a sixth of GLM-5's
+	// 6144, with the dense MLP twice as wide as GLM-5's; the head widths
+	// half GLM-5's (nope 96 + rope 32, v 128, kv_lora 256, indexer 64) over
+	// 16 heads and 8 indexer heads (GLM-5: 64 and 32), q_lora a third of
+	// hidden as GLM-5's; index_topk 2048 as GLM-5, so contexts past 2048
+	// tokens attend sparsely; 64 experts of 256 with top-8 in 8 groups
+	// keeping 4 (DeepSeek-V3's group routing). The vocabulary, 8192, is
+	// the tokenizer's bytes and specials padded (the scheduler masks the
+	// padding); it keeps the LM head and the logits each step copies back
+	// small beside the experts.
+	"gpu": func() *Config {
+		c := base()
+		c.VocabSize, c.HiddenSize, c.IntermediateSize, c.MoEIntermediateSize = 8192, 1024, 2048, 256
+		c.NumHiddenLayers, c.FirstKDenseReplace = 8, 1
+		c.NumAttentionHeads, c.NumKeyValueHeads = 16, 16
+		c.QLoraRank, c.KVLoraRank, c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim = 384, 256, 96, 32, 128
+		c.IndexNHeads, c.IndexHeadDim, c.IndexTopK = 8, 64, 2048
+		c.NRoutedExperts, c.NumExpertsPerTok, c.NGroup, c.TopKGroup = 64, 8, 8, 4
+		return c
+	},
 }
 
 // base holds what every preset shares with GLM-5.

@@ -1,0 +1,76 @@
+package serve
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/cudaexec"
+)
+
+func TestTheDeviceFlagReachesTheEngineAndDefaultsToTheCPU(t *testing.T) {
+	t.Parallel()
+	if o, _ := parse(t); o.Engine.Device != engine.DeviceCPU {
+		t.Errorf("default --device %q, want cpu", o.Engine.Device)
+	}
+	for _, d := range engine.DeviceNames {
+		if o, _ := parse(t, "--device", d); o.Engine.Device != d {
+			t.Errorf("--device %s gave %q", d, o.Engine.Device)
+		}
+	}
+	if o, _ := parse(t); o.flags.Lookup("device").Usage != engine.DeviceHelp {
+		t.Errorf("--device's help is not engine.DeviceHelp")
+	}
+}
+
+func TestABadDeviceIsRefusedBeforeTheServerStarts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--device", "gpu"}, `--device: device "gpu": want one of cpu, cuda, auto, cpu-ops`},
+		{[]string{"--device", "CUDA"}, `device "CUDA"`},
+		{[]string{"--executor", "sim", "--device", "cuda"}, "--device cuda: --executor sim runs no model to put on a device"},
+		{[]string{"--executor", "sim", "--device", "cpu-ops"}, "--device cpu-ops: --executor sim runs no model"},
+		{[]string{"--executor", "sim", "--device", "auto"}, "--device auto: --executor sim runs no model"},
+	} {
+		wantRefusedBeforeStart(t, tc.args, tc.want)
+	}
+}
+
+func TestServeOnCUDAWithoutAGPUIsRefusedInOneLineBeforeListening(t *testing.T) {
+	t.Parallel()
+	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
+	if err == nil {
+		ops.Close()
+		t.Skip("a GPU opened: this checks a machine without one")
+	}
+	// wantRefusedBeforeStart's port -1 would say "listening on" had the
+	// device been passed.
+	wantRefusedBeforeStart(t, []string{"--device", "cuda"}, "device cuda: no CUDA device")
+}
+
+func TestServeOnAutoWithoutAGPUServesOnTheCPUAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
+	if err == nil {
+		ops.Close()
+		t.Skip("a GPU opened: this checks a machine without one")
+	}
+	var stdout, stderr cmdutil.SyncBuffer
+	stop := serveSim(t, &stdout, &stderr, "--executor", "model", "--device", "auto", "--max-total-tokens", "65536", "--ready-file", "-")
+	r := await(t, "stdout", stdout.String)
+	checkListens(t, r, stderr.String())
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	log := stderr.String()
+	if n := strings.Count(log, "glmbench: --device auto: no GPU opened ("); n != 1 {
+		t.Errorf("%d fallback lines, want 1: %q", n, log)
+	}
+	if !strings.Contains(log, ", device cpu (cpu-") {
+		t.Errorf("the serving line does not name the CPU: %q", log)
+	}
+}
