@@ -218,23 +218,9 @@ func Start(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	simulated := opts.Executor == "sim"
-	if opts.Executor != "" && opts.Executor != "model" && !simulated {
-		return nil, fmt.Errorf("executor %q: want model or sim", opts.Executor)
-	}
-	dtype, err := model.ParseDType(opts.WeightDType)
+	simulated, dtype, devKind, err := checkOptions(opts)
 	if err != nil {
 		return nil, err
-	}
-	if simulated && dtype != model.FP32 {
-		return nil, fmt.Errorf("weight dtype %s: the simulated executor has no weights to round (use executor model)", dtype)
-	}
-	devKind, err := ParseDevice(opts.Device)
-	if err != nil {
-		return nil, err
-	}
-	if simulated && devKind != DeviceCPU {
-		return nil, fmt.Errorf("device %s: the simulated executor runs no model to put on a device (use executor model, or device cpu)", devKind)
 	}
 	// The GPU opens first, before the weights are made (seconds for a
 	// large preset), so that a machine without one is told at once.
@@ -274,56 +260,16 @@ func Start(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model vocabulary: %w", err)
 	}
-	sc := opts.Sched
-	if sc.PageSize == 0 {
-		sc.PageSize = 1
-	}
-	// Speculation drafts with the MTP layer, whose KV the pool then holds too.
-	spec := sc.Speculative()
-	layers := cfg.NumHiddenLayers
-	if spec {
-		if cfg.NumNextNPredictLayers < 1 && !simulated {
-			return nil, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer (num_nextn_predict_layers 0)", sc.SpeculativeAlgorithm)
-		}
-		layers++
-	}
-	if sc.MaxTotalTokens == 0 {
-		sc.MaxTotalTokens = defaultPoolTokens(cfg, layers, sc.PageSize, dev.Kind)
-		if simulated { // pages without values cost nothing
-			sc.MaxTotalTokens = simDefaultTokens / sc.PageSize * sc.PageSize
-		}
-	}
-	if sc.ContextLength <= 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
-		sc.ContextLength = cfg.MaxPositionEmbeddings
-	}
-	sc.Defaults()
-	if err := sc.Validate(); err != nil {
+	sc, spec, err := schedConfig(opts.Sched, cfg, simulated, dev.Kind)
+	if err != nil {
 		return nil, err
 	}
-	var run sched.Executor
-	var m *model.Model
+	run, m, exec, err := newExecutor(opts, cfg, w, sc, spec, ops, dev.Kind)
+	if err != nil {
+		return nil, err
+	}
 	if simulated {
-		se := sim.New(opts.SimCost, sc.MaxTotalTokens/sc.PageSize, sc.PageSize, cfg.VocabSize)
-		if opts.SimAcceptLength != 0 {
-			if err := se.SetAcceptLength(opts.SimAcceptLength); err != nil {
-				return nil, err
-			}
-		}
-		run, name = se, "glmbench-sim"
-	} else if ops != nil {
-		// The device executor holds the weights and the KV values in the
-		// Ops' memory, the MTP layer's too when speculation drafts with it.
-		if exec, err = cudaexec.NewExecutor(cfg, w, ops, sc.MaxTotalTokens/sc.PageSize, sc.PageSize, spec); err != nil {
-			return nil, fmt.Errorf("device %s: %w", dev.Kind, err)
-		}
-		run = exec
-	} else {
-		kv := model.NewKVCacheNoMTP(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
-		if spec {
-			kv = model.NewKVCache(cfg, sc.MaxTotalTokens/sc.PageSize, sc.PageSize)
-		}
-		m = model.New(cfg, w, kernels.Default(), kv)
-		run = m
+		name = "glmbench-sim"
 	}
 	metrics := server.NewMetrics()
 	s, err := sched.New(sc, run, tok.EOS(), tokenizer.MinVocabSize, metrics)
@@ -346,15 +292,112 @@ func Start(opts Options) (*Engine, error) {
 		MaxBodyBytes: opts.MaxBodyBytes, MaxBufferedBytes: opts.MaxBufferedBytes,
 		BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
 	}, s, tok, metrics)
+	ckpt.Device, ckpt.DeviceName = dev.Kind, dev.Name
+	e.ckpt = ckpt
 	e.Server.SetCheckpoint(ckpt)
-	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
-	e.ln, err = net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	if err := e.listen(opts, truth); err != nil {
+		return nil, err
 	}
 	started = true
 	go e.schedule()
 	opts.Logger.Info("engine started", "model", name, "device", dev.String(), "kv_tokens", sc.MaxTotalTokens)
+	go func() { e.served <- e.http.Serve(e.ln) }()
+	return e, nil
+}
+
+// checkOptions checks the options Start reads first: the executor, the
+// weight format and the device, and what the simulated executor refuses.
+func checkOptions(opts Options) (simulated bool, dtype model.DType, devKind string, err error) {
+	simulated = opts.Executor == "sim"
+	if opts.Executor != "" && opts.Executor != "model" && !simulated {
+		return false, "", "", fmt.Errorf("executor %q: want model or sim", opts.Executor)
+	}
+	if dtype, err = model.ParseDType(opts.WeightDType); err != nil {
+		return false, "", "", err
+	}
+	if simulated && dtype != model.FP32 {
+		return false, "", "", fmt.Errorf("weight dtype %s: the simulated executor has no weights to round (use executor model)", dtype)
+	}
+	if devKind, err = ParseDevice(opts.Device); err != nil {
+		return false, "", "", err
+	}
+	if simulated && devKind != DeviceCPU {
+		return false, "", "", fmt.Errorf("device %s: the simulated executor runs no model to put on a device (use executor model, or device cpu)", devKind)
+	}
+	return simulated, dtype, devKind, nil
+}
+
+// schedConfig completes the scheduler's configuration for cfg's model: the
+// page size, the pool (sized for the device), the context length and
+// SGLang's defaults. spec says speculation drafts with the MTP layer,
+// whose KV the pool then holds too.
+func schedConfig(sc sched.Config, cfg *model.Config, simulated bool, devKind string) (_ sched.Config, spec bool, err error) {
+	if sc.PageSize == 0 {
+		sc.PageSize = 1
+	}
+	spec = sc.Speculative()
+	layers := cfg.NumHiddenLayers
+	if spec {
+		if cfg.NumNextNPredictLayers < 1 && !simulated {
+			return sc, false, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer (num_nextn_predict_layers 0)", sc.SpeculativeAlgorithm)
+		}
+		layers++
+	}
+	if sc.MaxTotalTokens == 0 {
+		sc.MaxTotalTokens = defaultPoolTokens(cfg, layers, sc.PageSize, devKind)
+		if simulated { // pages without values cost nothing
+			sc.MaxTotalTokens = simDefaultTokens / sc.PageSize * sc.PageSize
+		}
+	}
+	if sc.ContextLength <= 0 || sc.ContextLength > cfg.MaxPositionEmbeddings {
+		sc.ContextLength = cfg.MaxPositionEmbeddings
+	}
+	sc.Defaults()
+	if err := sc.Validate(); err != nil {
+		return sc, false, err
+	}
+	return sc, spec, nil
+}
+
+// newExecutor makes what runs the scheduler's batches: the simulated
+// executor, the device executor over ops (the GPU, or the op list on the
+// CPU), or the CPU model m.
+func newExecutor(opts Options, cfg *model.Config, w *model.Weights, sc sched.Config, spec bool, ops cudaexec.Ops, devKind string) (run sched.Executor, m *model.Model, exec *cudaexec.Executor, err error) {
+	pages := sc.MaxTotalTokens / sc.PageSize
+	switch {
+	case opts.Executor == "sim":
+		se := sim.New(opts.SimCost, pages, sc.PageSize, cfg.VocabSize)
+		if opts.SimAcceptLength != 0 {
+			if err := se.SetAcceptLength(opts.SimAcceptLength); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		return se, nil, nil, nil
+	case ops != nil:
+		// The device executor holds the weights and the KV values in the
+		// Ops' memory, the MTP layer's too when speculation drafts with it.
+		if exec, err = cudaexec.NewExecutor(cfg, w, ops, pages, sc.PageSize, spec); err != nil {
+			return nil, nil, nil, fmt.Errorf("device %s: %w", devKind, err)
+		}
+		return exec, nil, exec, nil
+	}
+	kv := model.NewKVCacheNoMTP(cfg, pages, sc.PageSize)
+	if spec {
+		kv = model.NewKVCache(cfg, pages, sc.PageSize)
+	}
+	m = model.New(cfg, w, kernels.Default(), kv)
+	return m, m, nil, nil
+}
+
+// listen opens the engine's listener on opts.Host:opts.Port and readies
+// its HTTP server (with the truth's receive stamps when it records one).
+func (e *Engine) listen(opts Options, truth *server.Truth) error {
+	addr := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	e.ln = ln
 	idle := opts.IdleTimeout
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
@@ -367,8 +410,7 @@ func Start(opts Options) (*Engine, error) {
 		// The truth dates requests by the kernel's receive stamps.
 		e.ln, e.http.ConnContext = rxstamp.Listener(e.ln), server.ConnContext
 	}
-	go func() { e.served <- e.http.Serve(e.ln) }()
-	return e, nil
+	return nil
 }
 
 // defaultPoolTokens is the default KV pool, in tokens (whole pages of

@@ -104,9 +104,15 @@ test harnesses against the failures real endpoints show:
 			return Run(cmd.Context(), o)
 		},
 	}
+	o.bindFlags(cmd.Flags())
+	return cmd
+}
+
+// bindFlags binds serve's flags to o: the engine's, SGLang's scheduler
+// flags, the simulated executor's and the server's own.
+func (o *Options) bindFlags(fl *pflag.FlagSet) {
 	e := &o.Engine
 	s := &e.Sched
-	fl := cmd.Flags()
 	fl.StringVar(&e.Host, "host", e.Host, "address to listen on")
 	fl.IntVar(&e.Port, "port", e.Port, "port to listen on (0: a free one)")
 	fl.StringVar(&e.Preset, "model-preset", e.Preset, "synthetic model preset: nano, tiny or gpu (about 480 M parameters, for --device cuda)")
@@ -149,7 +155,6 @@ test harnesses against the failures real endpoints show:
 	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
 	fl.StringVar(&o.ReadyFile, "ready-file", "", `once serving, write {"base_url": …, "model": …} and a newline to PATH ("-": stdout), removed on exit`)
 	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: "+server.FaultSynopsis+" (repeatable; see above)")
-	return cmd
 }
 
 // Run serves until the context ends (Ctrl-C), then shuts down gracefully.

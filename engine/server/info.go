@@ -26,6 +26,10 @@ type Checkpoint struct {
 	WeightDType string
 	// Rounded counts the tensors rounded to WeightDType (0 for fp32).
 	Rounded int
+	// Device is what the model runs on: cpu (the default), cuda or
+	// cpu-ops; DeviceName what runs its ops ("cpu-avx2", "cuda:0 NVIDIA
+	// H200 sm_90").
+	Device, DeviceName string
 }
 
 // checkpoints hold each server's Checkpoint by a weak pointer (a stopped
@@ -54,7 +58,8 @@ func (s *Server) Checkpoint() Checkpoint {
 // ({"preset", "seed"} or {"path"}), weight_dtype, weight_dtype_tensors (how
 // many were rounded), and SGLang's own quantization key as SGLang would name
 // a deployment so stored (null for fp32 and bf16, "fp8" for per-tensor FP8,
-// "modelopt_fp4" for NVFP4).
+// "modelopt_fp4" for NVFP4), and device (SGLang's server argument: cuda
+// on a GPU) with device_name.
 func (c Checkpoint) info() map[string]any {
 	ck := map[string]any{"path": c.Path}
 	if c.Preset != "" {
@@ -71,7 +76,12 @@ func (c Checkpoint) info() map[string]any {
 	case "nvfp4":
 		quant = "modelopt_fp4"
 	}
-	return map[string]any{"checkpoint": ck, "weight_dtype": dt, "weight_dtype_tensors": c.Rounded, "quantization": quant}
+	dev := c.Device
+	if dev == "" {
+		dev = "cpu"
+	}
+	return map[string]any{"checkpoint": ck, "weight_dtype": dt, "weight_dtype_tensors": c.Rounded, "quantization": quant,
+		"device": dev, "device_name": c.DeviceName}
 }
 
 // modelCard is a /v1/models entry. max_model_len, the context length, is

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -57,7 +58,7 @@ func openLibrary(env string, paths ...string) (*library, error) {
 	}
 	var firstErr error
 	for _, p := range paths {
-		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(p)
 		if err == nil {
 			return &library{path: p, handle: h}, nil
 		}
@@ -69,6 +70,16 @@ func openLibrary(env string, paths ...string) (*library, error) {
 		return nil, fmt.Errorf("%v (nor %s; %s chooses another)", firstErr, strings.Join(paths[1:], ", "), env)
 	}
 	return nil, firstErr
+}
+
+// dlopen opens a shared object on one OS thread: dlerror's reason is
+// per thread, and purego reads it in a second call after dlopen's, so a
+// goroutine that moved between them would read another thread's (none:
+// an empty reason).
+func dlopen(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 }
 
 // symbol is one function to bind: its C name and a pointer to the Go func

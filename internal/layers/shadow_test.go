@@ -138,6 +138,17 @@ func f(io int) (rand int) {
 // locals named like a package their file imports (issue 13, item 6).
 func TestNoLocalShadowsAPackage(t *testing.T) {
 	t.Parallel()
+	eachSource(t, func(fset *token.FileSet, rel string, f *ast.File) {
+		for _, s := range shadows(fset, f) {
+			t.Errorf("%s:%s shadows the package it is named after; rename it", rel, s)
+		}
+	})
+}
+
+// eachSource calls fn with every non-test Go file of the module, parsed,
+// by its slash path below the module's root.
+func eachSource(t *testing.T, fn func(fset *token.FileSet, rel string, f *ast.File)) {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -158,10 +169,8 @@ func TestNoLocalShadowsAPackage(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, s := range shadows(fset, f) {
-			rel, _ := filepath.Rel(root, path)
-			t.Errorf("%s:%s shadows the package it is named after; rename it", filepath.ToSlash(rel), s)
-		}
+		rel, _ := filepath.Rel(root, path)
+		fn(fset, filepath.ToSlash(rel), f)
 		return nil
 	})
 	if err != nil {
