@@ -1,0 +1,109 @@
+package cudaexec
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// IndexScores returns the indexer's scores of o's last SelectKeys (a
+// NewLaunchOps Ops): the scratch allocation, T × stride. It lives in a test
+// file so that the external tests (which run the emulator, a package that
+// imports this one) can read them.
+func IndexScores(o Ops) (Mem, int) {
+	lo := o.(*launchOps)
+	return lo.scores, lo.scoreStride
+}
+
+func TestKernelSignaturesAreTheSourceDeclarations(t *testing.T) {
+	decls, err := ParseKernels(KernelSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigs := KernelSignatures()
+	if len(decls) != len(sigs) {
+		t.Errorf("kernels.cu declares %d kernels, the Go table has %d", len(decls), len(sigs))
+	}
+	for _, d := range decls {
+		want, ok := sigs[d.Name]
+		if !ok {
+			t.Errorf("kernel %s is not in KernelSignatures", d.Name)
+			continue
+		}
+		var got []ArgKind
+		for _, p := range d.Params {
+			got = append(got, p.Kind)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("kernel %s: source kinds %v, Go table %v", d.Name, got, want)
+		}
+	}
+	for name := range sigs {
+		if !slices.ContainsFunc(decls, func(d KernelDecl) bool { return d.Name == name }) {
+			t.Errorf("KernelSignatures names %s, which kernels.cu does not declare", name)
+		}
+	}
+}
+
+func TestParseKernelsReadsEveryParameterType(t *testing.T) {
+	src := `// extern "C" __global__ void commented(int x) is not a kernel
+extern "C" __global__ void k(float* a, const float* b, int* c,
+                            const int *__restrict__ d, int n, float s) {}
+extern "C" __global__ void none() {}`
+	decls, err := ParseKernels(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decls) != 2 || decls[0].Name != "k" || decls[1].Name != "none" || len(decls[1].Params) != 0 {
+		t.Fatalf("got %+v", decls)
+	}
+	want := []KernelParam{{"float*", "a", ArgPtr}, {"const float*", "b", ArgPtr}, {"int*", "c", ArgPtr},
+		{"const int*", "d", ArgPtr}, {"int", "n", ArgInt}, {"float", "s", ArgFloat}}
+	if !slices.Equal(decls[0].Params, want) {
+		t.Errorf("params %+v, want %+v", decls[0].Params, want)
+	}
+}
+
+func TestParseKernelsRejectsWhatItCannotPass(t *testing.T) {
+	for _, c := range []struct{ name, src, want string }{
+		{"a double parameter", `extern "C" __global__ void k(double x) {}`, `kernel k, parameter 1 ("double x")`},
+		{"an unnamed parameter", `extern "C" __global__ void k(int* a, int) {}`, `kernel k, parameter 2 ("int")`},
+		{"a pointer to pointer", `extern "C" __global__ void k(float** a) {}`, `parameter 1`},
+		{"a const scalar", `extern "C" __global__ void k(const int n) {}`, `drop the const`},
+		{"a kernel returning int", `extern "C" __global__ int k(int n) {}`, `want ` + "`void name(params)`"},
+		{"a missing parenthesis", `extern "C" __global__ void k(int n`, `no closing parenthesis`},
+		{"a kernel declared twice", `extern "C" __global__ void k(int n) {} extern "C" __global__ void k(int n) {}`, `declared twice`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseKernels(c.src)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLaunchPanicsOnArgumentsThatDoNotMatchTheSignature(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []Arg
+	}{
+		{"too few", []Arg{Int(1)}},
+		{"an int for a float", []Arg{Ptr(fakeMem(8), 0), Int(1), Int(1), Int(1), Int(1)}},
+		{"a pointer past its allocation", []Arg{Ptr(fakeMem(8), 9), Int(1), Int(1), Int(1), Float(1)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			checkLaunch("scale", c.args)
+		})
+	}
+	checkLaunch("scale", []Arg{Ptr(fakeMem(8), 8), Int(1), Int(1), Int(1), Float(1)}) // a well-formed call passes
+}
+
+type fakeMem int
+
+func (m fakeMem) Len() int { return int(m) }
