@@ -695,13 +695,16 @@ func TestLaunchOpsRouteEqualsTheModelsRouter(t *testing.T) {
 	for i, v := range scores.Data {
 		scores.Data[i] = float32(1 / (1 + math.Exp(-float64(v))))
 	}
-	// Ties: rows 0 and 1 quantised to a few levels, row 2 all equal, row 3 with NaNs.
+	// Ties: rows 0 and 1 quantised to a few levels, row 2 all equal, rows 3 and 4 with NaNs.
 	for j := range N {
 		scores.Data[j] = float32(j%3) / 4
 		scores.Data[N+j] = float32(j%2) / 2
 		scores.Data[2*N+j] = 0.5
 	}
 	scores.Data[3*N+1], scores.Data[3*N+9] = float32(math.NaN()), float32(math.NaN())
+	for j := 2; j < N; j++ { // row 4 mostly NaN: the NaNs' own order picks experts
+		scores.Data[4*N+j] = float32(math.NaN())
+	}
 	bias := randMat(r, 1, N)
 	for i := range bias.Data {
 		bias.Data[i] *= 0.1
@@ -717,7 +720,14 @@ func TestLaunchOpsRouteEqualsTheModelsRouter(t *testing.T) {
 		idx, w := downInts(t, o, rt.Idx), down(t, o, rt.W)
 		for i := range T {
 			wi, ww := routeRef(scores.Row(i), bias.Data, rc)
-			if !slices.Equal(idx[i*rc.K:(i+1)*rc.K], wi) || !slices.Equal(w.Row(i), ww) {
+			bits := func(v []float32) []uint32 {
+				var b []uint32
+				for _, x := range v {
+					b = append(b, math.Float32bits(x))
+				}
+				return b
+			}
+			if !slices.Equal(idx[i*rc.K:(i+1)*rc.K], wi) || !slices.Equal(bits(w.Row(i)), bits(ww)) {
 				t.Errorf("%+v row %d: experts %v weights %v, want %v %v", rc, i, idx[i*rc.K:(i+1)*rc.K], w.Row(i), wi, ww)
 			}
 		}
