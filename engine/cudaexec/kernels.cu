@@ -14,11 +14,14 @@
 
 #define THREADS 256
 
-// The GEMM tile: BM × BN outputs per block of 256 threads, each 8 × 8 of
-// them (rows ty + 16i, columns tx + 16j), over K in steps of BK.
+// The GEMM tiles: a block of 256 threads computes BM × BN outputs, each
+// thread TM × TN of them (rows ty + (BM/TM)·i, columns tx + (BN/TN)·j),
+// over K in steps of BK. The wide tile serves tall x, the skinny one few
+// rows (decode); both reduce each output the same way, so their bits agree.
 #define GEMM_BM 128
 #define GEMM_BN 128
-#define GEMM_BK 8
+#define SKINNY_BM 16
+#define SKINNY_BN 64
 
 // ATTEND_MAX_SEL bounds the keys one attention row reads (Selection.TopK);
 // ATTEND_MAX_DK the query width (kv_lora_rank + rope dim).
@@ -34,55 +37,55 @@ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
 // gemm is dst (M×N) = x (M×K) · B, with B = wᵀ (w N×K) when wt, else w
-// (K×N). Each output is one thread's fused multiply-add chain over k = 0,
-// 1, …, K−1; the zeros that pad a tile past K add nothing.
+// (K×N). Each output is one thread's fused multiply-add chain from 0 over
+// k = 0, 1, …, K−1, whatever the tile; the zeros that pad a tile past K
+// leave it as it is.
+template <int BM, int BN, int BK, int TM, int TN>
 __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs, const float* w, int ws,
                                      int M, int N, int K, int wt) {
-    __shared__ float As[GEMM_BK][GEMM_BM];
-    __shared__ float Bs[GEMM_BK][GEMM_BN];
+    __shared__ float As[BK][BM];
+    __shared__ float Bs[BK][BN];
+    const int NX = BN / TN, NY = BM / TM; // NX · NY == THREADS
     int tid = threadIdx.x;
-    int tx = tid % 16, ty = tid / 16;
-    int m0 = blockIdx.y * GEMM_BM, n0 = blockIdx.x * GEMM_BN;
-    float acc[8][8];
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += GEMM_BK) {
-        for (int i = 0; i < 4; i++) {
-            int e = tid + THREADS * i;
-            int r = e / GEMM_BK, c = e % GEMM_BK;
+    int tx = tid % NX, ty = tid / NX;
+    int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float acc[TM][TN];
+    for (int i = 0; i < TM; i++)
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int e = tid; e < BM * BK; e += THREADS) {
+            int r = e / BK, c = e % BK;
             int gm = m0 + r, gk = k0 + c;
             As[c][r] = (gm < M && gk < K) ? x[(long long)gm * xs + gk] : 0.0f;
         }
         if (wt) {
-            for (int i = 0; i < 4; i++) {
-                int e = tid + THREADS * i;
-                int r = e / GEMM_BK, c = e % GEMM_BK;
+            for (int e = tid; e < BN * BK; e += THREADS) {
+                int r = e / BK, c = e % BK;
                 int gn = n0 + r, gk = k0 + c;
                 Bs[c][r] = (gn < N && gk < K) ? w[(long long)gn * ws + gk] : 0.0f;
             }
         } else {
-            for (int i = 0; i < 4; i++) {
-                int e = tid + THREADS * i;
-                int kk = e / GEMM_BN, nn = e % GEMM_BN;
+            for (int e = tid; e < BN * BK; e += THREADS) {
+                int kk = e / BN, nn = e % BN;
                 int gn = n0 + nn, gk = k0 + kk;
                 Bs[kk][nn] = (gn < N && gk < K) ? w[(long long)gk * ws + gn] : 0.0f;
             }
         }
         __syncthreads();
-        for (int kk = 0; kk < GEMM_BK; kk++) {
-            float a[8], b[8];
-            for (int i = 0; i < 8; i++) a[i] = As[kk][ty + 16 * i];
-            for (int j = 0; j < 8; j++) b[j] = Bs[kk][tx + 16 * j];
-            for (int i = 0; i < 8; i++)
-                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        for (int kk = 0; kk < BK; kk++) {
+            float a[TM], b[TN];
+            for (int i = 0; i < TM; i++) a[i] = As[kk][ty + NY * i];
+            for (int j = 0; j < TN; j++) b[j] = Bs[kk][tx + NX * j];
+            for (int i = 0; i < TM; i++)
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         __syncthreads();
     }
-    for (int i = 0; i < 8; i++) {
-        int gm = m0 + ty + 16 * i;
+    for (int i = 0; i < TM; i++) {
+        int gm = m0 + ty + NY * i;
         if (gm >= M) continue;
-        for (int j = 0; j < 8; j++) {
-            int gn = n0 + tx + 16 * j;
+        for (int j = 0; j < TN; j++) {
+            int gn = n0 + tx + NX * j;
             if (gn < N) dst[(long long)gm * ds + gn] = acc[i][j];
         }
     }
@@ -91,13 +94,27 @@ __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs,
 // matmul_t sets dst = x · wᵀ: grid (⌈N/128⌉, ⌈M/128⌉), block 256.
 extern "C" __global__ void matmul_t(float* dst, int ds, const float* x, int xs, const float* w, int ws,
                                     int M, int N, int K) {
-    gemm(dst, ds, x, xs, w, ws, M, N, K, 1);
+    gemm<GEMM_BM, GEMM_BN, 8, 8, 8>(dst, ds, x, xs, w, ws, M, N, K, 1);
 }
 
 // matmul sets dst = x · w: grid (⌈N/128⌉, ⌈M/128⌉), block 256.
 extern "C" __global__ void matmul(float* dst, int ds, const float* x, int xs, const float* w, int ws,
                                   int M, int N, int K) {
-    gemm(dst, ds, x, xs, w, ws, M, N, K, 0);
+    gemm<GEMM_BM, GEMM_BN, 8, 8, 8>(dst, ds, x, xs, w, ws, M, N, K, 0);
+}
+
+// matmul_t_skinny is matmul_t for few rows, the same bits: grid (⌈N/64⌉,
+// ⌈M/16⌉), block 256.
+extern "C" __global__ void matmul_t_skinny(float* dst, int ds, const float* x, int xs, const float* w, int ws,
+                                           int M, int N, int K) {
+    gemm<SKINNY_BM, SKINNY_BN, 32, 1, 4>(dst, ds, x, xs, w, ws, M, N, K, 1);
+}
+
+// matmul_skinny is matmul for few rows, the same bits: grid (⌈N/64⌉,
+// ⌈M/16⌉), block 256.
+extern "C" __global__ void matmul_skinny(float* dst, int ds, const float* x, int xs, const float* w, int ws,
+                                         int M, int N, int K) {
+    gemm<SKINNY_BM, SKINNY_BN, 32, 1, 4>(dst, ds, x, xs, w, ws, M, N, K, 0);
 }
 
 // embed sets row t of dst to row tokens[t] of table (zeros for a token
@@ -151,20 +168,6 @@ __device__ __forceinline__ float block_max_f(float v, float* sh) {
         __syncthreads();
     }
     float r = sh[0];
-    __syncthreads();
-    return r;
-}
-
-// block_sum_i returns, to every thread, the sum of the block's v.
-__device__ __forceinline__ int block_sum_i(int v, int* sh) {
-    int tid = threadIdx.x;
-    sh[tid] = v;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (tid < s) sh[tid] = sh[tid] + sh[tid + s];
-        __syncthreads();
-    }
-    int r = sh[0];
     __syncthreads();
     return r;
 }
@@ -353,14 +356,17 @@ __device__ __forceinline__ unsigned order_key(float v) {
 // topk_select fills row t's selection: picked[t·topk …] and count[t]. A
 // dense row (pos+1 ≤ topk) takes the slots of positions 0…pos; another
 // the topk slots of highest score (scores row t, positions 0…pos), ties to
-// the earlier position, NaN last, in position order. The k-th largest key
-// is found bit by bit from the top (each bit one block count), then one
-// pass in chunks of the block takes every key above it and the first ones
-// equal to it, placed by block prefix scans. Grid T, block 256.
+// the earlier position, NaN last, in position order. A radix select finds
+// the k-th largest key θ four bits at a time (each pass one block
+// histogram of 16 bins, summed in a fixed tree), and how many keys equal
+// to θ make the cut; then one pass in chunks of the block takes every key
+// above θ and the first ones equal to it, placed by block prefix scans.
+// Grid T, block 256.
 extern "C" __global__ void topk_select(int* picked, int* count, const float* scores, int ss, const int* seq_slots,
                                        int nseqslots, const int* seq_off, const int* row_seq, const int* row_pos,
                                        int nslots, int T, int topk) {
     __shared__ int sh[THREADS];
+    __shared__ int hist[16][THREADS];
     int t = blockIdx.x;
     int tid = threadIdx.x, nt = blockDim.x;
     int ok = t < T;
@@ -373,21 +379,35 @@ extern "C" __global__ void topk_select(int* picked, int* count, const float* sco
             picked[(long long)t * topk + j] = seq_slot(seq_slots, nseqslots, seq_off, row_seq, t, j, nslots);
         if (tid == 0) count[t] = imin(p + 1, topk);
     }
-    int k = dense ? 0 : topk;
     const float* sc = scores + (long long)(ok ? t : 0) * ss;
-    // θ: the largest key with at least k keys ≥ it (the k-th largest).
-    unsigned theta = 0;
-    for (int bit = 31; bit >= 0 && !dense; bit--) {
-        unsigned cand = theta | (1u << bit);
-        int c = 0;
-        for (int j = tid; j < n; j += nt) c += order_key(sc[j]) >= cand;
-        if (block_sum_i(c, sh) >= k) theta = cand;
+    unsigned theta = 0, mask = 0;
+    int ties = topk; // of the keys with θ's leading digits, how many make the cut
+    for (int shift = 28; shift >= 0 && !dense; shift -= 4) {
+        int c[16];
+        for (int b = 0; b < 16; b++) c[b] = 0;
+        for (int j = tid; j < n; j += nt) {
+            unsigned key = order_key(sc[j]);
+            if ((key & mask) == theta) c[(key >> shift) & 15]++;
+        }
+        for (int b = 0; b < 16; b++) hist[b][tid] = c[b];
+        __syncthreads();
+        for (int s = nt / 2; s > 0; s /= 2) {
+            if (tid < s)
+                for (int b = 0; b < 16; b++) hist[b][tid] = hist[b][tid] + hist[b][tid + s];
+            __syncthreads();
+        }
+        int digit = 0;
+        for (int b = 15; b >= 0; b--) {
+            if (hist[b][0] >= ties) {
+                digit = b;
+                break;
+            }
+            ties -= hist[b][0];
+        }
+        __syncthreads();
+        theta |= (unsigned)digit << shift;
+        mask |= 15u << shift;
     }
-    int above = 0;
-    if (!dense)
-        for (int j = tid; j < n; j += nt) above += order_key(sc[j]) > theta;
-    above = dense ? 0 : block_sum_i(above, sh);
-    int ties = k - above;
     int eqbase = 0, outbase = 0;
     for (int c0 = 0; c0 < n && !dense; c0 += nt) {
         int j = c0 + tid;

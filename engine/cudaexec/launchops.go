@@ -30,8 +30,15 @@ type launchOps struct {
 // threads is the block size of every kernel but route's.
 const threads = 256
 
-// gemmTile is the GEMM kernels' tile (GEMM_BM, GEMM_BN in kernels.cu).
-const gemmTile = 128
+// gemmTile is the wide GEMM kernels' tile (GEMM_BM, GEMM_BN in
+// kernels.cu); skinnyRows × skinnyCols the skinny ones' (SKINNY_BM,
+// SKINNY_BN), used up to maxSkinnyRows rows of x. Both give the same bits.
+const (
+	gemmTile      = 128
+	skinnyRows    = 16
+	skinnyCols    = 64
+	maxSkinnyRows = 64
+)
 
 // attendMaxSel and attendMaxDK are kernels.cu's ATTEND_MAX_SEL and
 // ATTEND_MAX_DK; routeMaxExperts and routeMaxGroups its router bounds.
@@ -230,7 +237,12 @@ func (o *launchOps) gemm(kernel string, dst, x, w Tensor, n, k int) {
 	if M == 0 || n == 0 {
 		return
 	}
-	o.launch(kernel, Dim3{X: cdiv(n, gemmTile), Y: cdiv(M, gemmTile), Z: 1}, block(threads),
+	grid := Dim3{X: cdiv(n, gemmTile), Y: cdiv(M, gemmTile), Z: 1}
+	if M <= maxSkinnyRows {
+		kernel += "_skinny"
+		grid = Dim3{X: cdiv(n, skinnyCols), Y: cdiv(M, skinnyRows), Z: 1}
+	}
+	o.launch(kernel, grid, block(threads),
 		tp(dst), st(dst), tp(x), st(x), tp(w), st(w), Int(M), Int(n), Int(k))
 }
 

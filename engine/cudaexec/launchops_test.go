@@ -100,8 +100,9 @@ func within(t *testing.T, what string, i, j int, got float32, want, tol float64)
 func TestLaunchOpsLinearsAreWithinTheirRoundingBound(t *testing.T) {
 	o := launchOps(t)
 	r := rand.New(rand.NewPCG(1, 2))
-	// Sizes that are not multiples of the 128 tile, crossing a tile edge.
-	for _, sz := range []struct{ M, N, K int }{{5, 131, 19}, {130, 7, 9}, {1, 3, 1}} {
+	// Sizes that are not multiples of the tiles, crossing tile edges, on
+	// the skinny kernels (≤ 64 rows) and the wide ones.
+	for _, sz := range []struct{ M, N, K int }{{5, 131, 19}, {17, 65, 33}, {130, 7, 9}, {70, 131, 40}, {1, 3, 1}} {
 		x, w, wn := randMat(r, sz.M, sz.K), randMat(r, sz.N, sz.K), randMat(r, sz.K, sz.N)
 		dst := o.Alloc(sz.M+2, sz.N+1).Slice(1, sz.M+1, 1, sz.N+1)
 		o.MatMulT(dst, strided(o, x), strided(o, w))
@@ -730,6 +731,28 @@ func TestLaunchOpsRouteEqualsTheModelsRouter(t *testing.T) {
 			if !slices.Equal(idx[i*rc.K:(i+1)*rc.K], wi) || !slices.Equal(bits(w.Row(i)), bits(ww)) {
 				t.Errorf("%+v row %d: experts %v weights %v, want %v %v", rc, i, idx[i*rc.K:(i+1)*rc.K], w.Row(i), wi, ww)
 			}
+		}
+	}
+}
+
+func TestLaunchOpsSkinnyAndWideGEMMsGiveARowTheSameBits(t *testing.T) {
+	o := launchOps(t)
+	r := rand.New(rand.NewPCG(25, 26))
+	const M, row = 150, 77 // 150 rows take the wide kernels, 1 the skinny ones
+	K, N := 45, 70
+	x := randMat(r, M, K)
+	xM, x1 := dense(o, x), dense(o, kernels.NewMat(slices.Clone(x.Row(row)), 1, K))
+	for _, c := range []struct {
+		name string
+		op   func(dst, x, w cudaexec.Tensor)
+		w    kernels.Mat
+	}{{"MatMulT", o.MatMulT, randMat(r, N, K)}, {"MatMul", o.MatMul, randMat(r, K, N)}} {
+		w := dense(o, c.w)
+		dM, d1 := o.Alloc(M, N), o.Alloc(1, N)
+		c.op(dM, xM, w)
+		c.op(d1, x1, w)
+		if a, b := down(t, o, dM), down(t, o, d1); !slices.Equal(a.Row(row), b.Row(0)) {
+			t.Errorf("%s: row %d of %d rows %v, alone %v", c.name, row, M, a.Row(row), b.Row(0))
 		}
 	}
 }
