@@ -43,8 +43,10 @@ __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); 
 template <int BM, int BN, int BK, int TM, int TN>
 __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs, const float* w, int ws,
                                      int M, int N, int K, int wt) {
-    __shared__ float As[BK][BM];
-    __shared__ float Bs[BK][BN];
+    // Four columns of padding: the tiles' stores (8 k by 4 rows per warp)
+    // fall in distinct banks.
+    __shared__ float As[BK][BM + 4];
+    __shared__ float Bs[BK][BN + 4];
     const int NX = BN / TN, NY = BM / TM; // NX · NY == THREADS
     int tid = threadIdx.x;
     int tx = tid % NX, ty = tid / NX;

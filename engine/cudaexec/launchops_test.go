@@ -829,3 +829,25 @@ func TestLaunchOpsRowsAreBatchInvariant(t *testing.T) {
 	o.Attend(a1, dense(o, kernels.NewMat(qt.Row(row), 1, qt.Cols)), kv, sel1, heads, 0.3)
 	same("Attend", down(t, o, aB), down(t, o, a1))
 }
+
+func TestLaunchOpsCopiesStridedViewsBothWays(t *testing.T) {
+	o := launchOps(t)
+	r := rand.New(rand.NewPCG(27, 28))
+	host := randMat(r, 4, 9).Slice(1, 4, 2, 7) // a 3×5 view of a 4×9 host matrix
+	dev := o.Alloc(5, 8).Slice(1, 4, 3, 8)     // a 3×5 view of a 5×8 tensor
+	o.Upload(dev, host)
+	back := randMat(r, 3, 11).Slice(0, 3, 4, 9)
+	o.Download(back, dev)
+	if err := o.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if !slices.Equal(back.Row(i), host.Row(i)) {
+			t.Errorf("row %d came back %v, went up %v", i, back.Row(i), host.Row(i))
+		}
+	}
+	whole := down(t, o, cudaexec.Tensor{Mem: dev.Mem, Rows: 5, Cols: 8, Stride: 8})
+	if whole.Data[0] != 0 || whole.Data[8+2] != 0 || whole.Data[8+3] != host.Row(0)[0] {
+		t.Error("the upload wrote outside its view")
+	}
+}

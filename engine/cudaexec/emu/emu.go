@@ -198,7 +198,11 @@ func Start() (*Device, error) {
 		live: map[*mem]bool{}}, nil
 }
 
-// Memory returns d as a cudaexec.Memory; Caller as a cudaexec.Caller.
+// Ops returns the Ops that run kernels.cu on d: cudaexec.NewLaunchOps(d, d).
+// Closing them closes d.
+func (d *Device) Ops() cudaexec.Ops { return cudaexec.NewLaunchOps(d, d) }
+
+// Memory returns d as a cudaexec.Memory.
 func (d *Device) Memory() cudaexec.Memory { return d }
 
 // Caller returns d as a cudaexec.Caller.
