@@ -9,7 +9,9 @@
 // cudaexec.NewLaunchOps(d, d) is the Ops a GPU runs, run on the CPU.
 //
 // A launch runs its blocks one after another, each with one OS thread per
-// CUDA thread: exact, slow, and meant for test-sized problems.
+// CUDA thread: exact, slow, and meant for test-sized problems. With
+// GLMBENCH_EMU_SANITIZE=1 the harness is built with AddressSanitizer and
+// UBSan, so a kernel's out-of-bounds access fails the test that made it.
 //
 // The protocol (little-endian) is one request byte and its fields, each
 // answered with a status byte (0 done; 1 an error: u32 length and text):
@@ -110,7 +112,13 @@ func build() (string, error) {
 		"kernels.cu":   cudaexec.KernelSource,
 		"dispatch.inc": Dispatch(decls),
 	}
-	args := []string{"-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-w", "-o"}
+	args := []string{"-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-w"}
+	if os.Getenv("GLMBENCH_EMU_SANITIZE") == "1" {
+		// AddressSanitizer and UBSan: a kernel that reads or writes outside
+		// its allocations kills the harness with a report on stderr.
+		args = append(args, "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
+	}
+	args = append(args, "-o")
 	h := sha256.New()
 	for _, name := range []string{"shim.h", "harness.cpp", "kernels.cu", "dispatch.inc"} {
 		fmt.Fprintf(h, "%s %d\n%s", name, len(files[name]), files[name])
