@@ -36,13 +36,15 @@ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
-// gemm is dst (M×N) = x (M×K) · B, with B = wᵀ (w N×K) when wt, else w
-// (K×N). Each output is one thread's fused multiply-add chain from 0 over
-// k = 0, 1, …, K−1, whatever the tile; the zeros that pad a tile past K
-// leave it as it is.
+// gemm computes the tile at rows m0…, columns n0… of dst (M×N) = x (M×K)
+// · B, with B = wᵀ (w N×K) when wt, else w (K×N). With a row list, row m
+// of the product reads row list[m] / xdiv of x and writes row list[m] of
+// dst (the experts' gathered rows). Each output is one thread's fused
+// multiply-add chain from 0 over k = 0, 1, …, K−1, whatever the tile or
+// the rows around it; the zeros that pad a tile past K leave it as it is.
 template <int BM, int BN, int BK, int TM, int TN>
-__device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs, const float* w, int ws,
-                                     int M, int N, int K, int wt) {
+__device__ __forceinline__ void gemm_tile(float* dst, int ds, const float* x, int xs, const float* w, int ws,
+                                          int M, int N, int K, int wt, int m0, int n0, const int* list, int xdiv) {
     // Four columns of padding: the tiles' stores (8 k by 4 rows per warp)
     // fall in distinct banks.
     __shared__ float As[BK][BM + 4];
@@ -50,7 +52,6 @@ __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs,
     const int NX = BN / TN, NY = BM / TM; // NX · NY == THREADS
     int tid = threadIdx.x;
     int tx = tid % NX, ty = tid / NX;
-    int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     float acc[TM][TN];
     for (int i = 0; i < TM; i++)
         for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
@@ -58,7 +59,8 @@ __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs,
         for (int e = tid; e < BM * BK; e += THREADS) {
             int r = e / BK, c = e % BK;
             int gm = m0 + r, gk = k0 + c;
-            As[c][r] = (gm < M && gk < K) ? x[(long long)gm * xs + gk] : 0.0f;
+            long long xr = gm < M ? (list ? list[gm] / xdiv : gm) : 0;
+            As[c][r] = (gm < M && gk < K) ? x[xr * xs + gk] : 0.0f;
         }
         if (wt) {
             for (int e = tid; e < BN * BK; e += THREADS) {
@@ -86,11 +88,19 @@ __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs,
     for (int i = 0; i < TM; i++) {
         int gm = m0 + ty + NY * i;
         if (gm >= M) continue;
+        long long dr = list ? list[gm] : gm;
         for (int j = 0; j < TN; j++) {
             int gn = n0 + tx + NX * j;
-            if (gn < N) dst[(long long)gm * ds + gn] = acc[i][j];
+            if (gn < N) dst[dr * ds + gn] = acc[i][j];
         }
     }
+}
+
+// gemm is the tile of this block (blockIdx.y, blockIdx.x) of dst = x · B.
+template <int BM, int BN, int BK, int TM, int TN>
+__device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs, const float* w, int ws,
+                                     int M, int N, int K, int wt) {
+    gemm_tile<BM, BN, BK, TM, TN>(dst, ds, x, xs, w, ws, M, N, K, wt, blockIdx.y * BM, blockIdx.x * BN, 0, 1);
 }
 
 // matmul_t sets dst = x · wᵀ: grid (⌈N/128⌉, ⌈M/128⌉), block 256.
@@ -573,23 +583,42 @@ extern "C" __global__ void route(int* idx, float* w, int wst, const float* score
     for (int i = 0; i < K; i++) wr[i] = __fmul_rn(wr[i], f);
 }
 
-// expert_linear is one Linear of the routed experts for each (row, slot)
-// pair r of TK: dst[r, i] = x[r / xdiv] · w[e·nout + i] for expert e =
-// idx[r] (of nexp; out of range gives zeros), i < nout, each dot product in
-// feature order over nin. Grid (⌈nout/256⌉, TK), block 256.
+// expert_linear is one Linear of the routed experts, dst[r] = x[r / xdiv]
+// · w_eᵀ for every (row, slot) pair r < TK routed to expert e = idx[r],
+// with w_e rows e·nout … (e+1)·nout − 1 of w (nout × nin each). Block
+// (n-tile, e) gathers, in order, the pairs routed to e and runs the skinny
+// GEMM tile over them, so an expert's weights are read once per 16 pairs;
+// each output is the same chain as matmul_t's, whatever the grouping.
+// Block row e = nexp writes zeros for the pairs whose expert is out of
+// range. Grid (⌈nout/64⌉, nexp + 1), block 256.
 extern "C" __global__ void expert_linear(float* dst, int ds, const float* x, int xs, int xdiv, const float* w,
                                          int wst, const int* idx, int TK, int nout, int nin, int nexp) {
-    int r = blockIdx.y;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= TK || i >= nout) return;
-    int e = idx[r];
-    float acc = 0.0f;
-    if (e >= 0 && e < nexp) {
-        const float* xr = x + (long long)(r / xdiv) * xs;
-        const float* wr = w + ((long long)e * nout + i) * wst;
-        for (int d = 0; d < nin; d++) acc = fmaf(xr[d], wr[d], acc);
+    __shared__ int list[THREADS];
+    __shared__ int sh[THREADS];
+    int e = blockIdx.y, n0 = blockIdx.x * SKINNY_BN;
+    int tid = threadIdx.x, nt = blockDim.x;
+    const float* we = w + (long long)(e < nexp ? e : 0) * nout * wst;
+    for (int c0 = 0; c0 < TK; c0 += nt) {
+        int r = c0 + tid;
+        int ex = r < TK ? idx[r] : -2;
+        int mine = r < TK && (e < nexp ? ex == e : (ex < 0 || ex >= nexp));
+        int tot;
+        int at = block_scan_i(mine, sh, &tot);
+        if (mine) list[at] = r;
+        __syncthreads();
+        for (int m0 = 0; m0 < tot; m0 += SKINNY_BM) {
+            if (e < nexp) {
+                gemm_tile<SKINNY_BM, SKINNY_BN, 32, 1, 4>(dst, ds, x, xs, we, wst, tot, nout, nin, 1, m0, n0, list,
+                                                          xdiv);
+            } else {
+                for (int q = tid; q < SKINNY_BM * SKINNY_BN; q += nt) {
+                    int m = m0 + q / SKINNY_BN, n = n0 + q % SKINNY_BN;
+                    if (m < tot && n < nout) dst[(long long)list[m] * ds + n] = 0.0f;
+                }
+            }
+        }
+        __syncthreads();
     }
-    dst[(long long)r * ds + i] = acc;
 }
 
 // combine adds to row t of out Σ_i w[t,i] · res[t·K+i], i in order, each

@@ -457,7 +457,7 @@ func (o *launchOps) Experts(results, xn Tensor, ex Experts, r Routing) {
 	g := Tensor{Mem: o.scratch(&o.gate, TK*I, F32), Rows: TK, Cols: I, Stride: I}
 	u := Tensor{Mem: o.scratch(&o.up, TK*I, F32), Rows: TK, Cols: I, Stride: I}
 	lin := func(dst, x Tensor, xdiv int, w Tensor, nout, nin int) {
-		o.launch("expert_linear", Dim3{X: cdiv(nout, threads), Y: TK, Z: 1}, block(threads), tp(dst), st(dst),
+		o.launch("expert_linear", Dim3{X: cdiv(nout, skinnyCols), Y: ex.N + 1, Z: 1}, block(threads), tp(dst), st(dst),
 			tp(x), st(x), Int(xdiv), tp(w), st(w), ip(r.Idx), Int(TK), Int(nout), Int(nin), Int(ex.N))
 	}
 	lin(g, xn, K, ex.Gate, I, H)

@@ -605,16 +605,30 @@ func expertsWeights(o cudaexec.Ops, r *rand.Rand, n, inter, h int) (cudaexec.Exp
 func TestLaunchOpsExpertsRunEachRoutedExpertOnItsRow(t *testing.T) {
 	o := launchOps(t)
 	r := rand.New(rand.NewPCG(17, 18))
-	T, H, I, N, K := 3, 9, 5, 4, 2
+	// 280 (row, slot) pairs: more than one block's chunk of 256, and more
+	// than one 16-row tile per expert. An expert index out of range (−1,
+	// N) gives a zero row.
+	T, H, I, N, K := 70, 9, 5, 4, 4
 	ex, w := expertsWeights(o, r, N, I, H)
 	x := randMat(r, T, H)
-	idx := []int32{3, 0, 1, 1, 2, 3}
+	idx := make([]int32, T*K)
+	for i := range idx {
+		idx[i] = int32(r.IntN(N))
+	}
+	idx[4], idx[200], idx[279] = -1, int32(N), -1
 	rt := cudaexec.Routing{Idx: ints(o, idx), W: o.Alloc(T, K), K: K}
 	res := o.Alloc(T*K, H)
+	o.Upload(res, randMat(r, T*K, H)) // stale values the op must overwrite
 	o.Experts(res, strided(o, x), ex, rt)
 	got := down(t, o, res)
 	for tk, e := range idx {
 		ei := int(e)
+		if ei < 0 || ei >= N {
+			if slices.ContainsFunc(got.Row(tk), func(v float32) bool { return v != 0 }) {
+				t.Errorf("pair %d routed to expert %d (out of range): %v, want zeros", tk, ei, got.Row(tk))
+			}
+			continue
+		}
 		want, bound := swigluRef(x.Row(tk/K), w[0].Slice(ei*I, (ei+1)*I, 0, H), w[1].Slice(ei*I, (ei+1)*I, 0, H),
 			w[2].Slice(ei*H, (ei+1)*H, 0, I))
 		for j := range H {
