@@ -107,3 +107,41 @@ func TestLaunchPanicsOnArgumentsThatDoNotMatchTheSignature(t *testing.T) {
 type fakeMem int
 
 func (m fakeMem) Len() int { return int(m) }
+
+// FuzzParseKernels holds that the parser never panics and that what it
+// accepts, written back as declarations, parses to the same thing.
+func FuzzParseKernels(f *testing.F) {
+	f.Add(KernelSource)
+	f.Add(`extern "C" __global__ void k(const int *__restrict__ d, float s) {}`)
+	f.Add(`extern "C" __global__ void k(`)
+	f.Add(`/* extern "C" __global__ void k(int n) */ extern "C" __global__ void j(void) {}`)
+	f.Fuzz(func(t *testing.T, src string) {
+		decls, err := ParseKernels(src)
+		if err != nil {
+			return
+		}
+		var b strings.Builder
+		for _, d := range decls {
+			b.WriteString(`extern "C" __global__ void ` + d.Name + "(")
+			for i, p := range d.Params {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(p.Type + " " + p.Name)
+			}
+			b.WriteString(") {}\n")
+		}
+		again, err := ParseKernels(b.String())
+		if err != nil {
+			t.Fatalf("%q parsed, its rewrite %q did not: %v", src, b.String(), err)
+		}
+		if len(again) != len(decls) {
+			t.Fatalf("%d declarations, rewritten %d", len(decls), len(again))
+		}
+		for i := range decls {
+			if decls[i].Name != again[i].Name || !slices.Equal(decls[i].Params, again[i].Params) {
+				t.Fatalf("%+v rewritten as %+v", decls[i], again[i])
+			}
+		}
+	})
+}

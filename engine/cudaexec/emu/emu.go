@@ -132,22 +132,25 @@ func build() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("emu: %w", err)
 	}
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			return "", fmt.Errorf("emu: %w", err)
-		}
-	}
-	tmp, err := os.CreateTemp(dir, "harness-*")
+	// Each build writes its sources and binary in a directory of its own,
+	// then renames the binary into place: processes building at once never
+	// read each other's half-written files.
+	work, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return "", fmt.Errorf("emu: %w", err)
 	}
-	tmp.Close()
-	cmd := exec.Command(gxx, append(args, tmp.Name(), filepath.Join(dir, "harness.cpp"))...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("emu: g++: %v\n%s", err, out)
+	defer os.RemoveAll(work)
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(src), 0o644); err != nil {
+			return "", fmt.Errorf("emu: %w", err)
+		}
 	}
-	if err := os.Rename(tmp.Name(), bin); err != nil {
+	out := filepath.Join(work, "harness")
+	cmd := exec.Command(gxx, append(args, out, filepath.Join(work, "harness.cpp"))...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("emu: g++: %v\n%s", err, msg)
+	}
+	if err := os.Rename(out, bin); err != nil {
 		return "", fmt.Errorf("emu: %w", err)
 	}
 	return bin, nil
