@@ -6,13 +6,16 @@ import (
 	"testing"
 )
 
-// IndexScores returns the indexer's scores of o's last SelectKeys (a
-// NewLaunchOps Ops): the scratch allocation, T × stride. It lives in a test
-// file so that the external tests (which run the emulator, a package that
-// imports this one) can read them.
-func IndexScores(o Ops) (Mem, int) {
-	lo := o.(*launchOps)
-	return lo.scores, lo.scoreStride
+// IndexScores returns the indexer's scores of o's last SelectKeys: the
+// scratch allocation, T × stride; ok is false when o is not a NewLaunchOps
+// Ops. It lives in a test file so that the external tests (which run the
+// emulator, a package that imports this one) can read them.
+func IndexScores(o Ops) (m Mem, stride int, ok bool) {
+	lo, ok := o.(*launchOps)
+	if !ok {
+		return nil, 0, false
+	}
+	return lo.scores, lo.scoreStride, true
 }
 
 func TestKernelSignaturesAreTheSourceDeclarations(t *testing.T) {

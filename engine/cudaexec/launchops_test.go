@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
@@ -19,23 +20,41 @@ import (
 
 const eps24 = 1.0 / (1 << 24) // float32's unit roundoff
 
-// launchOps returns NewLaunchOps over a fresh emulator, closed at the end.
-func launchOps(t *testing.T) cudaexec.Ops {
-	t.Helper()
-	d, err := emu.Start()
-	if errors.Is(err, emu.ErrNoCompiler) {
-		t.Skip("g++ is not on PATH: the kernel emulator cannot be built, so the kernels are not tested here")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := cudaexec.NewLaunchOps(d, d)
+// eachOps runs body on every Ops that runs kernels.cu here, each a
+// subtest: NewLaunchOps over a fresh emulator ("emu", skipped without
+// g++) and the GPU's ("cuda", OpenDevice: skipped without a device, failed
+// instead when GLMBENCH_REQUIRE_CUDA=1), so one test binary checks the same
+// truths on a dev machine and on a GPU.
+func eachOps(t *testing.T, body func(t *testing.T, o cudaexec.Ops)) {
+	t.Run("emu", func(t *testing.T) {
+		d, err := emu.Start()
+		if errors.Is(err, emu.ErrNoCompiler) {
+			t.Skip("g++ is not on PATH: the kernel emulator cannot be built, so the kernels are not tested here")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, d.Ops(), body)
+	})
+	t.Run("cuda", func(t *testing.T) {
+		o, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
+		if err != nil {
+			if os.Getenv("GLMBENCH_REQUIRE_CUDA") == "1" {
+				t.Fatalf("GLMBENCH_REQUIRE_CUDA=1 and no device: %v", err)
+			}
+			t.Skipf("no CUDA device: %v", err)
+		}
+		run(t, o, body)
+	})
+}
+
+func run(t *testing.T, o cudaexec.Ops, body func(t *testing.T, o cudaexec.Ops)) {
 	t.Cleanup(func() {
 		if err := o.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	return o
+	body(t, o)
 }
 
 func randMat(r *rand.Rand, rows, cols int) kernels.Mat {
@@ -98,173 +117,178 @@ func within(t *testing.T, what string, i, j int, got float32, want, tol float64)
 }
 
 func TestLaunchOpsLinearsAreWithinTheirRoundingBound(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(1, 2))
-	// Sizes that are not multiples of the tiles, crossing tile edges, on
-	// the skinny kernels (≤ 64 rows) and the wide ones.
-	for _, sz := range []struct{ M, N, K int }{{5, 131, 19}, {17, 65, 33}, {130, 7, 9}, {70, 131, 40}, {1, 3, 1}} {
-		x, w, wn := randMat(r, sz.M, sz.K), randMat(r, sz.N, sz.K), randMat(r, sz.K, sz.N)
-		dst := o.Alloc(sz.M+2, sz.N+1).Slice(1, sz.M+1, 1, sz.N+1)
-		o.MatMulT(dst, strided(o, x), strided(o, w))
-		got := down(t, o, dst)
-		for i := range sz.M {
-			for j := range sz.N {
-				var s, a float64
-				for k := range sz.K {
-					s += at(x, i, k) * at(w, j, k)
-					a += math.Abs(at(x, i, k) * at(w, j, k))
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(1, 2))
+		// Sizes that are not multiples of the tiles, crossing tile edges, on
+		// the skinny kernels (≤ 64 rows) and the wide ones.
+		for _, sz := range []struct{ M, N, K int }{{5, 131, 19}, {17, 65, 33}, {130, 7, 9}, {70, 131, 40}, {1, 3, 1}} {
+			x, w, wn := randMat(r, sz.M, sz.K), randMat(r, sz.N, sz.K), randMat(r, sz.K, sz.N)
+			dst := o.Alloc(sz.M+2, sz.N+1).Slice(1, sz.M+1, 1, sz.N+1)
+			o.MatMulT(dst, strided(o, x), strided(o, w))
+			got := down(t, o, dst)
+			for i := range sz.M {
+				for j := range sz.N {
+					var s, a float64
+					for k := range sz.K {
+						s += at(x, i, k) * at(w, j, k)
+						a += math.Abs(at(x, i, k) * at(w, j, k))
+					}
+					within(t, "MatMulT", i, j, got.Data[i*sz.N+j], s, float64(sz.K)*eps24*a)
 				}
-				within(t, "MatMulT", i, j, got.Data[i*sz.N+j], s, float64(sz.K)*eps24*a)
+			}
+			o.MatMul(dst, strided(o, x), strided(o, wn))
+			got = down(t, o, dst)
+			for i := range sz.M {
+				for j := range sz.N {
+					var s, a float64
+					for k := range sz.K {
+						s += at(x, i, k) * at(wn, k, j)
+						a += math.Abs(at(x, i, k) * at(wn, k, j))
+					}
+					within(t, "MatMul", i, j, got.Data[i*sz.N+j], s, float64(sz.K)*eps24*a)
+				}
 			}
 		}
-		o.MatMul(dst, strided(o, x), strided(o, wn))
-		got = down(t, o, dst)
-		for i := range sz.M {
-			for j := range sz.N {
-				var s, a float64
-				for k := range sz.K {
-					s += at(x, i, k) * at(wn, k, j)
-					a += math.Abs(at(x, i, k) * at(wn, k, j))
-				}
-				within(t, "MatMul", i, j, got.Data[i*sz.N+j], s, float64(sz.K)*eps24*a)
-			}
-		}
-	}
+	})
 }
 
 func TestLaunchOpsNormsAreWithinAMillionth(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(3, 4))
-	T, H := 3, 301
-	x, w, b := randMat(r, T, H), randMat(r, 1, H), randMat(r, 1, H)
-	dst := o.Alloc(T, H)
-	o.RMSNorm(dst, strided(o, x), dense(o, w), 1e-5)
-	got := down(t, o, dst)
-	for i := range T {
-		var ss float64
-		for j := range H {
-			ss += at(x, i, j) * at(x, i, j)
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(3, 4))
+		T, H := 3, 301
+		x, w, b := randMat(r, T, H), randMat(r, 1, H), randMat(r, 1, H)
+		dst := o.Alloc(T, H)
+		o.RMSNorm(dst, strided(o, x), dense(o, w), 1e-5)
+		got := down(t, o, dst)
+		for i := range T {
+			var ss float64
+			for j := range H {
+				ss += at(x, i, j) * at(x, i, j)
+			}
+			inv := 1 / math.Sqrt(ss/float64(H)+1e-5)
+			for j := range H {
+				want := at(x, i, j) * inv * at(w, 0, j)
+				within(t, "RMSNorm", i, j, got.Data[i*H+j], want, 1e-6*math.Abs(want))
+			}
 		}
-		inv := 1 / math.Sqrt(ss/float64(H)+1e-5)
-		for j := range H {
-			want := at(x, i, j) * inv * at(w, 0, j)
-			within(t, "RMSNorm", i, j, got.Data[i*H+j], want, 1e-6*math.Abs(want))
+		o.LayerNorm(dst, strided(o, x), dense(o, w), dense(o, b), 1e-6)
+		got = down(t, o, dst)
+		for i := range T {
+			var mean, vr float64
+			for j := range H {
+				mean += at(x, i, j)
+			}
+			mean /= float64(H)
+			for j := range H {
+				vr += (at(x, i, j) - mean) * (at(x, i, j) - mean)
+			}
+			inv := 1 / math.Sqrt(vr/float64(H)+1e-6)
+			for j := range H {
+				n := (at(x, i, j) - mean) * inv * at(w, 0, j)
+				want := n + at(b, 0, j)
+				// Relative to the normed product, before the bias is added.
+				within(t, "LayerNorm", i, j, got.Data[i*H+j], want, 1e-6*(math.Abs(n)+math.Abs(want)))
+			}
 		}
-	}
-	o.LayerNorm(dst, strided(o, x), dense(o, w), dense(o, b), 1e-6)
-	got = down(t, o, dst)
-	for i := range T {
-		var mean, vr float64
-		for j := range H {
-			mean += at(x, i, j)
-		}
-		mean /= float64(H)
-		for j := range H {
-			vr += (at(x, i, j) - mean) * (at(x, i, j) - mean)
-		}
-		inv := 1 / math.Sqrt(vr/float64(H)+1e-6)
-		for j := range H {
-			n := (at(x, i, j) - mean) * inv * at(w, 0, j)
-			want := n + at(b, 0, j)
-			// Relative to the normed product, before the bias is added.
-			within(t, "LayerNorm", i, j, got.Data[i*H+j], want, 1e-6*(math.Abs(n)+math.Abs(want)))
-		}
-	}
+	})
 }
 
 func TestLaunchOpsRoPEEqualsTheCPUKernelBitForBit(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(5, 6))
-	rp := kernels.NewRope(8, 40, 10000)
-	dr := o.UploadRope(rp)
-	x := randMat(r, 4, 8)
-	pos := []int32{0, 7, 39, 3}
-	xd := strided(o, x)
-	o.RoPE(xd, ints(o, pos), dr)
-	got := down(t, o, xd)
-	kernels.Default().RoPE(x, pos, rp)
-	if !slices.Equal(got.Data, x.Data) {
-		t.Errorf("RoPE\n got %v\nwant %v", got.Data, x.Data)
-	}
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(5, 6))
+		rp := kernels.NewRope(8, 40, 10000)
+		dr := o.UploadRope(rp)
+		x := randMat(r, 4, 8)
+		pos := []int32{0, 7, 39, 3}
+		xd := strided(o, x)
+		o.RoPE(xd, ints(o, pos), dr)
+		got := down(t, o, xd)
+		kernels.Default().RoPE(x, pos, rp)
+		if !slices.Equal(got.Data, x.Data) {
+			t.Errorf("RoPE\n got %v\nwant %v", got.Data, x.Data)
+		}
+	})
 }
 
 func TestLaunchOpsElementwiseOps(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(7, 8))
-	T, C := 3, 300
-	a, b := randMat(r, T, C), randMat(r, T, C)
-	ad, bd := strided(o, a), strided(o, b)
-	dst := o.Alloc(T, C)
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(7, 8))
+		T, C := 3, 300
+		a, b := randMat(r, T, C), randMat(r, T, C)
+		ad, bd := strided(o, a), strided(o, b)
+		dst := o.Alloc(T, C)
 
-	o.Add(dst, ad, bd)
-	got := down(t, o, dst)
-	for i := range a.Data {
-		if got.Data[i] != a.Data[i]+b.Data[i] {
-			t.Fatalf("Add [%d] = %v, want %v", i, got.Data[i], a.Data[i]+b.Data[i])
+		o.Add(dst, ad, bd)
+		got := down(t, o, dst)
+		for i := range a.Data {
+			if got.Data[i] != a.Data[i]+b.Data[i] {
+				t.Fatalf("Add [%d] = %v, want %v", i, got.Data[i], a.Data[i]+b.Data[i])
+			}
 		}
-	}
-	o.Copy(dst, ad)
-	if got := down(t, o, dst); !slices.Equal(got.Data, a.Data) {
-		t.Error("Copy did not copy")
-	}
-	o.Scale(ad, 0.75)
-	got = down(t, o, ad)
-	for i := range a.Data {
-		if got.Data[i] != a.Data[i]*0.75 {
-			t.Fatalf("Scale [%d] = %v, want %v", i, got.Data[i], a.Data[i]*0.75)
+		o.Copy(dst, ad)
+		if got := down(t, o, dst); !slices.Equal(got.Data, a.Data) {
+			t.Error("Copy did not copy")
 		}
-	}
-	o.Sigmoid(dst, bd)
-	got = down(t, o, dst)
-	for i, v := range b.Data {
-		want := 1 / (1 + math.Exp(-float64(v)))
-		within(t, "Sigmoid", i/C, i%C, got.Data[i], want, 1e-6*want)
-	}
+		o.Scale(ad, 0.75)
+		got = down(t, o, ad)
+		for i := range a.Data {
+			if got.Data[i] != a.Data[i]*0.75 {
+				t.Fatalf("Scale [%d] = %v, want %v", i, got.Data[i], a.Data[i]*0.75)
+			}
+		}
+		o.Sigmoid(dst, bd)
+		got = down(t, o, dst)
+		for i, v := range b.Data {
+			want := 1 / (1 + math.Exp(-float64(v)))
+			within(t, "Sigmoid", i/C, i%C, got.Data[i], want, 1e-6*want)
+		}
 
-	table := randMat(r, 6, C)
-	td := strided(o, table)
-	rows := []int32{5, 0, 5}
-	o.GatherRows(dst, td, ints(o, rows))
-	got = down(t, o, dst)
-	for i, rw := range rows {
-		if !slices.Equal(got.Row(i), table.Row(int(rw))) {
-			t.Errorf("GatherRows row %d is not table row %d", i, rw)
+		table := randMat(r, 6, C)
+		td := strided(o, table)
+		rows := []int32{5, 0, 5}
+		o.GatherRows(dst, td, ints(o, rows))
+		got = down(t, o, dst)
+		for i, rw := range rows {
+			if !slices.Equal(got.Row(i), table.Row(int(rw))) {
+				t.Errorf("GatherRows row %d is not table row %d", i, rw)
+			}
 		}
-	}
-	o.Embed(dst, td, ints(o, rows), ints(o, []int32{3, 0, 1}), true)
-	got = down(t, o, dst)
-	if !slices.Equal(got.Row(0), table.Row(5)) || !slices.Equal(got.Row(2), table.Row(5)) ||
-		slices.ContainsFunc(got.Row(1), func(v float32) bool { return v != 0 }) {
-		t.Error("Embed with zeroAtPos0: want rows 5, zeros (position 0), 5")
-	}
-	o.Embed(dst, td, ints(o, rows), ints(o, []int32{3, 0, 1}), false)
-	if got := down(t, o, dst); !slices.Equal(got.Row(1), table.Row(0)) {
-		t.Error("Embed without zeroAtPos0: row 1 is not table row 0")
-	}
+		o.Embed(dst, td, ints(o, rows), ints(o, []int32{3, 0, 1}), true)
+		got = down(t, o, dst)
+		if !slices.Equal(got.Row(0), table.Row(5)) || !slices.Equal(got.Row(2), table.Row(5)) ||
+			slices.ContainsFunc(got.Row(1), func(v float32) bool { return v != 0 }) {
+			t.Error("Embed with zeroAtPos0: want rows 5, zeros (position 0), 5")
+		}
+		o.Embed(dst, td, ints(o, rows), ints(o, []int32{3, 0, 1}), false)
+		if got := down(t, o, dst); !slices.Equal(got.Row(1), table.Row(0)) {
+			t.Error("Embed without zeroAtPos0: row 1 is not table row 0")
+		}
+	})
 }
 
 func TestLaunchOpsWriteKVPutsEachRowInItsSlot(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(9, 10))
-	slotsN, rank, dr, di := 10, 5, 3, 4
-	kv := cudaexec.KVLayer{MLA: o.Alloc(slotsN, rank+dr), Index: o.Alloc(di, slotsN), Rank: rank}
-	c, kpe, ik := randMat(r, 2, rank), randMat(r, 2, dr), randMat(r, 2, di)
-	slots := []int32{7, 2}
-	o.WriteKV(kv, strided(o, c), strided(o, kpe), strided(o, ik), ints(o, slots))
-	mla, idx := down(t, o, kv.MLA), down(t, o, kv.Index)
-	for i, s := range slots {
-		if !slices.Equal(mla.Row(int(s)), append(slices.Clone(c.Row(i)), kpe.Row(i)...)) {
-			t.Errorf("slot %d's MLA row is not [c | kpe] of row %d", s, i)
-		}
-		for d := range di {
-			if idx.Data[d*slotsN+int(s)] != ik.Data[i*di+d] {
-				t.Errorf("index key %d of slot %d is not row %d's", d, s, i)
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(9, 10))
+		slotsN, rank, dr, di := 10, 5, 3, 4
+		kv := cudaexec.KVLayer{MLA: o.Alloc(slotsN, rank+dr), Index: o.Alloc(di, slotsN), Rank: rank}
+		c, kpe, ik := randMat(r, 2, rank), randMat(r, 2, dr), randMat(r, 2, di)
+		slots := []int32{7, 2}
+		o.WriteKV(kv, strided(o, c), strided(o, kpe), strided(o, ik), ints(o, slots))
+		mla, idx := down(t, o, kv.MLA), down(t, o, kv.Index)
+		for i, s := range slots {
+			if !slices.Equal(mla.Row(int(s)), append(slices.Clone(c.Row(i)), kpe.Row(i)...)) {
+				t.Errorf("slot %d's MLA row is not [c | kpe] of row %d", s, i)
+			}
+			for d := range di {
+				if idx.Data[d*slotsN+int(s)] != ik.Data[i*di+d] {
+					t.Errorf("index key %d of slot %d is not row %d's", d, s, i)
+				}
 			}
 		}
-	}
-	if slices.ContainsFunc(mla.Row(0), func(v float32) bool { return v != 0 }) {
-		t.Error("slot 0 was written")
-	}
+		if slices.ContainsFunc(mla.Row(0), func(v float32) bool { return v != 0 }) {
+			t.Error("slot 0 was written")
+		}
+	})
 }
 
 // topkRef is the exact selection: the k best of score by value (NaN
@@ -356,56 +380,60 @@ func newSelectBatch(o cudaexec.Ops, r *rand.Rand, seqs [][2]int, heads, dim int,
 }
 
 func TestLaunchOpsSelectKeysScoresAndPicksExactly(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(11, 12))
-	const topk = 5
-	for _, quant := range []bool{false, true} {
-		sb := newSelectBatch(o, r, [][2]int{{0, 9}, {20, 3}}, 3, 4, quant)
-		T := sb.b.T
-		sel := cudaexec.Selection{Picked: o.AllocInts(T * topk), Count: o.AllocInts(T), TopK: topk}
-		o.SelectKeys(sel, sb.kv, strided(o, sb.iq), strided(o, sb.iw), sb.b)
-		picked, count := downInts(t, o, sel.Picked), downInts(t, o, sel.Count)
-		sm, stride := cudaexec.IndexScores(o)
-		all := make([]float32, sm.Len())
-		o.Download(kernels.NewMat(all, 1, len(all)), cudaexec.Tensor{Mem: sm, Rows: 1, Cols: len(all), Stride: len(all)})
-		for row := range T {
-			p, sq := int(sb.rowPos[row]), sb.rowSeq[row]
-			var wantPos []int
-			if p+1 <= topk {
-				for j := range p + 1 {
-					wantPos = append(wantPos, j)
-				}
-			} else {
-				sc := all[row*stride : row*stride+p+1]
-				for j, got := range sc { // the scores against float64
-					s := sb.slots[sq][j]
-					var want, bound float64
-					for h := range sb.heads {
-						var dot, a float64
-						for d := range sb.dim {
-							dot += at(sb.iq, row, h*sb.dim+d) * at(sb.ik, d, int(s))
-							a += math.Abs(at(sb.iq, row, h*sb.dim+d) * at(sb.ik, d, int(s)))
-						}
-						want += at(sb.iw, row, h) * max(dot, 0)
-						bound += math.Abs(at(sb.iw, row, h)) * (a*float64(sb.dim+2)*eps24 + math.Abs(dot)*float64(sb.heads+1)*eps24)
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(11, 12))
+		const topk = 5
+		for _, quant := range []bool{false, true} {
+			sb := newSelectBatch(o, r, [][2]int{{0, 9}, {20, 3}}, 3, 4, quant)
+			T := sb.b.T
+			sel := cudaexec.Selection{Picked: o.AllocInts(T * topk), Count: o.AllocInts(T), TopK: topk}
+			o.SelectKeys(sel, sb.kv, strided(o, sb.iq), strided(o, sb.iw), sb.b)
+			picked, count := downInts(t, o, sel.Picked), downInts(t, o, sel.Count)
+			sm, stride, ok := cudaexec.IndexScores(o)
+			if !ok {
+				t.Skip("these Ops keep no indexer scores to read")
+			}
+			all := make([]float32, sm.Len())
+			o.Download(kernels.NewMat(all, 1, len(all)), cudaexec.Tensor{Mem: sm, Rows: 1, Cols: len(all), Stride: len(all)})
+			for row := range T {
+				p, sq := int(sb.rowPos[row]), sb.rowSeq[row]
+				var wantPos []int
+				if p+1 <= topk {
+					for j := range p + 1 {
+						wantPos = append(wantPos, j)
 					}
-					within(t, "indexer score", row, j, got, want, bound)
+				} else {
+					sc := all[row*stride : row*stride+p+1]
+					for j, got := range sc { // the scores against float64
+						s := sb.slots[sq][j]
+						var want, bound float64
+						for h := range sb.heads {
+							var dot, a float64
+							for d := range sb.dim {
+								dot += at(sb.iq, row, h*sb.dim+d) * at(sb.ik, d, int(s))
+								a += math.Abs(at(sb.iq, row, h*sb.dim+d) * at(sb.ik, d, int(s)))
+							}
+							want += at(sb.iw, row, h) * max(dot, 0)
+							bound += math.Abs(at(sb.iw, row, h)) * (a*float64(sb.dim+2)*eps24 + math.Abs(dot)*float64(sb.heads+1)*eps24)
+						}
+						within(t, "indexer score", row, j, got, want, bound)
+					}
+					wantPos = topkRef(sc, topk) // the selection exact, from the scores downloaded
 				}
-				wantPos = topkRef(sc, topk) // the selection exact, from the scores downloaded
-			}
-			if int(count[row]) != len(wantPos) {
-				t.Errorf("row %d (position %d): count %d, want %d", row, p, count[row], len(wantPos))
-				continue
-			}
-			for i, j := range wantPos {
-				if picked[row*topk+i] != sb.slots[sq][j] {
-					t.Errorf("row %d (position %d, quantised %v): picked %v, want the slots of positions %v",
-						row, p, quant, picked[row*topk:row*topk+len(wantPos)], wantPos)
-					break
+				if int(count[row]) != len(wantPos) {
+					t.Errorf("row %d (position %d): count %d, want %d", row, p, count[row], len(wantPos))
+					continue
+				}
+				for i, j := range wantPos {
+					if picked[row*topk+i] != sb.slots[sq][j] {
+						t.Errorf("row %d (position %d, quantised %v): picked %v, want the slots of positions %v",
+							row, p, quant, picked[row*topk:row*topk+len(wantPos)], wantPos)
+						break
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 func TestTopKSelectKernelOrdersTiesNaNsAndZeros(t *testing.T) {
@@ -517,33 +545,34 @@ func attendRef(q []float32, mla kernels.Mat, sel []int32, rank int, scale float6
 }
 
 func TestLaunchOpsAttendIsSoftmaxOverTheSelectedSlots(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(13, 14))
-	slotsN, rank, dr, heads, topk := 12, 6, 2, 2, 4
-	dk := rank + dr
-	mla := randMat(r, slotsN, dk)
-	kv := cudaexec.KVLayer{MLA: dense(o, mla), Index: o.Alloc(1, slotsN), Rank: rank}
-	sels := [][]int32{{3}, {0, 5, 11, 2}, {7, 8}}
-	T := len(sels)
-	picked, count := make([]int32, T*topk), make([]int32, T)
-	for i, s := range sels {
-		copy(picked[i*topk:], s)
-		count[i] = int32(len(s))
-	}
-	qt := randMat(r, T, heads*dk)
-	sel := cudaexec.Selection{Picked: ints(o, picked), Count: ints(o, count), TopK: topk}
-	out := o.Alloc(T, heads*rank)
-	scale := float32(0.4)
-	o.Attend(out, strided(o, qt), kv, sel, heads, scale)
-	got := down(t, o, out)
-	for i, s := range sels {
-		for h := range heads {
-			want, bound := attendRef(qt.Row(i)[h*dk:(h+1)*dk], mla, s, rank, float64(scale))
-			for c := range rank {
-				within(t, "Attend", i, h*rank+c, got.Data[i*heads*rank+h*rank+c], want[c], bound[c])
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(13, 14))
+		slotsN, rank, dr, heads, topk := 12, 6, 2, 2, 4
+		dk := rank + dr
+		mla := randMat(r, slotsN, dk)
+		kv := cudaexec.KVLayer{MLA: dense(o, mla), Index: o.Alloc(1, slotsN), Rank: rank}
+		sels := [][]int32{{3}, {0, 5, 11, 2}, {7, 8}}
+		T := len(sels)
+		picked, count := make([]int32, T*topk), make([]int32, T)
+		for i, s := range sels {
+			copy(picked[i*topk:], s)
+			count[i] = int32(len(s))
+		}
+		qt := randMat(r, T, heads*dk)
+		sel := cudaexec.Selection{Picked: ints(o, picked), Count: ints(o, count), TopK: topk}
+		out := o.Alloc(T, heads*rank)
+		scale := float32(0.4)
+		o.Attend(out, strided(o, qt), kv, sel, heads, scale)
+		got := down(t, o, out)
+		for i, s := range sels {
+			for h := range heads {
+				want, bound := attendRef(qt.Row(i)[h*dk:(h+1)*dk], mla, s, rank, float64(scale))
+				for c := range rank {
+					within(t, "Attend", i, h*rank+c, got.Data[i*heads*rank+h*rank+c], want[c], bound[c])
+				}
 			}
 		}
-	}
+	})
 }
 
 // swigluRef is silu(x·gateᵀ) ⊙ (x·upᵀ) · downᵀ for one row in float64, and
@@ -581,19 +610,20 @@ func swigluRef(x []float32, gate, up, down kernels.Mat) (out, bound []float64) {
 }
 
 func TestLaunchOpsSwiGLUIsWithinItsRoundingBound(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(15, 16))
-	T, H, I := 3, 10, 13
-	x, g, u, dn := randMat(r, T, H), randMat(r, I, H), randMat(r, I, H), randMat(r, H, I)
-	dst := o.Alloc(T, H)
-	o.SwiGLU(dst, strided(o, x), cudaexec.MLP{Gate: strided(o, g), Up: strided(o, u), Down: strided(o, dn)})
-	got := down(t, o, dst)
-	for i := range T {
-		want, bound := swigluRef(x.Row(i), g, u, dn)
-		for j := range H {
-			within(t, "SwiGLU", i, j, got.Data[i*H+j], want[j], bound[j])
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(15, 16))
+		T, H, I := 3, 10, 13
+		x, g, u, dn := randMat(r, T, H), randMat(r, I, H), randMat(r, I, H), randMat(r, H, I)
+		dst := o.Alloc(T, H)
+		o.SwiGLU(dst, strided(o, x), cudaexec.MLP{Gate: strided(o, g), Up: strided(o, u), Down: strided(o, dn)})
+		got := down(t, o, dst)
+		for i := range T {
+			want, bound := swigluRef(x.Row(i), g, u, dn)
+			for j := range H {
+				within(t, "SwiGLU", i, j, got.Data[i*H+j], want[j], bound[j])
+			}
 		}
-	}
+	})
 }
 
 // expertsWeights are n stacked experts of width inter over hidden h.
@@ -603,57 +633,59 @@ func expertsWeights(o cudaexec.Ops, r *rand.Rand, n, inter, h int) (cudaexec.Exp
 }
 
 func TestLaunchOpsExpertsRunEachRoutedExpertOnItsRow(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(17, 18))
-	// 280 (row, slot) pairs: more than one block's chunk of 256, and more
-	// than one 16-row tile per expert. An expert index out of range (−1,
-	// N) gives a zero row.
-	T, H, I, N, K := 70, 9, 5, 4, 4
-	ex, w := expertsWeights(o, r, N, I, H)
-	x := randMat(r, T, H)
-	idx := make([]int32, T*K)
-	for i := range idx {
-		idx[i] = int32(r.IntN(N))
-	}
-	idx[4], idx[200], idx[279] = -1, int32(N), -1
-	rt := cudaexec.Routing{Idx: ints(o, idx), W: o.Alloc(T, K), K: K}
-	res := o.Alloc(T*K, H)
-	o.Upload(res, randMat(r, T*K, H)) // stale values the op must overwrite
-	o.Experts(res, strided(o, x), ex, rt)
-	got := down(t, o, res)
-	for tk, e := range idx {
-		ei := int(e)
-		if ei < 0 || ei >= N {
-			if slices.ContainsFunc(got.Row(tk), func(v float32) bool { return v != 0 }) {
-				t.Errorf("pair %d routed to expert %d (out of range): %v, want zeros", tk, ei, got.Row(tk))
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(17, 18))
+		// 280 (row, slot) pairs: more than one block's chunk of 256, and more
+		// than one 16-row tile per expert. An expert index out of range (−1,
+		// N) gives a zero row.
+		T, H, I, N, K := 70, 9, 5, 4, 4
+		ex, w := expertsWeights(o, r, N, I, H)
+		x := randMat(r, T, H)
+		idx := make([]int32, T*K)
+		for i := range idx {
+			idx[i] = int32(r.IntN(N))
+		}
+		idx[4], idx[200], idx[279] = -1, int32(N), -1
+		rt := cudaexec.Routing{Idx: ints(o, idx), W: o.Alloc(T, K), K: K}
+		res := o.Alloc(T*K, H)
+		o.Upload(res, randMat(r, T*K, H)) // stale values the op must overwrite
+		o.Experts(res, strided(o, x), ex, rt)
+		got := down(t, o, res)
+		for tk, e := range idx {
+			ei := int(e)
+			if ei < 0 || ei >= N {
+				if slices.ContainsFunc(got.Row(tk), func(v float32) bool { return v != 0 }) {
+					t.Errorf("pair %d routed to expert %d (out of range): %v, want zeros", tk, ei, got.Row(tk))
+				}
+				continue
 			}
-			continue
+			want, bound := swigluRef(x.Row(tk/K), w[0].Slice(ei*I, (ei+1)*I, 0, H), w[1].Slice(ei*I, (ei+1)*I, 0, H),
+				w[2].Slice(ei*H, (ei+1)*H, 0, I))
+			for j := range H {
+				within(t, "Experts", tk, j, got.Data[tk*H+j], want[j], bound[j])
+			}
 		}
-		want, bound := swigluRef(x.Row(tk/K), w[0].Slice(ei*I, (ei+1)*I, 0, H), w[1].Slice(ei*I, (ei+1)*I, 0, H),
-			w[2].Slice(ei*H, (ei+1)*H, 0, I))
-		for j := range H {
-			within(t, "Experts", tk, j, got.Data[tk*H+j], want[j], bound[j])
-		}
-	}
+	})
 }
 
 func TestLaunchOpsCombineEqualsAddScaledInRankOrder(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(19, 20))
-	T, H, K := 3, 7, 3
-	out, res, w := randMat(r, T, H), randMat(r, T*K, H), randMat(r, T, K)
-	od := strided(o, out)
-	o.Combine(od, strided(o, res), cudaexec.Routing{W: strided(o, w), K: K, Idx: o.AllocInts(T * K)})
-	got := down(t, o, od)
-	cpu := kernels.Default()
-	for i := range T {
-		for k := range K {
-			cpu.AddScaled(out.Row(i), w.Data[i*K+k], res.Row(i*K+k))
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(19, 20))
+		T, H, K := 3, 7, 3
+		out, res, w := randMat(r, T, H), randMat(r, T*K, H), randMat(r, T, K)
+		od := strided(o, out)
+		o.Combine(od, strided(o, res), cudaexec.Routing{W: strided(o, w), K: K, Idx: o.AllocInts(T * K)})
+		got := down(t, o, od)
+		cpu := kernels.Default()
+		for i := range T {
+			for k := range K {
+				cpu.AddScaled(out.Row(i), w.Data[i*K+k], res.Row(i*K+k))
+			}
 		}
-	}
-	if !slices.Equal(got.Data, out.Data) {
-		t.Errorf("Combine\n got %v\nwant %v", got.Data, out.Data)
-	}
+		if !slices.Equal(got.Data, out.Data) {
+			t.Errorf("Combine\n got %v\nwant %v", got.Data, out.Data)
+		}
+	})
 }
 
 // routeRef is the model's noaux_tc route (engine/model's route) on sigmoid
@@ -703,165 +735,169 @@ func routeRef(s, bias []float32, rc cudaexec.RouteConfig) ([]int32, []float32) {
 }
 
 func TestLaunchOpsRouteEqualsTheModelsRouter(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(21, 22))
-	T, N := 6, 16
-	scores := randMat(r, T, N)
-	for i, v := range scores.Data {
-		scores.Data[i] = float32(1 / (1 + math.Exp(-float64(v))))
-	}
-	// Ties: rows 0 and 1 quantised to a few levels, row 2 all equal, rows 3 and 4 with NaNs.
-	for j := range N {
-		scores.Data[j] = float32(j%3) / 4
-		scores.Data[N+j] = float32(j%2) / 2
-		scores.Data[2*N+j] = 0.5
-	}
-	scores.Data[3*N+1], scores.Data[3*N+9] = float32(math.NaN()), float32(math.NaN())
-	for j := 2; j < N; j++ { // row 4 mostly NaN: the NaNs' own order picks experts
-		scores.Data[4*N+j] = float32(math.NaN())
-	}
-	bias := randMat(r, 1, N)
-	for i := range bias.Data {
-		bias.Data[i] *= 0.1
-	}
-	bias.Data[4] = 0
-	for _, rc := range []cudaexec.RouteConfig{
-		{Groups: 1, TopKGroup: 1, K: 4, Scaling: 2.5, NormTopK: true},
-		{Groups: 4, TopKGroup: 2, K: 3, Scaling: 1, NormTopK: true},
-		{Groups: 8, TopKGroup: 3, K: 5, Scaling: 1.5, NormTopK: false},
-	} {
-		rt := cudaexec.Routing{Idx: o.AllocInts(T * rc.K), W: o.Alloc(T, rc.K), K: rc.K}
-		o.Route(rt, strided(o, scores), strided(o, bias), rc)
-		idx, w := downInts(t, o, rt.Idx), down(t, o, rt.W)
-		for i := range T {
-			wi, ww := routeRef(scores.Row(i), bias.Data, rc)
-			bits := func(v []float32) []uint32 {
-				var b []uint32
-				for _, x := range v {
-					b = append(b, math.Float32bits(x))
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(21, 22))
+		T, N := 6, 16
+		scores := randMat(r, T, N)
+		for i, v := range scores.Data {
+			scores.Data[i] = float32(1 / (1 + math.Exp(-float64(v))))
+		}
+		// Ties: rows 0 and 1 quantised to a few levels, row 2 all equal, rows 3 and 4 with NaNs.
+		for j := range N {
+			scores.Data[j] = float32(j%3) / 4
+			scores.Data[N+j] = float32(j%2) / 2
+			scores.Data[2*N+j] = 0.5
+		}
+		scores.Data[3*N+1], scores.Data[3*N+9] = float32(math.NaN()), float32(math.NaN())
+		for j := 2; j < N; j++ { // row 4 mostly NaN: the NaNs' own order picks experts
+			scores.Data[4*N+j] = float32(math.NaN())
+		}
+		bias := randMat(r, 1, N)
+		for i := range bias.Data {
+			bias.Data[i] *= 0.1
+		}
+		bias.Data[4] = 0
+		for _, rc := range []cudaexec.RouteConfig{
+			{Groups: 1, TopKGroup: 1, K: 4, Scaling: 2.5, NormTopK: true},
+			{Groups: 4, TopKGroup: 2, K: 3, Scaling: 1, NormTopK: true},
+			{Groups: 8, TopKGroup: 3, K: 5, Scaling: 1.5, NormTopK: false},
+		} {
+			rt := cudaexec.Routing{Idx: o.AllocInts(T * rc.K), W: o.Alloc(T, rc.K), K: rc.K}
+			o.Route(rt, strided(o, scores), strided(o, bias), rc)
+			idx, w := downInts(t, o, rt.Idx), down(t, o, rt.W)
+			for i := range T {
+				wi, ww := routeRef(scores.Row(i), bias.Data, rc)
+				bits := func(v []float32) []uint32 {
+					var b []uint32
+					for _, x := range v {
+						b = append(b, math.Float32bits(x))
+					}
+					return b
 				}
-				return b
-			}
-			if !slices.Equal(idx[i*rc.K:(i+1)*rc.K], wi) || !slices.Equal(bits(w.Row(i)), bits(ww)) {
-				t.Errorf("%+v row %d: experts %v weights %v, want %v %v", rc, i, idx[i*rc.K:(i+1)*rc.K], w.Row(i), wi, ww)
+				if !slices.Equal(idx[i*rc.K:(i+1)*rc.K], wi) || !slices.Equal(bits(w.Row(i)), bits(ww)) {
+					t.Errorf("%+v row %d: experts %v weights %v, want %v %v", rc, i, idx[i*rc.K:(i+1)*rc.K], w.Row(i), wi, ww)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestLaunchOpsSkinnyAndWideGEMMsGiveARowTheSameBits(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(25, 26))
-	const M, row = 150, 77 // 150 rows take the wide kernels, 1 the skinny ones
-	K, N := 45, 70
-	x := randMat(r, M, K)
-	xM, x1 := dense(o, x), dense(o, kernels.NewMat(slices.Clone(x.Row(row)), 1, K))
-	for _, c := range []struct {
-		name string
-		op   func(dst, x, w cudaexec.Tensor)
-		w    kernels.Mat
-	}{{"MatMulT", o.MatMulT, randMat(r, N, K)}, {"MatMul", o.MatMul, randMat(r, K, N)}} {
-		w := dense(o, c.w)
-		dM, d1 := o.Alloc(M, N), o.Alloc(1, N)
-		c.op(dM, xM, w)
-		c.op(d1, x1, w)
-		if a, b := down(t, o, dM), down(t, o, d1); !slices.Equal(a.Row(row), b.Row(0)) {
-			t.Errorf("%s: row %d of %d rows %v, alone %v", c.name, row, M, a.Row(row), b.Row(0))
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(25, 26))
+		const M, row = 150, 77 // 150 rows take the wide kernels, 1 the skinny ones
+		K, N := 45, 70
+		x := randMat(r, M, K)
+		xM, x1 := dense(o, x), dense(o, kernels.NewMat(slices.Clone(x.Row(row)), 1, K))
+		for _, c := range []struct {
+			name string
+			op   func(dst, x, w cudaexec.Tensor)
+			w    kernels.Mat
+		}{{"MatMulT", o.MatMulT, randMat(r, N, K)}, {"MatMul", o.MatMul, randMat(r, K, N)}} {
+			w := dense(o, c.w)
+			dM, d1 := o.Alloc(M, N), o.Alloc(1, N)
+			c.op(dM, xM, w)
+			c.op(d1, x1, w)
+			if a, b := down(t, o, dM), down(t, o, d1); !slices.Equal(a.Row(row), b.Row(0)) {
+				t.Errorf("%s: row %d of %d rows %v, alone %v", c.name, row, M, a.Row(row), b.Row(0))
+			}
 		}
-	}
+	})
 }
 
 // TestLaunchOpsRowsAreBatchInvariant holds that a row alone and the same
 // row in a batch of 64 get the same bits from matmul_t, rmsnorm, attend,
 // experts and the indexer's select.
 func TestLaunchOpsRowsAreBatchInvariant(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(23, 24))
-	const B, row = 64, 37
-	H, N := 24, 10
-	x := randMat(r, B, H)
-	one := kernels.NewMat(slices.Clone(x.Row(row)), 1, H)
-	xB, x1 := dense(o, x), dense(o, one)
-	same := func(what string, batch, alone kernels.Mat) {
-		t.Helper()
-		if !slices.Equal(batch.Row(row), alone.Row(0)) {
-			t.Errorf("%s: row %d in a batch of %d %v, alone %v", what, row, B, batch.Row(row), alone.Row(0))
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(23, 24))
+		const B, row = 64, 37
+		H, N := 24, 10
+		x := randMat(r, B, H)
+		one := kernels.NewMat(slices.Clone(x.Row(row)), 1, H)
+		xB, x1 := dense(o, x), dense(o, one)
+		same := func(what string, batch, alone kernels.Mat) {
+			t.Helper()
+			if !slices.Equal(batch.Row(row), alone.Row(0)) {
+				t.Errorf("%s: row %d in a batch of %d %v, alone %v", what, row, B, batch.Row(row), alone.Row(0))
+			}
 		}
-	}
 
-	w := dense(o, randMat(r, N, H))
-	dB, d1 := o.Alloc(B, N), o.Alloc(1, N)
-	o.MatMulT(dB, xB, w)
-	o.MatMulT(d1, x1, w)
-	same("MatMulT", down(t, o, dB), down(t, o, d1))
+		w := dense(o, randMat(r, N, H))
+		dB, d1 := o.Alloc(B, N), o.Alloc(1, N)
+		o.MatMulT(dB, xB, w)
+		o.MatMulT(d1, x1, w)
+		same("MatMulT", down(t, o, dB), down(t, o, d1))
 
-	nw := dense(o, randMat(r, 1, H))
-	nB, n1 := o.Alloc(B, H), o.Alloc(1, H)
-	o.RMSNorm(nB, xB, nw, 1e-6)
-	o.RMSNorm(n1, x1, nw, 1e-6)
-	same("RMSNorm", down(t, o, nB), down(t, o, n1))
+		nw := dense(o, randMat(r, 1, H))
+		nB, n1 := o.Alloc(B, H), o.Alloc(1, H)
+		o.RMSNorm(nB, xB, nw, 1e-6)
+		o.RMSNorm(n1, x1, nw, 1e-6)
+		same("RMSNorm", down(t, o, nB), down(t, o, n1))
 
-	ex, _ := expertsWeights(o, r, 3, 4, H)
-	K := 2
-	idx := make([]int32, B*K)
-	for i := range idx {
-		idx[i] = int32(r.IntN(3))
-	}
-	rB := cudaexec.Routing{Idx: ints(o, idx), W: o.Alloc(B, K), K: K}
-	r1 := cudaexec.Routing{Idx: ints(o, idx[row*K:(row+1)*K]), W: o.Alloc(1, K), K: K}
-	eB, e1 := o.Alloc(B*K, H), o.Alloc(K, H)
-	o.Experts(eB, xB, ex, rB)
-	o.Experts(e1, x1, ex, r1)
-	gotB, got1 := down(t, o, eB), down(t, o, e1)
-	if !slices.Equal(gotB.Data[row*K*H:(row+1)*K*H], got1.Data) {
-		t.Errorf("Experts: row %d in a batch of %d differs from alone", row, B)
-	}
+		ex, _ := expertsWeights(o, r, 3, 4, H)
+		K := 2
+		idx := make([]int32, B*K)
+		for i := range idx {
+			idx[i] = int32(r.IntN(3))
+		}
+		rB := cudaexec.Routing{Idx: ints(o, idx), W: o.Alloc(B, K), K: K}
+		r1 := cudaexec.Routing{Idx: ints(o, idx[row*K:(row+1)*K]), W: o.Alloc(1, K), K: K}
+		eB, e1 := o.Alloc(B*K, H), o.Alloc(K, H)
+		o.Experts(eB, xB, ex, rB)
+		o.Experts(e1, x1, ex, r1)
+		gotB, got1 := down(t, o, eB), down(t, o, e1)
+		if !slices.Equal(gotB.Data[row*K*H:(row+1)*K*H], got1.Data) {
+			t.Errorf("Experts: row %d in a batch of %d differs from alone", row, B)
+		}
 
-	// Attention and the indexer's select: a sequence of 64 new rows (its
-	// positions 0…63) against row 37 alone, at the same position.
-	const topk = 8
-	sb := newSelectBatch(o, r, [][2]int{{0, B}}, 2, 4, false)
-	selB := cudaexec.Selection{Picked: o.AllocInts(B * topk), Count: o.AllocInts(B), TopK: topk}
-	o.SelectKeys(selB, sb.kv, dense(o, sb.iq), dense(o, sb.iw), sb.b)
-	sb1 := cudaexec.Batch{T: 1, RowSeq: ints(o, []int32{0}), RowPos: ints(o, []int32{row}), RowSlot: o.AllocInts(1),
-		SeqSlots: sb.b.SeqSlots, SeqOff: sb.b.SeqOff,
-		Host: cudaexec.HostBatch{RowSeq: []int32{0}, RowPos: []int32{row}, SeqSlots: sb.b.Host.SeqSlots, SeqOff: sb.b.Host.SeqOff}}
-	sel1 := cudaexec.Selection{Picked: o.AllocInts(topk), Count: o.AllocInts(1), TopK: topk}
-	o.SelectKeys(sel1, sb.kv, dense(o, kernels.NewMat(sb.iq.Row(row), 1, sb.iq.Cols)),
-		dense(o, kernels.NewMat(sb.iw.Row(row), 1, sb.iw.Cols)), sb1)
-	pB, p1 := downInts(t, o, selB.Picked), downInts(t, o, sel1.Picked)
-	if !slices.Equal(pB[row*topk:(row+1)*topk], p1) {
-		t.Errorf("SelectKeys: row %d in the batch picks %v, alone %v", row, pB[row*topk:(row+1)*topk], p1)
-	}
+		// Attention and the indexer's select: a sequence of 64 new rows (its
+		// positions 0…63) against row 37 alone, at the same position.
+		const topk = 8
+		sb := newSelectBatch(o, r, [][2]int{{0, B}}, 2, 4, false)
+		selB := cudaexec.Selection{Picked: o.AllocInts(B * topk), Count: o.AllocInts(B), TopK: topk}
+		o.SelectKeys(selB, sb.kv, dense(o, sb.iq), dense(o, sb.iw), sb.b)
+		sb1 := cudaexec.Batch{T: 1, RowSeq: ints(o, []int32{0}), RowPos: ints(o, []int32{row}), RowSlot: o.AllocInts(1),
+			SeqSlots: sb.b.SeqSlots, SeqOff: sb.b.SeqOff,
+			Host: cudaexec.HostBatch{RowSeq: []int32{0}, RowPos: []int32{row}, SeqSlots: sb.b.Host.SeqSlots, SeqOff: sb.b.Host.SeqOff}}
+		sel1 := cudaexec.Selection{Picked: o.AllocInts(topk), Count: o.AllocInts(1), TopK: topk}
+		o.SelectKeys(sel1, sb.kv, dense(o, kernels.NewMat(sb.iq.Row(row), 1, sb.iq.Cols)),
+			dense(o, kernels.NewMat(sb.iw.Row(row), 1, sb.iw.Cols)), sb1)
+		pB, p1 := downInts(t, o, selB.Picked), downInts(t, o, sel1.Picked)
+		if !slices.Equal(pB[row*topk:(row+1)*topk], p1) {
+			t.Errorf("SelectKeys: row %d in the batch picks %v, alone %v", row, pB[row*topk:(row+1)*topk], p1)
+		}
 
-	heads, rank, dk := 2, 6, 8
-	mla := dense(o, randMat(r, sb.nSlots, dk))
-	kv := cudaexec.KVLayer{MLA: mla, Index: sb.kv.Index, Rank: rank}
-	qt := randMat(r, B, heads*dk)
-	aB, a1 := o.Alloc(B, heads*rank), o.Alloc(1, heads*rank)
-	o.Attend(aB, dense(o, qt), kv, selB, heads, 0.3)
-	o.Attend(a1, dense(o, kernels.NewMat(qt.Row(row), 1, qt.Cols)), kv, sel1, heads, 0.3)
-	same("Attend", down(t, o, aB), down(t, o, a1))
+		heads, rank, dk := 2, 6, 8
+		mla := dense(o, randMat(r, sb.nSlots, dk))
+		kv := cudaexec.KVLayer{MLA: mla, Index: sb.kv.Index, Rank: rank}
+		qt := randMat(r, B, heads*dk)
+		aB, a1 := o.Alloc(B, heads*rank), o.Alloc(1, heads*rank)
+		o.Attend(aB, dense(o, qt), kv, selB, heads, 0.3)
+		o.Attend(a1, dense(o, kernels.NewMat(qt.Row(row), 1, qt.Cols)), kv, sel1, heads, 0.3)
+		same("Attend", down(t, o, aB), down(t, o, a1))
+	})
 }
 
 func TestLaunchOpsCopiesStridedViewsBothWays(t *testing.T) {
-	o := launchOps(t)
-	r := rand.New(rand.NewPCG(27, 28))
-	host := randMat(r, 4, 9).Slice(1, 4, 2, 7) // a 3×5 view of a 4×9 host matrix
-	dev := o.Alloc(5, 8).Slice(1, 4, 3, 8)     // a 3×5 view of a 5×8 tensor
-	o.Upload(dev, host)
-	back := randMat(r, 3, 11).Slice(0, 3, 4, 9)
-	o.Download(back, dev)
-	if err := o.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if !slices.Equal(back.Row(i), host.Row(i)) {
-			t.Errorf("row %d came back %v, went up %v", i, back.Row(i), host.Row(i))
+	eachOps(t, func(t *testing.T, o cudaexec.Ops) {
+		r := rand.New(rand.NewPCG(27, 28))
+		host := randMat(r, 4, 9).Slice(1, 4, 2, 7) // a 3×5 view of a 4×9 host matrix
+		dev := o.Alloc(5, 8).Slice(1, 4, 3, 8)     // a 3×5 view of a 5×8 tensor
+		o.Upload(dev, host)
+		back := randMat(r, 3, 11).Slice(0, 3, 4, 9)
+		o.Download(back, dev)
+		if err := o.Err(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	whole := down(t, o, cudaexec.Tensor{Mem: dev.Mem, Rows: 5, Cols: 8, Stride: 8})
-	if whole.Data[0] != 0 || whole.Data[8+2] != 0 || whole.Data[8+3] != host.Row(0)[0] {
-		t.Error("the upload wrote outside its view")
-	}
+		for i := range 3 {
+			if !slices.Equal(back.Row(i), host.Row(i)) {
+				t.Errorf("row %d came back %v, went up %v", i, back.Row(i), host.Row(i))
+			}
+		}
+		whole := down(t, o, cudaexec.Tensor{Mem: dev.Mem, Rows: 5, Cols: 8, Stride: 8})
+		if whole.Data[0] != 0 || whole.Data[8+2] != 0 || whole.Data[8+3] != host.Row(0)[0] {
+			t.Error("the upload wrote outside its view")
+		}
+	})
 }
