@@ -2,6 +2,7 @@ package cudaexec_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -900,4 +901,41 @@ func TestLaunchOpsCopiesStridedViewsBothWays(t *testing.T) {
 			t.Error("the upload wrote outside its view")
 		}
 	})
+}
+
+// BenchmarkLaunchOpsMatMulTOnTheGPU measures kernels.cu's matmul_t (the
+// wide tile) on the GPU, as TFLOP/s (2·M·N·K per product), for the
+// comparison with cuBLAS and PyTorch in the device script:
+//
+//	go test -c ./engine/cudaexec && ./cudaexec.test -test.run '^$' -test.bench MatMulTOnTheGPU
+//
+// It skips without a device.
+func BenchmarkLaunchOpsMatMulTOnTheGPU(b *testing.B) {
+	o, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
+	if err != nil {
+		b.Skipf("no CUDA device: %v", err)
+	}
+	defer o.Close()
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, n := range []int{1024, 4096} {
+		b.Run(fmt.Sprintf("%dx%dx%d", n, n, n), func(b *testing.B) {
+			x, w, dst := dense(o, randMat(r, n, n)), dense(o, randMat(r, n, n)), o.Alloc(n, n)
+			one := kernels.NewMat(make([]float32, 1), 1, 1)
+			o.MatMulT(dst, x, w) // warm up: the module loaded, the clocks up
+			o.Download(one, dst.Slice(0, 1, 0, 1))
+			b.ResetTimer()
+			for range b.N {
+				o.MatMulT(dst, x, w)
+			}
+			o.Download(one, dst.Slice(0, 1, 0, 1)) // waits for the products
+			b.StopTimer()
+			if err := o.Err(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+			for _, m := range []cudaexec.Mem{x.Mem, w.Mem, dst.Mem} {
+				o.Free(m)
+			}
+		})
+	}
 }
