@@ -14,12 +14,11 @@
 
 #define THREADS 256
 
-// The GEMM tiles: a block of 256 threads computes BM × BN outputs, each
-// thread TM × TN of them (rows ty + (BM/TM)·i, columns tx + (BN/TN)·j),
-// over K in steps of BK. The wide tile serves tall x, the skinny one few
-// rows (decode); both reduce each output the same way, so their bits agree.
-#define GEMM_BM 128
-#define GEMM_BN 128
+// The GEMM tiles: a block of 256 threads computes a tile of outputs over K
+// in steps: 128 × 128 (gemm_wide, 8 × 8 per thread) for tall x, SKINNY_BM ×
+// SKINNY_BN (gemm_tile, 1 × 4 per thread) for few rows (decode) and the
+// experts' gathered rows. Every tile reduces each output the same way, so
+// their bits agree.
 #define SKINNY_BM 16
 #define SKINNY_BN 64
 
@@ -96,6 +95,70 @@ __device__ __forceinline__ void gemm_tile(float* dst, int ds, const float* x, in
     }
 }
 
+// vec4f is four floats aligned to 16 bytes (CUDA's float4, defined here
+// since NVRTC runs with no headers): a tile row read as vec4f is one
+// 128-bit shared-memory load.
+struct __attribute__((aligned(16))) vec4f {
+    float x, y, z, w;
+};
+
+// gemm_wide is gemm_tile for the 128 × 128 tile, 8 × 8 outputs per thread
+// at rows 4·ty + i and 64 + 4·ty + i, columns 4·tx + j and 64 + 4·tx + j,
+// so that each thread reads its operands as four 128-bit loads per k. Its
+// chains are gemm_tile's, bit for bit.
+__device__ __forceinline__ void gemm_wide(float* dst, int ds, const float* x, int xs, const float* w, int ws, int M,
+                                          int N, int K, int wt) {
+    const int BM = 128, BN = 128, BK = 8, P = (128 + 4) / 4;
+    __shared__ vec4f As4[BK][P];
+    __shared__ vec4f Bs4[BK][P];
+    float* As = &As4[0][0].x; // As[c·4P + r]: k row c, tile row r
+    float* Bs = &Bs4[0][0].x;
+    int tid = threadIdx.x;
+    int tx = tid % 16, ty = tid / 16;
+    int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float acc[8][8];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int e = tid; e < BM * BK; e += THREADS) {
+            int r = e / BK, c = e % BK;
+            int gm = m0 + r, gk = k0 + c;
+            As[c * 4 * P + r] = (gm < M && gk < K) ? x[(long long)gm * xs + gk] : 0.0f;
+        }
+        if (wt) {
+            for (int e = tid; e < BN * BK; e += THREADS) {
+                int r = e / BK, c = e % BK;
+                int gn = n0 + r, gk = k0 + c;
+                Bs[c * 4 * P + r] = (gn < N && gk < K) ? w[(long long)gn * ws + gk] : 0.0f;
+            }
+        } else {
+            for (int e = tid; e < BN * BK; e += THREADS) {
+                int kk = e / BN, nn = e % BN;
+                int gn = n0 + nn, gk = k0 + kk;
+                Bs[kk * 4 * P + nn] = (gn < N && gk < K) ? w[(long long)gk * ws + gn] : 0.0f;
+            }
+        }
+        __syncthreads();
+        for (int kk = 0; kk < BK; kk++) {
+            vec4f a0 = As4[kk][ty], a1 = As4[kk][ty + 16];
+            vec4f b0 = Bs4[kk][tx], b1 = Bs4[kk][tx + 16];
+            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+            for (int i = 0; i < 8; i++)
+                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 8; i++) {
+        int gm = m0 + 4 * ty + (i & 3) + 64 * (i >> 2);
+        if (gm >= M) continue;
+        for (int j = 0; j < 8; j++) {
+            int gn = n0 + 4 * tx + (j & 3) + 64 * (j >> 2);
+            if (gn < N) dst[(long long)gm * ds + gn] = acc[i][j];
+        }
+    }
+}
+
 // gemm is the tile of this block (blockIdx.y, blockIdx.x) of dst = x · B.
 template <int BM, int BN, int BK, int TM, int TN>
 __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs, const float* w, int ws,
@@ -106,13 +169,13 @@ __device__ __forceinline__ void gemm(float* dst, int ds, const float* x, int xs,
 // matmul_t sets dst = x · wᵀ: grid (⌈N/128⌉, ⌈M/128⌉), block 256.
 extern "C" __global__ void matmul_t(float* dst, int ds, const float* x, int xs, const float* w, int ws,
                                     int M, int N, int K) {
-    gemm<GEMM_BM, GEMM_BN, 8, 8, 8>(dst, ds, x, xs, w, ws, M, N, K, 1);
+    gemm_wide(dst, ds, x, xs, w, ws, M, N, K, 1);
 }
 
 // matmul sets dst = x · w: grid (⌈N/128⌉, ⌈M/128⌉), block 256.
 extern "C" __global__ void matmul(float* dst, int ds, const float* x, int xs, const float* w, int ws,
                                   int M, int N, int K) {
-    gemm<GEMM_BM, GEMM_BN, 8, 8, 8>(dst, ds, x, xs, w, ws, M, N, K, 0);
+    gemm_wide(dst, ds, x, xs, w, ws, M, N, K, 0);
 }
 
 // matmul_t_skinny is matmul_t for few rows, the same bits: grid (⌈N/64⌉,

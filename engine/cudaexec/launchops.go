@@ -30,9 +30,9 @@ type launchOps struct {
 // threads is the block size of every kernel but route's.
 const threads = 256
 
-// gemmTile is the wide GEMM kernels' tile (GEMM_BM, GEMM_BN in
-// kernels.cu); skinnyRows × skinnyCols the skinny ones' (SKINNY_BM,
-// SKINNY_BN), used up to maxSkinnyRows rows of x. Both give the same bits.
+// gemmTile is the wide GEMM kernels' tile (gemm_wide in kernels.cu);
+// skinnyRows × skinnyCols the skinny ones' (SKINNY_BM, SKINNY_BN), used up
+// to maxSkinnyRows rows of x. Both give the same bits.
 const (
 	gemmTile      = 128
 	skinnyRows    = 16

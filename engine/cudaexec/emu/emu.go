@@ -112,7 +112,7 @@ func build() (string, error) {
 		"kernels.cu":   cudaexec.KernelSource,
 		"dispatch.inc": Dispatch(decls),
 	}
-	args := []string{"-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-w"}
+	args := []string{"-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-fno-strict-aliasing", "-w"}
 	if os.Getenv("GLMBENCH_EMU_SANITIZE") == "1" {
 		// AddressSanitizer and UBSan: a kernel that reads or writes outside
 		// its allocations kills the harness with a report on stderr.
