@@ -2,8 +2,9 @@
 // or more per op of cudaexec.Ops. NVRTC compiles this file with no headers;
 // the emulator (engine/cudaexec/emu) compiles it as C++ on the CPU, so the
 // code keeps to what both take: no #include, no warp intrinsics, static
-// __shared__ arrays only, and a kernel that calls __syncthreads never
-// returns early (every thread of its block reaches every barrier).
+// __shared__ arrays only, and a kernel that calls __syncthreads returns
+// only after its last barrier (every thread of a block reaches every
+// barrier, in the same order).
 //
 // Every kernel is deterministic and batch-invariant: each output is reduced
 // by one thread or one block in a fixed order that depends on neither the
@@ -33,7 +34,7 @@
 
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float neg_inf() { return __int_as_float((int)0xff800000); }
 
 // gemm computes the tile at rows m0…, columns n0… of dst (M×N) = x (M×K)
 // · B, with B = wᵀ (w N×K) when wt, else w (K×N). With a row list, row m

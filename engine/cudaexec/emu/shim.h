@@ -32,7 +32,6 @@ inline float __int_as_float(int v) {
     std::memcpy(&f, &v, 4);
     return f;
 }
-inline float __int_as_float(unsigned v) { return __int_as_float((int)v); }
 inline int __float_as_int(float f) {
     int v;
     std::memcpy(&v, &f, 4);
