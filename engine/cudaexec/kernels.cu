@@ -53,7 +53,9 @@ __device__ __forceinline__ void gemm_tile(float* dst, int ds, const float* x, in
     int tid = threadIdx.x;
     int tx = tid % NX, ty = tid / NX;
     float acc[TM][TN];
+    #pragma unroll
     for (int i = 0; i < TM; i++)
+        #pragma unroll
         for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
     for (int k0 = 0; k0 < K; k0 += BK) {
         for (int e = tid; e < BM * BK; e += THREADS) {
@@ -76,19 +78,26 @@ __device__ __forceinline__ void gemm_tile(float* dst, int ds, const float* x, in
             }
         }
         __syncthreads();
+        #pragma unroll
         for (int kk = 0; kk < BK; kk++) {
             float a[TM], b[TN];
+            #pragma unroll
             for (int i = 0; i < TM; i++) a[i] = As[kk][ty + NY * i];
+            #pragma unroll
             for (int j = 0; j < TN; j++) b[j] = Bs[kk][tx + NX * j];
+            #pragma unroll
             for (int i = 0; i < TM; i++)
+                #pragma unroll
                 for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         __syncthreads();
     }
+    #pragma unroll
     for (int i = 0; i < TM; i++) {
         int gm = m0 + ty + NY * i;
         if (gm >= M) continue;
         long long dr = list ? list[gm] : gm;
+        #pragma unroll
         for (int j = 0; j < TN; j++) {
             int gn = n0 + tx + NX * j;
             if (gn < N) dst[dr * ds + gn] = acc[i][j];
@@ -118,7 +127,9 @@ __device__ __forceinline__ void gemm_wide(float* dst, int ds, const float* x, in
     int tx = tid % 16, ty = tid / 16;
     int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     float acc[8][8];
+    #pragma unroll
     for (int i = 0; i < 8; i++)
+        #pragma unroll
         for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
     for (int k0 = 0; k0 < K; k0 += BK) {
         for (int e = tid; e < BM * BK; e += THREADS) {
@@ -140,19 +151,24 @@ __device__ __forceinline__ void gemm_wide(float* dst, int ds, const float* x, in
             }
         }
         __syncthreads();
+        #pragma unroll
         for (int kk = 0; kk < BK; kk++) {
             vec4f a0 = As4[kk][ty], a1 = As4[kk][ty + 16];
             vec4f b0 = Bs4[kk][tx], b1 = Bs4[kk][tx + 16];
             float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
             float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+            #pragma unroll
             for (int i = 0; i < 8; i++)
+                #pragma unroll
                 for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
         }
         __syncthreads();
     }
+    #pragma unroll
     for (int i = 0; i < 8; i++) {
         int gm = m0 + 4 * ty + (i & 3) + 64 * (i >> 2);
         if (gm >= M) continue;
+        #pragma unroll
         for (int j = 0; j < 8; j++) {
             int gn = n0 + 4 * tx + (j & 3) + 64 * (j >> 2);
             if (gn < N) dst[(long long)gm * ds + gn] = acc[i][j];
@@ -459,13 +475,13 @@ extern "C" __global__ void topk_select(int* picked, int* count, const float* sco
     unsigned theta = 0, mask = 0;
     int ties = topk; // of the keys with θ's leading digits, how many make the cut
     for (int shift = 28; shift >= 0 && !dense; shift -= 4) {
-        int c[16];
-        for (int b = 0; b < 16; b++) c[b] = 0;
+        // Each thread counts into its own column of hist (shared memory,
+        // not a local array a digit would index dynamically).
+        for (int b = 0; b < 16; b++) hist[b][tid] = 0;
         for (int j = tid; j < n; j += nt) {
             unsigned key = order_key(sc[j]);
-            if ((key & mask) == theta) c[(key >> shift) & 15]++;
+            if ((key & mask) == theta) hist[(key >> shift) & 15][tid]++;
         }
-        for (int b = 0; b < 16; b++) hist[b][tid] = c[b];
         __syncthreads();
         for (int s = nt / 2; s > 0; s /= 2) {
             if (tid < s)
