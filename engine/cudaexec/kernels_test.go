@@ -1,6 +1,9 @@
 package cudaexec
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -147,4 +150,83 @@ func FuzzParseKernels(f *testing.F) {
 			}
 		}
 	})
+}
+
+// clangCUDAPrelude stands in for the CUDA headers that NVRTC builds in:
+// the execution-space attributes, threadIdx and friends, and the device
+// math functions, from clang's own CUDA headers.
+const clangCUDAPrelude = `#define __host__ __attribute__((host))
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __CUDACC__ 1
+#define CUDA_VERSION 12000
+typedef unsigned long size_t;
+#define INT_MAX 2147483647
+#define INT_MIN (-INT_MAX - 1)
+#define HUGE_VAL __builtin_huge_val()
+#define HUGE_VALF __builtin_huge_valf()
+#include "__clang_cuda_builtin_vars.h"
+#include "__clang_cuda_libdevice_declares.h"
+#include "__clang_cuda_device_functions.h"
+#include "__clang_cuda_math.h"
+`
+
+// TestKernelSourceCompilesAsCUDA compiles kernels.cu to PTX with clang's
+// CUDA front end (a stand-in for NVRTC here, where there is no CUDA): every
+// declared kernel must come out as an entry, with no error, and the GEMM
+// kernels must keep their accumulators out of local memory. It skips
+// without clang.
+func TestKernelSourceCompilesAsCUDA(t *testing.T) {
+	var clang string
+	for _, name := range []string{"clang++", "clang++-18", "clang++-17", "clang++-16", "clang++-15", "clang++-14"} {
+		if p, err := exec.LookPath(name); err == nil {
+			clang = p
+			break
+		}
+	}
+	if clang == "" {
+		t.Skip("no clang++ on PATH: kernels.cu is not compiled as CUDA here (NVRTC compiles it on a GPU)")
+	}
+	dir := t.TempDir()
+	prelude := filepath.Join(dir, "prelude.h")
+	src := filepath.Join(dir, "kernels.cu")
+	ptx := filepath.Join(dir, "kernels.ptx")
+	for name, text := range map[string]string{prelude: clangCUDAPrelude, src: KernelSource} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(clang, "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_80", "-nocudainc",
+		"-nocudalib", "-O2", "-S", "-Werror", "-Wall", "-Wno-unknown-cuda-version", "-include", prelude, src, "-o", ptx).CombinedOutput()
+	if err != nil {
+		t.Fatalf("clang: %v\n%s", err, out)
+	}
+	code, err := os.ReadFile(ptx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decls, err := ParseKernels(KernelSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Split the PTX by entry: name → body.
+	bodies := map[string]string{}
+	parts := strings.Split(string(code), ".entry ")
+	for _, p := range parts[1:] {
+		name := p[:strings.IndexByte(p, '(')]
+		bodies[name] = p
+	}
+	for _, d := range decls {
+		body, ok := bodies[d.Name]
+		if !ok {
+			t.Errorf("no PTX entry for kernel %s", d.Name)
+			continue
+		}
+		if strings.HasPrefix(d.Name, "matmul") && strings.Contains(body, ".local") {
+			t.Errorf("kernel %s uses local memory (its accumulators spilled or not unrolled)", d.Name)
+		}
+	}
 }
