@@ -128,8 +128,8 @@ func slotsOn(pages []int32, pageSize, n int) []int32 {
 	return kv.SlotsFor(nil, pages, 0, n)
 }
 
-// span is sequence seq's positions [from, to) in a batch.
-type span struct {
+// seqSpan is sequence seq's positions [from, to) in a batch.
+type seqSpan struct {
 	seq, from, to int
 	rows          model.Rows
 }
@@ -161,12 +161,12 @@ func TestExecutorOverHostOpsIsForwardBitForBit(t *testing.T) {
 	cases := []struct {
 		name    string
 		pages   [][]int32 // per sequence
-		batches [][]span
+		batches [][]seqSpan
 	}{
 		{
 			name:  "several prompts longer than index_topk in one prefill, then decode steps",
 			pages: [][]int32{pagesFrom(0, 25), pagesFrom(25, 30), pagesFrom(55, 20)},
-			batches: [][]span{
+			batches: [][]seqSpan{
 				{{0, 0, 70, model.AllRows}, {1, 0, 97, model.LastRow}, {2, 0, 66, model.NoRows}},
 				{{0, 70, 71, model.LastRow}, {1, 97, 98, model.LastRow}, {2, 66, 67, model.LastRow}},
 				{{0, 71, 72, model.LastRow}, {1, 98, 99, model.LastRow}, {2, 67, 68, model.LastRow}},
@@ -176,7 +176,7 @@ func TestExecutorOverHostOpsIsForwardBitForBit(t *testing.T) {
 		{
 			name:  "chunked prefill at positions past 0 mixed with decode rows",
 			pages: [][]int32{pagesFrom(0, 30), pagesFrom(30, 40)},
-			batches: [][]span{
+			batches: [][]seqSpan{
 				{{0, 0, 80, model.LastRow}},
 				{{1, 0, 50, model.NoRows}, {0, 80, 81, model.LastRow}},
 				{{1, 50, 100, model.NoRows}, {0, 81, 82, model.LastRow}},
@@ -187,7 +187,7 @@ func TestExecutorOverHostOpsIsForwardBitForBit(t *testing.T) {
 		{
 			name:  "scattered pages: keys gathered before scoring",
 			pages: [][]int32{odd, even},
-			batches: [][]span{
+			batches: [][]seqSpan{
 				{{0, 0, 90, model.LastRow}, {1, 0, 40, model.NoRows}},
 				{{1, 40, 75, model.AllRows}, {0, 90, 91, model.LastRow}},
 				{{0, 91, 92, model.LastRow}, {1, 75, 76, model.LastRow}},
@@ -196,7 +196,7 @@ func TestExecutorOverHostOpsIsForwardBitForBit(t *testing.T) {
 		{
 			name:  "two long runs of pages: one product per run",
 			pages: [][]int32{append(pagesFrom(0, 10), pagesFrom(40, 20)...)},
-			batches: [][]span{
+			batches: [][]seqSpan{
 				{{0, 0, 70, model.NoRows}},
 				{{0, 70, 100, model.AllRows}},
 				{{0, 100, 101, model.LastRow}},
@@ -219,7 +219,7 @@ func TestExecutorOverHostOpsIsForwardBitForBit(t *testing.T) {
 
 // runScript runs batches of spans of sequences on pages through p, checking
 // each batch's output, the keys each row selected, and the KV pool at the end.
-func runScript(t *testing.T, p *pair, pages [][]int32, batches [][]span) {
+func runScript(t *testing.T, p *pair, pages [][]int32, batches [][]seqSpan) {
 	t.Helper()
 	pageSize := p.e.Pool().PageSize
 	slots := make([][]int32, len(pages))
