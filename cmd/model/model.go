@@ -37,7 +37,8 @@ func NewCmdSynth(f *cmdutil.Factory, runF func(*SynthOptions) error) *cobra.Comm
 		Short: "Write a deterministic synthetic checkpoint (config.json + model.safetensors)",
 		Long: `Synth writes a GLM-5-architecture (glm_moe_dsa) checkpoint with random weights
 drawn from --seed: the same preset and seed always give the same bytes.
-Presets: nano (the built-in engine's default) and tiny (about 27 M parameters).`,
+Presets: nano (the built-in engine's default), tiny (about 27 M parameters) and gpu
+(about 480 M parameters, 1.9 GB in float32, for --device cuda).`,
 		Args: cmdutil.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if runF != nil {
@@ -46,7 +47,7 @@ Presets: nano (the built-in engine's default) and tiny (about 27 M parameters).`
 			return Synth(o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Preset, "preset", "nano", "model preset: nano or tiny")
+	cmd.Flags().StringVar(&o.Preset, "preset", "nano", "model preset: nano, tiny or gpu")
 	cmd.Flags().StringVar(&o.Out, "out", "", "folder to write the checkpoint into (required)")
 	cmd.Flags().Uint64Var(&o.Seed, "seed", 1, "seed of the random weights")
 	return cmd

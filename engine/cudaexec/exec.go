@@ -82,7 +82,8 @@ type mtpW struct {
 // NewExecutor uploads w into ops and allocates a KV pool of pages·pageSize
 // slots for cfg's main layers, and its MTP layer too when mtp is set (the
 // checkpoint must then have one). The Executor owns ops from here on: Close
-// closes it.
+// closes it. On an error it frees what it allocated and leaves ops open:
+// the caller still owns it.
 func NewExecutor(cfg *model.Config, w *model.Weights, ops Ops, pages, pageSize int, mtp bool) (*Executor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func NewExecutor(cfg *model.Config, w *model.Weights, ops Ops, pages, pageSize i
 	}
 	e.rope = ops.UploadRope(kernels.NewRope(dr, cfg.MaxPositionEmbeddings, cfg.RopeParameters.RopeTheta))
 	if err := ops.Err(); err != nil {
-		e.Close()
+		e.release()
 		return nil, fmt.Errorf("cudaexec: uploading the weights to %s: %w", ops.Name(), err)
 	}
 	return e, nil
@@ -465,6 +466,16 @@ func (e *Executor) hostMat(name string, rows, cols int) kernels.Mat {
 
 // Close frees the executor's memory and closes its Ops.
 func (e *Executor) Close() error {
+	ops := e.release()
+	if ops == nil {
+		return nil
+	}
+	return ops.Close()
+}
+
+// release frees every allocation of the executor and returns its Ops (nil
+// when released already), which it no longer holds.
+func (e *Executor) release() Ops {
 	if e.ops == nil {
 		return nil
 	}
@@ -485,5 +496,5 @@ func (e *Executor) Close() error {
 	}
 	ops := e.ops
 	e.ops, e.owned, e.f32, e.i32 = nil, nil, nil, nil
-	return ops.Close()
+	return ops
 }
