@@ -87,14 +87,7 @@ func (o *hostOps) UploadInts(dst Ints, src []int32) {
 	copy(hostInts(dst), src)
 }
 
-func (o *hostOps) UploadRope(r *kernels.Rope) Rope {
-	cos, sin := r.Tables()
-	half := r.Dim / 2
-	out := Rope{Ref: r, Cos: o.Alloc(r.MaxPos, half), Sin: o.Alloc(r.MaxPos, half)}
-	o.Upload(out.Cos, kernels.NewMat(cos, r.MaxPos, half))
-	o.Upload(out.Sin, kernels.NewMat(sin, r.MaxPos, half))
-	return out
-}
+func (o *hostOps) UploadRope(r *kernels.Rope) Rope { return uploadRope(o, r) }
 
 func (o *hostOps) Download(dst kernels.Mat, src Tensor) {
 	sameShape("Download", src, dst.Rows, dst.Cols)

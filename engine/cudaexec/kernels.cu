@@ -221,9 +221,11 @@ extern "C" __global__ void embed(float* dst, int ds, const float* table, int ts,
         dst[(long long)t * ds + j] = zero ? 0.0f : table[(long long)tok * ts + j];
 }
 
-// block_sum_f returns, to every thread, the sum of the block's v, added in a
-// fixed tree order over a power-of-two block (≤ THREADS threads).
-__device__ __forceinline__ float block_sum_f(float v, float* sh) {
+// block_sum returns, to every thread, the sum of the block's v (float or
+// double), added in a fixed tree order over a power-of-two block (≤ THREADS
+// threads).
+template <typename T>
+__device__ __forceinline__ T block_sum(T v, T* sh) {
     int tid = threadIdx.x;
     sh[tid] = v;
     __syncthreads();
@@ -231,21 +233,7 @@ __device__ __forceinline__ float block_sum_f(float v, float* sh) {
         if (tid < s) sh[tid] = sh[tid] + sh[tid + s];
         __syncthreads();
     }
-    float r = sh[0];
-    __syncthreads();
-    return r;
-}
-
-// block_sum_d is block_sum_f in double.
-__device__ __forceinline__ double block_sum_d(double v, double* sh) {
-    int tid = threadIdx.x;
-    sh[tid] = v;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (tid < s) sh[tid] = sh[tid] + sh[tid + s];
-        __syncthreads();
-    }
-    double r = sh[0];
+    T r = sh[0];
     __syncthreads();
     return r;
 }
@@ -292,7 +280,7 @@ extern "C" __global__ void rmsnorm(float* dst, int ds, const float* x, int xs, c
     float part = 0.0f;
     if (ok)
         for (int j = threadIdx.x; j < H; j += blockDim.x) part = fmaf(xr[j], xr[j], part);
-    float ss = block_sum_f(part, sh);
+    float ss = block_sum(part, sh);
     if (!ok || H == 0) return;
     float ms = __fdiv_rn(ss, (float)H);
     float inv = (float)(1.0 / sqrt((double)(ms + eps)));
@@ -311,14 +299,14 @@ extern "C" __global__ void layernorm(float* dst, int ds, const float* x, int xs,
     double part = 0.0;
     if (ok)
         for (int j = threadIdx.x; j < H; j += blockDim.x) part += (double)xr[j];
-    double mean = block_sum_d(part, sh) / (double)(H > 0 ? H : 1);
+    double mean = block_sum(part, sh) / (double)(H > 0 ? H : 1);
     part = 0.0;
     if (ok)
         for (int j = threadIdx.x; j < H; j += blockDim.x) {
             double d = (double)xr[j] - mean;
             part += d * d;
         }
-    double var = block_sum_d(part, sh) / (double)(H > 0 ? H : 1);
+    double var = block_sum(part, sh) / (double)(H > 0 ? H : 1);
     if (!ok) return;
     double inv = 1.0 / sqrt(var + (double)eps);
     for (int j = threadIdx.x; j < H; j += blockDim.x)
@@ -559,7 +547,7 @@ extern "C" __global__ void attend(float* o, int os, const float* qt, int qs, con
         p[j] = e;
         part += (double)e;
     }
-    double sum = block_sum_d(part, shd);
+    double sum = block_sum(part, shd);
     float inv = (float)(1.0 / sum);
     for (int j = tid; j < n; j += nt) p[j] = __fmul_rn(p[j], inv);
     __syncthreads();

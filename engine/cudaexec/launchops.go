@@ -138,14 +138,7 @@ func (o *launchOps) UploadInts(dst Ints, src []int32) {
 	}
 }
 
-func (o *launchOps) UploadRope(r *kernels.Rope) Rope {
-	cs, sn := r.Tables()
-	half := r.Dim / 2
-	rp := Rope{Ref: r, Cos: o.Alloc(r.MaxPos, half), Sin: o.Alloc(r.MaxPos, half)}
-	o.Upload(rp.Cos, kernels.NewMat(cs, r.MaxPos, half))
-	o.Upload(rp.Sin, kernels.NewMat(sn, r.MaxPos, half))
-	return rp
-}
+func (o *launchOps) UploadRope(r *kernels.Rope) Rope { return uploadRope(o, r) }
 
 func (o *launchOps) Download(dst kernels.Mat, src Tensor) {
 	shape("Download", src, dst.Rows, dst.Cols)

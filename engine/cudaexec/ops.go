@@ -215,3 +215,13 @@ type Ops interface {
 	// order, each product rounded before its sum (kernels' AddScaled).
 	Combine(out, results Tensor, r Routing)
 }
+
+// uploadRope is UploadRope over any Ops: the tables into two new tensors.
+func uploadRope(o Ops, r *kernels.Rope) Rope {
+	cos, sin := r.Tables()
+	half := r.Dim / 2
+	out := Rope{Ref: r, Cos: o.Alloc(r.MaxPos, half), Sin: o.Alloc(r.MaxPos, half)}
+	o.Upload(out.Cos, kernels.NewMat(cos, r.MaxPos, half))
+	o.Upload(out.Sin, kernels.NewMat(sin, r.MaxPos, half))
+	return out
+}
