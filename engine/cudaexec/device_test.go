@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/glmbench/glmbench/engine/cudaexec/cudatest"
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/internal/cuda"
 	"github.com/glmbench/glmbench/kernels"
@@ -297,15 +298,6 @@ func gpuCheckLinear(t testing.TB, what string, got, x, w kernels.Mat, transposed
 			}
 		}
 	}
-}
-
-// gpuRowMax is the largest |v| of each row of m.
-func gpuRowMax(m kernels.Mat, i int) float64 {
-	var mx float64
-	for _, v := range m.Row(i) {
-		mx = max(mx, math.Abs(float64(v)))
-	}
-	return mx
 }
 
 // gpuCheckRel checks got against ref (float64, same shape) within rel of
@@ -1014,40 +1006,6 @@ func gpuExecutor(t testing.TB, cfg *model.Config, w *model.Weights, pages, pageS
 	return ex
 }
 
-// gpuCloseLogits checks every row of got within rel of the row's largest
-// |want|.
-func gpuCloseLogits(t testing.TB, what string, got, want kernels.Mat, rel float64) {
-	t.Helper()
-	if got.Rows != want.Rows || got.Cols != want.Cols {
-		t.Fatalf("%s: logits %d×%d, want %d×%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
-	}
-	bad := 0
-	for i := range want.Rows {
-		tol := rel * gpuRowMax(want, i)
-		for j, v := range want.Row(i) {
-			if d := math.Abs(float64(got.Row(i)[j]) - float64(v)); !(d <= tol) {
-				if bad++; bad <= 5 {
-					t.Errorf("%s row %d logit %d = %g, the CPU's %g (tolerance %g)", what, i, j, got.Row(i)[j], v, tol)
-				}
-			}
-		}
-	}
-}
-
-// gpuTop2 is row's argmax and its lead over the runner-up.
-func gpuTop2(row []float32) (best int, margin float64) {
-	second := math.Inf(-1)
-	for j, v := range row {
-		switch {
-		case v > row[best]:
-			second, best = float64(row[best]), j
-		case j != best && float64(v) > second:
-			second = float64(v)
-		}
-	}
-	return best, float64(row[best]) - second
-}
-
 func TestDeviceForwardAndGreedyDecodingMatchTheCPUModel(t *testing.T) {
 	for _, name := range []string{"nano", "tiny"} {
 		t.Run(name, func(t *testing.T) {
@@ -1057,63 +1015,12 @@ func TestDeviceForwardAndGreedyDecodingMatchTheCPUModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := model.Synth(cfg, 7)
-			const pages, pageSize, steps = 128, 16, 64
+			const pages, pageSize = 128, 16
 			ex := gpuExecutor(t, cfg, w, pages, pageSize)
 			cpu := model.New(cfg, w, kernels.Default(), model.NewKVCache(cfg, pages, pageSize))
-			rng := rand.New(rand.NewPCG(23, 24))
-			// Prompts of 5, 70 and 130 tokens: dense attention, and DSA past index_topk.
-			lens := []int{5, 70, 130}
-			seqs := make([]model.Seq, len(lens))
-			for j, n := range lens {
-				pg, ok := cpu.KV.Alloc((n + steps + pageSize - 1) / pageSize)
-				if !ok {
-					t.Fatal("KV pool too small")
-				}
-				toks := make([]int32, n)
-				for i := range toks {
-					toks[i] = int32(rng.IntN(cfg.VocabSize))
-				}
-				seqs[j] = model.Seq{Tokens: toks, Slots: cpu.KV.SlotsFor(nil, pg, 0, n+steps), Logits: model.LastRow}
-			}
-			seqs[1].Logits = model.AllRows
-
-			want := cpu.Forward(seqs)
-			got := ex.Forward(seqs)
-			gpuCloseLogits(t, "prefill", got.Logits, want.Logits, 1e-4)
-
-			// Greedy decoding, both fed the CPU's choice; the device's choice
-			// must agree wherever the CPU's lead exceeds twice the tolerance.
-			next := make([]int32, len(seqs))
-			for j := range seqs {
-				l, _ := want.SeqRows(j)
-				b, _ := gpuTop2(l.Row(l.Rows - 1))
-				next[j] = int32(b)
-			}
-			compared := 0
-			for step := range steps {
-				for j := range seqs {
-					seqs[j] = model.Seq{Tokens: []int32{next[j]}, Pos: lens[j] + step, Slots: seqs[j].Slots, Logits: model.LastRow}
-				}
-				want, got := cpu.Forward(seqs), ex.Forward(seqs)
-				gpuCloseLogits(t, "decode", got.Logits, want.Logits, 1e-4)
-				for j := range seqs {
-					b, margin := gpuTop2(want.Logits.Row(j))
-					g, _ := gpuTop2(got.Logits.Row(j))
-					if margin > 2e-4*gpuRowMax(want.Logits, j) {
-						compared++
-						if g != b {
-							t.Errorf("step %d sequence %d: the device picks %d, the CPU %d (lead %g)", step, j, g, b, margin)
-						}
-					}
-					next[j] = int32(b)
-				}
-				if t.Failed() {
-					return
-				}
-			}
-			if compared < steps*len(seqs)/2 {
-				t.Errorf("only %d of %d greedy steps had a clear CPU choice to compare", compared, steps*len(seqs))
-			}
+			// Prompts of 5, 70 and 130 tokens: dense attention, and DSA past
+			// index_topk; 64 greedy steps each.
+			cudatest.Greedy{Lens: []int{5, 70, 130}, Steps: 64, Rel: 1e-4, Seed: 23}.Check(t, ex, cpu)
 		})
 	}
 }
