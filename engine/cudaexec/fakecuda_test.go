@@ -369,3 +369,40 @@ func TestFakeCUDAExecutorMatchesTheCPUModelWithin1e4(t *testing.T) {
 		t.Errorf("only %d of %d greedy steps had a clear CPU choice to compare", compared, steps*len(seqs))
 	}
 }
+
+func TestFakeCUDAAKernelGivenAPointerOutsideDeviceMemoryFaultsTheContext(t *testing.T) {
+	_, dev, ctx := fakeContext(t)
+	mod := fakeModule(t, dev, ctx)
+	fn, err := mod.Function("scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout, err := fn.ParamInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ctx.NewLauncher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := cudaexec.KernelSignatures()["scale"]
+	params := make([]cuda.Param, len(kinds))
+	for i, k := range kinds {
+		switch k {
+		case cudaexec.ArgPtr:
+			params[i] = cuda.Param{Kind: cuda.Pointer, Ptr: 0x1000} // not an allocation
+		case cudaexec.ArgInt:
+			params[i] = cuda.Param{Kind: cuda.Int32, I: 1}
+		default:
+			params[i] = cuda.Param{Kind: cuda.Float32, F: 1}
+		}
+	}
+	err = l.Launch(fn, cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 1, Y: 1, Z: 1}, 0, layout, params)
+	if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS (700)") || !strings.Contains(err.Error(), "scale") {
+		t.Fatalf("a launch with a pointer outside device memory: %v, want CUDA_ERROR_ILLEGAL_ADDRESS naming the kernel", err)
+	}
+	// As on a GPU the fault is the context's: every later call returns it.
+	if err := ctx.Synchronize(); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
+		t.Errorf("Synchronize after the fault: %v, want CUDA_ERROR_ILLEGAL_ADDRESS", err)
+	}
+}
