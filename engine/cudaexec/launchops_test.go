@@ -23,8 +23,10 @@ const eps24 = 1.0 / (1 << 24) // float32's unit roundoff
 
 // eachOps runs body on every Ops that runs kernels.cu here, each a
 // subtest: NewLaunchOps over a fresh emulator ("emu", skipped without
-// g++) and the GPU's ("cuda", OpenDevice: skipped without a device, failed
-// instead when GLMBENCH_REQUIRE_CUDA=1), so one test binary checks the same
+// g++), the GPU's ("cuda", OpenDevice: skipped without a device, failed
+// instead when GLMBENCH_REQUIRE_CUDA=1), and OpenDevice's on the fake
+// driver ("fakecuda", skipped without g++: the same kernels, each launch
+// through internal/cuda's bindings), so one test binary checks the same
 // truths on a dev machine and on a GPU.
 func eachOps(t *testing.T, body func(t *testing.T, o cudaexec.Ops)) {
 	t.Run("emu", func(t *testing.T) {
@@ -44,6 +46,14 @@ func eachOps(t *testing.T, body func(t *testing.T, o cudaexec.Ops)) {
 				t.Fatalf("GLMBENCH_REQUIRE_CUDA=1 and no device: %v", err)
 			}
 			t.Skipf("no CUDA device: %v", err)
+		}
+		run(t, o, body)
+	})
+	t.Run("fakecuda", func(t *testing.T) {
+		dir := fakeDriver(t) // skips without g++
+		o, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
 		}
 		run(t, o, body)
 	})

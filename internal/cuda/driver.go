@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -65,19 +66,33 @@ type Driver struct {
 	setCurrentAddr, launchAddr uintptr
 }
 
+// loaded is Load's result per library ($GLMBENCH_LIBCUDA, "" for
+// libcuda.so.1).
 var (
-	loadOnce  sync.Once
-	loaded    *Driver
-	loadError error
+	loadMu sync.Mutex
+	loaded = map[string]loadResult{}
 )
 
+type loadResult struct {
+	drv *Driver
+	err error
+}
+
 // Load opens the driver library (libcuda.so.1, or $GLMBENCH_LIBCUDA),
-// binds the calls glmbench uses and runs cuInit, once per process. A
-// missing library, a missing symbol or a machine without a device gives
+// binds the calls glmbench uses and runs cuInit, once per process for each
+// library (so a test may load a fake driver beside the missing real one).
+// A missing library, a missing symbol or a machine without a device gives
 // one line that wraps ErrNoDriver.
 func Load() (*Driver, error) {
-	loadOnce.Do(func() { loaded, loadError = load() })
-	return loaded, loadError
+	lib := os.Getenv("GLMBENCH_LIBCUDA")
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	r, ok := loaded[lib]
+	if !ok {
+		r.drv, r.err = load()
+		loaded[lib] = r
+	}
+	return r.drv, r.err
 }
 
 func load() (*Driver, error) {

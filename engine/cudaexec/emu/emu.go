@@ -2,7 +2,9 @@
 // device path is tested without a GPU. It compiles the CUDA C source with
 // g++ behind a shim (shim.h: __global__ and friends, threadIdx and
 // blockIdx as thread_locals, __shared__ as static, __syncthreads as a
-// std::barrier over the block's threads) and a harness (harness.cpp.in, a .cpp once written out: the go tool refuses C++ files in a package without cgo) whose
+// std::barrier over the block's threads) and a harness (harness.cpp.in, a .cpp once written out: the go tool refuses
+// C++ files in a package without cgo; and runner.h, the launch runner it
+// shares with the fake CUDA driver) whose
 // kernel table is generated here from the parsed declarations. The harness
 // runs as a child process; Device speaks to it over its stdin and stdout
 // and is a cudaexec.Memory and a cudaexec.Caller, so
@@ -48,8 +50,20 @@ import (
 //go:embed shim.h
 var shimSource string
 
+//go:embed runner.h
+var runnerSource string
+
 //go:embed harness.cpp.in
 var harnessSource string
+
+// Runtime returns the C++ headers that let kernels.cu run on the CPU, by
+// file name: shim.h (__global__, threadIdx, __syncthreads and friends) and
+// runner.h (emu_run_launch, a launch's blocks one after another with a
+// thread per CUDA thread). The harness and the fake CUDA driver
+// (engine/cudaexec/fakecuda) include them.
+func Runtime() map[string]string {
+	return map[string]string{"shim.h": shimSource, "runner.h": runnerSource}
+}
 
 // ErrNoCompiler is what Start's error wraps when g++ is not on PATH.
 var ErrNoCompiler = errors.New("emu: no g++ on PATH to build the kernel emulator")
@@ -108,6 +122,7 @@ func build() (string, error) {
 	}
 	files := map[string]string{
 		"shim.h":       shimSource,
+		"runner.h":     runnerSource,
 		"harness.cpp":  harnessSource,
 		"kernels.cu":   cudaexec.KernelSource,
 		"dispatch.inc": Dispatch(decls),
@@ -120,7 +135,7 @@ func build() (string, error) {
 	}
 	args = append(args, "-o")
 	h := sha256.New()
-	for _, name := range []string{"shim.h", "harness.cpp", "kernels.cu", "dispatch.inc"} {
+	for _, name := range []string{"shim.h", "runner.h", "harness.cpp", "kernels.cu", "dispatch.inc"} {
 		fmt.Fprintf(h, "%s %d\n%s", name, len(files[name]), files[name])
 	}
 	fmt.Fprintln(h, args)
