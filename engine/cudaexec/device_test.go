@@ -246,6 +246,9 @@ func TestDeviceCallWithTheWrongArgumentsIsAnErrorNotACrash(t *testing.T) {
 	if m := d.Alloc(4, F32); m.Len() != 4 || m.(*gpuMem).ptr != 0 {
 		t.Errorf("an allocation after the error has %d elements at %#x, want 4 and nothing allocated", m.Len(), m.(*gpuMem).ptr)
 	}
+	// The error was this test's own doing: clear it, so that gpuOpen's
+	// cleanup frees the device and checks that Close succeeds.
+	d.err = nil
 }
 
 func TestDeviceCuBLASMatMulTMatchesAFloat64Reference(t *testing.T) {
@@ -283,9 +286,11 @@ func gpuCheckLinear(t testing.TB, what string, got, x, w kernels.Mat, transposed
 		for j := range got.Cols {
 			var ref, abs float64
 			for c := range k {
-				wv := w.Row(c)[j]
+				var wv float32
 				if transposed {
 					wv = w.Row(j)[c]
+				} else {
+					wv = w.Row(c)[j]
 				}
 				p := float64(x.Row(i)[c]) * float64(wv)
 				ref += p

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/engine/cudaexec"
+	"github.com/glmbench/glmbench/engine/cudaexec/cudatest"
 	"github.com/glmbench/glmbench/engine/cudaexec/fakecuda"
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/internal/cuda"
@@ -311,7 +312,7 @@ func TestFakeCUDAExecutorMatchesTheCPUModelWithin1e4(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := model.Synth(cfg, 13)
-	const pages, pageSize, steps = 16, 16, 3
+	const pages, pageSize = 16, 16
 	ex, err := cudaexec.NewExecutor(cfg, w, ops, pages, pageSize, false)
 	if err != nil {
 		ops.Close()
@@ -323,51 +324,8 @@ func TestFakeCUDAExecutorMatchesTheCPUModelWithin1e4(t *testing.T) {
 		}
 	}()
 	cpu := model.New(cfg, w, kernels.Default(), model.NewKVCacheNoMTP(cfg, pages, pageSize))
-	rng := rand.New(rand.NewPCG(7, 8))
 	// 5 tokens attend densely; 70 pass nano's index_topk of 64.
-	lens := []int{5, 70}
-	seqs := make([]model.Seq, len(lens))
-	for j, n := range lens {
-		pg, ok := cpu.KV.Alloc((n + steps + pageSize - 1) / pageSize)
-		if !ok {
-			t.Fatal("KV pool too small")
-		}
-		toks := make([]int32, n)
-		for i := range toks {
-			toks[i] = int32(rng.IntN(cfg.VocabSize))
-		}
-		seqs[j] = model.Seq{Tokens: toks, Slots: cpu.KV.SlotsFor(nil, pg, 0, n+steps), Logits: model.AllRows}
-	}
-	want := cpu.Forward(seqs)
-	got := ex.Forward(seqs)
-	closeLogits(t, "prefill", got.Logits, want.Logits)
-	next := make([]int32, len(seqs))
-	for j := range seqs {
-		l, _ := want.SeqRows(j)
-		b, _ := argmax2(l.Row(l.Rows - 1))
-		next[j] = int32(b)
-	}
-	compared := 0
-	for step := range steps {
-		for j := range seqs {
-			seqs[j] = model.Seq{Tokens: []int32{next[j]}, Pos: lens[j] + step, Slots: seqs[j].Slots, Logits: model.LastRow}
-		}
-		want, got := cpu.Forward(seqs), ex.Forward(seqs)
-		closeLogits(t, "decode", got.Logits, want.Logits)
-		for j := range seqs {
-			b, lead := argmax2(want.Logits.Row(j))
-			if g, _ := argmax2(got.Logits.Row(j)); lead > 2e-4*rowMax(want.Logits, j) {
-				compared++
-				if g != b {
-					t.Errorf("step %d sequence %d: the fake GPU picks %d, the CPU %d (lead %g)", step, j, g, b, lead)
-				}
-			}
-			next[j] = int32(b)
-		}
-	}
-	if compared < steps*len(seqs)/2 {
-		t.Errorf("only %d of %d greedy steps had a clear CPU choice to compare", compared, steps*len(seqs))
-	}
+	cudatest.Greedy{Lens: []int{5, 70}, Steps: 3, Rel: 1e-4, Seed: 7}.Check(t, ex, cpu)
 }
 
 func TestFakeCUDAAKernelGivenAPointerOutsideDeviceMemoryFaultsTheContext(t *testing.T) {

@@ -52,10 +52,12 @@ var rules = []rule{
 		why: "the one bad-input error is returned by every layer, so it links none"},
 	{from: "cmd/...", not: []string{"engine/enginetest", "endpoints/endpointstest", "cmd/cmdtest"},
 		why: "the test fakes import testing and are for tests only"},
-	{from: "engine/...", not: []string{"engine/enginetest", "engine/cudaexec/cudatest", "engine/cudaexec/emu"},
-		why: "the test fakes and the kernel emulator (built with g++ at test time) are for tests only"},
-	{from: "cmd/...", not: []string{"engine/cudaexec/cudatest", "engine/cudaexec/emu"},
-		why: "the test fakes and the kernel emulator (built with g++ at test time) are for tests only"},
+	{from: "engine", not: testOnly, why: testOnlyWhy},
+	{from: "engine/cudaexec", not: testOnly, why: testOnlyWhy},
+	{from: "engine/model", not: testOnly, why: testOnlyWhy},
+	{from: "engine/sched", not: testOnly, why: testOnlyWhy},
+	{from: "engine/server", not: testOnly, why: testOnlyWhy},
+	{from: "cmd/...", not: testOnly, why: testOnlyWhy},
 	{from: "bench/...", not: []string{"engine/enginetest", "endpoints/endpointstest"},
 		why: "the test fakes import testing and are for tests only"},
 	{from: "evals/...", not: []string{"engine/enginetest", "endpoints/endpointstest"},
@@ -75,6 +77,12 @@ var rules = []rule{
 	{from: "internal/nonce", only: []string{},
 		why: "bench and endpoints/conform both draw the run nonce; it links neither"},
 }
+
+// testOnly are the engine's test fakes and its kernel emulator and fake
+// CUDA driver (built with g++ at test time): no serving package links them.
+var testOnly = []string{"engine/enginetest", "engine/cudaexec/cudatest", "engine/cudaexec/emu", "engine/cudaexec/fakecuda"}
+
+const testOnlyWhy = "the test fakes, the kernel emulator and the fake CUDA driver (built with g++ at test time) are for tests only"
 
 // pkg is one package as go list describes it.
 type pkg struct {
