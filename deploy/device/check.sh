@@ -9,7 +9,8 @@
 # (the limits add up to 470 s, under 8 minutes):
 #   nvidia-smi                                              10 s
 #   the device tests, GLMBENCH_REQUIRE_CUDA=1 -test.v:
-#     engine/cudaexec 90 s, internal/cuda 30 s, engine (-run Device) 45 s
+#     engine/cudaexec (-run Device) 60 s and its op tests' cuda subtests 30 s,
+#     internal/cuda 30 s, engine (-run Device) 45 s
 #   the benchmarks (BENCH, default Device: BenchmarkDeviceMatMulT, the GEMM
 #     beside cuBLAS, and BenchmarkDeviceDecode, tok/s at batch 1, 64, 256
 #     for nano, tiny, gpu; BENCHTIME iterations, default 20x):
@@ -75,7 +76,10 @@ step nvidia-smi 10 "$summary" nvidia-smi
 export GLMBENCH_REQUIRE_CUDA=1
 tests=$OUT/tests.log
 : >"$tests"
-step "test engine/cudaexec" 90 "$tests" "${in[@]}" engine/cudaexec "$bin/cudaexec.test" -test.v -test.timeout 85s
+# The device's own tests, then the op tests' GPU subtests (their emulator
+# and fake-driver twins ran in CI, without a GPU).
+step "test engine/cudaexec -run Device" 60 "$tests" "${in[@]}" engine/cudaexec "$bin/cudaexec.test" -test.v -test.run Device -test.timeout 55s
+step "test engine/cudaexec -run LaunchOps|TopKSelect/cuda" 30 "$tests" "${in[@]}" engine/cudaexec "$bin/cudaexec.test" -test.v -test.run 'LaunchOps|TopKSelect/cuda' -test.timeout 25s
 step "test internal/cuda" 30 "$tests" "${in[@]}" internal/cuda "$bin/cuda.test" -test.v -test.timeout 25s
 step "test engine -run Device" 45 "$tests" "${in[@]}" engine "$bin/engine.test" -test.v -test.run Device -test.timeout 40s
 
