@@ -58,7 +58,18 @@ type Driver struct {
 	cuEventElapsedTime   func(ms *float32, start, end uintptr) result
 	cuEventDestroy       func(ev uintptr) result
 	cuGetErrorName       func(r result, s *unsafe.Pointer) result
-	cuGetErrorString     func(r result, s *unsafe.Pointer) result
+
+	// Streams and graphs (graph.go).
+	cuStreamCreate              func(s *uintptr, flags uint32) result
+	cuStreamDestroy             func(s uintptr) result
+	cuStreamSynchronize         func(s uintptr) result
+	cuStreamBeginCapture        func(s uintptr, mode int32) result
+	cuStreamEndCapture          func(s uintptr, graph *uintptr) result
+	cuGraphInstantiateWithFlags func(exec *uintptr, graph uintptr, flags uint64) result
+	cuGraphLaunch               func(exec uintptr, s uintptr) result
+	cuGraphExecDestroy          func(exec uintptr) result
+	cuGraphDestroy              func(graph uintptr) result
+	cuGetErrorString            func(r result, s *unsafe.Pointer) result
 
 	// The two calls of every launch go through purego.SyscallN at their
 	// addresses, without RegisterFunc's reflection: cuCtxSetCurrent(ctx)
@@ -134,6 +145,15 @@ func load() (*Driver, error) {
 		{name: "cuEventDestroy_v2", fn: &d.cuEventDestroy},
 		{name: "cuGetErrorName", fn: &d.cuGetErrorName},
 		{name: "cuGetErrorString", fn: &d.cuGetErrorString},
+		{name: "cuStreamCreate", fn: &d.cuStreamCreate},
+		{name: "cuStreamDestroy_v2", fn: &d.cuStreamDestroy},
+		{name: "cuStreamSynchronize", fn: &d.cuStreamSynchronize},
+		{name: "cuStreamBeginCapture_v2", fn: &d.cuStreamBeginCapture},
+		{name: "cuStreamEndCapture", fn: &d.cuStreamEndCapture},
+		{name: "cuGraphInstantiateWithFlags", fn: &d.cuGraphInstantiateWithFlags},
+		{name: "cuGraphLaunch", fn: &d.cuGraphLaunch},
+		{name: "cuGraphExecDestroy", fn: &d.cuGraphExecDestroy},
+		{name: "cuGraphDestroy", fn: &d.cuGraphDestroy},
 	})
 	if err == nil {
 		d.setCurrentAddr, err = lib.addr("cuCtxSetCurrent")

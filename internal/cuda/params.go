@@ -139,9 +139,10 @@ const (
 // the values before it returns, so one Launcher serves every launch in
 // turn. It is not safe for concurrent use.
 type Launcher struct {
-	ctx  *Context
-	vals *HostMem // the packed values
-	ptrs *HostMem // kernelParams: maxParams addresses into vals
+	ctx    *Context
+	stream uintptr  // SetStream's; 0: the legacy default stream
+	vals   *HostMem // the packed values
+	ptrs   *HostMem // kernelParams: maxParams addresses into vals
 }
 
 // NewLauncher allocates a Launcher's pinned buffers.
@@ -170,7 +171,15 @@ func (l *Launcher) Close() error {
 // Dim3 is a grid or block shape.
 type Dim3 struct{ X, Y, Z uint32 }
 
-// Launch queues f on the legacy default stream with params laid out as
+// SetStream makes l's launches go on s (nil: the legacy default stream).
+func (l *Launcher) SetStream(s *Stream) {
+	l.stream = 0
+	if s != nil {
+		l.stream = s.handle
+	}
+}
+
+// Launch queues f on l's stream (SetStream) with params laid out as
 // layout (the caller has checked layout against f's ParamInfo).
 func (l *Launcher) Launch(f *Function, grid, block Dim3, shared int, layout Layout, params []Param) error {
 	if len(params) > maxParams || layout.Size > maxParamBytes {
@@ -183,10 +192,10 @@ func (l *Launcher) Launch(f *Function, grid, block Dim3, shared int, layout Layo
 	}
 	err := l.ctx.do(func() error {
 		// cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ,
-		// sharedMemBytes, stream 0 (legacy default), kernelParams, extra NULL).
+		// sharedMemBytes, stream, kernelParams, extra NULL).
 		r, _, _ := purego.SyscallN(l.ctx.drv.launchAddr, f.handle,
 			uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z), uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
-			uintptr(shared), 0, uintptr(l.ptrs.p), 0)
+			uintptr(shared), l.stream, uintptr(l.ptrs.p), 0)
 		if err := l.ctx.drv.check("cuLaunchKernel", result(int32(r))); err != nil {
 			return fmt.Errorf("kernel %s grid %v block %v shared %d: %w", f.Name, grid, block, shared, err)
 		}

@@ -37,6 +37,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ebitengine/purego"
 	"github.com/glmbench/glmbench/engine/cudaexec"
 	"github.com/glmbench/glmbench/engine/cudaexec/emu"
 )
@@ -233,4 +234,32 @@ func build() (Libs, error) {
 func present(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// GraphCounts are the fake driver's counts of its streams and graphs,
+// since the library was loaded.
+type GraphCounts struct {
+	// Launches is how many times cuGraphLaunch ran a graph; Captures how
+	// many captures ended with a graph.
+	Launches, Captures uint64
+	// Streams, Graphs and Execs are the live created streams, graphs and
+	// executable graphs.
+	Streams, Graphs, Execs uint64
+	// Leaked is how many of those were still alive when the primary
+	// context was destroyed (its last retain released).
+	Leaked uint64
+}
+
+// Counts reads the counts of the fake driver at l.CUDA (loading it if no
+// one has: the same library internal/cuda loaded, when that is the path).
+func Counts(l Libs) (GraphCounts, error) {
+	h, err := purego.Dlopen(l.CUDA, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return GraphCounts{}, fmt.Errorf("fakecuda: %w", err)
+	}
+	var counts func(out *[6]uint64)
+	purego.RegisterLibFunc(&counts, h, "glmbench_fakecuda_graph_counts")
+	var out [6]uint64
+	counts(&out)
+	return GraphCounts{Launches: out[0], Captures: out[1], Streams: out[2], Graphs: out[3], Execs: out[4], Leaked: out[5]}, nil
 }
