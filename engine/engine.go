@@ -63,8 +63,15 @@ type Options struct {
 	// Device is what the model runs on (DeviceNames): "cpu" ("": the
 	// default), "cuda", "auto" or "cpu-ops". Only "cpu" goes with the
 	// simulated executor.
-	Device  string
-	SimCost sim.CostModel
+	Device string
+	// DisableCUDAGraph launches every decode batch directly on the GPU
+	// (SGLang's --disable-cuda-graph); otherwise a decode batch of at most
+	// CUDAGraphMaxBS sequences (SGLang's --cuda-graph-max-bs; 0:
+	// cudaexec.DefaultCUDAGraphMaxBS) replays a CUDA graph of its
+	// batch-size bucket. Both matter only when the model runs on a GPU.
+	DisableCUDAGraph bool
+	CUDAGraphMaxBS   int
+	SimCost          sim.CostModel
 	// SimAcceptLength fixes the simulated executor's speculative accept
 	// length (sim.Executor.SetAcceptLength; 0: its default, 1), for
 	// serving with Sched.SpeculativeAlgorithm set.
@@ -378,6 +385,13 @@ func newExecutor(opts Options, cfg *model.Config, w *model.Weights, sc sched.Con
 		// Ops' memory, the MTP layer's too when speculation drafts with it.
 		if exec, err = cudaexec.NewExecutor(cfg, w, ops, pages, sc.PageSize, spec); err != nil {
 			return nil, nil, nil, fmt.Errorf("device %s: %w", devKind, err)
+		}
+		if !opts.DisableCUDAGraph {
+			maxBS := opts.CUDAGraphMaxBS
+			if maxBS <= 0 {
+				maxBS = cudaexec.DefaultCUDAGraphMaxBS
+			}
+			exec.UseGraphs(maxBS) // off by itself where the Ops has no graphs (cpu-ops)
 		}
 		return exec, nil, exec, nil
 	}

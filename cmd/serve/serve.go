@@ -15,6 +15,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/engine"
+	"github.com/glmbench/glmbench/engine/cudaexec"
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/engine/server"
 	"github.com/glmbench/glmbench/engine/sim"
@@ -140,6 +141,8 @@ func (o *Options) bindFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&e.RateLimitConcurrency, "rate-limit-concurrency", 0, "gateway: answer 429 beyond this many requests in flight (0: off)")
 	fl.IntVar(&e.RateLimitRPM, "rate-limit-rpm", 0, "gateway: answer 429 beyond this many requests per minute (0: off)")
 	fl.StringVar(&e.Device, "device", e.Device, engine.DeviceHelp)
+	fl.BoolVar(&e.DisableCUDAGraph, "disable-cuda-graph", false, "--device cuda: launch every decode batch directly instead of replaying CUDA graphs (as SGLang's)")
+	fl.IntVar(&e.CUDAGraphMaxBS, "cuda-graph-max-bs", 0, fmt.Sprintf("--device cuda: the largest decode batch that replays a CUDA graph, captured per batch-size bucket 1, 2, 4, 8, 16, 24, … (0: %d, as SGLang's)", cudaexec.DefaultCUDAGraphMaxBS))
 	fl.StringVar(&e.Executor, "executor", e.Executor, "model, or sim: the real scheduler and API over a step-time cost model with deterministic tokens")
 	fl.StringVar(&o.SimProfile, "sim-profile", "", `sim cost model file, JSON of durations: {"step_overhead": "2ms", "prefill_token": "200ns", "decode_seq": "2us", "kv_read": "1ns"}`)
 	fl.DurationVar(&e.SimCost.StepOverhead, "sim-step-overhead", e.SimCost.StepOverhead, "sim: time per batch")

@@ -84,12 +84,25 @@ func openGPU(o DeviceOptions) (*gpuDevice, error) {
 		ctx.Close()
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
+	// The kernels go on a stream of the device's own, which orders with
+	// the synchronous copies of the legacy stream and can be captured into
+	// a graph (the legacy stream cannot).
+	if d.stream, err = ctx.NewStream(); err != nil {
+		d.launch.Close()
+		d.mod.Unload()
+		ctx.Close()
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	d.launch.SetStream(d.stream)
 	return d, nil
 }
 
 // device is a GPU's Memory and Caller: allocations in device memory,
-// synchronous copies and kernel launches on the legacy default stream, so
-// copies and kernels run in the order they were asked for. It is driven by
+// synchronous copies on the legacy default stream and kernel launches on a
+// blocking stream of its own (which waits for the legacy stream's work
+// before it and is waited for by the legacy stream's work after it), so
+// copies and kernels run in the order they were asked for. It records and
+// replays CUDA graphs of its launches (graph.go). It is driven by
 // one goroutine at a time (the executor's); internal/cuda makes the
 // context current on whatever OS thread that goroutine is on.
 type gpuDevice struct {
@@ -97,6 +110,9 @@ type gpuDevice struct {
 	ctx       *cuda.Context
 	mod       *cuda.Module
 	launch    *cuda.Launcher
+	stream    *cuda.Stream // the launches' (and the graphs')
+	graphs    map[*gpuGraph]struct{}
+	capturing bool
 	allocs    map[*gpuMem]struct{}
 	kernels   map[string]*gpuKernel
 	params    []cuda.Param // Call's scratch
@@ -348,6 +364,17 @@ func (d *gpuDevice) Close() error {
 			first = err
 		}
 	}
+	if d.capturing { // a capture left open: end it and drop its graph
+		if g, err := d.stream.EndCapture(); err == nil {
+			note(g.Destroy())
+		}
+		d.capturing = false
+	}
+	for g := range d.graphs {
+		note(g.exec.Destroy())
+	}
+	clear(d.graphs)
+	note(d.stream.Destroy())
 	for m := range d.allocs {
 		note(d.ctx.Free(m.ptr))
 		m.ptr = 0

@@ -86,44 +86,56 @@ func BenchmarkDeviceDecode(b *testing.B) {
 	const prompt, span, pageSize = 32, 512, 16
 	for _, preset := range []string{"nano", "tiny", "gpu"} {
 		for _, B := range []int{1, 64, 256} {
-			b.Run(fmt.Sprintf("%s/batch%d", preset, B), func(b *testing.B) {
-				cfg, err := model.Preset(preset)
-				if err != nil {
-					b.Skipf("preset %s: %v", preset, err)
-				}
-				gpuOps(b) // skip before making weights when there is no GPU
-				w := gpuWeights[preset]
-				if w == nil {
-					w = model.Synth(cfg, 1)
-					gpuWeights[preset] = w
-				}
-				perSeq := (prompt + span + pageSize - 1) / pageSize
-				ex := gpuExecutor(b, cfg, w, B*perSeq, pageSize)
-				rng := rand.New(rand.NewPCG(2, 2))
-				seqs := make([]model.Seq, B)
-				for j := range seqs {
-					pages, ok := ex.Pool().Alloc(perSeq)
-					if !ok {
-						b.Fatal("KV pool too small")
+			for _, mode := range []string{"graphs", "direct"} {
+				b.Run(fmt.Sprintf("%s/batch%d/%s", preset, B, mode), func(b *testing.B) {
+					cfg, err := model.Preset(preset)
+					if err != nil {
+						b.Skipf("preset %s: %v", preset, err)
 					}
-					toks := make([]int32, prompt)
-					for i := range toks {
-						toks[i] = int32(rng.IntN(cfg.VocabSize))
+					gpuOps(b) // skip before making weights when there is no GPU
+					w := gpuWeights[preset]
+					if w == nil {
+						w = model.Synth(cfg, 1)
+						gpuWeights[preset] = w
 					}
-					seqs[j] = model.Seq{Tokens: toks, Slots: ex.Pool().SlotsFor(nil, pages, 0, prompt+span), Logits: model.LastRow}
-				}
-				ex.Forward(seqs) // the prompts
-				b.ResetTimer()
-				for i := range b.N {
+					perSeq := (prompt + span + pageSize - 1) / pageSize
+					ex := gpuExecutor(b, cfg, w, B*perSeq, pageSize)
+					if mode == "graphs" && !ex.UseGraphs(max(B, DefaultCUDAGraphMaxBS)) {
+						b.Fatal("UseGraphs on the GPU's Ops is off")
+					}
+					rng := rand.New(rand.NewPCG(2, 2))
+					seqs := make([]model.Seq, B)
 					for j := range seqs {
-						seqs[j].Tokens = []int32{int32((i*7 + j) % cfg.VocabSize)}
-						seqs[j].Pos = prompt + i%span
+						pages, ok := ex.Pool().Alloc(perSeq)
+						if !ok {
+							b.Fatal("KV pool too small")
+						}
+						toks := make([]int32, prompt)
+						for i := range toks {
+							toks[i] = int32(rng.IntN(cfg.VocabSize))
+						}
+						seqs[j] = model.Seq{Tokens: toks, Slots: ex.Pool().SlotsFor(nil, pages, 0, prompt+span), Logits: model.LastRow}
 					}
-					ex.Forward(seqs) // returns the logits on the host: the step is done
-				}
-				b.StopTimer()
-				b.ReportMetric(float64(B*b.N)/b.Elapsed().Seconds(), "tokens/s")
-			})
+					ex.Forward(seqs) // the prompts
+					step := func(i int) {
+						for j := range seqs {
+							seqs[j].Tokens = []int32{int32((i*7 + j) % cfg.VocabSize)}
+							seqs[j].Pos = prompt + i%span
+						}
+						ex.Forward(seqs) // returns the logits on the host: the step is done
+					}
+					step(0) // captures the batch's graph (with graphs)
+					b.ResetTimer()
+					for i := range b.N {
+						step(1 + i)
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(B*b.N)/b.Elapsed().Seconds(), "tokens/s")
+					if st := ex.GraphStats(); mode == "graphs" && st.Replays < b.N {
+						b.Errorf("graph stats %+v over %d steps: the steps did not replay graphs", st, b.N)
+					}
+				})
+			}
 		}
 	}
 }

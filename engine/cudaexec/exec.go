@@ -40,6 +40,12 @@ type Executor struct {
 	hb     HostBatch
 	tokens []int32
 	heads  []int32
+
+	// dummySlot is the first slot of the KV page kept beyond the pool
+	// over a Grapher (-1 without): the slot a decode graph's padding rows
+	// write.
+	dummySlot int32
+	gr        *graphs // UseGraphs'; nil: every batch launches directly
 }
 
 // weights are the model's parameters in the Ops' memory, as model.Weights
@@ -112,7 +118,14 @@ func NewExecutor(cfg *model.Config, w *model.Weights, ops Ops, pages, pageSize i
 			headNorm: e.vec(m.HeadNorm), layer: e.uploadLayer(&m.Layer)}
 		layers++
 	}
+	// Over a Grapher the KV tensors are a page larger than the pool the
+	// scheduler sees: a decode graph's padding rows write there.
 	slots := pages * pageSize
+	e.dummySlot = -1
+	if _, ok := ops.(Grapher); ok {
+		e.dummySlot = int32(slots)
+		slots += pageSize
+	}
 	r, dr := cfg.KVLoraRank, cfg.QKRopeHeadDim
 	for range layers {
 		kv := KVLayer{MLA: ops.Alloc(slots, r+dr), Index: ops.Alloc(cfg.IndexHeadDim, slots), Rank: r}
@@ -186,18 +199,32 @@ func (e *Executor) HasDrafter() bool { return e.mtp }
 // through every layer, then model.norm and lm_head on the rows that want
 // logits. The Output's matrices are host memory of the Executor's, valid
 // until the next Forward.
+//
+// With UseGraphs, a decode-only batch (every sequence one new token and
+// its last row's logits) of at most the largest bucket replays the CUDA
+// graph of its batch-size bucket instead (exec_graph.go), with the same
+// results.
 func (e *Executor) Forward(seqs []model.Seq) *model.Output {
+	if out := e.decodeGraph(seqs); out != nil {
+		return out
+	}
 	b, tokens := e.batch(seqs)
 	if b.T == 0 {
 		return e.head(Tensor{}, seqs, e.w.norm, "")
 	}
+	return e.head(e.body(b, tokens), seqs, e.w.norm, "")
+}
+
+// body is model.Forward up to the final norm: the embeddings of the
+// batch's rows through every layer, in a scratch tensor it returns.
+func (e *Executor) body(b Batch, tokens Ints) Tensor {
 	x := e.mat("x", b.T, e.cfg.HiddenSize)
 	e.ops.Embed(x, e.w.embed, tokens, b.RowPos, false)
 	for l := range e.w.layers {
 		e.layer(l, &e.w.layers[l], x, b)
 		e.check()
 	}
-	return e.head(x, seqs, e.w.norm, "")
+	return x
 }
 
 // Draft implements sched.SpecExecutor as model.Draft, the MTP layer's
@@ -424,6 +451,7 @@ func (e *Executor) mat(name string, rows, cols int) Tensor {
 	if !ok || t.Mem.Len() < n {
 		if ok {
 			e.ops.Free(t.Mem)
+			e.moved()
 		}
 		t = e.ops.Alloc(1, max(n+n/4, 1))
 		e.f32[name] = t
@@ -437,6 +465,7 @@ func (e *Executor) ints(name string, n int) Ints {
 	if !ok || v.Len < n {
 		if ok {
 			e.ops.Free(v.Mem)
+			e.moved()
 		}
 		v = e.ops.AllocInts(max(n+n/4, 1))
 		e.i32[name] = v
@@ -479,6 +508,7 @@ func (e *Executor) release() Ops {
 	if e.ops == nil {
 		return nil
 	}
+	e.dropGraphs()
 	for _, m := range e.owned {
 		e.ops.Free(m)
 	}

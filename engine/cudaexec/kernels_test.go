@@ -15,6 +15,9 @@ import (
 // emulator, a package that imports this one) can read them.
 func IndexScores(o Ops) (m Mem, stride int, ok bool) {
 	lo, ok := o.(*launchOps)
+	if g, isGraph := o.(*graphOps); isGraph {
+		lo, ok = g.launchOps, true
+	}
 	if !ok {
 		return nil, 0, false
 	}

@@ -11,8 +11,15 @@ import (
 // one or more kernel launches, queued in order on c; the shapes are
 // checked here (a mismatch panics), the errors are mem's (sticky). Name is
 // mem's.
+//
+// Over a Caller that records graphs (the GPU device's) the Ops is also a
+// Grapher.
 func NewLaunchOps(mem Memory, c Caller) Ops {
-	return &launchOps{mem: mem, c: c}
+	o := &launchOps{mem: mem, c: c}
+	if gc, ok := c.(graphCaller); ok {
+		return &graphOps{launchOps: o, gc: gc}
+	}
+	return o
 }
 
 // launchOps is NewLaunchOps' Ops. The scratch buffers are kept between
@@ -21,10 +28,19 @@ type launchOps struct {
 	mem Memory
 	c   Caller
 
-	scores      Mem // SelectKeys' indexer scores, T × visible (scoreStride)
-	scoreStride int
-	gate, up    Mem // SwiGLU's and Experts' intermediates
+	scratchSet             // in use: the direct launches' or, in graph mode, the graphs'
+	direct      scratchSet // the other set (graphOps.GraphScratch swaps them)
+	inGraph     bool       // scratchSet is the graphs'
+	graphMoves  int        // reallocations of the graphs' set
+	scoreStride int        // the last SelectKeys' scores stride (for tests)
 	allocs      map[Mem]bool
+}
+
+// scratchSet is launchOps' own scratch.
+type scratchSet struct {
+	scores Mem // SelectKeys' indexer scores, T × visible (stride: the visible count)
+	gate   Mem // SwiGLU's and Experts' intermediates
+	up     Mem
 }
 
 // threads is the block size of every kernel but route's.
@@ -169,7 +185,7 @@ func (o *launchOps) Close() error {
 		o.mem.Free(m)
 	}
 	o.allocs = nil
-	o.scores, o.gate, o.up = nil, nil, nil
+	o.scratchSet, o.direct = scratchSet{}, scratchSet{}
 	err := o.mem.Err()
 	if cerr := o.mem.Close(); err == nil {
 		err = cerr
@@ -205,6 +221,9 @@ func (o *launchOps) scratch(m *Mem, n int, kind ElemKind) Mem {
 	if *m == nil || (*m).Len() < n {
 		if *m != nil {
 			o.Free(*m)
+		}
+		if o.inGraph {
+			o.graphMoves++
 		}
 		*m = o.alloc(max(n, 1), kind)
 	}
@@ -361,17 +380,24 @@ func (o *launchOps) SelectKeys(sel Selection, kv KVLayer, iq, iw Tensor, b Batch
 	if T == 0 || sel.TopK <= 0 {
 		return
 	}
-	vis := o.visible(b)
-	o.scoreStride = max(vis, 1)
-	scores := o.scratch(&o.scores, T*o.scoreStride, F32)
+	// A graph's batch fixes the scores' width (and index_scores' grid) at
+	// the most keys a row may see, whatever the rows see now: the kernels
+	// skip the keys past a row's position.
+	vis := b.MaxVisible
+	if vis <= 0 {
+		vis = o.visible(b)
+	}
+	ss := max(vis, 1)
+	o.scoreStride = ss
+	scores := o.scratch(&o.scores, T*ss, F32)
 	if vis > sel.TopK {
 		o.launch("index_scores", Dim3{X: cdiv(vis, threads), Y: T, Z: 1}, block(threads),
-			Ptr(scores, 0), Int(o.scoreStride), tp(iq), st(iq), tp(iw), st(iw), tp(kv.Index), st(kv.Index),
+			Ptr(scores, 0), Int(ss), tp(iq), st(iq), tp(iw), st(iw), tp(kv.Index), st(kv.Index),
 			Int(kv.Index.Cols), ip(b.SeqSlots), Int(b.SeqSlots.Len), ip(b.SeqOff), ip(b.RowSeq), ip(b.RowPos),
 			Int(T), Int(heads), Int(dim), Int(sel.TopK))
 	}
 	o.launch("topk_select", rows(T), block(threads), ip(sel.Picked), ip(sel.Count), Ptr(scores, 0),
-		Int(o.scoreStride), ip(b.SeqSlots), Int(b.SeqSlots.Len), ip(b.SeqOff), ip(b.RowSeq), ip(b.RowPos),
+		Int(ss), ip(b.SeqSlots), Int(b.SeqSlots.Len), ip(b.SeqOff), ip(b.RowSeq), ip(b.RowPos),
 		Int(kv.Index.Cols), Int(T), Int(sel.TopK))
 }
 

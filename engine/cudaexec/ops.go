@@ -78,10 +78,17 @@ type KVLayer struct {
 // RowSlot[t]; sequence j's slots for positions 0, 1, … are
 // SeqSlots[SeqOff[j] : SeqOff[j+1]]. Host holds the same lists in host
 // memory (and the sequences themselves) for Ops that run on the host.
+//
+// MaxVisible, when > 0, is a bound on every row's visible keys (position
+// + 1) that the ops size their data-dependent grids and scratch by instead
+// of the rows' positions: a graph's batch, whose positions change between
+// replays (the Executor's decode graphs); SeqSlots.Len is then the
+// list's capacity, the sequences' lists lying where SeqOff says.
 type Batch struct {
 	T                       int
 	RowSeq, RowPos, RowSlot Ints
 	SeqSlots, SeqOff        Ints
+	MaxVisible              int
 	Host                    HostBatch
 }
 

@@ -5,7 +5,8 @@
 // device memory, synchronous copies on the legacy default stream, modules
 // compiled by NVRTC (with an on-disk cubin cache), kernel launches with
 // parameters packed in pinned host memory and checked against
-// cuFuncGetParamInfo, events for timing, and one SGEMM.
+// cuFuncGetParamInfo, a created stream captured into CUDA graphs and
+// replayed (graph.go), events for timing, and one SGEMM.
 //
 // No Go pointer is kept by C after a call returns: handles are integers,
 // host addresses that C hands back arrive as unsafe.Pointer out-parameters,

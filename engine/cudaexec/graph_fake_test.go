@@ -1,0 +1,119 @@
+package cudaexec_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/glmbench/glmbench/engine/cudaexec"
+	"github.com/glmbench/glmbench/engine/cudaexec/cudatest"
+	"github.com/glmbench/glmbench/engine/cudaexec/fakecuda"
+	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/kernels"
+)
+
+// fakeCounts reads the fake driver's graph counts.
+func fakeCounts(t *testing.T) fakecuda.GraphCounts {
+	t.Helper()
+	libs, err := fakecuda.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := fakecuda.Counts(libs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestGraphBucketsAreSGLangs(t *testing.T) {
+	for _, c := range []struct {
+		max  int
+		want string
+	}{
+		{1, "[1]"}, {3, "[1 2 3]"}, {8, "[1 2 4 8]"}, {20, "[1 2 4 8 16 20]"},
+		{40, "[1 2 4 8 16 24 32 40]"}, {0, "[]"},
+	} {
+		if got := fmt.Sprint(cudaexec.GraphBuckets(c.max)); got != c.want {
+			t.Errorf("GraphBuckets(%d) = %s, want %s", c.max, got, c.want)
+		}
+	}
+}
+
+// The decode graphs' truth on the fake driver: an Executor replaying
+// CUDA graphs and one launching directly, on the same weights, give the
+// same bits on every decode step of cudatest.DecodeSteps (buckets 1, 2,
+// 4 and 8 of a graph max of 8), the graphs were really replayed (the
+// Executor's count and the driver's cuGraphLaunch count agree, every
+// decode step went through a graph), and Close leaves no stream or graph.
+func TestFakeCUDADecodeGraphsGiveTheDirectLaunchesBits(t *testing.T) {
+	dir := fakeDriver(t)
+	cfg, err := model.Preset("nano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IndexTopK = 8 // the script's positions cross it in a few steps
+	w := model.Synth(cfg, 5)
+	const pages, pageSize = 8, 16
+	open := func(graphs bool) *cudaexec.Executor {
+		ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := cudaexec.NewExecutor(cfg, w, ops, pages, pageSize, false)
+		if err != nil {
+			ops.Close()
+			t.Fatal(err)
+		}
+		if graphs && !ex.UseGraphs(8) {
+			t.Fatal("UseGraphs on the fake device's Ops is off: its Ops is not a Grapher")
+		}
+		return ex
+	}
+	before := fakeCounts(t)
+	with, without := open(true), open(false)
+	cudatest.DecodeSteps.Same(t, with, without, with.Pool(), cfg.VocabSize)
+
+	// The script's buckets: 4 captured, replayed; 1 captured; 4 replayed;
+	// 8 captured (its scratch is larger: the others' graphs are stale);
+	// 2 captured; 4 captured again, replayed.
+	if st, want := with.GraphStats(), (cudaexec.GraphStats{Captures: 5, Replays: 3}); st != want {
+		t.Errorf("graph stats %+v, want %+v", st, want)
+	}
+	st := with.GraphStats()
+	if z := without.GraphStats(); z != (cudaexec.GraphStats{}) {
+		t.Errorf("the executor without graphs counts %+v", z)
+	}
+	mid := fakeCounts(t)
+	if n := mid.Launches - before.Launches; n != uint64(st.Replays) {
+		t.Errorf("the driver ran %d graph launches, the executor counts %d replays", n, st.Replays)
+	}
+	if n := mid.Captures - before.Captures; n != uint64(st.Captures) {
+		t.Errorf("the driver ended %d captures, the executor counts %d", n, st.Captures)
+	}
+	for _, ex := range []*cudaexec.Executor{with, without} {
+		if err := ex.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	after := fakeCounts(t)
+	if after.Streams != before.Streams || after.Graphs != before.Graphs || after.Execs != before.Execs || after.Leaked != before.Leaked {
+		t.Errorf("after Close the driver holds %+v, before the executors %+v", after, before)
+	}
+}
+
+// Over Ops without graphs (the emulator's, the host's) UseGraphs is off
+// and the Executor launches directly.
+func TestUseGraphsIsOffOverOpsThatAreNoGrapher(t *testing.T) {
+	cfg, err := model.Preset("nano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := cudaexec.NewExecutor(cfg, model.Synth(cfg, 1), cudaexec.NewHostOps(kernels.Default()), 4, 16, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if ex.UseGraphs(8) {
+		t.Error("UseGraphs over host Ops reports graphs on")
+	}
+}
