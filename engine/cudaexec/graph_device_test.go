@@ -1,10 +1,12 @@
 package cudaexec
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/engine/cudaexec/cudatest"
 	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/internal/cuda"
 )
 
 // On the GPU: an Executor replaying CUDA graphs and one launching
@@ -53,5 +55,32 @@ func TestDeviceDecodeGraphsGiveTheDirectLaunchesBits(t *testing.T) {
 				t.Errorf("graph stats %+v over %d decode steps: want every step through a graph, some replayed", st, len(c.script.Steps))
 			}
 		})
+	}
+}
+
+// On the GPU, as on the fake driver: during a capture of the device's
+// stream (global mode) a synchronous copy is refused, and the capture
+// then ends with no graph (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED). The
+// copy's error is the driver's for an unsafe call during a capture or for
+// the legacy stream's implicit wait on the capturing stream.
+func TestDeviceCaptureRefusesASynchronousCopy(t *testing.T) {
+	d := gpuOpen(t)
+	p, err := d.ctx.Alloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.ctx.Free(p)
+	if err := d.stream.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	err = cuda.CopyToDevice(d.ctx, p, []float32{1, 2, 3, 4})
+	if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED") && !strings.Contains(err.Error(), "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT") {
+		t.Errorf("a synchronous copy during a capture: %v, want CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED or _IMPLICIT", err)
+	}
+	if g, err := d.stream.EndCapture(); err == nil || g != nil || !strings.Contains(err.Error(), "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED") {
+		if g != nil {
+			g.Destroy()
+		}
+		t.Errorf("ending the capture: graph %v, %v; want none and CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", g, err)
 	}
 }

@@ -15,7 +15,14 @@
 // them, and cuLaunchKernel copies each parameter from kernelParams by its
 // size into that struct and runs the kernel with the emulator's launch
 // runner (engine/cudaexec/emu: blocks one after another, a thread per
-// CUDA thread). The fake NVRTC (libnvrtc.cpp.in) checks the options and
+// CUDA thread). Created streams run their work when it is queued, as the
+// legacy stream does, except while captured: then cuLaunchKernel records
+// the launch (a copy of its parameters) into the graph, the calls the
+// driver refuses during a global-mode capture (a synchronous copy or
+// memset, a sync, an allocation) fail with
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate it, and
+// cuGraphLaunch replays the recorded launches in order, each checked as a
+// launch is (Counts reports the graph launches and what is alive). The fake NVRTC (libnvrtc.cpp.in) checks the options and
 // makes a "cubin" naming the architecture and the source's hash, which
 // cuModuleLoadData checks against kernels.cu's. The fake cuBLAS
 // (libcublas.cpp.in) computes cublasSgemm_v2 by its column-major
