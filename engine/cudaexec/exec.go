@@ -15,7 +15,8 @@ import (
 // memory; Pool is the page bookkeeping alone. Each op mirrors a step of
 // model.Forward (layer, attention, attendAbsorbed, moe, head) in the same
 // order, on the same shapes and views, so that over NewHostOps it computes
-// model.Forward's bits.
+// model.Forward's bits. Over a Grapher (the GPU's Ops), UseGraphs makes
+// decode batches replay CUDA graphs, with the same bits as launching.
 //
 // A device failure is fatal: after a failed op (Ops.Err non-nil) Forward
 // and Draft panic with an error wrapping it, since the KV pool's state is

@@ -117,3 +117,52 @@ func TestUseGraphsIsOffOverOpsThatAreNoGrapher(t *testing.T) {
 		t.Error("UseGraphs over host Ops reports graphs on")
 	}
 }
+
+// Only decode-only batches of at most the graph max replay graphs: a
+// batch past the max, and a mixed one (a sequence with two new tokens),
+// launch directly; a one-token batch within the max is captured.
+func TestFakeCUDAOnlyDecodeBatchesWithinTheMaxUseGraphs(t *testing.T) {
+	dir := fakeDriver(t)
+	cfg, err := model.Preset("nano")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := cudaexec.NewExecutor(cfg, model.Synth(cfg, 2), ops, 8, 16, false)
+	if err != nil {
+		ops.Close()
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if !ex.UseGraphs(2) {
+		t.Fatal("UseGraphs is off on the fake device")
+	}
+	pool := ex.Pool()
+	seq := func(toks ...int32) model.Seq {
+		pages, ok := pool.Alloc(1)
+		if !ok {
+			t.Fatal("KV pool too small")
+		}
+		return model.Seq{Tokens: toks, Slots: pool.SlotsFor(nil, pages, 0, 16), Logits: model.LastRow}
+	}
+	for _, c := range []struct {
+		what string
+		seqs []model.Seq
+		want cudaexec.GraphStats
+	}{
+		{"3 one-token sequences, past the max of 2", []model.Seq{seq(1), seq(2), seq(3)}, cudaexec.GraphStats{}},
+		{"a mixed batch", []model.Seq{seq(4, 5)}, cudaexec.GraphStats{}},
+		{"2 one-token sequences", []model.Seq{seq(6), seq(7)}, cudaexec.GraphStats{Captures: 1}},
+	} {
+		out := ex.Forward(c.seqs)
+		if out.Logits.Rows != len(c.seqs) {
+			t.Errorf("%s: %d rows of logits, want %d", c.what, out.Logits.Rows, len(c.seqs))
+		}
+		if st := ex.GraphStats(); st != c.want {
+			t.Errorf("after %s: graph stats %+v, want %+v", c.what, st, c.want)
+		}
+	}
+}
