@@ -24,6 +24,20 @@ func TestTheDeviceFlagReachesTheEngineAndDefaultsToTheCPU(t *testing.T) {
 	}
 }
 
+func TestTheCUDAGraphFlagsReachTheEngineAsSGLangNamesThem(t *testing.T) {
+	t.Parallel()
+	// Graphs are on by default with SGLang's default largest batch (0
+	// here); the two flags carry SGLang's names and meanings.
+	if o, _ := parse(t); o.Engine.DisableCUDAGraph || o.Engine.CUDAGraphMaxBS != 0 {
+		t.Errorf("defaults: disable %v, max bs %d; want graphs on and 0 (%d)", o.Engine.DisableCUDAGraph, o.Engine.CUDAGraphMaxBS, cudaexec.DefaultCUDAGraphMaxBS)
+	}
+	o, _ := parse(t, "--device", "cuda", "--disable-cuda-graph", "--cuda-graph-max-bs", "64")
+	if !o.Engine.DisableCUDAGraph || o.Engine.CUDAGraphMaxBS != 64 {
+		t.Errorf("--disable-cuda-graph --cuda-graph-max-bs 64 gave disable %v, max bs %d", o.Engine.DisableCUDAGraph, o.Engine.CUDAGraphMaxBS)
+	}
+	wantRefusedBeforeStart(t, []string{"--cuda-graph-max-bs", "-1"}, "--cuda-graph-max-bs -1: want a batch size")
+}
+
 func TestABadDeviceIsRefusedBeforeTheServerStarts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -142,7 +142,7 @@ func (o *Options) bindFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&e.RateLimitRPM, "rate-limit-rpm", 0, "gateway: answer 429 beyond this many requests per minute (0: off)")
 	fl.StringVar(&e.Device, "device", e.Device, engine.DeviceHelp)
 	fl.BoolVar(&e.DisableCUDAGraph, "disable-cuda-graph", false, "--device cuda: launch every decode batch directly instead of replaying CUDA graphs (as SGLang's)")
-	fl.IntVar(&e.CUDAGraphMaxBS, "cuda-graph-max-bs", 0, fmt.Sprintf("--device cuda: the largest decode batch that replays a CUDA graph, captured per batch-size bucket 1, 2, 4, 8, 16, 24, … (0: %d, as SGLang's)", cudaexec.DefaultCUDAGraphMaxBS))
+	fl.IntVar(&e.CUDAGraphMaxBS, "cuda-graph-max-bs", 0, fmt.Sprintf("--device cuda: the largest decode batch that replays a CUDA graph, captured per batch-size bucket as SGLang's: 1, 2, 4, … 256, then every 128 (0: %d)", cudaexec.DefaultCUDAGraphMaxBS))
 	fl.StringVar(&e.Executor, "executor", e.Executor, "model, or sim: the real scheduler and API over a step-time cost model with deterministic tokens")
 	fl.StringVar(&o.SimProfile, "sim-profile", "", `sim cost model file, JSON of durations: {"step_overhead": "2ms", "prefill_token": "200ns", "decode_seq": "2us", "kv_read": "1ns"}`)
 	fl.DurationVar(&e.SimCost.StepOverhead, "sim-step-overhead", e.SimCost.StepOverhead, "sim: time per batch")
@@ -277,7 +277,8 @@ func (o *Options) checkWeightDType() error {
 }
 
 // checkDevice refuses an unknown --device, or one the simulated executor,
-// which runs no model, cannot honour, before anything starts.
+// which runs no model, cannot honour, and a negative --cuda-graph-max-bs,
+// before anything starts.
 func (o *Options) checkDevice() error {
 	d, err := engine.ParseDevice(o.Engine.Device)
 	if err != nil {
@@ -285,6 +286,9 @@ func (o *Options) checkDevice() error {
 	}
 	if d != engine.DeviceCPU && o.Engine.Executor == "sim" {
 		return badinput.Errorf("--device %s: --executor sim runs no model to put on a device (use --executor model, or --device cpu)", d)
+	}
+	if n := o.Engine.CUDAGraphMaxBS; n < 0 {
+		return badinput.Errorf("--cuda-graph-max-bs %d: want a batch size, or 0 for %d", n, cudaexec.DefaultCUDAGraphMaxBS)
 	}
 	return nil
 }

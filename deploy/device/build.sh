@@ -7,7 +7,7 @@
 # .git/info/exclude), for the device tool to carry:
 #
 #   deploy/device/build.sh            # then, with the device tool:
-#   run  command: OUT=$OUT deploy/device/check.sh   carry: [".devbin"]   timeout_s: 540
+#   run  command: OUT=$OUT deploy/device/check.sh   carry: [".devbin"]   timeout_s: 560
 #
 # The device tool sends the working tree and the carried paths, 64 MiB in
 # all; build.sh fails if the folder would not leave room for the tree.

@@ -7,21 +7,21 @@ import (
 )
 
 // DefaultCUDAGraphMaxBS is the largest decode batch that replays a graph
-// by default: SGLang's --cuda-graph-max-bs for a small model on one GPU.
-const DefaultCUDAGraphMaxBS = 160
+// by default: the cuda_graph_max_bs of the SGLang server on a large GPU
+// whose server args the project keeps (shared/reference).
+const DefaultCUDAGraphMaxBS = 1024
 
 // GraphBuckets are the batch sizes decode graphs are captured for, up to
-// maxBS: SGLang's 1, 2, 4, 8 and then every multiple of 8, with maxBS
-// itself last when it is none of those. A batch replays the graph of the
-// smallest bucket that holds it, padded.
+// maxBS: SGLang's schedule, as its server args list them (cuda_graph_bs:
+// 1, 2, 4, 8, 16, 32, 64, 128, 256, then every 128), with maxBS itself
+// last when it is none of those. A batch replays the graph of the smallest
+// bucket that holds it, padded.
 func GraphBuckets(maxBS int) []int {
 	var out []int
-	for _, b := range []int{1, 2, 4} {
-		if b <= maxBS {
-			out = append(out, b)
-		}
+	for b := 1; b <= min(maxBS, 256); b *= 2 {
+		out = append(out, b)
 	}
-	for b := 8; b <= maxBS; b += 8 {
+	for b := 384; b <= maxBS; b += 128 {
 		out = append(out, b)
 	}
 	if maxBS > 0 && out[len(out)-1] != maxBS {

@@ -296,11 +296,13 @@ func TestFakeCUDACuBLASMatMulTIsTheRowMajorProduct(t *testing.T) {
 	}
 }
 
-// The whole forward pass through the bindings on the fake driver: the
-// Executor over OpenDevice's Ops against the CPU model on the same weights,
-// the same check as TestEmulatedExecutorMatchesTheCPUModelWithin1e4 makes
-// of the emulator (the kernels are the same; here every launch goes
-// through cuLaunchKernel with packed parameters).
+// The whole GPU path without a GPU: the Executor over OpenDevice's Ops,
+// every op a kernel of kernels.cu launched through the real bindings
+// (cuLaunchKernel with packed parameters) and run by the emulator's runner
+// in the fake driver, against the CPU model on the same weights, within the
+// device's bound (cudatest). (It was first made over the emulator's own
+// Ops, where a combine that dropped the last expert failed it; this one
+// covers that path and the bindings too.)
 func TestFakeCUDAExecutorMatchesTheCPUModelWithin1e4(t *testing.T) {
 	dir := fakeDriver(t)
 	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{CacheDir: dir})

@@ -31,7 +31,9 @@ func TestGraphBucketsAreSGLangs(t *testing.T) {
 		want string
 	}{
 		{1, "[1]"}, {3, "[1 2 3]"}, {8, "[1 2 4 8]"}, {20, "[1 2 4 8 16 20]"},
-		{40, "[1 2 4 8 16 24 32 40]"}, {0, "[]"},
+		{64, "[1 2 4 8 16 32 64]"}, {300, "[1 2 4 8 16 32 64 128 256 300]"},
+		// The server args in shared/reference: cuda_graph_bs up to max_bs 1024.
+		{1024, "[1 2 4 8 16 32 64 128 256 384 512 640 768 896 1024]"}, {0, "[]"},
 	} {
 		if got := fmt.Sprint(cudaexec.GraphBuckets(c.max)); got != c.want {
 			t.Errorf("GraphBuckets(%d) = %s, want %s", c.max, got, c.want)
