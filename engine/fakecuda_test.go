@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,19 +18,7 @@ import (
 // a cuLaunchKernel. The truth is the CPU engine's greedy tokens wherever
 // its top-2 margin is clear.
 func TestFakeCUDAEngineServesTheCPUsGreedyTokensAndShutsDown(t *testing.T) {
-	libs, err := fakecuda.Build()
-	if errors.Is(err, fakecuda.ErrNoCompiler) {
-		t.Skip("g++ is not on PATH: the fake CUDA driver cannot be built")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range libs.Env() {
-		t.Setenv(k, v)
-	}
-	// The cubin cache is os.UserCacheDir's: a temporary one, so that fake
-	// cubins never reach the user's, where a real GPU would read them.
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	fakecuda.Use(t) // the fake libraries, and a cubin cache of the test's own
 
 	cpu := startDevice(t, deviceOptions(DeviceCPU))
 	o := deviceOptions(DeviceCUDA)

@@ -24,32 +24,11 @@ import (
 // parameter packed at the wrong offset or a row-major mapping onto cuBLAS
 // that is wrong fails here as it would on the GPU.
 
-// fakeDriver points internal/cuda at the fake libraries for the length of
-// t (skipping without g++) and returns a cubin cache directory of its own:
-// fake cubins never reach the user's cache, where a real GPU would read
-// them.
-func fakeDriver(t *testing.T) string {
-	t.Helper()
-	libs, err := fakecuda.Build()
-	if errors.Is(err, fakecuda.ErrNoCompiler) {
-		t.Skip("g++ is not on PATH: the fake CUDA driver cannot be built")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range libs.Env() {
-		t.Setenv(k, v)
-	}
-	dir := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", dir)
-	return dir
-}
-
 // fakeContext is the fake device's primary context through internal/cuda,
 // released when t ends.
 func fakeContext(t *testing.T) (*cuda.Driver, *cuda.Device, *cuda.Context) {
 	t.Helper()
-	fakeDriver(t)
+	fakecuda.Use(t)
 	drv, err := cuda.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +50,7 @@ func fakeContext(t *testing.T) (*cuda.Driver, *cuda.Device, *cuda.Context) {
 }
 
 func TestFakeCUDAOpenDeviceNamesTheFakeDevice(t *testing.T) {
-	dir := fakeDriver(t)
+	dir := fakecuda.Use(t)
 	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +283,7 @@ func TestFakeCUDACuBLASMatMulTIsTheRowMajorProduct(t *testing.T) {
 // Ops, where a combine that dropped the last expert failed it; this one
 // covers that path and the bindings too.)
 func TestFakeCUDAExecutorMatchesTheCPUModelWithin1e4(t *testing.T) {
-	dir := fakeDriver(t)
+	dir := fakecuda.Use(t)
 	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)

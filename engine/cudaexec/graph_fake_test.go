@@ -48,7 +48,7 @@ func TestGraphBucketsAreSGLangs(t *testing.T) {
 // Executor's count and the driver's cuGraphLaunch count agree, every
 // decode step went through a graph), and Close leaves no stream or graph.
 func TestFakeCUDADecodeGraphsGiveTheDirectLaunchesBits(t *testing.T) {
-	dir := fakeDriver(t)
+	dir := fakecuda.Use(t)
 	cfg, err := model.Preset("nano")
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestUseGraphsIsOffOverOpsThatAreNoGrapher(t *testing.T) {
 // batch past the max, and a mixed one (a sequence with two new tokens),
 // launch directly; a one-token batch within the max is captured.
 func TestFakeCUDAOnlyDecodeBatchesWithinTheMaxUseGraphs(t *testing.T) {
-	dir := fakeDriver(t)
+	dir := fakecuda.Use(t)
 	cfg, err := model.Preset("nano")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/glmbench/glmbench/engine/cudaexec"
 	"github.com/glmbench/glmbench/engine/cudaexec/emu"
+	"github.com/glmbench/glmbench/engine/cudaexec/fakecuda"
 	"github.com/glmbench/glmbench/kernels"
 )
 
@@ -50,7 +51,7 @@ func eachOps(t *testing.T, body func(t *testing.T, o cudaexec.Ops)) {
 		run(t, o, body)
 	})
 	t.Run("fakecuda", func(t *testing.T) {
-		dir := fakeDriver(t) // skips without g++
+		dir := fakecuda.Use(t) // skips without g++
 		o, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{CacheDir: dir})
 		if err != nil {
 			t.Fatal(err)
