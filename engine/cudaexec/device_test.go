@@ -325,24 +325,6 @@ func gpuCheckRel(t testing.TB, what string, got kernels.Mat, ref [][]float64, re
 	}
 }
 
-// gpuSameBits checks got and want are equal bit for bit.
-func gpuSameBits(t testing.TB, what string, got, want kernels.Mat) {
-	t.Helper()
-	if got.Rows != want.Rows || got.Cols != want.Cols {
-		t.Fatalf("%s: %d×%d, want %d×%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
-	}
-	bad := 0
-	for i := range got.Rows {
-		for j := range got.Cols {
-			if math.Float32bits(got.Row(i)[j]) != math.Float32bits(want.Row(i)[j]) {
-				if bad++; bad <= 5 {
-					t.Errorf("%s [%d,%d] = %g, want %g bit for bit", what, i, j, got.Row(i)[j], want.Row(i)[j])
-				}
-			}
-		}
-	}
-}
-
 func TestDeviceLinearsAreWithinTheirRoundingBound(t *testing.T) {
 	e := gpuEnv{t, gpuOps(t)}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -412,9 +394,9 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 	for i := range want.Data {
 		want.Data[i] = a.Data[i] + b.Data[i]
 	}
-	gpuSameBits(t, "Add", e.down(sum), want)
+	cudatest.SameBits(t, "Add", e.down(sum), want)
 	e.ops.Add(at, at, bt) // dst may be a
-	gpuSameBits(t, "Add in place", e.down(at), want)
+	cudatest.SameBits(t, "Add in place", e.down(at), want)
 
 	e.ops.Scale(bt.Slice(2, 9, 3, 50), 0.37)
 	for i := range 13 {
@@ -424,11 +406,11 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 			}
 		}
 	}
-	gpuSameBits(t, "Scale of a view", e.down(bt), b)
+	cudatest.SameBits(t, "Scale of a view", e.down(bt), b)
 
 	cp := e.ops.Alloc(7, 20)
 	e.ops.Copy(cp, bt.Slice(3, 10, 40, 60))
-	gpuSameBits(t, "Copy", e.down(cp), b.Slice(3, 10, 40, 60))
+	cudatest.SameBits(t, "Copy", e.down(cp), b.Slice(3, 10, 40, 60))
 
 	rows := []int32{12, 0, 5, 5, 3}
 	g := e.ops.Alloc(len(rows), 77)
@@ -437,7 +419,7 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 	for i, r := range rows {
 		copy(wantG.Row(i), b.Row(int(r)))
 	}
-	gpuSameBits(t, "GatherRows", e.down(g), wantG)
+	cudatest.SameBits(t, "GatherRows", e.down(g), wantG)
 
 	table := gpuRandMat(rng, 50, 24, 1)
 	tokens, pos := []int32{3, 49, 0, 3, 17}, []int32{0, 1, 2, 0, 9}
@@ -450,7 +432,7 @@ func TestDeviceElementwiseOpsAreExact(t *testing.T) {
 				copy(wantE.Row(i), table.Row(int(tok)))
 			}
 		}
-		gpuSameBits(t, "Embed", e.down(emb), wantE)
+		cudatest.SameBits(t, "Embed", e.down(emb), wantE)
 	}
 }
 
@@ -520,8 +502,8 @@ func TestDeviceWriteKVWritesEachRowIntoItsSlot(t *testing.T) {
 			wantI.Row(d)[s] = ik.Row(r)[d]
 		}
 	}
-	gpuSameBits(t, "WriteKV's MLA pool", e.down(kv.MLA), wantM)
-	gpuSameBits(t, "WriteKV's index keys", e.down(kv.Index), wantI)
+	cudatest.SameBits(t, "WriteKV's MLA pool", e.down(kv.MLA), wantM)
+	cudatest.SameBits(t, "WriteKV's index keys", e.down(kv.Index), wantI)
 }
 
 // gpuAttendRef is absorbed attention in float64 for row t, head h, with
@@ -692,7 +674,7 @@ func TestDeviceSwiGLUAndExpertsAreWithinTheirLinearsBound(t *testing.T) {
 			}
 		}
 	}
-	gpuSameBits(t, "Combine", e.down(ot), out)
+	cudatest.SameBits(t, "Combine", e.down(ot), out)
 }
 
 // gpuRouteInputs are T rows of router scores in (0, 1) and a bias. With
@@ -943,13 +925,13 @@ func TestDeviceARowAloneEqualsTheSameRowInABatchOf64(t *testing.T) {
 	yb, ya := e.ops.Alloc(B, 1000), e.ops.Alloc(1, 1000)
 	e.ops.MatMulT(yb, xt, wt)
 	e.ops.MatMulT(ya, at, wt)
-	gpuSameBits(t, "MatMulT", e.down(ya), e.down(yb).Slice(row, row+1, 0, 1000))
+	cudatest.SameBits(t, "MatMulT", e.down(ya), e.down(yb).Slice(row, row+1, 0, 1000))
 
 	nw := e.up(gpuRandMat(rng, 1, H, 1))
 	nb, na := e.ops.Alloc(B, H), e.ops.Alloc(1, H)
 	e.ops.RMSNorm(nb, xt, nw, 1e-5)
 	e.ops.RMSNorm(na, at, nw, 1e-5)
-	gpuSameBits(t, "RMSNorm", e.down(na), e.down(nb).Slice(row, row+1, 0, H))
+	cudatest.SameBits(t, "RMSNorm", e.down(na), e.down(nb).Slice(row, row+1, 0, H))
 
 	const slots, rank, dr, heads, topK = 512, 64, 16, 4, 64
 	dk := rank + dr
@@ -967,7 +949,7 @@ func TestDeviceARowAloneEqualsTheSameRowInABatchOf64(t *testing.T) {
 	ob, oa := e.ops.Alloc(B, heads*rank), e.ops.Alloc(1, heads*rank)
 	e.ops.Attend(ob, e.up(q), kv, gpuSelection(e, lists, topK), heads, 0.1)
 	e.ops.Attend(oa, e.up(kernels.NewMat(slices.Clone(q.Row(row)), 1, heads*dk)), kv, gpuSelection(e, lists[row:row+1], topK), heads, 0.1)
-	gpuSameBits(t, "Attend", e.down(oa), e.down(ob).Slice(row, row+1, 0, heads*rank))
+	cudatest.SameBits(t, "Attend", e.down(oa), e.down(ob).Slice(row, row+1, 0, heads*rank))
 
 	const N, K, inter = 32, 8, 64
 	ex := Experts{Gate: e.up(gpuRandMat(rng, N*inter, H, 0.06)), Up: e.up(gpuRandMat(rng, N*inter, H, 0.06)),
@@ -984,7 +966,7 @@ func TestDeviceARowAloneEqualsTheSameRowInABatchOf64(t *testing.T) {
 	eb, ea := e.ops.Alloc(B*K, H), e.ops.Alloc(K, H)
 	e.ops.Experts(eb, xt, ex, rb)
 	e.ops.Experts(ea, at, ex, ra)
-	gpuSameBits(t, "Experts", e.down(ea), e.down(eb).Slice(row*K, (row+1)*K, 0, H))
+	cudatest.SameBits(t, "Experts", e.down(ea), e.down(eb).Slice(row*K, (row+1)*K, 0, H))
 }
 
 // gpuExecutor opens a fresh device Ops (the executor closes it) and an

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/engine/cudaexec/cudatest"
 	"github.com/glmbench/glmbench/engine/model"
 	"github.com/glmbench/glmbench/engine/sched"
 	"github.com/glmbench/glmbench/kernels"
@@ -68,24 +68,8 @@ func sameOutput(t *testing.T, what string, got, want *model.Output) {
 	if !slices.Equal(got.First, want.First) {
 		t.Fatalf("%s: First %v, model %v", what, got.First, want.First)
 	}
-	sameBits(t, what+" logits", got.Logits, want.Logits)
-	sameBits(t, what+" hidden", got.Hidden, want.Hidden)
-}
-
-// sameBits fails unless got and want have one shape and the same bits.
-func sameBits(t *testing.T, what string, got, want kernels.Mat) {
-	t.Helper()
-	if got.Rows != want.Rows || got.Cols != want.Cols {
-		t.Fatalf("%s: %d×%d, model %d×%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
-	}
-	for i := range got.Rows {
-		g, w := got.Row(i), want.Row(i)
-		for j := range g {
-			if math.Float32bits(g[j]) != math.Float32bits(w[j]) {
-				t.Fatalf("%s: row %d column %d: %v, model %v", what, i, j, g[j], w[j])
-			}
-		}
-	}
+	cudatest.SameBits(t, what+" logits", got.Logits, want.Logits)
+	cudatest.SameBits(t, what+" hidden", got.Hidden, want.Hidden)
 }
 
 // sameKV checks every KV layer the Executor holds against the model's
@@ -95,10 +79,10 @@ func (p *pair) sameKV(t *testing.T, what string) {
 	for l, kv := range p.e.kv {
 		mla := kernels.NewMat(make([]float32, kv.MLA.Rows*kv.MLA.Cols), kv.MLA.Rows, kv.MLA.Cols)
 		p.e.ops.Download(mla, kv.MLA)
-		sameBits(t, fmt.Sprintf("%s: KV layer %d MLA", what, l), mla, p.m.KV.Layer(l))
+		cudatest.SameBits(t, fmt.Sprintf("%s: KV layer %d MLA", what, l), mla, p.m.KV.Layer(l))
 		idx := kernels.NewMat(make([]float32, kv.Index.Rows*kv.Index.Cols), kv.Index.Rows, kv.Index.Cols)
 		p.e.ops.Download(idx, kv.Index)
-		sameBits(t, fmt.Sprintf("%s: KV layer %d indexer keys", what, l), idx, p.m.KV.IndexKeys(l))
+		cudatest.SameBits(t, fmt.Sprintf("%s: KV layer %d indexer keys", what, l), idx, p.m.KV.IndexKeys(l))
 	}
 }
 

@@ -94,11 +94,12 @@ func sameOut(t testing.TB, what string, got, want *model.Output) {
 	if fmt.Sprint(got.First) != fmt.Sprint(want.First) {
 		t.Fatalf("%s: rows start at %v, want %v", what, got.First, want.First)
 	}
-	sameBits(t, what+" logits", got.Logits, want.Logits)
-	sameBits(t, what+" hidden", got.Hidden, want.Hidden)
+	SameBits(t, what+" logits", got.Logits, want.Logits)
+	SameBits(t, what+" hidden", got.Hidden, want.Hidden)
 }
 
-func sameBits(t testing.TB, what string, got, want kernels.Mat) {
+// SameBits fails t unless got and want have one shape and the same bits.
+func SameBits(t testing.TB, what string, got, want kernels.Mat) {
 	t.Helper()
 	if got.Rows != want.Rows || got.Cols != want.Cols {
 		t.Fatalf("%s: %d×%d, want %d×%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
