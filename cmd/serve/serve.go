@@ -78,6 +78,8 @@ KV pool live in GPU memory, the default pool sized to 8 GiB of it; without a
 CUDA driver or GPU it fails before listening), auto (cuda when a GPU opens,
 else cpu, saying why) or cpu-ops (the GPU path's op list run on the CPU, bit
 for bit the same tokens as cpu: a check of the GPU path where there is none).
+On cuda, decode batches replay a CUDA graph captured per batch-size bucket, as
+SGLang's (--disable-cuda-graph, --cuda-graph-max-bs).
 The startup line names the device. --executor sim runs no model: only cpu.
 SIGINT or SIGTERM shuts down gracefully: running streams end, new requests get 503.
 
