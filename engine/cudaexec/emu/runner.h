@@ -22,8 +22,14 @@ struct emu_job {
     uint64_t nt;
 };
 
-static std::mutex emu_pool_mu;
-static std::condition_variable emu_pool_start, emu_pool_done;
+// The pool's lock and conditions are made once and never destroyed: the
+// detached workers wait on emu_pool_start for ever, and glibc's
+// pthread_cond_destroy waits for its waiters, so a static condition's
+// destructor at exit() (the harness returning from main, a race-enabled Go
+// test binary loading the fake driver) would never return.
+static std::mutex& emu_pool_mu = *new std::mutex;
+static std::condition_variable& emu_pool_start = *new std::condition_variable;
+static std::condition_variable& emu_pool_done = *new std::condition_variable;
 static uint64_t emu_pool_gen;
 static uint64_t emu_pool_left;
 static emu_job emu_pool_job;
