@@ -50,13 +50,13 @@ type chatCompletion struct {
 // chatLogprobs is choices[].logprobs of a chat answer, OpenAI's shape:
 // one entry per generated token, in order.
 type chatLogprobs struct {
-	Content []chatTokenLogprob `json:"content"`
+	Content []ChatTokenLogprob `json:"content"`
 }
 
-// chatTokenLogprob is one generated token: its text, its logprob (natural
+// ChatTokenLogprob is one generated token: its text, its logprob (natural
 // log) and the most likely tokens at its position. llama.cpp adds the
 // token's "id"; nothing here needs it.
-type chatTokenLogprob struct {
+type ChatTokenLogprob struct {
 	Token       string   `json:"token"`
 	Logprob     *float64 `json:"logprob"`
 	TopLogprobs []struct {
@@ -65,9 +65,9 @@ type chatTokenLogprob struct {
 	} `json:"top_logprobs"`
 }
 
-// top returns the entry's top_logprobs as a map from token text to logprob
+// Top returns the entry's top_logprobs as a map from token text to logprob
 // (the likelier value where a text repeats), nil when there are none.
-func (t chatTokenLogprob) top() map[string]float64 {
+func (t ChatTokenLogprob) Top() map[string]float64 {
 	if len(t.TopLogprobs) == 0 {
 		return nil
 	}

@@ -448,7 +448,7 @@ func (r *Runner) mmluByChatTopLogprobs(ctx context.Context, i int, prompt string
 		return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req),
 			"the chat answer's first token is reasoning or blank, not content (a thinking model): its top_logprobs are not the answer's"), nil
 	}
-	return LetterScores(lp.Content[0].top()), nil, nil
+	return LetterScores(lp.Content[0].Top()), nil, nil
 }
 
 // mmluByChatGreedy scores the letter a greedy chat answer to prompt names

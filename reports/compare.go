@@ -266,18 +266,19 @@ func (p *PairedDelta) ChangePct() (mean, lo, hi float64, ok bool) {
 	return p.Delta * r, p.Lo * r, p.Hi * r, true
 }
 
-// RunItems are the items of eval in runs, when exactly one of the runs
-// has any (a label's runs are not pooled item by item), else nil.
-func RunItems(eval string, runs []*Input) []schema.EvalItem {
+// OneRunItems is the one list of runs (each run's eval items, as ItemsOf
+// gives them) that has items of eval, else nil: none has, or several do (a
+// label's runs are not pooled item by item).
+func OneRunItems(eval string, runs [][]schema.EvalItem) []schema.EvalItem {
 	var out []schema.EvalItem
-	for _, run := range runs {
-		if !slices.ContainsFunc(run.Items, func(it schema.EvalItem) bool { return it.Eval == eval }) {
+	for _, items := range runs {
+		if !slices.ContainsFunc(items, func(it schema.EvalItem) bool { return it.Eval == eval }) {
 			continue
 		}
 		if out != nil {
 			return nil
 		}
-		out = run.Items
+		out = items
 	}
 	return out
 }
@@ -360,11 +361,11 @@ func Compare(ins []*Input) (*Comparison, error) {
 				cell.MethodNote = "runs by different methods (" + cell.Method + "): their mean is not comparable"
 			case ref == nil:
 				ref, refLabel = cell, c.Columns[i].Label
-				refItems = RunItems(name, rs)
+				refItems = OneRunItems(name, ItemsOf(rs))
 			case cell.Method != ref.Method:
 				cell.MethodNote = fmt.Sprintf("by %s, not %s as %s: not comparable", MethodName(cell.Method), MethodName(ref.Method), refLabel)
 			case refItems != nil:
-				if items := RunItems(name, rs); items != nil {
+				if items := OneRunItems(name, ItemsOf(rs)); items != nil {
 					cell.Paired = PairEval(name, refItems, items)
 				}
 			}

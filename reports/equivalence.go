@@ -35,34 +35,21 @@ func (p *printer) equivalenceTable(r *schema.Report) {
 	p.table([]string{"measure", "value", "what it is"}, func(add func(...string)) {
 		add("exact match", pctOf(eq.ExactMatch), "share of prompts whose continuations are the same tokens")
 		add("token agreement", pctOf(eq.TokenAgreement), "mean share of the tokens before the first divergence")
-		add("first divergence p10 / p50 / p90", fmt.Sprintf("%s / %s / %s", num1(eq.FirstDivergeP10), num1(eq.FirstDivergeP50), num1(eq.FirstDivergeP90)), "token position, over the prompts that diverged")
+		add("first divergence p10 / p50 / p90", fmt.Sprintf("%s / %s / %s", opt(eq.FirstDivergeP10, 1, 1), opt(eq.FirstDivergeP50, 1, 1), opt(eq.FirstDivergeP90, 1, 1)), "token position, over the prompts that diverged")
 		add("top-1 agreement", pctOf(eq.Top1Agreement), "share of positions whose most likely token is the same")
 		add("|Δ logprob| mean / max", fmt.Sprintf("%s / %s", sci(eq.LogprobDiffMean), sci(eq.LogprobDiffMax)), "the chosen token's logprob, endpoint − reference")
 		add("KL mean / p99", fmt.Sprintf("%s / %s", sci(eq.KLMean), sci(eq.KLP99)), "KL(endpoint ‖ reference) per position, nats: "+orDash(eq.KLEstimator))
 		add("nll difference", sci(eq.NLLDiffMean), "mean per-token nll of the same text by echo, endpoint − reference")
-		add("ppl ratio [95% CI]", fmt.Sprintf("%s [%s, %s]", num4(eq.PPLRatio), num4(eq.PPLRatioLo), num4(eq.PPLRatioHi)), "per-document perplexity, endpoint / reference, paired bootstrap")
+		add("ppl ratio [95% CI]", fmt.Sprintf("%s [%s, %s]", opt(eq.PPLRatio, 1, 4), opt(eq.PPLRatioLo, 1, 4), opt(eq.PPLRatioHi, 1, 4)), "per-document perplexity, endpoint / reference, paired bootstrap")
 	})
 }
 
+// pctOf writes a share as a percentage, "not measured" for nil.
 func pctOf(v *float64) string {
 	if v == nil {
 		return "not measured"
 	}
-	return fmt.Sprintf("%.1f%%", *v*100)
-}
-
-func num1(v *float64) string {
-	if v == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f", *v)
-}
-
-func num4(v *float64) string {
-	if v == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.4f", *v)
+	return pct(*v)
 }
 
 func sci(v *float64) string {

@@ -81,48 +81,50 @@ func Load(path string) (*Input, error) {
 		return in, nil
 	}
 	dir := filepath.Dir(file)
-	recPath := filepath.Join(dir, RecordsJSONL)
-	f, err := os.Open(recPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, badinput.Errorf("%s: %v", recPath, unwrapPath(err))
-	default:
-		in.Records, err = ReadRecords(f)
-		f.Close()
-		if err != nil {
-			return nil, badinput.Errorf("%s: %v", recPath, err)
-		}
+	found, err := readSidecar(filepath.Join(dir, RecordsJSONL), func(r io.Reader) (err error) {
+		in.Records, err = ReadRecords(r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if found {
 		recompute(in)
 	}
-	metPath := filepath.Join(dir, MetricsJSONL)
-	f, err = os.Open(metPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, badinput.Errorf("%s: %v", metPath, unwrapPath(err))
-	default:
-		in.Samples, err = ReadMetrics(f)
-		f.Close()
-		if err != nil {
-			return nil, badinput.Errorf("%s: %v", metPath, err)
-		}
+	if found, err = readSidecar(filepath.Join(dir, MetricsJSONL), func(r io.Reader) (err error) {
+		in.Samples, err = ReadMetrics(r)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if found {
 		recomputeServer(in)
 	}
-	itemsPath := filepath.Join(dir, EvalsJSONL)
-	f, err = os.Open(itemsPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, badinput.Errorf("%s: %v", itemsPath, unwrapPath(err))
-	default:
-		in.Items, err = ReadEvalItems(f)
-		f.Close()
-		if err != nil {
-			return nil, badinput.Errorf("%s: %v", itemsPath, err)
-		}
+	if _, err = readSidecar(filepath.Join(dir, EvalsJSONL), func(r io.Reader) (err error) {
+		in.Items, err = ReadEvalItems(r)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	return in, nil
+}
+
+// readSidecar reads the file at path, one of the JSONL files beside a
+// report.json, with read. A missing file is not an error: found is false.
+// Any other fault, opening or reading, is bad input naming the file.
+func readSidecar(path string, read func(io.Reader) error) (found bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, badinput.Errorf("%s: %v", path, unwrapPath(err))
+	}
+	defer f.Close()
+	if err := read(f); err != nil {
+		return false, badinput.Errorf("%s: %v", path, err)
+	}
+	return true, nil
 }
 
 // recomputeServer replaces the server block of every phase, and of every

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,7 +85,7 @@ func WriteMetrics(w io.Writer, samples []schema.MetricsSample) error {
 	for i := range samples {
 		s := samples[i]
 		for _, v := range s.Values {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			if !isFinite(v) {
 				s.Values = finite(s.Values)
 				break
 			}
@@ -102,7 +101,7 @@ func WriteMetrics(w io.Writer, samples []schema.MetricsSample) error {
 func finite(vals map[string]float64) map[string]float64 {
 	out := make(map[string]float64, len(vals))
 	for k, v := range vals {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if isFinite(v) {
 			out[k] = v
 		}
 	}

@@ -218,14 +218,7 @@ type chatAnswer struct {
 			Refusal *string `json:"refusal"`
 		} `json:"message"`
 		Logprobs *struct {
-			Content []struct {
-				Token       string   `json:"token"`
-				Logprob     *float64 `json:"logprob"`
-				TopLogprobs []struct {
-					Token   string   `json:"token"`
-					Logprob *float64 `json:"logprob"`
-				} `json:"top_logprobs"`
-			} `json:"content"`
+			Content []evals.ChatTokenLogprob `json:"content"`
 		} `json:"logprobs"`
 	} `json:"choices"`
 }
@@ -289,18 +282,7 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 			lp = *e.Logprob
 		}
 		c.Logprobs = append(c.Logprobs, lp)
-		var top map[string]float64
-		if len(e.TopLogprobs) > 0 {
-			top = make(map[string]float64, len(e.TopLogprobs))
-			for _, t := range e.TopLogprobs {
-				if t.Logprob != nil {
-					if old, ok := top[t.Token]; !ok || *t.Logprob > old {
-						top[t.Token] = *t.Logprob
-					}
-				}
-			}
-		}
-		c.Top = append(c.Top, top)
+		c.Top = append(c.Top, e.Top())
 	}
 	return c, text, ""
 }

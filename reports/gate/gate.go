@@ -320,26 +320,11 @@ func pairedChange(eval, metric string, opts Options) *reports.PairedDelta {
 	if reports.PairedMetrics[eval] != metric {
 		return nil
 	}
-	base, cur := oneRunItems(eval, opts.BaselineItems), oneRunItems(eval, opts.CurrentItems)
+	base, cur := reports.OneRunItems(eval, opts.BaselineItems), reports.OneRunItems(eval, opts.CurrentItems)
 	if base == nil || cur == nil {
 		return nil
 	}
 	return reports.PairEval(eval, base, cur)
-}
-
-// oneRunItems is the one list of sides that has items of eval, else nil.
-func oneRunItems(eval string, sides [][]schema.EvalItem) []schema.EvalItem {
-	var out []schema.EvalItem
-	for _, items := range sides {
-		if !slices.ContainsFunc(items, func(it schema.EvalItem) bool { return it.Eval == eval }) {
-			continue
-		}
-		if out != nil {
-			return nil
-		}
-		out = items
-	}
-	return out
 }
 
 // methodMismatch says why an eval metric's values are not comparable, or
