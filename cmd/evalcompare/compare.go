@@ -132,9 +132,9 @@ func (o *Options) validate() ([]compare.Item, error) {
 	case o.Reference.Given() && (o.ReferenceWeightDType != "fp32" || o.ReferenceSeed != 1):
 		return nil, badinput.Errorf("--reference-weight-dtype and --reference-seed shape the built-in reference: they do not apply with --reference-endpoint")
 	}
-	for _, d := range []string{o.WeightDType, o.ReferenceWeightDType} {
-		if _, err := model.ParseDType(d); err != nil {
-			return nil, badinput.Errorf("--weight-dtype: %v", err)
+	for _, f := range [...]struct{ flag, dtype string }{{"--weight-dtype", o.WeightDType}, {"--reference-weight-dtype", o.ReferenceWeightDType}} {
+		if _, err := model.ParseDType(f.dtype); err != nil {
+			return nil, badinput.Errorf("%s: %v", f.flag, err)
 		}
 	}
 	if err := o.shared().Validate("connect-timeout", "request-timeout"); err != nil {

@@ -111,8 +111,9 @@ func Mean(xs []float64) float64 {
 }
 
 // quantile is the q-th quantile of sorted, non-empty xs by the method of
-// every other percentile in a report (schema.PercentileMethod: type 7,
-// through montanaflynn/stats).
+// the phases' percentiles in a report (schema.PercentileMethod: type 7,
+// through montanaflynn/stats). The gate's unpaired bootstrap intervals use
+// gonum's empirical quantile instead.
 func quantile(xs []float64, q float64) float64 {
 	v, err := stats.Percentile(xs, q*100)
 	if err != nil {
