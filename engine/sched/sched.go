@@ -1237,7 +1237,11 @@ func (s *Scheduler) decoded(batch []*req, out *model.Output, first int) {
 		logits, _ := out.SeqRows(first + i)
 		s.emit(q, logits.Row(0))
 	}
-	// The ratio decays toward its floor with every decode step.
+	s.decayRatio()
+}
+
+// decayRatio moves the new-token ratio one decode step toward its floor.
+func (s *Scheduler) decayRatio() {
 	floor := s.initRatio() * minNewTokenFactor
 	s.ratio = max(floor, s.ratio-(s.initRatio()-floor)/newTokenRatioDecay)
 }

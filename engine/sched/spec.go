@@ -109,9 +109,7 @@ func (s *Scheduler) verifyStep(batch []*req) {
 	for i, q := range batch {
 		s.accept(q, seqs[i], drafts[i], out, i)
 	}
-	// The ratio decays toward its floor with every decode step.
-	floor := s.initRatio() * minNewTokenFactor
-	s.ratio = max(floor, s.ratio-(s.initRatio()-floor)/newTokenRatioDecay)
+	s.decayRatio()
 }
 
 // accept emits q's tokens from its verify rows (sequence j of out): row i
