@@ -252,7 +252,8 @@ func Start(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	ckpt := server.Checkpoint{Preset: opts.Preset, Seed: opts.Seed, Path: opts.ModelPath, WeightDType: string(dtype)}
+	ckpt := server.Checkpoint{Preset: opts.Preset, Seed: opts.Seed, Path: opts.ModelPath, WeightDType: string(dtype),
+		Device: dev.Kind, DeviceName: dev.Name}
 	if opts.ModelPath != "" {
 		ckpt.Preset, ckpt.Seed = "", 0
 	} else if ckpt.Preset == "" {
@@ -299,8 +300,6 @@ func Start(opts Options) (*Engine, error) {
 		MaxBodyBytes: opts.MaxBodyBytes, MaxBufferedBytes: opts.MaxBufferedBytes,
 		BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
 	}, s, tok, metrics)
-	ckpt.Device, ckpt.DeviceName = dev.Kind, dev.Name
-	e.ckpt = ckpt
 	e.Server.SetCheckpoint(ckpt)
 	if err := e.listen(opts, truth); err != nil {
 		return nil, err
