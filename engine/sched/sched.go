@@ -395,18 +395,18 @@ func New(cfg Config, exec Executor, eos []int32, vocab int, obs Observer) (*Sche
 	if kv.PageSize != cfg.PageSize {
 		return nil, fmt.Errorf("KV cache pages of %d tokens, page_size %d", kv.PageSize, cfg.PageSize)
 	}
-	spec, _ := exec.(SpecExecutor)
-	if cfg.Speculative() && spec == nil {
-		return nil, fmt.Errorf("speculative_algorithm %s: the executor has no drafter", cfg.SpeculativeAlgorithm)
+	var spec SpecExecutor
+	if cfg.Speculative() {
+		var ok bool
+		if spec, ok = exec.(SpecExecutor); !ok {
+			return nil, fmt.Errorf("speculative_algorithm %s: the executor has no drafter", cfg.SpeculativeAlgorithm)
+		}
+		if d, ok := exec.(interface{ HasDrafter() bool }); ok && !d.HasDrafter() {
+			return nil, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer to draft with", cfg.SpeculativeAlgorithm)
+		}
 	}
-	if d, ok := exec.(interface{ HasDrafter() bool }); ok && spec != nil && cfg.Speculative() && !d.HasDrafter() {
-		return nil, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer to draft with", cfg.SpeculativeAlgorithm)
-	}
-	if !cfg.Speculative() {
-		spec = nil
-	}
-	s := &Scheduler{spec: spec,
-		cfg: cfg, exec: exec, kv: kv, obs: obs, eos: eos, vocab: vocab,
+	s := &Scheduler{
+		cfg: cfg, exec: exec, spec: spec, kv: kv, obs: obs, eos: eos, vocab: vocab,
 		wake: make(chan struct{}, 1), shutdown: make(chan struct{}), done: make(chan struct{}),
 		rng: mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1)),
 	}
