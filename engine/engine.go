@@ -268,11 +268,11 @@ func Start(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model vocabulary: %w", err)
 	}
-	sc, spec, err := schedConfig(opts.Sched, cfg, simulated, dev.Kind)
+	sc, err := schedConfig(opts.Sched, cfg, simulated, dev.Kind)
 	if err != nil {
 		return nil, err
 	}
-	run, m, exec, err := newExecutor(opts, cfg, w, sc, spec, ops, dev.Kind)
+	run, m, exec, err := newExecutor(opts, cfg, w, sc, ops, dev.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -335,17 +335,16 @@ func checkOptions(opts Options) (simulated bool, dtype model.DType, devKind stri
 
 // schedConfig completes the scheduler's configuration for cfg's model: the
 // page size, the pool (sized for the device), the context length and
-// SGLang's defaults. spec says speculation drafts with the MTP layer,
-// whose KV the pool then holds too.
-func schedConfig(sc sched.Config, cfg *model.Config, simulated bool, devKind string) (_ sched.Config, spec bool, err error) {
+// SGLang's defaults. With speculation, which drafts with the MTP layer,
+// the pool holds that layer's KV too.
+func schedConfig(sc sched.Config, cfg *model.Config, simulated bool, devKind string) (sched.Config, error) {
 	if sc.PageSize == 0 {
 		sc.PageSize = 1
 	}
-	spec = sc.Speculative()
 	layers := cfg.NumHiddenLayers
-	if spec {
+	if sc.Speculative() {
 		if cfg.NumNextNPredictLayers < 1 && !simulated {
-			return sc, false, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer (num_nextn_predict_layers 0)", sc.SpeculativeAlgorithm)
+			return sc, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer (num_nextn_predict_layers 0)", sc.SpeculativeAlgorithm)
 		}
 		layers++
 	}
@@ -360,16 +359,16 @@ func schedConfig(sc sched.Config, cfg *model.Config, simulated bool, devKind str
 	}
 	sc.Defaults()
 	if err := sc.Validate(); err != nil {
-		return sc, false, err
+		return sc, err
 	}
-	return sc, spec, nil
+	return sc, nil
 }
 
 // newExecutor makes what runs the scheduler's batches: the simulated
 // executor, the device executor over ops (the GPU, or the op list on the
 // CPU), or the CPU model m.
-func newExecutor(opts Options, cfg *model.Config, w *model.Weights, sc sched.Config, spec bool, ops cudaexec.Ops, devKind string) (run sched.Executor, m *model.Model, exec *cudaexec.Executor, err error) {
-	pages := sc.MaxTotalTokens / sc.PageSize
+func newExecutor(opts Options, cfg *model.Config, w *model.Weights, sc sched.Config, ops cudaexec.Ops, devKind string) (run sched.Executor, m *model.Model, exec *cudaexec.Executor, err error) {
+	pages, spec := sc.MaxTotalTokens/sc.PageSize, sc.Speculative()
 	switch {
 	case opts.Executor == "sim":
 		se := sim.New(opts.SimCost, pages, sc.PageSize, cfg.VocabSize)
