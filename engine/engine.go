@@ -206,7 +206,6 @@ type Engine struct {
 	Server    *server.Server
 	Tokenizer *tokenizer.Tokenizer
 	name      string
-	ckpt      server.Checkpoint
 	device    Device
 	ln        net.Listener
 	http      *http.Server
@@ -287,7 +286,7 @@ func Start(opts Options) (*Engine, error) {
 	if opts.ServedModelName != "" {
 		name = opts.ServedModelName
 	}
-	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, ckpt: ckpt, device: dev, served: make(chan error, 1),
+	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, device: dev, served: make(chan error, 1),
 		exec: exec, ran: make(chan struct{})}
 	var truth *server.Truth
 	if opts.Truth != nil {
@@ -522,7 +521,7 @@ func (e *Engine) ModelName() string { return e.name }
 
 // Checkpoint is the weights the engine serves: the preset and seed or the
 // folder, the format they were rounded to and how many tensors were.
-func (e *Engine) Checkpoint() server.Checkpoint { return e.ckpt }
+func (e *Engine) Checkpoint() server.Checkpoint { return e.Server.Checkpoint() }
 
 // Device is what the engine's model runs on.
 func (e *Engine) Device() Device { return e.device }
