@@ -1157,14 +1157,23 @@ func (s *Scheduler) take(q *req, tok int32, row []float32) {
 	if q.r.Params.Logprobs {
 		q.pendingLP = append(q.pendingLP, s.logprobs(row, tok, q.r.Params.TopLogprobs))
 	}
-	switch {
-	case q.stops[tok] && len(q.out) >= q.r.Params.MinNewTokens:
-		s.retire(q, &Finish{Reason: "stop", Matched: tok})
-	case len(q.out) >= q.r.Params.MaxNewTokens:
-		s.retire(q, &Finish{Reason: "length", Matched: -1})
-	case len(q.pending) >= s.cfg.StreamInterval:
+	if f := q.finishAt(tok, len(q.out)); f != nil {
+		s.retire(q, f)
+	} else if len(q.pending) >= s.cfg.StreamInterval {
 		s.flush(q, nil)
 	}
+}
+
+// finishAt is how q ends when its n-th output token is tok: a stop token
+// once min_tokens are out, or max_tokens reached; nil while it goes on.
+func (q *req) finishAt(tok int32, n int) *Finish {
+	switch {
+	case q.stops[tok] && n >= q.r.Params.MinNewTokens:
+		return &Finish{Reason: "stop", Matched: tok}
+	case n >= q.r.Params.MaxNewTokens:
+		return &Finish{Reason: "length", Matched: -1}
+	}
+	return nil
 }
 
 // retire removes a finished request from the running batch.
