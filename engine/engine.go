@@ -206,7 +206,6 @@ type Engine struct {
 	Server    *server.Server
 	Tokenizer *tokenizer.Tokenizer
 	name      string
-	ckpt      server.Checkpoint
 	device    Device
 	ln        net.Listener
 	http      *http.Server
@@ -252,7 +251,8 @@ func Start(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	ckpt := server.Checkpoint{Preset: opts.Preset, Seed: opts.Seed, Path: opts.ModelPath, WeightDType: string(dtype)}
+	ckpt := server.Checkpoint{Preset: opts.Preset, Seed: opts.Seed, Path: opts.ModelPath, WeightDType: string(dtype),
+		Device: dev.Kind, DeviceName: dev.Name}
 	if opts.ModelPath != "" {
 		ckpt.Preset, ckpt.Seed = "", 0
 	} else if ckpt.Preset == "" {
@@ -267,11 +267,11 @@ func Start(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model vocabulary: %w", err)
 	}
-	sc, spec, err := schedConfig(opts.Sched, cfg, simulated, dev.Kind)
+	sc, err := schedConfig(opts.Sched, cfg, simulated, dev.Kind)
 	if err != nil {
 		return nil, err
 	}
-	run, m, exec, err := newExecutor(opts, cfg, w, sc, spec, ops, dev.Kind)
+	run, m, exec, err := newExecutor(opts, cfg, w, sc, ops, dev.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +286,7 @@ func Start(opts Options) (*Engine, error) {
 	if opts.ServedModelName != "" {
 		name = opts.ServedModelName
 	}
-	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, ckpt: ckpt, device: dev, served: make(chan error, 1),
+	e := &Engine{Model: m, Sched: s, Tokenizer: tok, name: name, device: dev, served: make(chan error, 1),
 		exec: exec, ran: make(chan struct{})}
 	var truth *server.Truth
 	if opts.Truth != nil {
@@ -299,8 +299,6 @@ func Start(opts Options) (*Engine, error) {
 		MaxBodyBytes: opts.MaxBodyBytes, MaxBufferedBytes: opts.MaxBufferedBytes,
 		BodyTimeout: opts.BodyTimeout, MaxParsing: opts.MaxParsing,
 	}, s, tok, metrics)
-	ckpt.Device, ckpt.DeviceName = dev.Kind, dev.Name
-	e.ckpt = ckpt
 	e.Server.SetCheckpoint(ckpt)
 	if err := e.listen(opts, truth); err != nil {
 		return nil, err
@@ -336,17 +334,16 @@ func checkOptions(opts Options) (simulated bool, dtype model.DType, devKind stri
 
 // schedConfig completes the scheduler's configuration for cfg's model: the
 // page size, the pool (sized for the device), the context length and
-// SGLang's defaults. spec says speculation drafts with the MTP layer,
-// whose KV the pool then holds too.
-func schedConfig(sc sched.Config, cfg *model.Config, simulated bool, devKind string) (_ sched.Config, spec bool, err error) {
+// SGLang's defaults. With speculation, which drafts with the MTP layer,
+// the pool holds that layer's KV too.
+func schedConfig(sc sched.Config, cfg *model.Config, simulated bool, devKind string) (sched.Config, error) {
 	if sc.PageSize == 0 {
 		sc.PageSize = 1
 	}
-	spec = sc.Speculative()
 	layers := cfg.NumHiddenLayers
-	if spec {
+	if sc.Speculative() {
 		if cfg.NumNextNPredictLayers < 1 && !simulated {
-			return sc, false, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer (num_nextn_predict_layers 0)", sc.SpeculativeAlgorithm)
+			return sc, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer (num_nextn_predict_layers 0)", sc.SpeculativeAlgorithm)
 		}
 		layers++
 	}
@@ -361,16 +358,16 @@ func schedConfig(sc sched.Config, cfg *model.Config, simulated bool, devKind str
 	}
 	sc.Defaults()
 	if err := sc.Validate(); err != nil {
-		return sc, false, err
+		return sc, err
 	}
-	return sc, spec, nil
+	return sc, nil
 }
 
 // newExecutor makes what runs the scheduler's batches: the simulated
 // executor, the device executor over ops (the GPU, or the op list on the
 // CPU), or the CPU model m.
-func newExecutor(opts Options, cfg *model.Config, w *model.Weights, sc sched.Config, spec bool, ops cudaexec.Ops, devKind string) (run sched.Executor, m *model.Model, exec *cudaexec.Executor, err error) {
-	pages := sc.MaxTotalTokens / sc.PageSize
+func newExecutor(opts Options, cfg *model.Config, w *model.Weights, sc sched.Config, ops cudaexec.Ops, devKind string) (run sched.Executor, m *model.Model, exec *cudaexec.Executor, err error) {
+	pages, spec := sc.MaxTotalTokens/sc.PageSize, sc.Speculative()
 	switch {
 	case opts.Executor == "sim":
 		se := sim.New(opts.SimCost, pages, sc.PageSize, cfg.VocabSize)
@@ -524,7 +521,7 @@ func (e *Engine) ModelName() string { return e.name }
 
 // Checkpoint is the weights the engine serves: the preset and seed or the
 // folder, the format they were rounded to and how many tensors were.
-func (e *Engine) Checkpoint() server.Checkpoint { return e.ckpt }
+func (e *Engine) Checkpoint() server.Checkpoint { return e.Server.Checkpoint() }
 
 // Device is what the engine's model runs on.
 func (e *Engine) Device() Device { return e.device }

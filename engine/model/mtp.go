@@ -15,10 +15,10 @@ import (
 // Draft (spec.go) calls it for the scheduler's speculative decoding, and
 // the one-sequence reference (specref.go) for its test.
 func (m *Model) MTPForward(seqs []Seq, prev kernels.Mat) *Output {
-	mtp := m.W.MTP
-	if mtp == nil || m.KV.Layers() <= m.Cfg.NumHiddenLayers {
+	if !m.HasDrafter() {
 		panic("model: no MTP layer in this checkpoint or its KV cache")
 	}
+	mtp := m.W.MTP
 	cfg := m.Cfg
 	H := cfg.HiddenSize
 	T, ri := m.begin(seqs)

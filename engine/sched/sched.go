@@ -395,18 +395,18 @@ func New(cfg Config, exec Executor, eos []int32, vocab int, obs Observer) (*Sche
 	if kv.PageSize != cfg.PageSize {
 		return nil, fmt.Errorf("KV cache pages of %d tokens, page_size %d", kv.PageSize, cfg.PageSize)
 	}
-	spec, _ := exec.(SpecExecutor)
-	if cfg.Speculative() && spec == nil {
-		return nil, fmt.Errorf("speculative_algorithm %s: the executor has no drafter", cfg.SpeculativeAlgorithm)
+	var spec SpecExecutor
+	if cfg.Speculative() {
+		var ok bool
+		if spec, ok = exec.(SpecExecutor); !ok {
+			return nil, fmt.Errorf("speculative_algorithm %s: the executor has no drafter", cfg.SpeculativeAlgorithm)
+		}
+		if d, ok := exec.(interface{ HasDrafter() bool }); ok && !d.HasDrafter() {
+			return nil, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer to draft with", cfg.SpeculativeAlgorithm)
+		}
 	}
-	if d, ok := exec.(interface{ HasDrafter() bool }); ok && spec != nil && cfg.Speculative() && !d.HasDrafter() {
-		return nil, fmt.Errorf("speculative_algorithm %s: the model has no MTP layer to draft with", cfg.SpeculativeAlgorithm)
-	}
-	if !cfg.Speculative() {
-		spec = nil
-	}
-	s := &Scheduler{spec: spec,
-		cfg: cfg, exec: exec, kv: kv, obs: obs, eos: eos, vocab: vocab,
+	s := &Scheduler{
+		cfg: cfg, exec: exec, spec: spec, kv: kv, obs: obs, eos: eos, vocab: vocab,
 		wake: make(chan struct{}, 1), shutdown: make(chan struct{}), done: make(chan struct{}),
 		rng: mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 1)),
 	}
@@ -1157,14 +1157,23 @@ func (s *Scheduler) take(q *req, tok int32, row []float32) {
 	if q.r.Params.Logprobs {
 		q.pendingLP = append(q.pendingLP, s.logprobs(row, tok, q.r.Params.TopLogprobs))
 	}
-	switch {
-	case q.stops[tok] && len(q.out) >= q.r.Params.MinNewTokens:
-		s.retire(q, &Finish{Reason: "stop", Matched: tok})
-	case len(q.out) >= q.r.Params.MaxNewTokens:
-		s.retire(q, &Finish{Reason: "length", Matched: -1})
-	case len(q.pending) >= s.cfg.StreamInterval:
+	if f := q.finishAt(tok, len(q.out)); f != nil {
+		s.retire(q, f)
+	} else if len(q.pending) >= s.cfg.StreamInterval {
 		s.flush(q, nil)
 	}
+}
+
+// finishAt is how q ends when its n-th output token is tok: a stop token
+// once min_tokens are out, or max_tokens reached; nil while it goes on.
+func (q *req) finishAt(tok int32, n int) *Finish {
+	switch {
+	case q.stops[tok] && n >= q.r.Params.MinNewTokens:
+		return &Finish{Reason: "stop", Matched: tok}
+	case n >= q.r.Params.MaxNewTokens:
+		return &Finish{Reason: "length", Matched: -1}
+	}
+	return nil
 }
 
 // retire removes a finished request from the running batch.
@@ -1237,7 +1246,11 @@ func (s *Scheduler) decoded(batch []*req, out *model.Output, first int) {
 		logits, _ := out.SeqRows(first + i)
 		s.emit(q, logits.Row(0))
 	}
-	// The ratio decays toward its floor with every decode step.
+	s.decayRatio()
+}
+
+// decayRatio moves the new-token ratio one decode step toward its floor.
+func (s *Scheduler) decayRatio() {
 	floor := s.initRatio() * minNewTokenFactor
 	s.ratio = max(floor, s.ratio-(s.initRatio()-floor)/newTokenRatioDecay)
 }

@@ -24,20 +24,10 @@ type harness struct {
 	s *Scheduler
 }
 
+// start runs a scheduler over the nano model with a pool of pages pages.
 func start(t *testing.T, cfg Config, pages, pageSize int) *harness {
 	t.Helper()
-	mc, _ := model.Preset("nano")
-	mc.IndexTopK = 8 // so that DSA prunes at test lengths
-	m := model.New(mc, model.Synth(mc, 1), kernels.Default(), model.NewKVCache(mc, pages, pageSize))
-	cfg.MaxTotalTokens, cfg.PageSize = pages*pageSize, pageSize
-	cfg.ContextLength = mc.MaxPositionEmbeddings
-	s, err := New(cfg, m, []int32{262}, vocabLimit, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Run()
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	return &harness{m: m, s: s}
+	return startExecObs(t, cfg, pages, pageSize, nil, nil)
 }
 
 func prompt(n, salt int) []int32 {

@@ -109,28 +109,24 @@ func (s *Scheduler) verifyStep(batch []*req) {
 	for i, q := range batch {
 		s.accept(q, seqs[i], drafts[i], out, i)
 	}
-	// The ratio decays toward its floor with every decode step.
-	floor := s.initRatio() * minNewTokenFactor
-	s.ratio = max(floor, s.ratio-(s.initRatio()-floor)/newTokenRatioDecay)
+	s.decayRatio()
 }
 
 // accept emits q's tokens from its verify rows (sequence j of out): row i
 // gives the token after verify position i, sampled as plain decoding would;
 // the run goes on while that token is the next draft and q is not done (a
-// stop token or max_tokens, decided as take decides them). It counts the
+// stop token or max_tokens, as finishAt decides for take). It counts the
 // step, keeps the hidden states of the committed positions for the next
 // draft, and gives back the pages past the new length.
 func (s *Scheduler) accept(q *req, seq model.Seq, drafts []int32, out *model.Output, j int) {
 	logits, hidden := out.SeqRows(j)
-	p := q.r.Params
 	var run []int32
 	for i := range seq.Tokens {
 		row := logits.Row(i)
 		s.maskPadding(row)
 		tok := q.sampler.Sample(row)
 		run = append(run, tok)
-		n := len(q.out) + len(run)
-		if (q.stops[tok] && n >= p.MinNewTokens) || n >= p.MaxNewTokens || i == len(drafts) || tok != drafts[i] {
+		if q.finishAt(tok, len(q.out)+len(run)) != nil || i == len(drafts) || tok != drafts[i] {
 			break
 		}
 	}

@@ -25,7 +25,7 @@ func startExec(t testing.TB, cfg Config, pages, pageSize int, wrap func(*model.M
 func startExecObs(t testing.TB, cfg Config, pages, pageSize int, wrap func(*model.Model) Executor, obs Observer) *harness {
 	t.Helper()
 	mc, _ := model.Preset("nano")
-	mc.IndexTopK = 8
+	mc.IndexTopK = 8 // so that DSA prunes at test lengths
 	m := model.New(mc, model.Synth(mc, 1), kernels.Default(), model.NewKVCache(mc, pages, pageSize))
 	cfg.MaxTotalTokens, cfg.PageSize = pages*pageSize, pageSize
 	cfg.ContextLength = mc.MaxPositionEmbeddings

@@ -3,10 +3,7 @@ package server
 import (
 	"maps"
 	"net/http"
-	"runtime"
 	"strings"
-	"sync"
-	"weak"
 
 	"github.com/glmbench/glmbench/engine/sched"
 )
@@ -32,24 +29,14 @@ type Checkpoint struct {
 	Device, DeviceName string
 }
 
-// checkpoints hold each server's Checkpoint by a weak pointer (a stopped
-// server is collected, and its entry with it): a stand-in for a field of
-// Options, whose file this change does not own.
-var checkpoints sync.Map // weak.Pointer[Server] → Checkpoint
-
 // SetCheckpoint records the weights s serves, for /get_server_info.
-func (s *Server) SetCheckpoint(c Checkpoint) {
-	key := weak.Make(s)
-	if _, had := checkpoints.Swap(key, c); !had {
-		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { checkpoints.Delete(k) }, key)
-	}
-}
+func (s *Server) SetCheckpoint(c Checkpoint) { s.checkpoint.Store(&c) }
 
 // Checkpoint is the weights s serves: SetCheckpoint's, or by default the
 // fp32 weights of Options.ModelPath.
 func (s *Server) Checkpoint() Checkpoint {
-	if c, ok := checkpoints.Load(weak.Make(s)); ok {
-		return c.(Checkpoint)
+	if c := s.checkpoint.Load(); c != nil {
+		return *c
 	}
 	return Checkpoint{Path: s.opts.ModelPath}
 }

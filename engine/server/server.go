@@ -122,6 +122,8 @@ type Server struct {
 	created  int64 // unix seconds, /v1/models' created
 
 	ready atomic.Bool
+	// checkpoint is the weights served (SetCheckpoint); nil: Options.ModelPath's.
+	checkpoint atomic.Pointer[Checkpoint]
 
 	mu       sync.Mutex
 	closing  bool
