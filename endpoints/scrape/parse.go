@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -271,7 +272,7 @@ func readHistogram(mf *dto.MetricFamily) (schema.Histogram, bool) {
 		if math.IsNaN(sum) || math.IsInf(sum, 0) || math.IsNaN(count) || math.IsInf(count, 0) {
 			continue
 		}
-		slices.SortFunc(bs, func(a, b bucket) int { return cmpFloat(a.le, b.le) })
+		slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
 		// The +Inf bucket is the count of all observations; where it is
 		// missing, _count is.
 		if !math.IsNaN(inf) {
@@ -325,16 +326,6 @@ func formatName(f expfmt.Format) string {
 		return "openmetrics"
 	}
 	return "protobuf"
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // clip returns s cut to at most n bytes and "…", never inside a UTF-8
