@@ -123,7 +123,7 @@ func (s *Scraper) Scrape(ctx context.Context) schema.MetricsSample {
 		// offending label value or token, as long as the body's line (a
 		// JSON blob served as text/plain is one line of megabytes), and
 		// the error is kept in every sample and printed as one line.
-		sample.Error = clip(text.OneLine(s.redact(sample.Error)), ErrorLimit)
+		sample.Error = text.Clip(text.OneLine(s.redact(sample.Error)), ErrorLimit, "…")
 		sample.Values, sample.Hists = nil, nil
 	}
 	return sample
