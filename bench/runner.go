@@ -93,6 +93,17 @@ type Shard struct{ Index, Count int }
 // Owns reports whether request i is the shard's; a nil shard owns all.
 func (s *Shard) Owns(i int) bool { return s == nil || s.Count <= 1 || i%s.Count == s.Index }
 
+// Requests is how many of a phase of n requests the shard owns.
+func (s *Shard) Requests(n int) int {
+	owned := 0
+	for i := range n {
+		if s.Owns(i) {
+			owned++
+		}
+	}
+	return owned
+}
+
 // Plan is a phase ready to run: its shape and its calibrated filler.
 type Plan struct {
 	Spec Spec
