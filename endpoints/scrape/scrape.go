@@ -103,9 +103,6 @@ func sameOrigin(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// URL is the URL scraped.
-func (s *Scraper) URL() string { return s.url }
-
 // Scrape GETs the metrics once and maps them (see Parse). It fills Unix
 // (when the GET was sent), Source, Values and Hists, or Error: an HTTP
 // status, a timeout, a body over BodyLimit, a parse error, no known series.
