@@ -93,6 +93,17 @@ type Shard struct{ Index, Count int }
 // Owns reports whether request i is the shard's; a nil shard owns all.
 func (s *Shard) Owns(i int) bool { return s == nil || s.Count <= 1 || i%s.Count == s.Index }
 
+// Requests is how many of a phase of n requests the shard owns.
+func (s *Shard) Requests(n int) int {
+	owned := 0
+	for i := range n {
+		if s.Owns(i) {
+			owned++
+		}
+	}
+	return owned
+}
+
 // Plan is a phase ready to run: its shape and its calibrated filler.
 type Plan struct {
 	Spec Spec
@@ -245,11 +256,7 @@ func RunPhase(ctx context.Context, o *Options, plan Plan) PhaseRun {
 	prog := o.progress()
 	ph := newPhase(o, plan, pool, prog)
 	ph.owned = owned
-	if o.MaxConcurrency > 0 && o.MaxConcurrency < len(owned) {
-		ph.sem = make(chan struct{}, o.MaxConcurrency)
-	} else {
-		ph.sem = nil
-	}
+	ph.sem = slots(o.MaxConcurrency, len(owned))
 	arrivals := arrivalOffsets(spec.N, o.RequestRate, o.Seed)
 	prog.begin(spec)
 
@@ -395,6 +402,15 @@ type phase struct {
 	onSend   func(int, time.Time)
 }
 
+// slots is the semaphore of a phase that sends n requests under a
+// --max-concurrency of limit: nil (no bound) when limit is 0 or not below n.
+func slots(limit, n int) chan struct{} {
+	if limit > 0 && limit < n {
+		return make(chan struct{}, limit)
+	}
+	return nil
+}
+
 // started calls onStart, if set, with the phase's start.
 func (ph *phase) started() {
 	if ph.onStart != nil {
@@ -427,9 +443,6 @@ func newPhase(o *Options, plan Plan, pool *endpoints.Pool, prog *Progress) *phas
 		evCap:   min(spec.Out+8, 1<<16),
 		prog:    prog,
 		records: make([]schema.Record, spec.N),
-	}
-	if o.MaxConcurrency > 0 && o.MaxConcurrency < spec.N {
-		ph.sem = make(chan struct{}, o.MaxConcurrency)
 	}
 	// A load request knows its max_tokens: a stream far past it is ended as
 	// the endpoint's fault (endpoints.EventBound).

@@ -124,9 +124,7 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 		records: make([]schema.Record, spec.N),
 		lim:     o.Limits,
 	}
-	if o.MaxConcurrency > 0 && o.MaxConcurrency < spec.N {
-		ph.sem = make(chan struct{}, o.MaxConcurrency)
-	}
+	ph.sem = slots(o.MaxConcurrency, spec.N)
 	prog.begin(spec)
 	burst := !plan.multiTurn && ph.sem == nil
 	arrivals := make([]time.Duration, spec.N)

@@ -234,12 +234,7 @@ func runPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 	for k, c := range conns {
 		ar := &agentRun{records: map[int]schema.Record{}, sent: map[int]float64{}}
 		ar.stats = schema.AgentStats{Name: c.Addr, Index: k, Count: n, MaxConcurrency: shares[k]}
-		shard := &bench.Shard{Index: k, Count: n}
-		for i := range spec.N {
-			if shard.Owns(i) {
-				ar.stats.Requests++
-			}
-		}
+		ar.stats.Requests = (&bench.Shard{Index: k, Count: n}).Requests(spec.N)
 		runs[k] = ar
 	}
 	if plan.Work != nil {

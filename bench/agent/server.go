@@ -124,13 +124,7 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
 	s.prepared.close()
 	s.prepared = pp
 	s.mu.Unlock()
-	owned := 0
-	for i := range p.Spec.N {
-		if p.Shard.Owns(i) {
-			owned++
-		}
-	}
-	writeJSON(w, Ready{Name: s.opts.Name, Requests: owned, Token: pp.token})
+	writeJSON(w, Ready{Name: s.opts.Name, Requests: p.Shard.Requests(p.Spec.N), Token: pp.token})
 }
 
 // options turns a plan into the options and plan bench.RunPhase takes,
@@ -164,12 +158,7 @@ func (p *prepared) warm(ctx context.Context) {
 	if p.o.RequestRate > 0 {
 		return
 	}
-	conns := 0
-	for i := range p.plan.Spec.N {
-		if p.o.Shard.Owns(i) {
-			conns++
-		}
-	}
+	conns := p.o.Shard.Requests(p.plan.Spec.N)
 	if p.o.MaxConcurrency > 0 {
 		conns = min(conns, p.o.MaxConcurrency)
 	}

@@ -233,6 +233,20 @@ func byTextNote(note string) string {
 	return note + ": their texts compared, character by character"
 }
 
+// parting says where differing answers' tokens (or characters: u) part,
+// at tokenAt (-1: they never do), and, compared by logprobs, the largest
+// |Δ logprob| before; whose opens it ("their", "the").
+func parting(whose, u string, tokenAt int, delta float64, byText bool) string {
+	s := fmt.Sprintf("%s %ss never part", whose, u)
+	if tokenAt >= 0 {
+		s = fmt.Sprintf("%s %ss part at %s %d", whose, u, u, tokenAt)
+	}
+	if !byText {
+		s += fmt.Sprintf("; the largest |Δ logprob| %.3g", delta)
+	}
+	return s
+}
+
 // notNow reports whether a refused the request for now (429, 503), as a
 // server past its capacity does, rather than failed it.
 func notNow(a *answer) bool {
@@ -297,16 +311,8 @@ func checkDeterminism(ctx context.Context, s *suite) outcome {
 		return pass("%s identical: %s each, %s%s", how, got[0].size(t.byText), what, said)
 	}
 	u := t.earliest.unit()
-	parted := fmt.Sprintf("their %ss never part", u)
-	if t.tokens >= 0 {
-		parted = fmt.Sprintf("their %ss part at %s %d", u, u, t.tokens)
-	}
-	lp := fmt.Sprintf("; the largest |Δ logprob| %.3g", t.delta)
-	if t.byText {
-		lp = ""
-	}
-	return fail("not deterministic: %s give %d distinct outputs; answers %s differ from the first, the earliest at %s %d (counting from 0: %s) of %s, %s%s; %s%s",
-		how, len(t.kinds), strings.Join(t.who, ", "), u, t.earliest.at, t.earliest.what, got[0].size(t.byText), parted, lp, numericsHint, said)
+	return fail("not deterministic: %s give %d distinct outputs; answers %s differ from the first, the earliest at %s %d (counting from 0: %s) of %s, %s; %s%s",
+		how, len(t.kinds), strings.Join(t.who, ", "), u, t.earliest.at, t.earliest.what, got[0].size(t.byText), parting("their", u, t.tokens, t.delta, t.byText), numericsHint, said)
 }
 
 // repeatNumerics sends the determinism check's requests 2 to len(got):
@@ -462,14 +468,6 @@ func checkBatchInvariance(ctx context.Context, s *suite) outcome {
 		return pass("the prompt alone and inside a burst of %d different prompts at once: %s, %s%s", batchBurst, alone.size(g.byText), what, said)
 	}
 	u := g.unit()
-	parted := fmt.Sprintf("the %ss never part", u)
-	if g.tokenAt >= 0 {
-		parted = fmt.Sprintf("the %ss part at %s %d", u, u, g.tokenAt)
-	}
-	lp := fmt.Sprintf("; the largest |Δ logprob| %.3g", g.delta)
-	if g.byText {
-		lp = ""
-	}
-	return fail("not batch-invariant: the prompt alone and inside a burst of %d at once differ from %s %d (counting from 0: %s) of %s, %s%s; %s%s",
-		batchBurst, u, g.at, g.what, alone.size(g.byText), parted, lp, numericsHint, said)
+	return fail("not batch-invariant: the prompt alone and inside a burst of %d at once differ from %s %d (counting from 0: %s) of %s, %s; %s%s",
+		batchBurst, u, g.at, g.what, alone.size(g.byText), parting("the", u, g.tokenAt, g.delta, g.byText), numericsHint, said)
 }

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,12 +11,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -76,7 +77,7 @@ func decode(body []byte, contentType string) (map[string]*dto.MetricFamily, erro
 	if contentType != "" {
 		media, _, err := mime.ParseMediaType(contentType)
 		if err != nil || media != "text/plain" {
-			return nil, fmt.Errorf("not an exposition glmbench reads: Content-Type %q", clip(contentType, 80))
+			return nil, fmt.Errorf("not an exposition glmbench reads: Content-Type %q", text.Clip(contentType, 80, "…"))
 		}
 	}
 	// The text format, 0.0.4 or unversioned. A TextParser must be made by
@@ -271,7 +272,7 @@ func readHistogram(mf *dto.MetricFamily) (schema.Histogram, bool) {
 		if math.IsNaN(sum) || math.IsInf(sum, 0) || math.IsNaN(count) || math.IsInf(count, 0) {
 			continue
 		}
-		slices.SortFunc(bs, func(a, b bucket) int { return cmpFloat(a.le, b.le) })
+		slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
 		// The +Inf bucket is the count of all observations; where it is
 		// missing, _count is.
 		if !math.IsNaN(inf) {
@@ -325,26 +326,4 @@ func formatName(f expfmt.Format) string {
 		return "openmetrics"
 	}
 	return "protobuf"
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// clip returns s cut to at most n bytes and "…", never inside a UTF-8
-// character.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

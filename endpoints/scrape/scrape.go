@@ -103,9 +103,6 @@ func sameOrigin(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// URL is the URL scraped.
-func (s *Scraper) URL() string { return s.url }
-
 // Scrape GETs the metrics once and maps them (see Parse). It fills Unix
 // (when the GET was sent), Source, Values and Hists, or Error: an HTTP
 // status, a timeout, a body over BodyLimit, a parse error, no known series.
@@ -123,7 +120,7 @@ func (s *Scraper) Scrape(ctx context.Context) schema.MetricsSample {
 		// offending label value or token, as long as the body's line (a
 		// JSON blob served as text/plain is one line of megabytes), and
 		// the error is kept in every sample and printed as one line.
-		sample.Error = clip(text.OneLine(s.redact(sample.Error)), ErrorLimit)
+		sample.Error = text.Clip(text.OneLine(s.redact(sample.Error)), ErrorLimit, "…")
 		sample.Values, sample.Hists = nil, nil
 	}
 	return sample
