@@ -124,9 +124,8 @@ type gpuDevice struct {
 // gpuMem is one device allocation of n 4-byte elements at ptr (0 when n
 // is 0 or the allocation failed after a sticky error).
 type gpuMem struct {
-	ptr  cuda.DevPtr
-	n    int
-	kind ElemKind
+	ptr cuda.DevPtr
+	n   int
 }
 
 // Len implements Mem.
@@ -158,7 +157,7 @@ func (d *gpuDevice) Alloc(n int, kind ElemKind) Mem {
 	if n < 0 {
 		panic(fmt.Sprintf("cudaexec: Alloc of %d elements", n))
 	}
-	m := &gpuMem{n: n, kind: kind}
+	m := &gpuMem{n: n}
 	if n == 0 || d.err != nil {
 		return m
 	}

@@ -542,6 +542,17 @@ func gpuAttendRef(q []float32, mla kernels.Mat, rank int, rows []int32, scale fl
 	return out, maxV * (2*maxErr + float64(n+4)*gpuU + 1e-6)
 }
 
+// gpuRandExperts picks, for each of T rows, K distinct experts of N at random.
+func gpuRandExperts(rng *rand.Rand, T, N, K int) []int32 {
+	idx := make([]int32, T*K)
+	for r := range T {
+		for i, ex := range rng.Perm(N)[:K] {
+			idx[r*K+i] = int32(ex)
+		}
+	}
+	return idx
+}
+
 // gpuSelection uploads per-row slot lists as a Selection of topK.
 func gpuSelection(e gpuEnv, lists [][]int32, topK int) Selection {
 	picked, count := make([]int32, len(lists)*topK), make([]int32, len(lists))
@@ -640,12 +651,7 @@ func TestDeviceSwiGLUAndExpertsAreWithinTheirLinearsBound(t *testing.T) {
 
 	const N, K, inter = 12, 3, 16
 	eg, eu, ed := gpuRandMat(rng, N*inter, H, 0.125), gpuRandMat(rng, N*inter, H, 0.125), gpuRandMat(rng, N*H, inter, 0.25)
-	idx := make([]int32, T*K)
-	for r := range T {
-		for i, ex := range rng.Perm(N)[:K] {
-			idx[r*K+i] = int32(ex)
-		}
-	}
+	idx := gpuRandExperts(rng, T, N, K)
 	w := gpuRandMat(rng, T, K, 0.5)
 	r := Routing{Idx: e.ints(idx), W: e.up(w), K: K}
 	results := e.ops.Alloc(T*K, H)
@@ -954,12 +960,7 @@ func TestDeviceARowAloneEqualsTheSameRowInABatchOf64(t *testing.T) {
 	const N, K, inter = 32, 8, 64
 	ex := Experts{Gate: e.up(gpuRandMat(rng, N*inter, H, 0.06)), Up: e.up(gpuRandMat(rng, N*inter, H, 0.06)),
 		Down: e.up(gpuRandMat(rng, N*H, inter, 0.125)), N: N, Inter: inter}
-	idx := make([]int32, B*K)
-	for r := range B {
-		for i, v := range rng.Perm(N)[:K] {
-			idx[r*K+i] = int32(v)
-		}
-	}
+	idx := gpuRandExperts(rng, B, N, K)
 	wts := gpuRandMat(rng, B, K, 0.3)
 	rb := Routing{Idx: e.ints(idx), W: e.up(wts), K: K}
 	ra := Routing{Idx: e.ints(idx[row*K : (row+1)*K]), W: e.up(kernels.NewMat(slices.Clone(wts.Row(row)), 1, K)), K: K}

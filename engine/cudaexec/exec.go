@@ -30,7 +30,6 @@ type Executor struct {
 	pool *model.KVCache
 	rope Rope
 	rc   RouteConfig
-	mtp  bool // the MTP layer is uploaded and has a KV layer
 
 	owned []Mem             // the weights' and the pool's allocations
 	f32   map[string]Tensor // scratch by name: its allocation (1 × capacity)
@@ -101,7 +100,7 @@ func NewExecutor(cfg *model.Config, w *model.Weights, ops Ops, pages, pageSize i
 	if mtp && w.MTP == nil {
 		return nil, errors.New("cudaexec: drafting asked for, but the checkpoint has no MTP layer")
 	}
-	e := &Executor{cfg: cfg, ops: ops, mtp: mtp, pool: model.NewKVPages(pages, pageSize),
+	e := &Executor{cfg: cfg, ops: ops, pool: model.NewKVPages(pages, pageSize),
 		f32: map[string]Tensor{}, i32: map[string]Ints{}, host: map[string][]float32{},
 		rc: RouteConfig{Groups: cfg.NGroup, TopKGroup: cfg.TopKGroup, K: cfg.NumExpertsPerTok,
 			Scaling: float32(cfg.RoutedScalingFactor), NormTopK: cfg.NormTopKProb},
@@ -194,7 +193,7 @@ func (e *Executor) Pool() *model.KVCache { return e.pool }
 
 // HasDrafter reports whether the Executor can draft: its MTP layer was
 // uploaded (NewExecutor's mtp).
-func (e *Executor) HasDrafter() bool { return e.mtp }
+func (e *Executor) HasDrafter() bool { return e.w.mtp != nil }
 
 // Forward implements sched.Executor as model.Forward: the batch's rows
 // through every layer, then model.norm and lm_head on the rows that want
@@ -231,7 +230,7 @@ func (e *Executor) body(b Batch, tokens Ints) Tensor {
 // Draft implements sched.SpecExecutor as model.Draft, the MTP layer's
 // forward passes on the Ops and the greedy choice on the host.
 func (e *Executor) Draft(seqs []model.DraftSeq) [][]int32 {
-	if !e.mtp {
+	if e.w.mtp == nil {
 		panic("cudaexec: Draft: the executor has no MTP layer (NewExecutor's mtp)")
 	}
 	return model.DraftWith(seqs, e.cfg.HiddenSize, e.mtpForward)

@@ -75,7 +75,7 @@ func (o *hostOps) Free(m Mem) {
 }
 
 func (o *hostOps) Upload(dst Tensor, src kernels.Mat) {
-	sameShape("Upload", dst, src.Rows, src.Cols)
+	shape("Upload", dst, src.Rows, src.Cols)
 	d := o.mat(dst)
 	for i := range src.Rows {
 		copy(d.Row(i), src.Row(i))
@@ -83,14 +83,14 @@ func (o *hostOps) Upload(dst Tensor, src kernels.Mat) {
 }
 
 func (o *hostOps) UploadInts(dst Ints, src []int32) {
-	sameLen("UploadInts", dst.Len, len(src))
+	checkI("UploadInts", dst, len(src))
 	copy(hostInts(dst), src)
 }
 
 func (o *hostOps) UploadRope(r *kernels.Rope) Rope { return uploadRope(o, r) }
 
 func (o *hostOps) Download(dst kernels.Mat, src Tensor) {
-	sameShape("Download", src, dst.Rows, dst.Cols)
+	shape("Download", src, dst.Rows, dst.Cols)
 	s := o.mat(src)
 	for i := range dst.Rows {
 		copy(dst.Row(i), s.Row(i))
@@ -98,7 +98,7 @@ func (o *hostOps) Download(dst kernels.Mat, src Tensor) {
 }
 
 func (o *hostOps) DownloadInts(dst []int32, src Ints) {
-	sameLen("DownloadInts", src.Len, len(dst))
+	checkI("DownloadInts", src, len(dst))
 	copy(dst, hostInts(src))
 }
 
@@ -113,8 +113,8 @@ func (o *hostOps) Close() error {
 }
 
 func (o *hostOps) Embed(dst, table Tensor, tokens, pos Ints, zeroAtPos0 bool) {
-	sameLen("Embed tokens", tokens.Len, dst.Rows)
-	sameLen("Embed positions", pos.Len, dst.Rows)
+	checkI("Embed tokens", tokens, dst.Rows)
+	checkI("Embed positions", pos, dst.Rows)
 	if dst.Cols != table.Cols {
 		panic(fmt.Sprintf("cudaexec: Embed: %d-wide rows of a %d-wide table", dst.Cols, table.Cols))
 	}
@@ -151,8 +151,8 @@ func (o *hostOps) Scale(x Tensor, alpha float32) {
 }
 
 func (o *hostOps) Add(dst, a, b Tensor) {
-	sameShape("Add", a, dst.Rows, dst.Cols)
-	sameShape("Add", b, dst.Rows, dst.Cols)
+	shape("Add", a, dst.Rows, dst.Cols)
+	shape("Add", b, dst.Rows, dst.Cols)
 	if d, x, y, ok := o.flat(dst, a, b); ok { // the model adds whole buffers
 		o.k.Add(d, x, y)
 		return
@@ -164,7 +164,7 @@ func (o *hostOps) Add(dst, a, b Tensor) {
 }
 
 func (o *hostOps) Copy(dst, src Tensor) {
-	sameShape("Copy", src, dst.Rows, dst.Cols)
+	shape("Copy", src, dst.Rows, dst.Cols)
 	d, s := o.mat(dst), o.mat(src)
 	for i := range dst.Rows {
 		copy(d.Row(i), s.Row(i))
@@ -172,7 +172,7 @@ func (o *hostOps) Copy(dst, src Tensor) {
 }
 
 func (o *hostOps) GatherRows(dst, src Tensor, rows Ints) {
-	sameLen("GatherRows", rows.Len, dst.Rows)
+	checkI("GatherRows", rows, dst.Rows)
 	if dst.Cols != src.Cols {
 		panic(fmt.Sprintf("cudaexec: GatherRows: %d-wide rows of a %d-wide tensor", dst.Cols, src.Cols))
 	}
@@ -239,7 +239,7 @@ func (o *hostOps) SwiGLU(dst, x Tensor, mlp MLP) {
 }
 
 func (o *hostOps) Sigmoid(dst, x Tensor) {
-	sameShape("Sigmoid", x, dst.Rows, dst.Cols)
+	shape("Sigmoid", x, dst.Rows, dst.Cols)
 	if d, s, _, ok := o.flat(dst, x, x); ok { // the model's whole buffer
 		o.k.Sigmoid(d, s)
 		return
@@ -307,7 +307,7 @@ func (o *hostOps) mat(t Tensor) kernels.Mat {
 
 // vec returns the n elements of a 1 × n tensor (a norm's weight, a bias).
 func (o *hostOps) vec(t Tensor, n int) []float32 {
-	sameShape("a weight vector", t, 1, n)
+	shape("a weight vector", t, 1, n)
 	return o.mat(t).Row(0)
 }
 
@@ -344,16 +344,4 @@ func grow(b []float32, n int) []float32 {
 		return make([]float32, n, n+n/4)
 	}
 	return b[:n]
-}
-
-func sameShape(op string, t Tensor, rows, cols int) {
-	if t.Rows != rows || t.Cols != cols {
-		panic(fmt.Sprintf("cudaexec: %s: a %d×%d tensor where %d×%d was wanted", op, t.Rows, t.Cols, rows, cols))
-	}
-}
-
-func sameLen(op string, got, want int) {
-	if got != want {
-		panic(fmt.Sprintf("cudaexec: %s: %d ints where %d were wanted", op, got, want))
-	}
 }

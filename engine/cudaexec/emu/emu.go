@@ -37,10 +37,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -133,42 +135,65 @@ func build() (string, error) {
 		// its allocations kills the harness with a report on stderr.
 		args = append(args, "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
 	}
-	args = append(args, "-o")
+	dir, err := BuildCached("emu", files, args, []string{"harness"}, func(work string) error {
+		cmd := exec.Command(gxx, append(args, "-o", filepath.Join(work, "harness"), filepath.Join(work, "harness.cpp"))...)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("emu: g++: %v\n%s", err, msg)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "harness"), nil
+}
+
+// BuildCached makes outputs (file names) from files (name to source) with
+// compile, once per set of sources and flags: into a directory of the temp
+// dir named by prefix and a hash of files and args, which it returns, and
+// where a build of the same sources by another process is reused when
+// every output is there. compile writes the outputs in a directory of its
+// own holding files; they are then renamed into place, so that processes
+// building at once never read each other's half-written files. Its own
+// errors are prefixed with prefix; compile's are returned as they are.
+func BuildCached(prefix string, files map[string]string, args, outputs []string, compile func(work string) error) (string, error) {
 	h := sha256.New()
-	for _, name := range []string{"shim.h", "runner.h", "harness.cpp", "kernels.cu", "dispatch.inc"} {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		fmt.Fprintf(h, "%s %d\n%s", name, len(files[name]), files[name])
 	}
 	fmt.Fprintln(h, args)
-	dir := filepath.Join(os.TempDir(), "glmbench-emu-"+hex.EncodeToString(h.Sum(nil))[:16])
-	bin := filepath.Join(dir, "harness")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
+	dir := filepath.Join(os.TempDir(), "glmbench-"+prefix+"-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if !slices.ContainsFunc(outputs, func(o string) bool { return !present(filepath.Join(dir, o)) }) {
+		return dir, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("emu: %w", err)
+		return "", fmt.Errorf("%s: %w", prefix, err)
 	}
-	// Each build writes its sources and binary in a directory of its own,
-	// then renames the binary into place: processes building at once never
-	// read each other's half-written files.
 	work, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
-		return "", fmt.Errorf("emu: %w", err)
+		return "", fmt.Errorf("%s: %w", prefix, err)
 	}
 	defer os.RemoveAll(work)
 	for name, src := range files {
 		if err := os.WriteFile(filepath.Join(work, name), []byte(src), 0o644); err != nil {
-			return "", fmt.Errorf("emu: %w", err)
+			return "", fmt.Errorf("%s: %w", prefix, err)
 		}
 	}
-	out := filepath.Join(work, "harness")
-	cmd := exec.Command(gxx, append(args, out, filepath.Join(work, "harness.cpp"))...)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("emu: g++: %v\n%s", err, msg)
+	if err := compile(work); err != nil {
+		return "", err
 	}
-	if err := os.Rename(out, bin); err != nil {
-		return "", fmt.Errorf("emu: %w", err)
+	for _, o := range outputs {
+		if err := os.Rename(filepath.Join(work, o), filepath.Join(dir, o)); err != nil {
+			return "", fmt.Errorf("%s: %w", prefix, err)
+		}
 	}
-	return bin, nil
+	return dir, nil
+}
+
+// present reports whether path exists.
+func present(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Device is one running emulator: a cudaexec.Memory and a cudaexec.Caller.

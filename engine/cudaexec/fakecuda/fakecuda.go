@@ -33,14 +33,12 @@
 package fakecuda
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -182,65 +180,37 @@ func build() (Libs, error) {
 		fmt.Sprintf("-DFC_CUBIN_MAGIC=%q", cubinMagic),
 		fmt.Sprintf("-DFC_SOURCE_HASH=0x%016xull", SourceHash(cudaexec.KernelSource)),
 	}
-	args := append([]string{"-shared", "-fPIC", "-std=c++20", "-O2", "-pthread", "-fvisibility=hidden", "-ffp-contract=off", "-fno-strict-aliasing", "-w"}, defs...)
+	// Clipped: the compiles below append to it at once.
+	args := slices.Clip(append([]string{"-shared", "-fPIC", "-std=c++20", "-O2", "-pthread", "-fvisibility=hidden", "-ffp-contract=off", "-fno-strict-aliasing", "-w"}, defs...))
 	libs := []struct{ src, out string }{
 		{"libcuda.cpp", "libcuda.so.1"}, {"libnvrtc.cpp", "libnvrtc.so"}, {"libcublas.cpp", "libcublas.so"},
 	}
-	h := sha256.New()
-	names := []string{"shim.h", "runner.h", "kernels.cu", "kernels.inc", "libcuda.cpp", "libnvrtc.cpp", "libcublas.cpp"}
-	for _, name := range names {
-		fmt.Fprintf(h, "%s %d\n%s", name, len(files[name]), files[name])
-	}
-	fmt.Fprintln(h, args)
-	dir := filepath.Join(os.TempDir(), "glmbench-fakecuda-"+hex.EncodeToString(h.Sum(nil))[:16])
-	out := Libs{CUDA: filepath.Join(dir, libs[0].out), NVRTC: filepath.Join(dir, libs[1].out), CUBLAS: filepath.Join(dir, libs[2].out)}
-	if present(out.CUDA) && present(out.NVRTC) && present(out.CUBLAS) {
-		return out, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Libs{}, fmt.Errorf("fakecuda: %w", err)
-	}
-	// Each build writes its sources and libraries in a directory of its
-	// own, then renames the libraries into place: processes building at
-	// once never load each other's half-written files.
-	work, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return Libs{}, fmt.Errorf("fakecuda: %w", err)
-	}
-	defer os.RemoveAll(work)
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(work, name), []byte(src), 0o644); err != nil {
-			return Libs{}, fmt.Errorf("fakecuda: %w", err)
+	outs := []string{libs[0].out, libs[1].out, libs[2].out}
+	dir, err := emu.BuildCached("fakecuda", files, args, outs, func(work string) error {
+		errs := make([]error, len(libs))
+		var wg sync.WaitGroup
+		for i, l := range libs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cmd := exec.Command(gxx, append(args, "-o", filepath.Join(work, l.out), filepath.Join(work, l.src))...)
+				if msg, err := cmd.CombinedOutput(); err != nil {
+					errs[i] = fmt.Errorf("fakecuda: g++ %s: %v\n%s", l.src, err, msg)
+				}
+			}()
 		}
-	}
-	errs := make([]error, len(libs))
-	var wg sync.WaitGroup
-	for i, l := range libs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cmd := exec.Command(gxx, append(args, "-o", filepath.Join(work, l.out), filepath.Join(work, l.src))...)
-			if msg, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("fakecuda: g++ %s: %v\n%s", l.src, err, msg)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	for i, l := range libs {
-		if errs[i] != nil {
-			return Libs{}, errs[i]
 		}
-		if err := os.Rename(filepath.Join(work, l.out), filepath.Join(dir, l.out)); err != nil {
-			return Libs{}, fmt.Errorf("fakecuda: %w", err)
-		}
+		return nil
+	})
+	if err != nil {
+		return Libs{}, err
 	}
-	return out, nil
-}
-
-// present reports whether path exists.
-func present(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+	return Libs{CUDA: filepath.Join(dir, outs[0]), NVRTC: filepath.Join(dir, outs[1]), CUBLAS: filepath.Join(dir, outs[2])}, nil
 }
 
 // GraphCounts are the fake driver's counts of its streams and graphs,

@@ -2,7 +2,6 @@ package fakecuda
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,14 +13,7 @@ import (
 // without g++).
 func nvrtc(t *testing.T) *cuda.NVRTC {
 	t.Helper()
-	libs, err := Build()
-	if errors.Is(err, ErrNoCompiler) {
-		t.Skip("g++ is not on PATH: the fake CUDA libraries cannot be built")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GLMBENCH_LIBNVRTC", libs.NVRTC)
+	Use(t)
 	n, err := cuda.LoadNVRTC()
 	if err != nil {
 		t.Fatal(err)
