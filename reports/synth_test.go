@@ -99,6 +99,20 @@ func (r run) input(path string) *Input {
 	return &Input{Path: path, Report: rep, Records: recs}
 }
 
+// writeLoad writes rep and recs into dir with WriteDir and loads the
+// folder back with Load.
+func writeLoad(t *testing.T, dir string, rep *schema.Report, recs []schema.Record) *Input {
+	t.Helper()
+	if err := WriteDir(dir, rep, recs); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // write puts the run on disk as `run` does and returns its folder.
 func (r run) write(t *testing.T) string {
 	t.Helper()
