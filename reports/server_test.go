@@ -3,8 +3,6 @@ package reports
 import (
 	"bytes"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -173,14 +171,7 @@ func TestLoadSaysWhichScrapeOfMetricsJSONLIsBad(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			if err := WriteDir(dir, &schema.Report{Schema: schema.ReportSchema, Label: "x"}, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, MetricsJSONL), []byte(tc.data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Load(dir)
+			err := loadBeside(t, "x", MetricsJSONL, tc.data)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || !isBadInput(err) {
 				t.Fatalf("got %v, want one line of bad input containing %q", err, tc.want)
 			}

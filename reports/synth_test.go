@@ -2,6 +2,7 @@ package reports
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -111,6 +112,21 @@ func writeLoad(t *testing.T, dir string, rep *schema.Report, recs []schema.Recor
 		t.Fatal(err)
 	}
 	return in
+}
+
+// loadBeside writes an empty report labelled label with WriteDir, puts
+// body into the file name beside it, and returns Load's error.
+func loadBeside(t *testing.T, label, name, body string) error {
+	t.Helper()
+	dir := t.TempDir()
+	if err := WriteDir(dir, &schema.Report{Schema: schema.ReportSchema, Label: label}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(dir)
+	return err
 }
 
 // write puts the run on disk as `run` does and returns its folder.
