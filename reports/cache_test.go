@@ -69,7 +69,7 @@ func TestARecomputedWorkloadPhaseKeepsItsKindAndRemakesItsCacheAndDrift(t *testi
 	rep.Phases[1].Cache = &schema.CacheStats{Reported: 1, HitRate: ptrF(0.99)}
 	rep.Phases[1].PromptDrift = nil
 	dir := filepath.Join(t.TempDir(), "engine")
-	in := writeLoad(t, dir, rep, recs)
+	in := writeLoad(t, dir, rep, recs, nil)
 	if len(in.Recomputed) != 2 || len(in.Warnings) != 0 {
 		t.Fatalf("recomputed %v, warnings %q", in.Recomputed, in.Warnings)
 	}

@@ -100,12 +100,18 @@ func (r run) input(path string) *Input {
 	return &Input{Path: path, Report: rep, Records: recs}
 }
 
-// writeLoad writes rep and recs into dir with WriteDir and loads the
-// folder back with Load.
-func writeLoad(t *testing.T, dir string, rep *schema.Report, recs []schema.Record) *Input {
+// writeLoad writes rep and recs into dir with WriteDir, and ss, when not
+// nil, into its metrics.jsonl with WriteMetricsFile, and loads the folder
+// back with Load.
+func writeLoad(t *testing.T, dir string, rep *schema.Report, recs []schema.Record, ss []schema.MetricsSample) *Input {
 	t.Helper()
 	if err := WriteDir(dir, rep, recs); err != nil {
 		t.Fatal(err)
+	}
+	if ss != nil {
+		if err := WriteMetricsFile(dir, ss); err != nil {
+			t.Fatal(err)
+		}
 	}
 	in, err := Load(dir)
 	if err != nil {
