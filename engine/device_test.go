@@ -3,13 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -266,33 +263,10 @@ func greedy(t *testing.T, e *Engine, prompt string, n, top int) completion {
 	if top > 0 {
 		body["logprobs"] = top
 	}
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(e.BaseURL()+"/completions", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out struct {
-		Choices []struct {
-			Text     string `json:"text"`
-			Logprobs *struct {
-				Tokens        []string             `json:"tokens"`
-				TokenLogprobs []*float64           `json:"token_logprobs"`
-				TopLogprobs   []map[string]float64 `json:"top_logprobs"`
-			} `json:"logprobs"`
-		} `json:"choices"`
-		Usage struct {
-			CompletionTokens int `json:"completion_tokens"`
-		} `json:"usage"`
-	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil || len(out.Choices) != 1 {
-		t.Fatalf("HTTP %d: %s", resp.StatusCode, raw)
-	}
+	lp, completionTokens := PostCompletion(t, e.BaseURL(), body)
 	var c completion
-	lp := out.Choices[0].Logprobs
 	if lp == nil {
-		c.tokens = make([]string, out.Usage.CompletionTokens)
+		c.tokens = make([]string, completionTokens)
 		return c
 	}
 	c.tokens = lp.Tokens

@@ -1,10 +1,8 @@
 package engine_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -28,27 +26,11 @@ type completion struct {
 // complete posts a temperature-0 completion with logprobs 1.
 func complete(t *testing.T, base, prompt string, maxTokens int, echo bool) completion {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": maxTokens, "temperature": 0,
+	lp, _ := engine.PostCompletion(t, base, map[string]any{"prompt": prompt, "max_tokens": maxTokens, "temperature": 0,
 		"logprobs": 1, "echo": echo, "ignore_eos": true})
-	resp, err := http.Post(base+"/completions", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
+	if lp == nil {
+		lp = &engine.CompletionLogprobs{}
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out struct {
-		Choices []struct {
-			Logprobs struct {
-				Tokens        []string             `json:"tokens"`
-				TokenLogprobs []*float64           `json:"token_logprobs"`
-				TopLogprobs   []map[string]float64 `json:"top_logprobs"`
-			} `json:"logprobs"`
-		} `json:"choices"`
-	}
-	if resp.StatusCode != 200 || json.Unmarshal(raw, &out) != nil || len(out.Choices) != 1 {
-		t.Fatalf("HTTP %d: %s", resp.StatusCode, raw)
-	}
-	lp := out.Choices[0].Logprobs
 	c := completion{tokens: lp.Tokens}
 	for i, v := range lp.TokenLogprobs {
 		x := math.NaN()

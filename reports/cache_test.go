@@ -69,13 +69,7 @@ func TestARecomputedWorkloadPhaseKeepsItsKindAndRemakesItsCacheAndDrift(t *testi
 	rep.Phases[1].Cache = &schema.CacheStats{Reported: 1, HitRate: ptrF(0.99)}
 	rep.Phases[1].PromptDrift = nil
 	dir := filepath.Join(t.TempDir(), "engine")
-	if err := WriteDir(dir, rep, recs); err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := writeLoad(t, dir, rep, recs, nil)
 	if len(in.Recomputed) != 2 || len(in.Warnings) != 0 {
 		t.Fatalf("recomputed %v, warnings %q", in.Recomputed, in.Warnings)
 	}
@@ -140,11 +134,8 @@ func TestReportJSONSaysNullNotZeroForAServerThatReportsNoCachedTokens(t *testing
 func TestReportsShowThePrefixCacheAndTheDrift(t *testing.T) {
 	t.Parallel()
 	rep, _ := workloadReport(true)
-	var md bytes.Buffer
-	if err := WriteMarkdown(&md, rep); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "workload.md.golden", md.Bytes())
+	md := markdown(t, rep)
+	golden(t, "workload.md.golden", []byte(md))
 	term := compact(t, rep, "")
 	golden(t, "workload.txt.golden", []byte(term))
 	// 5760/8192 = 70.3%; hits 6, misses 2; TTFT 0.1 s on hits, 0.4 s on misses.
@@ -154,7 +145,7 @@ func TestReportsShowThePrefixCacheAndTheDrift(t *testing.T) {
 		"| chat  | 8        | +4  | +4  | 4       | 10        | within ",
 		"- **hit** = a reporting request with at least 10% of its prompt tokens cached",
 	} {
-		if !strings.Contains(md.String(), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
@@ -169,12 +160,9 @@ func TestReportsShowThePrefixCacheAndTheDrift(t *testing.T) {
 func TestAServerThatReportsNoCachedTokensIsNotReportedNeverZeroPercent(t *testing.T) {
 	t.Parallel()
 	rep, _ := workloadReport(false)
-	var md bytes.Buffer
-	if err := WriteMarkdown(&md, rep); err != nil {
-		t.Fatal(err)
-	}
+	md := markdown(t, rep)
 	term := compact(t, rep, "")
-	for name, out := range map[string]string{"report.md": md.String(), "terminal": term} {
+	for name, out := range map[string]string{"report.md": md, "terminal": term} {
 		if strings.Contains(out, "0.0%") {
 			t.Errorf("%s shows 0.0%% for a server that reported nothing:\n%s", name, out)
 		}
@@ -183,7 +171,7 @@ func TestAServerThatReportsNoCachedTokensIsNotReportedNeverZeroPercent(t *testin
 			t.Errorf("%s lacks \"not reported\" beside the expected 70.3%%:\n%s", name, out)
 		}
 	}
-	if !strings.Contains(md.String(), "the server reports no cached tokens") {
+	if !strings.Contains(md, "the server reports no cached tokens") {
 		t.Error("report.md lacks the note")
 	}
 	// Fixed phases alone against such a server: the terminal says so in one
@@ -194,12 +182,9 @@ func TestAServerThatReportsNoCachedTokensIsNotReportedNeverZeroPercent(t *testin
 	if !strings.Contains(term, "Prefix cache: the server reports no cached tokens.") || strings.Contains(term, "hits/misses") {
 		t.Errorf("terminal summary of a silent server:\n%s", term)
 	}
-	md.Reset()
-	if err := WriteMarkdown(&md, fixed); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), "| single | —        | not reported |") || strings.Contains(md.String(), "Prompt length drift") {
-		t.Errorf("report.md of fixed phases against a silent server:\n%s", md.String())
+	md = markdown(t, fixed)
+	if !strings.Contains(md, "| single | —        | not reported |") || strings.Contains(md, "Prompt length drift") {
+		t.Errorf("report.md of fixed phases against a silent server:\n%s", md)
 	}
 }
 
@@ -305,11 +290,7 @@ func TestTheCacheTablesFitWhateverAReportHolds(t *testing.T) {
 	if strings.Contains(out, "\nkind no glmbench") || strings.Contains(out, "\nof many lines") {
 		t.Fatalf("a report's text broke a line:\n%s", out)
 	}
-	var md bytes.Buffer
-	if err := WriteMarkdown(&md, rep); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), "| 70.3%        |") {
-		t.Fatalf("report.md:\n%s", md.String())
+	if md := markdown(t, rep); !strings.Contains(md, "| 70.3%        |") {
+		t.Fatalf("report.md:\n%s", md)
 	}
 }

@@ -1,8 +1,6 @@
 package reports
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,14 +58,7 @@ func TestBadEvalsJSONLIsBadInputNamingItsLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			if err := WriteDir(dir, &schema.Report{Schema: schema.ReportSchema, Label: "a"}, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, EvalsJSONL), []byte(tc.body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Load(dir)
+			err := loadBeside(t, "a", EvalsJSONL, tc.body)
 			if !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), EvalsJSONL) {
 				t.Errorf("error %v, want bad input naming %s and %q", err, EvalsJSONL, tc.want)
 			}

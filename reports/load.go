@@ -81,29 +81,20 @@ func Load(path string) (*Input, error) {
 		return in, nil
 	}
 	dir := filepath.Dir(file)
-	found, err := readSidecar(filepath.Join(dir, RecordsJSONL), func(r io.Reader) (err error) {
-		in.Records, err = ReadRecords(r)
-		return err
-	})
-	if err != nil {
+	var found bool
+	if in.Records, found, err = readSidecar(filepath.Join(dir, RecordsJSONL), ReadRecords); err != nil {
 		return nil, err
 	}
 	if found {
 		recompute(in)
 	}
-	if found, err = readSidecar(filepath.Join(dir, MetricsJSONL), func(r io.Reader) (err error) {
-		in.Samples, err = ReadMetrics(r)
-		return err
-	}); err != nil {
+	if in.Samples, found, err = readSidecar(filepath.Join(dir, MetricsJSONL), ReadMetrics); err != nil {
 		return nil, err
 	}
 	if found {
 		recomputeServer(in)
 	}
-	if _, err = readSidecar(filepath.Join(dir, EvalsJSONL), func(r io.Reader) (err error) {
-		in.Items, err = ReadEvalItems(r)
-		return err
-	}); err != nil {
+	if in.Items, _, err = readSidecar(filepath.Join(dir, EvalsJSONL), ReadEvalItems); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -112,19 +103,19 @@ func Load(path string) (*Input, error) {
 // readSidecar reads the file at path, one of the JSONL files beside a
 // report.json, with read. A missing file is not an error: found is false.
 // Any other fault, opening or reading, is bad input naming the file.
-func readSidecar(path string, read func(io.Reader) error) (found bool, err error) {
+func readSidecar[T any](path string, read func(io.Reader) ([]T, error)) (vals []T, found bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return false, badinput.Errorf("%s: %v", path, unwrapPath(err))
+		return nil, false, badinput.Errorf("%s: %v", path, unwrapPath(err))
 	}
 	defer f.Close()
-	if err := read(f); err != nil {
-		return false, badinput.Errorf("%s: %v", path, err)
+	if vals, err = read(f); err != nil {
+		return nil, false, badinput.Errorf("%s: %v", path, err)
 	}
-	return true, nil
+	return vals, true, nil
 }
 
 // recomputeServer replaces the server block of every phase, and of every

@@ -57,13 +57,7 @@ func TestLoadKeepsStoredFiguresWhenRecordsDoNotFit(t *testing.T) {
 	dir := run{label: "main", seed: 1, specs: []bench.Spec{single, decodeMd}}.write(t)
 	rep, recs := run{label: "main", seed: 1, specs: []bench.Spec{single, decodeMd}}.build()
 	recs = append(recs[:10], schema.Record{Phase: "other", I: 0})
-	if err := WriteDir(dir, rep, recs); err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := writeLoad(t, dir, rep, recs, nil)
 	if len(in.Warnings) != 2 || !strings.Contains(in.Warnings[0], "phase decode_medium has 9 records but batch_size 64") ||
 		!strings.Contains(in.Warnings[1], "records of phase other") || in.Report.Phases[1].OutTput != rep.Phases[1].OutTput {
 		t.Fatalf("warnings %q", in.Warnings)
@@ -169,13 +163,7 @@ func TestLoadRecomputesSLOFiguresOrKeepsThemWhenTheSLOsDoNotParse(t *testing.T) 
 				rep.Phases[i].SLOMet, rep.Phases[i].Goodput = &met, &tc.goodput
 			}
 			dir := filepath.Join(t.TempDir(), "main")
-			if err := WriteDir(dir, rep, recs); err != nil {
-				t.Fatal(err)
-			}
-			in, err := Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in := writeLoad(t, dir, rep, recs, nil)
 			ph := in.Report.Phases[1]
 			if ph.Goodput == nil || ph.SLOMet == nil {
 				t.Fatalf("SLO figures lost: goodput %v, met %v", ph.Goodput, ph.SLOMet)
@@ -227,13 +215,7 @@ func TestLoadRecomputesASweepFromItsRecords(t *testing.T) {
 	// Spoil the stored figures: only the records should count.
 	rep.Sweeps[0].Points[0].OutTput, rep.Sweeps[0].Points[0].Good, rep.Sweeps[0].Points[1].Slices = 1, false, nil
 	dir := filepath.Join(t.TempDir(), "main")
-	if err := WriteDir(dir, rep, recs); err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := writeLoad(t, dir, rep, recs, nil)
 	s := in.Report.Sweeps[0]
 	if !slices.Contains(in.Recomputed, "sw") || len(in.Warnings) != 0 {
 		t.Fatalf("recomputed %v, warnings %q", in.Recomputed, in.Warnings)

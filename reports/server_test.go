@@ -3,8 +3,6 @@ package reports
 import (
 	"bytes"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -108,18 +106,8 @@ func TestLoadRecomputesTheServerBlockFromMetricsJSONL(t *testing.T) {
 	rep.Phases[1].Server = &schema.ServerStats{Source: "stale", Requests: fptr(1)}
 	// The single phase keeps its stored block: metrics.jsonl has no scrape of it.
 	rep.Phases[0].Server = &schema.ServerStats{Source: "kept", Requests: fptr(1)}
-	dir := t.TempDir()
-	if err := WriteDir(dir, rep, recs); err != nil {
-		t.Fatal(err)
-	}
 	ss = append(ss, schema.MetricsSample{Phase: "gone", T: 0})
-	if err := WriteMetricsFile(dir, ss); err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := writeLoad(t, t.TempDir(), rep, recs, ss)
 	got := in.Report.Phases[1].Server
 	if got == nil || !reflect.DeepEqual(*got, want) {
 		t.Fatalf("server block\n%+v\nwant\n%+v", got, want)
@@ -143,21 +131,11 @@ func TestLoadRecomputesASweepPointsServerBlock(t *testing.T) {
 	t.Parallel()
 	rep := &schema.Report{Schema: schema.ReportSchema, Label: "sw", Sweeps: []schema.SweepResult{{Name: "sweep",
 		Points: []schema.SweepPoint{{Point: 1, PhaseResult: schema.PhaseResult{Phase: "sweep"}}, {Point: 2, PhaseResult: schema.PhaseResult{Phase: "sweep"}}}}}}
-	dir := t.TempDir()
-	if err := WriteDir(dir, rep, nil); err != nil {
-		t.Fatal(err)
-	}
 	ss := []schema.MetricsSample{
 		{Phase: "sweep", Point: 2, T: 0, Values: map[string]float64{schema.SrvRequests: 10}},
 		{Phase: "sweep", Point: 2, T: 1, Values: map[string]float64{schema.SrvRequests: 17}},
 	}
-	if err := WriteMetricsFile(dir, ss); err != nil {
-		t.Fatal(err)
-	}
-	in, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := writeLoad(t, t.TempDir(), rep, nil, ss)
 	pts := in.Report.Sweeps[0].Points
 	if pts[0].Server != nil || pts[1].Server == nil || *pts[1].Server.Requests != 7 {
 		t.Fatalf("point 1 %+v, point 2 %+v; want none and 7 requests", pts[0].Server, pts[1].Server)
@@ -173,14 +151,7 @@ func TestLoadSaysWhichScrapeOfMetricsJSONLIsBad(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			if err := WriteDir(dir, &schema.Report{Schema: schema.ReportSchema, Label: "x"}, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, MetricsJSONL), []byte(tc.data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Load(dir)
+			err := loadBeside(t, "x", MetricsJSONL, tc.data)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || !isBadInput(err) {
 				t.Fatalf("got %v, want one line of bad input containing %q", err, tc.want)
 			}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -97,6 +98,41 @@ func (r run) build() (*schema.Report, []schema.Record) {
 func (r run) input(path string) *Input {
 	rep, recs := r.build()
 	return &Input{Path: path, Report: rep, Records: recs}
+}
+
+// writeLoad writes rep and recs into dir with WriteDir, and ss, when not
+// nil, into its metrics.jsonl with WriteMetricsFile, and loads the folder
+// back with Load.
+func writeLoad(t *testing.T, dir string, rep *schema.Report, recs []schema.Record, ss []schema.MetricsSample) *Input {
+	t.Helper()
+	if err := WriteDir(dir, rep, recs); err != nil {
+		t.Fatal(err)
+	}
+	if ss != nil {
+		if err := WriteMetricsFile(dir, ss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// loadBeside writes an empty report labelled label with WriteDir, puts
+// body into the file name beside it, and returns Load's error.
+func loadBeside(t *testing.T, label, name, body string) error {
+	t.Helper()
+	dir := t.TempDir()
+	if err := WriteDir(dir, &schema.Report{Schema: schema.ReportSchema, Label: label}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(dir)
+	return err
 }
 
 // write puts the run on disk as `run` does and returns its folder.

@@ -36,12 +36,8 @@ func TestEvalTablesListMetricsInOrderAndSubjectsApart(t *testing.T) {
 		}
 	}
 	// report.md shows the same tables.
-	var md bytes.Buffer
-	if err := WriteMarkdown(&md, &schema.Report{Schema: schema.ReportSchema, Label: "x", Evals: evals}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), out) {
-		t.Errorf("report.md's evals differ from WriteEvals':\n%s", md.String())
+	if md := markdown(t, &schema.Report{Schema: schema.ReportSchema, Label: "x", Evals: evals}); !strings.Contains(md, out) {
+		t.Errorf("report.md's evals differ from WriteEvals':\n%s", md)
 	}
 }
 

@@ -49,29 +49,49 @@ func WriteJSON(w io.Writer, r *schema.Report) error {
 
 // WriteRecords writes one JSON object per record.
 func WriteRecords(w io.Writer, recs []schema.Record) error {
+	return writeJSONL(w, len(recs), func(enc *json.Encoder, i int) error { return enc.Encode(&recs[i]) })
+}
+
+// ReadRecords reads requests.jsonl.
+func ReadRecords(r io.Reader) ([]schema.Record, error) {
+	return readJSONL[schema.Record](r, "record", nil)
+}
+
+// writeJSONL writes n JSON objects, one a line, through a large buffer:
+// encode writes the i-th (0-based) with enc, which leaves HTML characters
+// unescaped.
+func writeJSONL(w io.Writer, n int, encode func(enc *json.Encoder, i int) error) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for i := range recs {
-		if err := enc.Encode(&recs[i]); err != nil {
+	for i := range n {
+		if err := encode(enc, i); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
 }
 
-// ReadRecords reads requests.jsonl.
-func ReadRecords(r io.Reader) ([]schema.Record, error) {
+// readJSONL reads JSON values of type T, streamed, until the input ends. A
+// value that does not decode is an error naming it "<what> N", N counting
+// from 1; check, when not nil, sees each value with its N before it is kept,
+// and its error ends the read.
+func readJSONL[T any](r io.Reader, what string, check func(line int, v *T) error) ([]T, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	var out []schema.Record
+	var out []T
 	for line := 1; ; line++ {
-		var rec schema.Record
-		if err := dec.Decode(&rec); err == io.EOF {
+		var v T
+		if err := dec.Decode(&v); err == io.EOF {
 			return out, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("record %d: %w", line, err)
+			return nil, fmt.Errorf("%s %d: %w", what, line, err)
 		}
-		out = append(out, rec)
+		if check != nil {
+			if err := check(line, &v); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, v)
 	}
 }
 
@@ -79,10 +99,7 @@ func ReadRecords(r io.Reader) ([]schema.Record, error) {
 // finite number (a gauge of NaN: the server had none to show) is left out,
 // as JSON has no NaN: absent is what the reader takes for "not exposed".
 func WriteMetrics(w io.Writer, samples []schema.MetricsSample) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for i := range samples {
+	return writeJSONL(w, len(samples), func(enc *json.Encoder, i int) error {
 		s := samples[i]
 		for _, v := range s.Values {
 			if !isFinite(v) {
@@ -93,8 +110,8 @@ func WriteMetrics(w io.Writer, samples []schema.MetricsSample) error {
 		if err := enc.Encode(&s); err != nil {
 			return fmt.Errorf("scrape %d: %w", i+1, err)
 		}
-	}
-	return bw.Flush()
+		return nil
+	})
 }
 
 // finite is a copy of vals without its values that are not finite.
@@ -111,31 +128,18 @@ func finite(vals map[string]float64) map[string]float64 {
 // ReadMetrics reads metrics.jsonl, streamed. A line that is not a scrape
 // is an error naming its line (bad input to the caller, as ReadRecords').
 func ReadMetrics(r io.Reader) ([]schema.MetricsSample, error) {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	var out []schema.MetricsSample
-	for line := 1; ; line++ {
-		var s schema.MetricsSample
-		if err := dec.Decode(&s); err == io.EOF {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("scrape %d: %w", line, err)
-		}
-		out = append(out, s)
-	}
+	return readJSONL[schema.MetricsSample](r, "scrape", nil)
 }
 
 // WriteEvalItems writes one JSON object per item. An item whose score or
 // nll is not a finite number is an error naming it: JSON has no NaN.
 func WriteEvalItems(w io.Writer, items []schema.EvalItem) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for i := range items {
+	return writeJSONL(w, len(items), func(enc *json.Encoder, i int) error {
 		if err := enc.Encode(&items[i]); err != nil {
 			return fmt.Errorf("%s item %s: %w", items[i].Eval, items[i].ID, err)
 		}
-	}
-	return bw.Flush()
+		return nil
+	})
 }
 
 // ReadEvalItems reads evals.jsonl, streamed. A line that is not an item,
@@ -143,26 +147,18 @@ func WriteEvalItems(w io.Writer, items []schema.EvalItem) error {
 // (the pairing would be ambiguous) is an error naming its line (bad input
 // to the caller, as ReadRecords').
 func ReadEvalItems(r io.Reader) ([]schema.EvalItem, error) {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	var out []schema.EvalItem
 	seen := map[[2]string]int{}
-	for line := 1; ; line++ {
-		var it schema.EvalItem
-		if err := dec.Decode(&it); err == io.EOF {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("item %d: %w", line, err)
-		}
+	return readJSONL(r, "item", func(line int, it *schema.EvalItem) error {
 		if it.Eval == "" || it.ID == "" {
-			return nil, fmt.Errorf("item %d: no eval or no id", line)
+			return fmt.Errorf("item %d: no eval or no id", line)
 		}
 		k := [2]string{it.Eval, it.ID}
 		if first, dup := seen[k]; dup {
-			return nil, fmt.Errorf("item %d: %s id %q again (first at item %d)", line, it.Eval, it.ID, first)
+			return fmt.Errorf("item %d: %s id %q again (first at item %d)", line, it.Eval, it.ID, first)
 		}
 		seen[k] = line
-		out = append(out, it)
-	}
+		return nil
+	})
 }
 
 // MergeEvalItemsFile puts items into dir's evals.jsonl the way MergeEvals

@@ -116,6 +116,17 @@ func compare(r redactor, a, b sample) gap {
 			g.at, g.what = i, what
 		}
 	}
+	// end is the gap once the first n units agree: one answer is longer,
+	// or the two stop for different reasons, or none.
+	end := func(n int, sameLen bool) gap {
+		if !sameLen {
+			g.tokenAt = n
+			mark(n, "one answer ends there")
+		} else if a.finish != b.finish {
+			mark(n, fmt.Sprintf("finish_reason %q then %q", a.finish, b.finish))
+		}
+		return g
+	}
 	if a.toks == nil || b.toks == nil {
 		g.byText = true
 		n := min(len(a.text), len(b.text))
@@ -126,13 +137,7 @@ func compare(r redactor, a, b sample) gap {
 				return g
 			}
 		}
-		if len(a.text) != len(b.text) {
-			g.tokenAt = n
-			mark(n, "one answer ends there")
-		} else if a.finish != b.finish {
-			mark(n, fmt.Sprintf("finish_reason %q then %q", a.finish, b.finish))
-		}
-		return g
+		return end(n, len(a.text) == len(b.text))
 	}
 	n := min(len(a.toks), len(b.toks))
 	for i := range n {
@@ -158,13 +163,7 @@ func compare(r redactor, a, b sample) gap {
 			mark(i, "the same token, other top_logprobs")
 		}
 	}
-	if len(a.toks) != len(b.toks) {
-		g.tokenAt = n
-		mark(n, "one answer ends there")
-	} else if a.finish != b.finish {
-		mark(n, fmt.Sprintf("finish_reason %q then %q", a.finish, b.finish))
-	}
-	return g
+	return end(n, len(a.toks) == len(b.toks))
 }
 
 // unit is what a gap's positions count.

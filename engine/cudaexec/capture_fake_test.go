@@ -49,18 +49,7 @@ func TestFakeCUDACaptureRefusesASynchronousCopyAndReplaysWhatItRecorded(t *testi
 	if err := cuda.CopyToDevice(ctx, p, []float32{1, 2, 3, 4}); err != nil {
 		t.Fatal(err)
 	}
-	fn, err := mod.Function("scale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := fn.ParamInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ctx.NewLauncher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, layout, l := fakeKernel(t, ctx, mod, "scale")
 	defer l.Close()
 	l.SetStream(s)
 	params := []cuda.Param{{Kind: cuda.Pointer, Ptr: p}, {Kind: cuda.Int32, I: 4}, {Kind: cuda.Int32, I: 1}, {Kind: cuda.Int32, I: 4}, {Kind: cuda.Float32, F: 2}}

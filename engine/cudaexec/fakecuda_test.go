@@ -193,6 +193,25 @@ func fakeModule(t *testing.T, dev *cuda.Device, ctx *cuda.Context) *cuda.Module 
 	return mod
 }
 
+// fakeKernel is mod's kernel name, its parameter layout, and a launcher on
+// ctx for it; the caller closes the launcher.
+func fakeKernel(t *testing.T, ctx *cuda.Context, mod *cuda.Module, name string) (*cuda.Function, cuda.Layout, *cuda.Launcher) {
+	t.Helper()
+	fn, err := mod.Function(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout, err := fn.ParamInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ctx.NewLauncher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn, layout, l
+}
+
 func TestFakeCUDAKernelLayoutsAreTheCCompilersAndEqualKernelSignatures(t *testing.T) {
 	_, dev, ctx := fakeContext(t)
 	mod := fakeModule(t, dev, ctx)
@@ -312,18 +331,7 @@ func TestFakeCUDAExecutorMatchesTheCPUModelWithin1e4(t *testing.T) {
 func TestFakeCUDAAKernelGivenAPointerOutsideDeviceMemoryFaultsTheContext(t *testing.T) {
 	_, dev, ctx := fakeContext(t)
 	mod := fakeModule(t, dev, ctx)
-	fn, err := mod.Function("scale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := fn.ParamInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ctx.NewLauncher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn, layout, l := fakeKernel(t, ctx, mod, "scale")
 	kinds := cudaexec.KernelSignatures()["scale"]
 	params := make([]cuda.Param, len(kinds))
 	for i, k := range kinds {
@@ -336,7 +344,7 @@ func TestFakeCUDAAKernelGivenAPointerOutsideDeviceMemoryFaultsTheContext(t *test
 			params[i] = cuda.Param{Kind: cuda.Float32, F: 1}
 		}
 	}
-	err = l.Launch(fn, cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 1, Y: 1, Z: 1}, 0, layout, params)
+	err := l.Launch(fn, cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 1, Y: 1, Z: 1}, 0, layout, params)
 	if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS (700)") || !strings.Contains(err.Error(), "scale") {
 		t.Fatalf("a launch with a pointer outside device memory: %v, want CUDA_ERROR_ILLEGAL_ADDRESS naming the kernel", err)
 	}

@@ -136,30 +136,25 @@ func TestLaunchOpsLinearsAreWithinTheirRoundingBound(t *testing.T) {
 		for _, sz := range []struct{ M, N, K int }{{5, 131, 19}, {17, 65, 33}, {130, 7, 9}, {70, 131, 40}, {1, 3, 1}} {
 			x, w, wn := randMat(r, sz.M, sz.K), randMat(r, sz.N, sz.K), randMat(r, sz.K, sz.N)
 			dst := o.Alloc(sz.M+2, sz.N+1).Slice(1, sz.M+1, 1, sz.N+1)
+			// check compares dst with x · W, where wkj(k, j) is W's
+			// element (k, j): w transposed for MatMulT, wn for MatMul.
+			check := func(op string, wkj func(k, j int) float64) {
+				got := down(t, o, dst)
+				for i := range sz.M {
+					for j := range sz.N {
+						var s, a float64
+						for k := range sz.K {
+							s += at(x, i, k) * wkj(k, j)
+							a += math.Abs(at(x, i, k) * wkj(k, j))
+						}
+						within(t, op, i, j, got.Data[i*sz.N+j], s, float64(sz.K)*eps24*a)
+					}
+				}
+			}
 			o.MatMulT(dst, strided(o, x), strided(o, w))
-			got := down(t, o, dst)
-			for i := range sz.M {
-				for j := range sz.N {
-					var s, a float64
-					for k := range sz.K {
-						s += at(x, i, k) * at(w, j, k)
-						a += math.Abs(at(x, i, k) * at(w, j, k))
-					}
-					within(t, "MatMulT", i, j, got.Data[i*sz.N+j], s, float64(sz.K)*eps24*a)
-				}
-			}
+			check("MatMulT", func(k, j int) float64 { return at(w, j, k) })
 			o.MatMul(dst, strided(o, x), strided(o, wn))
-			got = down(t, o, dst)
-			for i := range sz.M {
-				for j := range sz.N {
-					var s, a float64
-					for k := range sz.K {
-						s += at(x, i, k) * at(wn, k, j)
-						a += math.Abs(at(x, i, k) * at(wn, k, j))
-					}
-					within(t, "MatMul", i, j, got.Data[i*sz.N+j], s, float64(sz.K)*eps24*a)
-				}
-			}
+			check("MatMul", func(k, j int) float64 { return at(wn, k, j) })
 		}
 	})
 }

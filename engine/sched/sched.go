@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -95,27 +96,13 @@ const (
 // as when GPU memory is unknown, max prefill 16384, page size 1, fcfs,
 // stream interval 1, conservativeness 1).
 func (c *Config) Defaults() {
-	if c.ChunkedPrefillSize == 0 {
-		c.ChunkedPrefillSize = 4096
-	}
-	if c.MaxPrefillTokens == 0 {
-		c.MaxPrefillTokens = 16384
-	}
-	if c.PageSize == 0 {
-		c.PageSize = 1
-	}
-	if c.SchedulePolicy == "" {
-		c.SchedulePolicy = "fcfs"
-	}
-	if c.StreamInterval == 0 {
-		c.StreamInterval = 1
-	}
-	if c.ScheduleConservativeness == 0 {
-		c.ScheduleConservativeness = 1
-	}
-	if c.MaxRunningRequests == 0 {
-		c.MaxRunningRequests = min(2048, max(1, c.MaxTotalTokens/2))
-	}
+	c.ChunkedPrefillSize = cmp.Or(c.ChunkedPrefillSize, 4096)
+	c.MaxPrefillTokens = cmp.Or(c.MaxPrefillTokens, 16384)
+	c.PageSize = cmp.Or(c.PageSize, 1)
+	c.SchedulePolicy = cmp.Or(c.SchedulePolicy, "fcfs")
+	c.StreamInterval = cmp.Or(c.StreamInterval, 1)
+	c.ScheduleConservativeness = cmp.Or(c.ScheduleConservativeness, 1)
+	c.MaxRunningRequests = cmp.Or(c.MaxRunningRequests, min(2048, max(1, c.MaxTotalTokens/2)))
 	if c.Speculative() {
 		c.specDefaults()
 	}
@@ -130,12 +117,8 @@ func (c *Config) specDefaults() {
 	if strings.EqualFold(c.SpeculativeAlgorithm, "NEXTN") {
 		c.SpeculativeAlgorithm = "EAGLE"
 	}
-	if c.SpeculativeNumSteps == 0 {
-		c.SpeculativeNumSteps = 3
-	}
-	if c.SpeculativeEagleTopK == 0 {
-		c.SpeculativeEagleTopK = 1
-	}
+	c.SpeculativeNumSteps = cmp.Or(c.SpeculativeNumSteps, 3)
+	c.SpeculativeEagleTopK = cmp.Or(c.SpeculativeEagleTopK, 1)
 	if c.SpeculativeEagleTopK == 1 {
 		c.SpeculativeNumDraftTokens = c.SpeculativeNumSteps + 1
 	}

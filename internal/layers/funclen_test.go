@@ -2,7 +2,6 @@ package layers
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"strconv"
 	"testing"
@@ -38,11 +37,7 @@ func TestLongFuncsCountsSignatureToClosingBrace(t *testing.T) {
 	// at is exactly maxFuncLines long; over is one line more; a body-less
 	// declaration (assembly) has no length.
 	src := "package a\n\nfunc at() {\n" + body + "}\n\nfunc over() {\n" + body + "\t_ = 1\n}\n\nfunc asm()\n"
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "a.go", src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fset, f := parseSource(t, src)
 	got := longFuncs(fset, f)
 	if want := "over: " + strconv.Itoa(maxFuncLines+1) + " lines"; len(got) != 1 || got[0] != want {
 		t.Fatalf("got %q, want [%q]", got, want)

@@ -121,11 +121,7 @@ func f(io int) (rand int) {
 	return
 }
 `
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "a.go", src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fset, f := parseSource(t, src)
 	// errors is not imported and embed only for its side effects: neither
 	// is a shadow.
 	want := []string{"10:8 parameter io", "10:17 result rand", "11:6 variable yml"}
@@ -143,6 +139,17 @@ func TestNoLocalShadowsAPackage(t *testing.T) {
 			t.Errorf("%s:%s shadows the package it is named after; rename it", rel, s)
 		}
 	})
+}
+
+// parseSource parses src as the file a.go, for a test's own example.
+func parseSource(t *testing.T, src string) (*token.FileSet, *ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "a.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fset, f
 }
 
 // eachSource calls fn with every non-test Go file of the module, parsed,
