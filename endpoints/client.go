@@ -201,8 +201,11 @@ func compressed(resp *http.Response) string {
 
 // HTTPStatus returns the HTTP status carried by an error from go-openai, or 0.
 func HTTPStatus(err error) int {
+	// A body go-openai cannot read as an OpenAI error (vLLM's and SGLang's
+	// 401 {"error": "Unauthorized"}, a proxy's HTML) is a RequestError
+	// wrapping an APIError whose own status is 0: the first non-zero wins.
 	var ae *openai.APIError
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) && ae.HTTPStatusCode != 0 {
 		return ae.HTTPStatusCode
 	}
 	var re *openai.RequestError

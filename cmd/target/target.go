@@ -123,14 +123,12 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 	defer cancel()
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
 	defer tr.Close()
+	if v1, ok := versionedBase(ctx, ep, tr); ok {
+		fmt.Fprintf(warn, "glmbench: note: %s is a server's address and %s/models answers: using %s as the API base\n", endpoints.RedactURL(ep.BaseURL), endpoints.RedactURL(v1), endpoints.RedactURL(v1))
+		ep.BaseURL = v1
+	}
 	ids, err := endpoints.NewClient(ep, tr).ListModels(ctx)
 	status := endpoints.HTTPStatus(err)
-	if status == http.StatusNotFound {
-		if v1, v1ids, ok := versionedBase(ctx, ep, tr); ok {
-			fmt.Fprintf(warn, "glmbench: note: %s/models answered HTTP 404 and %s/models answers: using %s (the OpenAI API's base URL ends in /v1)\n", endpoints.RedactURL(ep.BaseURL), endpoints.RedactURL(v1), endpoints.RedactURL(v1))
-			ep.BaseURL, ids, err, status = v1, v1ids, nil, 0
-		}
-	}
 	var redirect *endpoints.RedirectError
 	switch {
 	case errors.As(err, &redirect):
@@ -163,22 +161,24 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, text.OneLine(err.Error()))
 }
 
-// versionedBase tries base + "/v1" when the base URL has no path at all: the
-// usual slip of giving a server's address (http://host:8000) for its API
-// base (http://host:8000/v1), as every OpenAI-compatible server (vLLM,
-// SGLang, llama.cpp) and the OpenAI client libraries put the API under /v1.
-// It answers the /v1 base and its models when GET /v1/models succeeds there.
-func versionedBase(ctx context.Context, ep *endpoints.Endpoint, tr http.RoundTripper) (string, []string, bool) {
+// versionedBase is base + "/v1" when the base URL has no path at all and
+// GET /v1/models is there (it answers, or asks for credentials): a server's
+// address given for its API base. vLLM and SGLang serve the OpenAI API
+// under /v1 only (their /models is 404), and llama.cpp's root /completions
+// is its own native route, not the OpenAI one at /v1/completions, so /v1
+// is the base every such server means.
+func versionedBase(ctx context.Context, ep *endpoints.Endpoint, tr http.RoundTripper) (string, bool) {
 	u, err := url.Parse(ep.BaseURL)
 	if err != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
-		return "", nil, false
+		return "", false
 	}
 	v1 := strings.TrimRight(ep.BaseURL, "/") + "/v1"
-	ids, err := endpoints.NewClient(ep.At(v1), tr).ListModels(ctx)
-	if err != nil {
-		return "", nil, false
+	_, err = endpoints.NewClient(ep.At(v1), tr).ListModels(ctx)
+	switch endpoints.HTTPStatus(err) {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return v1, true
 	}
-	return v1, ids, true
+	return v1, err == nil
 }
 
 // ServerInfo fetches SGLang's /get_server_info beside the API base, when the
