@@ -239,7 +239,27 @@ func checkBaseURL(raw string) (string, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return "", badinput.Errorf("endpoint URL %q: give the API base (e.g. https://host/v1) without query or fragment", RedactURL(raw))
 	}
+	if route := apiRoute(u.Path); route != "" {
+		base := *u
+		base.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), route)
+		return "", badinput.Errorf("endpoint URL %q ends in the route %s: give the API base, %s", RedactURL(raw), route, RedactURL(base.String()))
+	}
 	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// apiRoutes are the routes glmbench puts after the API base; a URL pasted
+// with one of them (from a curl line, say) is a route, not a base.
+var apiRoutes = []string{"/chat/completions", "/completions", "/models"}
+
+// apiRoute is the route path ends in, or "".
+func apiRoute(path string) string {
+	path = strings.TrimRight(path, "/")
+	for _, r := range apiRoutes {
+		if strings.HasSuffix(path, r) {
+			return r
+		}
+	}
+	return ""
 }
 
 func unwrapURLError(err error) error {
