@@ -247,9 +247,11 @@ func checkBaseURL(raw string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// apiRoutes are the routes glmbench puts after the API base; a URL pasted
-// with one of them (from a curl line, say) is a route, not a base.
-var apiRoutes = []string{"/chat/completions", "/completions", "/models"}
+// apiRoutes are the generation routes glmbench puts after the API base; a
+// URL pasted with one of them (from a curl line, say) is a route, not a
+// base. /models is not among them: Azure AI's model inference base ends in
+// /models.
+var apiRoutes = []string{"/chat/completions", "/completions"}
 
 // apiRoute is the route path ends in, or "".
 func apiRoute(path string) string {

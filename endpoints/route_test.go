@@ -17,7 +17,8 @@ func TestAURLEndingInARouteNamesTheBaseToGive(t *testing.T) {
 	for given, base := range map[string]string{
 		"http://h:8000/v1/chat/completions":       "http://h:8000/v1",
 		"http://h:8000/v1/completions/":           "http://h:8000/v1",
-		"https://tok@h/openai/v1/models":          "https://***@h/openai/v1",
+		"https://tok@h/openai/v1/completions":     "https://***@h/openai/v1",
+		"https://r.services.ai.azure.com/models":  "",
 		"http://h:8080/chat/completions":          "http://h:8080",
 		"https://api.example.com/v1/models/glm-5": "",
 		"https://h/completions-proxy/v1":          "",
