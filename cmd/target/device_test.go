@@ -101,14 +101,20 @@ func open(t *testing.T, device string) (*target.Target, string, error) {
 	return tg, stderr.String(), err
 }
 
-func TestTheBuiltinEngineOnCUDAWithoutAGPUFailsInOneLine(t *testing.T) {
-	t.Parallel()
+// noGPU skips a test of a machine without a GPU where one opens.
+func noGPU(t *testing.T) {
+	t.Helper()
 	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
 	if err == nil {
 		ops.Close()
 		t.Skip("a GPU opened: this checks a machine without one")
 	}
-	_, _, err = open(t, "cuda")
+}
+
+func TestTheBuiltinEngineOnCUDAWithoutAGPUFailsInOneLine(t *testing.T) {
+	t.Parallel()
+	noGPU(t)
+	_, _, err := open(t, "cuda")
 	if !errors.Is(err, cudaexec.ErrNoDevice) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "starting the built-in engine: device cuda: ") {
 		t.Errorf("%v: want one line wrapping cudaexec.ErrNoDevice", err)
 	}
@@ -116,11 +122,7 @@ func TestTheBuiltinEngineOnCUDAWithoutAGPUFailsInOneLine(t *testing.T) {
 
 func TestTheBuiltinEngineOnAutoWithoutAGPUServesOnTheCPUAndSaysWhy(t *testing.T) {
 	t.Parallel()
-	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
-	if err == nil {
-		ops.Close()
-		t.Skip("a GPU opened: this checks a machine without one")
-	}
+	noGPU(t)
 	tg, stderr, err := open(t, "auto")
 	if err != nil {
 		t.Fatal(err)
