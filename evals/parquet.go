@@ -1,6 +1,7 @@
 package evals
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,24 @@ type pqFile struct {
 // a DataError.
 func openParquet(name string, r io.ReaderAt, size int64) (p *pqFile, err error) {
 	defer pqRecover(name, &err)
+	// parquet-go allocates the footer's stated length before reading it:
+	// a corrupt length would cost gigabytes, so it is checked first.
+	var head, tail [8]byte
+	if size < 12 {
+		return nil, dataErr(name, 0, "not a parquet file: %d bytes", size)
+	}
+	if _, err := r.ReadAt(head[:4], 0); err != nil {
+		return nil, dataErr(name, 0, "%v", err)
+	}
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, dataErr(name, 0, "%v", err)
+	}
+	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" {
+		return nil, dataErr(name, 0, "not a parquet file (no PAR1 magic at its start and end)")
+	}
+	if n := binary.LittleEndian.Uint32(tail[:4]); int64(n) > size-12 {
+		return nil, dataErr(name, 0, "not a parquet file: its footer claims %d bytes of %d", n, size)
+	}
 	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, dataErr(name, 0, "not a parquet file: %v", err)
@@ -232,7 +251,12 @@ func (p *pqFile) read(l pqLeaf, limit int, row func(i int, vals []pqValue) error
 		pages.Close()
 	}
 	if n < limit {
-		return flush()
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if n < limit {
+		return dataErr(p.name, 0, "column %q has %d rows, the file says %d", l.name, n, limit)
 	}
 	return nil
 }
