@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -405,4 +406,86 @@ func TestBadParquetNamesTheFileAndColumn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The fixtures in testdata were written by DuckDB 1.5.6
+// (testdata/make_duckdb_fixtures.mjs says how), not by parquet-go: every
+// value the script wrote must come back.
+func TestParquetWrittenByDuckDBReads(t *testing.T) {
+	t.Parallel()
+	t.Run("MMLU: optional columns, a dictionary-encoded subject, a LIST of choices, zstd", func(t *testing.T) {
+		t.Parallel()
+		rows, err := withParquet(filepath.Join("testdata", "mmlu_duckdb.parquet"), parseMMLUParquet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []struct {
+			q, subject string
+			choices    [4]string
+			answer     int
+		}{
+			{"Which unit measures electric current?", "physics", [4]string{"volt", "ampere", "ohm", "watt"}, 1},
+			{"What is the boiling point of water at sea level, in degrees Celsius?", "physics", [4]string{"90", "100", "110", "120"}, 1},
+			{"Which force keeps the planets in orbit around the Sun?", "physics", [4]string{"friction", "magnetism", "gravity", "tension"}, 2},
+			{"What is the SI unit of energy?", "physics", [4]string{"joule", "newton", "pascal", "watt"}, 0},
+			{"Light travels fastest in which medium?", "physics", [4]string{"water", "glass", "diamond", "vacuum"}, 3},
+			{`Which word is a synonym of "rapid"?`, "english", [4]string{"slow", "quick", "late", "calm"}, 1},
+			{`Which word is the opposite of "ancient"?`, "english", [4]string{"modern", "old", "antique", "aged"}, 0},
+			{"Which of these is a noun?", "english", [4]string{"run", "blue", "table", "quickly"}, 2},
+			{`Which sentence uses "their" correctly?`, "english", [4]string{"Their going home.", "The dog wagged their tail.", "Put it over their.", "They lost their keys."}, 3},
+			{"Which word is spelled correctly?", "english", [4]string{"recieve", "receive", "receeve", "recive"}, 1},
+		}
+		if len(rows) != len(want) {
+			t.Fatalf("%d rows, want %d", len(rows), len(want))
+		}
+		for i, w := range want {
+			r := rows[i]
+			if r.q.Question != w.q || r.subject != w.subject || r.q.Choices != w.choices || r.q.Answer != w.answer || r.split != "" {
+				t.Errorf("row %d: %+v, want %+v", i+1, r, w)
+			}
+		}
+	})
+	t.Run("TriviaQA: answer a struct of lists, an empty aliases list, snappy", func(t *testing.T) {
+		t.Parallel()
+		set, err := LoadTriviaQA(filepath.Join("testdata", "trivia_duckdb.parquet"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []TriviaItem{
+			{Question: "Which metal is liquid at room temperature?", ID: "dk_001", Answer: "Mercury", Aliases: []string{"Mercury", "Quicksilver", "Hg", "mercury", "quicksilver", "hg"}},
+			{Question: "How many legs does a spider have?", ID: "dk_002", Answer: "Eight", Aliases: []string{"Eight", "8", "eight"}},
+			// No aliases: the value, then the normalized aliases, as the JSON layout takes them.
+			{Question: "What colour do you get by mixing blue and yellow?", ID: "dk_003", Answer: "Green", Aliases: []string{"Green", "green"}},
+		}
+		for i := range want {
+			want[i].Source = filepath.Join("testdata", "trivia_duckdb.parquet") + ":" + string(rune('1'+i))
+		}
+		if !reflect.DeepEqual(set.Items, want) {
+			t.Fatalf("%+v\nwant %+v", set.Items, want)
+		}
+	})
+}
+
+// FuzzParquetLoaders: whatever the bytes, each loader gives a result or a
+// DataError; the decoder's panics on a corrupt file become DataErrors too.
+func FuzzParquetLoaders(f *testing.F) {
+	for _, name := range []string{"mmlu_duckdb.parquet", "trivia_duckdb.parquet"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, errDocs := ParseDocs("f.parquet", bytes.NewReader(b))
+		_, errMMLU := ParseMMLU("f.parquet", bytes.NewReader(b))
+		_, errTrivia := ParseTriviaQA("f.parquet", bytes.NewReader(b), 3)
+		for _, err := range []error{errDocs, errMMLU, errTrivia} {
+			var de *DataError
+			if err != nil && !errors.As(err, &de) {
+				t.Fatalf("%T %v, want a DataError", err, err)
+			}
+		}
+	})
 }
