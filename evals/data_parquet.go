@@ -80,7 +80,7 @@ func parseDocsParquet(p *pqFile) ([]Doc, error) {
 	if !p.has(col) && p.has("page") {
 		col = "page"
 	}
-	texts, err := p.strings(0, false, col)
+	texts, err := p.stringColumn(0, false, col)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func parseDocsParquet(p *pqFile) ([]Doc, error) {
 // parseMMLUParquet reads MMLU rows: question, choices (a list of four),
 // answer (0–3 or a letter), and optional subject and split.
 func parseMMLUParquet(p *pqFile) ([]mmluRow, error) {
-	questions, err := p.strings(0, false, "question")
+	questions, err := p.stringColumn(0, false, "question")
 	if err != nil {
 		return nil, err
 	}
@@ -123,11 +123,11 @@ func parseMMLUParquet(p *pqFile) ([]mmluRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	subjects, err := p.strings(0, true, "subject")
+	subjects, err := p.stringColumn(0, true, "subject")
 	if err != nil {
 		return nil, err
 	}
-	splits, err := p.strings(0, true, "split")
+	splits, err := p.stringColumn(0, true, "split")
 	if err != nil {
 		return nil, err
 	}
@@ -233,11 +233,11 @@ func loadMMLUParquet(src string, dirs []string) (*MMLUSet, error) {
 // question_id (optional) and answer, the Hub's struct of aliases,
 // normalized_aliases and value (or a string, or a list of strings).
 func parseTriviaParquet(p *pqFile, max int) ([]TriviaItem, error) {
-	questions, err := p.strings(max, false, "question")
+	questions, err := p.stringColumn(max, false, "question")
 	if err != nil {
 		return nil, err
 	}
-	ids, err := p.strings(max, true, "question_id")
+	ids, err := p.stringColumn(max, true, "question_id")
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (p *pqFile) triviaAnswers(max int) ([][]string, error) {
 		if l.list {
 			return p.stringLists(max, "answer")
 		}
-		s, err := p.strings(max, false, "answer")
+		s, err := p.stringColumn(max, false, "answer")
 		out := make([][]string, len(s))
 		for i := range s {
 			out[i] = []string{s[i]}
@@ -300,7 +300,7 @@ func (p *pqFile) triviaAnswers(max int) ([][]string, error) {
 	}
 	values := make([]string, n)
 	if pqField(fl, "value") != nil {
-		if values, err = p.strings(max, false, "answer", "value"); err != nil {
+		if values, err = p.stringColumn(max, false, "answer", "value"); err != nil {
 			return nil, err
 		}
 	}

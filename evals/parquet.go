@@ -196,69 +196,91 @@ type pqValue struct {
 // list (none for an empty or null list).
 func (p *pqFile) read(l pqLeaf, limit int, row func(i int, vals []pqValue) error) (err error) {
 	defer pqRecover(p.name, &err)
-	if limit <= 0 || limit > p.rows() {
-		limit = p.rows()
-	}
-	n := 0
-	var cur []pqValue
-	started := false
-	flush := func() error {
-		if !started {
-			return nil
-		}
-		n++
-		return row(n-1, cur)
-	}
-	buf := make([]parquet.Value, 512)
+	r := &pqRows{p: p, leaf: l, limit: p.limit(limit), row: row}
 	for _, rg := range p.f.RowGroups() {
-		pages := rg.ColumnChunks()[l.index].Pages()
-		for n < limit {
-			page, err := pages.ReadPage()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				pages.Close()
-				return dataErr(p.name, 0, "column %q: %v", l.name, err)
-			}
-			vr := page.Values()
-			for n < limit {
-				k, err := vr.ReadValues(buf)
-				for _, v := range buf[:k] {
-					if v.RepetitionLevel() == 0 {
-						if err := flush(); err != nil {
-							parquet.Release(page)
-							pages.Close()
-							return err
-						}
-						if started, cur = true, cur[:0]; n == limit {
-							break
-						}
-					}
-					cur = l.add(cur, v)
-				}
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					parquet.Release(page)
-					pages.Close()
-					return dataErr(p.name, 0, "column %q: %v", l.name, err)
-				}
-			}
-			parquet.Release(page)
+		if r.n >= r.limit {
+			break
 		}
-		pages.Close()
-	}
-	if n < limit {
-		if err := flush(); err != nil {
+		if err := r.chunk(rg.ColumnChunks()[l.index].Pages()); err != nil {
 			return err
 		}
 	}
-	if n < limit {
-		return dataErr(p.name, 0, "column %q has %d rows, the file says %d", l.name, n, limit)
+	if err := r.flush(); err != nil {
+		return err
+	}
+	if r.n < r.limit {
+		return dataErr(p.name, 0, "column %q has %d rows, the file says %d", l.name, r.n, r.limit)
 	}
 	return nil
+}
+
+// pqRows gathers one column's values into rows: a value of repetition
+// level 0 starts a row (a row never spans row groups, but may span pages).
+type pqRows struct {
+	p       *pqFile
+	leaf    pqLeaf
+	limit   int
+	row     func(i int, vals []pqValue) error
+	n       int // rows handed to row
+	cur     []pqValue
+	started bool // cur holds a row begun
+}
+
+// chunk reads one column chunk's pages until limit rows are complete.
+func (r *pqRows) chunk(pages parquet.Pages) error {
+	defer pages.Close()
+	for r.n < r.limit {
+		page, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return dataErr(r.p.name, 0, "column %q: %v", r.leaf.name, err)
+		}
+		err = r.page(page)
+		parquet.Release(page)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// page reads one page's values, copying them out before it is released.
+func (r *pqRows) page(page parquet.Page) error {
+	buf := make([]parquet.Value, 512)
+	vr := page.Values()
+	for {
+		k, err := vr.ReadValues(buf)
+		for _, v := range buf[:k] {
+			if v.RepetitionLevel() == 0 {
+				if err := r.flush(); err != nil {
+					return err
+				}
+				if r.n == r.limit {
+					return nil
+				}
+				r.started, r.cur = true, r.cur[:0]
+			}
+			r.cur = r.leaf.add(r.cur, v)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return dataErr(r.p.name, 0, "column %q: %v", r.leaf.name, err)
+		}
+	}
+}
+
+// flush hands the row begun, if any, to row.
+func (r *pqRows) flush() error {
+	if !r.started {
+		return nil
+	}
+	r.started = false
+	r.n++
+	return r.row(r.n-1, r.cur)
 }
 
 // add appends v to a row's values, copied out of the page's buffers.
@@ -279,9 +301,9 @@ func (l pqLeaf) add(cur []pqValue, v parquet.Value) []pqValue {
 	return append(cur, pqValue{null: true})
 }
 
-// strings reads a string column, one value per row ("" where null, or
+// stringColumn reads a string column, one value per row ("" where null, or
 // absent when optional and the file lacks it).
-func (p *pqFile) strings(limit int, optional bool, path ...string) ([]string, error) {
+func (p *pqFile) stringColumn(limit int, optional bool, path ...string) ([]string, error) {
 	if optional && !p.has(path[0]) {
 		return make([]string, p.limit(limit)), nil
 	}
