@@ -28,6 +28,14 @@ func writeParquet[T any](t *testing.T, dir, name string, rows []T, groupRows int
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The premise: more rows than one group holds make several groups.
+	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.RowGroups()); int64(len(rows)) > groupRows && n < 2 {
+		t.Fatalf("%s: %d rows in %d row group, want several", name, len(rows), n)
+	}
 	return write(t, dir, name, buf.String())
 }
 
@@ -352,6 +360,29 @@ func TestParquetTriviaQAIsTheJSONLayoutsSet(t *testing.T) {
 			t.Fatalf("%v, want a DataError at row 1", err)
 		}
 	})
+}
+
+func TestParquetListsInTheLegacyTwoLevelLayoutRead(t *testing.T) {
+	t.Parallel()
+	// A bare repeated column (no LIST group around it), as older writers
+	// made lists.
+	type legacy struct {
+		Question string   `parquet:"question"`
+		Choices  []string `parquet:"choices"`
+		Answer   string   `parquet:"answer"`
+	}
+	rows := []legacy{
+		{"q1", []string{"a", "b", "c", "d"}, "B"},
+		{"q2", []string{"e", "f", "g", "h"}, "d"},
+	}
+	got, err := withParquet(writeParquet(t, t.TempDir(), "legacy.parquet", rows, 1), parseMMLUParquet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].q.Choices != [4]string{"a", "b", "c", "d"} || got[0].q.Answer != 1 ||
+		got[1].q.Choices != [4]string{"e", "f", "g", "h"} || got[1].q.Answer != 3 {
+		t.Fatalf("%+v", got)
+	}
 }
 
 func TestBadParquetNamesTheFileAndColumn(t *testing.T) {
