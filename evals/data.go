@@ -79,7 +79,10 @@ func (d *Docs) Origin() string { return d.From }
 // LoadDocs reads documents from src: a wikitext raw file (*.raw, e.g.
 // wiki.test.raw: one document per " = Title = " heading), a JSONL file
 // (*.jsonl: one object per line with a "text" field, or lm-eval's "page"),
-// any other file as one plain-text document, or a folder of such files.
+// a parquet file (*.parquet: a "text" column; the Hub's wikitext rows, one
+// per raw line, give the raw file's documents), any other file as one
+// plain-text document, or a folder of such files (of a folder of the Hub's
+// split files, test-*.parquet only).
 func LoadDocs(src string) (*Docs, error) {
 	st, err := os.Stat(src)
 	if err != nil {
@@ -104,6 +107,7 @@ func LoadDocs(src string) (*Docs, error) {
 		if len(files) == 0 {
 			return nil, dataErr(src, 0, "the folder holds no files")
 		}
+		files = hfTestShards(files)
 	}
 	out := &Docs{From: src}
 	for _, name := range files {
@@ -130,6 +134,8 @@ func ParseDocs(name string, r io.Reader) ([]Doc, error) {
 	}
 	var docs []Doc
 	switch strings.ToLower(filepath.Ext(name)) {
+	case ".parquet":
+		docs, err = readParquet(name, bytes.NewReader(b), parseDocsParquet)
 	case ".jsonl":
 		docs, err = parseDocsJSONL(name, b)
 	case ".raw":
@@ -308,15 +314,21 @@ const MMLUShots = 5
 // does; CSV without a header, columns question, A, B, C, D, answer letter),
 // or one JSONL or CSV file whose rows have question, choices (JSONL: a list
 // of four; CSV: columns A, B, C, D or a JSON list in "choices") and answer
-// (a letter, or 0–3), with optional subject and split. In one file, a
-// subject's shots are its rows of split "dev", else its first five rows
-// (which are then not scored).
+// (a letter, or 0–3), with optional subject and split, or one parquet file
+// with those columns, or the Hugging Face Hub's parquet layout (cais/mmlu: a
+// folder of test-*.parquet and dev-*.parquet, or one holding all/ or one
+// such folder per subject; shots from dev as in the original layout). In
+// one file, a subject's shots are its rows of split "dev", else its first
+// five rows (which are then not scored).
 func LoadMMLU(src string) (*MMLUSet, error) {
 	st, err := os.Stat(src)
 	if err != nil {
 		return nil, dataErr(src, 0, "no such file or folder")
 	}
 	if st.IsDir() {
+		if dirs := mmluParquetDirs(src); len(dirs) > 0 {
+			return loadMMLUParquet(src, dirs)
+		}
 		return loadMMLUDir(src)
 	}
 	f, err := openData(src)
@@ -327,21 +339,31 @@ func LoadMMLU(src string) (*MMLUSet, error) {
 	return ParseMMLU(src, f)
 }
 
-// ParseMMLU reads one MMLU file: JSONL when name ends in .jsonl, else CSV
-// with a header row.
+// ParseMMLU reads one MMLU file: parquet when name ends in .parquet, JSONL
+// when in .jsonl, else CSV with a header row.
 func ParseMMLU(name string, r io.Reader) (*MMLUSet, error) {
 	var rows []mmluRow
 	var err error
-	if strings.EqualFold(filepath.Ext(name), ".jsonl") {
+	switch {
+	case isParquet(name):
+		rows, err = readParquet(name, r, parseMMLUParquet)
+	case strings.EqualFold(filepath.Ext(name), ".jsonl"):
 		rows, err = parseMMLUJSONL(name, r)
-	} else {
+	default:
 		rows, err = parseMMLUHeaderCSV(name, r)
 	}
 	if err != nil {
 		return nil, err
 	}
-	def := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 	set := &MMLUSet{From: name}
+	groupMMLU(set, rows, strings.TrimSuffix(filepath.Base(name), filepath.Ext(name)))
+	return finishMMLU(set, name)
+}
+
+// groupMMLU adds rows to set by subject (def where a row has none), in
+// order of first appearance: a subject's shots are its first five rows of
+// split "dev", else its first five rows (which are then not scored).
+func groupMMLU(set *MMLUSet, rows []mmluRow, def string) {
 	idx := map[string]int{}
 	dev := map[string]bool{}
 	for _, row := range rows {
@@ -370,7 +392,6 @@ func ParseMMLU(name string, r io.Reader) (*MMLUSet, error) {
 		}
 		sub.Shots = sub.Shots[:min(MMLUShots, len(sub.Shots))]
 	}
-	return finishMMLU(set, name)
 }
 
 func finishMMLU(set *MMLUSet, name string) (*MMLUSet, error) {
@@ -628,11 +649,13 @@ func (s *TriviaSet) Origin() string { return s.From }
 // JSON ({"Data": [{"Question", "Answer": {"Aliases", "NormalizedAliases",
 // "Value"}}]}, read as a stream, so a 1 GB file costs only the items
 // taken), or JSONL (*.jsonl) with question and answer (an object with
-// aliases / normalized_aliases / value, a string, or a list of strings).
+// aliases / normalized_aliases / value, a string, or a list of strings), or
+// parquet (*.parquet, as the Hugging Face Hub serves trivia_qa) with those
+// columns, answer a struct.
 func LoadTriviaQA(file string, max int) (*TriviaSet, error) {
 	// os.Open succeeds on a folder; reading it would fail as a bad layout.
 	if st, err := os.Stat(file); err == nil && st.IsDir() {
-		return nil, dataErr(file, 0, "a folder: want a TriviaQA JSON or JSONL file")
+		return nil, dataErr(file, 0, "a folder: want a TriviaQA JSON, JSONL or parquet file")
 	}
 	f, err := openData(file)
 	if err != nil {
@@ -642,13 +665,17 @@ func LoadTriviaQA(file string, max int) (*TriviaSet, error) {
 	return ParseTriviaQA(file, f, max)
 }
 
-// ParseTriviaQA reads TriviaQA from r, JSONL when name ends in .jsonl.
+// ParseTriviaQA reads TriviaQA from r: parquet when name ends in .parquet,
+// JSONL when in .jsonl, else the original JSON.
 func ParseTriviaQA(name string, r io.Reader, max int) (*TriviaSet, error) {
 	var items []TriviaItem
 	var err error
-	if strings.EqualFold(filepath.Ext(name), ".jsonl") {
+	switch {
+	case isParquet(name):
+		items, err = readParquet(name, r, func(p *pqFile) ([]TriviaItem, error) { return parseTriviaParquet(p, max) })
+	case strings.EqualFold(filepath.Ext(name), ".jsonl"):
 		items, err = parseTriviaJSONL(name, r, max)
-	} else {
+	default:
 		items, err = parseTriviaJSON(name, r, max)
 	}
 	if err == nil && len(items) == 0 {
@@ -704,16 +731,25 @@ func (row *triviaRow) item(name string, line, index int) (TriviaItem, error) {
 	default:
 		return it, dataErr(name, line, "answer %s is not an object, a string or a list of strings", clipLine(string(raw)))
 	}
+	if !it.setAliases(list) {
+		return it, dataErr(name, line, "the answer has no alias")
+	}
+	return it, nil
+}
+
+// setAliases sets the item's aliases to list's distinct non-blank entries
+// and its answer to the first; false when there is none.
+func (it *TriviaItem) setAliases(list []string) bool {
 	for _, x := range list {
 		if x = strings.TrimSpace(x); x != "" && !slices.Contains(it.Aliases, x) {
 			it.Aliases = append(it.Aliases, x)
 		}
 	}
 	if len(it.Aliases) == 0 {
-		return it, dataErr(name, line, "the answer has no alias")
+		return false
 	}
 	it.Answer = it.Aliases[0]
-	return it, nil
+	return true
 }
 
 func parseTriviaJSONL(name string, r io.Reader, max int) ([]TriviaItem, error) {

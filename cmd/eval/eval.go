@@ -95,10 +95,15 @@ echo_implausible) with the HTTP status, the answer and the request, and gives
 no score rather than a wrong one. Only requests that got no answer are retried.
 
 Without --dataset each eval runs on a small sample set built in. Data sets:
-ppl and long-ppl: wikitext raw (wiki.test.raw), plain text, or JSONL with a
-"text" field; mmlu: the original folder (dev/*_dev.csv, test/*_test.csv), or
-JSONL/CSV with question, choices, answer; triviaqa: the original JSON
-({"Data": [...]}) or JSONL.
+ppl and long-ppl: wikitext raw (wiki.test.raw), plain text, JSONL with a
+"text" field, or parquet with a "text" column (Salesforce/wikitext's
+test-*.parquet, or its folder); mmlu: the original folder (dev/*_dev.csv,
+test/*_test.csv), JSONL/CSV/parquet with question, choices, answer, or
+cais/mmlu's parquet folder (all/ or one per subject: dev-*.parquet gives the
+shots, test-*.parquet the questions); triviaqa: the original JSON
+({"Data": [...]}), JSONL, or parquet (mandarjoshi/trivia_qa's
+rc.nocontext/validation-*.parquet). Files downloaded with
+huggingface-cli download --repo-type dataset are read as they are.
 
 Exit status: 0 every eval scored, 1 any eval gave no score, 2 bad usage or a
 bad data set (said before any request), 130 interrupted.`,

@@ -1,0 +1,316 @@
+package evals
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// The evals read the parquet files the Hugging Face Hub serves (what
+// `huggingface-cli download --repo-type dataset` fetches):
+//
+//   - Salesforce/wikitext, e.g. wikitext-2-raw-v1/test-00000-of-00001.parquet:
+//     one column text, one row per line of the raw file, the line's "\n"
+//     kept and blank lines as "" (the builder yields "" where
+//     line.strip() is empty);
+//   - cais/mmlu: all/{dev,validation,test}-*.parquet and one such folder per
+//     subject, columns question, subject, choices (a list of four strings)
+//     and answer (the class label 0–3, int64);
+//   - mandarjoshi/trivia_qa, e.g. rc.nocontext/validation-*.parquet: columns
+//     question, question_id and answer, a struct of aliases,
+//     normalized_aliases (lists of strings), value, normalized_value and
+//     more.
+
+// readParquet runs parse on the parquet file r holds: read in place when r
+// is a file, else read whole first.
+func readParquet[T any](name string, r io.Reader, parse func(*pqFile) (T, error)) (T, error) {
+	var zero T
+	var ra io.ReaderAt
+	var size int64
+	if f, ok := r.(*os.File); ok {
+		st, err := f.Stat()
+		if err != nil {
+			return zero, dataErr(name, 0, "%v", err)
+		}
+		ra, size = f, st.Size()
+	} else {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return zero, dataErr(name, 0, "%v", err)
+		}
+		ra, size = bytes.NewReader(b), int64(len(b))
+	}
+	p, err := openParquet(name, ra, size)
+	if err != nil {
+		return zero, err
+	}
+	return parse(p)
+}
+
+// hfTestShards is the test split's files among files, as the Hub names
+// them (test-00000-of-00001.parquet), or files when there are none.
+func hfTestShards(files []string) []string {
+	var test []string
+	for _, f := range files {
+		if ok, _ := filepath.Match("test-*.parquet", filepath.Base(f)); ok {
+			test = append(test, f)
+		}
+	}
+	if len(test) == 0 {
+		return files
+	}
+	return test
+}
+
+// parseDocsParquet reads documents from a "text" column (or lm-eval's
+// "page"). Rows in the wikitext layout, the first non-blank one a
+// " = Title = " heading, are the raw file's lines: they are joined back into
+// it (a blank row is the raw file's " \n", a row without its "\n" gets one)
+// and split as the raw file is. Any other row is one document, blank ones
+// skipped.
+func parseDocsParquet(p *pqFile) ([]Doc, error) {
+	col := "text"
+	if !p.has(col) && p.has("page") {
+		col = "page"
+	}
+	texts, err := p.stringColumn(0, false, col)
+	if err != nil {
+		return nil, err
+	}
+	first := slices.IndexFunc(texts, func(t string) bool { return strings.TrimSpace(t) != "" })
+	if first >= 0 && isWikiTitle(texts[first]) {
+		var raw strings.Builder
+		for _, t := range texts {
+			switch {
+			case strings.TrimSpace(t) == "":
+				raw.WriteString(" \n")
+			case strings.HasSuffix(t, "\n"):
+				raw.WriteString(t)
+			default:
+				raw.WriteString(t + "\n")
+			}
+		}
+		return parseWikitext(p.name, []byte(raw.String()))
+	}
+	var docs []Doc
+	for i, t := range texts {
+		if strings.TrimSpace(t) != "" {
+			docs = append(docs, newDoc(t, t, fmt.Sprintf("%s:%d", p.name, i+1)))
+		}
+	}
+	return docs, nil
+}
+
+// parseMMLUParquet reads MMLU rows: question, choices (a list of four),
+// answer (0–3 or a letter), and optional subject and split.
+func parseMMLUParquet(p *pqFile) ([]mmluRow, error) {
+	questions, err := p.stringColumn(0, false, "question")
+	if err != nil {
+		return nil, err
+	}
+	choices, err := p.stringLists(0, "choices")
+	if err != nil {
+		return nil, err
+	}
+	answers, err := p.mmluAnswers()
+	if err != nil {
+		return nil, err
+	}
+	subjects, err := p.stringColumn(0, true, "subject")
+	if err != nil {
+		return nil, err
+	}
+	splits, err := p.stringColumn(0, true, "split")
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]mmluRow, len(questions))
+	for i := range rows {
+		if len(choices[i]) != 4 {
+			return nil, pqRowErr(p.name, i, "choices has %d entries, want 4", len(choices[i]))
+		}
+		row := mmluRow{q: MMLUQuestion{Question: questions[i], Answer: answers[i], Source: fmt.Sprintf("%s:%d", p.name, i+1)},
+			subject: strings.TrimSpace(subjects[i]), split: strings.ToLower(strings.TrimSpace(splits[i]))}
+		copy(row.q.Choices[:], choices[i])
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// mmluAnswers reads the answer column: integers 0–3 (the Hub's class
+// label) or letters A–D.
+func (p *pqFile) mmluAnswers() ([]int, error) {
+	l, err := p.leaf("answer")
+	if err != nil {
+		return nil, err
+	}
+	if l.list || (l.kind != parquet.Int32 && l.kind != parquet.Int64 && l.kind != parquet.ByteArray) {
+		return nil, dataErr(p.name, 0, "column %q is %s, want an integer 0-3 or a letter A-D", l.name, l.describe())
+	}
+	var out []int
+	err = p.read(l, 0, func(i int, vals []pqValue) error {
+		v := vals[0]
+		switch {
+		case v.null:
+			return pqRowErr(p.name, i, "no answer")
+		case l.kind == parquet.ByteArray:
+			a, err := answerIndex(v.str)
+			if err != nil {
+				return pqRowErr(p.name, i, "%v", err)
+			}
+			out = append(out, a)
+		case v.num < 0 || v.num > 3:
+			return pqRowErr(p.name, i, "answer %d is not 0-3", v.num)
+		default:
+			out = append(out, int(v.num))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// mmluParquetDirs finds the Hub's MMLU layout in dir: test-*.parquet (and
+// dev-*.parquet) in dir itself, else in dir/all, else in each subject's
+// folder. It returns nil when dir holds none of these.
+func mmluParquetDirs(dir string) []string {
+	has := func(d string) bool {
+		m, _ := filepath.Glob(filepath.Join(d, "test-*.parquet"))
+		return len(m) > 0
+	}
+	switch {
+	case has(dir):
+		return []string{dir}
+	case has(filepath.Join(dir, "all")):
+		return []string{filepath.Join(dir, "all")}
+	}
+	entries, _ := os.ReadDir(dir)
+	var dirs []string
+	for _, e := range entries {
+		if d := filepath.Join(dir, e.Name()); e.IsDir() && has(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// loadMMLUParquet reads the Hub's layout from dirs: each subject's shots
+// are its first five dev rows, as in the original layout (a subject with no
+// dev rows takes its first five test rows, as one file does); subjects come
+// in name order, as the original layout's files do.
+func loadMMLUParquet(src string, dirs []string) (*MMLUSet, error) {
+	var rows []mmluRow
+	for _, d := range dirs {
+		for _, split := range []string{"dev", "test"} {
+			files, _ := filepath.Glob(filepath.Join(d, split+"-*.parquet"))
+			slices.Sort(files)
+			for _, f := range files {
+				got, err := withParquet(f, parseMMLUParquet)
+				if err != nil {
+					return nil, err
+				}
+				for i := range got {
+					got[i].split = split
+					got[i].subject = cmp.Or(got[i].subject, filepath.Base(d))
+				}
+				rows = append(rows, got...)
+			}
+		}
+	}
+	set := &MMLUSet{From: src}
+	groupMMLU(set, rows, "")
+	slices.SortStableFunc(set.Subjects, func(a, b MMLUSubject) int { return strings.Compare(a.Name, b.Name) })
+	return finishMMLU(set, src)
+}
+
+// parseTriviaParquet reads at most max items (0: all): question,
+// question_id (optional) and answer, the Hub's struct of aliases,
+// normalized_aliases and value (or a string, or a list of strings).
+func parseTriviaParquet(p *pqFile, max int) ([]TriviaItem, error) {
+	questions, err := p.stringColumn(max, false, "question")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := p.stringColumn(max, true, "question_id")
+	if err != nil {
+		return nil, err
+	}
+	answers, err := p.triviaAnswers(max)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]TriviaItem, len(questions))
+	for i, q := range questions {
+		it := TriviaItem{Question: strings.TrimSpace(q), Source: fmt.Sprintf("%s:%d", p.name, i+1)}
+		it.ID = cmp.Or(strings.TrimSpace(ids[i]), fmt.Sprintf("#%d", i))
+		if it.Question == "" {
+			return nil, pqRowErr(p.name, i, "no question")
+		}
+		if !it.setAliases(answers[i]) {
+			return nil, pqRowErr(p.name, i, "the answer has no alias (the test split has no answers: take validation)")
+		}
+		items[i] = it
+	}
+	return items, nil
+}
+
+// triviaAnswers reads each row's accepted answers in the JSON layout's
+// order: aliases (or value where there are none), then normalized_aliases.
+// The Hub's test split has no aliases and value "<unk>": no answer.
+func (p *pqFile) triviaAnswers(max int) ([][]string, error) {
+	fl := pqField(p.f.Schema(), "answer")
+	if fl == nil {
+		return nil, dataErr(p.name, 0, "no column %q (the file has: %s)", "answer", p.columns())
+	}
+	if pqField(fl, "aliases") == nil && pqField(fl, "value") == nil {
+		l, err := p.leaf("answer")
+		if err != nil {
+			return nil, err
+		}
+		if l.list {
+			return p.stringLists(max, "answer")
+		}
+		s, err := p.stringColumn(max, false, "answer")
+		out := make([][]string, len(s))
+		for i := range s {
+			out[i] = []string{s[i]}
+		}
+		return out, err
+	}
+	n := p.limit(max)
+	list := func(sub string) ([][]string, error) {
+		if pqField(fl, sub) == nil {
+			return make([][]string, n), nil
+		}
+		return p.stringLists(max, "answer", sub)
+	}
+	aliases, err := list("aliases")
+	if err != nil {
+		return nil, err
+	}
+	norm, err := list("normalized_aliases")
+	if err != nil {
+		return nil, err
+	}
+	values := make([]string, n)
+	if pqField(fl, "value") != nil {
+		if values, err = p.stringColumn(max, false, "answer", "value"); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]string, n)
+	for i := range out {
+		out[i] = aliases[i]
+		if len(out[i]) == 0 && values[i] != "" && values[i] != "<unk>" {
+			out[i] = []string{values[i]}
+		}
+		out[i] = append(slices.Clip(out[i]), norm[i]...)
+	}
+	return out, nil
+}
