@@ -119,7 +119,7 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 	var res endpoints.StreamResult
 	for attempt := 0; ; attempt++ {
 		res.Reset()
-		p.client.StreamChat(ctx, body, p.lim, nil, &res)
+		p.client.StreamAPI(ctx, p.shape.API, body, p.lim, nil, &res)
 		if res.Cancelled != nil {
 			return 0, res.Cancelled
 		}
@@ -142,7 +142,7 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 	// the same time limit.
 	pctx, cancel := context.WithTimeoutCause(ctx, p.lim.Total, errProbeLimit)
 	defer cancel()
-	resp, err := p.client.Post(pctx, "/chat/completions", p.shape.messagesBody(msgs, 1, false))
+	resp, err := p.client.Post(pctx, p.shape.API.Path(), p.shape.messagesBody(msgs, 1, false))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return 0, context.Cause(ctx)

@@ -508,7 +508,7 @@ func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	lim := p.lim
 	lim.MaxTokens = it.out
 	var res endpoints.StreamResult
-	p.client.StreamChatUntilFirst(ctx, body, lim, &res)
+	p.client.StreamUntilFirst(ctx, p.shape.API, body, lim, &res)
 	if res.Cancelled != nil {
 		return res.Cancelled
 	}
