@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -183,6 +184,11 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		msg = summary.ErrorMessage(res.Body)
 	}
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
+	if res.Status == http.StatusNotFound && p.shape.API == endpoints.APICompletions {
+		// OpenAI answers a chat model's completions with 404; a chat-only
+		// gateway has no such route at all.
+		pe.Msg += "; --api completions posts /completions, which this endpoint or model does not serve: --api chat sends /chat/completions"
+	}
 	switch res.Class {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
 		// A probe that outlived its limit: say what it got meanwhile.
