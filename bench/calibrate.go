@@ -253,7 +253,7 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 		return s.cal, err
 	}
 	if base > target+s.tol {
-		return s.cal, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", p.phase, target, base)
+		return s.cal, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (%s)", p.phase, target, base, p.shape.overhead())
 	}
 	if base >= target-s.tol {
 		s.done(0, base)

@@ -92,6 +92,16 @@ type Shape struct {
 	API endpoints.API
 }
 
+// overhead names what a prompt holds besides its filler, for messages
+// about the smallest prompt: the chat template and the prefix, or on
+// completions the prefix alone.
+func (s Shape) overhead() string {
+	if s.API == endpoints.APICompletions {
+		return "prefix, no chat template"
+	}
+	return "chat template and prefix"
+}
+
 // chatBody builds the JSON body of a streamed request whose user message
 // (or, for completions, prompt) is prefix + text. The load and its probes
 // share this one builder, so a probe has exactly the load's shape.

@@ -113,14 +113,13 @@ states (max_model_len in /v1/models, /get_server_info, llama.cpp's /props),
 each phase's prompt is calibrated against the endpoint's own
 usage.prompt_tokens (each probe within --probe-timeout; a server that
 truncates long prompts exits 2 at once), and a request of the load's exact
-shape is probed. Every
-request (the probes too) streams /chat/completions with usage and ignore_eos;
-none is retried. With --api completions every request streams /completions
-instead, its prompt the text itself with no chat template (a base model's
-route; the peer tools' default): a request of several messages (a workload's
-system prompt, a session's earlier turns and answers) becomes one prompt, their
-contents joined in order with a blank line, so what requests share stays a
-prefix of each prompt and a prefix cache still serves it.
+shape is probed. Every request (the probes too) streams /chat/completions with
+usage and ignore_eos; none is retried. With --api completions every request
+streams /completions instead, its prompt the text itself with no chat template
+(a base model's route, and the peer tools' default): a request of several
+messages (a workload's system prompt, a session's earlier turns and answers)
+becomes one prompt, their contents joined in order with a blank line, so what
+requests share stays a prefix of each prompt and a prefix cache still serves it.
 Each failed request gets one error class (rate_limited, queue_full, http_5xx,
 http_4xx, redirect, connect, ttft_timeout, stalled, total_timeout, stream_error,
 truncated, empty). The report is written even when every request failed, at

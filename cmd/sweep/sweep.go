@@ -100,11 +100,12 @@ With auto (the default), the load doubles from --start until a point is bad,
 then bisects between the largest good and the smallest bad load until they
 are neighbours or within --resolution, at most --max-points points; a client
 whose p99 send lag passes 10 ms ends the search. Prompts are calibrated once
-against the endpoint's own usage.prompt_tokens, as run does. Every request streams /chat/completions, or with --api
-completions /completions (the prompt sent as it is, no chat template; a
-workload's messages joined with blank lines), as run's. The report (the
-sweeps section of report.json, report.md, requests.jsonl with each record's
-point, and plots) is written after every point.`,
+against the endpoint's own usage.prompt_tokens, as run does. Every request
+streams /chat/completions, or with --api completions /completions (the prompt
+sent as it is, with no chat template; a workload's messages joined with blank
+lines), as run's do. The report (the sweeps section of report.json, report.md,
+requests.jsonl with each record's point, and plots) is written after every
+point.`,
 		Example: `  glmbench sweep --shape 256/128 --slo 'tpot < 50ms' --slo 'ttft_p99 < 2s'
   glmbench sweep --endpoint http://127.0.0.1:30000/v1 --shape 1024/256 --concurrency 1,8,32,128
   glmbench sweep --endpoint http://127.0.0.1:8000/v1 --shape 512/128 --request-rate auto --slo 'lat < 10s'`,
