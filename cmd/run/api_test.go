@@ -90,3 +90,20 @@ func TestAgentsSendOnTheRunsAPI(t *testing.T) {
 		t.Errorf("%d completions and %d chat requests: want every one on completions", n, p.Requests("POST /v1/chat/completions"))
 	}
 }
+
+// OpenAI answers a chat model's /v1/completions with 404: the run stops at
+// the first probe with exit 2, in one line that says what to do.
+func TestACompletionsRunAgainstAChatOnlyModelExitsTwoAtTheFirstProbe(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{})
+	code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", t.TempDir(),
+		"--phase", "p=4/64/8", "--api", "completions", "--ignore-eos=false", "--no-metrics")
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	last := lines[len(lines)-1]
+	if code != cmdutil.ExitBadInput || !strings.HasPrefix(last, "glmbench: phase p: ") || !strings.Contains(last, "HTTP 404") || !strings.Contains(last, "--api chat") {
+		t.Fatalf("exit %d, stderr %q; want exit 2, the error in one line naming the 404 and --api chat", code, stderr)
+	}
+	if p.Requests("POST /v1/completions") != 1 || p.Requests("POST /v1/chat/completions") != 0 {
+		t.Errorf("%d completions requests: want the one probe", p.Requests("POST /v1/completions"))
+	}
+}
