@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -119,7 +120,7 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 	var res endpoints.StreamResult
 	for attempt := 0; ; attempt++ {
 		res.Reset()
-		p.client.StreamChat(ctx, body, p.lim, nil, &res)
+		p.client.StreamAPI(ctx, p.shape.API, body, p.lim, nil, &res)
 		if res.Cancelled != nil {
 			return 0, res.Cancelled
 		}
@@ -142,7 +143,7 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 	// the same time limit.
 	pctx, cancel := context.WithTimeoutCause(ctx, p.lim.Total, errProbeLimit)
 	defer cancel()
-	resp, err := p.client.Post(pctx, "/chat/completions", p.shape.messagesBody(msgs, 1, false))
+	resp, err := p.client.Post(pctx, p.shape.API.Path(), p.shape.messagesBody(msgs, 1, false))
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return 0, context.Cause(ctx)
@@ -183,6 +184,11 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		msg = summary.ErrorMessage(res.Body)
 	}
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
+	if res.Status == http.StatusNotFound && p.shape.API == endpoints.APICompletions {
+		// OpenAI answers a chat model's completions with 404; a chat-only
+		// gateway has no such route at all.
+		pe.Msg += "; --api completions posts /completions, which this endpoint or model does not serve: --api chat sends /chat/completions"
+	}
 	switch res.Class {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
 		// A probe that outlived its limit: say what it got meanwhile.
@@ -247,7 +253,7 @@ func (p *prober) calibrate(ctx context.Context, target int) (Calibration, error)
 		return s.cal, err
 	}
 	if base > target+s.tol {
-		return s.cal, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", p.phase, target, base)
+		return s.cal, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (%s)", p.phase, target, base, p.shape.overhead())
 	}
 	if base >= target-s.tol {
 		s.done(0, base)

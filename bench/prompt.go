@@ -86,30 +86,46 @@ func (f *filler) Words(n int) string {
 type Shape struct {
 	Model     string
 	IgnoreEOS bool
+	// API is the route every request of the run goes to, its probes'
+	// included: chat (the zero value) or completions, whose prompt is the
+	// chat's transcript (endpoints.Transcript).
+	API endpoints.API
 }
 
-// chatBody builds the JSON body of a streamed chat request whose user message
-// is prefix + text. The load and its probes share this one builder, so a
-// probe has exactly the load's shape.
+// overhead names what a prompt holds besides its filler, for messages
+// about the smallest prompt: the chat template and the prefix, or on
+// completions the prefix alone.
+func (s Shape) overhead() string {
+	if s.API == endpoints.APICompletions {
+		return "prefix, no chat template"
+	}
+	return "chat template and prefix"
+}
+
+// chatBody builds the JSON body of a streamed request whose user message
+// (or, for completions, prompt) is prefix + text. The load and its probes
+// share this one builder, so a probe has exactly the load's shape.
 func (s Shape) chatBody(prefix, text string, maxTokens int, stream bool) []byte {
 	return s.messagesBody([]endpoints.Message{{Role: "user", Content: prefix + text}}, maxTokens, stream)
 }
 
-// messagesBody builds the JSON body of a chat request of msgs: the one
-// builder of every body the load and its probes send.
+// messagesBody builds the JSON body of a request of msgs: the one builder
+// of every body the load and its probes send. For chat the messages go as
+// they are; for completions their transcript is the prompt, with no
+// template, so its tokens are the raw text's.
 func (s Shape) messagesBody(msgs []endpoints.Message, maxTokens int, stream bool) []byte {
-	req := endpoints.ChatRequest{
-		Model:     s.Model,
-		Messages:  msgs,
-		MaxTokens: maxTokens,
-		Stream:    stream,
-	}
+	var opts *endpoints.StreamOptions
 	if stream {
-		req.StreamOptions = &endpoints.StreamOptions{IncludeUsage: true}
+		opts = &endpoints.StreamOptions{IncludeUsage: true}
 	}
+	var ignore *bool
 	if s.IgnoreEOS {
 		t := true
-		req.IgnoreEOS = &t
+		ignore = &t
+	}
+	var req any = endpoints.ChatRequest{Model: s.Model, Messages: msgs, MaxTokens: maxTokens, Stream: stream, StreamOptions: opts, IgnoreEOS: ignore}
+	if s.API == endpoints.APICompletions {
+		req = endpoints.CompletionRequest{Model: s.Model, Prompt: endpoints.Transcript(msgs), MaxTokens: maxTokens, Stream: stream, StreamOptions: opts, IgnoreEOS: ignore}
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -119,7 +135,8 @@ func (s Shape) messagesBody(msgs []endpoints.Message, maxTokens int, stream bool
 }
 
 // template makes the request bodies of a phase from one marshalled body,
-// patching only the six index digits of each prefix.
+// patching only the six index digits of each prefix: the same bytes in a
+// chat body's user message and a completions body's prompt.
 type template struct {
 	b  []byte
 	at int // offset of the index digits in b

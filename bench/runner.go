@@ -199,7 +199,7 @@ func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, e
 		body := o.Shape.chatBody(Prefix(p.nonce, ProbeIndex), p.fill.Text(cal.Chars), s.Out, true)
 		shape := lim
 		shape.MaxTokens = s.Out
-		client.StreamChatUntilFirst(cctx, body, shape, &res)
+		client.StreamUntilFirst(cctx, o.Shape.API, body, shape, &res)
 		if res.Cancelled != nil {
 			return nil, warns, spent(res.Cancelled)
 		}
@@ -383,7 +383,9 @@ type phase struct {
 	out  func(i int) int
 	// work is the workload plan the phase runs, nil for a fixed phase.
 	work *WorkPlan
-	lim  endpoints.StreamLimits
+	// api is the route every request goes to (Shape.API).
+	api endpoints.API
+	lim endpoints.StreamLimits
 	// evCap is each result's initial room for event times.
 	evCap int
 	prog  *Progress
@@ -440,6 +442,7 @@ func newPhase(o *Options, plan Plan, pool *endpoints.Pool, prog *Progress) *phas
 		pool:    pool,
 		body:    func(i int) []byte { return tmpl.body((plan.First + i) % ProbeIndex) },
 		out:     func(int) int { return spec.Out },
+		api:     o.Shape.API,
 		evCap:   min(spec.Out+8, 1<<16),
 		prog:    prog,
 		records: make([]schema.Record, spec.N),
@@ -470,7 +473,7 @@ func phaseContext(ctx context.Context, phaseCap time.Duration) (context.Context,
 func (ph *phase) ready(i int) func(planned time.Time, queued time.Duration) {
 	lim, out := ph.lim, ph.out(i)
 	lim.MaxTokens = out
-	st := ph.pool.Client(i).PrepareChat(ph.ctx, ph.body(i), lim)
+	st := ph.pool.Client(i).Prepare(ph.ctx, ph.api, ph.body(i), lim)
 	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, min(out+8, ph.evCap))}
 	return func(planned time.Time, queued time.Duration) {
 		defer ph.wg.Done()

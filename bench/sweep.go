@@ -56,6 +56,7 @@ type point struct {
 	out      func(i int) int
 	annotate func(rec *schema.Record, i int)
 	lim      endpoints.StreamLimits
+	api      endpoints.API // the route every request goes to (Shape.API)
 	pool     *endpoints.Pool
 	ctx      context.Context
 	start    time.Time
@@ -93,7 +94,7 @@ func RunPoint(ctx context.Context, o *Options, plan Plan, n int, load Load, tl T
 		pt.body = newTemplate(o.Shape, pointNonce(o.Nonce, n), newFiller().Text(plan.Cal.Chars), spec.Out).body
 		pt.out = func(int) int { return spec.Out }
 	}
-	pt.lim = o.Limits
+	pt.lim, pt.api = o.Limits, o.Shape.API
 	if load.Rate <= 0 {
 		warmCtx, cancelWarm := context.WithTimeout(ctx, o.ConnectTimeout+5*time.Second)
 		pt.pool.Warm(warmCtx, conns)
@@ -203,7 +204,7 @@ func (pt *point) send(c *endpoints.Client, planned time.Time) {
 	i := int(pt.next.Add(1)-1) % ProbeIndex
 	lim, out := pt.lim, pt.out(i)
 	lim.MaxTokens = out
-	st := c.PrepareChat(pt.ctx, pt.body(i), lim)
+	st := c.Prepare(pt.ctx, pt.api, pt.body(i), lim)
 	res := &endpoints.StreamResult{Events: make([]time.Duration, 0, min(out+8, 1<<16))}
 	window := pt.enter()
 	st.Run(&pt.live, res)

@@ -216,10 +216,10 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 		}
 		switch {
 		case short > 0 && ph.Kind == workload.Fixed:
-			return nil, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", ph.Name, least, b.cv.base)
+			return nil, badinput.Errorf("phase %s: an input of %d tokens is below the endpoint's smallest prompt of %d tokens (%s)", ph.Name, least, b.cv.base, b.shape.overhead())
 		case short > 0:
-			b.warns = append(b.warns, fmt.Sprintf("phase %s: %d of %d requests ask for fewer prompt tokens than the endpoint's smallest prompt of %d (chat template and prefix; the least asks %d): they are sent at %d, and their drift says so",
-				ph.Name, short, len(reqs), b.cv.base, least, b.cv.base))
+			b.warns = append(b.warns, fmt.Sprintf("phase %s: %d of %d requests ask for fewer prompt tokens than the endpoint's smallest prompt of %d (%s; the least asks %d): they are sent at %d, and their drift says so",
+				ph.Name, short, len(reqs), b.cv.base, b.shape.overhead(), least, b.cv.base))
 		}
 	}
 	plan.In, plan.Out = Nominal(ph, reqs)
@@ -322,7 +322,7 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 		switch {
 		case userTokens[k] >= 0 || b.cv.noUsage:
 		case k == 0:
-			return badinput.Errorf("phase %s: user_tokens %d is below the endpoint's smallest prompt of %d tokens (chat template and prefix)", plan.Phase.Name, r.Input, base)
+			return badinput.Errorf("phase %s: user_tokens %d is below the endpoint's smallest prompt of %d tokens (%s)", plan.Phase.Name, r.Input, base, b.shape.overhead())
 		default:
 			// The history and the new turn's prefix alone pass the turn's
 			// target: every turn from here on would miss it.
@@ -508,7 +508,7 @@ func (b *builder) shapeProbe(ctx context.Context, plan *WorkPlan) error {
 	lim := p.lim
 	lim.MaxTokens = it.out
 	var res endpoints.StreamResult
-	p.client.StreamChatUntilFirst(ctx, body, lim, &res)
+	p.client.StreamUntilFirst(ctx, p.shape.API, body, lim, &res)
 	if res.Cancelled != nil {
 		return res.Cancelled
 	}

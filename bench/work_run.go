@@ -123,6 +123,7 @@ func RunWorkPhase(ctx context.Context, o *Options, plan *WorkPlan) PhaseRun {
 		evCap:   min(maxOut+8, 1<<16),
 		records: make([]schema.Record, spec.N),
 		lim:     o.Limits,
+		api:     o.Shape.API,
 	}
 	ph.sem = slots(o.MaxConcurrency, spec.N)
 	prog.begin(spec)

@@ -54,7 +54,8 @@ func runWork(t *testing.T, o *Options, ph workload.Phase, reqs []workload.Reques
 }
 
 // engineTokens is the engine's own count of a body: nano's tokenizer over
-// its chat template, as the server renders it.
+// its chat template, as the server renders it; for a completions body (a
+// prompt, no messages), over the prompt's raw text.
 func engineTokens(t *testing.T, body []byte) []int32 {
 	t.Helper()
 	cfg, err := model.Preset("nano")
@@ -65,9 +66,15 @@ func engineTokens(t *testing.T, body []byte) []int32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var req endpoints.ChatRequest
+	var req struct {
+		endpoints.ChatRequest
+		Prompt *string `json:"prompt"`
+	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatal(err)
+	}
+	if req.Prompt != nil {
+		return tok.EncodeSpecial(*req.Prompt)
 	}
 	msgs := make([]tokenizer.Message, len(req.Messages))
 	for i, m := range req.Messages {

@@ -28,7 +28,8 @@ const BodyLimit = 200
 type Client struct {
 	ep   *Endpoint
 	http *http.Client
-	chat string
+	// chat and completions are the two streaming routes' URLs, made once.
+	chat, completions string
 	// window is how many bytes of a failed body are read before redaction
 	// (Endpoint.BodyWindow).
 	window int
@@ -41,7 +42,7 @@ type Client struct {
 // (and 301/302 would turn the POST into a bodiless GET), so a 3xx is an
 // answer, classed Redirect.
 func NewClient(ep *Endpoint, rt http.RoundTripper) *Client {
-	return &Client{ep: ep, http: NewHTTPClient(rt), chat: ep.BaseURL + "/chat/completions", window: ep.BodyWindow()}
+	return &Client{ep: ep, http: NewHTTPClient(rt), chat: ep.BaseURL + APIChat.Path(), completions: ep.BaseURL + APICompletions.Path(), window: ep.BodyWindow()}
 }
 
 // NewHTTPClient returns an http.Client over rt that never follows a
@@ -467,14 +468,26 @@ func (w *watchdog) stop() {
 // error: failures are classified into res.Class. live, when not nil, is
 // incremented once per content event (for progress displays).
 func (c *Client) StreamChat(ctx context.Context, body []byte, lim StreamLimits, live *atomic.Int64, res *StreamResult) {
-	c.PrepareChat(ctx, body, lim).Run(live, res)
+	c.StreamAPI(ctx, APIChat, body, lim, live, res)
+}
+
+// StreamAPI is StreamChat on api's route: body is a JSON ChatRequest for
+// chat, a CompletionRequest for completions. The stream is read alike:
+// a completions chunk's choices[].text is its content.
+func (c *Client) StreamAPI(ctx context.Context, api API, body []byte, lim StreamLimits, live *atomic.Int64, res *StreamResult) {
+	c.Prepare(ctx, api, body, lim).Run(live, res)
 }
 
 // StreamChatUntilFirst is StreamChat that hangs up after the first content
 // event (or the end): it checks that a request of this exact shape is
 // accepted without paying for the whole generation.
 func (c *Client) StreamChatUntilFirst(ctx context.Context, body []byte, lim StreamLimits, res *StreamResult) {
-	st := c.PrepareChat(ctx, body, lim)
+	c.StreamUntilFirst(ctx, APIChat, body, lim, res)
+}
+
+// StreamUntilFirst is StreamChatUntilFirst on api's route.
+func (c *Client) StreamUntilFirst(ctx context.Context, api API, body []byte, lim StreamLimits, res *StreamResult) {
+	st := c.Prepare(ctx, api, body, lim)
 	st.untilFirst = true
 	st.Run(nil, res)
 }
@@ -504,6 +517,15 @@ type Stream struct {
 // PrepareChat makes a streaming chat request ready to Run. parent's end
 // cancels it; res.Cancelled then holds parent's cause.
 func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimits) *Stream {
+	return c.Prepare(parent, APIChat, body, lim)
+}
+
+// Prepare is PrepareChat on api's route (chat or completions).
+func (c *Client) Prepare(parent context.Context, api API, body []byte, lim StreamLimits) *Stream {
+	url := c.chat
+	if api == APICompletions {
+		url = c.completions
+	}
 	s := &Stream{c: c, parent: parent, lim: lim}
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	// t0 is the moment the request's first header line (always Host, on
@@ -523,7 +545,7 @@ func (c *Client) PrepareChat(parent context.Context, body []byte, lim StreamLimi
 		},
 		GotConn: func(info httptrace.GotConnInfo) { s.rx.Store(rxstamp.Last(info.Conn)) },
 	})
-	s.req, s.err = http.NewRequestWithContext(trace, http.MethodPost, c.chat, bytes.NewReader(body))
+	s.req, s.err = http.NewRequestWithContext(trace, http.MethodPost, url, bytes.NewReader(body))
 	if s.err == nil {
 		s.req.Header.Set("Content-Type", "application/json")
 		s.req.Header.Set("Accept", "text/event-stream")

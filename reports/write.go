@@ -265,7 +265,7 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		p.f("- run: %s → %s, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Tool.Name, r.Tool.Version)
 	} else {
 		p.f("- run: %s → %s, nonce `%s`, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Nonce, r.Tool.Name, r.Tool.Version)
-		p.f("- arrival: %s, ignore_eos %t, timeouts %s\n", arrival(r.Options), r.Options.IgnoreEOS, timeouts(r.Options.Timeouts))
+		p.f("- api: %s; arrival: %s, ignore_eos %t, timeouts %s\n", apiRoute(r.Options), arrival(r.Options), r.Options.IgnoreEOS, timeouts(r.Options.Timeouts))
 		sat := "no"
 		if r.Client.Saturated {
 			sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"
@@ -446,6 +446,23 @@ func opt(v *float64, scale float64, prec int) string {
 }
 
 func ms(sec float64) string { return num(sec*1e3, 2) + " ms" }
+
+// apiRoute names the route the run's load went to, with its path: a
+// report without one (written before runs had --api) was a chat run.
+func apiRoute(o schema.Options) string {
+	if o.API == "completions" {
+		return "completions (POST /completions, no chat template)"
+	}
+	return "chat (POST /chat/completions)"
+}
+
+// apiName is the run's API in a word: chat or completions.
+func apiName(o schema.Options) string {
+	if o.API == "completions" {
+		return o.API
+	}
+	return "chat"
+}
 
 func arrival(o schema.Options) string {
 	s := o.Arrival

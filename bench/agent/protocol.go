@@ -62,8 +62,10 @@ const (
 
 // Proto is the protocol's version: a coordinator refuses an agent whose
 // pongs give another (an agent of another glmbench version, whose plan
-// fields might not mean the same).
-const Proto = 1
+// fields might not mean the same). 2: the plan's shape carries the API
+// (chat or completions), which an agent of protocol 1 would not read and
+// would send every request as chat.
+const Proto = 2
 
 // Pong is the answer to a ping.
 type Pong struct {

@@ -47,6 +47,9 @@ type Options struct {
 	// default, which grows with the prompt).
 	ProbeTimeout time.Duration
 	IgnoreEOS    bool
+	// API is --api: chat or completions, parsed into api by validate.
+	API string
+	api endpoints.API
 
 	// Baseline, when set, gates this run against those reports after it
 	// (glmbench gate's thresholds and exit code 99).
@@ -110,8 +113,13 @@ states (max_model_len in /v1/models, /get_server_info, llama.cpp's /props),
 each phase's prompt is calibrated against the endpoint's own
 usage.prompt_tokens (each probe within --probe-timeout; a server that
 truncates long prompts exits 2 at once), and a request of the load's exact
-shape is probed. Every
-request streams /chat/completions with usage and ignore_eos; none is retried.
+shape is probed. Every request (the probes too) streams /chat/completions with
+usage and ignore_eos; none is retried. With --api completions every request
+streams /completions instead, its prompt the text itself with no chat template
+(a base model's route, and the peer tools' default): a request of several
+messages (a workload's system prompt, a session's earlier turns and answers)
+becomes one prompt, their contents joined in order with a blank line, so what
+requests share stays a prefix of each prompt and a prefix cache still serves it.
 Each failed request gets one error class (rate_limited, queue_full, http_5xx,
 http_4xx, redirect, connect, ttft_timeout, stalled, total_timeout, stream_error,
 truncated, empty). The report is written even when every request failed, at
@@ -155,6 +163,7 @@ has everything.`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token); the whole calibration gets five times it for each distinct input length")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	fl.StringVar(&o.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
 	fl.StringSliceVar(&o.Baseline, "baseline", nil, "gate this run against these reports when it ends (as glmbench gate; exit 99 when a threshold is crossed)")
 	fl.StringArrayVar(&o.Thresholds, "threshold", nil, "a gate threshold, e.g. 'decode_medium.out_tput > -5%' (repeatable; needs --baseline)")
 	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
@@ -173,6 +182,9 @@ has everything.`,
 func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 	specs, work, err := o.phases()
 	if err != nil {
+		return nil, nil, err
+	}
+	if o.api, err = endpoints.ParseAPI(o.API); err != nil {
 		return nil, nil, err
 	}
 	// The order run always checked its limits in: phase cap, connect,
@@ -347,7 +359,7 @@ func phaseJobs[P any](bo *bench.Options, plans []P, run func(context.Context, *b
 func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
 	return &bench.Options{
 		Endpoint: ep,
-		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS},
+		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS, API: o.api},
 		Limits: endpoints.StreamLimits{
 			TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout,
 		},
@@ -370,6 +382,7 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []benc
 	rep.Nonce = nonce
 	rep.Options = schema.Options{
 		Phases:         phaseList(specs),
+		API:            o.api.Name(),
 		IgnoreEOS:      o.IgnoreEOS,
 		Timeouts:       timeouts(o),
 		Arrival:        arrivalName(o),

@@ -51,6 +51,9 @@ type Options struct {
 	RequestTimeout time.Duration
 	ProbeTimeout   time.Duration
 	IgnoreEOS      bool
+	// API is --api: chat or completions, parsed into api by validate.
+	API string
+	api endpoints.API
 
 	// Workload and WorkloadPhase are --workload and --workload-phase: the
 	// phase of a workload file (or built-in example) whose requests the
@@ -97,9 +100,12 @@ With auto (the default), the load doubles from --start until a point is bad,
 then bisects between the largest good and the smallest bad load until they
 are neighbours or within --resolution, at most --max-points points; a client
 whose p99 send lag passes 10 ms ends the search. Prompts are calibrated once
-against the endpoint's own usage.prompt_tokens, as run does. The report (the
-sweeps section of report.json, report.md, requests.jsonl with each record's
-point, and plots) is written after every point.`,
+against the endpoint's own usage.prompt_tokens, as run does. Every request
+streams /chat/completions, or with --api completions /completions (the prompt
+sent as it is, with no chat template; a workload's messages joined with blank
+lines), as run's do. The report (the sweeps section of report.json, report.md,
+requests.jsonl with each record's point, and plots) is written after every
+point.`,
 		Example: `  glmbench sweep --shape 256/128 --slo 'tpot < 50ms' --slo 'ttft_p99 < 2s'
   glmbench sweep --endpoint http://127.0.0.1:30000/v1 --shape 1024/256 --concurrency 1,8,32,128
   glmbench sweep --endpoint http://127.0.0.1:8000/v1 --shape 512/128 --request-rate auto --slo 'lat < 10s'`,
@@ -131,6 +137,7 @@ point, and plots) is written after every point.`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token)")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	fl.StringVar(&o.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
 	o.Metrics.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "send a workload phase's requests, in turn, instead of --shape's: a workload file or a built-in example ("+strings.Join(workload.Names(), ", ")+"); its arrival is the sweep's")
 	fl.StringVar(&o.WorkloadPhase, "workload-phase", "", "the --workload phase to sweep (needed when it has several)")
@@ -154,6 +161,9 @@ type plan struct {
 func (o *Options) validate() (*plan, error) {
 	in, out, err := bench.ParseShape(o.Shape)
 	if err != nil {
+		return nil, err
+	}
+	if o.api, err = endpoints.ParseAPI(o.API); err != nil {
 		return nil, err
 	}
 	p := &plan{spec: bench.Spec{Name: "sweep", N: 1, In: in, Out: out}, mode: schema.SweepConcurrency}
@@ -255,7 +265,7 @@ func Run(ctx context.Context, o *Options) error {
 	defer tg.Close()
 	bo := &bench.Options{
 		Endpoint:       tg.Endpoint,
-		Shape:          bench.Shape{Model: tg.Endpoint.Model, IgnoreEOS: o.IgnoreEOS},
+		Shape:          bench.Shape{Model: tg.Endpoint.Model, IgnoreEOS: o.IgnoreEOS, API: o.api},
 		Limits:         endpoints.StreamLimits{TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout},
 		ConnectTimeout: o.ConnectTimeout,
 		ProbeTimeout:   o.ProbeTimeout,
@@ -348,7 +358,7 @@ func calibrate(ctx context.Context, errOut io.Writer, bo *bench.Options, p *plan
 // reportOptions are the report's record of the sweep's options.
 func (o *Options) reportOptions(p *plan) schema.Options {
 	ro := schema.Options{
-		Phases: p.spec.Name, IgnoreEOS: o.IgnoreEOS, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
+		Phases: p.spec.Name, API: o.api.Name(), IgnoreEOS: o.IgnoreEOS, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
 		Timeouts: map[string]float64{"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(),
 			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
 	}

@@ -45,6 +45,7 @@ func TestBadFlagsExitTwoInOneLineBeforeAnyLoad(t *testing.T) {
 		{[]string{"--max-points", "0"}, "--max-points"},
 		{[]string{"--start", "1.5"}, "--start"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
+		{[]string{"--api", "bogus"}, "--api must be chat or completions"},
 	} {
 		code, _, stderr := execute(t, append([]string{"--endpoint", "http://127.0.0.1:1/v1"}, tc.args...)...)
 		if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "127.0.0.1:1") {

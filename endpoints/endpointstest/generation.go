@@ -742,7 +742,10 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 			c["delta"] = delta
 			c["logprobs"] = nil
 		} else {
-			c["text"] = delta["content"]
+			// A completions chunk's text is a string, "" on the finish
+			// chunk (llama.cpp's to_json_oaicompat; vLLM and SGLang).
+			text, _ := delta["content"].(string)
+			c["text"] = text
 			c["logprobs"] = nil
 		}
 		return c
@@ -779,12 +782,15 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 	fin := map[string]any{"choices": []any{choice(map[string]any{}, a.finish)}}
 	usage := usageOf(promptN, a.n)
 	if p.Kind == LlamaCpp {
-		if p.Opts.LlamaUsageChunk {
+		if p.Opts.LlamaUsageChunk && g.chat {
 			// b6497+: a usage chunk of its own, with timings, include_usage or not.
 			send(fin)
 			send(map[string]any{"choices": []any{}, "usage": usage, "timings": timings(promptN, a.n)})
 		} else {
-			// Usage and timings on the finish chunk (issue 12; a b6097 trace).
+			// Usage and timings on the finish chunk (issue 12; a b6097
+			// trace), as every version sends a completions stream's final
+			// chunk, include_usage or not (server-task.cpp
+			// to_json_oaicompat: text "", finish_reason, usage, timings).
 			fin["usage"], fin["timings"] = usage, timings(promptN, a.n)
 			send(fin)
 		}

@@ -1,5 +1,5 @@
 // Package endpointstest provides a fake OpenAI-compatible chat server for
-// tests: it streams like SGLang or vLLM, fails in any of the ways real
+// tests: it streams /v1/chat/completions and /v1/completions like SGLang or vLLM, fails in any of the ways real
 // endpoints fail, on purpose and per request, and records when it sent every
 // content event, so a client's timings can be checked against the server's.
 package endpointstest
@@ -17,8 +17,14 @@ import (
 	"time"
 )
 
-// Request is what the server understood of one chat request.
+// Request is what the server understood of one chat or completions request.
 type Request struct {
+	// Path is the route it came on: "/v1/chat/completions" or "/v1/completions".
+	Path string
+	// Messages is how many chat messages the body had, Prompt whether it
+	// had a "prompt" (a completions body): Content is then the prompt.
+	Messages  int
+	Prompt    bool
 	Nonce     string
 	I         int // the <i:06d> of the prompt prefix, -1 when none
 	MaxTokens int
@@ -115,6 +121,7 @@ func New(behave func(Request) Behavior, opts ...func(*Server)) *Server {
 	s := &Server{Behave: behave}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.chat)
+	mux.HandleFunc("/v1/completions", s.chat)
 	mux.HandleFunc("/v1/models", s.models)
 	s.Server = httptest.NewUnstartedServer(mux)
 	for _, o := range opts {
@@ -187,9 +194,10 @@ func parse(r *http.Request) (Request, error) {
 		Messages []struct {
 			Content string `json:"content"`
 		} `json:"messages"`
-		MaxTokens     int  `json:"max_tokens"`
-		Stream        bool `json:"stream"`
-		IgnoreEOS     bool `json:"ignore_eos"`
+		Prompt        *string `json:"prompt"`
+		MaxTokens     int     `json:"max_tokens"`
+		Stream        bool    `json:"stream"`
+		IgnoreEOS     bool    `json:"ignore_eos"`
 		StreamOptions *struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
@@ -197,10 +205,13 @@ func parse(r *http.Request) (Request, error) {
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		return Request{}, err
 	}
-	req := Request{MaxTokens: body.MaxTokens, Stream: body.Stream, IgnoreEOS: body.IgnoreEOS, I: -1}
+	req := Request{Path: r.URL.Path, MaxTokens: body.MaxTokens, Stream: body.Stream, IgnoreEOS: body.IgnoreEOS, I: -1, Messages: len(body.Messages)}
 	req.Usage = body.StreamOptions != nil && body.StreamOptions.IncludeUsage
-	if len(body.Messages) > 0 {
+	switch {
+	case len(body.Messages) > 0:
 		req.Content = body.Messages[len(body.Messages)-1].Content
+	case body.Prompt != nil:
+		req.Content, req.Prompt = *body.Prompt, true
 	}
 	// "<nonce>-<i:06d> " starts the prompt.
 	if head, _, ok := strings.Cut(req.Content, " "); ok {
@@ -213,8 +224,9 @@ func parse(r *http.Request) (Request, error) {
 	return req, nil
 }
 
-// chat answers /v1/chat/completions as Behave says for the request, and
-// records its arrival and content events.
+// chat answers /v1/chat/completions (and /v1/completions, in its own chunk
+// shape) as Behave says for the request, and records its arrival and
+// content events.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	req, err := parse(r)
@@ -235,11 +247,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := max(req.MaxTokens, 1)
+	text := r.URL.Path == "/v1/completions"
 	if !req.Stream {
-		writeWhole(w, b, prompt, n)
+		writeWhole(w, b, prompt, n, text)
 		return
 	}
-	st := &chatStream{s: s, w: w, r: r, rc: http.NewResponseController(w), b: b, snd: snd, prompt: prompt}
+	st := &chatStream{s: s, w: w, r: r, rc: http.NewResponseController(w), b: b, snd: snd, prompt: prompt, text: text}
 	st.run(arrival, n, req.Usage)
 }
 
@@ -277,10 +290,15 @@ func failBeforeAnswer(w http.ResponseWriter, r *http.Request, b Behavior) bool {
 	return false
 }
 
-// writeWhole answers a non-streaming request with n tokens of "a".
-func writeWhole(w http.ResponseWriter, b Behavior, prompt, n int) {
+// writeWhole answers a non-streaming request with n tokens of "a": a chat
+// completion, or with text a text completion.
+func writeWhole(w http.ResponseWriter, b Behavior, prompt, n int, text bool) {
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"length"}]`, strings.Repeat("a", n))
+	if text {
+		fmt.Fprintf(w, `{"id":"cmpl-x","object":"text_completion","choices":[{"index":0,"text":"%s","logprobs":null,"finish_reason":"length"}]`, strings.Repeat("a", n))
+	} else {
+		fmt.Fprintf(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"length"}]`, strings.Repeat("a", n))
+	}
 	if b.Usage != UsageNone {
 		fmt.Fprintf(w, `,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, prompt, n, prompt+n)
 	}
@@ -297,6 +315,7 @@ type chatStream struct {
 	snd    *Send
 	prompt int    // usage.prompt_tokens
 	sent   int    // content tokens sent so far
+	text   bool   // a /v1/completions stream: choices[].text chunks
 	rng    uint64 // the jitter's generator state
 }
 
@@ -309,9 +328,12 @@ func (st *chatStream) run(arrival time.Time, n int, includeUsage bool) {
 		st.flush()
 		return
 	}
-	// SGLang and vLLM open with a role chunk that carries no content.
-	io.WriteString(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n")
-	st.flush()
+	if !st.text {
+		// SGLang and vLLM open a chat stream with a role chunk that carries
+		// no content; a completions stream has no roles.
+		io.WriteString(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n")
+		st.flush()
+	}
 	if st.content(arrival, n) {
 		st.finish(includeUsage)
 	}
@@ -363,7 +385,12 @@ func (st *chatStream) content(arrival time.Time, n int) bool {
 		}
 		k := min(per, n-st.sent)
 		text := strings.Repeat("tok ", k)
-		fmt.Fprintf(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{%q:%q},\"finish_reason\":null}]}\n\n", field, text)
+		if st.text {
+			// vLLM's and SGLang's completions chunk (reasoning has no place in it).
+			fmt.Fprintf(st.w, "data: {\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"created\":0,\"model\":\"fake-model\",\"choices\":[{\"index\":0,\"text\":%q,\"logprobs\":null,\"finish_reason\":null}]}\n\n", text)
+		} else {
+			fmt.Fprintf(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{%q:%q},\"finish_reason\":null}]}\n\n", field, text)
+		}
 		at := st.flush()
 		st.sent += k
 		events++
@@ -411,10 +438,14 @@ func (st *chatStream) gap() time.Duration {
 func (st *chatStream) finish(includeUsage bool) {
 	b := st.b
 	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, st.prompt, st.sent, st.prompt+st.sent)
+	choice := `{"index":0,"delta":{},"finish_reason":"length"}`
+	if st.text {
+		choice = `{"index":0,"text":"","logprobs":null,"finish_reason":"length"}`
+	}
 	if b.Usage == UsageInFinish {
-		fmt.Fprintf(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":%s}\n\n", usage)
+		fmt.Fprintf(st.w, "data: {\"choices\":[%s],\"usage\":%s}\n\n", choice, usage)
 	} else {
-		io.WriteString(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
+		fmt.Fprintf(st.w, "data: {\"choices\":[%s]}\n\n", choice)
 	}
 	if b.Usage == UsageFinal && includeUsage {
 		fmt.Fprintf(st.w, "data: {\"choices\":[],\"usage\":%s}\n\n", usage)

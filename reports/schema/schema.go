@@ -467,7 +467,12 @@ type Tool struct {
 
 // Options echoes how a run was configured.
 type Options struct {
-	Phases         string             `json:"phases"`
+	Phases string `json:"phases"`
+	// API is the route every load request went to: "chat"
+	// (/chat/completions) or "completions" (/completions, the prompt sent
+	// with no chat template). A report written before the field existed
+	// has "" here: a chat run.
+	API            string             `json:"api"`
 	IgnoreEOS      bool               `json:"ignore_eos"`
 	Timeouts       map[string]float64 `json:"timeouts"`
 	Arrival        string             `json:"arrival"`
