@@ -62,3 +62,28 @@ func TestTheReportSaysWhichAPITheLoadWentTo(t *testing.T) {
 		t.Errorf("a report without api should read as chat:\n%s", md.String())
 	}
 }
+
+// A comparison shows which column's load went to /completions (its prompts
+// carry no chat template, so the same IN is other text): the column's
+// endpoint says so, and a chat column's says nothing more.
+func TestTheComparisonNamesACompletionsColumn(t *testing.T) {
+	t.Parallel()
+	chat, compl := sampleReport(), sampleReport()
+	chat.Options.API, chat.Label = "chat", "chat-run"
+	compl.Options.API, compl.Label = "completions", "base-run"
+	c, err := Compare([]*Input{{Report: chat, Path: "a"}, {Report: compl, Path: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Columns[0].API != "" || c.Columns[1].API != "completions" {
+		t.Fatalf("columns' api %q and %q, want none and completions", c.Columns[0].API, c.Columns[1].API)
+	}
+	var md bytes.Buffer
+	if err := WriteComparisonMarkdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	ep := chat.Endpoint.BaseURL
+	if strings.Count(md.String(), ep+" (api completions)") != 1 || strings.Count(md.String(), "(api ") != 1 {
+		t.Errorf("want exactly the completions column marked:\n%s", md.String())
+	}
+}

@@ -38,7 +38,11 @@ type Column struct {
 	Sources  []string `json:"sources"`
 	Endpoint string   `json:"endpoint,omitempty"`
 	Model    string   `json:"model,omitempty"`
-	Legacy   bool     `json:"legacy,omitempty"`
+	// API is the route the load went to (schema.Options.API) when it was
+	// not chat: a completions run's prompts carry no chat template, so its
+	// prompt tokens mean other text than a chat run's.
+	API    string `json:"api,omitempty"`
+	Legacy bool   `json:"legacy,omitempty"`
 }
 
 // PhaseRow is one phase across the columns; a cell is null where a column
@@ -306,6 +310,9 @@ func Compare(ins []*Input) (*Comparison, error) {
 			i = len(c.Columns)
 			col[l] = i
 			c.Columns = append(c.Columns, Column{Label: l, Endpoint: in.Report.Endpoint.BaseURL, Model: in.Report.Endpoint.Model})
+			if api := in.Report.Options.API; api != "" && api != "chat" {
+				c.Columns[i].API = api
+			}
 			runs = append(runs, nil)
 		}
 		c.Columns[i].Sources = append(c.Columns[i].Sources, in.Path)

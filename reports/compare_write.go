@@ -146,6 +146,8 @@ func columnEndpoint(col Column) string {
 		return "older harness (imported)"
 	case col.Endpoint == "":
 		return "—"
+	case col.API != "":
+		return col.Endpoint + " (api " + col.API + ")"
 	}
 	return col.Endpoint
 }
