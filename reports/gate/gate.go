@@ -435,11 +435,12 @@ func expandAll(t threshold.Threshold, k metricKind, baseline, current []*schema.
 // sameShape refuses to compare a phase (or a sweep) whose runs differ in
 // shape: a gate over different loads (or a sweep's other request shape,
 // mode, SLOs or attainment target) would report a regression that is not
-// one.
+// one. Runs whose load went to different APIs (--api: chat against
+// completions, whose prompts carry no chat template) are refused alike.
 func sameShape(name string, k metricKind, relative bool, baseline, current []*schema.Report) error {
 	type seen struct {
-		shape string
-		where string
+		shape, api string
+		where      string
 	}
 	shapeOf := func(r *schema.Report) (string, bool) {
 		if k == sweep {
@@ -469,14 +470,23 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 				continue
 			}
 			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
+			api := apiRoute(r)
 			if first == nil {
-				first = &seen{s, where}
+				first = &seen{s, api, where}
 				continue
 			}
+			what := "phase"
+			if k == sweep {
+				what = "sweep"
+			}
+			if api != first.api {
+				return badinput.Errorf("%s %s's load went to %s in %s but to %s in %s; runs of different APIs (--api) send different prompts and are not compared",
+					what, name, first.api, first.where, api, where)
+			}
 			if s != first.shape {
-				what, legend := "phase", " (requests/input/output)"
+				legend := " (requests/input/output)"
 				if k == sweep {
-					what, legend = "sweep", ""
+					legend = ""
 				}
 				return badinput.Errorf("%s %s is %s%s in %s but %s in %s; %ss of different shapes are not compared",
 					what, name, first.shape, legend, first.where, s, where, what)
@@ -484,6 +494,15 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 		}
 	}
 	return nil
+}
+
+// apiRoute is the route a report's load went to: a report written
+// before runs had --api was a chat run.
+func apiRoute(r *schema.Report) string {
+	if r.Options.API == "completions" {
+		return "/completions"
+	}
+	return "/chat/completions"
 }
 
 // knownEvalMetrics is every eval metric a threshold may name: DESIGN.md's
