@@ -206,3 +206,35 @@ func TestACompletionsRunAgainstOpenAIsChatModelStopsAtTheFirstProbeAsBadInput(t 
 		}
 	}
 }
+
+// On completions a prompt has no chat template: a multi-turn history over
+// its turn's target, and a shared-prefix question over its own, are said
+// in what the prompt holds instead (prefixes, the blank lines between the
+// messages), never as a template's tokens. Turn 1's user message is the
+// prefix alone (user_tokens is the endpoint's smallest prompt), so turn
+// 2's history (that prefix, a blank line, the answer, a blank line, turn
+// 2's prefix) passes the 2·user+1 tokens of its target.
+func TestCompletionsWorkloadMessagesNameNoChatTemplate(t *testing.T) {
+	t.Parallel()
+	o := workOptions(t)
+	o.Shape.API = endpoints.APICompletions
+	user := len(engineTokens(t, o.Shape.chatBody(Prefix(NewNonce(), ProbeIndex), "", 1, true)))
+	const answer = 1
+	reqs := []workload.Request{
+		{I: 0, Session: 1, Turn: 1, UserTokens: user, Output: answer, Input: user},
+		{I: 1, Session: 1, Turn: 2, UserTokens: user, Output: answer, Input: 2*user + answer},
+	}
+	mt := workload.Phase{Name: "m", Kind: workload.MultiTurn, Sessions: 1, Turns: 2, UserTokens: user, OutputTokens: answer}
+	_, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: mt, Reqs: reqs}})
+	wantBadInput(t, err, "phase m: turn 2's history is", "blank lines between turns", "above a turn's prefix and blank lines")
+	if strings.Contains(err.Error(), "template's") || strings.Contains(err.Error(), "chat template and") {
+		t.Errorf("a completions history error names a chat template: %v", err)
+	}
+
+	sp := workload.Phase{Name: "s", Kind: workload.SharedPrefix, Requests: 2, Groups: 1, PrefixTokens: 4, QuestionTokens: 2, OutputTokens: 2}
+	_, warns, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: sp, Reqs: []workload.Request{
+		{I: 0, Group: 1, Input: 6, PrefixTokens: 4, Output: 2}, {I: 1, Group: 1, Input: 6, PrefixTokens: 4, Output: 2}}}})
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "phase s: the system prompt with the question's prefix and the blank line before it alone make") {
+		t.Errorf("shared-prefix on completions: warnings %q, err %v", warns, err)
+	}
+}

@@ -102,6 +102,24 @@ func (s Shape) overhead() string {
 	return "chat template and prefix"
 }
 
+// turnOverhead names, for messages about a multi-turn history, what it
+// holds besides its text, and what each turn adds besides its user text.
+func (s Shape) turnOverhead() (included, perTurn string) {
+	if s.API == endpoints.APICompletions {
+		return "prefixes and the blank lines between turns included, no chat template", "a turn's prefix and blank lines"
+	}
+	return "chat template and prefixes included", "the template's tokens a turn"
+}
+
+// questionOverhead names what a shared-prefix question holds besides its
+// text, for the message about a question over its target.
+func (s Shape) questionOverhead() string {
+	if s.API == endpoints.APICompletions {
+		return "the question's prefix and the blank line before it"
+	}
+	return "the question's template and prefix"
+}
+
 // chatBody builds the JSON body of a streamed request whose user message
 // (or, for completions, prompt) is prefix + text. The load and its probes
 // share this one builder, so a probe has exactly the load's shape.

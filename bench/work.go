@@ -265,8 +265,8 @@ func (b *builder) sharedPrefix(ctx context.Context, plan *WorkPlan) error {
 		if withSys > reqs[0].Input {
 			// The question's template and prefix take more than
 			// question_tokens: no question text, and every prompt over.
-			b.warns = append(b.warns, fmt.Sprintf("phase %s: the system prompt with the question's template and prefix alone make %d prompt tokens on the endpoint, over the %d of prefix_tokens + question_tokens: every prompt is sent at %d, and its drift says so (raise question_tokens)",
-				plan.Phase.Name, withSys, reqs[0].Input, withSys))
+			b.warns = append(b.warns, fmt.Sprintf("phase %s: the system prompt with %s alone make %d prompt tokens on the endpoint, over the %d of prefix_tokens + question_tokens: every prompt is sent at %d, and its drift says so (raise question_tokens)",
+				plan.Phase.Name, b.shape.questionOverhead(), withSys, reqs[0].Input, withSys))
 		}
 	}
 	plan.sys = sys
@@ -326,8 +326,9 @@ func (b *builder) multiTurn(ctx context.Context, plan *WorkPlan) error {
 		default:
 			// The history and the new turn's prefix alone pass the turn's
 			// target: every turn from here on would miss it.
-			return badinput.Errorf("phase %s: turn %d's history is %d prompt tokens on the endpoint (chat template and prefixes included), over the turn's %d: raise user_tokens (%d) above the template's tokens a turn, or lower turns",
-				plan.Phase.Name, k+1, base, r.Input, r.UserTokens)
+			included, perTurn := b.shape.turnOverhead()
+			return badinput.Errorf("phase %s: turn %d's history is %d prompt tokens on the endpoint (%s), over the turn's %d: raise user_tokens (%d) above %s, or lower turns",
+				plan.Phase.Name, k+1, base, included, r.Input, r.UserTokens, perTurn)
 		}
 		est += userTokens[k] + r.Output
 		answers[k] = b.words(r.Output)
