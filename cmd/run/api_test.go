@@ -2,7 +2,9 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,5 +107,37 @@ func TestACompletionsRunAgainstAChatOnlyModelExitsTwoAtTheFirstProbe(t *testing.
 	}
 	if p.Requests("POST /v1/completions") != 1 || p.Requests("POST /v1/chat/completions") != 0 {
 		t.Errorf("%d completions requests: want the one probe", p.Requests("POST /v1/completions"))
+	}
+}
+
+// run --baseline with a baseline whose phase went to another API refuses
+// before it opens the endpoint (nothing listens on port 1): a completions
+// run gated against a chat run would compare different prompts. A
+// baseline written before --api (no options.api) is a chat run.
+func TestARunGatedAgainstABaselineOfAnotherAPIExitsTwoBeforeAnyLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	baseline := func(name, api string) string {
+		rep := schema.Report{Schema: schema.ReportSchema, Label: "main", Phases: []schema.PhaseResult{{Phase: "p", BatchSize: 1, InputLen: 8, OutputLen: 2}}}
+		rep.Options.API = api
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct{ base, api, want string }{
+		{baseline("chat.json", "chat"), "completions", "phase p's load goes to /completions here but went to /chat/completions in the baseline (label main)"},
+		{baseline("old.json", ""), "completions", "went to /chat/completions in the baseline"},
+		{baseline("compl.json", "completions"), "chat", "phase p's load goes to /chat/completions here but went to /completions in the baseline"},
+	} {
+		code, stderr := execute(t, context.Background(), "--endpoint", "http://127.0.0.1:1/v1", "--phase", "p=1/8/2", "--api", tc.api, "--baseline", tc.base)
+		if code != cmdutil.ExitBadInput || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "127.0.0.1:1") {
+			t.Errorf("--api %s against %s: exit %d, stderr %q; want exit 2 saying %q", tc.api, filepath.Base(tc.base), code, stderr, tc.want)
+		}
 	}
 }

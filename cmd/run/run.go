@@ -262,6 +262,9 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 		if err := gp.RequireShape(s.Name, s.N, s.In, s.Out); err != nil {
 			return nil, err
 		}
+		if err := gp.RequireAPI(s.Name, o.api.Name()); err != nil {
+			return nil, err
+		}
 	}
 	return gp, nil
 }

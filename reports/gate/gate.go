@@ -470,7 +470,7 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 				continue
 			}
 			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
-			api := apiRoute(r)
+			api := route(r.Options.API)
 			if first == nil {
 				first = &seen{s, api, where}
 				continue
@@ -496,10 +496,10 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 	return nil
 }
 
-// apiRoute is the route a report's load went to: a report written
-// before runs had --api was a chat run.
-func apiRoute(r *schema.Report) string {
-	if r.Options.API == "completions" {
+// route is the route a load of api (schema.Options.API) went to: a
+// report written before runs had --api ("") was a chat run.
+func route(api string) string {
+	if api == "completions" {
 		return "/completions"
 	}
 	return "/chat/completions"

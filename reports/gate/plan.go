@@ -71,6 +71,19 @@ func (p *Plan) RequireShape(name string, n, in, out int) error {
 	return nil
 }
 
+// RequireAPI fails (exit 2) when the baseline ran phase name on another
+// API than api (chat or completions), so run --baseline can refuse before
+// sending load that could not be compared.
+func (p *Plan) RequireAPI(name, api string) error {
+	for _, r := range p.Baseline {
+		if reports.FindPhase(r, name) != nil && route(r.Options.API) != route(api) {
+			return badinput.Errorf("phase %s's load goes to %s here but went to %s in the baseline (label %s); runs of different APIs (--api) send different prompts and are not compared",
+				name, route(api), route(r.Options.API), r.Label)
+		}
+	}
+	return nil
+}
+
 // Evaluate gates current against the plan's baseline (see Evaluate).
 func (p *Plan) Evaluate(current []*schema.Report) (*Result, error) {
 	return Evaluate(p.Baseline, current, p.Thresholds, p.Options)
