@@ -4,10 +4,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/engine/enginetest"
+	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // A sweep with --api completions sends its probes and its points on
@@ -39,5 +44,40 @@ func TestASweepOnCompletionsSendsEveryRequestThereAndSaysSo(t *testing.T) {
 	}
 	if md := cmdtest.ReadFile(t, dir, reports.ReportMD); !strings.Contains(md, "- api: completions (POST /completions") {
 		t.Errorf("report.md does not name the route")
+	}
+}
+
+// A sweep with --api completions on the built-in engine, end to end: its
+// prompts are calibrated in the raw text's tokens (no chat template), so
+// every record lands on the shape's 96 prompt tokens within tolerance and
+// generates its 6 tokens, counted by usage, at both points.
+func TestASweepOnCompletionsAgainstTheEngineLandsOnItsShape(t *testing.T) {
+	t.Parallel()
+	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: time.Millisecond}))
+	dir := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := execute(t, "--endpoint", e.BaseURL(), "--shape", "96/6", "--concurrency", "1,2",
+		"--warmup", "0s", "--duration", "300ms", "--api", "completions", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Report.Options.API != "completions" || len(in.Report.Sweeps) != 1 || len(in.Report.Sweeps[0].Points) != 2 {
+		t.Fatalf("api %q, sweeps %+v", in.Report.Options.API, in.Report.Sweeps)
+	}
+	points := map[int]int{}
+	for _, r := range in.Records {
+		if !r.Completed() {
+			continue
+		}
+		points[r.Point]++
+		if r.N != 6 || r.NSource != schema.NFromUsage || r.Prompt < 96-bench.Tolerance(96) || r.Prompt > 96+bench.Tolerance(96) {
+			t.Errorf("point %d request %d: n %d from %q, %d prompt tokens; want 6 from usage and 96±%d", r.Point, r.I, r.N, r.NSource, r.Prompt, bench.Tolerance(96))
+		}
+	}
+	if points[1] == 0 || points[2] == 0 {
+		t.Errorf("completed per point %v: want some at both", points)
 	}
 }
