@@ -238,3 +238,22 @@ func TestCompletionsWorkloadMessagesNameNoChatTemplate(t *testing.T) {
 		t.Errorf("shared-prefix on completions: warnings %q, err %v", warns, err)
 	}
 }
+
+// vLLM serves /v1/completions, and answers a model name it does not serve
+// with 404 on either route: the hint a completions 404 carries leaves the
+// model name open as the cause, rather than saying the endpoint does not
+// serve /completions.
+func TestACompletions404ForAWrongModelNameDoesNotSayTheRouteIsMissing(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: "no-such-model"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Endpoint: ep, Shape: Shape{Model: ep.Model, API: endpoints.APICompletions}, ConnectTimeout: 2e9, Nonce: NewNonce()}
+	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
+	wantBadInput(t, err, "HTTP 404", "does not exist", "if the model name is right", "--api chat")
+	if strings.Contains(err.Error(), "does not serve") {
+		t.Errorf("the hint says vLLM does not serve /completions: %v", err)
+	}
+}

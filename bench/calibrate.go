@@ -186,8 +186,10 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
 	if res.Status == http.StatusNotFound && p.shape.API == endpoints.APICompletions {
 		// OpenAI answers a chat model's completions with 404; a chat-only
-		// gateway has no such route at all.
-		pe.Msg += "; --api completions posts /completions, which this endpoint or model does not serve: --api chat sends /chat/completions"
+		// gateway has no such route at all. vLLM and OpenAI answer a model
+		// name they do not serve with 404 on both routes, so the hint
+		// leaves that cause open.
+		pe.Msg += "; --api completions posts /completions: if the model name is right, this endpoint or model serves only /chat/completions (--api chat)"
 	}
 	switch res.Class {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
