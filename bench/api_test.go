@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -255,5 +258,39 @@ func TestACompletions404ForAWrongModelNameDoesNotSayTheRouteIsMissing(t *testing
 	wantBadInput(t, err, "HTTP 404", "does not exist", "if the model name is right", "--api chat")
 	if strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("the hint says vLLM does not serve /completions: %v", err)
+	}
+}
+
+// llama.cpp before January 2025 (PR 10974) answered /v1/completions in its native
+// shape ({"content": …, "stop": …}, no choices, no usage): a completions
+// run against one stops at its shape probe, in one line that says a
+// completions stream's content is choices[].text and names that build.
+func TestACompletionsStreamInLlamaCppsNativeShapeIsSaidAsSuch(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil || r.URL.Path != "/v1/completions" {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		if !req.Stream {
+			io.WriteString(w, `{"content":"a","stop":true,"tokens_evaluated":12,"tokens_predicted":1}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"content\":\"a\",\"stop\":false}\n\ndata: {\"content\":\"\",\"stop\":true,\"tokens_evaluated\":12}\n\n")
+	}))
+	defer srv.Close()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Endpoint: ep, Shape: Shape{Model: "m", API: endpoints.APICompletions}, ConnectTimeout: 2e9, Nonce: NewNonce()}
+	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
+	wantBadInput(t, err, "probe of the load's request shape", "200 with no content event", "choices[].text", "llama.cpp builds before January 2025", "--api chat")
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("not one line: %q", err)
 	}
 }

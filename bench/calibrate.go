@@ -184,12 +184,18 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		msg = summary.ErrorMessage(res.Body)
 	}
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
-	if res.Status == http.StatusNotFound && p.shape.API == endpoints.APICompletions {
+	switch {
+	case p.shape.API != endpoints.APICompletions:
+	case res.Status == http.StatusNotFound:
 		// OpenAI answers a chat model's completions with 404; a chat-only
 		// gateway has no such route at all. vLLM and OpenAI answer a model
 		// name they do not serve with 404 on both routes, so the hint
 		// leaves that cause open.
 		pe.Msg += "; --api completions posts /completions: if the model name is right, this endpoint or model serves only /chat/completions (--api chat)"
+	case res.Class == schema.Empty:
+		// llama.cpp before PR 10974 (merged at the end of December 2024) answered /v1/completions
+		// in its native shape, {"content", "stop"}, with no choices.
+		pe.Msg += "; a completions stream's content is its choices[].text, and this one carried none (llama.cpp builds before January 2025 answer /v1/completions in their native format: --api chat)"
 	}
 	switch res.Class {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
