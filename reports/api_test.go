@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/glmbench/glmbench/internal/badinput"
 )
 
 // The report names the route the load went to: in report.json's options
@@ -85,5 +87,25 @@ func TestTheComparisonNamesACompletionsColumn(t *testing.T) {
 	ep := chat.Endpoint.BaseURL
 	if strings.Count(md.String(), ep+" (api completions)") != 1 || strings.Count(md.String(), "(api ") != 1 {
 		t.Errorf("want exactly the completions column marked:\n%s", md.String())
+	}
+}
+
+// Runs of one label are merged, so a chat run and a completions run under one
+// label are refused (bad input naming both), while an eval-only report of
+// that label, which sent no load, merges with either.
+func TestOneLabelsRunsShareTheirAPI(t *testing.T) {
+	t.Parallel()
+	chat, compl, evalOnly := sampleReport(), sampleReport(), sampleReport()
+	chat.Options.API, compl.Options.API = "", "completions" // "": written before the field, a chat run
+	evalOnly.Phases = nil
+	_, err := Compare([]*Input{{Report: chat, Path: "a"}, {Report: compl, Path: "b"}})
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "the chat API in a but to the completions API in b") {
+		t.Errorf("%v: want bad input naming both routes", err)
+	}
+	for _, ins := range [][]*Input{{{Report: compl, Path: "b"}, {Report: evalOnly, Path: "e"}}, {{Report: evalOnly, Path: "e"}, {Report: compl, Path: "b"}}} {
+		c, err := Compare(ins)
+		if err != nil || c.Columns[0].API != "completions" {
+			t.Errorf("with an eval-only report: %v, api %q; want the completions column", err, c.Columns[0].API)
+		}
 	}
 }

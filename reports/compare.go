@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -310,10 +311,10 @@ func Compare(ins []*Input) (*Comparison, error) {
 			i = len(c.Columns)
 			col[l] = i
 			c.Columns = append(c.Columns, Column{Label: l, Endpoint: in.Report.Endpoint.BaseURL, Model: in.Report.Endpoint.Model})
-			if api := in.Report.Options.API; api != "" && api != "chat" {
-				c.Columns[i].API = api
-			}
 			runs = append(runs, nil)
+		}
+		if err := sameAPI(&c.Columns[i], runs[i], in); err != nil {
+			return nil, err
 		}
 		c.Columns[i].Sources = append(c.Columns[i].Sources, in.Path)
 		c.Columns[i].Legacy = c.Columns[i].Legacy || in.Legacy
@@ -386,6 +387,36 @@ func Compare(ins []*Input) (*Comparison, error) {
 		}
 	}
 	return c, nil
+}
+
+// loadAPI is the route a report's load went to, "" when it ran no phase
+// (an eval or conformance report); a report written before options.api
+// existed ran chat.
+func loadAPI(r *schema.Report) string {
+	if len(r.Phases) == 0 {
+		return ""
+	}
+	return cmp.Or(r.Options.API, "chat")
+}
+
+// sameAPI sets col.API from in's load (only when not chat) and refuses
+// runs of one label whose loads went to different routes: merging a chat
+// run's phases with a completions run's would average other prompts.
+func sameAPI(col *Column, runs []*Input, in *Input) error {
+	api := loadAPI(in.Report)
+	if api == "" {
+		return nil
+	}
+	for _, run := range runs {
+		if other := loadAPI(run.Report); other != "" && other != api {
+			return badinput.Errorf("label %s: the load went to the %s API in %s but to the %s API in %s (--api); reports of one label are merged, so they must share one",
+				col.Label, other, run.Path, api, in.Path)
+		}
+	}
+	if api != "chat" {
+		col.API = api
+	}
+	return nil
 }
 
 func (p *PhaseCell) shape() [3]int { return [3]int{p.BatchSize, p.InputLen, p.OutputLen} }
