@@ -48,7 +48,7 @@ func loadDataset(r io.Reader, name, format string, need int, needAnswer bool) (*
 	case ShareGPT:
 		return loadShareGPT(r, name, need, needAnswer)
 	case JSONL:
-		return loadJSONL(r, name, need)
+		return loadJSONL(r, name, need, needAnswer)
 	}
 	return loadText(r, name, need)
 }
@@ -105,11 +105,48 @@ type shareGPTItem struct {
 	} `json:"conversations"`
 }
 
+// item is the conversation's usable part at line: its prompt is its first
+// human (or user) turn, after the system turn before it if there is one;
+// its answer is the next gpt (or assistant) turn. skip says why it is not
+// usable ("" when it is): no human turn, an empty one, or (with
+// needAnswer) no answer.
+func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
+	it.Line = line
+	human := -1
+	for i, t := range c.Conversations {
+		if t.From == "human" || t.From == "user" {
+			human = i
+			break
+		}
+	}
+	if human < 0 {
+		return it, "no human turn"
+	}
+	if strings.TrimSpace(c.Conversations[human].Value) == "" {
+		return it, "an empty human turn"
+	}
+	for _, t := range c.Conversations[:human] {
+		if t.From == "system" && t.Value != "" {
+			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
+			break
+		}
+	}
+	it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
+	for _, t := range c.Conversations[human+1:] {
+		if t.From == "gpt" || t.From == "assistant" {
+			it.AnswerChars = len(t.Value)
+			break
+		}
+	}
+	if needAnswer && it.AnswerChars == 0 {
+		return it, "no answer"
+	}
+	return it, ""
+}
+
 // loadShareGPT walks a ShareGPT file's top-level array one conversation
-// at a time. A conversation's prompt is its first human (or user) turn,
-// after the system turn before it if there is one; its answer is the next
-// gpt (or assistant) turn. Conversations without a human turn, or with an
-// empty one, are skipped and counted.
+// at a time (shareGPTItem.item says what of each is used). Conversations
+// that are not usable are skipped and counted.
 func loadShareGPT(r io.Reader, name string, need int, needAnswer bool) (*loaded, error) {
 	lr := &lineReader{r: r, line: 1}
 	dec := json.NewDecoder(lr)
@@ -145,37 +182,9 @@ func loadShareGPT(r io.Reader, name string, need int, needAnswer bool) (*loaded,
 			}
 			return nil, badinput.Errorf("%s:%d: %s", name, line, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
 		}
-		it := item{Line: line}
-		human := -1
-		for i, t := range c.Conversations {
-			if t.From == "human" || t.From == "user" {
-				human = i
-				break
-			}
-		}
-		if human < 0 {
-			out.skip("no human turn")
-			continue
-		}
-		if strings.TrimSpace(c.Conversations[human].Value) == "" {
-			out.skip("an empty human turn")
-			continue
-		}
-		for _, t := range c.Conversations[:human] {
-			if t.From == "system" && t.Value != "" {
-				it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
-				break
-			}
-		}
-		it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
-		for _, t := range c.Conversations[human+1:] {
-			if t.From == "gpt" || t.From == "assistant" {
-				it.AnswerChars = len(t.Value)
-				break
-			}
-		}
-		if needAnswer && it.AnswerChars == 0 {
-			out.skip("no answer")
+		it, skip := c.item(line, needAnswer)
+		if skip != "" {
+			out.skip(skip)
 			continue
 		}
 		out.items = append(out.items, it)
@@ -250,18 +259,23 @@ func lines(r io.Reader, name string, fn func(line []byte, n int) (stop bool, err
 
 // jsonlItem is one line of a JSONL data set; other keys are ignored.
 type jsonlItem struct {
-	Prompt   *string `json:"prompt"`
-	Messages []struct {
+	// Conversations is a ShareGPT conversation on a line of its own, as
+	// many ShareGPT-format sets on the Hugging Face Hub are stored.
+	Conversations *json.RawMessage `json:"conversations"`
+	Prompt        *string          `json:"prompt"`
+	Messages      []struct {
 		Role    *string `json:"role"`
 		Content *string `json:"content"`
 	} `json:"messages"`
 	MaxTokens *int `json:"max_tokens"`
 }
 
-// loadJSONL reads a JSONL data set: each non-blank line {"prompt": "..."}
-// or {"messages": [{"role": ..., "content": ...}, ...]}, with an optional
+// loadJSONL reads a JSONL data set: each non-blank line {"prompt": "..."},
+// {"messages": [{"role": ..., "content": ...}, ...]} or a ShareGPT
+// conversation {"conversations": [{"from": ..., "value": ...}, ...]} (read
+// as loadShareGPT reads one, needAnswer included), with an optional
 // "max_tokens".
-func loadJSONL(r io.Reader, name string, need int) (*loaded, error) {
+func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, error) {
 	out := &loaded{}
 	err := lines(r, name, func(b []byte, n int) (bool, error) {
 		if len(bytes.TrimSpace(b)) == 0 {
@@ -280,8 +294,20 @@ func loadJSONL(r io.Reader, name string, need int) (*loaded, error) {
 		}
 		it := item{Line: n}
 		switch {
+		case j.Conversations != nil && (j.Prompt != nil || j.Messages != nil):
+			return bad(`conversations with prompt or messages: give one`)
 		case j.Prompt != nil && j.Messages != nil:
 			return bad(`prompt and messages: give one`)
+		case j.Conversations != nil:
+			var c shareGPTItem
+			if err := json.Unmarshal(b, &c); err != nil {
+				return bad("conversations: want a list of {\"from\": ..., \"value\": ...}: %s", text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+			}
+			var skip string
+			if it, skip = c.item(n, needAnswer && j.MaxTokens == nil); skip != "" {
+				out.skip(skip)
+				return false, nil
+			}
 		case j.Prompt != nil:
 			if strings.TrimSpace(*j.Prompt) == "" {
 				return bad("empty prompt")

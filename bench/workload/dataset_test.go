@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,6 +90,43 @@ func TestShareGPTSkipsUnusableConversations(t *testing.T) {
 	got, _ = loadDataset(strings.NewReader(data), "d", ShareGPT, 0, false)
 	if len(got.items) != 3 || got.items[2].AnswerChars != 0 {
 		t.Errorf("needAnswer false: %+v", got.items)
+	}
+}
+
+// The Hub's ShareGPT-format JSONL (a conversation a line) gives the items
+// the ShareGPT array of the same conversations gives, skips included, save
+// the line numbers; a line's own max_tokens makes an unanswered one usable,
+// and a line with conversations and a prompt is refused.
+func TestShareGPTLinesInJSONLReadAsTheArrayDoes(t *testing.T) {
+	t.Parallel()
+	convs := []string{goodConv,
+		`{"conversations": [{"from": "gpt", "value": "hi"}]}`,
+		`{"conversations": [{"from": "system", "value": "be brief"}, {"from": "user", "value": "q"}, {"from": "assistant", "value": "abc"}]}`,
+		`{"conversations": [{"from": "human", "value": "no answer"}]}`,
+		`{"conversations": [{"from": "human", "value": "its own"}], "max_tokens": 7}`}
+	array, err := loadDataset(strings.NewReader("[\n"+strings.Join(convs, ",\n")+"]"), "d.json", ShareGPT, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := loadDataset(strings.NewReader(strings.Join(convs, "\n")), "d.jsonl", JSONL, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(array.items) != 2 || len(lines.items) != 3 || lines.skipped["no human turn"] != 1 || lines.skipped["no answer"] != 1 {
+		t.Fatalf("array %+v, lines %+v (skipped %v): want the array's 2 items and the max_tokens line", array.items, lines.items, lines.skipped)
+	}
+	for i, it := range array.items {
+		got := lines.items[i]
+		if !slices.Equal(got.Messages, it.Messages) || got.AnswerChars != it.AnswerChars || got.Line != it.Line-1 {
+			t.Errorf("item %d: lines %+v, array %+v", i, got, it)
+		}
+	}
+	if own := lines.items[2]; own.MaxTokens != 7 || own.Line != 5 || own.Messages[0].Content != "its own" {
+		t.Errorf("the max_tokens line: %+v", own)
+	}
+	_, err = loadDataset(strings.NewReader(`{"conversations": [], "prompt": "p"}`), "d.jsonl", JSONL, 0, false)
+	if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "d.jsonl:1: conversations with prompt or messages") {
+		t.Errorf("conversations and prompt: %v", err)
 	}
 }
 
