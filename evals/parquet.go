@@ -26,6 +26,8 @@ func isParquet(name string) bool {
 type pqFile struct {
 	name string
 	f    *parquet.File
+	// ra holds the file, for the pages checkLZ4 reads itself.
+	ra io.ReaderAt
 }
 
 // openParquet opens a parquet file held by r; a file that is not parquet is
@@ -54,7 +56,7 @@ func openParquet(name string, r io.ReaderAt, size int64) (p *pqFile, err error) 
 	if err != nil {
 		return nil, dataErr(name, 0, "not a parquet file: %v", err)
 	}
-	return &pqFile{name: name, f: f}, nil
+	return &pqFile{name: name, f: f, ra: r}, nil
 }
 
 // withParquet opens the file name and calls fn with it.
@@ -196,6 +198,9 @@ type pqValue struct {
 // list (none for an empty or null list).
 func (p *pqFile) read(l pqLeaf, limit int, row func(i int, vals []pqValue) error) (err error) {
 	defer pqRecover(p.name, &err)
+	if err := p.checkLZ4(l); err != nil {
+		return err
+	}
 	r := &pqRows{p: p, leaf: l, limit: p.limit(limit), row: row}
 	for _, rg := range p.f.RowGroups() {
 		if r.n >= r.limit {

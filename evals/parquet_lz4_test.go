@@ -1,0 +1,124 @@
+package evals
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// A text column in LZ4_RAW, its pages long runs that LZ4 codes as matches.
+type lz4Row struct {
+	Text string `parquet:"text,lz4"`
+}
+
+// Every one-byte corruption of an LZ4 file's pages either still reads or
+// is a DataError: parquet-go's LZ4 decoder, left to a corrupt block, doubles
+// its buffer without end, so each corrupt block must be caught before it.
+func TestCorruptLZ4ParquetIsADataError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// "a" and "z" are the page statistics' min and max: the header stays
+	// short, and the loop below reaches the data.
+	rows := []lz4Row{{"a"}, {"z"}, {strings.Repeat("a", 3000)}, {strings.Repeat("ab", 2000)}, {"plain text"}}
+	good := writeParquet(t, dir, "lz4.parquet", rows, 10)
+	docs, err := LoadDocs(good)
+	if err != nil || len(docs.Docs) != len(rows) {
+		t.Fatalf("the intact file: %v, %v", docs, err)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = withoutPageCRC(t, b)
+	if err := os.WriteFile(good, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if docs, err := LoadDocs(good); err != nil || len(docs.Docs) != len(rows) {
+		t.Fatalf("the file without page checksums: %v, %v", docs, err)
+	}
+	bad := filepath.Join(dir, "bad.parquet")
+	corrupt := 0
+	for i := 4; i < len(b)-8; i++ {
+		m := append([]byte(nil), b...)
+		m[i] ^= 0xff
+		if err := os.WriteFile(bad, m, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadDocs(bad)
+		var de *DataError
+		switch {
+		case err == nil:
+		case errors.As(err, &de):
+			corrupt++
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("byte %d: %q is not one line", i, err)
+			}
+		default:
+			t.Fatalf("byte %d: %v, want a DataError", i, err)
+		}
+	}
+	if corrupt == 0 {
+		t.Fatal("no corruption was caught: the test touches no page")
+	}
+}
+
+// withoutPageCRC is b, a parquet-go file, with its pages' checksums set to
+// none, as pyarrow and DuckDB write them (parquet-go checks a checksum
+// before decompressing, which would hide a corrupt block). Each CRC field
+// keeps its length: 0 is written as a padded varint.
+func withoutPageCRC(t *testing.T, b []byte) []byte {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]byte(nil), b...)
+	cleared := 0
+	for _, rg := range f.Metadata().RowGroups {
+		for _, cc := range rg.Columns {
+			md := cc.MetaData
+			off := md.DataPageOffset
+			if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < off {
+				off = md.DictionaryPageOffset
+			}
+			end := off + md.TotalCompressedSize
+			for off < end {
+				r := bufio.NewReader(bytes.NewReader(b[off:end]))
+				var h format.PageHeader
+				if err := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r)).Decode(&h); err != nil {
+					t.Fatal(err)
+				}
+				hlen := int64(len(b[off:end]) - r.Buffered())
+				// Field 4 (crc, i32) after field 3: header byte 0x15, then
+				// the zigzag varint.
+				field := binary.AppendUvarint([]byte{0x15}, uint64(uint32(h.CRC<<1^h.CRC>>31)))
+				if h.CRC != 0 {
+					i := bytes.Index(b[off:off+hlen], field)
+					if i < 0 {
+						t.Fatalf("page at %d: no CRC field", off)
+					}
+					at := off + int64(i) + 1
+					for j := range len(field) - 1 {
+						out[at+int64(j)] = 0x80
+					}
+					out[at+int64(len(field))-2] = 0
+					cleared++
+				}
+				off += hlen + int64(h.CompressedPageSize)
+			}
+		}
+	}
+	if cleared == 0 {
+		t.Fatal("no page had a checksum")
+	}
+	return out
+}
