@@ -104,6 +104,9 @@ func LoadDocs(src string) (*Docs, error) {
 				files = append(files, filepath.Join(src, e.Name()))
 			}
 		}
+		if err := hfRepoErr(src, files); err != nil {
+			return nil, err
+		}
 		if len(files) == 0 {
 			return nil, dataErr(src, 0, "the folder holds no files")
 		}

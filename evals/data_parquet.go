@@ -190,14 +190,39 @@ func mmluParquetDirs(dir string) []string {
 	case has(filepath.Join(dir, "all")):
 		return []string{filepath.Join(dir, "all")}
 	}
+	return hfConfigDirs(dir)
+}
+
+// hfConfigDirs is dir's subfolders that hold test-*.parquet: the configs
+// (or MMLU's subjects) of a Hub repository downloaded whole.
+func hfConfigDirs(dir string) []string {
 	entries, _ := os.ReadDir(dir)
 	var dirs []string
 	for _, e := range entries {
-		if d := filepath.Join(dir, e.Name()); e.IsDir() && has(d) {
+		d := filepath.Join(dir, e.Name())
+		if m, _ := filepath.Glob(filepath.Join(d, "test-*.parquet")); e.IsDir() && len(m) > 0 {
 			dirs = append(dirs, d)
 		}
 	}
 	return dirs
+}
+
+// hfRepoErr is a DataError for a folder that is a Hub repository downloaded
+// whole (its README.md is no document), or nil when files, the folder's
+// own, include a parquet file or dir has no config folders.
+func hfRepoErr(dir string, files []string) error {
+	if slices.ContainsFunc(files, isParquet) {
+		return nil
+	}
+	dirs := hfConfigDirs(dir)
+	if len(dirs) == 0 {
+		return nil
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = filepath.Base(d)
+	}
+	return dataErr(dir, 0, "a Hub repository's folder: give one config's folder (%s)", strings.Join(names, ", "))
 }
 
 // loadMMLUParquet reads the Hub's layout from dirs: each subject's shots

@@ -124,6 +124,25 @@ func TestParquetDocsAreTheRawFilesDocs(t *testing.T) {
 			t.Fatalf("%d docs %+v, want the test split's %d", len(got.Docs), got.Docs, len(want))
 		}
 	})
+	t.Run("the Hub repository's own folder names its configs, not its README as a document", func(t *testing.T) {
+		t.Parallel()
+		// huggingface-cli download Salesforce/wikitext --local-dir root:
+		// README.md beside one folder per config.
+		root := filepath.Join(dir, "repo")
+		write(t, root, "README.md", "---\ndataset_info:\n---\n# Dataset Card for wikitext\n")
+		writeParquet(t, filepath.Join(root, "wikitext-2-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
+		writeParquet(t, filepath.Join(root, "wikitext-103-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
+		got, err := LoadDocs(root)
+		var de *DataError
+		if !errors.As(err, &de) {
+			t.Fatalf("%+v, %v: want a DataError", got, err)
+		}
+		for _, w := range []string{"wikitext-103-raw-v1", "wikitext-2-raw-v1"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q does not name %s", err, w)
+			}
+		}
+	})
 }
 
 // The Hub's MMLU row (cais/mmlu): choices a LIST of strings, answer the
