@@ -114,18 +114,27 @@ func LoadDocs(src string) (*Docs, error) {
 	}
 	out := &Docs{From: src}
 	for _, name := range files {
-		f, err := openData(name)
-		if err != nil {
-			return nil, err
-		}
-		docs, err := ParseDocs(name, f)
-		f.Close()
+		docs, err := loadDocsFile(name)
 		if err != nil {
 			return nil, err
 		}
 		out.Docs = append(out.Docs, docs...)
 	}
 	return out, nil
+}
+
+// loadDocsFile reads one file's documents: a parquet file in place (only
+// its text column is read), any other whole.
+func loadDocsFile(name string) ([]Doc, error) {
+	if isParquet(name) {
+		return withParquet(name, parseDocsParquet)
+	}
+	f, err := openData(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseDocs(name, f)
 }
 
 // ParseDocs reads one file's documents; name's extension picks the layout,

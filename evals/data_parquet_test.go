@@ -5,10 +5,13 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -538,4 +541,39 @@ func FuzzParquetLoaders(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A parquet file is read in place: of a file whose other columns are large
+// (trivia_qa's rc holds whole pages beside each question), only the text
+// column is read. Not parallel: it counts the process's allocations.
+func TestParquetDocsReadOnlyTheTextColumn(t *testing.T) {
+	type wideRow struct {
+		Text  string `parquet:"text"`
+		Pages string `parquet:"pages"`
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows := make([]wideRow, 64)
+	for i := range rows {
+		page := make([]byte, 128<<10)
+		for j := range page {
+			page[j] = byte('a' + rng.IntN(26))
+		}
+		rows[i] = wideRow{Text: fmt.Sprintf("document %d", i), Pages: string(page)}
+	}
+	p := writeParquet(t, t.TempDir(), "wide.parquet", rows, 16)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	docs, err := LoadDocs(p)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(docs.Docs) != len(rows) {
+		t.Fatalf("%v docs, %v", docs, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(st.Size())/4 {
+		t.Fatalf("reading %d docs from a %d-byte file allocated %d bytes: the file was read whole", len(rows), st.Size(), got)
+	}
 }
