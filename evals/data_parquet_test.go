@@ -539,6 +539,9 @@ func FuzzParquetLoaders(f *testing.F) {
 			if err != nil && !errors.As(err, &de) {
 				t.Fatalf("%T %v, want a DataError", err, err)
 			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%q is not one line", err)
+			}
 		}
 	})
 }
@@ -575,5 +578,26 @@ func TestParquetDocsReadOnlyTheTextColumn(t *testing.T) {
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(st.Size())/4 {
 		t.Fatalf("reading %d docs from a %d-byte file allocated %d bytes: the file was read whole", len(rows), st.Size(), got)
+	}
+}
+
+// A file's own column names are quoted in errors: a name with a newline
+// does not break the error's one line.
+func TestParquetErrorsQuoteTheFilesColumnNames(t *testing.T) {
+	t.Parallel()
+	schema := parquet.NewSchema("x", parquet.Group{"ti\ntle": parquet.String()})
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[any](&buf, schema)
+	if _, err := w.WriteRows([]parquet.Row{{parquet.ByteArrayValue([]byte("a")).Level(0, 0, 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := write(t, t.TempDir(), "odd.parquet", buf.String())
+	_, err := LoadDocs(p)
+	var de *DataError
+	if !errors.As(err, &de) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), `"ti\ntle"`) {
+		t.Fatalf("%q: want a one-line DataError quoting the column", err)
 	}
 }

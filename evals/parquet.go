@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -33,7 +35,7 @@ type pqFile struct {
 // openParquet opens a parquet file held by r; a file that is not parquet is
 // a DataError.
 func openParquet(name string, r io.ReaderAt, size int64) (p *pqFile, err error) {
-	defer pqRecover(name, &err)
+	defer pqRecover(name, "", &err)
 	// parquet-go allocates the footer's stated length before reading it:
 	// a corrupt length would cost gigabytes, so it is checked first.
 	var head, tail [8]byte
@@ -79,10 +81,15 @@ func withParquet[T any](name string, fn func(*pqFile) (T, error)) (T, error) {
 }
 
 // pqRecover turns a panic of the parquet decoder (a corrupt file) into a
-// DataError.
-func pqRecover(name string, err *error) {
+// DataError, naming the column being read, if any.
+func pqRecover(name, column string, err *error) {
 	if r := recover(); r != nil {
-		*err = dataErr(name, 0, "corrupt parquet file: %v", r)
+		msg := text.OneLine(fmt.Sprint(r))
+		if column != "" {
+			*err = dataErr(name, 0, "column %q: corrupt parquet file: %s", column, msg)
+			return
+		}
+		*err = dataErr(name, 0, "corrupt parquet file: %s", msg)
 	}
 }
 
@@ -109,11 +116,17 @@ func (l pqLeaf) describe() string {
 	return l.kind.String()
 }
 
-// columns lists the top-level column names, for errors.
+// columns lists the top-level column names, for errors: quoted where a
+// name has a character that would not print plainly (the error stays one
+// line).
 func (p *pqFile) columns() string {
 	var names []string
 	for _, fl := range p.f.Schema().Fields() {
-		names = append(names, fl.Name())
+		n := fl.Name()
+		if q := strconv.Quote(n); q != `"`+n+`"` {
+			n = q
+		}
+		names = append(names, n)
 	}
 	return strings.Join(names, ", ")
 }
@@ -197,7 +210,7 @@ type pqValue struct {
 // values: one for a value column (null when absent), the elements for a
 // list (none for an empty or null list).
 func (p *pqFile) read(l pqLeaf, limit int, row func(i int, vals []pqValue) error) (err error) {
-	defer pqRecover(p.name, &err)
+	defer pqRecover(p.name, l.name, &err)
 	if err := p.checkLZ4(l); err != nil {
 		return err
 	}
