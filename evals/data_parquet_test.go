@@ -601,3 +601,23 @@ func TestParquetErrorsQuoteTheFilesColumnNames(t *testing.T) {
 		t.Fatalf("%q: want a one-line DataError quoting the column", err)
 	}
 }
+
+// A schema corrupt so that a list's group reads as a leaf (one byte of
+// the DuckDB fixture changed, found by mutation) is a DataError, not a
+// panic.
+func TestParquetCorruptSchemaIsADataError(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "mmlu_duckdb.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[929] != 0 {
+		t.Fatalf("byte 929 is %d: the fixture changed", b[929])
+	}
+	b[929] = 4
+	_, err = ParseMMLU("m.parquet", bytes.NewReader(b))
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), `"choices"`) {
+		t.Fatalf("%v: want a DataError naming the column", err)
+	}
+}

@@ -154,8 +154,11 @@ func pqField(n parquet.Node, name string) parquet.Field {
 // field: "answer", "aliases"). A list's wrapper groups (list/element,
 // list/item, array, bag/array_element) are stepped through whatever they are
 // named.
-func (p *pqFile) leaf(path ...string) (pqLeaf, error) {
-	l := pqLeaf{name: strings.Join(path, ".")}
+func (p *pqFile) leaf(path ...string) (l pqLeaf, err error) {
+	// A corrupt schema can make parquet-go panic (a group taken for a
+	// leaf).
+	defer pqRecover(p.name, strings.Join(path, "."), &err)
+	l = pqLeaf{name: strings.Join(path, ".")}
 	var n parquet.Node = p.f.Schema()
 	var names []string
 	def, reps := 0, 0
