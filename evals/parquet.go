@@ -28,7 +28,7 @@ func isParquet(name string) bool {
 type pqFile struct {
 	name string
 	f    *parquet.File
-	// ra holds the file, for the pages checkLZ4 reads itself.
+	// ra holds the file, for the pages checkPages reads itself.
 	ra io.ReaderAt
 }
 
@@ -214,7 +214,7 @@ type pqValue struct {
 // list (none for an empty or null list).
 func (p *pqFile) read(l pqLeaf, limit int, row func(i int, vals []pqValue) error) (err error) {
 	defer pqRecover(p.name, l.name, &err)
-	if err := p.checkLZ4(l); err != nil {
+	if err := p.checkPages(l); err != nil {
 		return err
 	}
 	r := &pqRows{p: p, leaf: l, limit: p.limit(limit), row: row}

@@ -122,3 +122,48 @@ func withoutPageCRC(t *testing.T, b []byte) []byte {
 	}
 	return out
 }
+
+// A zstd page whose frame header states 32 GiB (the decoder allocates what
+// the frame states, up to 64 GiB) is a DataError before any of it is
+// allocated.
+func TestParquetZstdFrameTooLargeIsADataError(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "mmlu_duckdb.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(b, []byte{0x28, 0xb5, 0x2f, 0xfd})
+	if at < 0 || b[at+4] != 0x60 {
+		t.Fatalf("the fixture's first zstd frame (at %d) is not the one expected", at)
+	}
+	// A 1 KiB window (the decoder's window limit passes it), then an
+	// 8-byte content size: 1<<35.
+	b[at+4] = 0xc0
+	copy(b[at+5:], []byte{0, 0, 0, 0, 0, 8, 0, 0, 0})
+	_, err = ParseMMLU("m.parquet", bytes.NewReader(b))
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "zstd") {
+		t.Fatalf("%v: want a DataError saying the zstd page is corrupt", err)
+	}
+}
+
+func TestZstdFrameSize(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		size uint64
+		ok   bool
+	}{
+		{"single segment, 1 byte", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 7}, 7, true},
+		{"2 bytes are 256 more", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x60, 1, 0}, 257, true},
+		{"a window descriptor and a 1-byte dictionary ID first", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x81, 0x50, 9, 4, 0, 0, 0}, 4, true},
+		{"no content size", []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x50}, 0, false},
+		{"not zstd", []byte{1, 2, 3, 4, 5, 6}, 0, false},
+		{"cut short", []byte{0x28, 0xb5, 0x2f, 0xfd, 0xe0, 1}, 0, false},
+	} {
+		if size, ok := zstdFrameSize(tc.b); size != tc.size || ok != tc.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", tc.name, size, ok, tc.size, tc.ok)
+		}
+	}
+}
