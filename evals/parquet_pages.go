@@ -14,21 +14,22 @@ import (
 // keep pages near 1 MiB; a corrupt header could claim 2 GiB).
 const maxPageBytes = 256 << 20
 
-// checkPages checks each LZ4_RAW or ZSTD page of column l in every row
-// group before parquet-go decodes it, since parquet-go's decoders trust a
-// corrupt page: its LZ4 decoder doubles its buffer for as long as a block
-// fails to decode, without end, and zstd allocates what a frame header
-// states (up to 64 GiB). An LZ4 page is decoded here into a buffer of its
-// page header's stated size (at most maxPageBytes); a zstd page's frame
-// may state no more than that size. A page that fails is a DataError
-// naming the column.
+// checkPages checks each LZ4_RAW, ZSTD or SNAPPY page of column l in
+// every row group before parquet-go decodes it, since parquet-go's
+// decoders trust a corrupt page: its LZ4 decoder doubles its buffer for as
+// long as a block fails to decode, without end, zstd allocates what a frame
+// header states (up to 64 GiB), snappy what a block states (up to 4 GiB).
+// An LZ4 page is decoded here into a buffer of its page header's stated
+// size (at most maxPageBytes); a zstd page's frame or a snappy block may
+// state no more than that size. A page that fails is a DataError naming
+// the column.
 func (p *pqFile) checkPages(l pqLeaf) error {
 	for g, rg := range p.f.Metadata().RowGroups {
 		if l.index >= len(rg.Columns) {
 			return dataErr(p.name, 0, "column %q: row group %d lacks it", l.name, g+1)
 		}
 		md := rg.Columns[l.index].MetaData
-		if md.Codec != format.Lz4Raw && md.Codec != format.Zstd {
+		if md.Codec != format.Lz4Raw && md.Codec != format.Zstd && md.Codec != format.Snappy {
 			continue
 		}
 		start := md.DataPageOffset
@@ -76,9 +77,17 @@ func (p *pqFile) checkChunkPages(l pqLeaf, codec format.CompressionCodec, r *buf
 		if levels == int64(h.CompressedPageSize) {
 			continue
 		}
-		if codec == format.Zstd {
+		switch codec {
+		case format.Zstd:
 			if n, ok := zstdFrameSize(src[levels:]); ok && n > uint64(size-levels) {
 				return dataErr(p.name, 0, "column %q: page %d: corrupt zstd data (%d bytes stated for a %d-byte page)", l.name, page, n, size-levels)
+			}
+			continue
+		case format.Snappy:
+			// A snappy block starts with its length, which the decoder
+			// allocates (up to 4 GiB).
+			if n, k := binary.Uvarint(src[levels:]); k <= 0 || n > uint64(size-levels) {
+				return dataErr(p.name, 0, "column %q: page %d: corrupt snappy data (%d bytes stated for a %d-byte page)", l.name, page, n, size-levels)
 			}
 			continue
 		}

@@ -76,12 +76,19 @@ func TestCorruptLZ4ParquetIsADataError(t *testing.T) {
 // before decompressing, which would hide a corrupt block). Each CRC field
 // keeps its length: 0 is written as a padded varint.
 func withoutPageCRC(t *testing.T, b []byte) []byte {
+	out, _ := pageData(t, b)
+	return out
+}
+
+// pageData is withoutPageCRC(b) and where each page's data starts.
+func pageData(t *testing.T, b []byte) ([]byte, []int64) {
 	t.Helper()
 	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := append([]byte(nil), b...)
+	var starts []int64
 	cleared := 0
 	for _, rg := range f.Metadata().RowGroups {
 		for _, cc := range rg.Columns {
@@ -113,6 +120,7 @@ func withoutPageCRC(t *testing.T, b []byte) []byte {
 					out[at+int64(len(field))-2] = 0
 					cleared++
 				}
+				starts = append(starts, off+hlen)
 				off += hlen + int64(h.CompressedPageSize)
 			}
 		}
@@ -120,7 +128,7 @@ func withoutPageCRC(t *testing.T, b []byte) []byte {
 	if cleared == 0 {
 		t.Fatal("no page had a checksum")
 	}
-	return out
+	return out, starts
 }
 
 // A zstd page whose frame header states 32 GiB (the decoder allocates what
@@ -165,5 +173,33 @@ func TestZstdFrameSize(t *testing.T) {
 		if size, ok := zstdFrameSize(tc.b); size != tc.size || ok != tc.ok {
 			t.Errorf("%s: %d, %v; want %d, %v", tc.name, size, ok, tc.size, tc.ok)
 		}
+	}
+}
+
+// A snappy page whose block states more than the page's size (the decoder
+// allocates what it states, up to 4 GiB) is a DataError.
+func TestParquetSnappyBlockTooLargeIsADataError(t *testing.T) {
+	t.Parallel()
+	type snappyRow struct {
+		Text string `parquet:"text,snappy"`
+	}
+	p := writeParquet(t, t.TempDir(), "s.parquet", []snappyRow{{strings.Repeat("snappy ", 100)}}, 10)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, starts := pageData(t, b)
+	if len(starts) != 1 || b[starts[0]]&0x80 == 0 || b[starts[0]+1]&0x80 != 0 {
+		t.Fatalf("pages at %v: want one whose block length takes 2 bytes", starts)
+	}
+	// 2 GiB in a 5-byte varint would shift the block: 16383 fits the 2 bytes.
+	b[starts[0]], b[starts[0]+1] = 0xff, 0x7f
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadDocs(p)
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "corrupt snappy data (16383 bytes stated") {
+		t.Fatalf("%v: want a DataError saying the snappy page is corrupt", err)
 	}
 }
