@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,4 +203,63 @@ func TestParquetSnappyBlockTooLargeIsADataError(t *testing.T) {
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "corrupt snappy data (16383 bytes stated") {
 		t.Fatalf("%v: want a DataError saying the snappy page is corrupt", err)
 	}
+}
+
+// The page checks pass every valid page: LZ4, zstd and snappy, data pages
+// v1 and v2 (whose levels are stored uncompressed before the values),
+// optional columns with nulls, dictionary pages.
+func TestPageChecksPassValidFiles(t *testing.T) {
+	t.Parallel()
+	type lz4Opt struct {
+		Text *string `parquet:"text,optional,lz4"`
+	}
+	type zstdDict struct {
+		Text *string `parquet:"text,optional,dict,zstd"`
+	}
+	type snappyOpt struct {
+		Text *string `parquet:"text,optional,snappy"`
+	}
+	var a []lz4Opt
+	var b []zstdDict
+	var c []snappyOpt
+	want := 0
+	for i := range 300 {
+		var s *string
+		if i%7 != 3 {
+			s = new(strings.Repeat(fmt.Sprintf("text %d ", i%11), 1+i%40))
+			want++
+		}
+		a, b, c = append(a, lz4Opt{s}), append(b, zstdDict{s}), append(c, snappyOpt{s})
+	}
+	for _, version := range []int{1, 2} {
+		dir := t.TempDir()
+		for _, p := range []string{
+			writePages(t, filepath.Join(dir, "lz4.parquet"), a, version),
+			writePages(t, filepath.Join(dir, "zstd.parquet"), b, version),
+			writePages(t, filepath.Join(dir, "snappy.parquet"), c, version),
+		} {
+			docs, err := LoadDocs(p)
+			if err != nil || len(docs.Docs) != want {
+				t.Errorf("v%d %s: %v docs, %v; want %d", version, filepath.Base(p), docs, err, want)
+			}
+		}
+	}
+}
+
+// writePages writes rows to file in data pages of the version given, small
+// pages and row groups of 120 rows.
+func writePages[T any](t *testing.T, file string, rows []T, version int) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[T](&buf, parquet.DataPageVersion(version), parquet.PageBufferSize(512), parquet.MaxRowsPerRowGroup(120))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
