@@ -82,7 +82,7 @@ func (d *Docs) Origin() string { return d.From }
 // a parquet file (*.parquet: a "text" column; the Hub's wikitext rows, one
 // per raw line, give the raw file's documents), any other file as one
 // plain-text document, or a folder of such files (of a folder of the Hub's
-// split files, test-*.parquet only).
+// split files, test-*.parquet only; of wikitext's raw folder, wiki.test.raw).
 func LoadDocs(src string) (*Docs, error) {
 	st, err := os.Stat(src)
 	if err != nil {

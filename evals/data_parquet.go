@@ -55,11 +55,13 @@ func readParquet[T any](name string, r io.Reader, parse func(*pqFile) (T, error)
 }
 
 // hfTestShards is the test split's files among files, as the Hub names
-// them (test-00000-of-00001.parquet), or files when there are none.
+// them (test-00000-of-00001.parquet) or as wikitext's raw zip does
+// (wiki.test.raw beside wiki.train.raw and wiki.valid.raw), or files when
+// there are none.
 func hfTestShards(files []string) []string {
 	var test []string
 	for _, f := range files {
-		if ok, _ := filepath.Match("test-*.parquet", filepath.Base(f)); ok {
+		if ok, _ := filepath.Match("test-*.parquet", filepath.Base(f)); ok || filepath.Base(f) == "wiki.test.raw" {
 			test = append(test, f)
 		}
 	}

@@ -127,6 +127,22 @@ func TestParquetDocsAreTheRawFilesDocs(t *testing.T) {
 			t.Fatalf("%d docs %+v, want the test split's %d", len(got.Docs), got.Docs, len(want))
 		}
 	})
+	t.Run("wikitext's raw folder is its test file, as the Hub's folder is its test split", func(t *testing.T) {
+		t.Parallel()
+		// unzip wikitext-2-raw-v1.zip: wiki.test.raw, wiki.train.raw and
+		// wiki.valid.raw in one folder.
+		raw := filepath.Join(dir, "wikitext-2-raw")
+		write(t, raw, "wiki.test.raw", wikiRaw)
+		write(t, raw, "wiki.train.raw", " = Gamma = \n Train text . \n")
+		write(t, raw, "wiki.valid.raw", " = Delta = \n Valid text . \n")
+		got, err := LoadDocs(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Docs, renamed(want, "w.raw", filepath.Join(raw, "wiki.test.raw"))) {
+			t.Fatalf("%d docs %+v, want the test file's %d", len(got.Docs), got.Docs, len(want))
+		}
+	})
 	t.Run("the Hub repository's own folder names its configs, not its README as a document", func(t *testing.T) {
 		t.Parallel()
 		// huggingface-cli download Salesforce/wikitext --local-dir root:
