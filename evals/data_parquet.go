@@ -113,6 +113,9 @@ func parseDocsParquet(p *pqFile) ([]Doc, error) {
 // parseMMLUParquet reads MMLU rows: question, choices (a list of four),
 // answer (0–3 or a letter), and optional subject and split.
 func parseMMLUParquet(p *pqFile) ([]mmluRow, error) {
+	if !p.has("choices") && p.has("options") {
+		return nil, dataErr(p.name, 0, `column "options" where MMLU has "choices": MMLU-Pro (up to 10 options, answers A-J) is not MMLU's four-choice layout`)
+	}
 	questions, err := p.stringColumn(0, false, "question")
 	if err != nil {
 		return nil, err

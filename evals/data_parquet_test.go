@@ -637,3 +637,27 @@ func TestParquetCorruptSchemaIsADataError(t *testing.T) {
 		t.Fatalf("%v: want a DataError naming the column", err)
 	}
 }
+
+// TIGER-Lab/MMLU-Pro's data folder (test-*.parquet, validation-*.parquet)
+// looks like the Hub's MMLU layout, but its questions have up to 10
+// options: a DataError saying so, not a score.
+func TestMMLUProIsNotMMLU(t *testing.T) {
+	t.Parallel()
+	type proRow struct {
+		QuestionID  int64    `parquet:"question_id"`
+		Question    string   `parquet:"question"`
+		Options     []string `parquet:"options,list"`
+		Answer      string   `parquet:"answer"`
+		AnswerIndex int64    `parquet:"answer_index"`
+		Category    string   `parquet:"category"`
+	}
+	root := t.TempDir()
+	rows := []proRow{{1, "q", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, "J", 9, "math"}}
+	writeParquet(t, filepath.Join(root, "data"), "test-00000-of-00001.parquet", rows, 10)
+	writeParquet(t, filepath.Join(root, "data"), "validation-00000-of-00001.parquet", rows, 10)
+	_, err := LoadMMLU(root)
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "MMLU-Pro") || !strings.Contains(err.Error(), "test-00000-of-00001.parquet") {
+		t.Fatalf("%v: want a DataError naming the file and MMLU-Pro", err)
+	}
+}
