@@ -663,11 +663,12 @@ func (s *TriviaSet) Origin() string { return s.From }
 // taken), or JSONL (*.jsonl) with question and answer (an object with
 // aliases / normalized_aliases / value, a string, or a list of strings), or
 // parquet (*.parquet, as the Hugging Face Hub serves trivia_qa) with those
-// columns, answer a struct.
+// columns, answer a struct, or a folder of the Hub's (rc.nocontext/, rc/):
+// its validation-*.parquet shards.
 func LoadTriviaQA(file string, max int) (*TriviaSet, error) {
 	// os.Open succeeds on a folder; reading it would fail as a bad layout.
 	if st, err := os.Stat(file); err == nil && st.IsDir() {
-		return nil, dataErr(file, 0, "a folder: want a TriviaQA JSON, JSONL or parquet file")
+		return loadTriviaShards(file, max)
 	}
 	f, err := openData(file)
 	if err != nil {

@@ -344,3 +344,33 @@ func (p *pqFile) triviaAnswers(max int) ([][]string, error) {
 	}
 	return out, nil
 }
+
+// loadTriviaShards reads at most max items (0: all) from the validation
+// split's shards in dir, in name order (the Hub's rc config has four; the
+// test split has no answers).
+func loadTriviaShards(dir string, max int) (*TriviaSet, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "validation-*.parquet"))
+	if len(files) == 0 {
+		return nil, dataErr(dir, 0, "a folder without validation-*.parquet: want a TriviaQA JSON, JSONL or parquet file, or the Hub's config folder (rc.nocontext/)")
+	}
+	slices.Sort(files)
+	set := &TriviaSet{From: dir}
+	for _, f := range files {
+		left := 0
+		if max > 0 {
+			left = max - len(set.Items)
+		}
+		items, err := withParquet(f, func(p *pqFile) ([]TriviaItem, error) { return parseTriviaParquet(p, left) })
+		if err != nil {
+			return nil, err
+		}
+		set.Items = append(set.Items, items...)
+		if max > 0 && len(set.Items) >= max {
+			break
+		}
+	}
+	if len(set.Items) == 0 {
+		return nil, dataErr(dir, 0, "no questions")
+	}
+	return set, nil
+}

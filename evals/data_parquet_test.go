@@ -389,6 +389,31 @@ func TestParquetTriviaQAIsTheJSONLayoutsSet(t *testing.T) {
 			}
 		}
 	}
+	t.Run("the Hub's config folder is its validation shards, in order, up to max", func(t *testing.T) {
+		t.Parallel()
+		// rc/: validation-0000{0..3}-of-00004.parquet beside train and test.
+		dir := t.TempDir()
+		for i, part := range [][]triviaPQRow{rows[:4], rows[4:9], rows[9:]} {
+			writeParquet(t, dir, fmt.Sprintf("validation-%05d-of-00003.parquet", i), part, 3)
+		}
+		unk := []triviaPQRow{{Question: "Q?", QuestionID: "x", Answer: triviaPQAnswer{Value: "<unk>"}}}
+		writeParquet(t, dir, "test-00000-of-00001.parquet", unk, 10)
+		for _, max := range []int{0, 6} {
+			want := SampleTriviaQA().Items
+			if max > 0 {
+				want = want[:max]
+			}
+			got, err := LoadTriviaQA(dir, max)
+			if err != nil || len(got.Items) != len(want) {
+				t.Fatalf("max %d: %v, %v; want %d items", max, got, err, len(want))
+			}
+			for i := range want {
+				if got.Items[i].ID != want[i].ID || got.Items[i].Answer != want[i].Answer {
+					t.Errorf("max %d: item %d is %+v, want %+v", max, i, got.Items[i], want[i])
+				}
+			}
+		}
+	})
 	t.Run("the Hub's test split, value <unk> and no aliases, has no answer", func(t *testing.T) {
 		t.Parallel()
 		q := []triviaPQRow{{Question: "Q?", QuestionID: "x", Answer: triviaPQAnswer{Value: "<unk>", NormalizedValue: "<unk>"}}}
