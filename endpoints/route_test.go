@@ -1,6 +1,9 @@
 package endpoints_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -33,6 +36,41 @@ func TestAURLEndingInARouteNamesTheBaseToGive(t *testing.T) {
 		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "give the API base, "+base) ||
 			strings.Contains(err.Error(), "tok@") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one bad-input line naming %s", given, err, base)
+		}
+	}
+}
+
+// Every shape of a failed GET /models body gives its HTTP status: an
+// OpenAI error object, vLLM's {"error": "Unauthorized"}, FastAPI's
+// {"detail": ...}, a proxy's HTML page, an empty body.
+func TestHTTPStatusOfEveryErrorBody(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status      int
+		ctype, body string
+	}{
+		{500, "application/json", `{"error":{"message":"boom","type":"server_error"}}`},
+		{401, "application/json", `{"error":"Unauthorized"}`},
+		{404, "application/json", `{"detail":"Not Found"}`},
+		{422, "application/json", `{"error":{"message":42}}`},
+		{502, "text/html", "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"},
+		{503, "", ""},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tc.ctype != "" {
+				w.Header().Set("Content-Type", tc.ctype)
+			}
+			w.WriteHeader(tc.status)
+			w.Write([]byte(tc.body))
+		}))
+		ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1"}, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})).ListModels(context.Background())
+		srv.Close()
+		if got := endpoints.HTTPStatus(err); got != tc.status {
+			t.Errorf("HTTP %d %q: HTTPStatus(%v) = %d", tc.status, tc.body, err, got)
 		}
 	}
 }

@@ -82,7 +82,7 @@ func (d *Docs) Origin() string { return d.From }
 // a parquet file (*.parquet: a "text" column; the Hub's wikitext rows, one
 // per raw line, give the raw file's documents), any other file as one
 // plain-text document, or a folder of such files (of a folder of the Hub's
-// split files, test-*.parquet only).
+// split files, test-*.parquet only; of wikitext's raw folder, wiki.test.raw).
 func LoadDocs(src string) (*Docs, error) {
 	st, err := os.Stat(src)
 	if err != nil {
@@ -104,6 +104,9 @@ func LoadDocs(src string) (*Docs, error) {
 				files = append(files, filepath.Join(src, e.Name()))
 			}
 		}
+		if err := hfRepoErr(src, files); err != nil {
+			return nil, err
+		}
 		if len(files) == 0 {
 			return nil, dataErr(src, 0, "the folder holds no files")
 		}
@@ -111,18 +114,27 @@ func LoadDocs(src string) (*Docs, error) {
 	}
 	out := &Docs{From: src}
 	for _, name := range files {
-		f, err := openData(name)
-		if err != nil {
-			return nil, err
-		}
-		docs, err := ParseDocs(name, f)
-		f.Close()
+		docs, err := loadDocsFile(name)
 		if err != nil {
 			return nil, err
 		}
 		out.Docs = append(out.Docs, docs...)
 	}
 	return out, nil
+}
+
+// loadDocsFile reads one file's documents: a parquet file in place (only
+// its text column is read), any other whole.
+func loadDocsFile(name string) ([]Doc, error) {
+	if isParquet(name) {
+		return withParquet(name, parseDocsParquet)
+	}
+	f, err := openData(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseDocs(name, f)
 }
 
 // ParseDocs reads one file's documents; name's extension picks the layout,
@@ -651,11 +663,12 @@ func (s *TriviaSet) Origin() string { return s.From }
 // taken), or JSONL (*.jsonl) with question and answer (an object with
 // aliases / normalized_aliases / value, a string, or a list of strings), or
 // parquet (*.parquet, as the Hugging Face Hub serves trivia_qa) with those
-// columns, answer a struct.
+// columns, answer a struct, or a folder of the Hub's (rc.nocontext/, rc/):
+// its validation-*.parquet shards.
 func LoadTriviaQA(file string, max int) (*TriviaSet, error) {
 	// os.Open succeeds on a folder; reading it would fail as a bad layout.
 	if st, err := os.Stat(file); err == nil && st.IsDir() {
-		return nil, dataErr(file, 0, "a folder: want a TriviaQA JSON, JSONL or parquet file")
+		return loadTriviaShards(file, max)
 	}
 	f, err := openData(file)
 	if err != nil {

@@ -55,11 +55,13 @@ func readParquet[T any](name string, r io.Reader, parse func(*pqFile) (T, error)
 }
 
 // hfTestShards is the test split's files among files, as the Hub names
-// them (test-00000-of-00001.parquet), or files when there are none.
+// them (test-00000-of-00001.parquet) or as wikitext's raw zip does
+// (wiki.test.raw beside wiki.train.raw and wiki.valid.raw), or files when
+// there are none.
 func hfTestShards(files []string) []string {
 	var test []string
 	for _, f := range files {
-		if ok, _ := filepath.Match("test-*.parquet", filepath.Base(f)); ok {
+		if ok, _ := filepath.Match("test-*.parquet", filepath.Base(f)); ok || filepath.Base(f) == "wiki.test.raw" {
 			test = append(test, f)
 		}
 	}
@@ -111,6 +113,9 @@ func parseDocsParquet(p *pqFile) ([]Doc, error) {
 // parseMMLUParquet reads MMLU rows: question, choices (a list of four),
 // answer (0–3 or a letter), and optional subject and split.
 func parseMMLUParquet(p *pqFile) ([]mmluRow, error) {
+	if !p.has("choices") && p.has("options") {
+		return nil, dataErr(p.name, 0, `column "options" where MMLU has "choices": MMLU-Pro (up to 10 options, answers A-J) is not MMLU's four-choice layout`)
+	}
 	questions, err := p.stringColumn(0, false, "question")
 	if err != nil {
 		return nil, err
@@ -190,14 +195,39 @@ func mmluParquetDirs(dir string) []string {
 	case has(filepath.Join(dir, "all")):
 		return []string{filepath.Join(dir, "all")}
 	}
+	return hfConfigDirs(dir)
+}
+
+// hfConfigDirs is dir's subfolders that hold test-*.parquet: the configs
+// (or MMLU's subjects) of a Hub repository downloaded whole.
+func hfConfigDirs(dir string) []string {
 	entries, _ := os.ReadDir(dir)
 	var dirs []string
 	for _, e := range entries {
-		if d := filepath.Join(dir, e.Name()); e.IsDir() && has(d) {
+		d := filepath.Join(dir, e.Name())
+		if m, _ := filepath.Glob(filepath.Join(d, "test-*.parquet")); e.IsDir() && len(m) > 0 {
 			dirs = append(dirs, d)
 		}
 	}
 	return dirs
+}
+
+// hfRepoErr is a DataError for a folder that is a Hub repository downloaded
+// whole (its README.md is no document), or nil when files, the folder's
+// own, include a parquet file or dir has no config folders.
+func hfRepoErr(dir string, files []string) error {
+	if slices.ContainsFunc(files, isParquet) {
+		return nil
+	}
+	dirs := hfConfigDirs(dir)
+	if len(dirs) == 0 {
+		return nil
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = filepath.Base(d)
+	}
+	return dataErr(dir, 0, "a Hub repository's folder: give one config's folder (%s)", strings.Join(names, ", "))
 }
 
 // loadMMLUParquet reads the Hub's layout from dirs: each subject's shots
@@ -313,4 +343,34 @@ func (p *pqFile) triviaAnswers(max int) ([][]string, error) {
 		out[i] = append(slices.Clip(out[i]), norm[i]...)
 	}
 	return out, nil
+}
+
+// loadTriviaShards reads at most max items (0: all) from the validation
+// split's shards in dir, in name order (the Hub's rc config has four; the
+// test split has no answers).
+func loadTriviaShards(dir string, max int) (*TriviaSet, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "validation-*.parquet"))
+	if len(files) == 0 {
+		return nil, dataErr(dir, 0, "a folder without validation-*.parquet: want a TriviaQA JSON, JSONL or parquet file, or the Hub's config folder (rc.nocontext/)")
+	}
+	slices.Sort(files)
+	set := &TriviaSet{From: dir}
+	for _, f := range files {
+		left := 0
+		if max > 0 {
+			left = max - len(set.Items)
+		}
+		items, err := withParquet(f, func(p *pqFile) ([]TriviaItem, error) { return parseTriviaParquet(p, left) })
+		if err != nil {
+			return nil, err
+		}
+		set.Items = append(set.Items, items...)
+		if max > 0 && len(set.Items) >= max {
+			break
+		}
+	}
+	if len(set.Items) == 0 {
+		return nil, dataErr(dir, 0, "no questions")
+	}
+	return set, nil
 }

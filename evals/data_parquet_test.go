@@ -5,10 +5,13 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +125,41 @@ func TestParquetDocsAreTheRawFilesDocs(t *testing.T) {
 		}
 		if len(got.Docs) != len(want) || !strings.Contains(got.Docs[0].Text, "= Alpha =") {
 			t.Fatalf("%d docs %+v, want the test split's %d", len(got.Docs), got.Docs, len(want))
+		}
+	})
+	t.Run("wikitext's raw folder is its test file, as the Hub's folder is its test split", func(t *testing.T) {
+		t.Parallel()
+		// unzip wikitext-2-raw-v1.zip: wiki.test.raw, wiki.train.raw and
+		// wiki.valid.raw in one folder.
+		raw := filepath.Join(dir, "wikitext-2-raw")
+		write(t, raw, "wiki.test.raw", wikiRaw)
+		write(t, raw, "wiki.train.raw", " = Gamma = \n Train text . \n")
+		write(t, raw, "wiki.valid.raw", " = Delta = \n Valid text . \n")
+		got, err := LoadDocs(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Docs, renamed(want, "w.raw", filepath.Join(raw, "wiki.test.raw"))) {
+			t.Fatalf("%d docs %+v, want the test file's %d", len(got.Docs), got.Docs, len(want))
+		}
+	})
+	t.Run("the Hub repository's own folder names its configs, not its README as a document", func(t *testing.T) {
+		t.Parallel()
+		// huggingface-cli download Salesforce/wikitext --local-dir root:
+		// README.md beside one folder per config.
+		root := filepath.Join(dir, "repo")
+		write(t, root, "README.md", "---\ndataset_info:\n---\n# Dataset Card for wikitext\n")
+		writeParquet(t, filepath.Join(root, "wikitext-2-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
+		writeParquet(t, filepath.Join(root, "wikitext-103-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
+		got, err := LoadDocs(root)
+		var de *DataError
+		if !errors.As(err, &de) {
+			t.Fatalf("%+v, %v: want a DataError", got, err)
+		}
+		for _, w := range []string{"wikitext-103-raw-v1", "wikitext-2-raw-v1"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q does not name %s", err, w)
+			}
 		}
 	})
 }
@@ -351,6 +389,31 @@ func TestParquetTriviaQAIsTheJSONLayoutsSet(t *testing.T) {
 			}
 		}
 	}
+	t.Run("the Hub's config folder is its validation shards, in order, up to max", func(t *testing.T) {
+		t.Parallel()
+		// rc/: validation-0000{0..3}-of-00004.parquet beside train and test.
+		dir := t.TempDir()
+		for i, part := range [][]triviaPQRow{rows[:4], rows[4:9], rows[9:]} {
+			writeParquet(t, dir, fmt.Sprintf("validation-%05d-of-00003.parquet", i), part, 3)
+		}
+		unk := []triviaPQRow{{Question: "Q?", QuestionID: "x", Answer: triviaPQAnswer{Value: "<unk>"}}}
+		writeParquet(t, dir, "test-00000-of-00001.parquet", unk, 10)
+		for _, max := range []int{0, 6} {
+			want := SampleTriviaQA().Items
+			if max > 0 {
+				want = want[:max]
+			}
+			got, err := LoadTriviaQA(dir, max)
+			if err != nil || len(got.Items) != len(want) {
+				t.Fatalf("max %d: %v, %v; want %d items", max, got, err, len(want))
+			}
+			for i := range want {
+				if got.Items[i].ID != want[i].ID || got.Items[i].Answer != want[i].Answer {
+					t.Errorf("max %d: item %d is %+v, want %+v", max, i, got.Items[i], want[i])
+				}
+			}
+		}
+	})
 	t.Run("the Hub's test split, value <unk> and no aliases, has no answer", func(t *testing.T) {
 		t.Parallel()
 		q := []triviaPQRow{{Question: "Q?", QuestionID: "x", Answer: triviaPQAnswer{Value: "<unk>", NormalizedValue: "<unk>"}}}
@@ -517,6 +580,109 @@ func FuzzParquetLoaders(f *testing.F) {
 			if err != nil && !errors.As(err, &de) {
 				t.Fatalf("%T %v, want a DataError", err, err)
 			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%q is not one line", err)
+			}
 		}
 	})
+}
+
+// A parquet file is read in place: of a file whose other columns are large
+// (trivia_qa's rc holds whole pages beside each question), only the text
+// column is read. Not parallel: it counts the process's allocations.
+func TestParquetDocsReadOnlyTheTextColumn(t *testing.T) {
+	type wideRow struct {
+		Text  string `parquet:"text"`
+		Pages string `parquet:"pages"`
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows := make([]wideRow, 64)
+	for i := range rows {
+		page := make([]byte, 128<<10)
+		for j := range page {
+			page[j] = byte('a' + rng.IntN(26))
+		}
+		rows[i] = wideRow{Text: fmt.Sprintf("document %d", i), Pages: string(page)}
+	}
+	p := writeParquet(t, t.TempDir(), "wide.parquet", rows, 16)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	docs, err := LoadDocs(p)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(docs.Docs) != len(rows) {
+		t.Fatalf("%v docs, %v", docs, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(st.Size())/4 {
+		t.Fatalf("reading %d docs from a %d-byte file allocated %d bytes: the file was read whole", len(rows), st.Size(), got)
+	}
+}
+
+// A file's own column names are quoted in errors: a name with a newline
+// does not break the error's one line.
+func TestParquetErrorsQuoteTheFilesColumnNames(t *testing.T) {
+	t.Parallel()
+	schema := parquet.NewSchema("x", parquet.Group{"ti\ntle": parquet.String()})
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[any](&buf, schema)
+	if _, err := w.WriteRows([]parquet.Row{{parquet.ByteArrayValue([]byte("a")).Level(0, 0, 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := write(t, t.TempDir(), "odd.parquet", buf.String())
+	_, err := LoadDocs(p)
+	var de *DataError
+	if !errors.As(err, &de) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), `"ti\ntle"`) {
+		t.Fatalf("%q: want a one-line DataError quoting the column", err)
+	}
+}
+
+// A schema corrupt so that a list's group reads as a leaf (one byte of
+// the DuckDB fixture changed, found by mutation) is a DataError, not a
+// panic.
+func TestParquetCorruptSchemaIsADataError(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "mmlu_duckdb.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[929] != 0 {
+		t.Fatalf("byte 929 is %d: the fixture changed", b[929])
+	}
+	b[929] = 4
+	_, err = ParseMMLU("m.parquet", bytes.NewReader(b))
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), `"choices"`) {
+		t.Fatalf("%v: want a DataError naming the column", err)
+	}
+}
+
+// TIGER-Lab/MMLU-Pro's data folder (test-*.parquet, validation-*.parquet)
+// looks like the Hub's MMLU layout, but its questions have up to 10
+// options: a DataError saying so, not a score.
+func TestMMLUProIsNotMMLU(t *testing.T) {
+	t.Parallel()
+	type proRow struct {
+		QuestionID  int64    `parquet:"question_id"`
+		Question    string   `parquet:"question"`
+		Options     []string `parquet:"options,list"`
+		Answer      string   `parquet:"answer"`
+		AnswerIndex int64    `parquet:"answer_index"`
+		Category    string   `parquet:"category"`
+	}
+	root := t.TempDir()
+	rows := []proRow{{1, "q", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, "J", 9, "math"}}
+	writeParquet(t, filepath.Join(root, "data"), "test-00000-of-00001.parquet", rows, 10)
+	writeParquet(t, filepath.Join(root, "data"), "validation-00000-of-00001.parquet", rows, 10)
+	_, err := LoadMMLU(root)
+	var de *DataError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "MMLU-Pro") || !strings.Contains(err.Error(), "test-00000-of-00001.parquet") {
+		t.Fatalf("%v: want a DataError naming the file and MMLU-Pro", err)
+	}
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -26,12 +28,14 @@ func isParquet(name string) bool {
 type pqFile struct {
 	name string
 	f    *parquet.File
+	// ra holds the file, for the pages checkPages reads itself.
+	ra io.ReaderAt
 }
 
 // openParquet opens a parquet file held by r; a file that is not parquet is
 // a DataError.
 func openParquet(name string, r io.ReaderAt, size int64) (p *pqFile, err error) {
-	defer pqRecover(name, &err)
+	defer pqRecover(name, "", &err)
 	// parquet-go allocates the footer's stated length before reading it:
 	// a corrupt length would cost gigabytes, so it is checked first.
 	var head, tail [8]byte
@@ -54,7 +58,7 @@ func openParquet(name string, r io.ReaderAt, size int64) (p *pqFile, err error) 
 	if err != nil {
 		return nil, dataErr(name, 0, "not a parquet file: %v", err)
 	}
-	return &pqFile{name: name, f: f}, nil
+	return &pqFile{name: name, f: f, ra: r}, nil
 }
 
 // withParquet opens the file name and calls fn with it.
@@ -77,10 +81,15 @@ func withParquet[T any](name string, fn func(*pqFile) (T, error)) (T, error) {
 }
 
 // pqRecover turns a panic of the parquet decoder (a corrupt file) into a
-// DataError.
-func pqRecover(name string, err *error) {
+// DataError, naming the column being read, if any.
+func pqRecover(name, column string, err *error) {
 	if r := recover(); r != nil {
-		*err = dataErr(name, 0, "corrupt parquet file: %v", r)
+		msg := text.OneLine(fmt.Sprint(r))
+		if column != "" {
+			*err = dataErr(name, 0, "column %q: corrupt parquet file: %s", column, msg)
+			return
+		}
+		*err = dataErr(name, 0, "corrupt parquet file: %s", msg)
 	}
 }
 
@@ -107,11 +116,17 @@ func (l pqLeaf) describe() string {
 	return l.kind.String()
 }
 
-// columns lists the top-level column names, for errors.
+// columns lists the top-level column names, for errors: quoted where a
+// name has a character that would not print plainly (the error stays one
+// line).
 func (p *pqFile) columns() string {
 	var names []string
 	for _, fl := range p.f.Schema().Fields() {
-		names = append(names, fl.Name())
+		n := fl.Name()
+		if q := strconv.Quote(n); q != `"`+n+`"` {
+			n = q
+		}
+		names = append(names, n)
 	}
 	return strings.Join(names, ", ")
 }
@@ -139,8 +154,11 @@ func pqField(n parquet.Node, name string) parquet.Field {
 // field: "answer", "aliases"). A list's wrapper groups (list/element,
 // list/item, array, bag/array_element) are stepped through whatever they are
 // named.
-func (p *pqFile) leaf(path ...string) (pqLeaf, error) {
-	l := pqLeaf{name: strings.Join(path, ".")}
+func (p *pqFile) leaf(path ...string) (l pqLeaf, err error) {
+	// A corrupt schema can make parquet-go panic (a group taken for a
+	// leaf).
+	defer pqRecover(p.name, strings.Join(path, "."), &err)
+	l = pqLeaf{name: strings.Join(path, ".")}
 	var n parquet.Node = p.f.Schema()
 	var names []string
 	def, reps := 0, 0
@@ -195,7 +213,10 @@ type pqValue struct {
 // values: one for a value column (null when absent), the elements for a
 // list (none for an empty or null list).
 func (p *pqFile) read(l pqLeaf, limit int, row func(i int, vals []pqValue) error) (err error) {
-	defer pqRecover(p.name, &err)
+	defer pqRecover(p.name, l.name, &err)
+	if err := p.checkPages(l); err != nil {
+		return err
+	}
 	r := &pqRows{p: p, leaf: l, limit: p.limit(limit), row: row}
 	for _, rg := range p.f.RowGroups() {
 		if r.n >= r.limit {

@@ -162,7 +162,8 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 }
 
 // versionedBase is base + "/v1" when the base URL has no path at all and
-// GET /v1/models is there (it answers, or asks for credentials): a server's
+// GET /v1/models is there (it answers, or asks for credentials while the
+// root's /models does not answer): a server's
 // address given for its API base. vLLM and SGLang serve the OpenAI API
 // under /v1 only (their /models is 404), and llama.cpp's root /completions
 // is its own native route, not the OpenAI one at /v1/completions, so /v1
@@ -176,7 +177,11 @@ func versionedBase(ctx context.Context, ep *endpoints.Endpoint, tr http.RoundTri
 	_, err = endpoints.NewClient(ep.At(v1), tr).ListModels(ctx)
 	switch endpoints.HTTPStatus(err) {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return v1, true
+		// Asked for credentials, unless the root's /models answers: a
+		// proxy in front of an API at the root refuses paths it does not
+		// serve with 403 too.
+		_, rootErr := endpoints.NewClient(ep, tr).ListModels(ctx)
+		return v1, rootErr != nil
 	}
 	return v1, err == nil
 }

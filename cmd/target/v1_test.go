@@ -109,3 +109,24 @@ func TestARefusedKeyIsSaidAsSuchOnEveryServer(t *testing.T) {
 		}
 	}
 }
+
+// A proxy in front of an API served at the root refuses every other path
+// with 403, /v1/models too: that is not a /v1 base asking for a key, and
+// the address, whose /models answers, stays the base.
+func TestA403AtV1BeforeAnAPIAtTheRootKeepsTheRoot(t *testing.T) {
+	t.Parallel()
+	root := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/models" {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte("<html><body><h1>403 Forbidden</h1></body></html>"))
+			return
+		}
+		w.Write([]byte(`{"object":"list","data":[{"id":"at-the-root"}]}`))
+	}))
+	defer root.Close()
+	ep, note, err := resolveGiven(t, root.URL, "")
+	if err != nil || ep.BaseURL != root.URL || ep.Model != "at-the-root" || note != "" {
+		t.Errorf("base %q model %q note %q, %v: want the address as given", ep.BaseURL, ep.Model, note, err)
+	}
+}
