@@ -153,12 +153,23 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 		return badinput.Errorf("the endpoint refused the credentials (HTTP %d): %s", status, key)
 	case status != 0 && ep.Model != "":
 		// Some providers have no /models; with --model given that is fine.
-		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d; using --model %s\n", status, ep.Model)
+		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d%s; using --model %s\n", status, modelsHint(ep.BaseURL), ep.Model)
 		return nil
 	case status != 0:
-		return badinput.Errorf("GET %s/models answered HTTP %d; pass --model", ep.BaseURL, status)
+		return badinput.Errorf("GET %s/models answered HTTP %d%s; pass --model", ep.BaseURL, status, modelsHint(ep.BaseURL))
 	}
 	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, text.OneLine(err.Error()))
+}
+
+// modelsHint names the base to give when base itself ends in /models (a
+// models URL pasted for the API base), for a failed GET base/models; ""
+// otherwise. Such a base is not refused outright: Azure AI's inference base
+// ends in /models.
+func modelsHint(base string) string {
+	if trimmed, ok := strings.CutSuffix(base, "/models"); ok && strings.Contains(trimmed, "://") {
+		return fmt.Sprintf(" (the URL given ends in /models: is the API base %s?)", endpoints.RedactURL(trimmed))
+	}
+	return ""
 }
 
 // versionedBase is base + "/v1" when the base URL has no path at all and

@@ -130,3 +130,19 @@ func TestA403AtV1BeforeAnAPIAtTheRootKeepsTheRoot(t *testing.T) {
 		t.Errorf("base %q model %q note %q, %v: want the address as given", ep.BaseURL, ep.Model, note, err)
 	}
 }
+
+// A models URL pasted for the base (…/v1/models) gets a 404 for
+// …/v1/models/models: the error names the base it probably meant; a base
+// that does not end in /models gets no such hint.
+func TestAModelsURLGivenForTheBaseIsNamed(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	_, _, err := resolveGiven(t, p.BaseURL()+"/models", "")
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "HTTP 404 (the URL given ends in /models: is the API base "+p.BaseURL()+"?)") {
+		t.Errorf("%v: want the 404 naming the base", err)
+	}
+	_, _, err = resolveGiven(t, p.URL+"/openai", "")
+	if err == nil || strings.Contains(err.Error(), "ends in /models") {
+		t.Errorf("%v: want a 404 without the hint", err)
+	}
+}
