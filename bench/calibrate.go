@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
@@ -164,7 +165,7 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 		// A 2xx body comes with only its long secrets redacted (it was for
 		// parsing): redact all of them before the cut.
 		msg := summary.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
-		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg)}
+		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg) + refusedField(resp.Status, msg)}
 	}
 	var v struct {
 		Usage *endpoints.Usage `json:"usage"`
@@ -177,13 +178,35 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 
 var errProbeLimit = errors.New("calibration probe ran past its time limit")
 
+// refusedField names the switch that leaves out a field a 4xx answer names
+// (the field glmbench sends that not every server takes): OpenAI refuses
+// ignore_eos ("Unrecognized request argument supplied: ignore_eos"), and
+// Mistral's API refuses both it and stream_options (422 extra_forbidden,
+// "loc": ["body", "stream_options", ...]). "" for any other answer.
+func refusedField(status int, msg string) string {
+	if status < 400 || status >= 500 {
+		return ""
+	}
+	var hints []string
+	if strings.Contains(msg, "ignore_eos") {
+		hints = append(hints, "--ignore-eos=false leaves ignore_eos out")
+	}
+	if strings.Contains(msg, "stream_options") || strings.Contains(msg, "include_usage") {
+		hints = append(hints, "--stream-usage=false leaves stream_options out")
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return "; the endpoint refuses a field: " + strings.Join(hints, ", ")
+}
+
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	msg := res.Detail
 	if len(res.Body) > 0 && (res.Status != 200 || summary.FromErrorEvent(res.Detail)) {
 		// The endpoint's own message: an error answer, or an error event.
 		msg = summary.ErrorMessage(res.Body)
 	}
-	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg)}
+	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg) + refusedField(res.Status, msg)}
 	switch {
 	case p.shape.API != endpoints.APICompletions:
 	case res.Status == http.StatusNotFound:

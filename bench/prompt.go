@@ -90,6 +90,12 @@ type Shape struct {
 	// included: chat (the zero value) or completions, whose prompt is the
 	// chat's transcript (endpoints.Transcript).
 	API endpoints.API
+	// NoStreamUsage leaves stream_options out of streamed bodies, for
+	// servers that refuse the field (Mistral's API: 422 extra_forbidden;
+	// Fireworks did in 2024). n then comes from usage where the server
+	// sends it anyway, else from counted content events (n_source), and
+	// calibration asks for usage without streaming.
+	NoStreamUsage bool
 }
 
 // overhead names what a prompt holds besides its filler, for messages
@@ -133,7 +139,7 @@ func (s Shape) chatBody(prefix, text string, maxTokens int, stream bool) []byte 
 // template, so its tokens are the raw text's.
 func (s Shape) messagesBody(msgs []endpoints.Message, maxTokens int, stream bool) []byte {
 	var opts *endpoints.StreamOptions
-	if stream {
+	if stream && !s.NoStreamUsage {
 		opts = &endpoints.StreamOptions{IncludeUsage: true}
 	}
 	var ignore *bool

@@ -265,7 +265,11 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		p.f("- run: %s → %s, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Tool.Name, r.Tool.Version)
 	} else {
 		p.f("- run: %s → %s, nonce `%s`, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Nonce, r.Tool.Name, r.Tool.Version)
-		p.f("- api: %s; arrival: %s, ignore_eos %t, timeouts %s\n", apiRoute(r.Options), arrival(r.Options), r.Options.IgnoreEOS, timeouts(r.Options.Timeouts))
+		usage := ""
+		if r.Options.NoStreamUsage {
+			usage = ", no stream_options"
+		}
+		p.f("- api: %s; arrival: %s, ignore_eos %t%s, timeouts %s\n", apiRoute(r.Options), arrival(r.Options), r.Options.IgnoreEOS, usage, timeouts(r.Options.Timeouts))
 		sat := "no"
 		if r.Client.Saturated {
 			sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"

@@ -47,6 +47,7 @@ type Options struct {
 	// default, which grows with the prompt).
 	ProbeTimeout time.Duration
 	IgnoreEOS    bool
+	StreamUsage  bool
 	// API is --api: chat or completions, parsed into api by validate.
 	API string
 	api endpoints.API
@@ -163,6 +164,7 @@ has everything.`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token); the whole calibration gets five times it for each distinct input length")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	fl.BoolVar(&o.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
 	fl.StringVar(&o.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
 	fl.StringSliceVar(&o.Baseline, "baseline", nil, "gate this run against these reports when it ends (as glmbench gate; exit 99 when a threshold is crossed)")
 	fl.StringArrayVar(&o.Thresholds, "threshold", nil, "a gate threshold, e.g. 'decode_medium.out_tput > -5%' (repeatable; needs --baseline)")
@@ -362,7 +364,7 @@ func phaseJobs[P any](bo *bench.Options, plans []P, run func(context.Context, *b
 func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
 	return &bench.Options{
 		Endpoint: ep,
-		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS, API: o.api},
+		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS, API: o.api, NoStreamUsage: !o.StreamUsage},
 		Limits: endpoints.StreamLimits{
 			TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout,
 		},
@@ -387,6 +389,7 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []benc
 		Phases:         phaseList(specs),
 		API:            o.api.Name(),
 		IgnoreEOS:      o.IgnoreEOS,
+		NoStreamUsage:  !o.StreamUsage,
 		Timeouts:       timeouts(o),
 		Arrival:        arrivalName(o),
 		RequestRate:    o.RequestRate,

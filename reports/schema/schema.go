@@ -472,8 +472,12 @@ type Options struct {
 	// (/chat/completions) or "completions" (/completions, the prompt sent
 	// with no chat template). A report written before the field existed
 	// has "" here: a chat run.
-	API            string             `json:"api"`
-	IgnoreEOS      bool               `json:"ignore_eos"`
+	API       string `json:"api"`
+	IgnoreEOS bool   `json:"ignore_eos"`
+	// NoStreamUsage is set when streamed requests carried no
+	// stream_options (--stream-usage=false), so n came from usage only
+	// where the server sent it anyway.
+	NoStreamUsage  bool               `json:"no_stream_usage,omitempty"`
 	Timeouts       map[string]float64 `json:"timeouts"`
 	Arrival        string             `json:"arrival"`
 	RequestRate    float64            `json:"request_rate,omitempty"`
