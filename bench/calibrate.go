@@ -182,7 +182,8 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 // (the field glmbench sends that not every server takes): OpenAI refuses
 // ignore_eos ("Unrecognized request argument supplied: ignore_eos"), and
 // Mistral's API refuses both it and stream_options (422 extra_forbidden,
-// "loc": ["body", "stream_options", ...]). "" for any other answer.
+// "loc": ["body", "stream_options", ...]), and OpenAI's reasoning models
+// refuse max_tokens, naming max_completion_tokens. "" for any other answer.
 func refusedField(status int, msg string) string {
 	if status < 400 || status >= 500 {
 		return ""
@@ -193,6 +194,9 @@ func refusedField(status int, msg string) string {
 	}
 	if strings.Contains(msg, "stream_options") || strings.Contains(msg, "include_usage") {
 		hints = append(hints, "--stream-usage=false leaves stream_options out")
+	}
+	if strings.Contains(msg, "max_completion_tokens") {
+		hints = append(hints, "--max-completion-tokens sends the cap as max_completion_tokens")
 	}
 	if len(hints) == 0 {
 		return ""

@@ -96,6 +96,10 @@ type Shape struct {
 	// sends it anyway, else from counted content events (n_source), and
 	// calibration asks for usage without streaming.
 	NoStreamUsage bool
+	// MaxCompletionTokens sends a chat's output cap as
+	// max_completion_tokens instead of max_tokens (OpenAI's reasoning
+	// models refuse max_tokens). Completions always send max_tokens.
+	MaxCompletionTokens bool
 }
 
 // overhead names what a prompt holds besides its filler, for messages
@@ -147,7 +151,11 @@ func (s Shape) messagesBody(msgs []endpoints.Message, maxTokens int, stream bool
 		t := true
 		ignore = &t
 	}
-	var req any = endpoints.ChatRequest{Model: s.Model, Messages: msgs, MaxTokens: maxTokens, Stream: stream, StreamOptions: opts, IgnoreEOS: ignore}
+	chat := endpoints.ChatRequest{Model: s.Model, Messages: msgs, MaxTokens: maxTokens, Stream: stream, StreamOptions: opts, IgnoreEOS: ignore}
+	if s.MaxCompletionTokens {
+		chat.MaxTokens, chat.MaxCompletionTokens = 0, maxTokens
+	}
+	var req any = chat
 	if s.API == endpoints.APICompletions {
 		req = endpoints.CompletionRequest{Model: s.Model, Prompt: endpoints.Transcript(msgs), MaxTokens: maxTokens, Stream: stream, StreamOptions: opts, IgnoreEOS: ignore}
 	}

@@ -231,12 +231,16 @@ type StreamOptions struct {
 // is its own struct because go-openai cannot express ignore_eos, and its
 // omitempty would drop temperature 0.
 type ChatRequest struct {
-	Model         string         `json:"model"`
-	Messages      []Message      `json:"messages"`
-	MaxTokens     int            `json:"max_tokens"`
-	Stream        bool           `json:"stream"`
-	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
-	Temperature   *float64       `json:"temperature,omitempty"`
+	Model     string    `json:"model"`
+	Messages  []Message `json:"messages"`
+	MaxTokens int       `json:"max_tokens,omitempty"`
+	// MaxCompletionTokens is the same cap under OpenAI's newer name, sent
+	// instead of MaxTokens: its reasoning models (o-series, gpt-5) refuse
+	// max_tokens; vLLM and SGLang read either.
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
 	// IgnoreEOS asks SGLang and vLLM to generate exactly max_tokens.
 	IgnoreEOS *bool `json:"ignore_eos,omitempty"`
 }

@@ -269,6 +269,9 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		if r.Options.NoStreamUsage {
 			usage = ", no stream_options"
 		}
+		if r.Options.MaxCompletionTokens {
+			usage += ", max_completion_tokens"
+		}
 		p.f("- api: %s; arrival: %s, ignore_eos %t%s, timeouts %s\n", apiRoute(r.Options), arrival(r.Options), r.Options.IgnoreEOS, usage, timeouts(r.Options.Timeouts))
 		sat := "no"
 		if r.Client.Saturated {

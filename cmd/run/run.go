@@ -48,6 +48,8 @@ type Options struct {
 	ProbeTimeout time.Duration
 	IgnoreEOS    bool
 	StreamUsage  bool
+	// MaxCompletionTokens: chat requests carry max_completion_tokens.
+	MaxCompletionTokens bool
 	// API is --api: chat or completions, parsed into api by validate.
 	API string
 	api endpoints.API
@@ -164,6 +166,7 @@ has everything.`,
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token); the whole calibration gets five times it for each distinct input length")
 	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	fl.BoolVar(&o.MaxCompletionTokens, "max-completion-tokens", false, "send a chat's output cap as max_completion_tokens instead of max_tokens (OpenAI's reasoning models refuse max_tokens)")
 	fl.BoolVar(&o.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
 	fl.StringVar(&o.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
 	fl.StringSliceVar(&o.Baseline, "baseline", nil, "gate this run against these reports when it ends (as glmbench gate; exit 99 when a threshold is crossed)")
@@ -188,6 +191,9 @@ func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 	}
 	if o.api, err = endpoints.ParseAPI(o.API); err != nil {
 		return nil, nil, err
+	}
+	if o.MaxCompletionTokens && o.api == endpoints.APICompletions {
+		return nil, nil, badinput.Errorf("--max-completion-tokens is a chat field: --api completions sends max_tokens")
 	}
 	// The order run always checked its limits in: phase cap, connect,
 	// TTFT, stall, request.
@@ -364,7 +370,7 @@ func phaseJobs[P any](bo *bench.Options, plans []P, run func(context.Context, *b
 func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
 	return &bench.Options{
 		Endpoint: ep,
-		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS, API: o.api, NoStreamUsage: !o.StreamUsage},
+		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS, API: o.api, NoStreamUsage: !o.StreamUsage, MaxCompletionTokens: o.MaxCompletionTokens},
 		Limits: endpoints.StreamLimits{
 			TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout,
 		},
@@ -386,19 +392,20 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []benc
 	rep := tg.Report(o.F)
 	rep.Nonce = nonce
 	rep.Options = schema.Options{
-		Phases:         phaseList(specs),
-		API:            o.api.Name(),
-		IgnoreEOS:      o.IgnoreEOS,
-		NoStreamUsage:  !o.StreamUsage,
-		Timeouts:       timeouts(o),
-		Arrival:        arrivalName(o),
-		RequestRate:    o.RequestRate,
-		MaxConcurrency: o.MaxConcurrency,
-		Seed:           o.Seed,
-		Percentiles:    schema.PercentileMethod,
-		SLOs:           o.slos.Strings(),
-		Workload:       o.workloadSource,
-		Dataset:        o.Dataset,
+		Phases:              phaseList(specs),
+		API:                 o.api.Name(),
+		IgnoreEOS:           o.IgnoreEOS,
+		NoStreamUsage:       !o.StreamUsage,
+		MaxCompletionTokens: o.MaxCompletionTokens,
+		Timeouts:            timeouts(o),
+		Arrival:             arrivalName(o),
+		RequestRate:         o.RequestRate,
+		MaxConcurrency:      o.MaxConcurrency,
+		Seed:                o.Seed,
+		Percentiles:         schema.PercentileMethod,
+		SLOs:                o.slos.Strings(),
+		Workload:            o.workloadSource,
+		Dataset:             o.Dataset,
 	}
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	return rep

@@ -115,6 +115,11 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 		} else if len(bad) > 1 {
 			return &refusal{400, "Unrecognized request arguments supplied: " + strings.Join(bad, ", "), nil}
 		}
+		if _, ok := raw["max_tokens"]; ok && p.Opts.ReasoningModel {
+			// As widely reported for o1, o3 and gpt-5 (param max_tokens).
+			return &refusal{400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+				map[string]any{"param": "max_tokens", "code": "unsupported_parameter"}}
+		}
 	}
 	if p.Kind != LlamaCpp && p.Kind != SGLang && model != p.Opts.Model {
 		// vLLM: 404 "The model `X` does not exist." (serving_engine

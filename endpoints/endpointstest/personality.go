@@ -88,6 +88,10 @@ type Options struct {
 	MaxRunning, MaxQueued int
 	// MaxOutput is the OpenAI model's completion-token cap (default 16384).
 	MaxOutput int
+	// ReasoningModel makes the OpenAI model one of its reasoning models
+	// (o-series, gpt-5): chat refuses max_tokens, asking for
+	// max_completion_tokens (400 unsupported_parameter).
+	ReasoningModel bool
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
 	// Concurrency and RPM are the gateway's limiters: past Concurrency

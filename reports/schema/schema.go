@@ -477,13 +477,16 @@ type Options struct {
 	// NoStreamUsage is set when streamed requests carried no
 	// stream_options (--stream-usage=false), so n came from usage only
 	// where the server sent it anyway.
-	NoStreamUsage  bool               `json:"no_stream_usage,omitempty"`
-	Timeouts       map[string]float64 `json:"timeouts"`
-	Arrival        string             `json:"arrival"`
-	RequestRate    float64            `json:"request_rate,omitempty"`
-	MaxConcurrency int                `json:"max_concurrency,omitempty"`
-	Seed           int64              `json:"seed,omitempty"`
-	Percentiles    string             `json:"percentile_method,omitempty"`
+	NoStreamUsage bool `json:"no_stream_usage,omitempty"`
+	// MaxCompletionTokens is set when chat requests carried their cap as
+	// max_completion_tokens (--max-completion-tokens) instead of max_tokens.
+	MaxCompletionTokens bool               `json:"max_completion_tokens,omitempty"`
+	Timeouts            map[string]float64 `json:"timeouts"`
+	Arrival             string             `json:"arrival"`
+	RequestRate         float64            `json:"request_rate,omitempty"`
+	MaxConcurrency      int                `json:"max_concurrency,omitempty"`
+	Seed                int64              `json:"seed,omitempty"`
+	Percentiles         string             `json:"percentile_method,omitempty"`
 	// SLOs are run's --slo objectives, in canonical form.
 	SLOs []string `json:"slos,omitempty"`
 	// Workload is run --workload's file ("embedded NAME" for a built-in

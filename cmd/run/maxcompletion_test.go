@@ -1,0 +1,47 @@
+package run
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// OpenAI's reasoning models refuse max_tokens: the first probe stops the run
+// naming --max-completion-tokens, and with it (and --ignore-eos=false, which
+// OpenAI also refuses) the phase completes, every request capped by
+// max_completion_tokens; the report records it.
+func TestAReasoningModelIsRunWithMaxCompletionTokens(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true})
+	args := []string{"--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--phase", "p=3/40/6", "--ignore-eos=false", "--no-metrics"}
+	code, stderr := execute(t, context.Background(), append(args, "--out", t.TempDir())...)
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "max_completion_tokens") || !strings.Contains(stderr, "--max-completion-tokens sends the cap as max_completion_tokens") {
+		t.Fatalf("exit %d, stderr %q: want exit 2 naming --max-completion-tokens", code, stderr)
+	}
+	dir := t.TempDir()
+	if code, stderr := execute(t, context.Background(), append(args, "--max-completion-tokens", "--out", dir)...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in.Report.Options.MaxCompletionTokens || len(in.Records) != 3 {
+		t.Fatalf("max_completion_tokens %t, %d records", in.Report.Options.MaxCompletionTokens, len(in.Records))
+	}
+	for _, r := range in.Records {
+		if !r.Completed() || r.N < 1 || r.N > 6 || r.NSource != schema.NFromUsage {
+			t.Errorf("request %d: %+v; want completed within max_completion_tokens 6", r.I, r)
+		}
+	}
+	code, stderr = execute(t, context.Background(), "--endpoint", "http://127.0.0.1:1/v1", "--phase", "p=1/8/2", "--api", "completions", "--max-completion-tokens")
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "--max-completion-tokens is a chat field") {
+		t.Errorf("with --api completions: exit %d, %q", code, stderr)
+	}
+}
