@@ -15,7 +15,7 @@ import (
 const maxPageBytes = 256 << 20
 
 // checkPages checks each LZ4_RAW, ZSTD or SNAPPY page of column l in
-// every row group before parquet-go decodes it, since parquet-go's
+// row groups [first, last) before parquet-go decodes it, since parquet-go's
 // decoders trust a corrupt page: its LZ4 decoder doubles its buffer for as
 // long as a block fails to decode, without end, zstd allocates what a frame
 // header states (up to 64 GiB), snappy what a block states (up to 4 GiB).
@@ -23,8 +23,10 @@ const maxPageBytes = 256 << 20
 // size (at most maxPageBytes); a zstd page's frame or a snappy block may
 // state no more than that size. A page that fails is an *Error naming
 // the column.
-func (p *File) checkPages(l Column) error {
-	for g, rg := range p.f.Metadata().RowGroups {
+func (p *File) checkPages(l Column, first, last int) error {
+	groups := p.f.Metadata().RowGroups
+	for g := first; g < last && g < len(groups); g++ {
+		rg := groups[g]
 		if l.index >= len(rg.Columns) {
 			return errorf(p.name, "column %q: row group %d lacks it", l.Name, g+1)
 		}

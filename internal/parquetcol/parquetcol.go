@@ -48,6 +48,8 @@ type File struct {
 	ra io.ReaderAt
 	// closer is the file OpenFile opened, nil otherwise.
 	closer io.Closer
+	// start is the first row reads begin at (From).
+	start int
 }
 
 // Open opens the parquet file of size bytes that r holds, named name in
@@ -148,11 +150,23 @@ func (p *File) Name() string { return p.name }
 // Rows is the number of rows in the file.
 func (p *File) Rows() int { return int(p.f.NumRows()) }
 
+// From is p with its reads starting at row (0-based) instead of the first:
+// a file is read a batch of rows at a time by reading From(n) after n rows.
+// Row groups before row are not read; rows of the group it falls in
+// before it are decoded and dropped. The rows' numbers in callbacks and
+// errors stay the file's.
+func (p *File) From(row int) *File {
+	q := *p
+	q.start = min(max(row, 0), p.Rows())
+	return &q
+}
+
 // Limit is the number of rows a read with limit gives: limit, or all rows
-// when limit is 0 or more than the file has.
+// from the start (From) when limit is 0 or more than are left.
 func (p *File) Limit(limit int) int {
-	if limit <= 0 || limit > p.Rows() {
-		return p.Rows()
+	left := p.Rows() - p.start
+	if limit <= 0 || limit > left {
+		return left
 	}
 	return limit
 }
@@ -244,7 +258,8 @@ func field(n parquet.Node, name string) parquet.Field {
 }
 
 // Column finds the leaf column at path (a top-level column, or a struct's
-// field: "answer", "aliases"). A list's wrapper groups (list/element,
+// field: "answer", "aliases"; or a field of a list's struct elements:
+// "conversations", "from"). A list's wrapper groups (list/element,
 // list/item, array, bag/array_element) are stepped through whatever they are
 // named. A column that is not there, is a struct or a list of lists is an
 // *Error.
@@ -267,13 +282,19 @@ func (p *File) Column(path ...string) (c Column, err error) {
 			c.elemDef = def
 		}
 	}
-	for _, name := range path {
+	for k, name := range path {
 		fl := field(n, name)
+		// A list's elements' fields are found through its wrappers
+		// ("conversations", "from" in conversations.list.element.from).
+		for fl == nil && k > 0 && listWrapper(n) {
+			step(n.Fields()[0])
+			fl = field(n, name)
+		}
 		if fl == nil {
-			if len(names) == 0 {
+			if k == 0 {
 				return c, errorf(p.name, "no column %q (the file has: %s)", c.Name, p.Columns())
 			}
-			return c, errorf(p.name, "column %q has no field %q", strings.Join(names, "."), name)
+			return c, errorf(p.name, "column %q has no field %q", strings.Join(path[:k], "."), name)
 		}
 		step(fl)
 	}
@@ -301,6 +322,17 @@ func (p *File) Column(path ...string) (c Column, err error) {
 	return c, nil
 }
 
+// listWrapper reports whether n is a list's wrapper group around its
+// elements: a group of one group field, itself repeated (LIST's list, the
+// legacy array) or in a repeated group (LIST's element).
+func listWrapper(n parquet.Node) bool {
+	if n.Leaf() || len(n.Fields()) != 1 {
+		return false
+	}
+	fl := n.Fields()[0]
+	return !fl.Leaf() && (fl.Repeated() || n.Repeated())
+}
+
 // Value is one value read: Str for BYTE_ARRAY (and FIXED_LEN_BYTE_ARRAY)
 // columns, Num for integer ones; Null when absent.
 type Value struct {
@@ -310,16 +342,19 @@ type Value struct {
 }
 
 // Values calls row for each of the first limit rows (0: all) of column c
-// with that row's values: one for a value column (Null when absent), the
-// elements for a list (none for an empty or null list). An error row
-// returns ends the read and is returned.
+// from the start (From) with the row's number in the file (0-based) and
+// its values: one for a value column (Null when absent), the elements for
+// a list (none for an empty or null list). An error row returns ends the
+// read and is returned. Only the row groups that hold those rows are read.
 func (p *File) Values(c Column, limit int, row func(i int, vals []Value) error) (err error) {
 	defer recoverAs(p.name, c.Name, &err)
-	if err := p.checkPages(c); err != nil {
+	r := &rows{p: p, col: c, limit: p.Limit(limit), row: row}
+	first, last, skip := p.groups(r.limit)
+	if err := p.checkPages(c, first, last); err != nil {
 		return err
 	}
-	r := &rows{p: p, col: c, limit: p.Limit(limit), row: row}
-	for _, rg := range p.f.RowGroups() {
+	r.skip = skip
+	for _, rg := range p.f.RowGroups()[first:last] {
 		if r.n >= r.limit {
 			break
 		}
@@ -331,9 +366,29 @@ func (p *File) Values(c Column, limit int, row func(i int, vals []Value) error) 
 		return err
 	}
 	if r.n < r.limit {
-		return errorf(p.name, "column %q has %d rows, the file says %d", c.Name, r.n, r.limit)
+		return errorf(p.name, "column %q has %d rows, the file says %d", c.Name, p.start+r.n, p.start+r.limit)
 	}
 	return nil
+}
+
+// groups is the row groups [first, last) that hold the limit rows from
+// p.start, and how many rows of the first come before p.start.
+func (p *File) groups(limit int) (first, last, skip int) {
+	rgs := p.f.RowGroups()
+	base := 0
+	first, last = len(rgs), len(rgs)
+	for g, rg := range rgs {
+		n := int(rg.NumRows())
+		if first == len(rgs) && base+n > p.start {
+			first, skip = g, p.start-base
+		}
+		if base >= p.start+limit {
+			last = g
+			break
+		}
+		base += n
+	}
+	return min(first, last), last, skip
 }
 
 // rows gathers one column's values into rows: a value of repetition level
@@ -343,6 +398,7 @@ type rows struct {
 	col     Column
 	limit   int
 	row     func(i int, vals []Value) error
+	skip    int // rows to drop before the first handed to row
 	n       int // rows handed to row
 	cur     []Value
 	started bool // cur holds a row begun
@@ -395,14 +451,19 @@ func (r *rows) page(page parquet.Page) error {
 	}
 }
 
-// flush hands the row begun, if any, to row.
+// flush hands the row begun, if any, to row (or drops it, while rows
+// before the start are left to skip).
 func (r *rows) flush() error {
 	if !r.started {
 		return nil
 	}
 	r.started = false
+	if r.skip > 0 {
+		r.skip--
+		return nil
+	}
 	r.n++
-	return r.row(r.n-1, r.cur)
+	return r.row(r.p.start+r.n-1, r.cur)
 }
 
 // add appends v to a row's values, copied out of the page's buffers.

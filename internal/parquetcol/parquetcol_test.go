@@ -2,8 +2,11 @@ package parquetcol
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,5 +98,133 @@ func TestErrorsNameTheFileAndColumn(t *testing.T) {
 		if !errors.As(tc.err, &pe) || !strings.HasSuffix(tc.err.Error(), tc.want) {
 			t.Errorf("%v: want an *Error ending %q", tc.err, tc.want)
 		}
+	}
+}
+
+type turn struct {
+	From  string  `parquet:"from"`
+	Value *string `parquet:"value,optional"`
+}
+
+type convRow struct {
+	ID            int64  `parquet:"id"`
+	Conversations []turn `parquet:"conversations,list"`
+}
+
+// A list of structs reads field by field, each a list per row in the
+// same order; reading in batches From(n) gives the rows one read gives,
+// numbered as in the file, across row groups of 3 rows.
+func TestListsOfStructsReadInBatchesAsWhole(t *testing.T) {
+	t.Parallel()
+	var rows []convRow
+	for i := range 11 {
+		r := convRow{ID: int64(i)}
+		for j := range i % 4 {
+			v := fmt.Sprintf("turn %d.%d", i, j)
+			r.Conversations = append(r.Conversations, turn{From: []string{"human", "gpt"}[j%2], Value: &v})
+		}
+		if i == 5 {
+			r.Conversations[0].Value = nil
+		}
+		rows = append(rows, r)
+	}
+	p, err := OpenFile(writeParquet(t, t.TempDir(), "conv.parquet", rows, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	from, err := p.StringLists(0, "conversations", "from")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := p.StringLists(0, "conversations", "value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		var wf, wv []string
+		for _, tr := range r.Conversations {
+			wf = append(wf, tr.From)
+			v := ""
+			if tr.Value != nil {
+				v = *tr.Value
+			}
+			wv = append(wv, v)
+		}
+		if len(from[i]) != len(wf) || !slices.Equal(from[i], wf) || !slices.Equal(values[i], wv) {
+			t.Errorf("row %d: %q %q, want %q %q", i, from[i], values[i], wf, wv)
+		}
+	}
+	for _, batch := range []int{1, 2, 3, 4, 5, 11} {
+		var got [][]string
+		var numbers []int
+		for at := 0; at < p.Rows(); at += batch {
+			q := p.From(at)
+			c, err := q.Column("conversations", "value")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = q.Values(c, batch, func(i int, vals []Value) error {
+				numbers = append(numbers, i)
+				var l []string
+				for _, v := range vals {
+					l = append(l, v.Str)
+				}
+				got = append(got, l)
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("batch %d at %d: %v", batch, at, err)
+			}
+		}
+		for i := range rows {
+			if i >= len(got) || numbers[i] != i || !slices.Equal(got[i], values[i]) {
+				t.Fatalf("batches of %d: rows %v %q, want the whole read's %q", batch, numbers, got, values)
+			}
+		}
+		if len(got) != len(rows) {
+			t.Fatalf("batches of %d: %d rows, want %d", batch, len(got), len(rows))
+		}
+	}
+}
+
+// A read of the first rows reads only the row groups that hold them: a
+// corrupt page in a later group is not met (a 1 GB file is not read whole
+// for its first rows), and is met by a read of all rows.
+func TestAReadStopsAtTheRowGroupsItNeeds(t *testing.T) {
+	t.Parallel()
+	var rows []lz4Row
+	for i := range 6 {
+		rows = append(rows, lz4Row{strings.Repeat(fmt.Sprintf("row %d ", i), 200)})
+	}
+	dir := t.TempDir()
+	file := writeParquet(t, dir, "groups.parquet", rows, 3)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, starts := pageData(t, b)
+	if len(starts) < 2 {
+		t.Fatalf("pages at %v: want one per row group at least", starts)
+	}
+	// The last page's block, all ones: not LZ4 a decoder can undo.
+	last := starts[len(starts)-1]
+	for i := last; i < last+8; i++ {
+		b[i] = 0xff
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := OpenFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if got, err := p.Strings(3, false, "text"); err != nil || len(got) != 3 || got[2] != rows[2].Text {
+		t.Fatalf("the first group's rows: %d, %v", len(got), err)
+	}
+	var pe *Error
+	if _, err := p.Strings(0, false, "text"); !errors.As(err, &pe) || !strings.Contains(err.Error(), "LZ4") {
+		t.Fatalf("all rows: %v, want an *Error for the corrupt LZ4 page", err)
 	}
 }
