@@ -24,6 +24,7 @@ import (
 
 	"github.com/glmbench/glmbench/internal/text"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Error is a file that is not parquet, is corrupt, or lacks what was asked
@@ -36,8 +37,8 @@ type Error struct {
 
 func (e *Error) Error() string { return e.File + ": " + e.Msg }
 
-func errorf(file, format string, args ...any) error {
-	return &Error{File: file, Msg: fmt.Sprintf(format, args...)}
+func errorf(file, msg string, args ...any) error {
+	return &Error{File: file, Msg: fmt.Sprintf(msg, args...)}
 }
 
 // File is a parquet file whose columns are read by name.
@@ -78,8 +79,39 @@ func Open(name string, r io.ReaderAt, size int64) (p *File, err error) {
 	if err != nil {
 		return nil, errorf(name, "not a parquet file: %v", err)
 	}
+	if err := checkRows(name, f.Metadata()); err != nil {
+		return nil, err
+	}
 	return &File{name: name, f: f, ra: r}, nil
 }
+
+// checkRows checks the footer's row counts, which parquet-go trusts: the
+// file's is its row groups' sum, and each column chunk of a group states at
+// least a value a row (a null is a value). A read allocates as it finds
+// rows (at most maxPrealloc ahead), so a corrupt count costs nothing past
+// this, but a count that disagrees is a corrupt file.
+func checkRows(name string, md *format.FileMetaData) error {
+	var sum int64
+	for g, rg := range md.RowGroups {
+		if rg.NumRows < 0 || sum+rg.NumRows < sum {
+			return errorf(name, "corrupt footer: row group %d has %d rows", g+1, rg.NumRows)
+		}
+		sum += rg.NumRows
+		for _, c := range rg.Columns {
+			if c.MetaData.NumValues < rg.NumRows {
+				return errorf(name, "corrupt footer: row group %d has %d rows, a column of it %d values", g+1, rg.NumRows, c.MetaData.NumValues)
+			}
+		}
+	}
+	if md.NumRows != sum {
+		return errorf(name, "corrupt footer: it says %d rows, its row groups hold %d", md.NumRows, sum)
+	}
+	return nil
+}
+
+// maxPrealloc bounds the rows a read allocates room for before it finds
+// them, as a footer's counts may be corrupt.
+const maxPrealloc = 4096
 
 // OpenFile opens the parquet file at path, read in place; Close closes it.
 // A missing file is an *Error saying "no such file".
@@ -499,7 +531,7 @@ func (p *File) Strings(limit int, optional bool, path ...string) ([]string, erro
 	if c.List || c.Kind != String {
 		return nil, errorf(p.name, "column %q is %s, want strings", c.Name, c.Describe())
 	}
-	out := make([]string, 0, p.Limit(limit))
+	out := make([]string, 0, min(p.Limit(limit), maxPrealloc))
 	err = p.Values(c, limit, func(i int, vals []Value) error {
 		if !utf8.ValidString(vals[0].Str) {
 			return errorf(p.name, "row %d: column %q is not valid UTF-8", i+1, c.Name)
@@ -521,7 +553,7 @@ func (p *File) StringLists(limit int, path ...string) ([][]string, error) {
 	if !c.List || c.Kind != String {
 		return nil, errorf(p.name, "column %q is %s, want a list of strings", c.Name, c.Describe())
 	}
-	out := make([][]string, 0, p.Limit(limit))
+	out := make([][]string, 0, min(p.Limit(limit), maxPrealloc))
 	err = p.Values(c, limit, func(i int, vals []Value) error {
 		list := make([]string, len(vals))
 		for j, v := range vals {

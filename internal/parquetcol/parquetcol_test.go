@@ -1,6 +1,8 @@
 package parquetcol
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 type answerStruct struct {
@@ -226,5 +231,70 @@ func TestAReadStopsAtTheRowGroupsItNeeds(t *testing.T) {
 	var pe *Error
 	if _, err := p.Strings(0, false, "text"); !errors.As(err, &pe) || !strings.Contains(err.Error(), "LZ4") {
 		t.Fatalf("all rows: %v, want an *Error for the corrupt LZ4 page", err)
+	}
+}
+
+// withRows is the parquet file b with its footer's row count, and each row
+// group's (and, with values, its columns' value counts), set as given
+// (rows < 0: left as they are).
+func withRows(t *testing.T, b []byte, rows int64, values bool, groupRows ...int64) []byte {
+	t.Helper()
+	n := int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	var md format.FileMetaData
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), b[len(b)-8-n:len(b)-8], &md); err != nil {
+		t.Fatal(err)
+	}
+	if rows >= 0 {
+		md.NumRows = rows
+	}
+	for i, r := range groupRows {
+		md.RowGroups[i].NumRows = r
+		for j := range md.RowGroups[i].Columns {
+			if values {
+				md.RowGroups[i].Columns[j].MetaData.NumValues = r
+			}
+		}
+	}
+	foot, err := thrift.Marshal(new(thrift.CompactProtocol), &md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append(append([]byte(nil), b[:len(b)-8-n]...), foot...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(foot)))
+	return append(out, "PAR1"...)
+}
+
+// A footer whose row counts disagree (the file's with its row groups', a
+// group's with its columns' value counts) is an *Error; one whose counts
+// agree but are corrupt alike costs no allocation of what they claim:
+// reads allocate as they find rows, and the rows missing are an *Error.
+func TestACorruptRowCountIsAnError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b, err := os.ReadFile(writeParquet(t, dir, "r.parquet", []lz4Row{{"a"}, {"b"}, {"c"}}, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := OpenReader("ok.parquet", bytes.NewReader(withRows(t, b, -1, false))); err != nil || p.Rows() != 3 {
+		t.Fatalf("the footer re-encoded as it was: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		b      []byte
+		want   string
+		onRead bool
+	}{
+		{"the file's 2^40 rows", withRows(t, b, 1<<40, false), "it says 1099511627776 rows, its row groups hold 3", false},
+		{"a row group's 2^40 rows", withRows(t, b, 1<<40+1, false, 1<<40, 1), "row group 1 has 1099511627776 rows, a column of it 2 values", false},
+		{"2^40 rows and values alike", withRows(t, b, 1<<40+1, true, 1<<40, 1), `column "text" has 3 rows, the file says 1099511627777`, true},
+	} {
+		p, err := OpenReader("r.parquet", bytes.NewReader(tc.b))
+		if tc.onRead && err == nil {
+			_, err = p.Strings(0, false, "text")
+		}
+		var pe *Error
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an *Error saying %q", tc.name, err, tc.want)
+		}
 	}
 }
