@@ -324,6 +324,16 @@ func TestDatasetPhaseFromParquet(t *testing.T) {
 	if d := p.Describe(); !strings.Contains(d, "(parquet)") {
 		t.Errorf("describe: %q", d)
 	}
+	// --dataset alone: one phase of all the file's usable items.
+	f, err := Open("", filepath.Join(dir, "train-00000-of-00001.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows 0-27 are four rounds of the seven shapes, three unusable each;
+	// rows 28 and 29 are usable.
+	if reqs, _, err := f.Phases[0].ExpandWarn(1); err != nil || len(reqs) != 30-4*3 {
+		t.Errorf("--dataset: %d requests, %v; want the 30 rows less their 12 unusable", len(reqs), err)
+	}
 }
 
 // FuzzParquetDataSet: whatever the bytes, the loader gives items or one
