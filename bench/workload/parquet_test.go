@@ -324,6 +324,13 @@ func TestDatasetPhaseFromParquet(t *testing.T) {
 	if d := p.Describe(); !strings.Contains(d, "(parquet)") {
 		t.Errorf("describe: %q", d)
 	}
+	// Prompts without max_tokens in a phase without output_tokens: no
+	// output length, said at the row.
+	writeParquet(t, dir, "p.parquet", []promptRow{{"a", new(int64(3))}, {"b", nil}}, 10)
+	p = mustPhase(t, `phases: [{name: d, kind: dataset, path: p.parquet}]`, dir)
+	if _, err := p.Expand(1); err == nil || !strings.Contains(err.Error(), `p.parquet: row 2: no max_tokens, and phase "d" has no output_tokens`) {
+		t.Errorf("no output length: %v", err)
+	}
 	// --dataset alone: one phase of all the file's usable items.
 	f, err := Open("", filepath.Join(dir, "train-00000-of-00001.parquet"))
 	if err != nil {
