@@ -1,16 +1,14 @@
 package evals
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/parquet-go/parquet-go"
+	"github.com/glmbench/glmbench/internal/parquetcol"
 )
 
 // The evals read the parquet files the Hugging Face Hub serves (what
@@ -27,32 +25,6 @@ import (
 //     question, question_id and answer, a struct of aliases,
 //     normalized_aliases (lists of strings), value, normalized_value and
 //     more.
-
-// readParquet runs parse on the parquet file r holds: read in place when r
-// is a file, else read whole first.
-func readParquet[T any](name string, r io.Reader, parse func(*pqFile) (T, error)) (T, error) {
-	var zero T
-	var ra io.ReaderAt
-	var size int64
-	if f, ok := r.(*os.File); ok {
-		st, err := f.Stat()
-		if err != nil {
-			return zero, dataErr(name, 0, "%v", err)
-		}
-		ra, size = f, st.Size()
-	} else {
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return zero, dataErr(name, 0, "%v", err)
-		}
-		ra, size = bytes.NewReader(b), int64(len(b))
-	}
-	p, err := openParquet(name, ra, size)
-	if err != nil {
-		return zero, err
-	}
-	return parse(p)
-}
 
 // hfTestShards is the test split's files among files, as the Hub names
 // them (test-00000-of-00001.parquet) or as wikitext's raw zip does
@@ -77,12 +49,12 @@ func hfTestShards(files []string) []string {
 // it (a blank row is the raw file's " \n", a row without its "\n" gets one)
 // and split as the raw file is. Any other row is one document, blank ones
 // skipped.
-func parseDocsParquet(p *pqFile) ([]Doc, error) {
+func parseDocsParquet(p *parquetcol.File) ([]Doc, error) {
 	col := "text"
-	if !p.has(col) && p.has("page") {
+	if !p.Has(col) && p.Has("page") {
 		col = "page"
 	}
-	texts, err := p.stringColumn(0, false, col)
+	texts, err := p.Strings(0, false, col)
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +71,12 @@ func parseDocsParquet(p *pqFile) ([]Doc, error) {
 				raw.WriteString(t + "\n")
 			}
 		}
-		return parseWikitext(p.name, []byte(raw.String()))
+		return parseWikitext(p.Name(), []byte(raw.String()))
 	}
 	var docs []Doc
 	for i, t := range texts {
 		if strings.TrimSpace(t) != "" {
-			docs = append(docs, newDoc(t, t, fmt.Sprintf("%s:%d", p.name, i+1)))
+			docs = append(docs, newDoc(t, t, fmt.Sprintf("%s:%d", p.Name(), i+1)))
 		}
 	}
 	return docs, nil
@@ -112,36 +84,36 @@ func parseDocsParquet(p *pqFile) ([]Doc, error) {
 
 // parseMMLUParquet reads MMLU rows: question, choices (a list of four),
 // answer (0–3 or a letter), and optional subject and split.
-func parseMMLUParquet(p *pqFile) ([]mmluRow, error) {
-	if !p.has("choices") && p.has("options") {
-		return nil, dataErr(p.name, 0, `column "options" where MMLU has "choices": MMLU-Pro (up to 10 options, answers A-J) is not MMLU's four-choice layout`)
+func parseMMLUParquet(p *parquetcol.File) ([]mmluRow, error) {
+	if !p.Has("choices") && p.Has("options") {
+		return nil, dataErr(p.Name(), 0, `column "options" where MMLU has "choices": MMLU-Pro (up to 10 options, answers A-J) is not MMLU's four-choice layout`)
 	}
-	questions, err := p.stringColumn(0, false, "question")
+	questions, err := p.Strings(0, false, "question")
 	if err != nil {
 		return nil, err
 	}
-	choices, err := p.stringLists(0, "choices")
+	choices, err := p.StringLists(0, "choices")
 	if err != nil {
 		return nil, err
 	}
-	answers, err := p.mmluAnswers()
+	answers, err := pqMMLUAnswers(p)
 	if err != nil {
 		return nil, err
 	}
-	subjects, err := p.stringColumn(0, true, "subject")
+	subjects, err := p.Strings(0, true, "subject")
 	if err != nil {
 		return nil, err
 	}
-	splits, err := p.stringColumn(0, true, "split")
+	splits, err := p.Strings(0, true, "split")
 	if err != nil {
 		return nil, err
 	}
 	rows := make([]mmluRow, len(questions))
 	for i := range rows {
 		if len(choices[i]) != 4 {
-			return nil, pqRowErr(p.name, i, "choices has %d entries, want 4", len(choices[i]))
+			return nil, pqRowErr(p.Name(), i, "choices has %d entries, want 4", len(choices[i]))
 		}
-		row := mmluRow{q: MMLUQuestion{Question: questions[i], Answer: answers[i], Source: fmt.Sprintf("%s:%d", p.name, i+1)},
+		row := mmluRow{q: MMLUQuestion{Question: questions[i], Answer: answers[i], Source: fmt.Sprintf("%s:%d", p.Name(), i+1)},
 			subject: strings.TrimSpace(subjects[i]), split: strings.ToLower(strings.TrimSpace(splits[i]))}
 		copy(row.q.Choices[:], choices[i])
 		rows[i] = row
@@ -149,32 +121,32 @@ func parseMMLUParquet(p *pqFile) ([]mmluRow, error) {
 	return rows, nil
 }
 
-// mmluAnswers reads the answer column: integers 0–3 (the Hub's class
+// pqMMLUAnswers reads the answer column: integers 0–3 (the Hub's class
 // label) or letters A–D.
-func (p *pqFile) mmluAnswers() ([]int, error) {
-	l, err := p.leaf("answer")
+func pqMMLUAnswers(p *parquetcol.File) ([]int, error) {
+	c, err := p.Column("answer")
 	if err != nil {
 		return nil, err
 	}
-	if l.list || (l.kind != parquet.Int32 && l.kind != parquet.Int64 && l.kind != parquet.ByteArray) {
-		return nil, dataErr(p.name, 0, "column %q is %s, want an integer 0-3 or a letter A-D", l.name, l.describe())
+	if c.List || c.Kind == parquetcol.Other {
+		return nil, dataErr(p.Name(), 0, "column %q is %s, want an integer 0-3 or a letter A-D", c.Name, c.Describe())
 	}
 	var out []int
-	err = p.read(l, 0, func(i int, vals []pqValue) error {
+	err = p.Values(c, 0, func(i int, vals []parquetcol.Value) error {
 		v := vals[0]
 		switch {
-		case v.null:
-			return pqRowErr(p.name, i, "no answer")
-		case l.kind == parquet.ByteArray:
-			a, err := answerIndex(v.str)
+		case v.Null:
+			return pqRowErr(p.Name(), i, "no answer")
+		case c.Kind == parquetcol.String:
+			a, err := answerIndex(v.Str)
 			if err != nil {
-				return pqRowErr(p.name, i, "%v", err)
+				return pqRowErr(p.Name(), i, "%v", err)
 			}
 			out = append(out, a)
-		case v.num < 0 || v.num > 3:
-			return pqRowErr(p.name, i, "answer %d is not 0-3", v.num)
+		case v.Num < 0 || v.Num > 3:
+			return pqRowErr(p.Name(), i, "answer %d is not 0-3", v.Num)
 		default:
-			out = append(out, int(v.num))
+			out = append(out, int(v.Num))
 		}
 		return nil
 	})
@@ -262,63 +234,62 @@ func loadMMLUParquet(src string, dirs []string) (*MMLUSet, error) {
 // parseTriviaParquet reads at most max items (0: all): question,
 // question_id (optional) and answer, the Hub's struct of aliases,
 // normalized_aliases and value (or a string, or a list of strings).
-func parseTriviaParquet(p *pqFile, max int) ([]TriviaItem, error) {
-	questions, err := p.stringColumn(max, false, "question")
+func parseTriviaParquet(p *parquetcol.File, max int) ([]TriviaItem, error) {
+	questions, err := p.Strings(max, false, "question")
 	if err != nil {
 		return nil, err
 	}
-	ids, err := p.stringColumn(max, true, "question_id")
+	ids, err := p.Strings(max, true, "question_id")
 	if err != nil {
 		return nil, err
 	}
-	answers, err := p.triviaAnswers(max)
+	answers, err := pqTriviaAnswers(p, max)
 	if err != nil {
 		return nil, err
 	}
 	items := make([]TriviaItem, len(questions))
 	for i, q := range questions {
-		it := TriviaItem{Question: strings.TrimSpace(q), Source: fmt.Sprintf("%s:%d", p.name, i+1)}
+		it := TriviaItem{Question: strings.TrimSpace(q), Source: fmt.Sprintf("%s:%d", p.Name(), i+1)}
 		it.ID = cmp.Or(strings.TrimSpace(ids[i]), fmt.Sprintf("#%d", i))
 		if it.Question == "" {
-			return nil, pqRowErr(p.name, i, "no question")
+			return nil, pqRowErr(p.Name(), i, "no question")
 		}
 		if !it.setAliases(answers[i]) {
-			return nil, pqRowErr(p.name, i, "the answer has no alias (the test split has no answers: take validation)")
+			return nil, pqRowErr(p.Name(), i, "the answer has no alias (the test split has no answers: take validation)")
 		}
 		items[i] = it
 	}
 	return items, nil
 }
 
-// triviaAnswers reads each row's accepted answers in the JSON layout's
+// pqTriviaAnswers reads each row's accepted answers in the JSON layout's
 // order: aliases (or value where there are none), then normalized_aliases.
 // The Hub's test split has no aliases and value "<unk>": no answer.
-func (p *pqFile) triviaAnswers(max int) ([][]string, error) {
-	fl := pqField(p.f.Schema(), "answer")
-	if fl == nil {
-		return nil, dataErr(p.name, 0, "no column %q (the file has: %s)", "answer", p.columns())
+func pqTriviaAnswers(p *parquetcol.File, max int) ([][]string, error) {
+	if !p.Has("answer") {
+		return nil, dataErr(p.Name(), 0, "no column %q (the file has: %s)", "answer", p.Columns())
 	}
-	if pqField(fl, "aliases") == nil && pqField(fl, "value") == nil {
-		l, err := p.leaf("answer")
+	if !p.HasField("answer", "aliases") && !p.HasField("answer", "value") {
+		c, err := p.Column("answer")
 		if err != nil {
 			return nil, err
 		}
-		if l.list {
-			return p.stringLists(max, "answer")
+		if c.List {
+			return p.StringLists(max, "answer")
 		}
-		s, err := p.stringColumn(max, false, "answer")
+		s, err := p.Strings(max, false, "answer")
 		out := make([][]string, len(s))
 		for i := range s {
 			out[i] = []string{s[i]}
 		}
 		return out, err
 	}
-	n := p.limit(max)
+	n := p.Limit(max)
 	list := func(sub string) ([][]string, error) {
-		if pqField(fl, sub) == nil {
+		if !p.HasField("answer", sub) {
 			return make([][]string, n), nil
 		}
-		return p.stringLists(max, "answer", sub)
+		return p.StringLists(max, "answer", sub)
 	}
 	aliases, err := list("aliases")
 	if err != nil {
@@ -329,8 +300,8 @@ func (p *pqFile) triviaAnswers(max int) ([][]string, error) {
 		return nil, err
 	}
 	values := make([]string, n)
-	if pqField(fl, "value") != nil {
-		if values, err = p.stringColumn(max, false, "answer", "value"); err != nil {
+	if p.HasField("answer", "value") {
+		if values, err = p.Strings(max, false, "answer", "value"); err != nil {
 			return nil, err
 		}
 	}
@@ -360,7 +331,7 @@ func loadTriviaShards(dir string, max int) (*TriviaSet, error) {
 		if max > 0 {
 			left = max - len(set.Items)
 		}
-		items, err := withParquet(f, func(p *pqFile) ([]TriviaItem, error) { return parseTriviaParquet(p, left) })
+		items, err := withParquet(f, func(p *parquetcol.File) ([]TriviaItem, error) { return parseTriviaParquet(p, left) })
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,8 @@ type item struct {
 	MaxTokens int
 	// AnswerChars is the length in bytes of a ShareGPT item's answer.
 	AnswerChars int
-	Line        int
+	// Line is the item's line, or its row (1-based) in a parquet file.
+	Line int
 }
 
 // loaded is what a loader read: the usable items, up to the number asked,
@@ -41,8 +42,12 @@ func (l *loaded) skip(why string) {
 // errors, and stops after need usable items (0: reads them all). With
 // needAnswer a ShareGPT conversation without an answer is skipped, since
 // nothing else gives its output length. Every error is bad input
-// "NAME:LINE: what".
+// "NAME:LINE: what" ("NAME: row N: what" for parquet, read in place when r
+// is a file).
 func loadDataset(r io.Reader, name, format string, need int, needAnswer bool) (*loaded, error) {
+	if format == Parquet {
+		return loadParquet(r, name, need, needAnswer)
+	}
 	r = skipBOM(r)
 	switch format {
 	case ShareGPT:
@@ -99,10 +104,14 @@ func (l *lineReader) end() int64 { return l.base + int64(len(l.buf)) }
 // shareGPTItem is one conversation of a ShareGPT file; other keys (id,
 // model, ...) are ignored.
 type shareGPTItem struct {
-	Conversations []struct {
-		From  string `json:"from"`
-		Value string `json:"value"`
-	} `json:"conversations"`
+	Conversations []shareGPTTurn `json:"conversations"`
+}
+
+// shareGPTTurn is one turn of a ShareGPT conversation: from is human (or
+// user), gpt (or assistant), system or another (passed over).
+type shareGPTTurn struct {
+	From  string `json:"from"`
+	Value string `json:"value"`
 }
 
 // item is the conversation's usable part at line: its prompt is its first

@@ -125,7 +125,11 @@ func (p *Phase) expandDataset() ([]Request, []string, error) {
 			out = p.OutputTokens
 		}
 		if out == 0 && it.AnswerChars == 0 {
-			return nil, nil, badinput.Errorf("%s:%d: no max_tokens, and phase %q has no output_tokens", p.Path, it.Line, p.Name)
+			where := fmt.Sprintf("%s:%d", p.Path, it.Line)
+			if format == Parquet {
+				where = fmt.Sprintf("%s: row %d", p.Path, it.Line)
+			}
+			return nil, nil, badinput.Errorf("%s: no max_tokens, and phase %q has no output_tokens", where, p.Name)
 		}
 		reqs[i] = Request{I: i, Messages: it.Messages, Output: out, AnswerChars: it.AnswerChars, Line: it.Line}
 	}
@@ -194,6 +198,8 @@ func (p *Phase) Describe() string {
 		switch {
 		case p.OutputTokens > 0:
 			out = fmt.Sprintf("out %d", p.OutputTokens)
+		case f == Parquet:
+			out = "out from answers or max_tokens"
 		case f != ShareGPT:
 			out = "out from max_tokens"
 		}

@@ -31,6 +31,7 @@ const (
 	ShareGPT = "sharegpt"
 	JSONL    = "jsonl"
 	Text     = "text"
+	Parquet  = "parquet"
 )
 
 // field is one optional field of a phase, for refusing those that do not
@@ -308,11 +309,11 @@ func (p *Phase) dataFormat() (string, error) {
 		return JSONL, nil
 	}
 	switch p.Format {
-	case ShareGPT, JSONL, Text:
+	case ShareGPT, JSONL, Text, Parquet:
 		return p.Format, nil
 	case "":
 	default:
-		return "", fmt.Errorf("format %q: want sharegpt, jsonl or text", p.Format)
+		return "", fmt.Errorf("format %q: want sharegpt, jsonl, text or parquet", p.Format)
 	}
 	name := p.Path
 	if e, ok := embedded[strings.TrimPrefix(name, embeddedPrefix)]; ok && strings.HasPrefix(name, embeddedPrefix) {
@@ -325,8 +326,10 @@ func (p *Phase) dataFormat() (string, error) {
 		return JSONL, nil
 	case strings.HasSuffix(name, ".txt"):
 		return Text, nil
+	case strings.HasSuffix(name, ".parquet"):
+		return Parquet, nil
 	}
-	return "", fmt.Errorf("path %q: format: required (sharegpt, jsonl or text) unless the name ends in .json, .jsonl or .txt", p.Path)
+	return "", fmt.Errorf("path %q: format: required (sharegpt, jsonl, text or parquet) unless the name ends in .json, .jsonl, .txt or .parquet", p.Path)
 }
 
 // count checks a count field: min (0 or 1) to MaxRequests.

@@ -71,7 +71,7 @@ func TestParseRefusesEachBadSpecInOneLineNamingFileAndField(t *testing.T) {
 		{"lognormal bounds that hold no mass", random("output: {dist: lognormal, mean: 1000, stddev: 10, min: 1, max: 900}", "input_tokens: 4", "range_ratio: 0"), `lognormal mean 1000 stddev 10 puts`},
 		{"a dataset without path", phase("name: d", "kind: dataset"), `phase "d": path: required`},
 		{"a dataset of unknown format", phase("name: d", "kind: dataset", "path: x.csv"), `path "x.csv": format: required`},
-		{"a dataset with a bad format", phase("name: d", "kind: dataset", "path: x.csv", "format: csv"), `format "csv": want sharegpt, jsonl or text`},
+		{"a dataset with a bad format", phase("name: d", "kind: dataset", "path: x.csv", "format: csv"), `format "csv": want sharegpt, jsonl, text or parquet`},
 		{"an unknown embedded sample", phase("name: d", "kind: dataset", "path: embedded:alpaca", "format: jsonl"), `no such embedded sample`},
 		{"a dataset with input_tokens", phase("name: d", "kind: dataset", "path: x.json", "input_tokens: 3"), `input_tokens applies to fixed and random phases only`},
 		{"a trace with a bad format", phase("name: t", "kind: trace", "path: t.jsonl", "format: csv"), `format "csv": a trace is jsonl`},

@@ -154,6 +154,7 @@ type Request struct {
 	// the generated kinds.
 	Messages []Message
 	// Line is where the item came from in its file (dataset, trace), for
-	// messages; 0 for the generated kinds.
+	// messages: its line, or its row (1-based) in a parquet file; 0 for the
+	// generated kinds.
 	Line int
 }

@@ -177,7 +177,7 @@ has everything.`,
 	o.Metrics.AddFlags(fl)
 	o.Agents.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "run a workload file's phases (YAML), or a built-in example: "+strings.Join(workload.Names(), ", "))
-	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL or text) for the workload's dataset phases; alone, one dataset phase of all its items")
+	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL, text, or parquet as the Hugging Face Hub serves it) for the workload's dataset phases; alone, one dataset phase of all its items")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
 	return cmd
 }

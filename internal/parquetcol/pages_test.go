@@ -1,4 +1,4 @@
-package evals
+package parquetcol
 
 import (
 	"bufio"
@@ -16,23 +16,64 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
+// writeParquet writes rows to dir/name with parquet-go, in row groups of
+// groupRows rows and small pages, so that readers meet several of each.
+func writeParquet[T any](t *testing.T, dir, name string, rows []T, groupRows int64) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[T](&buf, parquet.MaxRowsPerRowGroup(groupRows), parquet.PageBufferSize(256))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// texts reads the text column of the parquet file at path: its non-empty
+// values.
+func texts(path string) ([]string, error) {
+	p, err := OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	all, err := p.Strings(0, false, "text")
+	var out []string
+	for _, s := range all {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, err
+}
+
+// mmluFixture is evals' DuckDB fixture (evals/testdata/make_duckdb_fixtures.mjs
+// wrote it): zstd pages, a LIST column.
+var mmluFixture = filepath.Join("..", "..", "evals", "testdata", "mmlu_duckdb.parquet")
+
 // A text column in LZ4_RAW, its pages long runs that LZ4 codes as matches.
 type lz4Row struct {
 	Text string `parquet:"text,lz4"`
 }
 
 // Every one-byte corruption of an LZ4 file's pages either still reads or
-// is a DataError: parquet-go's LZ4 decoder, left to a corrupt block, doubles
+// is an *Error: parquet-go's LZ4 decoder, left to a corrupt block, doubles
 // its buffer without end, so each corrupt block must be caught before it.
-func TestCorruptLZ4ParquetIsADataError(t *testing.T) {
+func TestCorruptLZ4ParquetIsAnError(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	// "a" and "z" are the page statistics' min and max: the header stays
 	// short, and the loop below reaches the data.
 	rows := []lz4Row{{"a"}, {"z"}, {strings.Repeat("a", 3000)}, {strings.Repeat("ab", 2000)}, {"plain text"}}
 	good := writeParquet(t, dir, "lz4.parquet", rows, 10)
-	docs, err := LoadDocs(good)
-	if err != nil || len(docs.Docs) != len(rows) {
+	docs, err := texts(good)
+	if err != nil || len(docs) != len(rows) {
 		t.Fatalf("the intact file: %v, %v", docs, err)
 	}
 	b, err := os.ReadFile(good)
@@ -43,7 +84,7 @@ func TestCorruptLZ4ParquetIsADataError(t *testing.T) {
 	if err := os.WriteFile(good, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if docs, err := LoadDocs(good); err != nil || len(docs.Docs) != len(rows) {
+	if docs, err := texts(good); err != nil || len(docs) != len(rows) {
 		t.Fatalf("the file without page checksums: %v, %v", docs, err)
 	}
 	bad := filepath.Join(dir, "bad.parquet")
@@ -54,8 +95,8 @@ func TestCorruptLZ4ParquetIsADataError(t *testing.T) {
 		if err := os.WriteFile(bad, m, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadDocs(bad)
-		var de *DataError
+		_, err := texts(bad)
+		var de *Error
 		switch {
 		case err == nil:
 		case errors.As(err, &de):
@@ -64,7 +105,7 @@ func TestCorruptLZ4ParquetIsADataError(t *testing.T) {
 				t.Errorf("byte %d: %q is not one line", i, err)
 			}
 		default:
-			t.Fatalf("byte %d: %v, want a DataError", i, err)
+			t.Fatalf("byte %d: %v, want an *Error", i, err)
 		}
 	}
 	if corrupt == 0 {
@@ -133,11 +174,11 @@ func pageData(t *testing.T, b []byte) ([]byte, []int64) {
 }
 
 // A zstd page whose frame header states 32 GiB (the decoder allocates what
-// the frame states, up to 64 GiB) is a DataError before any of it is
+// the frame states, up to 64 GiB) is an *Error before any of it is
 // allocated.
-func TestParquetZstdFrameTooLargeIsADataError(t *testing.T) {
+func TestZstdFrameTooLargeIsAnError(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("testdata", "mmlu_duckdb.parquet"))
+	b, err := os.ReadFile(mmluFixture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +190,14 @@ func TestParquetZstdFrameTooLargeIsADataError(t *testing.T) {
 	// 8-byte content size: 1<<35.
 	b[at+4] = 0xc0
 	copy(b[at+5:], []byte{0, 0, 0, 0, 0, 8, 0, 0, 0})
-	_, err = ParseMMLU("m.parquet", bytes.NewReader(b))
-	var de *DataError
+	p, err := OpenReader("m.parquet", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Strings(0, false, "question")
+	var de *Error
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "zstd") {
-		t.Fatalf("%v: want a DataError saying the zstd page is corrupt", err)
+		t.Fatalf("%v: want an *Error saying the zstd page is corrupt", err)
 	}
 }
 
@@ -178,8 +223,8 @@ func TestZstdFrameSize(t *testing.T) {
 }
 
 // A snappy page whose block states more than the page's size (the decoder
-// allocates what it states, up to 4 GiB) is a DataError.
-func TestParquetSnappyBlockTooLargeIsADataError(t *testing.T) {
+// allocates what it states, up to 4 GiB) is an *Error.
+func TestSnappyBlockTooLargeIsAnError(t *testing.T) {
 	t.Parallel()
 	type snappyRow struct {
 		Text string `parquet:"text,snappy"`
@@ -198,10 +243,10 @@ func TestParquetSnappyBlockTooLargeIsADataError(t *testing.T) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadDocs(p)
-	var de *DataError
+	_, err = texts(p)
+	var de *Error
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "corrupt snappy data (16383 bytes stated") {
-		t.Fatalf("%v: want a DataError saying the snappy page is corrupt", err)
+		t.Fatalf("%v: want an *Error saying the snappy page is corrupt", err)
 	}
 }
 
@@ -238,8 +283,8 @@ func TestPageChecksPassValidFiles(t *testing.T) {
 			writePages(t, filepath.Join(dir, "zstd.parquet"), b, version),
 			writePages(t, filepath.Join(dir, "snappy.parquet"), c, version),
 		} {
-			docs, err := LoadDocs(p)
-			if err != nil || len(docs.Docs) != want {
+			docs, err := texts(p)
+			if err != nil || len(docs) != want {
 				t.Errorf("v%d %s: %v docs, %v; want %d", version, filepath.Base(p), docs, err, want)
 			}
 		}

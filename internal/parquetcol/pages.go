@@ -1,4 +1,4 @@
-package evals
+package parquetcol
 
 import (
 	"bufio"
@@ -15,18 +15,20 @@ import (
 const maxPageBytes = 256 << 20
 
 // checkPages checks each LZ4_RAW, ZSTD or SNAPPY page of column l in
-// every row group before parquet-go decodes it, since parquet-go's
+// row groups [first, last) before parquet-go decodes it, since parquet-go's
 // decoders trust a corrupt page: its LZ4 decoder doubles its buffer for as
 // long as a block fails to decode, without end, zstd allocates what a frame
 // header states (up to 64 GiB), snappy what a block states (up to 4 GiB).
 // An LZ4 page is decoded here into a buffer of its page header's stated
 // size (at most maxPageBytes); a zstd page's frame or a snappy block may
-// state no more than that size. A page that fails is a DataError naming
+// state no more than that size. A page that fails is an *Error naming
 // the column.
-func (p *pqFile) checkPages(l pqLeaf) error {
-	for g, rg := range p.f.Metadata().RowGroups {
+func (p *File) checkPages(l Column, first, last int) error {
+	groups := p.f.Metadata().RowGroups
+	for g := first; g < last && g < len(groups); g++ {
+		rg := groups[g]
 		if l.index >= len(rg.Columns) {
-			return dataErr(p.name, 0, "column %q: row group %d lacks it", l.name, g+1)
+			return errorf(p.name, "column %q: row group %d lacks it", l.Name, g+1)
 		}
 		md := rg.Columns[l.index].MetaData
 		if md.Codec != format.Lz4Raw && md.Codec != format.Zstd && md.Codec != format.Snappy {
@@ -37,7 +39,7 @@ func (p *pqFile) checkPages(l pqLeaf) error {
 			start = md.DictionaryPageOffset
 		}
 		if start < 0 || md.TotalCompressedSize < 0 {
-			return dataErr(p.name, 0, "column %q: corrupt chunk offsets in row group %d", l.name, g+1)
+			return errorf(p.name, "column %q: corrupt chunk offsets in row group %d", l.Name, g+1)
 		}
 		r := bufio.NewReader(io.NewSectionReader(p.ra, start, md.TotalCompressedSize))
 		if err := p.checkChunkPages(l, md.Codec, r); err != nil {
@@ -48,7 +50,7 @@ func (p *pqFile) checkPages(l pqLeaf) error {
 }
 
 // checkChunkPages checks the pages of the column chunk r holds.
-func (p *pqFile) checkChunkPages(l pqLeaf, codec format.CompressionCodec, r *bufio.Reader) error {
+func (p *File) checkChunkPages(l Column, codec format.CompressionCodec, r *bufio.Reader) error {
 	dec := thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(r))
 	var src, dst []byte
 	for page := 1; ; page++ {
@@ -57,7 +59,7 @@ func (p *pqFile) checkChunkPages(l pqLeaf, codec format.CompressionCodec, r *buf
 		}
 		var h format.PageHeader
 		if err := dec.Decode(&h); err != nil {
-			return dataErr(p.name, 0, "column %q: page %d: corrupt page header: %v", l.name, page, err)
+			return errorf(p.name, "column %q: page %d: corrupt page header: %v", l.Name, page, err)
 		}
 		size, levels := int64(h.UncompressedPageSize), int64(0)
 		if v2 := h.DataPageHeaderV2; v2.Valid {
@@ -68,11 +70,11 @@ func (p *pqFile) checkChunkPages(l pqLeaf, codec format.CompressionCodec, r *buf
 			}
 		}
 		if h.CompressedPageSize < 0 || size < 0 || levels < 0 || levels > int64(h.CompressedPageSize) || levels > size || size > maxPageBytes {
-			return dataErr(p.name, 0, "column %q: page %d: corrupt page sizes (%d bytes stated for %d stored)", l.name, page, size, h.CompressedPageSize)
+			return errorf(p.name, "column %q: page %d: corrupt page sizes (%d bytes stated for %d stored)", l.Name, page, size, h.CompressedPageSize)
 		}
 		src = grow(src, int(h.CompressedPageSize))
 		if _, err := io.ReadFull(r, src); err != nil {
-			return dataErr(p.name, 0, "column %q: page %d: %v", l.name, page, err)
+			return errorf(p.name, "column %q: page %d: %v", l.Name, page, err)
 		}
 		if levels == int64(h.CompressedPageSize) {
 			continue
@@ -80,20 +82,20 @@ func (p *pqFile) checkChunkPages(l pqLeaf, codec format.CompressionCodec, r *buf
 		switch codec {
 		case format.Zstd:
 			if n, ok := zstdFrameSize(src[levels:]); ok && n > uint64(size-levels) {
-				return dataErr(p.name, 0, "column %q: page %d: corrupt zstd data (%d bytes stated for a %d-byte page)", l.name, page, n, size-levels)
+				return errorf(p.name, "column %q: page %d: corrupt zstd data (%d bytes stated for a %d-byte page)", l.Name, page, n, size-levels)
 			}
 			continue
 		case format.Snappy:
 			// A snappy block starts with its length, which the decoder
 			// allocates (up to 4 GiB).
 			if n, k := binary.Uvarint(src[levels:]); k <= 0 || n > uint64(size-levels) {
-				return dataErr(p.name, 0, "column %q: page %d: corrupt snappy data (%d bytes stated for a %d-byte page)", l.name, page, n, size-levels)
+				return errorf(p.name, "column %q: page %d: corrupt snappy data (%d bytes stated for a %d-byte page)", l.Name, page, n, size-levels)
 			}
 			continue
 		}
 		dst = grow(dst, int(size-levels))
 		if _, err := lz4.UncompressBlock(src[levels:], dst); err != nil {
-			return dataErr(p.name, 0, "column %q: page %d: corrupt LZ4 data", l.name, page)
+			return errorf(p.name, "column %q: page %d: corrupt LZ4 data", l.Name, page)
 		}
 	}
 }

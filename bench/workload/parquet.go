@@ -1,0 +1,166 @@
+package workload
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/parquetcol"
+	"github.com/glmbench/glmbench/internal/text"
+)
+
+// A parquet data set is what the Hugging Face Hub serves (and
+// huggingface-cli download fetches), one conversation a row, in the first
+// of these columns the file has:
+//
+//   - conversations, a list of {from, value}: the ShareGPT-format sets
+//     (shareGPTItem.item's rules, as a ShareGPT JSON file is read);
+//   - messages or conversation, a list of {content, role}:
+//     HuggingFaceH4/ultrachat_200k (beside its prompt string),
+//     lmsys/lmsys-chat-1m; read by the same rules, a role being a turn's
+//     from: the first user turn, the system turn before it, the next
+//     assistant turn's length as the answer; other roles (tool) are passed
+//     over;
+//   - prompt, a string: one user prompt a row, as JSONL's prompt.
+//
+// An integer max_tokens column, if any, is each row's own, as JSONL's.
+
+// parquetColumns are the columns a parquet data set's rows are read from,
+// in the order they are looked for, with a list's fields (from, value).
+var parquetColumns = []struct{ name, from, value string }{
+	{"conversations", "from", "value"},
+	{"messages", "role", "content"},
+	{"conversation", "role", "content"},
+	{"prompt", "", ""},
+}
+
+// parquetBatch is the least number of rows read at a time once the rows
+// first read (as many as the items needed) left some unusable.
+const parquetBatch = 256
+
+// loadParquet reads a parquet data set's rows from the first, a batch at a
+// time, until need usable items (0: all rows). A row's number (1-based) is
+// its item's Line. Errors are bad input "NAME: row N: what".
+func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, error) {
+	p, err := parquetcol.OpenReader(name, r)
+	if err != nil {
+		return nil, parquetBad(err)
+	}
+	col := -1
+	for i, c := range parquetColumns {
+		if p.Has(c.name) {
+			col = i
+			break
+		}
+	}
+	if col < 0 {
+		return nil, badinput.Errorf("%s: no conversations, messages, conversation or prompt column (the file has: %s)", name, p.Columns())
+	}
+	out := &loaded{}
+	for at := 0; at < p.Rows() && (need == 0 || len(out.items) < need); {
+		n := parquetBatch * 4
+		if need > 0 {
+			n = need - len(out.items)
+			if at > 0 {
+				n = max(n, parquetBatch)
+			}
+		}
+		b := p.From(at)
+		if err := parquetRows(b, at, out, parquetColumns[col], n, need, needAnswer); err != nil {
+			return nil, parquetBad(err)
+		}
+		at += b.Limit(n)
+	}
+	return out, nil
+}
+
+// parquetRows reads the n rows of p from its start, row at (0-based),
+// into out, by the column c, stopping at need items.
+func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, value string }, n, need int, needAnswer bool) error {
+	maxTokens, err := parquetMaxTokens(p, n)
+	if err != nil {
+		return err
+	}
+	var prompts []string
+	var from, value [][]string
+	if c.from == "" {
+		prompts, err = p.Strings(n, false, c.name)
+	} else if from, err = p.StringLists(n, c.name, c.from); err == nil {
+		value, err = p.StringLists(n, c.name, c.value)
+	}
+	if err != nil {
+		return err
+	}
+	for k := range p.Limit(n) {
+		if need > 0 && len(out.items) == need {
+			return nil
+		}
+		row := at + k + 1
+		it := item{Line: row, MaxTokens: maxTokens[k]}
+		if prompts != nil {
+			if strings.TrimSpace(prompts[k]) == "" {
+				return rowErr(p, row, "empty prompt")
+			}
+			it.Messages = []Message{{Role: "user", Content: prompts[k]}}
+			out.items = append(out.items, it)
+			continue
+		}
+		if len(from[k]) != len(value[k]) {
+			return rowErr(p, row, "%s: %d %s for %d %s", c.name, len(from[k]), c.from, len(value[k]), c.value)
+		}
+		var conv shareGPTItem
+		for j := range from[k] {
+			conv.Conversations = append(conv.Conversations, shareGPTTurn{From: from[k][j], Value: value[k][j]})
+		}
+		got, skip := conv.item(row, needAnswer && it.MaxTokens == 0)
+		if skip != "" {
+			out.skip(skip)
+			continue
+		}
+		got.MaxTokens = it.MaxTokens
+		out.items = append(out.items, got)
+	}
+	return nil
+}
+
+// parquetMaxTokens is the n rows' max_tokens (0 where null, or all 0 when
+// the file has no such column).
+func parquetMaxTokens(p *parquetcol.File, n int) ([]int, error) {
+	out := make([]int, p.Limit(n))
+	if !p.Has("max_tokens") {
+		return out, nil
+	}
+	c, err := p.Column("max_tokens")
+	if err != nil {
+		return nil, err
+	}
+	if c.List || c.Kind != parquetcol.Int {
+		return nil, fmt.Errorf("%s: column %q is %s, want an integer", p.Name(), c.Name, c.Describe())
+	}
+	k := 0
+	err = p.Values(c, n, func(i int, vals []parquetcol.Value) error {
+		v := vals[0]
+		if !v.Null && (v.Num < 1 || v.Num > MaxTokens) {
+			return rowErr(p, i+1, "max_tokens %d: want 1 to %d", v.Num, MaxTokens)
+		}
+		out[k] = int(v.Num)
+		k++
+		return nil
+	})
+	return out, err
+}
+
+// rowErr is an error at row (1-based) of p.
+func rowErr(p *parquetcol.File, row int, format string, args ...any) error {
+	return fmt.Errorf("%s: row %d: %s", p.Name(), row, fmt.Sprintf(format, args...))
+}
+
+// parquetBad is err, the reader's (one line, naming the file) or a row's,
+// as bad input.
+func parquetBad(err error) error {
+	if err == nil {
+		return nil
+	}
+	return badinput.Errorf("%s", text.OneLine(err.Error()))
+}
