@@ -76,6 +76,8 @@ var rules = []rule{
 		why: "the commands' and the engine's tests share it; it links neither"},
 	{from: "internal/nonce", only: []string{},
 		why: "bench and endpoints/conform both draw the run nonce; it links neither"},
+	{from: "internal/parquetcol", only: []string{"internal/text"},
+		why: "the parquet column reader is shared by the evals and the workload loader, so it links neither"},
 }
 
 // testOnly are the engine's test fakes and its kernel emulator and fake
