@@ -163,14 +163,7 @@ func TestMultiTurnOnCompletionsSendsEachTurnAsTheLastTurnsPromptAndMore(t *testi
 	o := workOptions(t)
 	o.Shape.API = endpoints.APICompletions
 	o.MaxConcurrency = 1
-	const sessions, turns, user, answer = 2, 3, 40, 8
-	var reqs []workload.Request
-	for s := 1; s <= sessions; s++ {
-		for k := 1; k <= turns; k++ {
-			reqs = append(reqs, workload.Request{I: len(reqs), Session: s, Turn: k, UserTokens: user, Output: answer, Input: (k-1)*(user+answer) + user})
-		}
-	}
-	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: sessions, Turns: turns, UserTokens: user, OutputTokens: answer}
+	ph, reqs := multiTurn(2, 3, 40, 8)
 	plan, run := runWork(t, o, ph, reqs)
 	truth, _ := radixTruth(t, plan, 64)
 	for i, r := range run.Records {

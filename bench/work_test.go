@@ -227,18 +227,24 @@ func TestSharedPrefixTTFTIsLowerWithTheRadixCacheThanWithout(t *testing.T) {
 	}
 }
 
-func TestMultiTurnTurnsFindTheirHistoryCached(t *testing.T) {
-	t.Parallel()
-	o := workOptions(t)
-	o.MaxConcurrency = 1
-	const sessions, turns, user, answer = 2, 4, 40, 8
+// multiTurn is a multi-turn phase of sessions × turns, each turn user
+// tokens and an answer of answer tokens, and its requests: turn k's input
+// is the history of k−1 turns and answers, then its own user tokens.
+func multiTurn(sessions, turns, user, answer int) (workload.Phase, []workload.Request) {
 	var reqs []workload.Request
 	for s := 1; s <= sessions; s++ {
 		for k := 1; k <= turns; k++ {
 			reqs = append(reqs, workload.Request{I: len(reqs), Session: s, Turn: k, UserTokens: user, Output: answer, Input: (k-1)*(user+answer) + user})
 		}
 	}
-	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: sessions, Turns: turns, UserTokens: user, OutputTokens: answer}
+	return workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: sessions, Turns: turns, UserTokens: user, OutputTokens: answer}, reqs
+}
+
+func TestMultiTurnTurnsFindTheirHistoryCached(t *testing.T) {
+	t.Parallel()
+	o := workOptions(t)
+	o.MaxConcurrency = 1
+	ph, reqs := multiTurn(2, 4, 40, 8)
 	plan, run := runWork(t, o, ph, reqs)
 	truth, _ := radixTruth(t, plan, 64)
 	for i, r := range run.Records {
