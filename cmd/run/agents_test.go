@@ -13,17 +13,25 @@ import (
 	"github.com/glmbench/glmbench/reports"
 )
 
+// startAgents serves an agent of each name on loopback for the test and
+// returns their host:port addresses.
+func startAgents(t *testing.T, names ...string) []string {
+	t.Helper()
+	var addrs []string
+	for _, name := range names {
+		srv := httptest.NewServer(agent.NewServer(agent.ServerOptions{Name: name, Getenv: func(string) string { return "" }}).Handler())
+		t.Cleanup(srv.Close)
+		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	return addrs
+}
+
 // A run through two agents is one report: every request once, each with
 // the agent that sent it, the agents' shares and offsets in the phase.
 func TestARunThroughTwoAgentsIsOneReport(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t, enginetest.Sim(sim.DefaultCost))
-	var addrs []string
-	for _, name := range []string{"a0", "a1"} {
-		srv := httptest.NewServer(agent.NewServer(agent.ServerOptions{Name: name, Getenv: func(string) string { return "" }}).Handler())
-		t.Cleanup(srv.Close)
-		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
-	}
+	addrs := startAgents(t, "a0", "a1")
 	dir := t.TempDir()
 	code, stderr := execute(t, context.Background(), "--endpoint", e.BaseURL(), "--out", dir, "--phase", "p=10/32/4",
 		"--agents", strings.Join(addrs, ","), "--max-concurrency", "4", "--metrics-interval", "100ms")

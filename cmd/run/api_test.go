@@ -3,13 +3,11 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/glmbench/glmbench/bench/agent"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/engine/enginetest"
@@ -60,12 +58,7 @@ func TestACompletionsRunOnTheBuiltInEngineRecordsItsAPI(t *testing.T) {
 func TestAgentsSendOnTheRunsAPI(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-	var addrs []string
-	for _, name := range []string{"a0", "a1"} {
-		srv := httptest.NewServer(agent.NewServer(agent.ServerOptions{Name: name, Getenv: func(string) string { return "" }}).Handler())
-		t.Cleanup(srv.Close)
-		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
-	}
+	addrs := startAgents(t, "a0", "a1")
 	dir := t.TempDir()
 	code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "p=6/32/4",
 		"--agents", strings.Join(addrs, ","), "--api", "completions", "--no-metrics")
