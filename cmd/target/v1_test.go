@@ -80,9 +80,17 @@ func TestAPathOrAMissingV1IsNotGuessed(t *testing.T) {
 			t.Errorf("%s: base became %q, note %q: want both untouched", given, ep.BaseURL, note)
 		}
 	}
+	wantRootKept(t, http.NotFound)
+}
+
+// wantRootKept serves an API at the root, its /models listing at-the-root
+// and every other path answered by other, and checks that the address is
+// kept as the base, with no note.
+func wantRootKept(t *testing.T, other http.HandlerFunc) {
+	t.Helper()
 	root := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/models" {
-			http.NotFound(w, r)
+			other(w, r)
 			return
 		}
 		w.Write([]byte(`{"object":"list","data":[{"id":"at-the-root"}]}`))
@@ -115,20 +123,11 @@ func TestARefusedKeyIsSaidAsSuchOnEveryServer(t *testing.T) {
 // the address, whose /models answers, stays the base.
 func TestA403AtV1BeforeAnAPIAtTheRootKeepsTheRoot(t *testing.T) {
 	t.Parallel()
-	root := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/models" {
-			w.Header().Set("Content-Type", "text/html")
-			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte("<html><body><h1>403 Forbidden</h1></body></html>"))
-			return
-		}
-		w.Write([]byte(`{"object":"list","data":[{"id":"at-the-root"}]}`))
-	}))
-	defer root.Close()
-	ep, note, err := resolveGiven(t, root.URL, "")
-	if err != nil || ep.BaseURL != root.URL || ep.Model != "at-the-root" || note != "" {
-		t.Errorf("base %q model %q note %q, %v: want the address as given", ep.BaseURL, ep.Model, note, err)
-	}
+	wantRootKept(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte("<html><body><h1>403 Forbidden</h1></body></html>"))
+	})
 }
 
 // A models URL pasted for the base (…/v1/models) gets a 404 for
