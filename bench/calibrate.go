@@ -234,6 +234,11 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// in its native shape, {"content", "stop"}, with no choices.
 		pe.Msg += "; a completions stream's content is its choices[].text, and this one carried none (llama.cpp builds before January 2025 answer /v1/completions in their native format: --api chat)"
 	}
+	if res.Class == schema.Empty && p.shape.MaxCompletionTokens && p.shape.API != endpoints.APICompletions {
+		// OpenAI's reasoning models think first, streaming nothing, within
+		// max_completion_tokens: one that uses it up ends with no content.
+		pe.Msg += "; a reasoning model's hidden reasoning counts in max_completion_tokens and can spend it all before any content: a larger OUT leaves room for an answer"
+	}
 	switch res.Class {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
 		// A probe that outlived its limit: say what it got meanwhile.

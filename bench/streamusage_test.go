@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
@@ -101,5 +102,26 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 		if h := c.s.refusedField(c.stream, c.status, c.msg); h != c.want {
 			t.Errorf("%s: hint %q, want %q", c.name, h, c.want)
 		}
+	}
+}
+
+// An OpenAI reasoning model spends max_completion_tokens on hidden
+// reasoning first: an OUT it uses up streams no content at all, and the
+// shape probe's failure says why; a larger OUT leaves room for an answer.
+func TestAReasoningModelsCapSpentOnHiddenReasoningIsSaidSo(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true, HiddenReasoning: 16})
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Endpoint: ep, Shape: Shape{Model: p.Opts.Model, MaxCompletionTokens: true},
+		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
+	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
+	if err == nil || !strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "hidden reasoning") {
+		t.Fatalf("%v: want the shape probe's empty stream said as a cap spent on hidden reasoning", err)
+	}
+	if _, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 40}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -563,7 +563,8 @@ func (p *Personality) hang(w http.ResponseWriter, r *http.Request, g *genRequest
 // answer is one choice's generation.
 type answer struct {
 	toks   []genToken
-	n      int // completion tokens
+	n      int // completion tokens, hidden ones included
+	hidden int // reasoning tokens before toks, never sent
 	finish string
 }
 
@@ -577,11 +578,15 @@ func (p *Personality) answer(g *genRequest, budget int64, s sampling) answer {
 	if g.chat && !g.logprobs {
 		k = 0
 	}
-	toks := generate(g.prompt, n, k, s)
+	hidden := 0
+	if p.Opts.ReasoningModel && g.chat {
+		hidden = min(p.Opts.HiddenReasoning, n)
+	}
+	toks := generate(g.prompt, n-hidden, k, s)
 	if cut, ok := stopAt(toks, g.stop); ok {
 		toks, finish = cut, "stop"
 	}
-	return answer{toks: toks, n: len(toks), finish: finish}
+	return answer{toks: toks, n: hidden + len(toks), hidden: hidden, finish: finish}
 }
 
 // chatLogprobs is an OpenAI chat logprobs entry list.
@@ -768,7 +773,7 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": ""}, nil)}})
 		}
 	}
-	if !sleep(r, p.Opts.TTFT) {
+	if !sleep(r, p.Opts.TTFT+time.Duration(a.hidden)*p.Opts.Gap) {
 		return
 	}
 	for i, t := range a.toks {
