@@ -234,14 +234,28 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// in its native shape, {"content", "stop"}, with no choices.
 		pe.Msg += "; a completions stream's content is its choices[].text, and this one carried none (llama.cpp builds before January 2025 answer /v1/completions in their native format: --api chat)"
 	}
-	if res.Class == schema.Empty && p.shape.MaxCompletionTokens && p.shape.API != endpoints.APICompletions {
+	// The cap went as max_completion_tokens (validate refuses the switch
+	// on completions).
+	mct := p.shape.MaxCompletionTokens && p.shape.API != endpoints.APICompletions
+	if mct && res.Class == schema.Empty {
 		// OpenAI's reasoning models think first, streaming nothing, within
 		// max_completion_tokens: one that uses it up ends with no content.
 		pe.Msg += "; a reasoning model's hidden reasoning counts in max_completion_tokens and can spend it all before any content: a larger OUT leaves room for an answer"
 	}
+	p.timedOut(pe, res)
+	if mct && (pe.Runaway || res.Class == schema.StreamError && p.lim.MaxTokens > 0 && len(res.Events) > p.lim.MaxTokens) {
+		// llama.cpp before PR 19831 (February 2026) and Ollama read no
+		// max_completion_tokens: the request had no cap.
+		pe.Msg += "; the cap went as max_completion_tokens, which some servers do not read (llama.cpp before February 2026, Ollama): without --max-completion-tokens it goes as max_tokens"
+	}
+	return pe
+}
+
+// timedOut says, for a probe that outlived its limit, what it got
+// meanwhile.
+func (p *prober) timedOut(pe *ProbeError, res *endpoints.StreamResult) {
 	switch res.Class {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
-		// A probe that outlived its limit: say what it got meanwhile.
 		pe.Limit = p.lim.Total
 		if res.Class == schema.Stalled {
 			pe.Limit = p.lim.Stall
@@ -258,7 +272,6 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 			pe.Msg = fmt.Sprintf("%s content events, and no end", count(n))
 		}
 	}
-	return pe
 }
 
 // short cuts a message for a one-line error, never inside a character.

@@ -125,3 +125,26 @@ func TestAReasoningModelsCapSpentOnHiddenReasoningIsSaidSo(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// llama.cpp before February 2026 reads no max_completion_tokens: a probe
+// capped by it alone runs on to the slot's end, and the failure says that
+// the cap went as max_completion_tokens, not only that the server ignores
+// max_tokens.
+func TestACapThatWentAsMaxCompletionTokensAndWasIgnoredIsSaidSo(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LlamaNoMaxCompletionTokens: true})
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Endpoint: ep, Shape: Shape{Model: p.Opts.Model, IgnoreEOS: true, MaxCompletionTokens: true},
+		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
+	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
+	if err == nil || !strings.Contains(err.Error(), "ignores max_tokens") || !strings.Contains(err.Error(), "without --max-completion-tokens") {
+		t.Fatalf("%v: want the runaway probe said as a cap sent as max_completion_tokens", err)
+	}
+	o.Shape.MaxCompletionTokens = false
+	if _, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}}); err != nil {
+		t.Fatal(err)
+	}
+}

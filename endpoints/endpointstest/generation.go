@@ -86,7 +86,11 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 	if ref != nil {
 		return nil, ref
 	}
-	if ref := g.readMaxTokens(f.MaxTokens, f.MaxCompletionTokens); ref != nil {
+	mct := f.MaxCompletionTokens
+	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens {
+		mct = nil
+	}
+	if ref := g.readMaxTokens(f.MaxTokens, mct); ref != nil {
 		return nil, ref
 	}
 	g.readOptions(&f)
@@ -306,8 +310,12 @@ func (p *Personality) llamaBudget(g *genRequest, promptN int) int64 {
 	L, M := o.Context, g.maxTokens
 	budget := M
 	if !g.hasMax || M < 0 {
-		// n_predict -1: until the slot's end (the fake: 16 tokens).
+		// n_predict -1: until the slot's end (the fake: 16 tokens,
+		// but for a build that reads no max_completion_tokens).
 		budget = 16
+		if o.LlamaNoMaxCompletionTokens {
+			budget = int64(L)
+		}
 	}
 	if o.LlamaOverflow != LlamaTruncate {
 		// Without context shift (the default since 2025) generation
