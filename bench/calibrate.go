@@ -165,7 +165,7 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 		// A 2xx body comes with only its long secrets redacted (it was for
 		// parsing): redact all of them before the cut.
 		msg := summary.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
-		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg) + refusedField(resp.Status, msg)}
+		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg) + p.shape.refusedField(false, resp.Status, msg)}
 	}
 	var v struct {
 		Usage *endpoints.Usage `json:"usage"`
@@ -178,24 +178,34 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 
 var errProbeLimit = errors.New("calibration probe ran past its time limit")
 
-// refusedField names the switch that leaves out a field a 4xx answer names
-// (the field glmbench sends that not every server takes): OpenAI refuses
-// ignore_eos ("Unrecognized request argument supplied: ignore_eos"), and
-// Mistral's API refuses both it and stream_options (422 extra_forbidden,
-// "loc": ["body", "stream_options", ...]), and OpenAI's reasoning models
-// refuse max_tokens, naming max_completion_tokens. "" for any other answer.
-func refusedField(status int, msg string) string {
+// refusedField names the switch that leaves out, or renames, a field of
+// this shape's bodies that a 4xx answer names (stream: the body streamed,
+// so it carried stream_options unless NoStreamUsage): OpenAI refuses
+// ignore_eos ("Unrecognized request argument supplied: ignore_eos"),
+// Mistral's API refuses it, stream_options and max_completion_tokens (422
+// extra_forbidden, "loc": ["body", "stream_options", ...]), and OpenAI's
+// reasoning models refuse max_tokens ("Unsupported parameter: 'max_tokens'
+// ... Use 'max_completion_tokens' instead"). A field the body did not carry
+// names no switch, nor does vLLM's "'max_tokens' or
+// 'max_completion_tokens' is too large" (a cap past the context, whichever
+// name carried it). "" for any other answer.
+func (s Shape) refusedField(stream bool, status int, msg string) string {
 	if status < 400 || status >= 500 {
 		return ""
 	}
 	var hints []string
-	if strings.Contains(msg, "ignore_eos") {
+	if s.IgnoreEOS && strings.Contains(msg, "ignore_eos") {
 		hints = append(hints, "--ignore-eos=false leaves ignore_eos out")
 	}
-	if strings.Contains(msg, "stream_options") || strings.Contains(msg, "include_usage") {
+	if stream && !s.NoStreamUsage && (strings.Contains(msg, "stream_options") || strings.Contains(msg, "include_usage")) {
 		hints = append(hints, "--stream-usage=false leaves stream_options out")
 	}
-	if strings.Contains(msg, "max_completion_tokens") {
+	lower := strings.ToLower(msg)
+	switch {
+	case s.API == endpoints.APICompletions || !strings.Contains(msg, "max_completion_tokens") || strings.Contains(lower, "too large"):
+	case s.MaxCompletionTokens:
+		hints = append(hints, "without --max-completion-tokens the cap goes as max_tokens")
+	case strings.Contains(msg, "max_tokens") && strings.Contains(lower, "support"):
 		hints = append(hints, "--max-completion-tokens sends the cap as max_completion_tokens")
 	}
 	if len(hints) == 0 {
@@ -210,7 +220,7 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// The endpoint's own message: an error answer, or an error event.
 		msg = summary.ErrorMessage(res.Body)
 	}
-	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg) + refusedField(res.Status, msg)}
+	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg) + p.shape.refusedField(true, res.Status, msg)}
 	switch {
 	case p.shape.API != endpoints.APICompletions:
 	case res.Status == http.StatusNotFound:
@@ -224,9 +234,28 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// in its native shape, {"content", "stop"}, with no choices.
 		pe.Msg += "; a completions stream's content is its choices[].text, and this one carried none (llama.cpp builds before January 2025 answer /v1/completions in their native format: --api chat)"
 	}
+	// The cap went as max_completion_tokens (validate refuses the switch
+	// on completions).
+	mct := p.shape.MaxCompletionTokens && p.shape.API != endpoints.APICompletions
+	if mct && res.Class == schema.Empty {
+		// OpenAI's reasoning models think first, streaming nothing, within
+		// max_completion_tokens: one that uses it up ends with no content.
+		pe.Msg += "; a reasoning model's hidden reasoning counts in max_completion_tokens and can spend it all before any content: a larger OUT leaves room for an answer"
+	}
+	p.timedOut(pe, res)
+	if mct && (pe.Runaway || res.Class == schema.StreamError && p.lim.MaxTokens > 0 && len(res.Events) > p.lim.MaxTokens) {
+		// llama.cpp before PR 19831 (February 2026) and Ollama read no
+		// max_completion_tokens: the request had no cap.
+		pe.Msg += "; the cap went as max_completion_tokens, which some servers do not read (llama.cpp before February 2026, Ollama): without --max-completion-tokens it goes as max_tokens"
+	}
+	return pe
+}
+
+// timedOut says, for a probe that outlived its limit, what it got
+// meanwhile.
+func (p *prober) timedOut(pe *ProbeError, res *endpoints.StreamResult) {
 	switch res.Class {
 	case schema.TTFTTimeout, schema.TotalTimeout, schema.Stalled:
-		// A probe that outlived its limit: say what it got meanwhile.
 		pe.Limit = p.lim.Total
 		if res.Class == schema.Stalled {
 			pe.Limit = p.lim.Stall
@@ -243,7 +272,6 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 			pe.Msg = fmt.Sprintf("%s content events, and no end", count(n))
 		}
 	}
-	return pe
 }
 
 // short cuts a message for a one-line error, never inside a character.

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -57,14 +59,92 @@ func TestAServerThatRefusesStreamOptionsIsRunWithoutThem(t *testing.T) {
 	}
 }
 
-// OpenAI's refusal of ignore_eos names --ignore-eos=false, not the other
-// switch.
-func TestARefusedIgnoreEOSNamesItsSwitch(t *testing.T) {
+// A refusal names the switch for a field the body carried, and only that
+// one: vLLM's cap past the context names both max_tokens and
+// max_completion_tokens and is no refused field, Mistral's refusal of
+// max_completion_tokens (sent by --max-completion-tokens) says to leave the
+// switch out, and a field the body did not carry names no switch.
+func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 	t.Parallel()
-	if h := refusedField(400, "Unrecognized request argument supplied: ignore_eos"); h != "; the endpoint refuses a field: --ignore-eos=false leaves ignore_eos out" {
-		t.Errorf("hint %q", h)
+	const (
+		ignoreHint = "; the endpoint refuses a field: --ignore-eos=false leaves ignore_eos out"
+		usageHint  = "; the endpoint refuses a field: --stream-usage=false leaves stream_options out"
+		// OpenAI's reasoning models (400 unsupported_parameter).
+		openAIMaxTokens = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+		// vLLM since v0.10 (serving_engine.py), for a cap past the context.
+		vllmTooLarge = "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is 4096 tokens and your request has 2778 input tokens (8000 > 4096 - 2778)."
+		// Mistral's API, 422 (editor-code-assistant/eca#231).
+		mistralMaxCompletion = `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":32000}]},"type":"invalid_request_error","param":null,"code":null}`
+	)
+	def := Shape{IgnoreEOS: true}
+	mct := Shape{IgnoreEOS: true, MaxCompletionTokens: true}
+	for _, c := range []struct {
+		name   string
+		s      Shape
+		stream bool
+		status int
+		msg    string
+		want   string
+	}{
+		{"ignore_eos refused", def, true, 400, "Unrecognized request argument supplied: ignore_eos", ignoreHint},
+		{"a 5xx", def, true, 500, "ignore_eos stream_options", ""},
+		{"ignore_eos not sent", Shape{}, true, 400, "Unrecognized request argument supplied: ignore_eos", ""},
+		{"stream_options refused", def, true, 422, mistralRefusal, usageHint},
+		{"stream_options not sent", Shape{IgnoreEOS: true, NoStreamUsage: true}, true, 422, mistralRefusal, ""},
+		{"stream_options not in a non-streamed body", def, false, 422, mistralRefusal, ""},
+		{"max_tokens refused", def, true, 400, openAIMaxTokens, "; the endpoint refuses a field: --max-completion-tokens sends the cap as max_completion_tokens"},
+		{"max_tokens refused on completions", Shape{API: endpoints.APICompletions}, true, 400, openAIMaxTokens, ""},
+		{"vLLM's cap past the context", def, true, 400, vllmTooLarge, ""},
+		{"vLLM's cap past the context, max_completion_tokens", mct, true, 400, vllmTooLarge, ""},
+		{"max_completion_tokens refused", mct, true, 422, mistralMaxCompletion, "; the endpoint refuses a field: without --max-completion-tokens the cap goes as max_tokens"},
+		{"both refused", def, true, 400, "Unrecognized request arguments supplied: ignore_eos, stream_options", "; the endpoint refuses a field: --ignore-eos=false leaves ignore_eos out, --stream-usage=false leaves stream_options out"},
+	} {
+		if h := c.s.refusedField(c.stream, c.status, c.msg); h != c.want {
+			t.Errorf("%s: hint %q, want %q", c.name, h, c.want)
+		}
 	}
-	if h := refusedField(500, "ignore_eos stream_options"); h != "" {
-		t.Errorf("a 5xx is no refusal of a field: %q", h)
+}
+
+// An OpenAI reasoning model spends max_completion_tokens on hidden
+// reasoning first: an OUT it uses up streams no content at all, and the
+// shape probe's failure says why; a larger OUT leaves room for an answer.
+func TestAReasoningModelsCapSpentOnHiddenReasoningIsSaidSo(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true, HiddenReasoning: 16})
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Endpoint: ep, Shape: Shape{Model: p.Opts.Model, MaxCompletionTokens: true},
+		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
+	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
+	if err == nil || !strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "hidden reasoning") {
+		t.Fatalf("%v: want the shape probe's empty stream said as a cap spent on hidden reasoning", err)
+	}
+	if _, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 40}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// llama.cpp before February 2026 reads no max_completion_tokens: a probe
+// capped by it alone runs on to the slot's end, and the failure says that
+// the cap went as max_completion_tokens, not only that the server ignores
+// max_tokens.
+func TestACapThatWentAsMaxCompletionTokensAndWasIgnoredIsSaidSo(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LlamaNoMaxCompletionTokens: true})
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Endpoint: ep, Shape: Shape{Model: p.Opts.Model, IgnoreEOS: true, MaxCompletionTokens: true},
+		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
+	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
+	if err == nil || !strings.Contains(err.Error(), "ignores max_tokens") || !strings.Contains(err.Error(), "without --max-completion-tokens") {
+		t.Fatalf("%v: want the runaway probe said as a cap sent as max_completion_tokens", err)
+	}
+	o.Shape.MaxCompletionTokens = false
+	if _, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}}); err != nil {
+		t.Fatal(err)
 	}
 }

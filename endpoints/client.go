@@ -236,7 +236,9 @@ type ChatRequest struct {
 	MaxTokens int       `json:"max_tokens,omitempty"`
 	// MaxCompletionTokens is the same cap under OpenAI's newer name, sent
 	// instead of MaxTokens: its reasoning models (o-series, gpt-5) refuse
-	// max_tokens; vLLM and SGLang read either.
+	// max_tokens; vLLM and SGLang read either. llama.cpp before PR 19831
+	// (February 2026), Ollama and llamafile read only max_tokens: a
+	// request capped by this alone is uncapped there.
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
 	Stream              bool           `json:"stream"`
 	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`

@@ -2,10 +2,12 @@ package run
 
 import (
 	"context"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/bench/agent"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports"
@@ -43,5 +45,40 @@ func TestAReasoningModelIsRunWithMaxCompletionTokens(t *testing.T) {
 	code, stderr = execute(t, context.Background(), "--endpoint", "http://127.0.0.1:1/v1", "--phase", "p=1/8/2", "--api", "completions", "--max-completion-tokens")
 	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "--max-completion-tokens is a chat field") {
 		t.Errorf("with --api completions: exit %d, %q", code, stderr)
+	}
+}
+
+// Agents send the run's shape: through two agents, a reasoning model's
+// every request goes with max_completion_tokens (one with max_tokens would
+// be refused) and without stream_options (OpenAI then streams no usage, so
+// n is the count of events), and the report says both.
+func TestAgentsSendMaxCompletionTokensAndNoStreamOptions(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true})
+	var addrs []string
+	for _, name := range []string{"a0", "a1"} {
+		srv := httptest.NewServer(agent.NewServer(agent.ServerOptions{Name: name, Getenv: func(string) string { return "" }}).Handler())
+		t.Cleanup(srv.Close)
+		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	dir := t.TempDir()
+	code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "p=6/32/4",
+		"--agents", strings.Join(addrs, ","), "--ignore-eos=false", "--max-completion-tokens", "--stream-usage=false", "--no-metrics")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := map[string]int{}
+	for _, r := range in.Records {
+		if !r.Completed() || r.NSource != schema.NFromEvents || r.N != len(r.Events) {
+			t.Errorf("request %d: %+v; want completed, n counted from events", r.I, r)
+		}
+		agents[r.Agent]++
+	}
+	if o := in.Report.Options; len(agents) != 2 || len(in.Records) != 6 || !o.MaxCompletionTokens || !o.NoStreamUsage {
+		t.Errorf("requests by agent %v, %d records, options %+v: want both agents, 6 records, both switches recorded", agents, len(in.Records), o)
 	}
 }

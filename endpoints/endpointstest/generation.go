@@ -86,7 +86,11 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 	if ref != nil {
 		return nil, ref
 	}
-	if ref := g.readMaxTokens(f.MaxTokens, f.MaxCompletionTokens); ref != nil {
+	mct := f.MaxCompletionTokens
+	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens {
+		mct = nil
+	}
+	if ref := g.readMaxTokens(f.MaxTokens, mct); ref != nil {
 		return nil, ref
 	}
 	g.readOptions(&f)
@@ -306,8 +310,12 @@ func (p *Personality) llamaBudget(g *genRequest, promptN int) int64 {
 	L, M := o.Context, g.maxTokens
 	budget := M
 	if !g.hasMax || M < 0 {
-		// n_predict -1: until the slot's end (the fake: 16 tokens).
+		// n_predict -1: until the slot's end (the fake: 16 tokens,
+		// but for a build that reads no max_completion_tokens).
 		budget = 16
+		if o.LlamaNoMaxCompletionTokens {
+			budget = int64(L)
+		}
 	}
 	if o.LlamaOverflow != LlamaTruncate {
 		// Without context shift (the default since 2025) generation
@@ -563,7 +571,8 @@ func (p *Personality) hang(w http.ResponseWriter, r *http.Request, g *genRequest
 // answer is one choice's generation.
 type answer struct {
 	toks   []genToken
-	n      int // completion tokens
+	n      int // completion tokens, hidden ones included
+	hidden int // reasoning tokens before toks, never sent
 	finish string
 }
 
@@ -577,11 +586,15 @@ func (p *Personality) answer(g *genRequest, budget int64, s sampling) answer {
 	if g.chat && !g.logprobs {
 		k = 0
 	}
-	toks := generate(g.prompt, n, k, s)
+	hidden := 0
+	if p.Opts.ReasoningModel && g.chat {
+		hidden = min(p.Opts.HiddenReasoning, n)
+	}
+	toks := generate(g.prompt, n-hidden, k, s)
 	if cut, ok := stopAt(toks, g.stop); ok {
 		toks, finish = cut, "stop"
 	}
-	return answer{toks: toks, n: len(toks), finish: finish}
+	return answer{toks: toks, n: hidden + len(toks), hidden: hidden, finish: finish}
 }
 
 // chatLogprobs is an OpenAI chat logprobs entry list.
@@ -768,7 +781,7 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": ""}, nil)}})
 		}
 	}
-	if !sleep(r, p.Opts.TTFT) {
+	if !sleep(r, p.Opts.TTFT+time.Duration(a.hidden)*p.Opts.Gap) {
 		return
 	}
 	for i, t := range a.toks {

@@ -92,6 +92,17 @@ type Options struct {
 	// (o-series, gpt-5): chat refuses max_tokens, asking for
 	// max_completion_tokens (400 unsupported_parameter).
 	ReasoningModel bool
+	// LlamaNoMaxCompletionTokens makes llama.cpp read no
+	// max_completion_tokens, as builds before PR 19831 (February 2026)
+	// did: a request capped by it alone is uncapped (n_predict -1), and
+	// generates until the slot's end, not the fake's usual 16 tokens.
+	LlamaNoMaxCompletionTokens bool
+	// HiddenReasoning is how many tokens a reasoning model thinks before
+	// its answer, within max_completion_tokens: streamed as nothing (chat
+	// sends no reasoning), counted in completion_tokens. A cap it uses up
+	// ends with finish_reason "length" and no content at all, as o4-mini
+	// is reported to do.
+	HiddenReasoning int
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
 	// Concurrency and RPM are the gateway's limiters: past Concurrency
