@@ -15,7 +15,8 @@ import (
 // of these columns the file has:
 //
 //   - conversations, a list of {from, value}: the ShareGPT-format sets
-//     (shareGPTItem.item's rules, as a ShareGPT JSON file is read);
+//     (shareGPTItem.item's rules, as a ShareGPT JSON file is read), or of
+//     {content, role}, as some sets name theirs;
 //   - messages or conversation, a list of {content, role}:
 //     HuggingFaceH4/ultrachat_200k (beside its prompt string),
 //     lmsys/lmsys-chat-1m; read by the same rules, a role being a turn's
@@ -24,12 +25,15 @@ import (
 //     over;
 //   - prompt, a string: one user prompt a row, as JSONL's prompt.
 //
+// A column not of its layout's shape is passed over (a conversations
+// struct beside messages); when none fits, the first one's error is.
 // An integer max_tokens column, if any, is each row's own, as JSONL's.
 
 // parquetColumns are the columns a parquet data set's rows are read from,
 // in the order they are looked for, with a list's fields (from, value).
 var parquetColumns = []struct{ name, from, value string }{
 	{"conversations", "from", "value"},
+	{"conversations", "role", "content"},
 	{"messages", "role", "content"},
 	{"conversation", "role", "content"},
 	{"prompt", "", ""},
@@ -47,15 +51,9 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 	if err != nil {
 		return nil, parquetBad(err)
 	}
-	col := -1
-	for i, c := range parquetColumns {
-		if p.Has(c.name) {
-			col = i
-			break
-		}
-	}
-	if col < 0 {
-		return nil, badinput.Errorf("%s: no conversations, messages, conversation or prompt column (the file has: %s)", name, p.Columns())
+	col, err := parquetLayout(p)
+	if err != nil {
+		return nil, parquetBad(err)
 	}
 	out := &loaded{}
 	for at := 0; at < p.Rows() && (need == 0 || len(out.items) < need); {
@@ -73,6 +71,51 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 		at += b.Limit(n)
 	}
 	return out, nil
+}
+
+// parquetLayout is the index in parquetColumns of the first layout the
+// file has whose columns are strings (prompt) or lists of strings (a
+// list's from and value).
+func parquetLayout(p *parquetcol.File) (int, error) {
+	var first error
+	for i, c := range parquetColumns {
+		if !p.Has(c.name) {
+			continue
+		}
+		var err error
+		if c.from == "" {
+			err = parquetFits(p, false, c.name)
+		} else if err = parquetFits(p, true, c.name, c.from); err == nil {
+			err = parquetFits(p, true, c.name, c.value)
+		}
+		if err == nil {
+			return i, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = fmt.Errorf("%s: no conversations, messages, conversation or prompt column (the file has: %s)", p.Name(), p.Columns())
+	}
+	return -1, first
+}
+
+// parquetFits is nil when the column at path is strings, or with list a
+// list of strings, else why not.
+func parquetFits(p *parquetcol.File, list bool, path ...string) error {
+	c, err := p.Column(path...)
+	if err != nil {
+		return err
+	}
+	if c.List != list || c.Kind != parquetcol.String {
+		want := "strings"
+		if list {
+			want = "a list of strings"
+		}
+		return fmt.Errorf("%s: column %q is %s, want %s", p.Name(), c.Name, c.Describe(), want)
+	}
+	return nil
 }
 
 // parquetRows reads the n rows of p from its start, row at (0-based),

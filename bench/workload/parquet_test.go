@@ -359,3 +359,58 @@ func FuzzParquetDataSet(f *testing.F) {
 		}
 	})
 }
+
+// A column named as a layout's but not of its shape is passed over for the
+// next layout the file has: MaziyarPanahi/orca-agentinstruct-1M-v1-cleaned-
+// fixed-sharegpt holds messages beside a conversations struct (of a
+// conversations list), and some sets' conversations are lists of {content,
+// role}. A file whose only such column does not fit says why.
+func TestParquetColumnOfAnotherShapeIsPassedOver(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type wrapped struct {
+		Conversations []sgTurn `parquet:"conversations,list"`
+	}
+	type orcaRow struct {
+		Messages      []rcTurn `parquet:"messages,list"`
+		Split         string   `parquet:"split"`
+		Conversations wrapped  `parquet:"conversations"`
+	}
+	type rcConversations struct {
+		Conversations []rcTurn `parquet:"conversations,list"`
+	}
+	type part struct {
+		Type string `parquet:"type"`
+		Text string `parquet:"text"`
+	}
+	type partsTurn struct {
+		Role    string `parquet:"role"`
+		Content []part `parquet:"content,list"`
+	}
+	type partsRow struct {
+		Messages []partsTurn `parquet:"messages,list"`
+	}
+	turns := roleContent(sampleConversations(14))
+	var ultra []ultraRow
+	var orca []orcaRow
+	var rc []rcConversations
+	for _, c := range turns {
+		ultra = append(ultra, ultraRow{Messages: c})
+		orca = append(orca, orcaRow{Messages: c, Split: "x", Conversations: wrapped{[]sgTurn{{"human", "not this"}, {"gpt", "no"}}}})
+		rc = append(rc, rcConversations{c})
+	}
+	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	if err != nil || len(want.items) == 0 {
+		t.Fatalf("%+v, %v", want, err)
+	}
+	for _, file := range []string{writeParquet(t, dir, "orca.parquet", orca, 4), writeParquet(t, dir, "rc.parquet", rc, 4)} {
+		got, err := loadFile(t, file, Parquet, 0, true)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, %v; want %+v", filepath.Base(file), got, err, want)
+		}
+	}
+	parts := writeParquet(t, dir, "parts.parquet", []partsRow{{[]partsTurn{{"user", []part{{"text", "hi"}}}}}}, 4)
+	if _, err := loadFile(t, parts, Parquet, 0, true); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), `parts.parquet: column "messages.content" is a struct`) {
+		t.Errorf("content of parts: %v", err)
+	}
+}
