@@ -45,7 +45,7 @@ func errorf(file, msg string, args ...any) error {
 type File struct {
 	name string
 	f    *parquet.File
-	// ra holds the file, for the pages checkPages reads itself.
+	// ra holds the file, for the pages pageCheck reads itself.
 	ra io.ReaderAt
 	// closer is the file OpenFile opened, nil otherwise.
 	closer io.Closer
@@ -382,15 +382,16 @@ func (p *File) Values(c Column, limit int, row func(i int, vals []Value) error) 
 	defer recoverAs(p.name, c.Name, &err)
 	r := &rows{p: p, col: c, limit: p.Limit(limit), row: row}
 	first, last, skip := p.groups(r.limit)
-	if err := p.checkPages(c, first, last); err != nil {
-		return err
-	}
 	r.skip = skip
-	for _, rg := range p.f.RowGroups()[first:last] {
+	for g, rg := range p.f.RowGroups()[first:last] {
 		if r.n >= r.limit {
 			break
 		}
-		if err := r.chunk(rg.ColumnChunks()[c.index].Pages()); err != nil {
+		check, err := p.checkPages(c, first+g)
+		if err != nil {
+			return err
+		}
+		if err := r.chunk(rg.ColumnChunks()[c.index].Pages(), check); err != nil {
 			return err
 		}
 	}
@@ -436,10 +437,16 @@ type rows struct {
 	started bool // cur holds a row begun
 }
 
-// chunk reads one column chunk's pages until limit rows are complete.
-func (r *rows) chunk(pages parquet.Pages) error {
+// chunk reads one column chunk's pages until limit rows are complete,
+// each checked first (when check is not nil).
+func (r *rows) chunk(pages parquet.Pages, check *pageCheck) error {
 	defer pages.Close()
 	for r.n < r.limit {
+		if check != nil {
+			if err := check.next(); err != nil {
+				return err
+			}
+		}
 		page, err := pages.ReadPage()
 		if errors.Is(err, io.EOF) {
 			return nil

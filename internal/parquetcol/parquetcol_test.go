@@ -2,6 +2,7 @@ package parquetcol
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -297,4 +298,72 @@ func TestACorruptRowCountIsAnError(t *testing.T) {
 			t.Errorf("%s: %v, want an *Error saying %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+type snappyRow struct {
+	Text string `parquet:"text,snappy"`
+}
+
+type zstdRow struct {
+	Text string `parquet:"text,zstd"`
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r bytes.Reader
+	n int64
+}
+
+func (c *countingReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(b, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// A read of a row group's first rows reads (and checks) only the pages
+// that hold them, not the group's whole column: pandas writes a file of a
+// million rows as one row group, and a phase of 200 requests reads its
+// first 200.
+func TestAReadOfTheFirstRowsReadsTheirPagesOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var sn []snappyRow
+	var zs []zstdRow
+	for i := range 4000 {
+		// Text snappy and zstd cannot shrink much.
+		s := fmt.Sprintf("%d:%x", i, sha(i))
+		sn, zs = append(sn, snappyRow{s}), append(zs, zstdRow{s})
+	}
+	for _, file := range []string{writeParquet(t, dir, "s.parquet", sn, 1<<20), writeParquet(t, dir, "z.parquet", zs, 1<<20)} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := &countingReader{r: *bytes.NewReader(b)}
+		p, err := Open(file, cr, int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.f.RowGroups()) != 1 {
+			t.Fatalf("%d row groups, want 1", len(p.f.RowGroups()))
+		}
+		got, err := p.Strings(10, false, "text")
+		if err != nil || len(got) != 10 || got[9] != sn[9].Text {
+			t.Fatalf("%s: %q, %v", file, got, err)
+		}
+		if cr.n > int64(len(b))/4 {
+			t.Errorf("%s: read %d bytes of %d for its first 10 rows", filepath.Base(file), cr.n, len(b))
+		}
+		// All rows still read, and checked.
+		if got, err := p.Strings(0, false, "text"); err != nil || len(got) != 4000 || got[3999] != sn[3999].Text {
+			t.Errorf("%s: all rows: %d, %v", file, len(got), err)
+		}
+	}
+}
+
+// sha is 64 bytes that do not repeat from i to i.
+func sha(i int) []byte {
+	h := sha256.Sum256([]byte(fmt.Sprint(i)))
+	h2 := sha256.Sum256(h[:])
+	return append(h[:], h2[:]...)
 }
