@@ -414,3 +414,37 @@ func TestParquetColumnOfAnotherShapeIsPassedOver(t *testing.T) {
 		t.Errorf("content of parts: %v", err)
 	}
 }
+
+// Reading a one-row-group file (pandas writes a million rows as one) a
+// batch at a time decodes its rows about twice, not once per batch: each
+// batch decodes the group's rows before its start again. Whether all
+// rows are read or more items are needed while every row is skipped.
+func TestParquetBatchesDecodeAGroupAboutTwice(t *testing.T) {
+	t.Parallel()
+	const rows = 1_000_000
+	for _, tc := range []struct {
+		name string
+		need int
+		all  bool
+	}{{"all rows", 0, true}, {"200 items, every row skipped", 200, false}} {
+		decoded, batches := 0, 0
+		for at := 0; at < rows; batches++ {
+			n := min(parquetBatchRows(at, tc.need, tc.all), rows-at)
+			if n <= 0 {
+				t.Fatalf("%s: a batch of %d rows at %d", tc.name, n, at)
+			}
+			decoded += at + n
+			at += n
+		}
+		if decoded > 3*rows {
+			t.Errorf("%s: %d batches decode %d rows of %d", tc.name, batches, decoded, rows)
+		}
+	}
+	// The first batch is the items needed, the next at least parquetBatch.
+	if n := parquetBatchRows(0, 7, false); n != 7 {
+		t.Errorf("the first batch for 7 items: %d rows", n)
+	}
+	if n := parquetBatchRows(7, 2, false); n != parquetBatch {
+		t.Errorf("the second batch for 2 items: %d rows", n)
+	}
+}
