@@ -105,6 +105,10 @@ func (l *lineReader) end() int64 { return l.base + int64(len(l.buf)) }
 // model, ...) are ignored.
 type shareGPTItem struct {
 	Conversations []shareGPTTurn `json:"conversations"`
+	// System is the system prompt of a conversation without a system
+	// turn, as sets such as OpenThoughts give it beside the conversation;
+	// used only when a string.
+	System any `json:"system"`
 }
 
 // shareGPTTurn is one turn of a ShareGPT conversation: from is human (or
@@ -115,8 +119,8 @@ type shareGPTTurn struct {
 }
 
 // item is the conversation's usable part at line: its prompt is its first
-// human (or user) turn, after the system turn before it if there is one;
-// its answer is the next gpt (or assistant) turn. skip says why it is not
+// human (or user) turn, after the system turn before it if there is one
+// (else the conversation's System, if any); its answer is the next gpt (or assistant) turn. skip says why it is not
 // usable ("" when it is): no human turn, an empty one, or (with
 // needAnswer) no answer.
 func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
@@ -139,6 +143,9 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
 			break
 		}
+	}
+	if sys, ok := c.System.(string); ok && sys != "" && len(it.Messages) == 0 {
+		it.Messages = append(it.Messages, Message{Role: "system", Content: sys})
 	}
 	it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
 	for _, t := range c.Conversations[human+1:] {

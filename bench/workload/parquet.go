@@ -27,7 +27,9 @@ import (
 //
 // A column not of its layout's shape is passed over (a conversations
 // struct beside messages); when none fits, the first one's error is.
-// An integer max_tokens column, if any, is each row's own, as JSONL's.
+// An integer max_tokens column, if any, is each row's own, as JSONL's; a
+// string system column beside a list, the system turn of a conversation
+// without one (OpenThoughts' system prompt), as ShareGPT's "system" key.
 
 // parquetColumns are the columns a parquet data set's rows are read from,
 // in the order they are looked for, with a list's fields (from, value).
@@ -136,12 +138,14 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, 
 	if err != nil {
 		return err
 	}
-	var prompts []string
+	var prompts, system []string
 	var from, value [][]string
 	if c.from == "" {
 		prompts, err = p.Strings(n, false, c.name)
 	} else if from, err = p.StringLists(n, c.name, c.from); err == nil {
-		value, err = p.StringLists(n, c.name, c.value)
+		if value, err = p.StringLists(n, c.name, c.value); err == nil && parquetFits(p, false, "system") == nil {
+			system, err = p.Strings(n, false, "system")
+		}
 	}
 	if err != nil {
 		return err
@@ -164,6 +168,9 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, 
 			return rowErr(p, row, "%s: %d %s for %d %s", c.name, len(from[k]), c.from, len(value[k]), c.value)
 		}
 		var conv shareGPTItem
+		if system != nil {
+			conv.System = system[k]
+		}
 		for j := range from[k] {
 			conv.Conversations = append(conv.Conversations, shareGPTTurn{From: from[k][j], Value: value[k][j]})
 		}

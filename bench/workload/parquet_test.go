@@ -448,3 +448,65 @@ func TestParquetBatchesDecodeAGroupAboutTwice(t *testing.T) {
 		t.Errorf("the second batch for 2 items: %d rows", n)
 	}
 }
+
+// A top-level system column (open-thoughts/OpenThoughts-114k, Bespoke-
+// Stratos, Sky-T1: system beside conversations) is the system turn of a
+// conversation that has none before its prompt, as a "system" key beside
+// "conversations" is in ShareGPT JSON and JSONL.
+func TestParquetSystemColumnIsTheSystemTurn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type sysRow struct {
+		System        string   `parquet:"system" json:"system"`
+		Conversations []sgTurn `parquet:"conversations,list" json:"conversations"`
+	}
+	rows := []sysRow{
+		{"think step by step", []sgTurn{{"user", "q1"}, {"assistant", "a1"}}},
+		{"think step by step", []sgTurn{{"system", "own"}, {"user", "q2"}, {"assistant", "a2"}}},
+		{"", []sgTurn{{"user", "q3"}, {"assistant", "a3"}}},
+	}
+	want := []item{
+		{Messages: []Message{{Role: "system", Content: "think step by step"}, {Role: "user", Content: "q1"}}, AnswerChars: 2, Line: 1},
+		{Messages: []Message{{Role: "system", Content: "own"}, {Role: "user", Content: "q2"}}, AnswerChars: 2, Line: 2},
+		{Messages: []Message{{Role: "user", Content: "q3"}}, AnswerChars: 2, Line: 3},
+	}
+	var jsonl, arr strings.Builder
+	arr.WriteString("[")
+	for i, r := range rows {
+		b, _ := json.Marshal(r)
+		jsonl.Write(append(b, '\n'))
+		if i > 0 {
+			arr.WriteString(",")
+		}
+		arr.Write(b)
+	}
+	arr.WriteString("]")
+	jl, ja := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "s.json")
+	os.WriteFile(jl, []byte(jsonl.String()), 0o644)
+	os.WriteFile(ja, []byte(arr.String()), 0o644)
+	for _, tc := range []struct{ file, format string }{
+		{writeParquet(t, dir, "s.parquet", rows, 2), Parquet}, {jl, JSONL}, {ja, ShareGPT},
+	} {
+		got, err := loadFile(t, tc.file, tc.format, 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got.items {
+			if tc.format == ShareGPT {
+				got.items[i].Line = i + 1 // all on line 1
+			}
+		}
+		if !reflect.DeepEqual(got.items, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.format, got.items, want)
+		}
+	}
+	// A system column of another type is not a system prompt.
+	type boolSys struct {
+		System        bool     `parquet:"system"`
+		Conversations []sgTurn `parquet:"conversations,list"`
+	}
+	got, err := loadFile(t, writeParquet(t, dir, "b.parquet", []boolSys{{true, rows[0].Conversations}}, 2), Parquet, 0, true)
+	if err != nil || len(got.items) != 1 || len(got.items[0].Messages) != 1 {
+		t.Errorf("a boolean system column: %+v, %v", got, err)
+	}
+}
