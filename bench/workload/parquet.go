@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -25,20 +26,29 @@ import (
 //     over;
 //   - prompt, a string: one user prompt a row, as JSONL's prompt.
 //
+// A list column may also be a string of a JSON array of such objects.
 // A column not of its layout's shape is passed over (a conversations
 // struct beside messages); when none fits, the first one's error is.
 // An integer max_tokens column, if any, is each row's own, as JSONL's; a
 // string system column beside a list, the system turn of a conversation
 // without one (OpenThoughts' system prompt), as ShareGPT's "system" key.
 
+// parquetLayout is a column a parquet data set's rows are read from, with
+// a list's fields (from, value); json when the list is a string column of
+// JSON arrays, as sets of long agent traces store their messages.
+type parquetLayout struct {
+	name, from, value string
+	json              bool
+}
+
 // parquetColumns are the columns a parquet data set's rows are read from,
-// in the order they are looked for, with a list's fields (from, value).
-var parquetColumns = []struct{ name, from, value string }{
-	{"conversations", "from", "value"},
-	{"conversations", "role", "content"},
-	{"messages", "role", "content"},
-	{"conversation", "role", "content"},
-	{"prompt", "", ""},
+// in the order they are looked for.
+var parquetColumns = []parquetLayout{
+	{"conversations", "from", "value", false},
+	{"conversations", "role", "content", false},
+	{"messages", "role", "content", false},
+	{"conversation", "role", "content", false},
+	{"prompt", "", "", false},
 }
 
 // parquetBatch is the least number of rows read at a time once the rows
@@ -53,7 +63,7 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 	if err != nil {
 		return nil, parquetBad(err)
 	}
-	col, err := parquetLayout(p)
+	col, err := parquetLayoutOf(p)
 	if err != nil {
 		return nil, parquetBad(err)
 	}
@@ -61,7 +71,7 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 	for at := 0; at < p.Rows() && (need == 0 || len(out.items) < need); {
 		n := parquetBatchRows(at, need-len(out.items), need == 0)
 		b := p.From(at)
-		if err := parquetRows(b, at, out, parquetColumns[col], n, need, needAnswer); err != nil {
+		if err := parquetRows(b, at, out, col, n, need, needAnswer); err != nil {
 			return nil, parquetBad(err)
 		}
 		at += b.Limit(n)
@@ -69,23 +79,25 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 	return out, nil
 }
 
-// parquetLayout is the index in parquetColumns of the first layout the
-// file has whose columns are strings (prompt) or lists of strings (a
-// list's from and value).
-func parquetLayout(p *parquetcol.File) (int, error) {
+// parquetLayoutOf is the first layout of parquetColumns the file has
+// whose columns are strings (prompt) or lists of strings (a list's from
+// and value), or strings of JSON (a list's column).
+func parquetLayoutOf(p *parquetcol.File) (parquetLayout, error) {
 	var first error
-	for i, c := range parquetColumns {
+	for _, c := range parquetColumns {
 		if !p.Has(c.name) {
 			continue
 		}
-		var err error
-		if c.from == "" {
-			err = parquetFits(p, false, c.name)
-		} else if err = parquetFits(p, true, c.name, c.from); err == nil {
-			err = parquetFits(p, true, c.name, c.value)
+		err := parquetFits(p, false, c.name)
+		if c.from != "" && err == nil {
+			c.json = true
+		} else if c.from != "" {
+			if err = parquetFits(p, true, c.name, c.from); err == nil {
+				err = parquetFits(p, true, c.name, c.value)
+			}
 		}
 		if err == nil {
-			return i, nil
+			return c, nil
 		}
 		if first == nil {
 			first = err
@@ -94,7 +106,7 @@ func parquetLayout(p *parquetcol.File) (int, error) {
 	if first == nil {
 		first = fmt.Errorf("%s: no conversations, messages, conversation or prompt column (the file has: %s)", p.Name(), p.Columns())
 	}
-	return -1, first
+	return parquetLayout{}, first
 }
 
 // parquetFits is nil when the column at path is strings, or with list a
@@ -133,19 +145,25 @@ func parquetBatchRows(at, left int, all bool) int {
 
 // parquetRows reads the n rows of p from its start, row at (0-based),
 // into out, by the column c, stopping at need items.
-func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, value string }, n, need int, needAnswer bool) error {
+func parquetRows(p *parquetcol.File, at int, out *loaded, c parquetLayout, n, need int, needAnswer bool) error {
 	maxTokens, err := parquetMaxTokens(p, n)
 	if err != nil {
 		return err
 	}
 	var prompts, system []string
 	var from, value [][]string
-	if c.from == "" {
+	switch {
+	case c.from == "":
 		prompts, err = p.Strings(n, false, c.name)
-	} else if from, err = p.StringLists(n, c.name, c.from); err == nil {
-		if value, err = p.StringLists(n, c.name, c.value); err == nil && parquetFits(p, false, "system") == nil {
-			system, err = p.Strings(n, false, "system")
+	case c.json:
+		from, value, err = parquetJSONTurns(p, at, c, n)
+	default:
+		if from, err = p.StringLists(n, c.name, c.from); err == nil {
+			value, err = p.StringLists(n, c.name, c.value)
 		}
+	}
+	if err == nil && c.from != "" && parquetFits(p, false, "system") == nil {
+		system, err = p.Strings(n, false, "system")
 	}
 	if err != nil {
 		return err
@@ -183,6 +201,51 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, 
 		out.items = append(out.items, got)
 	}
 	return nil
+}
+
+// parquetJSONTurns is the n rows' turns (from and value) of the string
+// column c.name, each a JSON array of objects with c.from and c.value
+// strings (null or missing: ""; a null row: no turns).
+func parquetJSONTurns(p *parquetcol.File, at int, c parquetLayout, n int) (from, value [][]string, err error) {
+	texts, err := p.Strings(n, false, c.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	from, value = make([][]string, len(texts)), make([][]string, len(texts))
+	for k, t := range texts {
+		if t == "" {
+			continue
+		}
+		var turns []map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(t), &turns); err != nil {
+			return nil, nil, rowErr(p, at+k+1, "%s: want a JSON array of {%q: ..., %q: ...}: %s", c.name, c.from, c.value, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+		}
+		for j, turn := range turns {
+			f, okF := jsonString(turn[c.from])
+			v, okV := jsonString(turn[c.value])
+			if !okF || !okV {
+				return nil, nil, rowErr(p, at+k+1, "%s[%d]: want %q and %q strings", c.name, j, c.from, c.value)
+			}
+			from[k], value[k] = append(from[k], f), append(value[k], v)
+		}
+	}
+	return from, value, nil
+}
+
+// jsonString is the string raw holds ("" for null or none), and whether
+// it is one.
+func jsonString(raw json.RawMessage) (string, bool) {
+	var s *string
+	if raw == nil {
+		return "", true
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	if s == nil {
+		return "", true
+	}
+	return *s, true
 }
 
 // parquetMaxTokens is the n rows' max_tokens (0 where null, or all 0 when

@@ -510,3 +510,53 @@ func TestParquetSystemColumnIsTheSystemTurn(t *testing.T) {
 		t.Errorf("a boolean system column: %+v, %v", got, err)
 	}
 }
+
+// A messages (or conversations) column of strings, each a JSON array
+// (allenai/Sera-4.6-Lite-T2, microsoft/orca-agentinstruct-1M-v1), reads
+// as the list would; a string that is not such an array is an error at
+// its row.
+func TestParquetJSONStringMessagesAreTheList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type jsonRow struct {
+		Messages string `parquet:"messages"`
+	}
+	type sgJSONRow struct {
+		Conversations string `parquet:"conversations"`
+	}
+	turns := roleContent(sampleConversations(14))
+	var ultra []ultraRow
+	var js []jsonRow
+	var sg []sgJSONRow
+	for _, c := range turns {
+		ultra = append(ultra, ultraRow{Messages: c})
+		var m, g []map[string]any
+		for _, tr := range c {
+			m = append(m, map[string]any{"role": tr.Role, "content": tr.Content, "extra": 1})
+			g = append(g, map[string]any{"from": tr.Role, "value": tr.Content})
+		}
+		b, _ := json.Marshal(m)
+		js = append(js, jsonRow{string(b)})
+		b, _ = json.Marshal(g)
+		sg = append(sg, sgJSONRow{string(b)})
+	}
+	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	if err != nil || len(want.items) == 0 {
+		t.Fatalf("%+v, %v", want, err)
+	}
+	for _, file := range []string{writeParquet(t, dir, "js.parquet", js, 4), writeParquet(t, dir, "sg.parquet", sg, 4)} {
+		got, err := loadFile(t, file, Parquet, 0, true)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, %v; want %+v", filepath.Base(file), got, err, want)
+		}
+	}
+	for _, tc := range []struct{ text, want string }{
+		{`not json`, `bad.parquet: row 2: messages: want a JSON array of {"role": ..., "content": ...}`},
+		{`[{"role": "user", "content": [{"type": "text", "text": "hi"}]}]`, `bad.parquet: row 2: messages[0]: want "role" and "content" strings`},
+	} {
+		file := writeParquet(t, dir, "bad.parquet", []jsonRow{{`[{"role": "user", "content": "q"}]`}, {tc.text}}, 4)
+		if _, err := loadFile(t, file, Parquet, 0, true); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.text, err, tc.want)
+		}
+	}
+}
