@@ -69,7 +69,7 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 	}
 	out := &loaded{}
 	for at := 0; at < p.Rows() && (need == 0 || len(out.items) < need); {
-		n := parquetBatchRows(at, need-len(out.items), need == 0)
+		n := parquetBatchRows(at-p.GroupStart(at), need-len(out.items), need == 0)
 		b := p.From(at)
 		if err := parquetRows(b, at, out, col, n, need, needAnswer); err != nil {
 			return nil, parquetBad(err)
@@ -126,21 +126,22 @@ func parquetFits(p *parquetcol.File, list bool, path ...string) error {
 	return nil
 }
 
-// parquetBatchRows is the number of rows to read from row at when left
-// more items are needed (all: every row is): the items left, or from the
-// second batch at least parquetBatch, and at least at rows. A batch
-// decodes the rows of its first row group before at again (a file
-// pandas wrote is one row group), so batches grow with at: the rows
-// decoded stay about twice the rows read, where batches of a fixed size
-// would decode a million-row group's rows some thousand times over.
-func parquetBatchRows(at, left int, all bool) int {
+// parquetBatchRows is the number of rows to read from a row into rows
+// of its row group when left more items are needed (all: every row is):
+// the items left, or from the second batch at least parquetBatch, and at
+// least into rows. A batch decodes the rows of its group before it again
+// (a file pandas wrote is one row group of all its rows), so batches grow
+// with into: the rows decoded stay about twice the rows read, where
+// batches of a fixed size would decode a million-row group's rows some
+// thousand times over.
+func parquetBatchRows(into, left int, all bool) int {
 	switch {
 	case all:
-		return max(parquetBatch*4, at)
-	case at == 0:
+		return max(parquetBatch*4, into)
+	case into == 0 && left > 0:
 		return left
 	}
-	return max(left, parquetBatch, at)
+	return max(left, parquetBatch, into)
 }
 
 // parquetRows reads the n rows of p from its start, row at (0-based),

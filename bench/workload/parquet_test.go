@@ -415,29 +415,38 @@ func TestParquetColumnOfAnotherShapeIsPassedOver(t *testing.T) {
 	}
 }
 
-// Reading a one-row-group file (pandas writes a million rows as one) a
-// batch at a time decodes its rows about twice, not once per batch: each
-// batch decodes the group's rows before its start again. Whether all
-// rows are read or more items are needed while every row is skipped.
+// Reading a file a batch at a time decodes its rows about twice, not once
+// per batch: each batch decodes its row group's rows before its start
+// again. So for a one-row-group file (pandas writes a million rows as one)
+// and for the Hub's groups of some thousand rows, whether all rows are read
+// or more items are needed while every row is skipped; and with the Hub's
+// groups no batch is much larger than a group.
 func TestParquetBatchesDecodeAGroupAboutTwice(t *testing.T) {
 	t.Parallel()
 	const rows = 1_000_000
-	for _, tc := range []struct {
-		name string
-		need int
-		all  bool
-	}{{"all rows", 0, true}, {"200 items, every row skipped", 200, false}} {
-		decoded, batches := 0, 0
-		for at := 0; at < rows; batches++ {
-			n := min(parquetBatchRows(at, tc.need, tc.all), rows-at)
-			if n <= 0 {
-				t.Fatalf("%s: a batch of %d rows at %d", tc.name, n, at)
+	for _, group := range []int{rows, 10_000} {
+		for _, tc := range []struct {
+			name string
+			need int
+			all  bool
+		}{{"all rows", 0, true}, {"200 items, every row skipped", 200, false}} {
+			decoded, batches, most := 0, 0, 0
+			for at := 0; at < rows; batches++ {
+				into := at % group
+				n := min(parquetBatchRows(into, tc.need, tc.all), rows-at)
+				if n <= 0 {
+					t.Fatalf("%s: a batch of %d rows at %d", tc.name, n, at)
+				}
+				decoded += into + n
+				at += n
+				most = max(most, n)
 			}
-			decoded += at + n
-			at += n
-		}
-		if decoded > 3*rows {
-			t.Errorf("%s: %d batches decode %d rows of %d", tc.name, batches, decoded, rows)
+			if decoded > 3*rows {
+				t.Errorf("groups of %d, %s: %d batches decode %d rows of %d", group, tc.name, batches, decoded, rows)
+			}
+			if group < rows && most > group {
+				t.Errorf("groups of %d, %s: a batch of %d rows", group, tc.name, most)
+			}
 		}
 	}
 	// The first batch is the items needed, the next at least parquetBatch.
