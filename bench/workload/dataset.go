@@ -112,7 +112,7 @@ type shareGPTItem struct {
 }
 
 // shareGPTTurn is one turn of a ShareGPT conversation: from is human (or
-// user), gpt (or assistant), system or another (passed over).
+// user), gpt (or assistant), system or another (passed over), in any case.
 type shareGPTTurn struct {
 	From  string `json:"from"`
 	Value string `json:"value"`
@@ -127,7 +127,7 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	it.Line = line
 	human := -1
 	for i, t := range c.Conversations {
-		if t.From == "human" || t.From == "user" {
+		if fromIs(t.From, "human", "user") {
 			human = i
 			break
 		}
@@ -139,7 +139,7 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 		return it, "an empty human turn"
 	}
 	for _, t := range c.Conversations[:human] {
-		if t.From == "system" && t.Value != "" {
+		if fromIs(t.From, "system") && t.Value != "" {
 			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
 			break
 		}
@@ -149,7 +149,7 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	}
 	it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
 	for _, t := range c.Conversations[human+1:] {
-		if t.From == "gpt" || t.From == "assistant" {
+		if fromIs(t.From, "gpt", "assistant") {
 			it.AnswerChars = len(t.Value)
 			break
 		}
@@ -158,6 +158,17 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 		return it, "no answer"
 	}
 	return it, ""
+}
+
+// fromIs reports whether a turn's from is one of names, without regard
+// to case (NeMo's conversions write User and Assistant).
+func fromIs(from string, names ...string) bool {
+	for _, n := range names {
+		if strings.EqualFold(from, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // loadShareGPT walks a ShareGPT file's top-level array one conversation
