@@ -360,3 +360,13 @@ func TestShareGPTFromIgnoresCase(t *testing.T) {
 		t.Errorf("%+v, %v; want %+v", got, err, want)
 	}
 }
+
+// A JSONL data set's outputs come from its conversations' answers as
+// from max_tokens: the phase's description says both, as parquet's does.
+func TestJSONLPhaseDescribesAnswers(t *testing.T) {
+	t.Parallel()
+	p := &Phase{Name: "d", Kind: Dataset, Path: "sharegpt.jsonl", Requests: 2}
+	if d := p.Describe(); !strings.Contains(d, "out from answers or max_tokens") {
+		t.Errorf("describe: %q", d)
+	}
+}
