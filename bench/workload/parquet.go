@@ -24,7 +24,8 @@ import (
 //     from: the first user turn, the system turn before it, the next
 //     assistant turn's length as the answer; other roles (tool) are passed
 //     over;
-//   - prompt, a string: one user prompt a row, as JSONL's prompt.
+//   - prompt, a string: one user prompt a row, as JSONL's prompt; a
+//     string response beside it (nvidia/HelpSteer) is its answer.
 //
 // A list column may also be a string of a JSON array of such objects.
 // A column not of its layout's shape is passed over (a conversations
@@ -151,11 +152,13 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c parquetLayout, n, ne
 	if err != nil {
 		return err
 	}
-	var prompts, system []string
+	var prompts, responses, system []string
 	var from, value [][]string
 	switch {
 	case c.from == "":
-		prompts, err = p.Strings(n, false, c.name)
+		if prompts, err = p.Strings(n, false, c.name); err == nil && parquetFits(p, false, "response") == nil {
+			responses, err = p.Strings(n, false, "response")
+		}
 	case c.json:
 		from, value, err = parquetJSONTurns(p, at, c, n)
 	default:
@@ -180,6 +183,12 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c parquetLayout, n, ne
 				return rowErr(p, row, "empty prompt")
 			}
 			it.Messages = []Message{{Role: "user", Content: prompts[k]}}
+			if responses != nil {
+				if it.AnswerChars = len(responses[k]); it.AnswerChars == 0 && needAnswer && it.MaxTokens == 0 {
+					out.skip("no answer")
+					continue
+				}
+			}
 			out.items = append(out.items, it)
 			continue
 		}

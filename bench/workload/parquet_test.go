@@ -569,3 +569,37 @@ func TestParquetJSONStringMessagesAreTheList(t *testing.T) {
 		}
 	}
 }
+
+// A response column beside prompt (nvidia/HelpSteer and HelpSteer2,
+// OpenHermes-2.5-llama-format) is each prompt's answer, its length the
+// output as a ShareGPT answer's is; a row without one, in a phase that
+// needs answers, is skipped as a conversation without an answer is.
+func TestParquetResponseIsThePromptsAnswer(t *testing.T) {
+	t.Parallel()
+	type helpSteerRow struct {
+		Prompt      string `parquet:"prompt"`
+		Response    string `parquet:"response"`
+		Helpfulness int64  `parquet:"helpfulness"`
+	}
+	dir := t.TempDir()
+	file := writeParquet(t, dir, "train.parquet", []helpSteerRow{{"q1", "answer", 3}, {"q2", "", 1}, {"q3", "ab", 4}}, 2)
+	got, err := loadFile(t, file, Parquet, 0, true)
+	want := &loaded{items: []item{
+		{Messages: []Message{{Role: "user", Content: "q1"}}, AnswerChars: 6, Line: 1},
+		{Messages: []Message{{Role: "user", Content: "q3"}}, AnswerChars: 2, Line: 3},
+	}, skipped: map[string]int{"no answer": 1}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%+v, %v; want %+v", got, err, want)
+	}
+	if got, err := loadFile(t, file, Parquet, 0, false); err != nil || len(got.items) != 3 || got.items[1].AnswerChars != 0 {
+		t.Errorf("no answers needed: %+v, %v", got, err)
+	}
+	// --dataset alone: each request's output is its answer's length.
+	f, err := Open("", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs, _, err := f.Phases[0].ExpandWarn(1); err != nil || len(reqs) != 2 || reqs[0].AnswerChars != 6 {
+		t.Errorf("--dataset: %+v, %v", reqs, err)
+	}
+}
