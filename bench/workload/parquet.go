@@ -25,7 +25,8 @@ import (
 //     assistant turn's length as the answer; other roles (tool) are passed
 //     over;
 //   - prompt, a string: one user prompt a row, as JSONL's prompt; a
-//     string response beside it (nvidia/HelpSteer) is its answer.
+//     string response beside it (nvidia/HelpSteer) is its answer; or a
+//     list of {content, role}, as messages (TRL's conversational sets).
 //
 // A list column may also be a string of a JSON array of such objects.
 // A column not of its layout's shape is passed over (a conversations
@@ -50,6 +51,7 @@ var parquetColumns = []parquetLayout{
 	{"messages", "role", "content", false},
 	{"conversation", "role", "content", false},
 	{"prompt", "", "", false},
+	{"prompt", "role", "content", false},
 }
 
 // parquetBatch is the least number of rows read at a time once the rows

@@ -603,3 +603,29 @@ func TestParquetResponseIsThePromptsAnswer(t *testing.T) {
 		t.Errorf("--dataset: %+v, %v", reqs, err)
 	}
 }
+
+// A prompt column of {content, role} turns (TRL's conversational format:
+// trl-lib/ultrafeedback-prompt, beside chosen and rejected in its DPO
+// sets) reads as a messages column does.
+func TestParquetConversationalPromptIsTheMessages(t *testing.T) {
+	t.Parallel()
+	type trlRow struct {
+		Prompt []rcTurn `parquet:"prompt,list"`
+		Chosen []rcTurn `parquet:"chosen,list"`
+	}
+	dir := t.TempDir()
+	turns := roleContent(sampleConversations(14))
+	var ultra []ultraRow
+	var trl []trlRow
+	for _, c := range turns {
+		ultra = append(ultra, ultraRow{Messages: c})
+		trl = append(trl, trlRow{Prompt: c, Chosen: []rcTurn{{"not this", "assistant"}}})
+	}
+	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := loadFile(t, writeParquet(t, dir, "trl.parquet", trl, 4), Parquet, 0, true); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%+v, %v; want %+v", got, err, want)
+	}
+}
