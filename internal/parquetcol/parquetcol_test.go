@@ -386,3 +386,84 @@ func TestGroupStart(t *testing.T) {
 		}
 	}
 }
+
+// A cursor read a batch at a time gives the rows one read gives, numbered
+// as in the file, from a start inside a row group, across pages and row
+// groups, and reads each page once (and its check once): reading a
+// one-row-group file in batches reads it about twice, where reads From(n)
+// read its start again each batch.
+func TestACursorReadsInBatchesAsWhole(t *testing.T) {
+	t.Parallel()
+	var rows []convRow
+	for i := range 40 {
+		r := convRow{ID: int64(i)}
+		for j := range i % 5 {
+			v := fmt.Sprintf("turn %d.%d %s", i, j, strings.Repeat("x", i*j))
+			r.Conversations = append(r.Conversations, turn{From: []string{"human", "gpt"}[j%2], Value: &v})
+		}
+		rows = append(rows, r)
+	}
+	p, err := OpenFile(writeParquet(t, t.TempDir(), "conv.parquet", rows, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, start := range []int{0, 3, 7, 39} {
+		want, err := p.From(start).StringLists(0, "conversations", "value")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, batch := range []int{1, 2, 3, 6, 7, 40} {
+			k, err := p.From(start).StringCursor(true, "conversations", "value")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]string
+			for range (len(want) + batch - 1) / batch {
+				b, err := k.StringLists(batch)
+				if err != nil {
+					t.Fatalf("from %d, batches of %d: %v", start, batch, err)
+				}
+				got = append(got, b...)
+			}
+			if b, err := k.StringLists(batch); err != nil || len(b) != 0 {
+				t.Errorf("from %d, batches of %d: past the end %q, %v", start, batch, b, err)
+			}
+			k.Close()
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("from %d, batches of %d:\n got %q\nwant %q", start, batch, got, want)
+			}
+		}
+	}
+	// Bytes read: a one-group file of 4000 rows in batches of 100.
+	var sn []snappyRow
+	for i := range 4000 {
+		sn = append(sn, snappyRow{fmt.Sprintf("%d:%x", i, sha(i))})
+	}
+	b, err := os.ReadFile(writeParquet(t, t.TempDir(), "s.parquet", sn, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &countingReader{r: *bytes.NewReader(b)}
+	q, err := Open("s.parquet", cr, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := q.StringCursor(false, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	n := 0
+	for range 40 {
+		got, err := k.Strings(100)
+		if err != nil || len(got) != 100 || got[0] != sn[n].Text {
+			t.Fatalf("at %d: %d, %v", n, len(got), err)
+		}
+		n += len(got)
+	}
+	// Each page is read twice, by its check and by parquet-go.
+	if cr.n > int64(len(b))*5/2 {
+		t.Errorf("40 batches read %d bytes of %d", cr.n, len(b))
+	}
+}
