@@ -59,8 +59,9 @@ var parquetColumns = []parquetLayout{
 const parquetBatch = 256
 
 // loadParquet reads a parquet data set's rows from the first, a batch at a
-// time, until need usable items (0: all rows). A row's number (1-based) is
-// its item's Line. Errors are bad input "NAME: row N: what".
+// time (each column's rows decoded once, by a cursor), until need usable
+// items (0: all rows). A row's number (1-based) is its item's Line. Errors
+// are bad input "NAME: row N: what".
 func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, error) {
 	p, err := parquetcol.OpenReader(name, r)
 	if err != nil {
@@ -70,16 +71,84 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 	if err != nil {
 		return nil, parquetBad(err)
 	}
+	cur, err := openParquetCursors(p, col)
+	defer cur.close()
+	if err != nil {
+		return nil, parquetBad(err)
+	}
 	out := &loaded{}
 	for at := 0; at < p.Rows() && (need == 0 || len(out.items) < need); {
-		n := parquetBatchRows(at-p.GroupStart(at), need-len(out.items), need == 0)
-		b := p.From(at)
-		if err := parquetRows(b, at, out, col, n, need, needAnswer); err != nil {
+		n := parquetBatch * 4
+		if need > 0 {
+			n = need - len(out.items)
+			if at > 0 {
+				n = max(n, parquetBatch)
+			}
+		}
+		n = min(n, p.Rows()-at)
+		if err := parquetRows(p, cur, at, out, col, n, need, needAnswer); err != nil {
 			return nil, parquetBad(err)
 		}
-		at += b.Limit(n)
+		at += n
 	}
 	return out, nil
+}
+
+// parquetCursors read a parquet data set's columns, each a batch at a
+// time: main the layout's string column (a prompt, or JSON turns), or from
+// and value its list's fields; the others nil where the file lacks them.
+type parquetCursors struct {
+	main, from, value, response, system, maxTokens *parquetcol.Cursor
+}
+
+// openParquetCursors opens the cursors of layout c's columns, and of the
+// response (beside a prompt), system (beside a list) and max_tokens
+// columns the file has.
+func openParquetCursors(p *parquetcol.File, c parquetLayout) (cur *parquetCursors, err error) {
+	cur = &parquetCursors{}
+	optional := func(name string) (*parquetcol.Cursor, error) {
+		if parquetFits(p, false, name) != nil {
+			return nil, nil
+		}
+		return p.StringCursor(false, name)
+	}
+	switch {
+	case c.from == "":
+		if cur.main, err = p.StringCursor(false, c.name); err == nil {
+			cur.response, err = optional("response")
+		}
+	case c.json:
+		if cur.main, err = p.StringCursor(false, c.name); err == nil {
+			cur.system, err = optional("system")
+		}
+	default:
+		if cur.from, err = p.StringCursor(true, c.name, c.from); err == nil {
+			if cur.value, err = p.StringCursor(true, c.name, c.value); err == nil {
+				cur.system, err = optional("system")
+			}
+		}
+	}
+	if err != nil || !p.Has("max_tokens") {
+		return cur, err
+	}
+	mt, err := p.Column("max_tokens")
+	if err != nil {
+		return cur, err
+	}
+	if mt.List || mt.Kind != parquetcol.Int {
+		return cur, fmt.Errorf("%s: column %q is %s, want an integer", p.Name(), mt.Name, mt.Describe())
+	}
+	cur.maxTokens = p.Cursor(mt)
+	return cur, nil
+}
+
+// close closes the cursors.
+func (c *parquetCursors) close() {
+	for _, k := range []*parquetcol.Cursor{c.main, c.from, c.value, c.response, c.system, c.maxTokens} {
+		if k != nil {
+			k.Close()
+		}
+	}
 }
 
 // parquetLayoutOf is the first layout of parquetColumns the file has
@@ -129,28 +198,10 @@ func parquetFits(p *parquetcol.File, list bool, path ...string) error {
 	return nil
 }
 
-// parquetBatchRows is the number of rows to read from a row into rows
-// of its row group when left more items are needed (all: every row is):
-// the items left, or from the second batch at least parquetBatch, and at
-// least into rows. A batch decodes the rows of its group before it again
-// (a file pandas wrote is one row group of all its rows), so batches grow
-// with into: the rows decoded stay about twice the rows read, where
-// batches of a fixed size would decode a million-row group's rows some
-// thousand times over.
-func parquetBatchRows(into, left int, all bool) int {
-	switch {
-	case all:
-		return max(parquetBatch*4, into)
-	case into == 0 && left > 0:
-		return left
-	}
-	return max(left, parquetBatch, into)
-}
-
-// parquetRows reads the n rows of p from its start, row at (0-based),
-// into out, by the column c, stopping at need items.
-func parquetRows(p *parquetcol.File, at int, out *loaded, c parquetLayout, n, need int, needAnswer bool) error {
-	maxTokens, err := parquetMaxTokens(p, n)
+// parquetRows reads the next n rows of p, from row at (0-based), into out
+// by the layout c's cursors, stopping at need items.
+func parquetRows(p *parquetcol.File, cur *parquetCursors, at int, out *loaded, c parquetLayout, n, need int, needAnswer bool) error {
+	maxTokens, err := parquetMaxTokens(p, cur.maxTokens, n)
 	if err != nil {
 		return err
 	}
@@ -158,23 +209,24 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c parquetLayout, n, ne
 	var from, value [][]string
 	switch {
 	case c.from == "":
-		if prompts, err = p.Strings(n, false, c.name); err == nil && parquetFits(p, false, "response") == nil {
-			responses, err = p.Strings(n, false, "response")
-		}
+		prompts, err = cur.main.Strings(n)
 	case c.json:
-		from, value, err = parquetJSONTurns(p, at, c, n)
+		from, value, err = parquetJSONTurns(p, cur.main, at, c, n)
 	default:
-		if from, err = p.StringLists(n, c.name, c.from); err == nil {
-			value, err = p.StringLists(n, c.name, c.value)
+		if from, err = cur.from.StringLists(n); err == nil {
+			value, err = cur.value.StringLists(n)
 		}
 	}
-	if err == nil && c.from != "" && parquetFits(p, false, "system") == nil {
-		system, err = p.Strings(n, false, "system")
+	if err == nil && cur.response != nil {
+		responses, err = cur.response.Strings(n)
+	}
+	if err == nil && cur.system != nil {
+		system, err = cur.system.Strings(n)
 	}
 	if err != nil {
 		return err
 	}
-	for k := range p.Limit(n) {
+	for k := range n {
 		if need > 0 && len(out.items) == need {
 			return nil
 		}
@@ -215,11 +267,11 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c parquetLayout, n, ne
 	return nil
 }
 
-// parquetJSONTurns is the n rows' turns (from and value) of the string
+// parquetJSONTurns is the next n rows' turns (from and value) of the string
 // column c.name, each a JSON array of objects with c.from and c.value
 // strings (null or missing: ""; a null row: no turns).
-func parquetJSONTurns(p *parquetcol.File, at int, c parquetLayout, n int) (from, value [][]string, err error) {
-	texts, err := p.Strings(n, false, c.name)
+func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c parquetLayout, n int) (from, value [][]string, err error) {
+	texts, err := main.Strings(n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,28 +312,21 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	return *s, true
 }
 
-// parquetMaxTokens is the n rows' max_tokens (0 where null, or all 0 when
-// the file has no such column).
-func parquetMaxTokens(p *parquetcol.File, n int) ([]int, error) {
-	out := make([]int, p.Limit(n))
-	if !p.Has("max_tokens") {
+// parquetMaxTokens is the next n rows' max_tokens by the cursor k (0
+// where null, or all 0 when k is nil: the file has no such column).
+func parquetMaxTokens(p *parquetcol.File, k *parquetcol.Cursor, n int) ([]int, error) {
+	out := make([]int, n)
+	if k == nil {
 		return out, nil
 	}
-	c, err := p.Column("max_tokens")
-	if err != nil {
-		return nil, err
-	}
-	if c.List || c.Kind != parquetcol.Int {
-		return nil, fmt.Errorf("%s: column %q is %s, want an integer", p.Name(), c.Name, c.Describe())
-	}
-	k := 0
-	err = p.Values(c, n, func(i int, vals []parquetcol.Value) error {
+	j := 0
+	err := k.Next(n, func(i int, vals []parquetcol.Value) error {
 		v := vals[0]
 		if !v.Null && (v.Num < 1 || v.Num > MaxTokens) {
 			return rowErr(p, i+1, "max_tokens %d: want 1 to %d", v.Num, MaxTokens)
 		}
-		out[k] = int(v.Num)
-		k++
+		out[j] = int(v.Num)
+		j++
 		return nil
 	})
 	return out, err

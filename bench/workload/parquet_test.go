@@ -415,49 +415,6 @@ func TestParquetColumnOfAnotherShapeIsPassedOver(t *testing.T) {
 	}
 }
 
-// Reading a file a batch at a time decodes its rows about twice, not once
-// per batch: each batch decodes its row group's rows before its start
-// again. So for a one-row-group file (pandas writes a million rows as one)
-// and for the Hub's groups of some thousand rows, whether all rows are read
-// or more items are needed while every row is skipped; and with the Hub's
-// groups no batch is much larger than a group.
-func TestParquetBatchesDecodeAGroupAboutTwice(t *testing.T) {
-	t.Parallel()
-	const rows = 1_000_000
-	for _, group := range []int{rows, 10_000} {
-		for _, tc := range []struct {
-			name string
-			need int
-			all  bool
-		}{{"all rows", 0, true}, {"200 items, every row skipped", 200, false}} {
-			decoded, batches, most := 0, 0, 0
-			for at := 0; at < rows; batches++ {
-				into := at % group
-				n := min(parquetBatchRows(into, tc.need, tc.all), rows-at)
-				if n <= 0 {
-					t.Fatalf("%s: a batch of %d rows at %d", tc.name, n, at)
-				}
-				decoded += into + n
-				at += n
-				most = max(most, n)
-			}
-			if decoded > 3*rows {
-				t.Errorf("groups of %d, %s: %d batches decode %d rows of %d", group, tc.name, batches, decoded, rows)
-			}
-			if group < rows && most > group {
-				t.Errorf("groups of %d, %s: a batch of %d rows", group, tc.name, most)
-			}
-		}
-	}
-	// The first batch is the items needed, the next at least parquetBatch.
-	if n := parquetBatchRows(0, 7, false); n != 7 {
-		t.Errorf("the first batch for 7 items: %d rows", n)
-	}
-	if n := parquetBatchRows(7, 2, false); n != parquetBatch {
-		t.Errorf("the second batch for 2 items: %d rows", n)
-	}
-}
-
 // A top-level system column (open-thoughts/OpenThoughts-114k, Bespoke-
 // Stratos, Sky-T1: system beside conversations) is the system turn of a
 // conversation that has none before its prompt, as a "system" key beside

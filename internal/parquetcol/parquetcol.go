@@ -193,20 +193,6 @@ func (p *File) From(row int) *File {
 	return &q
 }
 
-// GroupStart is the first row (0-based) of the row group that holds row:
-// a read From(row) decodes the rows from there to row again.
-func (p *File) GroupStart(row int) int {
-	base := 0
-	for _, rg := range p.f.RowGroups() {
-		n := int(rg.NumRows())
-		if base+n > row {
-			return base
-		}
-		base += n
-	}
-	return base
-}
-
 // Limit is the number of rows a read with limit gives: limit, or all rows
 // from the start (From) when limit is 0 or more than are left.
 func (p *File) Limit(limit int) int {

@@ -368,25 +368,6 @@ func sha(i int) []byte {
 	return append(h[:], h2[:]...)
 }
 
-// GroupStart is the first row of the row group holding a row.
-func TestGroupStart(t *testing.T) {
-	t.Parallel()
-	var rows []snappyRow
-	for i := range 8 {
-		rows = append(rows, snappyRow{fmt.Sprint(i)})
-	}
-	p, err := OpenFile(writeParquet(t, t.TempDir(), "g.parquet", rows, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for row, want := range []int{0, 0, 0, 3, 3, 3, 6, 6, 8} {
-		if got := p.GroupStart(row); got != want {
-			t.Errorf("row %d: group from %d, want %d", row, got, want)
-		}
-	}
-}
-
 // A cursor read a batch at a time gives the rows one read gives, numbered
 // as in the file, from a start inside a row group, across pages and row
 // groups, and reads each page once (and its check once): reading a
