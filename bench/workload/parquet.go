@@ -107,10 +107,11 @@ type parquetCursors struct {
 func openParquetCursors(p *parquetcol.File, c parquetLayout) (cur *parquetCursors, err error) {
 	cur = &parquetCursors{}
 	optional := func(name string) (*parquetcol.Cursor, error) {
-		if parquetFits(p, false, name) != nil {
-			return nil, nil
+		k, err := p.StringCursor(false, name)
+		if err != nil {
+			return nil, nil // not there, or not strings: not what is meant
 		}
-		return p.StringCursor(false, name)
+		return k, nil
 	}
 	switch {
 	case c.from == "":
@@ -184,18 +185,8 @@ func parquetLayoutOf(p *parquetcol.File) (parquetLayout, error) {
 // parquetFits is nil when the column at path is strings, or with list a
 // list of strings, else why not.
 func parquetFits(p *parquetcol.File, list bool, path ...string) error {
-	c, err := p.Column(path...)
-	if err != nil {
-		return err
-	}
-	if c.List != list || c.Kind != parquetcol.String {
-		want := "strings"
-		if list {
-			want = "a list of strings"
-		}
-		return fmt.Errorf("%s: column %q is %s, want %s", p.Name(), c.Name, c.Describe(), want)
-	}
-	return nil
+	_, err := p.StringCursor(list, path...)
+	return err
 }
 
 // parquetRows reads the next n rows of p, from row at (0-based), into out
