@@ -105,25 +105,29 @@ func (l *lineReader) end() int64 { return l.base + int64(len(l.buf)) }
 // model, ...) are ignored.
 type shareGPTItem struct {
 	Conversations []shareGPTTurn `json:"conversations"`
+	// System is the system prompt of a conversation without a system
+	// turn, as sets such as OpenThoughts give it beside the conversation;
+	// used only when a string.
+	System any `json:"system"`
 }
 
 // shareGPTTurn is one turn of a ShareGPT conversation: from is human (or
-// user), gpt (or assistant), system or another (passed over).
+// user), gpt (or assistant), system or another (passed over), in any case.
 type shareGPTTurn struct {
 	From  string `json:"from"`
 	Value string `json:"value"`
 }
 
 // item is the conversation's usable part at line: its prompt is its first
-// human (or user) turn, after the system turn before it if there is one;
-// its answer is the next gpt (or assistant) turn. skip says why it is not
+// human (or user) turn, after the system turn before it if there is one
+// (else the conversation's System, if any); its answer is the next gpt (or assistant) turn. skip says why it is not
 // usable ("" when it is): no human turn, an empty one, or (with
 // needAnswer) no answer.
 func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	it.Line = line
 	human := -1
 	for i, t := range c.Conversations {
-		if t.From == "human" || t.From == "user" {
+		if fromIs(t.From, "human", "user") {
 			human = i
 			break
 		}
@@ -135,14 +139,17 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 		return it, "an empty human turn"
 	}
 	for _, t := range c.Conversations[:human] {
-		if t.From == "system" && t.Value != "" {
+		if fromIs(t.From, "system") && t.Value != "" {
 			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
 			break
 		}
 	}
+	if sys, ok := c.System.(string); ok && sys != "" && len(it.Messages) == 0 {
+		it.Messages = append(it.Messages, Message{Role: "system", Content: sys})
+	}
 	it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
 	for _, t := range c.Conversations[human+1:] {
-		if t.From == "gpt" || t.From == "assistant" {
+		if fromIs(t.From, "gpt", "assistant") {
 			it.AnswerChars = len(t.Value)
 			break
 		}
@@ -151,6 +158,17 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 		return it, "no answer"
 	}
 	return it, ""
+}
+
+// fromIs reports whether a turn's from is one of names, without regard
+// to case (NeMo's conversions write User and Assistant).
+func fromIs(from string, names ...string) bool {
+	for _, n := range names {
+		if strings.EqualFold(from, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // loadShareGPT walks a ShareGPT file's top-level array one conversation

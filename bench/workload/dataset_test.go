@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -338,5 +339,34 @@ func TestLoadersReadAFileThatStartsWithAByteOrderMark(t *testing.T) {
 	_, err = loadDataset(strings.NewReader(bom+"[\n{}, \n{\"conversations\": 5}\n]"), "d", ShareGPT, 0, true)
 	if err == nil || !strings.Contains(err.Error(), "d:3:") {
 		t.Errorf("err %v, want d:3", err)
+	}
+}
+
+// A turn's from is matched without regard to case: NeMo's ShareGPT
+// conversions (nvidia/Daring-Anteater) write User and Assistant, some sets
+// Human, GPT or System.
+func TestShareGPTFromIgnoresCase(t *testing.T) {
+	t.Parallel()
+	lower := `{"conversations": [{"from": "system", "value": "s"}, {"from": "user", "value": "q"}, {"from": "assistant", "value": "abc"}]}` + "\n" +
+		`{"conversations": [{"from": "human", "value": "q2"}, {"from": "gpt", "value": "de"}]}`
+	upper := `{"conversations": [{"from": "System", "value": "s"}, {"from": "User", "value": "q"}, {"from": "Assistant", "value": "abc"}]}` + "\n" +
+		`{"conversations": [{"from": "HUMAN", "value": "q2"}, {"from": "GPT", "value": "de"}]}`
+	want, err := loadDataset(strings.NewReader(lower), "d.jsonl", JSONL, 0, true)
+	if err != nil || len(want.items) != 2 {
+		t.Fatalf("%+v, %v", want, err)
+	}
+	got, err := loadDataset(strings.NewReader(upper), "d.jsonl", JSONL, 0, true)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%+v, %v; want %+v", got, err, want)
+	}
+}
+
+// A JSONL data set's outputs come from its conversations' answers as
+// from max_tokens: the phase's description says both, as parquet's does.
+func TestJSONLPhaseDescribesAnswers(t *testing.T) {
+	t.Parallel()
+	p := &Phase{Name: "d", Kind: Dataset, Path: "sharegpt.jsonl", Requests: 2}
+	if d := p.Describe(); !strings.Contains(d, "out from answers or max_tokens") {
+		t.Errorf("describe: %q", d)
 	}
 }

@@ -198,7 +198,7 @@ func (p *Phase) Describe() string {
 		switch {
 		case p.OutputTokens > 0:
 			out = fmt.Sprintf("out %d", p.OutputTokens)
-		case f == Parquet:
+		case f == Parquet || f == JSONL:
 			out = "out from answers or max_tokens"
 		case f != ShareGPT:
 			out = "out from max_tokens"

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -15,24 +16,42 @@ import (
 // of these columns the file has:
 //
 //   - conversations, a list of {from, value}: the ShareGPT-format sets
-//     (shareGPTItem.item's rules, as a ShareGPT JSON file is read);
+//     (shareGPTItem.item's rules, as a ShareGPT JSON file is read), or of
+//     {content, role}, as some sets name theirs;
 //   - messages or conversation, a list of {content, role}:
 //     HuggingFaceH4/ultrachat_200k (beside its prompt string),
 //     lmsys/lmsys-chat-1m; read by the same rules, a role being a turn's
 //     from: the first user turn, the system turn before it, the next
 //     assistant turn's length as the answer; other roles (tool) are passed
 //     over;
-//   - prompt, a string: one user prompt a row, as JSONL's prompt.
+//   - prompt, a string: one user prompt a row, as JSONL's prompt; a
+//     string response beside it (nvidia/HelpSteer) is its answer; or a
+//     list of {content, role}, as messages (TRL's conversational sets).
 //
-// An integer max_tokens column, if any, is each row's own, as JSONL's.
+// A list column may also be a string of a JSON array of such objects.
+// A column not of its layout's shape is passed over (a conversations
+// struct beside messages); when none fits, the first one's error is.
+// An integer max_tokens column, if any, is each row's own, as JSONL's; a
+// string system column beside a list, the system turn of a conversation
+// without one (OpenThoughts' system prompt), as ShareGPT's "system" key.
+
+// parquetLayout is a column a parquet data set's rows are read from, with
+// a list's fields (from, value); json when the list is a string column of
+// JSON arrays, as sets of long agent traces store their messages.
+type parquetLayout struct {
+	name, from, value string
+	json              bool
+}
 
 // parquetColumns are the columns a parquet data set's rows are read from,
-// in the order they are looked for, with a list's fields (from, value).
-var parquetColumns = []struct{ name, from, value string }{
-	{"conversations", "from", "value"},
-	{"messages", "role", "content"},
-	{"conversation", "role", "content"},
-	{"prompt", "", ""},
+// in the order they are looked for.
+var parquetColumns = []parquetLayout{
+	{"conversations", "from", "value", false},
+	{"conversations", "role", "content", false},
+	{"messages", "role", "content", false},
+	{"conversation", "role", "content", false},
+	{"prompt", "", "", false},
+	{"prompt", "role", "content", false},
 }
 
 // parquetBatch is the least number of rows read at a time once the rows
@@ -40,22 +59,22 @@ var parquetColumns = []struct{ name, from, value string }{
 const parquetBatch = 256
 
 // loadParquet reads a parquet data set's rows from the first, a batch at a
-// time, until need usable items (0: all rows). A row's number (1-based) is
-// its item's Line. Errors are bad input "NAME: row N: what".
+// time (each column's rows decoded once, by a cursor), until need usable
+// items (0: all rows). A row's number (1-based) is its item's Line. Errors
+// are bad input "NAME: row N: what".
 func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, error) {
 	p, err := parquetcol.OpenReader(name, r)
 	if err != nil {
 		return nil, parquetBad(err)
 	}
-	col := -1
-	for i, c := range parquetColumns {
-		if p.Has(c.name) {
-			col = i
-			break
-		}
+	col, err := parquetLayoutOf(p)
+	if err != nil {
+		return nil, parquetBad(err)
 	}
-	if col < 0 {
-		return nil, badinput.Errorf("%s: no conversations, messages, conversation or prompt column (the file has: %s)", name, p.Columns())
+	cur, err := openParquetCursors(p, col)
+	defer cur.close()
+	if err != nil {
+		return nil, parquetBad(err)
 	}
 	out := &loaded{}
 	for at := 0; at < p.Rows() && (need == 0 || len(out.items) < need); {
@@ -66,33 +85,139 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 				n = max(n, parquetBatch)
 			}
 		}
-		b := p.From(at)
-		if err := parquetRows(b, at, out, parquetColumns[col], n, need, needAnswer); err != nil {
+		n = min(n, p.Rows()-at)
+		if err := parquetRows(p, cur, at, out, col, n, need, needAnswer); err != nil {
 			return nil, parquetBad(err)
 		}
-		at += b.Limit(n)
+		at += n
 	}
 	return out, nil
 }
 
-// parquetRows reads the n rows of p from its start, row at (0-based),
-// into out, by the column c, stopping at need items.
-func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, value string }, n, need int, needAnswer bool) error {
-	maxTokens, err := parquetMaxTokens(p, n)
+// parquetCursors read a parquet data set's columns, each a batch at a
+// time: main the layout's string column (a prompt, or JSON turns), or from
+// and value its list's fields; the others nil where the file lacks them.
+type parquetCursors struct {
+	main, from, value, response, system, maxTokens *parquetcol.Cursor
+}
+
+// openParquetCursors opens the cursors of layout c's columns, and of the
+// response (beside a prompt), system (beside a list) and max_tokens
+// columns the file has.
+func openParquetCursors(p *parquetcol.File, c parquetLayout) (cur *parquetCursors, err error) {
+	cur = &parquetCursors{}
+	optional := func(name string) (*parquetcol.Cursor, error) {
+		k, err := p.StringCursor(false, name)
+		if err != nil {
+			return nil, nil // not there, or not strings: not what is meant
+		}
+		return k, nil
+	}
+	switch {
+	case c.from == "":
+		if cur.main, err = p.StringCursor(false, c.name); err == nil {
+			cur.response, err = optional("response")
+		}
+	case c.json:
+		if cur.main, err = p.StringCursor(false, c.name); err == nil {
+			cur.system, err = optional("system")
+		}
+	default:
+		if cur.from, err = p.StringCursor(true, c.name, c.from); err == nil {
+			if cur.value, err = p.StringCursor(true, c.name, c.value); err == nil {
+				cur.system, err = optional("system")
+			}
+		}
+	}
+	if err != nil || !p.Has("max_tokens") {
+		return cur, err
+	}
+	mt, err := p.Column("max_tokens")
+	if err != nil {
+		return cur, err
+	}
+	if mt.List || mt.Kind != parquetcol.Int {
+		return cur, fmt.Errorf("%s: column %q is %s, want an integer", p.Name(), mt.Name, mt.Describe())
+	}
+	cur.maxTokens = p.Cursor(mt)
+	return cur, nil
+}
+
+// close closes the cursors.
+func (c *parquetCursors) close() {
+	for _, k := range []*parquetcol.Cursor{c.main, c.from, c.value, c.response, c.system, c.maxTokens} {
+		if k != nil {
+			k.Close()
+		}
+	}
+}
+
+// parquetLayoutOf is the first layout of parquetColumns the file has
+// whose columns are strings (prompt) or lists of strings (a list's from
+// and value), or strings of JSON (a list's column).
+func parquetLayoutOf(p *parquetcol.File) (parquetLayout, error) {
+	var first error
+	for _, c := range parquetColumns {
+		if !p.Has(c.name) {
+			continue
+		}
+		err := parquetFits(p, false, c.name)
+		if c.from != "" && err == nil {
+			c.json = true
+		} else if c.from != "" {
+			if err = parquetFits(p, true, c.name, c.from); err == nil {
+				err = parquetFits(p, true, c.name, c.value)
+			}
+		}
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		first = fmt.Errorf("%s: no conversations, messages, conversation or prompt column (the file has: %s)", p.Name(), p.Columns())
+	}
+	return parquetLayout{}, first
+}
+
+// parquetFits is nil when the column at path is strings, or with list a
+// list of strings, else why not.
+func parquetFits(p *parquetcol.File, list bool, path ...string) error {
+	_, err := p.StringCursor(list, path...)
+	return err
+}
+
+// parquetRows reads the next n rows of p, from row at (0-based), into out
+// by the layout c's cursors, stopping at need items.
+func parquetRows(p *parquetcol.File, cur *parquetCursors, at int, out *loaded, c parquetLayout, n, need int, needAnswer bool) error {
+	maxTokens, err := parquetMaxTokens(p, cur.maxTokens, n)
 	if err != nil {
 		return err
 	}
-	var prompts []string
+	var prompts, responses, system []string
 	var from, value [][]string
-	if c.from == "" {
-		prompts, err = p.Strings(n, false, c.name)
-	} else if from, err = p.StringLists(n, c.name, c.from); err == nil {
-		value, err = p.StringLists(n, c.name, c.value)
+	switch {
+	case c.from == "":
+		prompts, err = cur.main.Strings(n)
+	case c.json:
+		from, value, err = parquetJSONTurns(p, cur.main, at, c, n)
+	default:
+		if from, err = cur.from.StringLists(n); err == nil {
+			value, err = cur.value.StringLists(n)
+		}
+	}
+	if err == nil && cur.response != nil {
+		responses, err = cur.response.Strings(n)
+	}
+	if err == nil && cur.system != nil {
+		system, err = cur.system.Strings(n)
 	}
 	if err != nil {
 		return err
 	}
-	for k := range p.Limit(n) {
+	for k := range n {
 		if need > 0 && len(out.items) == need {
 			return nil
 		}
@@ -103,6 +228,12 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, 
 				return rowErr(p, row, "empty prompt")
 			}
 			it.Messages = []Message{{Role: "user", Content: prompts[k]}}
+			if responses != nil {
+				if it.AnswerChars = len(responses[k]); it.AnswerChars == 0 && needAnswer && it.MaxTokens == 0 {
+					out.skip("no answer")
+					continue
+				}
+			}
 			out.items = append(out.items, it)
 			continue
 		}
@@ -110,6 +241,9 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, 
 			return rowErr(p, row, "%s: %d %s for %d %s", c.name, len(from[k]), c.from, len(value[k]), c.value)
 		}
 		var conv shareGPTItem
+		if system != nil {
+			conv.System = system[k]
+		}
 		for j := range from[k] {
 			conv.Conversations = append(conv.Conversations, shareGPTTurn{From: from[k][j], Value: value[k][j]})
 		}
@@ -124,28 +258,66 @@ func parquetRows(p *parquetcol.File, at int, out *loaded, c struct{ name, from, 
 	return nil
 }
 
-// parquetMaxTokens is the n rows' max_tokens (0 where null, or all 0 when
-// the file has no such column).
-func parquetMaxTokens(p *parquetcol.File, n int) ([]int, error) {
-	out := make([]int, p.Limit(n))
-	if !p.Has("max_tokens") {
+// parquetJSONTurns is the next n rows' turns (from and value) of the string
+// column c.name, each a JSON array of objects with c.from and c.value
+// strings (null or missing: ""; a null row: no turns).
+func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c parquetLayout, n int) (from, value [][]string, err error) {
+	texts, err := main.Strings(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	from, value = make([][]string, len(texts)), make([][]string, len(texts))
+	for k, t := range texts {
+		if t == "" {
+			continue
+		}
+		var turns []map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(t), &turns); err != nil {
+			return nil, nil, rowErr(p, at+k+1, "%s: want a JSON array of {%q: ..., %q: ...}: %s", c.name, c.from, c.value, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+		}
+		for j, turn := range turns {
+			f, okF := jsonString(turn[c.from])
+			v, okV := jsonString(turn[c.value])
+			if !okF || !okV {
+				return nil, nil, rowErr(p, at+k+1, "%s[%d]: want %q and %q strings", c.name, j, c.from, c.value)
+			}
+			from[k], value[k] = append(from[k], f), append(value[k], v)
+		}
+	}
+	return from, value, nil
+}
+
+// jsonString is the string raw holds ("" for null or none), and whether
+// it is one.
+func jsonString(raw json.RawMessage) (string, bool) {
+	var s *string
+	if raw == nil {
+		return "", true
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	if s == nil {
+		return "", true
+	}
+	return *s, true
+}
+
+// parquetMaxTokens is the next n rows' max_tokens by the cursor k (0
+// where null, or all 0 when k is nil: the file has no such column).
+func parquetMaxTokens(p *parquetcol.File, k *parquetcol.Cursor, n int) ([]int, error) {
+	out := make([]int, n)
+	if k == nil {
 		return out, nil
 	}
-	c, err := p.Column("max_tokens")
-	if err != nil {
-		return nil, err
-	}
-	if c.List || c.Kind != parquetcol.Int {
-		return nil, fmt.Errorf("%s: column %q is %s, want an integer", p.Name(), c.Name, c.Describe())
-	}
-	k := 0
-	err = p.Values(c, n, func(i int, vals []parquetcol.Value) error {
+	j := 0
+	err := k.Next(n, func(i int, vals []parquetcol.Value) error {
 		v := vals[0]
 		if !v.Null && (v.Num < 1 || v.Num > MaxTokens) {
 			return rowErr(p, i+1, "max_tokens %d: want 1 to %d", v.Num, MaxTokens)
 		}
-		out[k] = int(v.Num)
-		k++
+		out[j] = int(v.Num)
+		j++
 		return nil
 	})
 	return out, err

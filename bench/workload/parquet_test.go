@@ -359,3 +359,230 @@ func FuzzParquetDataSet(f *testing.F) {
 		}
 	})
 }
+
+// A column named as a layout's but not of its shape is passed over for the
+// next layout the file has: MaziyarPanahi/orca-agentinstruct-1M-v1-cleaned-
+// fixed-sharegpt holds messages beside a conversations struct (of a
+// conversations list), and some sets' conversations are lists of {content,
+// role}. A file whose only such column does not fit says why.
+func TestParquetColumnOfAnotherShapeIsPassedOver(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type wrapped struct {
+		Conversations []sgTurn `parquet:"conversations,list"`
+	}
+	type orcaRow struct {
+		Messages      []rcTurn `parquet:"messages,list"`
+		Split         string   `parquet:"split"`
+		Conversations wrapped  `parquet:"conversations"`
+	}
+	type rcConversations struct {
+		Conversations []rcTurn `parquet:"conversations,list"`
+	}
+	type part struct {
+		Type string `parquet:"type"`
+		Text string `parquet:"text"`
+	}
+	type partsTurn struct {
+		Role    string `parquet:"role"`
+		Content []part `parquet:"content,list"`
+	}
+	type partsRow struct {
+		Messages []partsTurn `parquet:"messages,list"`
+	}
+	turns := roleContent(sampleConversations(14))
+	var ultra []ultraRow
+	var orca []orcaRow
+	var rc []rcConversations
+	for _, c := range turns {
+		ultra = append(ultra, ultraRow{Messages: c})
+		orca = append(orca, orcaRow{Messages: c, Split: "x", Conversations: wrapped{[]sgTurn{{"human", "not this"}, {"gpt", "no"}}}})
+		rc = append(rc, rcConversations{c})
+	}
+	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	if err != nil || len(want.items) == 0 {
+		t.Fatalf("%+v, %v", want, err)
+	}
+	for _, file := range []string{writeParquet(t, dir, "orca.parquet", orca, 4), writeParquet(t, dir, "rc.parquet", rc, 4)} {
+		got, err := loadFile(t, file, Parquet, 0, true)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, %v; want %+v", filepath.Base(file), got, err, want)
+		}
+	}
+	parts := writeParquet(t, dir, "parts.parquet", []partsRow{{[]partsTurn{{"user", []part{{"text", "hi"}}}}}}, 4)
+	if _, err := loadFile(t, parts, Parquet, 0, true); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), `parts.parquet: column "messages.content" is a struct`) {
+		t.Errorf("content of parts: %v", err)
+	}
+}
+
+// A top-level system column (open-thoughts/OpenThoughts-114k, Bespoke-
+// Stratos, Sky-T1: system beside conversations) is the system turn of a
+// conversation that has none before its prompt, as a "system" key beside
+// "conversations" is in ShareGPT JSON and JSONL.
+func TestParquetSystemColumnIsTheSystemTurn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type sysRow struct {
+		System        string   `parquet:"system" json:"system"`
+		Conversations []sgTurn `parquet:"conversations,list" json:"conversations"`
+	}
+	rows := []sysRow{
+		{"think step by step", []sgTurn{{"user", "q1"}, {"assistant", "a1"}}},
+		{"think step by step", []sgTurn{{"system", "own"}, {"user", "q2"}, {"assistant", "a2"}}},
+		{"", []sgTurn{{"user", "q3"}, {"assistant", "a3"}}},
+	}
+	want := []item{
+		{Messages: []Message{{Role: "system", Content: "think step by step"}, {Role: "user", Content: "q1"}}, AnswerChars: 2, Line: 1},
+		{Messages: []Message{{Role: "system", Content: "own"}, {Role: "user", Content: "q2"}}, AnswerChars: 2, Line: 2},
+		{Messages: []Message{{Role: "user", Content: "q3"}}, AnswerChars: 2, Line: 3},
+	}
+	var jsonl, arr strings.Builder
+	arr.WriteString("[")
+	for i, r := range rows {
+		b, _ := json.Marshal(r)
+		jsonl.Write(append(b, '\n'))
+		if i > 0 {
+			arr.WriteString(",")
+		}
+		arr.Write(b)
+	}
+	arr.WriteString("]")
+	jl, ja := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "s.json")
+	os.WriteFile(jl, []byte(jsonl.String()), 0o644)
+	os.WriteFile(ja, []byte(arr.String()), 0o644)
+	for _, tc := range []struct{ file, format string }{
+		{writeParquet(t, dir, "s.parquet", rows, 2), Parquet}, {jl, JSONL}, {ja, ShareGPT},
+	} {
+		got, err := loadFile(t, tc.file, tc.format, 0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got.items {
+			if tc.format == ShareGPT {
+				got.items[i].Line = i + 1 // all on line 1
+			}
+		}
+		if !reflect.DeepEqual(got.items, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.format, got.items, want)
+		}
+	}
+	// A system column of another type is not a system prompt.
+	type boolSys struct {
+		System        bool     `parquet:"system"`
+		Conversations []sgTurn `parquet:"conversations,list"`
+	}
+	got, err := loadFile(t, writeParquet(t, dir, "b.parquet", []boolSys{{true, rows[0].Conversations}}, 2), Parquet, 0, true)
+	if err != nil || len(got.items) != 1 || len(got.items[0].Messages) != 1 {
+		t.Errorf("a boolean system column: %+v, %v", got, err)
+	}
+}
+
+// A messages (or conversations) column of strings, each a JSON array
+// (allenai/Sera-4.6-Lite-T2, microsoft/orca-agentinstruct-1M-v1), reads
+// as the list would; a string that is not such an array is an error at
+// its row.
+func TestParquetJSONStringMessagesAreTheList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type jsonRow struct {
+		Messages string `parquet:"messages"`
+	}
+	type sgJSONRow struct {
+		Conversations string `parquet:"conversations"`
+	}
+	turns := roleContent(sampleConversations(14))
+	var ultra []ultraRow
+	var js []jsonRow
+	var sg []sgJSONRow
+	for _, c := range turns {
+		ultra = append(ultra, ultraRow{Messages: c})
+		var m, g []map[string]any
+		for _, tr := range c {
+			m = append(m, map[string]any{"role": tr.Role, "content": tr.Content, "extra": 1})
+			g = append(g, map[string]any{"from": tr.Role, "value": tr.Content})
+		}
+		b, _ := json.Marshal(m)
+		js = append(js, jsonRow{string(b)})
+		b, _ = json.Marshal(g)
+		sg = append(sg, sgJSONRow{string(b)})
+	}
+	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	if err != nil || len(want.items) == 0 {
+		t.Fatalf("%+v, %v", want, err)
+	}
+	for _, file := range []string{writeParquet(t, dir, "js.parquet", js, 4), writeParquet(t, dir, "sg.parquet", sg, 4)} {
+		got, err := loadFile(t, file, Parquet, 0, true)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, %v; want %+v", filepath.Base(file), got, err, want)
+		}
+	}
+	for _, tc := range []struct{ text, want string }{
+		{`not json`, `bad.parquet: row 2: messages: want a JSON array of {"role": ..., "content": ...}`},
+		{`[{"role": "user", "content": [{"type": "text", "text": "hi"}]}]`, `bad.parquet: row 2: messages[0]: want "role" and "content" strings`},
+	} {
+		file := writeParquet(t, dir, "bad.parquet", []jsonRow{{`[{"role": "user", "content": "q"}]`}, {tc.text}}, 4)
+		if _, err := loadFile(t, file, Parquet, 0, true); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.text, err, tc.want)
+		}
+	}
+}
+
+// A response column beside prompt (nvidia/HelpSteer and HelpSteer2,
+// OpenHermes-2.5-llama-format) is each prompt's answer, its length the
+// output as a ShareGPT answer's is; a row without one, in a phase that
+// needs answers, is skipped as a conversation without an answer is.
+func TestParquetResponseIsThePromptsAnswer(t *testing.T) {
+	t.Parallel()
+	type helpSteerRow struct {
+		Prompt      string `parquet:"prompt"`
+		Response    string `parquet:"response"`
+		Helpfulness int64  `parquet:"helpfulness"`
+	}
+	dir := t.TempDir()
+	file := writeParquet(t, dir, "train.parquet", []helpSteerRow{{"q1", "answer", 3}, {"q2", "", 1}, {"q3", "ab", 4}}, 2)
+	got, err := loadFile(t, file, Parquet, 0, true)
+	want := &loaded{items: []item{
+		{Messages: []Message{{Role: "user", Content: "q1"}}, AnswerChars: 6, Line: 1},
+		{Messages: []Message{{Role: "user", Content: "q3"}}, AnswerChars: 2, Line: 3},
+	}, skipped: map[string]int{"no answer": 1}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%+v, %v; want %+v", got, err, want)
+	}
+	if got, err := loadFile(t, file, Parquet, 0, false); err != nil || len(got.items) != 3 || got.items[1].AnswerChars != 0 {
+		t.Errorf("no answers needed: %+v, %v", got, err)
+	}
+	// --dataset alone: each request's output is its answer's length.
+	f, err := Open("", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs, _, err := f.Phases[0].ExpandWarn(1); err != nil || len(reqs) != 2 || reqs[0].AnswerChars != 6 {
+		t.Errorf("--dataset: %+v, %v", reqs, err)
+	}
+}
+
+// A prompt column of {content, role} turns (TRL's conversational format:
+// trl-lib/ultrafeedback-prompt, beside chosen and rejected in its DPO
+// sets) reads as a messages column does.
+func TestParquetConversationalPromptIsTheMessages(t *testing.T) {
+	t.Parallel()
+	type trlRow struct {
+		Prompt []rcTurn `parquet:"prompt,list"`
+		Chosen []rcTurn `parquet:"chosen,list"`
+	}
+	dir := t.TempDir()
+	turns := roleContent(sampleConversations(14))
+	var ultra []ultraRow
+	var trl []trlRow
+	for _, c := range turns {
+		ultra = append(ultra, ultraRow{Messages: c})
+		trl = append(trl, trlRow{Prompt: c, Chosen: []rcTurn{{"not this", "assistant"}}})
+	}
+	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := loadFile(t, writeParquet(t, dir, "trl.parquet", trl, 4), Parquet, 0, true); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%+v, %v; want %+v", got, err, want)
+	}
+}

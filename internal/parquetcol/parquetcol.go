@@ -45,7 +45,7 @@ func errorf(file, msg string, args ...any) error {
 type File struct {
 	name string
 	f    *parquet.File
-	// ra holds the file, for the pages checkPages reads itself.
+	// ra holds the file, for the pages pageCheck reads itself.
 	ra io.ReaderAt
 	// closer is the file OpenFile opened, nil otherwise.
 	closer io.Closer
@@ -378,124 +378,10 @@ type Value struct {
 // its values: one for a value column (Null when absent), the elements for
 // a list (none for an empty or null list). An error row returns ends the
 // read and is returned. Only the row groups that hold those rows are read.
-func (p *File) Values(c Column, limit int, row func(i int, vals []Value) error) (err error) {
-	defer recoverAs(p.name, c.Name, &err)
-	r := &rows{p: p, col: c, limit: p.Limit(limit), row: row}
-	first, last, skip := p.groups(r.limit)
-	if err := p.checkPages(c, first, last); err != nil {
-		return err
-	}
-	r.skip = skip
-	for _, rg := range p.f.RowGroups()[first:last] {
-		if r.n >= r.limit {
-			break
-		}
-		if err := r.chunk(rg.ColumnChunks()[c.index].Pages()); err != nil {
-			return err
-		}
-	}
-	if err := r.flush(); err != nil {
-		return err
-	}
-	if r.n < r.limit {
-		return errorf(p.name, "column %q has %d rows, the file says %d", c.Name, p.start+r.n, p.start+r.limit)
-	}
-	return nil
-}
-
-// groups is the row groups [first, last) that hold the limit rows from
-// p.start, and how many rows of the first come before p.start.
-func (p *File) groups(limit int) (first, last, skip int) {
-	rgs := p.f.RowGroups()
-	base := 0
-	first, last = len(rgs), len(rgs)
-	for g, rg := range rgs {
-		n := int(rg.NumRows())
-		if first == len(rgs) && base+n > p.start {
-			first, skip = g, p.start-base
-		}
-		if base >= p.start+limit {
-			last = g
-			break
-		}
-		base += n
-	}
-	return min(first, last), last, skip
-}
-
-// rows gathers one column's values into rows: a value of repetition level
-// 0 starts a row (a row never spans row groups, but may span pages).
-type rows struct {
-	p       *File
-	col     Column
-	limit   int
-	row     func(i int, vals []Value) error
-	skip    int // rows to drop before the first handed to row
-	n       int // rows handed to row
-	cur     []Value
-	started bool // cur holds a row begun
-}
-
-// chunk reads one column chunk's pages until limit rows are complete.
-func (r *rows) chunk(pages parquet.Pages) error {
-	defer pages.Close()
-	for r.n < r.limit {
-		page, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return errorf(r.p.name, "column %q: %v", r.col.Name, err)
-		}
-		err = r.page(page)
-		parquet.Release(page)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// page reads one page's values, copying them out before it is released.
-func (r *rows) page(page parquet.Page) error {
-	buf := make([]parquet.Value, 512)
-	vr := page.Values()
-	for {
-		k, err := vr.ReadValues(buf)
-		for _, v := range buf[:k] {
-			if v.RepetitionLevel() == 0 {
-				if err := r.flush(); err != nil {
-					return err
-				}
-				if r.n == r.limit {
-					return nil
-				}
-				r.started, r.cur = true, r.cur[:0]
-			}
-			r.cur = r.col.add(r.cur, v)
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return errorf(r.p.name, "column %q: %v", r.col.Name, err)
-		}
-	}
-}
-
-// flush hands the row begun, if any, to row (or drops it, while rows
-// before the start are left to skip).
-func (r *rows) flush() error {
-	if !r.started {
-		return nil
-	}
-	r.started = false
-	if r.skip > 0 {
-		r.skip--
-		return nil
-	}
-	r.n++
-	return r.row(r.p.start+r.n-1, r.cur)
+func (p *File) Values(c Column, limit int, row func(i int, vals []Value) error) error {
+	k := p.Cursor(c)
+	defer k.Close()
+	return k.Next(limit, row)
 }
 
 // add appends v to a row's values, copied out of the page's buffers.
@@ -524,17 +410,51 @@ func (p *File) Strings(limit int, optional bool, path ...string) ([]string, erro
 	if optional && !p.Has(path[0]) {
 		return make([]string, p.Limit(limit)), nil
 	}
+	k, err := p.StringCursor(false, path...)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close()
+	return k.Strings(limit)
+}
+
+// StringLists reads the column of lists of strings at path, one list per
+// row of the first limit (0: all; null elements as "", a null list as an
+// empty one).
+func (p *File) StringLists(limit int, path ...string) ([][]string, error) {
+	k, err := p.StringCursor(true, path...)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close()
+	return k.StringLists(limit)
+}
+
+// StringCursor is a cursor on the string column at path (with list, the
+// column of lists of strings), read by its Strings (StringLists); a column
+// of another type is an *Error.
+func (p *File) StringCursor(list bool, path ...string) (*Cursor, error) {
 	c, err := p.Column(path...)
 	if err != nil {
 		return nil, err
 	}
-	if c.List || c.Kind != String {
-		return nil, errorf(p.name, "column %q is %s, want strings", c.Name, c.Describe())
+	if c.List != list || c.Kind != String {
+		want := "strings"
+		if list {
+			want = "a list of strings"
+		}
+		return nil, errorf(p.name, "column %q is %s, want %s", c.Name, c.Describe(), want)
 	}
-	out := make([]string, 0, min(p.Limit(limit), maxPrealloc))
-	err = p.Values(c, limit, func(i int, vals []Value) error {
+	return p.Cursor(c), nil
+}
+
+// Strings reads the next limit rows (0: all left) of a cursor's string
+// column, as File.Strings does.
+func (k *Cursor) Strings(limit int) ([]string, error) {
+	out := make([]string, 0, min(k.left(limit), maxPrealloc))
+	err := k.Next(limit, func(i int, vals []Value) error {
 		if !utf8.ValidString(vals[0].Str) {
-			return errorf(p.name, "row %d: column %q is not valid UTF-8", i+1, c.Name)
+			return errorf(k.p.name, "row %d: column %q is not valid UTF-8", i+1, k.col.Name)
 		}
 		out = append(out, vals[0].Str)
 		return nil
@@ -542,23 +462,15 @@ func (p *File) Strings(limit int, optional bool, path ...string) ([]string, erro
 	return out, err
 }
 
-// StringLists reads the column of lists of strings at path, one list per
-// row of the first limit (0: all; null elements as "", a null list as an
-// empty one).
-func (p *File) StringLists(limit int, path ...string) ([][]string, error) {
-	c, err := p.Column(path...)
-	if err != nil {
-		return nil, err
-	}
-	if !c.List || c.Kind != String {
-		return nil, errorf(p.name, "column %q is %s, want a list of strings", c.Name, c.Describe())
-	}
-	out := make([][]string, 0, min(p.Limit(limit), maxPrealloc))
-	err = p.Values(c, limit, func(i int, vals []Value) error {
+// StringLists reads the next limit rows (0: all left) of a cursor's column
+// of lists of strings, as File.StringLists does.
+func (k *Cursor) StringLists(limit int) ([][]string, error) {
+	out := make([][]string, 0, min(k.left(limit), maxPrealloc))
+	err := k.Next(limit, func(i int, vals []Value) error {
 		list := make([]string, len(vals))
 		for j, v := range vals {
 			if !utf8.ValidString(v.Str) {
-				return errorf(p.name, "row %d: column %q is not valid UTF-8", i+1, c.Name)
+				return errorf(k.p.name, "row %d: column %q is not valid UTF-8", i+1, k.col.Name)
 			}
 			list[j] = v.Str
 		}

@@ -2,6 +2,7 @@ package parquetcol
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -296,5 +297,154 @@ func TestACorruptRowCountIsAnError(t *testing.T) {
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an *Error saying %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+type snappyRow struct {
+	Text string `parquet:"text,snappy"`
+}
+
+type zstdRow struct {
+	Text string `parquet:"text,zstd"`
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r bytes.Reader
+	n int64
+}
+
+func (c *countingReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(b, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// A read of a row group's first rows reads (and checks) only the pages
+// that hold them, not the group's whole column: pandas writes a file of a
+// million rows as one row group, and a phase of 200 requests reads its
+// first 200.
+func TestAReadOfTheFirstRowsReadsTheirPagesOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var sn []snappyRow
+	var zs []zstdRow
+	for i := range 4000 {
+		// Text snappy and zstd cannot shrink much.
+		s := fmt.Sprintf("%d:%x", i, sha(i))
+		sn, zs = append(sn, snappyRow{s}), append(zs, zstdRow{s})
+	}
+	for _, file := range []string{writeParquet(t, dir, "s.parquet", sn, 1<<20), writeParquet(t, dir, "z.parquet", zs, 1<<20)} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := &countingReader{r: *bytes.NewReader(b)}
+		p, err := Open(file, cr, int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.f.RowGroups()) != 1 {
+			t.Fatalf("%d row groups, want 1", len(p.f.RowGroups()))
+		}
+		got, err := p.Strings(10, false, "text")
+		if err != nil || len(got) != 10 || got[9] != sn[9].Text {
+			t.Fatalf("%s: %q, %v", file, got, err)
+		}
+		if cr.n > int64(len(b))/4 {
+			t.Errorf("%s: read %d bytes of %d for its first 10 rows", filepath.Base(file), cr.n, len(b))
+		}
+		// All rows still read, and checked.
+		if got, err := p.Strings(0, false, "text"); err != nil || len(got) != 4000 || got[3999] != sn[3999].Text {
+			t.Errorf("%s: all rows: %d, %v", file, len(got), err)
+		}
+	}
+}
+
+// sha is 64 bytes that do not repeat from i to i.
+func sha(i int) []byte {
+	h := sha256.Sum256([]byte(fmt.Sprint(i)))
+	h2 := sha256.Sum256(h[:])
+	return append(h[:], h2[:]...)
+}
+
+// A cursor read a batch at a time gives the rows one read gives, numbered
+// as in the file, from a start inside a row group, across pages and row
+// groups, and reads each page once (and its check once): reading a
+// one-row-group file in batches reads it about twice, where reads From(n)
+// read its start again each batch.
+func TestACursorReadsInBatchesAsWhole(t *testing.T) {
+	t.Parallel()
+	var rows []convRow
+	for i := range 40 {
+		r := convRow{ID: int64(i)}
+		for j := range i % 5 {
+			v := fmt.Sprintf("turn %d.%d %s", i, j, strings.Repeat("x", i*j))
+			r.Conversations = append(r.Conversations, turn{From: []string{"human", "gpt"}[j%2], Value: &v})
+		}
+		rows = append(rows, r)
+	}
+	p, err := OpenFile(writeParquet(t, t.TempDir(), "conv.parquet", rows, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, start := range []int{0, 3, 7, 39} {
+		want, err := p.From(start).StringLists(0, "conversations", "value")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, batch := range []int{1, 2, 3, 6, 7, 40} {
+			k, err := p.From(start).StringCursor(true, "conversations", "value")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]string
+			for range (len(want) + batch - 1) / batch {
+				b, err := k.StringLists(batch)
+				if err != nil {
+					t.Fatalf("from %d, batches of %d: %v", start, batch, err)
+				}
+				got = append(got, b...)
+			}
+			if b, err := k.StringLists(batch); err != nil || len(b) != 0 {
+				t.Errorf("from %d, batches of %d: past the end %q, %v", start, batch, b, err)
+			}
+			k.Close()
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("from %d, batches of %d:\n got %q\nwant %q", start, batch, got, want)
+			}
+		}
+	}
+	// Bytes read: a one-group file of 4000 rows in batches of 100.
+	var sn []snappyRow
+	for i := range 4000 {
+		sn = append(sn, snappyRow{fmt.Sprintf("%d:%x", i, sha(i))})
+	}
+	b, err := os.ReadFile(writeParquet(t, t.TempDir(), "s.parquet", sn, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &countingReader{r: *bytes.NewReader(b)}
+	q, err := Open("s.parquet", cr, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := q.StringCursor(false, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	n := 0
+	for range 40 {
+		got, err := k.Strings(100)
+		if err != nil || len(got) != 100 || got[0] != sn[n].Text {
+			t.Fatalf("at %d: %d, %v", n, len(got), err)
+		}
+		n += len(got)
+	}
+	// Each page is read twice, by its check and by parquet-go.
+	if cr.n > int64(len(b))*5/2 {
+		t.Errorf("40 batches read %d bytes of %d", cr.n, len(b))
 	}
 }
