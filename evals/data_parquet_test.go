@@ -16,31 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/internal/parquetcol/parquettest"
 	"github.com/parquet-go/parquet-go"
 )
-
-// writeParquet writes rows to dir/name with parquet-go, in row groups of
-// groupRows rows and small pages, so that readers meet several of each.
-func writeParquet[T any](t *testing.T, dir, name string, rows []T, groupRows int64) string {
-	t.Helper()
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[T](&buf, parquet.MaxRowsPerRowGroup(groupRows), parquet.PageBufferSize(256))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// The premise: more rows than one group holds make several groups.
-	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(f.RowGroups()); int64(len(rows)) > groupRows && n < 2 {
-		t.Fatalf("%s: %d rows in %d row group, want several", name, len(rows), n)
-	}
-	return write(t, dir, name, buf.String())
-}
 
 // The Hub's wikitext row: optional, dictionary-encoded, zstd.
 type wikiRow struct {
@@ -90,7 +68,7 @@ func TestParquetDocsAreTheRawFilesDocs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := writeParquet(t, t.TempDir(), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, tc.keepNL), 3)
+			p := parquettest.Write(t, t.TempDir(), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, tc.keepNL), 3)
 			got, err := LoadDocs(p)
 			if err != nil {
 				t.Fatal(err)
@@ -103,7 +81,7 @@ func TestParquetDocsAreTheRawFilesDocs(t *testing.T) {
 	t.Run("rows that are not wikitext lines are one document each, blank ones skipped", func(t *testing.T) {
 		t.Parallel()
 		a, blank, b := "first document", " ", "second\ndocument"
-		p := writeParquet(t, dir, "docs.parquet", []wikiRow{{&a}, {nil}, {&blank}, {&b}}, 2)
+		p := parquettest.Write(t, dir, "docs.parquet", []wikiRow{{&a}, {nil}, {&blank}, {&b}}, 2)
 		got, err := LoadDocs(p)
 		if err != nil {
 			t.Fatal(err)
@@ -116,9 +94,9 @@ func TestParquetDocsAreTheRawFilesDocs(t *testing.T) {
 	t.Run("a folder of the Hub's split files is its test split", func(t *testing.T) {
 		t.Parallel()
 		sub := filepath.Join(dir, "wikitext-2-raw-v1")
-		writeParquet(t, sub, "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
+		parquettest.Write(t, sub, "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
 		other := " = Gamma = \n Train text . \n"
-		writeParquet(t, sub, "train-00000-of-00001.parquet", hfWikiRows(other, true), 100)
+		parquettest.Write(t, sub, "train-00000-of-00001.parquet", hfWikiRows(other, true), 100)
 		got, err := LoadDocs(sub)
 		if err != nil {
 			t.Fatal(err)
@@ -149,8 +127,8 @@ func TestParquetDocsAreTheRawFilesDocs(t *testing.T) {
 		// README.md beside one folder per config.
 		root := filepath.Join(dir, "repo")
 		write(t, root, "README.md", "---\ndataset_info:\n---\n# Dataset Card for wikitext\n")
-		writeParquet(t, filepath.Join(root, "wikitext-2-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
-		writeParquet(t, filepath.Join(root, "wikitext-103-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
+		parquettest.Write(t, filepath.Join(root, "wikitext-2-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
+		parquettest.Write(t, filepath.Join(root, "wikitext-103-raw-v1"), "test-00000-of-00001.parquet", hfWikiRows(wikiRaw, true), 100)
 		got, err := LoadDocs(root)
 		var de *DataError
 		if !errors.As(err, &de) {
@@ -265,8 +243,8 @@ func TestParquetMMLUIsTheCSVLayoutsSet(t *testing.T) {
 			dev = append(dev, mmluPQRows(n, files[n][0])...)
 			test = append(test, mmluPQRows(n, files[n][1])...)
 		}
-		writeParquet(t, filepath.Join(root, "all"), "dev-00000-of-00001.parquet", dev, 7)
-		writeParquet(t, filepath.Join(root, "all"), "test-00000-of-00001.parquet", test, 5)
+		parquettest.Write(t, filepath.Join(root, "all"), "dev-00000-of-00001.parquet", dev, 7)
+		parquettest.Write(t, filepath.Join(root, "all"), "test-00000-of-00001.parquet", test, 5)
 		check(t, root)
 		check(t, filepath.Join(root, "all"))
 	})
@@ -275,12 +253,12 @@ func TestParquetMMLUIsTheCSVLayoutsSet(t *testing.T) {
 		root, csvDir := t.TempDir(), t.TempDir()
 		for _, n := range names {
 			dev := append(slices.Clone(files[n][0]), MMLUQuestion{Question: "extra dev row of " + n, Choices: [4]string{"a", "b", "c", "d"}})
-			writeParquet(t, filepath.Join(root, n), "dev-00000-of-00001.parquet", mmluPQRows(n, dev), 100)
-			writeParquet(t, filepath.Join(root, n), "test-00000-of-00001.parquet", mmluPQRows(n, files[n][1]), 100)
+			parquettest.Write(t, filepath.Join(root, n), "dev-00000-of-00001.parquet", mmluPQRows(n, dev), 100)
+			parquettest.Write(t, filepath.Join(root, n), "test-00000-of-00001.parquet", mmluPQRows(n, files[n][1]), 100)
 			writeMMLUCSV(t, filepath.Join(csvDir, "dev", n+"_dev.csv"), dev)
 			writeMMLUCSV(t, filepath.Join(csvDir, "test", n+"_test.csv"), files[n][1])
 		}
-		writeParquet(t, filepath.Join(root, "auxiliary_train"), "train-00000-of-00001.parquet", mmluPQRows("x", files[names[0]][1]), 100)
+		parquettest.Write(t, filepath.Join(root, "auxiliary_train"), "train-00000-of-00001.parquet", mmluPQRows("x", files[names[0]][1]), 100)
 		fromCSV, err := LoadMMLU(csvDir)
 		if err != nil {
 			t.Fatal(err)
@@ -306,7 +284,7 @@ func TestParquetMMLUIsTheCSVLayoutsSet(t *testing.T) {
 			b, _ := json.Marshal(map[string]any{"question": r.Question, "subject": r.Subject, "choices": r.Choices, "answer": r.Answer})
 			jsonl.Write(append(b, '\n'))
 		}
-		p := writeParquet(t, dir, "test-00000-of-00001.parquet", rows, 4)
+		p := parquettest.Write(t, dir, "test-00000-of-00001.parquet", rows, 4)
 		got, err := LoadMMLU(p)
 		if err != nil {
 			t.Fatal(err)
@@ -368,7 +346,7 @@ func sampleTriviaRows(t *testing.T) []triviaPQRow {
 func TestParquetTriviaQAIsTheJSONLayoutsSet(t *testing.T) {
 	t.Parallel()
 	rows := sampleTriviaRows(t)
-	p := writeParquet(t, t.TempDir(), "validation-00000-of-00001.parquet", rows, 6)
+	p := parquettest.Write(t, t.TempDir(), "validation-00000-of-00001.parquet", rows, 6)
 	for _, max := range []int{0, 7} {
 		want := SampleTriviaQA().Items
 		if max > 0 {
@@ -394,10 +372,10 @@ func TestParquetTriviaQAIsTheJSONLayoutsSet(t *testing.T) {
 		// rc/: validation-0000{0..3}-of-00004.parquet beside train and test.
 		dir := t.TempDir()
 		for i, part := range [][]triviaPQRow{rows[:4], rows[4:9], rows[9:]} {
-			writeParquet(t, dir, fmt.Sprintf("validation-%05d-of-00003.parquet", i), part, 3)
+			parquettest.Write(t, dir, fmt.Sprintf("validation-%05d-of-00003.parquet", i), part, 3)
 		}
 		unk := []triviaPQRow{{Question: "Q?", QuestionID: "x", Answer: triviaPQAnswer{Value: "<unk>"}}}
-		writeParquet(t, dir, "test-00000-of-00001.parquet", unk, 10)
+		parquettest.Write(t, dir, "test-00000-of-00001.parquet", unk, 10)
 		for _, max := range []int{0, 6} {
 			want := SampleTriviaQA().Items
 			if max > 0 {
@@ -417,7 +395,7 @@ func TestParquetTriviaQAIsTheJSONLayoutsSet(t *testing.T) {
 	t.Run("the Hub's test split, value <unk> and no aliases, has no answer", func(t *testing.T) {
 		t.Parallel()
 		q := []triviaPQRow{{Question: "Q?", QuestionID: "x", Answer: triviaPQAnswer{Value: "<unk>", NormalizedValue: "<unk>"}}}
-		_, err := LoadTriviaQA(writeParquet(t, t.TempDir(), "test-00000-of-00001.parquet", q, 10), 0)
+		_, err := LoadTriviaQA(parquettest.Write(t, t.TempDir(), "test-00000-of-00001.parquet", q, 10), 0)
 		var de *DataError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "row 1") {
 			t.Fatalf("%v, want a DataError at row 1", err)
@@ -438,7 +416,7 @@ func TestParquetListsInTheLegacyTwoLevelLayoutRead(t *testing.T) {
 		{"q1", []string{"a", "b", "c", "d"}, "B"},
 		{"q2", []string{"e", "f", "g", "h"}, "d"},
 	}
-	got, err := withParquet(writeParquet(t, t.TempDir(), "legacy.parquet", rows, 1), parseMMLUParquet)
+	got, err := withParquet(parquettest.Write(t, t.TempDir(), "legacy.parquet", rows, 1), parseMMLUParquet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,12 +457,12 @@ func TestBadParquetNamesTheFileAndColumn(t *testing.T) {
 	}{
 		{"a file that is not parquet", "mmlu", write(t, dir, "csv.parquet", "question,A,B,C,D,answer\n"), []string{"csv.parquet", "not a parquet file"}},
 		{"a truncated parquet file", "docs", write(t, dir, "cut.parquet", "PAR1\x00\x00PAR1"), []string{"cut.parquet", "not a parquet file"}},
-		{"a missing column", "mmlu", writeParquet(t, dir, "nochoices.parquet", []noChoices{{"q", 1}}, 10), []string{"nochoices.parquet", `no column "choices"`, "question, answer"}},
-		{"a column of the wrong type", "mmlu", writeParquet(t, dir, "strchoices.parquet", []wrongChoices{{"q", "abcd", 1}}, 10), []string{"strchoices.parquet", `column "choices"`, "want a list of strings"}},
-		{"three choices", "mmlu", writeParquet(t, dir, "three.parquet", three, 10), []string{"three.parquet", "row 1", "3 entries"}},
-		{"an answer out of range", "mmlu", writeParquet(t, dir, "five.parquet", five, 10), []string{"five.parquet", "row 1", "answer 4"}},
-		{"text of the wrong type", "docs", writeParquet(t, dir, "int.parquet", []textAsInt{{3}}, 10), []string{"int.parquet", `column "text"`, "want strings"}},
-		{"a TriviaQA file without answer", "trivia", writeParquet(t, dir, "noans.parquet", []noChoices{{"q", 1}}, 10), []string{"noans.parquet", `column "answer"`}},
+		{"a missing column", "mmlu", parquettest.Write(t, dir, "nochoices.parquet", []noChoices{{"q", 1}}, 10), []string{"nochoices.parquet", `no column "choices"`, "question, answer"}},
+		{"a column of the wrong type", "mmlu", parquettest.Write(t, dir, "strchoices.parquet", []wrongChoices{{"q", "abcd", 1}}, 10), []string{"strchoices.parquet", `column "choices"`, "want a list of strings"}},
+		{"three choices", "mmlu", parquettest.Write(t, dir, "three.parquet", three, 10), []string{"three.parquet", "row 1", "3 entries"}},
+		{"an answer out of range", "mmlu", parquettest.Write(t, dir, "five.parquet", five, 10), []string{"five.parquet", "row 1", "answer 4"}},
+		{"text of the wrong type", "docs", parquettest.Write(t, dir, "int.parquet", []textAsInt{{3}}, 10), []string{"int.parquet", `column "text"`, "want strings"}},
+		{"a TriviaQA file without answer", "trivia", parquettest.Write(t, dir, "noans.parquet", []noChoices{{"q", 1}}, 10), []string{"noans.parquet", `column "answer"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -604,7 +582,7 @@ func TestParquetDocsReadOnlyTheTextColumn(t *testing.T) {
 		}
 		rows[i] = wideRow{Text: fmt.Sprintf("document %d", i), Pages: string(page)}
 	}
-	p := writeParquet(t, t.TempDir(), "wide.parquet", rows, 16)
+	p := parquettest.Write(t, t.TempDir(), "wide.parquet", rows, 16)
 	st, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
@@ -678,8 +656,8 @@ func TestMMLUProIsNotMMLU(t *testing.T) {
 	}
 	root := t.TempDir()
 	rows := []proRow{{1, "q", []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, "J", 9, "math"}}
-	writeParquet(t, filepath.Join(root, "data"), "test-00000-of-00001.parquet", rows, 10)
-	writeParquet(t, filepath.Join(root, "data"), "validation-00000-of-00001.parquet", rows, 10)
+	parquettest.Write(t, filepath.Join(root, "data"), "test-00000-of-00001.parquet", rows, 10)
+	parquettest.Write(t, filepath.Join(root, "data"), "validation-00000-of-00001.parquet", rows, 10)
 	_, err := LoadMMLU(root)
 	var de *DataError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "MMLU-Pro") || !strings.Contains(err.Error(), "test-00000-of-00001.parquet") {

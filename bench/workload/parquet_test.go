@@ -11,27 +11,8 @@ import (
 	"testing"
 
 	"github.com/glmbench/glmbench/internal/badinput"
-	"github.com/parquet-go/parquet-go"
+	"github.com/glmbench/glmbench/internal/parquetcol/parquettest"
 )
-
-// writeParquet writes rows to dir/name with parquet-go, in row groups of
-// groupRows rows and small pages, so that the loader meets several of each.
-func writeParquet[T any](t *testing.T, dir, name string, rows []T, groupRows int64) string {
-	t.Helper()
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[T](&buf, parquet.MaxRowsPerRowGroup(groupRows), parquet.PageBufferSize(256))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, name)
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file
-}
 
 type sgTurn struct {
 	From  string `parquet:"from" json:"from"`
@@ -179,9 +160,9 @@ func TestParquetConversationsAreTheShareGPTArrays(t *testing.T) {
 	os.WriteFile(sgJSON, []byte(shareGPTJSON(t, rows)), 0o644)
 	os.WriteFile(roleJSON, []byte(shareGPTJSON(t, roleRows)), 0o644)
 	for _, tc := range []struct{ name, json, parquet string }{
-		{"conversations", sgJSON, writeParquet(t, dir, "sg.parquet", rows, 4)},
-		{"ultrachat's messages", roleJSON, writeParquet(t, dir, "ultra.parquet", ultra, 4)},
-		{"lmsys's conversation", roleJSON, writeParquet(t, dir, "lmsys.parquet", lmsys, 4)},
+		{"conversations", sgJSON, parquettest.Write(t, dir, "sg.parquet", rows, 4)},
+		{"ultrachat's messages", roleJSON, parquettest.Write(t, dir, "ultra.parquet", ultra, 4)},
+		{"lmsys's conversation", roleJSON, parquettest.Write(t, dir, "lmsys.parquet", lmsys, 4)},
 	} {
 		for _, need := range []int{0, 1, 5, 13, 30} {
 			for _, needAnswer := range []bool{true, false} {
@@ -232,7 +213,7 @@ func TestParquetPromptsAreTheJSONLPrompts(t *testing.T) {
 	}
 	jl := filepath.Join(dir, "p.jsonl")
 	os.WriteFile(jl, []byte(jsonl.String()), 0o644)
-	pq := writeParquet(t, dir, "p.parquet", rows, 6)
+	pq := parquettest.Write(t, dir, "p.parquet", rows, 6)
 	for _, need := range []int{0, 1, 7, 20} {
 		want, err := loadFile(t, jl, JSONL, need, true)
 		if err != nil {
@@ -289,12 +270,12 @@ func TestBadParquetDataSetsAreOneLineOfBadInput(t *testing.T) {
 	big := int64(MaxTokens + 1)
 	os.WriteFile(filepath.Join(dir, "csv.parquet"), []byte("prompt\nhello\n"), 0o644)
 	for _, tc := range []struct{ name, file, want string }{
-		{"no column to read", writeParquet(t, dir, "none.parquet", []noColumn{{"a", 1}}, 10),
+		{"no column to read", parquettest.Write(t, dir, "none.parquet", []noColumn{{"a", 1}}, 10),
 			"none.parquet: no conversations, messages, conversation or prompt column (the file has: text, id)"},
-		{"an empty prompt", writeParquet(t, dir, "empty.parquet", []promptRow{{"a", nil}, {"b", nil}, {" ", nil}}, 2), "empty.parquet: row 3: empty prompt"},
-		{"max_tokens out of range", writeParquet(t, dir, "max.parquet", []promptRow{{"a", nil}, {"b", &big}}, 10), "max.parquet: row 2: max_tokens 10000001: want 1 to 10000000"},
-		{"max_tokens not an integer", writeParquet(t, dir, "fmax.parquet", []floatMax{{"a", 1}}, 10), `fmax.parquet: column "max_tokens" is DOUBLE, want an integer`},
-		{"conversations of strings", writeParquet(t, dir, "strs.parquet", []listPrompt{{[]string{"a"}}}, 10), `strs.parquet: column "conversations" has no field "from"`},
+		{"an empty prompt", parquettest.Write(t, dir, "empty.parquet", []promptRow{{"a", nil}, {"b", nil}, {" ", nil}}, 2), "empty.parquet: row 3: empty prompt"},
+		{"max_tokens out of range", parquettest.Write(t, dir, "max.parquet", []promptRow{{"a", nil}, {"b", &big}}, 10), "max.parquet: row 2: max_tokens 10000001: want 1 to 10000000"},
+		{"max_tokens not an integer", parquettest.Write(t, dir, "fmax.parquet", []floatMax{{"a", 1}}, 10), `fmax.parquet: column "max_tokens" is DOUBLE, want an integer`},
+		{"conversations of strings", parquettest.Write(t, dir, "strs.parquet", []listPrompt{{[]string{"a"}}}, 10), `strs.parquet: column "conversations" has no field "from"`},
 		{"not a parquet file", filepath.Join(dir, "csv.parquet"), "csv.parquet: not a parquet file"},
 	} {
 		_, err := loadFile(t, tc.file, Parquet, 0, true)
@@ -309,7 +290,7 @@ func TestBadParquetDataSetsAreOneLineOfBadInput(t *testing.T) {
 func TestDatasetPhaseFromParquet(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeParquet(t, dir, "train-00000-of-00001.parquet", sampleConversations(30), 8)
+	parquettest.Write(t, dir, "train-00000-of-00001.parquet", sampleConversations(30), 8)
 	p := mustPhase(t, `phases: [{name: d, kind: dataset, path: train-00000-of-00001.parquet, requests: 6}]`, dir)
 	reqs, warns, err := p.ExpandWarn(1)
 	if err != nil {
@@ -326,7 +307,7 @@ func TestDatasetPhaseFromParquet(t *testing.T) {
 	}
 	// Prompts without max_tokens in a phase without output_tokens: no
 	// output length, said at the row.
-	writeParquet(t, dir, "p.parquet", []promptRow{{"a", new(int64(3))}, {"b", nil}}, 10)
+	parquettest.Write(t, dir, "p.parquet", []promptRow{{"a", new(int64(3))}, {"b", nil}}, 10)
 	p = mustPhase(t, `phases: [{name: d, kind: dataset, path: p.parquet}]`, dir)
 	if _, err := p.Expand(1); err == nil || !strings.Contains(err.Error(), `p.parquet: row 2: no max_tokens, and phase "d" has no output_tokens`) {
 		t.Errorf("no output length: %v", err)
@@ -399,17 +380,17 @@ func TestParquetColumnOfAnotherShapeIsPassedOver(t *testing.T) {
 		orca = append(orca, orcaRow{Messages: c, Split: "x", Conversations: wrapped{[]sgTurn{{"human", "not this"}, {"gpt", "no"}}}})
 		rc = append(rc, rcConversations{c})
 	}
-	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	want, err := loadFile(t, parquettest.Write(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
 	if err != nil || len(want.items) == 0 {
 		t.Fatalf("%+v, %v", want, err)
 	}
-	for _, file := range []string{writeParquet(t, dir, "orca.parquet", orca, 4), writeParquet(t, dir, "rc.parquet", rc, 4)} {
+	for _, file := range []string{parquettest.Write(t, dir, "orca.parquet", orca, 4), parquettest.Write(t, dir, "rc.parquet", rc, 4)} {
 		got, err := loadFile(t, file, Parquet, 0, true)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v, %v; want %+v", filepath.Base(file), got, err, want)
 		}
 	}
-	parts := writeParquet(t, dir, "parts.parquet", []partsRow{{[]partsTurn{{"user", []part{{"text", "hi"}}}}}}, 4)
+	parts := parquettest.Write(t, dir, "parts.parquet", []partsRow{{[]partsTurn{{"user", []part{{"text", "hi"}}}}}}, 4)
 	if _, err := loadFile(t, parts, Parquet, 0, true); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), `parts.parquet: column "messages.content" is a struct`) {
 		t.Errorf("content of parts: %v", err)
 	}
@@ -451,7 +432,7 @@ func TestParquetSystemColumnIsTheSystemTurn(t *testing.T) {
 	os.WriteFile(jl, []byte(jsonl.String()), 0o644)
 	os.WriteFile(ja, []byte(arr.String()), 0o644)
 	for _, tc := range []struct{ file, format string }{
-		{writeParquet(t, dir, "s.parquet", rows, 2), Parquet}, {jl, JSONL}, {ja, ShareGPT},
+		{parquettest.Write(t, dir, "s.parquet", rows, 2), Parquet}, {jl, JSONL}, {ja, ShareGPT},
 	} {
 		got, err := loadFile(t, tc.file, tc.format, 0, true)
 		if err != nil {
@@ -471,7 +452,7 @@ func TestParquetSystemColumnIsTheSystemTurn(t *testing.T) {
 		System        bool     `parquet:"system"`
 		Conversations []sgTurn `parquet:"conversations,list"`
 	}
-	got, err := loadFile(t, writeParquet(t, dir, "b.parquet", []boolSys{{true, rows[0].Conversations}}, 2), Parquet, 0, true)
+	got, err := loadFile(t, parquettest.Write(t, dir, "b.parquet", []boolSys{{true, rows[0].Conversations}}, 2), Parquet, 0, true)
 	if err != nil || len(got.items) != 1 || len(got.items[0].Messages) != 1 {
 		t.Errorf("a boolean system column: %+v, %v", got, err)
 	}
@@ -506,11 +487,11 @@ func TestParquetJSONStringMessagesAreTheList(t *testing.T) {
 		b, _ = json.Marshal(g)
 		sg = append(sg, sgJSONRow{string(b)})
 	}
-	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	want, err := loadFile(t, parquettest.Write(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
 	if err != nil || len(want.items) == 0 {
 		t.Fatalf("%+v, %v", want, err)
 	}
-	for _, file := range []string{writeParquet(t, dir, "js.parquet", js, 4), writeParquet(t, dir, "sg.parquet", sg, 4)} {
+	for _, file := range []string{parquettest.Write(t, dir, "js.parquet", js, 4), parquettest.Write(t, dir, "sg.parquet", sg, 4)} {
 		got, err := loadFile(t, file, Parquet, 0, true)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v, %v; want %+v", filepath.Base(file), got, err, want)
@@ -520,7 +501,7 @@ func TestParquetJSONStringMessagesAreTheList(t *testing.T) {
 		{`not json`, `bad.parquet: row 2: messages: want a JSON array of {"role": ..., "content": ...}`},
 		{`[{"role": "user", "content": [{"type": "text", "text": "hi"}]}]`, `bad.parquet: row 2: messages[0]: want "role" and "content" strings`},
 	} {
-		file := writeParquet(t, dir, "bad.parquet", []jsonRow{{`[{"role": "user", "content": "q"}]`}, {tc.text}}, 4)
+		file := parquettest.Write(t, dir, "bad.parquet", []jsonRow{{`[{"role": "user", "content": "q"}]`}, {tc.text}}, 4)
 		if _, err := loadFile(t, file, Parquet, 0, true); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.text, err, tc.want)
 		}
@@ -539,7 +520,7 @@ func TestParquetResponseIsThePromptsAnswer(t *testing.T) {
 		Helpfulness int64  `parquet:"helpfulness"`
 	}
 	dir := t.TempDir()
-	file := writeParquet(t, dir, "train.parquet", []helpSteerRow{{"q1", "answer", 3}, {"q2", "", 1}, {"q3", "ab", 4}}, 2)
+	file := parquettest.Write(t, dir, "train.parquet", []helpSteerRow{{"q1", "answer", 3}, {"q2", "", 1}, {"q3", "ab", 4}}, 2)
 	got, err := loadFile(t, file, Parquet, 0, true)
 	want := &loaded{items: []item{
 		{Messages: []Message{{Role: "user", Content: "q1"}}, AnswerChars: 6, Line: 1},
@@ -578,11 +559,11 @@ func TestParquetConversationalPromptIsTheMessages(t *testing.T) {
 		ultra = append(ultra, ultraRow{Messages: c})
 		trl = append(trl, trlRow{Prompt: c, Chosen: []rcTurn{{"not this", "assistant"}}})
 	}
-	want, err := loadFile(t, writeParquet(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
+	want, err := loadFile(t, parquettest.Write(t, dir, "ultra.parquet", ultra, 4), Parquet, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := loadFile(t, writeParquet(t, dir, "trl.parquet", trl, 4), Parquet, 0, true); err != nil || !reflect.DeepEqual(got, want) {
+	if got, err := loadFile(t, parquettest.Write(t, dir, "trl.parquet", trl, 4), Parquet, 0, true); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("%+v, %v; want %+v", got, err, want)
 	}
 }

@@ -58,9 +58,9 @@ var rules = []rule{
 	{from: "engine/sched", not: testOnly, why: testOnlyWhy},
 	{from: "engine/server", not: testOnly, why: testOnlyWhy},
 	{from: "cmd/...", not: testOnly, why: testOnlyWhy},
-	{from: "bench/...", not: []string{"engine/enginetest", "endpoints/endpointstest"},
+	{from: "bench/...", not: []string{"engine/enginetest", "endpoints/endpointstest", "internal/parquetcol/parquettest"},
 		why: "the test fakes import testing and are for tests only"},
-	{from: "evals/...", not: []string{"engine/enginetest", "endpoints/endpointstest"},
+	{from: "evals/...", not: []string{"engine/enginetest", "endpoints/endpointstest", "internal/parquetcol/parquettest"},
 		why: "the test fakes import testing and are for tests only"},
 	{from: "reports/...", not: []string{"engine/enginetest", "endpoints/endpointstest"},
 		why: "the test fakes import testing and are for tests only"},
@@ -82,7 +82,7 @@ var rules = []rule{
 
 // testOnly are the engine's test fakes and its kernel emulator and fake
 // CUDA driver (built with g++ at test time): no serving package links them.
-var testOnly = []string{"engine/enginetest", "engine/cudaexec/cudatest", "engine/cudaexec/emu", "engine/cudaexec/fakecuda"}
+var testOnly = []string{"engine/enginetest", "engine/cudaexec/cudatest", "engine/cudaexec/emu", "engine/cudaexec/fakecuda", "internal/parquetcol/parquettest"}
 
 const testOnlyWhy = "the test fakes, the kernel emulator and the fake CUDA driver (built with g++ at test time) are for tests only"
 

@@ -11,29 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/internal/parquetcol/parquettest"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
-
-// writeParquet writes rows to dir/name with parquet-go, in row groups of
-// groupRows rows and small pages, so that readers meet several of each.
-func writeParquet[T any](t *testing.T, dir, name string, rows []T, groupRows int64) string {
-	t.Helper()
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[T](&buf, parquet.MaxRowsPerRowGroup(groupRows), parquet.PageBufferSize(256))
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, name)
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file
-}
 
 // texts reads the text column of the parquet file at path: its non-empty
 // values.
@@ -71,7 +53,7 @@ func TestCorruptLZ4ParquetIsAnError(t *testing.T) {
 	// "a" and "z" are the page statistics' min and max: the header stays
 	// short, and the loop below reaches the data.
 	rows := []lz4Row{{"a"}, {"z"}, {strings.Repeat("a", 3000)}, {strings.Repeat("ab", 2000)}, {"plain text"}}
-	good := writeParquet(t, dir, "lz4.parquet", rows, 10)
+	good := parquettest.Write(t, dir, "lz4.parquet", rows, 10)
 	docs, err := texts(good)
 	if err != nil || len(docs) != len(rows) {
 		t.Fatalf("the intact file: %v, %v", docs, err)
@@ -229,7 +211,7 @@ func TestSnappyBlockTooLargeIsAnError(t *testing.T) {
 	type snappyRow struct {
 		Text string `parquet:"text,snappy"`
 	}
-	p := writeParquet(t, t.TempDir(), "s.parquet", []snappyRow{{strings.Repeat("snappy ", 100)}}, 10)
+	p := parquettest.Write(t, t.TempDir(), "s.parquet", []snappyRow{{strings.Repeat("snappy ", 100)}}, 10)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/internal/parquetcol/parquettest"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -38,7 +39,7 @@ func TestColumnsReadBackWhatWasWritten(t *testing.T) {
 		{nil, answerStruct{nil, "B"}, -1},
 		{q("three"), answerStruct{[]string{"c"}, ""}, 7},
 	}
-	p, err := OpenFile(writeParquet(t, t.TempDir(), "api.parquet", rows, 2))
+	p, err := OpenFile(parquettest.Write(t, t.TempDir(), "api.parquet", rows, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestColumnsReadBackWhatWasWritten(t *testing.T) {
 func TestErrorsNameTheFileAndColumn(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	file := writeParquet(t, dir, "e.parquet", []apiRow{{nil, answerStruct{}, 1}}, 10)
+	file := parquettest.Write(t, dir, "e.parquet", []apiRow{{nil, answerStruct{}, 1}}, 10)
 	p, err := OpenFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestListsOfStructsReadInBatchesAsWhole(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	p, err := OpenFile(writeParquet(t, t.TempDir(), "conv.parquet", rows, 3))
+	p, err := OpenFile(parquettest.Write(t, t.TempDir(), "conv.parquet", rows, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestAReadStopsAtTheRowGroupsItNeeds(t *testing.T) {
 		rows = append(rows, lz4Row{strings.Repeat(fmt.Sprintf("row %d ", i), 200)})
 	}
 	dir := t.TempDir()
-	file := writeParquet(t, dir, "groups.parquet", rows, 3)
+	file := parquettest.Write(t, dir, "groups.parquet", rows, 3)
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +273,7 @@ func withRows(t *testing.T, b []byte, rows int64, values bool, groupRows ...int6
 func TestACorruptRowCountIsAnError(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b, err := os.ReadFile(writeParquet(t, dir, "r.parquet", []lz4Row{{"a"}, {"b"}, {"c"}}, 2))
+	b, err := os.ReadFile(parquettest.Write(t, dir, "r.parquet", []lz4Row{{"a"}, {"b"}, {"c"}}, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func TestAReadOfTheFirstRowsReadsTheirPagesOnly(t *testing.T) {
 		s := fmt.Sprintf("%d:%x", i, sha(i))
 		sn, zs = append(sn, snappyRow{s}), append(zs, zstdRow{s})
 	}
-	for _, file := range []string{writeParquet(t, dir, "s.parquet", sn, 1<<20), writeParquet(t, dir, "z.parquet", zs, 1<<20)} {
+	for _, file := range []string{parquettest.Write(t, dir, "s.parquet", sn, 1<<20), parquettest.Write(t, dir, "z.parquet", zs, 1<<20)} {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -384,7 +385,7 @@ func TestACursorReadsInBatchesAsWhole(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	p, err := OpenFile(writeParquet(t, t.TempDir(), "conv.parquet", rows, 7))
+	p, err := OpenFile(parquettest.Write(t, t.TempDir(), "conv.parquet", rows, 7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +422,7 @@ func TestACursorReadsInBatchesAsWhole(t *testing.T) {
 	for i := range 4000 {
 		sn = append(sn, snappyRow{fmt.Sprintf("%d:%x", i, sha(i))})
 	}
-	b, err := os.ReadFile(writeParquet(t, t.TempDir(), "s.parquet", sn, 1<<20))
+	b, err := os.ReadFile(parquettest.Write(t, t.TempDir(), "s.parquet", sn, 1<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
