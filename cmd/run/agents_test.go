@@ -3,11 +3,13 @@ package run
 import (
 	"context"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/bench/agent"
 	"github.com/glmbench/glmbench/cmd/cmdtest"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/reports"
@@ -24,6 +26,23 @@ func startAgents(t *testing.T, names ...string) []string {
 		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
 	}
 	return addrs
+}
+
+// runThroughAgents runs a 6-request phase against p through two agents,
+// with args added, fails t unless it exits 0, and returns what it wrote.
+func runThroughAgents(t *testing.T, p *endpointstest.Personality, args ...string) *reports.Input {
+	t.Helper()
+	dir := t.TempDir()
+	args = append([]string{"--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "p=6/32/4",
+		"--agents", strings.Join(startAgents(t, "a0", "a1"), ","), "--no-metrics"}, args...)
+	if code, stderr := execute(t, context.Background(), args...); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
 
 // A run through two agents is one report: every request once, each with

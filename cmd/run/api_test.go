@@ -11,7 +11,6 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/engine/enginetest"
-	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -58,17 +57,7 @@ func TestACompletionsRunOnTheBuiltInEngineRecordsItsAPI(t *testing.T) {
 func TestAgentsSendOnTheRunsAPI(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-	addrs := startAgents(t, "a0", "a1")
-	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "p=6/32/4",
-		"--agents", strings.Join(addrs, ","), "--api", "completions", "--no-metrics")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := runThroughAgents(t, p, "--api", "completions")
 	agents := map[string]int{}
 	for _, r := range in.Records {
 		if !r.Completed() || r.N != 4 {

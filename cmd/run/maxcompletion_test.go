@@ -2,12 +2,10 @@ package run
 
 import (
 	"context"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/glmbench/glmbench/bench/agent"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports"
@@ -55,22 +53,7 @@ func TestAReasoningModelIsRunWithMaxCompletionTokens(t *testing.T) {
 func TestAgentsSendMaxCompletionTokensAndNoStreamOptions(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true})
-	var addrs []string
-	for _, name := range []string{"a0", "a1"} {
-		srv := httptest.NewServer(agent.NewServer(agent.ServerOptions{Name: name, Getenv: func(string) string { return "" }}).Handler())
-		t.Cleanup(srv.Close)
-		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
-	}
-	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "p=6/32/4",
-		"--agents", strings.Join(addrs, ","), "--ignore-eos=false", "--max-completion-tokens", "--stream-usage=false", "--no-metrics")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := runThroughAgents(t, p, "--ignore-eos=false", "--max-completion-tokens", "--stream-usage=false")
 	agents := map[string]int{}
 	for _, r := range in.Records {
 		if !r.Completed() || r.NSource != schema.NFromEvents || r.N != len(r.Events) {
