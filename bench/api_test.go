@@ -89,6 +89,8 @@ func TestEveryRequestOfACompletionsRunGoesToTheCompletionsRouteWithAPrompt(t *te
 	}
 	run := RunPhase(context.Background(), o, plans[0])
 	// Probes and load alike: every request the server saw.
+	mu.Lock()
+	defer mu.Unlock()
 	load := 0
 	for _, r := range seen {
 		if r.Path != "/v1/completions" || !r.Prompt || r.Messages != 0 || r.Nonce == "" {

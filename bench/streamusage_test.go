@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,13 +22,10 @@ const mistralRefusal = `{"object":"error","message":{"detail":[{"type":"extra_fo
 // the calibration and the load complete, and n comes from that usage.
 func TestAServerThatRefusesStreamOptionsIsRunWithoutThem(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	withOptions := 0
+	var withOptions atomic.Int64
 	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
 		if r.Usage {
-			mu.Lock()
-			withOptions++
-			mu.Unlock()
+			withOptions.Add(1)
 			return endpointstest.Behavior{Fail: endpointstest.Status, Status: 422, Body: mistralRefusal}
 		}
 		return endpointstest.Behavior{Usage: endpointstest.UsageInFinish}
@@ -40,8 +37,8 @@ func TestAServerThatRefusesStreamOptionsIsRunWithoutThem(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "HTTP 422") || !strings.Contains(err.Error(), "--stream-usage=false leaves stream_options out") || strings.Contains(err.Error(), "ignore-eos") {
 		t.Fatalf("%v: want the 422 naming --stream-usage=false only", err)
 	}
-	if withOptions != 1 {
-		t.Fatalf("%d requests with stream_options, want the one probe", withOptions)
+	if n := withOptions.Load(); n != 1 {
+		t.Fatalf("%d requests with stream_options, want the one probe", n)
 	}
 	o.Shape.NoStreamUsage = true
 	plans, warns, err := Prepare(context.Background(), o, spec)
@@ -54,8 +51,8 @@ func TestAServerThatRefusesStreamOptionsIsRunWithoutThem(t *testing.T) {
 			t.Errorf("request %d: %+v, want completed with n 7 from usage", r.I, r)
 		}
 	}
-	if withOptions != 1 {
-		t.Errorf("%d requests with stream_options, want none after the first probe", withOptions)
+	if n := withOptions.Load(); n != 1 {
+		t.Errorf("%d requests with stream_options, want none after the first probe", n)
 	}
 }
 
