@@ -653,8 +653,10 @@ func record(name string, out, i int, start, planned time.Time, queued time.Durat
 	if res.CachedReported {
 		rec.CachedTokens = ptr(res.CachedTokens)
 	}
+	rec.ReasoningEvents = res.ReasoningEvents
 	if res.Usage {
 		rec.N, rec.NSource = res.CompletionTokens, schema.NFromUsage
+		rec.ReasoningTokens = res.ReasoningTokens
 	} else {
 		rec.N, rec.NSource = len(res.Events), schema.NFromEvents
 	}

@@ -17,6 +17,10 @@ type Chunk struct {
 	// Answer is true when that text is the answer's (delta.content or
 	// text), not only reasoning: the part max_tokens bounds on every server.
 	Answer bool
+	// Reasoning is true when any choice carries non-empty reasoning text
+	// (delta.reasoning_content or delta.reasoning): the server streams its
+	// reasoning, so its reasoning tokens are content events.
+	Reasoning bool
 	// ContentBytes is the raw JSON length of those strings (escapes included).
 	ContentBytes int
 	// Choices is the number of entries in "choices".
@@ -30,10 +34,19 @@ type Chunk struct {
 	// not sound (see BadUsage).
 	PromptTokens     int
 	CompletionTokens int
+	// ReasoningTokens is usage.completion_tokens_details.reasoning_tokens:
+	// how many of completion_tokens were reasoning (OpenAI, whose reasoning
+	// models stream none of it; vLLM since PR 45802 and LightLLM, which
+	// stream it as reasoning deltas). 0 when absent or null, or when the
+	// count is not sound (see BadUsage). SGLang's own usage.reasoning_tokens
+	// beside completion_tokens is not read: it streams its reasoning.
+	ReasoningTokens int
 	// BadUsage names the usage field that is not a sound count: a value
 	// that is not a JSON integer (a fraction, an exponent, a string, null),
 	// negative or over MaxUsageCount, or a missing completion_tokens. It
-	// aliases the input; BadValue is the raw value (nil when missing).
+	// aliases the input, but for the nested reasoning count, named
+	// completion_tokens_details.reasoning_tokens (whose null is not
+	// reported, not bad); BadValue is the raw value (nil when missing).
 	BadUsage []byte
 	BadValue []byte
 	// Cached is how many of the prompt's tokens the server served from its
@@ -76,10 +89,10 @@ func ParseChunk(b []byte, c *Chunk) error {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "choices":
-			c.Content, c.Answer, c.ContentBytes, c.Choices, c.Finish = false, false, 0, 0, nil
+			c.Content, c.Answer, c.Reasoning, c.ContentBytes, c.Choices, c.Finish = false, false, false, 0, 0, nil
 			return s.choices(c)
 		case "usage":
-			c.Usage, c.PromptTokens, c.CompletionTokens, c.BadUsage, c.BadValue = false, 0, 0, nil, nil
+			c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.BadUsage, c.BadValue = false, 0, 0, 0, nil, nil
 			details, hit, prompt = cachedCount{}, cachedCount{}, cachedCount{}
 			if s.null() {
 				return nil
@@ -106,6 +119,20 @@ func ParseChunk(b []byte, c *Chunk) error {
 					})
 				case "prompt_cache_hit_tokens":
 					return s.cachedCount(&hit)
+				case "completion_tokens_details":
+					c.ReasoningTokens = 0
+					return s.nested(func(k []byte) error {
+						switch {
+						case string(k) != "reasoning_tokens":
+							return s.skip()
+						case s.null():
+							// Not reported (pydantic's unset Optional), not a bad count.
+							c.ReasoningTokens = 0
+							return nil
+						}
+						_, err := s.count(usageReasoningKey, &c.ReasoningTokens, c)
+						return err
+					})
 				}
 				return s.skip()
 			})
@@ -287,6 +314,9 @@ func (s *scanner) choices(c *Chunk) error {
 		}
 		if text+content > 0 {
 			c.Answer = true
+		}
+		if reasoningContent+reasoning > 0 {
+			c.Reasoning = true
 		}
 		if finish != nil {
 			c.Finish = finish
@@ -478,7 +508,11 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 // context or generation is 100 million tokens long.
 const MaxUsageCount = 100_000_000
 
-var usageCompletionKey = []byte("completion_tokens")
+var (
+	usageCompletionKey = []byte("completion_tokens")
+	// usageReasoningKey names the nested reasoning count in BadUsage.
+	usageReasoningKey = []byte("completion_tokens_details.reasoning_tokens")
+)
 
 // count reads a usage count into n: a plain JSON integer from 0 to
 // MaxUsageCount. Any other value (a fraction or exponent such as 5.0 or

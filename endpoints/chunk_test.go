@@ -28,12 +28,17 @@ func TestParseChunkReadsWhatServersSend(t *testing.T) {
 		{
 			name: "reasoning_content counts as content (SGLang, DeepSeek)",
 			in:   `{"choices":[{"delta":{"content":null,"reasoning_content":"hm"}}]}`,
-			want: Chunk{Content: true, ContentBytes: 2, Choices: 1},
+			want: Chunk{Content: true, Reasoning: true, ContentBytes: 2, Choices: 1},
 		},
 		{
 			name: "reasoning counts as content (vLLM, ollama)",
 			in:   `{"choices":[{"delta":{"reasoning":"abc"}}]}`,
-			want: Chunk{Content: true, ContentBytes: 3, Choices: 1},
+			want: Chunk{Content: true, Reasoning: true, ContentBytes: 3, Choices: 1},
+		},
+		{
+			name: "an empty reasoning beside content is no reasoning",
+			in:   `{"choices":[{"delta":{"content":"a","reasoning_content":"","reasoning":null}}]}`,
+			want: Chunk{Content: true, Answer: true, ContentBytes: 1, Choices: 1},
 		},
 		{
 			name: "completions text",
@@ -139,6 +144,67 @@ func TestParseChunkReadsWhatServersSend(t *testing.T) {
 	}
 }
 
+// usage.completion_tokens_details.reasoning_tokens is read as a count: a
+// sound one is kept beside the usage it came in, null or a missing count or
+// breakdown is no report (0, usage sound), and anything else names the
+// nested field in BadUsage with its raw value, as an unsound count does.
+func TestParseChunkReadsReasoningTokens(t *testing.T) {
+	t.Parallel()
+	const bad = "completion_tokens_details.reasoning_tokens"
+	usage := func(details string) string {
+		return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"o4-mini","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":40,"total_tokens":49` + details + `}}`
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		want Chunk
+	}{
+		{"OpenAI's reasoning model: 16 of 40 hidden", usage(`,"completion_tokens_details":{"reasoning_tokens":16,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, ReasoningTokens: 16}},
+		{"the breakdown before completion_tokens", `{"usage":{"completion_tokens_details":{"reasoning_tokens":3},"prompt_tokens":9,"completion_tokens":5}}`,
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 5, ReasoningTokens: 3}},
+		{"OpenAI's model that does not reason: 0", usage(`,"completion_tokens_details":{"reasoning_tokens":0}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40}},
+		{"null is no report", usage(`,"completion_tokens_details":{"reasoning_tokens":null}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40}},
+		{"a breakdown without it is no report", usage(`,"completion_tokens_details":{"audio_tokens":0}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40}},
+		{"a null breakdown (vLLM) is no report", usage(`,"completion_tokens_details":null`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40}},
+		{"no breakdown is no report", usage(``),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40}},
+		{"SGLang's own usage.reasoning_tokens is not read", usage(`,"reasoning_tokens":16`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40}},
+		{"the last of duplicate counts wins", usage(`,"completion_tokens_details":{"reasoning_tokens":3,"reasoning_tokens":16}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, ReasoningTokens: 16}},
+		{"negative", usage(`,"completion_tokens_details":{"reasoning_tokens":-16}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, BadUsage: []byte(bad), BadValue: []byte("-16")}},
+		{"a fraction", usage(`,"completion_tokens_details":{"reasoning_tokens":16.5}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, BadUsage: []byte(bad), BadValue: []byte("16.5")}},
+		{"an exponent", usage(`,"completion_tokens_details":{"reasoning_tokens":1e3}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, BadUsage: []byte(bad), BadValue: []byte("1e3")}},
+		{"a string", usage(`,"completion_tokens_details":{"reasoning_tokens":"16"}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, BadUsage: []byte(bad), BadValue: []byte(`"16"`)}},
+		{"an object", usage(`,"completion_tokens_details":{"reasoning_tokens":{"n":16}}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, BadUsage: []byte(bad), BadValue: []byte(`{"n":16}`)}},
+		{"past MaxUsageCount", usage(`,"completion_tokens_details":{"reasoning_tokens":100000001}`),
+			Chunk{Usage: true, PromptTokens: 9, CompletionTokens: 40, BadUsage: []byte(bad), BadValue: []byte("100000001")}},
+		{"a chunk without usage carries none", `{"choices":[{"delta":{"content":"a"}}],"usage":null}`,
+			Chunk{Content: true, ContentBytes: 1, Choices: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var c Chunk
+			if err := ParseChunk([]byte(tc.in), &c); err != nil {
+				t.Fatalf("ParseChunk: %v", err)
+			}
+			if !chunkEqual(c, tc.want) {
+				t.Fatalf("got %+v\nwant %+v", c, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseChunkRejectsWhatIsNotAnObject(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{"", "[DONE]", "[]", `{"a":1}x`, `{"a":}`, `{"a":01}`, `{"a":"\x01"}`, `{"a" 1}`, `{"a":tru}`, `{"a":"\q"}`} {
@@ -150,20 +216,28 @@ func TestParseChunkRejectsWhatIsNotAnObject(t *testing.T) {
 }
 
 func TestParseChunkDoesNotAllocate(t *testing.T) {
-	in := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" token","reasoning_content":null},"logprobs":null,"finish_reason":null}],"usage":null}`)
-	var c Chunk
-	allocs := testing.AllocsPerRun(200, func() {
-		if err := ParseChunk(in, &c); err != nil {
-			t.Fatal(err)
+	for _, in := range []string{
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" token","reasoning_content":null},"logprobs":null,"finish_reason":null}],"usage":null}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning":" hm"},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":16,"audio_tokens":0}}}`,
+		`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":-1}}}`,
+	} {
+		var c Chunk
+		b := []byte(in)
+		allocs := testing.AllocsPerRun(200, func() {
+			if err := ParseChunk(b, &c); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("ParseChunk allocates %.1f times per event %s", allocs, in)
 		}
-	})
-	if allocs != 0 {
-		t.Fatalf("ParseChunk allocates %.1f times per event", allocs)
 	}
 }
 
 func chunkEqual(a, b Chunk) bool {
-	return a.Content == b.Content && a.ContentBytes == b.ContentBytes && a.Choices == b.Choices &&
+	return a.Content == b.Content && a.Reasoning == b.Reasoning && a.ContentBytes == b.ContentBytes && a.Choices == b.Choices &&
+		a.ReasoningTokens == b.ReasoningTokens &&
 		string(a.Finish) == string(b.Finish) && a.Usage == b.Usage && a.PromptTokens == b.PromptTokens &&
 		a.CompletionTokens == b.CompletionTokens && a.Error == b.Error && a.ErrorCode == b.ErrorCode &&
 		string(a.ErrorType) == string(b.ErrorType) &&
@@ -181,7 +255,7 @@ func refChunk(m map[string]any) (c Chunk) {
 			if !ok {
 				continue
 			}
-			n, answer := 0, 0
+			n, answer, reasoning := 0, 0, 0
 			if s, ok := o["text"].(string); ok {
 				n += len(s)
 				answer += len(s)
@@ -196,6 +270,8 @@ func refChunk(m map[string]any) (c Chunk) {
 						n += len(s)
 						if k == "content" {
 							answer += len(s)
+						} else {
+							reasoning += len(s)
 						}
 					}
 				}
@@ -205,6 +281,9 @@ func refChunk(m map[string]any) (c Chunk) {
 			}
 			if answer > 0 {
 				c.Answer = true
+			}
+			if reasoning > 0 {
+				c.Reasoning = true
 			}
 			if s, ok := o["finish_reason"].(string); ok && s != "" {
 				c.Finish = []byte(s)
@@ -217,6 +296,12 @@ func refChunk(m map[string]any) (c Chunk) {
 		_, hasCompletion := u["completion_tokens"]
 		if !hasCompletion || !refSound(u["prompt_tokens"]) || !refSound(u["completion_tokens"]) {
 			c.BadUsage = []byte("some")
+		}
+		if d, ok := u["completion_tokens_details"].(map[string]any); ok {
+			c.ReasoningTokens = refCount(d["reasoning_tokens"])
+			if !refSound(d["reasoning_tokens"]) {
+				c.BadUsage = []byte("some")
+			}
 		}
 		c.Cached, c.CachedReported = refCached(u, m)
 	}
@@ -320,6 +405,8 @@ func FuzzParseChunk(f *testing.F) {
 		`{"usage":{"prompt_tokens":8,"completion_tokens":1,"prompt_tokens_details":null,"prompt_cache_hit_tokens":4}}`,
 		`{"usage":{"completion_tokens":1,"prompt_tokens":8},"timings":{"cache_n":9,"prompt_n":1}}`,
 		`{"usage":{"prompt_tokens":8,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":"4"}},"timings":{"cache_n":4}}`,
+		`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":16,"audio_tokens":0}}}`,
+		`{"usage":{"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":-1}},"choices":[{"delta":{"reasoning":"x"}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -354,8 +441,11 @@ func FuzzParseChunk(f *testing.F) {
 		if want.BadUsage != nil && c.BadUsage == nil {
 			t.Fatalf("%q: usage taken as sound (%d/%d)", in, c.PromptTokens, c.CompletionTokens)
 		}
-		if c.Usage && c.BadUsage == nil && (c.PromptTokens != want.PromptTokens || c.CompletionTokens != want.CompletionTokens) {
-			t.Fatalf("%q: usage %d/%d, want %d/%d", in, c.PromptTokens, c.CompletionTokens, want.PromptTokens, want.CompletionTokens)
+		if c.Usage && c.BadUsage == nil && (c.PromptTokens != want.PromptTokens || c.CompletionTokens != want.CompletionTokens || c.ReasoningTokens != want.ReasoningTokens) {
+			t.Fatalf("%q: usage %d/%d (%d reasoning), want %d/%d (%d)", in, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, want.PromptTokens, want.CompletionTokens, want.ReasoningTokens)
+		}
+		if c.Reasoning != want.Reasoning {
+			t.Fatalf("%q: reasoning %v, want %v", in, c.Reasoning, want.Reasoning)
 		}
 		// Cached tokens, one way for the same reason: what the scanner
 		// reports, the reference reports alike.

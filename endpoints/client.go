@@ -338,9 +338,17 @@ type StreamResult struct {
 	Usage            bool
 	PromptTokens     int
 	CompletionTokens int
+	// ReasoningTokens is how many of CompletionTokens the same usage says
+	// were reasoning (Chunk.ReasoningTokens), 0 when it says nothing or
+	// Usage is false.
+	ReasoningTokens int
+	// ReasoningEvents counts the content events that carried reasoning
+	// text (Chunk.Reasoning): 0 for a server that hides its reasoning.
+	ReasoningEvents int
 	// BadUsage, when not empty, says why the usage given was not used: a
 	// count that is not one (see Chunk.BadUsage), completion_tokens 0
-	// beside content events, or past EventBound of max_tokens. Usage is then
+	// beside content events, past EventBound of max_tokens, or fewer than
+	// its reasoning_tokens. Usage is then
 	// false; PromptTokens keeps its count when that one was sound.
 	BadUsage string
 	// CachedTokens is how many prompt tokens the server says it served from
@@ -722,8 +730,8 @@ func (s *Stream) classifyEnd(readErr error, cap *prefix, res *StreamResult) {
 }
 
 // checkUsage drops usage that is sound as JSON but not as an account of the
-// stream: completion_tokens 0 beside content events, or past the runaway
-// bound of max_tokens.
+// stream: completion_tokens 0 beside content events, past the runaway
+// bound of max_tokens, or fewer than the reasoning tokens it counts.
 func checkUsage(res *StreamResult, maxTokens int) {
 	if !res.Usage {
 		return
@@ -733,10 +741,12 @@ func checkUsage(res *StreamResult, maxTokens int) {
 		res.BadUsage = fmt.Sprintf("usage.completion_tokens is 0 beside %d content events", len(res.Events))
 	case maxTokens > 0 && res.CompletionTokens > EventBound(maxTokens):
 		res.BadUsage = fmt.Sprintf("usage.completion_tokens %d is past %d, the runaway bound for max_tokens %d", res.CompletionTokens, EventBound(maxTokens), maxTokens)
+	case res.ReasoningTokens > res.CompletionTokens:
+		res.BadUsage = fmt.Sprintf("usage.completion_tokens_details.reasoning_tokens %d is more than completion_tokens %d", res.ReasoningTokens, res.CompletionTokens)
 	default:
 		return
 	}
-	res.Usage, res.CompletionTokens = false, 0
+	res.Usage, res.CompletionTokens, res.ReasoningTokens = false, 0, 0
 }
 
 // eventTime is when the bytes a read just returned reached this host, by
@@ -819,6 +829,9 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 				return nil, true
 			}
 			res.Events = append(res.Events, at)
+			if ch.Reasoning {
+				res.ReasoningEvents++
+			}
 			if len(res.Events) == 1 && onFirst != nil {
 				onFirst()
 			}
@@ -835,9 +848,9 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 		}
 		if ch.Usage {
 			res.Usage, res.BadUsage = ch.BadUsage == nil, ""
-			res.PromptTokens, res.CompletionTokens = ch.PromptTokens, ch.CompletionTokens
+			res.PromptTokens, res.CompletionTokens, res.ReasoningTokens = ch.PromptTokens, ch.CompletionTokens, ch.ReasoningTokens
 			if ch.BadUsage != nil {
-				res.BadUsage, res.CompletionTokens = badUsage(&ch), 0
+				res.BadUsage, res.CompletionTokens, res.ReasoningTokens = badUsage(&ch), 0, 0
 			}
 			if ch.CachedReported {
 				res.CachedTokens, res.CachedReported = ch.Cached, true

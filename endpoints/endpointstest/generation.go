@@ -622,8 +622,17 @@ func bytesOf(s string) []int {
 	return out
 }
 
-func usageOf(prompt, completion int) map[string]any {
-	return map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+// usageOf is the usage object of an answer whose completion counts
+// reasoning hidden tokens. OpenAI breaks completion_tokens down on every
+// model, reasoning_tokens 0 on those that do not reason; the others send
+// no breakdown.
+func (p *Personality) usageOf(prompt, completion, reasoning int) map[string]any {
+	u := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+	if p.Kind == OpenAI {
+		u["completion_tokens_details"] = map[string]any{"reasoning_tokens": reasoning, "audio_tokens": 0,
+			"accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+	}
+	return u
 }
 
 // timings is llama.cpp's per-response timing object.
@@ -634,10 +643,11 @@ func timings(prompt, completion int) map[string]any {
 
 func (p *Personality) wholeAnswer(w http.ResponseWriter, g *genRequest, id string, promptN int, choices []answer) {
 	now := time.Now().Unix()
-	total := 0
+	total, hidden := 0, 0
 	var cs []any
 	for i, a := range choices {
 		total += a.n
+		hidden += a.hidden
 		c := map[string]any{"index": i, "finish_reason": a.finish, "logprobs": nil}
 		if g.chat {
 			msg := map[string]any{"role": "assistant", "content": joinText(a.toks)}
@@ -657,7 +667,7 @@ func (p *Personality) wholeAnswer(w http.ResponseWriter, g *genRequest, id strin
 	if !g.chat {
 		obj, id = "text_completion", "cmpl-"+id
 	}
-	resp := map[string]any{"id": id, "object": obj, "created": now, "model": p.Opts.Model, "choices": cs, "usage": usageOf(promptN, total)}
+	resp := map[string]any{"id": id, "object": obj, "created": now, "model": p.Opts.Model, "choices": cs, "usage": p.usageOf(promptN, total, hidden)}
 	if p.Kind == LlamaCpp {
 		resp["timings"] = timings(promptN, total)
 		resp["system_fingerprint"] = "b6000-fake"
@@ -798,7 +808,7 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 		send(map[string]any{"choices": []any{c}})
 	}
 	fin := map[string]any{"choices": []any{choice(map[string]any{}, a.finish)}}
-	usage := usageOf(promptN, a.n)
+	usage := p.usageOf(promptN, a.n, a.hidden)
 	if p.Kind == LlamaCpp {
 		if p.Opts.LlamaUsageChunk && g.chat {
 			// b6497+: a usage chunk of its own, with timings, include_usage or not.

@@ -88,6 +88,12 @@ type Behavior struct {
 	// Reasoning sends the text as reasoning_content (or, with ReasoningField set, that field).
 	Reasoning      bool
 	ReasoningField string
+	// ReasoningTokens sends a chat stream's first ReasoningTokens tokens
+	// as reasoning (in Reasoning's field), the rest as content, and counts
+	// them in usage.completion_tokens_details.reasoning_tokens: a server
+	// that streams its reasoning and reports it, as vLLM (PR 45802) and
+	// LightLLM do.
+	ReasoningTokens int
 }
 
 // Send is the server's record of one request: when it arrived and when each
@@ -366,12 +372,9 @@ func sleep(r *http.Request, d time.Duration) bool {
 func (st *chatStream) content(arrival time.Time, n int) bool {
 	b := st.b
 	per := max(b.TokensPerEvent, 1)
-	field := "content"
-	if b.Reasoning {
-		field = "reasoning_content"
-		if b.ReasoningField != "" {
-			field = b.ReasoningField
-		}
+	reasoningField := "reasoning_content"
+	if b.ReasoningField != "" {
+		reasoningField = b.ReasoningField
 	}
 	st.rng = uint64(arrival.UnixNano())
 	next := arrival.Add(b.TTFT)
@@ -389,6 +392,10 @@ func (st *chatStream) content(arrival time.Time, n int) bool {
 			// vLLM's and SGLang's completions chunk (reasoning has no place in it).
 			fmt.Fprintf(st.w, "data: {\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"created\":0,\"model\":\"fake-model\",\"choices\":[{\"index\":0,\"text\":%q,\"logprobs\":null,\"finish_reason\":null}]}\n\n", text)
 		} else {
+			field := "content"
+			if b.Reasoning || st.sent < b.ReasoningTokens {
+				field = reasoningField
+			}
 			fmt.Fprintf(st.w, "data: {\"choices\":[{\"index\":0,\"delta\":{%q:%q},\"finish_reason\":null}]}\n\n", field, text)
 		}
 		at := st.flush()
@@ -438,6 +445,10 @@ func (st *chatStream) gap() time.Duration {
 func (st *chatStream) finish(includeUsage bool) {
 	b := st.b
 	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, st.prompt, st.sent, st.prompt+st.sent)
+	if b.ReasoningTokens > 0 && !st.text {
+		usage = fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"completion_tokens_details":{"reasoning_tokens":%d}}`,
+			st.prompt, st.sent, st.prompt+st.sent, min(b.ReasoningTokens, st.sent))
+	}
 	choice := `{"index":0,"delta":{},"finish_reason":"length"}`
 	if st.text {
 		choice = `{"index":0,"text":"","logprobs":null,"finish_reason":"length"}`

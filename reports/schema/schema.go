@@ -149,6 +149,14 @@ type Record struct {
 	// N is the output token count: usage.completion_tokens, else the number of content events.
 	N       int     `json:"n"`
 	NSource NSource `json:"n_source,omitempty"`
+	// ReasoningTokens is how many of N the endpoint's usage says were
+	// reasoning (usage.completion_tokens_details.reasoning_tokens); 0 (left
+	// out) when it said nothing, and only beside n_source usage.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// ReasoningEvents counts the content events that carried reasoning
+	// text (delta.reasoning_content or delta.reasoning): 0 (left out) when
+	// the endpoint streamed none, as those that hide their reasoning do.
+	ReasoningEvents int `json:"reasoning_events,omitempty"`
 	// BadUsage, when set, says why the endpoint's usage was not used: a
 	// count that is negative, not an integer, absurd (over 1e8, or a
 	// completion count past the runaway bound of max_tokens), missing, or
@@ -215,13 +223,25 @@ func (r *Record) Completed() bool {
 }
 
 // TPOT is the request's time per output token in seconds, as DESIGN.md
-// defines it: (last content event − first content event) / (n − 1). ok is
-// false when it has no value: no content event, or n < 2.
+// defines it: (last content event − first content event) / (v − 1), where v
+// is the tokens those events span. v is n, but for an endpoint that hides
+// its reasoning: one whose usage counts R > 0 reasoning tokens
+// (ReasoningTokens) of which it streamed none (ReasoningEvents 0), as
+// OpenAI's reasoning models (o-series, gpt-5) do. All R come before the
+// first visible token, so the events span n − R tokens, and dividing
+// their time by n − 1 would count the hidden tokens as if they had been
+// streamed. An endpoint that streams its reasoning and counts it (vLLM,
+// LightLLM) keeps v = n: those tokens are events. ok is false when it has
+// no value: no content event, or v < 2.
 func (r *Record) TPOT() (tpot float64, ok bool) {
-	if r.TFirst == nil || r.TLast == nil || r.N < 2 {
+	v := r.N
+	if r.ReasoningTokens > 0 && r.ReasoningEvents == 0 {
+		v -= r.ReasoningTokens
+	}
+	if r.TFirst == nil || r.TLast == nil || v < 2 {
 		return 0, false
 	}
-	return (*r.TLast - *r.TFirst) / float64(r.N-1), true
+	return (*r.TLast - *r.TFirst) / float64(v-1), true
 }
 
 // PhaseResult is one phase of a report. The first fifteen fields are exactly
