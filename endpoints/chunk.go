@@ -92,54 +92,7 @@ func ParseChunk(b []byte, c *Chunk) error {
 			c.Content, c.Answer, c.Reasoning, c.ContentBytes, c.Choices, c.Finish = false, false, false, 0, 0, nil
 			return s.choices(c)
 		case "usage":
-			c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.BadUsage, c.BadValue = false, 0, 0, 0, nil, nil
-			details, hit, prompt = cachedCount{}, cachedCount{}, cachedCount{}
-			if s.null() {
-				return nil
-			}
-			c.Usage = true
-			sawCompletion := false
-			err := s.object(func(k []byte) error {
-				switch string(k) {
-				case "prompt_tokens":
-					ok, err := s.count(k, &c.PromptTokens, c)
-					prompt = cachedCount{n: c.PromptTokens, given: true, sound: ok}
-					return err
-				case "completion_tokens":
-					sawCompletion = true
-					_, err := s.count(k, &c.CompletionTokens, c)
-					return err
-				case "prompt_tokens_details":
-					details = cachedCount{}
-					return s.nested(func(k []byte) error {
-						if string(k) == "cached_tokens" {
-							return s.cachedCount(&details)
-						}
-						return s.skip()
-					})
-				case "prompt_cache_hit_tokens":
-					return s.cachedCount(&hit)
-				case "completion_tokens_details":
-					c.ReasoningTokens = 0
-					return s.nested(func(k []byte) error {
-						switch {
-						case string(k) != "reasoning_tokens":
-							return s.skip()
-						case s.null():
-							// Not reported (pydantic's unset Optional), not a bad count.
-							c.ReasoningTokens = 0
-							return nil
-						}
-						_, err := s.count(usageReasoningKey, &c.ReasoningTokens, c)
-						return err
-					})
-				}
-				return s.skip()
-			})
-			if err == nil && !sawCompletion && c.BadUsage == nil {
-				c.BadUsage = usageCompletionKey
-			}
-			return err
+			return s.usage(c, &prompt, &details, &hit)
 		case "error":
 			c.Error = false
 			if s.null() {
@@ -188,6 +141,65 @@ func ParseChunk(b []byte, c *Chunk) error {
 		c.Cached, c.CachedReported = resolveCached(prompt, details, hit, cacheN)
 	}
 	return nil
+}
+
+// usage reads the "usage" value into c's counts, and the cached-token
+// candidates it holds into prompt, details and hit.
+func (s *scanner) usage(c *Chunk, prompt, details, hit *cachedCount) error {
+	c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.BadUsage, c.BadValue = false, 0, 0, 0, nil, nil
+	*details, *hit, *prompt = cachedCount{}, cachedCount{}, cachedCount{}
+	if s.null() {
+		return nil
+	}
+	c.Usage = true
+	sawCompletion := false
+	err := s.object(func(k []byte) error {
+		switch string(k) {
+		case "prompt_tokens":
+			ok, err := s.count(k, &c.PromptTokens, c)
+			*prompt = cachedCount{n: c.PromptTokens, given: true, sound: ok}
+			return err
+		case "completion_tokens":
+			sawCompletion = true
+			_, err := s.count(k, &c.CompletionTokens, c)
+			return err
+		case "prompt_tokens_details":
+			*details = cachedCount{}
+			return s.nested(func(k []byte) error {
+				if string(k) == "cached_tokens" {
+					return s.cachedCount(details)
+				}
+				return s.skip()
+			})
+		case "prompt_cache_hit_tokens":
+			return s.cachedCount(hit)
+		case "completion_tokens_details":
+			return s.reasoningTokens(c)
+		}
+		return s.skip()
+	})
+	if err == nil && !sawCompletion && c.BadUsage == nil {
+		c.BadUsage = usageCompletionKey
+	}
+	return err
+}
+
+// reasoningTokens reads usage.completion_tokens_details for its
+// reasoning_tokens into c.ReasoningTokens.
+func (s *scanner) reasoningTokens(c *Chunk) error {
+	c.ReasoningTokens = 0
+	return s.nested(func(k []byte) error {
+		switch {
+		case string(k) != "reasoning_tokens":
+			return s.skip()
+		case s.null():
+			// Not reported (pydantic's unset Optional), not a bad count.
+			c.ReasoningTokens = 0
+			return nil
+		}
+		_, err := s.count(usageReasoningKey, &c.ReasoningTokens, c)
+		return err
+	})
 }
 
 // cachedCount is one reading of a count for Chunk.Cached: given when the

@@ -51,6 +51,15 @@ func TestReadEventsAllocatesNothingPerEvent(t *testing.T) {
 	if allocs > 1 {
 		t.Fatalf("%.1f allocations per 256-event stream", allocs)
 	}
+	// Reasoning deltas and the reasoning count of usage cost nothing more.
+	reasoning := bytes.Replace(sglangStream(256), []byte(`"content":" token","reasoning_content":null`), []byte(`"content":null,"reasoning_content":" hm"`), 100)
+	reasoning = bytes.Replace(reasoning, []byte(`"completion_tokens":256}`), []byte(`"completion_tokens":256,"completion_tokens_details":{"reasoning_tokens":100}}`), 1)
+	allocs = readAllocs(t, reasoning, func(res *StreamResult) bool {
+		return len(res.Events) == 256 && res.ReasoningEvents == 100 && res.ReasoningTokens == 100 && res.CompletionTokens == 256
+	})
+	if allocs > 1 {
+		t.Fatalf("%.1f allocations per 256-event stream with reasoning", allocs)
+	}
 }
 
 // BenchmarkReadEvents measures the client's hot path alone: SSE framing,

@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +39,19 @@ func TestTPOTLeavesOutHiddenReasoningTokens(t *testing.T) {
 	}
 	if _, ok := (&Record{N: 40, ReasoningTokens: 16}).TPOT(); ok {
 		t.Error("TPOT of a record without content events has a value")
+	}
+}
+
+// A record keeps the reasoning count and events under their names, and
+// leaves both out when there are none (records of servers that do not
+// reason read as before).
+func TestRecordsKeepReasoningOnlyWhereThereIsSome(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(Record{N: 40, ReasoningTokens: 16, ReasoningEvents: 3})
+	if err != nil || !strings.Contains(string(b), `"reasoning_tokens":16`) || !strings.Contains(string(b), `"reasoning_events":3`) {
+		t.Fatalf("%s %v", b, err)
+	}
+	if b, _ := json.Marshal(Record{N: 40}); strings.Contains(string(b), "reasoning") {
+		t.Fatalf("%s: reasoning fields without reasoning", b)
 	}
 }
