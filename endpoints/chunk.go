@@ -92,6 +92,12 @@ func ParseChunk(b []byte, c *Chunk) error {
 			c.Content, c.Answer, c.Reasoning, c.ContentBytes, c.Choices, c.Finish = false, false, false, 0, 0, nil
 			return s.choices(c)
 		case "usage":
+			c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.BadUsage, c.BadValue = false, 0, 0, 0, nil, nil
+			details, hit, prompt = cachedCount{}, cachedCount{}, cachedCount{}
+			if s.null() {
+				// Every chunk but the last of an OpenAI or SGLang stream.
+				return nil
+			}
 			return s.usage(c, &prompt, &details, &hit)
 		case "error":
 			c.Error = false
@@ -143,14 +149,10 @@ func ParseChunk(b []byte, c *Chunk) error {
 	return nil
 }
 
-// usage reads the "usage" value into c's counts, and the cached-token
-// candidates it holds into prompt, details and hit.
+// usage reads a "usage" object (not null) into c's counts, cleared
+// before, and the cached-token candidates it holds into prompt, details
+// and hit.
 func (s *scanner) usage(c *Chunk, prompt, details, hit *cachedCount) error {
-	c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.BadUsage, c.BadValue = false, 0, 0, 0, nil, nil
-	*details, *hit, *prompt = cachedCount{}, cachedCount{}, cachedCount{}
-	if s.null() {
-		return nil
-	}
 	c.Usage = true
 	sawCompletion := false
 	err := s.object(func(k []byte) error {
