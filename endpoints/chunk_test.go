@@ -133,13 +133,7 @@ func TestParseChunkReadsWhatServersSend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var c Chunk
-			if err := ParseChunk([]byte(tc.in), &c); err != nil {
-				t.Fatalf("ParseChunk: %v", err)
-			}
-			if !chunkEqual(c, tc.want) {
-				t.Fatalf("got %+v\nwant %+v", c, tc.want)
-			}
+			wantChunk(t, tc.in, tc.want)
 		})
 	}
 }
@@ -194,13 +188,7 @@ func TestParseChunkReadsReasoningTokens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var c Chunk
-			if err := ParseChunk([]byte(tc.in), &c); err != nil {
-				t.Fatalf("ParseChunk: %v", err)
-			}
-			if !chunkEqual(c, tc.want) {
-				t.Fatalf("got %+v\nwant %+v", c, tc.want)
-			}
+			wantChunk(t, tc.in, tc.want)
 		})
 	}
 }
@@ -232,6 +220,18 @@ func TestParseChunkDoesNotAllocate(t *testing.T) {
 		if allocs != 0 {
 			t.Fatalf("ParseChunk allocates %.1f times per event %s", allocs, in)
 		}
+	}
+}
+
+// wantChunk parses in and fails t unless it gives want.
+func wantChunk(t *testing.T, in string, want Chunk) {
+	t.Helper()
+	var c Chunk
+	if err := ParseChunk([]byte(in), &c); err != nil {
+		t.Fatalf("ParseChunk: %v", err)
+	}
+	if !chunkEqual(c, want) {
+		t.Fatalf("got %+v\nwant %+v", c, want)
 	}
 }
 
