@@ -409,7 +409,7 @@ func sameAPI(col *Column, runs []*Input, in *Input) error {
 	}
 	for _, run := range runs {
 		if other := loadAPI(run.Report); other != "" && other != api {
-			return badinput.Errorf("label %s: the load went to the %s API in %s but to the %s API in %s (--api); reports of one label are merged, so they must share one",
+			return badinput.Errorf("label %s: the load went to the %s API in %s but to the %s API in %s (--api); reports of one label are merged, so they must share one (run one with another --label)",
 				col.Label, other, run.Path, api, in.Path)
 		}
 	}
