@@ -22,6 +22,9 @@ type item struct {
 	AnswerChars int
 	// Line is the item's line, or its row (1-based) in a parquet file.
 	Line int
+	// File is the shard the item is of, when the data set is a folder of
+	// parquet shards; "" otherwise.
+	File string
 }
 
 // loaded is what a loader read: the usable items, up to the number asked,

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -95,12 +96,7 @@ func (p *Phase) expandDataset() ([]Request, []string, error) {
 	if err != nil {
 		return nil, nil, badinput.Errorf("phase %q: %s", p.Name, err)
 	}
-	rc, err := OpenData(p.Path, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rc.Close()
-	got, err := loadDataset(rc, p.Path, format, p.Requests, p.OutputTokens == 0)
+	got, err := p.loadData(format)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,15 +121,30 @@ func (p *Phase) expandDataset() ([]Request, []string, error) {
 			out = p.OutputTokens
 		}
 		if out == 0 && it.AnswerChars == 0 {
-			where := fmt.Sprintf("%s:%d", p.Path, it.Line)
+			file := cmp.Or(it.File, p.Path)
+			where := fmt.Sprintf("%s:%d", file, it.Line)
 			if format == Parquet {
-				where = fmt.Sprintf("%s: row %d", p.Path, it.Line)
+				where = fmt.Sprintf("%s: row %d", file, it.Line)
 			}
 			return nil, nil, badinput.Errorf("%s: no max_tokens, and phase %q has no output_tokens", where, p.Name)
 		}
-		reqs[i] = Request{I: i, Messages: it.Messages, Output: out, AnswerChars: it.AnswerChars, Line: it.Line}
+		reqs[i] = Request{I: i, Messages: it.Messages, Output: out, AnswerChars: it.AnswerChars, Line: it.Line, File: it.File}
 	}
 	return reqs, warns, nil
+}
+
+// loadData reads the phase's data set of the given format, a file or a
+// folder of parquet shards, up to the items the phase needs.
+func (p *Phase) loadData(format string) (*loaded, error) {
+	if isDir(p.Path) {
+		return loadParquetDir(p.Path, p.Requests, p.OutputTokens == 0)
+	}
+	rc, err := OpenData(p.Path, "")
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return loadDataset(rc, p.Path, format, p.Requests, p.OutputTokens == 0)
 }
 
 // readTrace reads the phase's trace: its first Requests entries (all

@@ -300,7 +300,8 @@ func (a *Arrival) validate(kind string) error {
 }
 
 // dataFormat is the phase's file format: Format, else guessed from the
-// path's extension (a data set's) or jsonl (a trace's).
+// path's extension (a data set's; parquet for a folder, of shards) or jsonl
+// (a trace's).
 func (p *Phase) dataFormat() (string, error) {
 	if p.Kind == Trace {
 		if p.Format != "" && p.Format != JSONL {
@@ -308,12 +309,21 @@ func (p *Phase) dataFormat() (string, error) {
 		}
 		return JSONL, nil
 	}
+	dir := isDir(p.Path)
 	switch p.Format {
-	case ShareGPT, JSONL, Text, Parquet:
+	case Parquet:
+		return p.Format, nil
+	case ShareGPT, JSONL, Text:
+		if dir {
+			return "", fmt.Errorf("path %q: a folder, and format %s: a folder data set is parquet shards", p.Path, p.Format)
+		}
 		return p.Format, nil
 	case "":
 	default:
 		return "", fmt.Errorf("format %q: want sharegpt, jsonl, text or parquet", p.Format)
+	}
+	if dir {
+		return Parquet, nil
 	}
 	name := p.Path
 	if e, ok := embedded[strings.TrimPrefix(name, embeddedPrefix)]; ok && strings.HasPrefix(name, embeddedPrefix) {

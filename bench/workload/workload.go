@@ -157,4 +157,7 @@ type Request struct {
 	// messages: its line, or its row (1-based) in a parquet file; 0 for the
 	// generated kinds.
 	Line int
+	// File is the parquet shard Line is a row of, when the phase's data
+	// set is a folder of shards; "" otherwise (Line is of the phase's Path).
+	File string
 }

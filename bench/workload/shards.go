@@ -1,0 +1,129 @@
+package workload
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// A data set may be a folder of parquet shards, as huggingface-cli download
+// lays out a Hub data set (data/train-00000-of-00006-….parquet, …): its
+// .parquet files, in name order (which is shard order), are read as one
+// set, each only as far as the phase still needs, so a later shard is not
+// opened once enough items are read. Its files must all be of one split,
+// the part of a name before its first "-" (or "."): train, test_sft, ….
+
+// isDir reports whether path is a folder on disk (an embedded sample is
+// not).
+func isDir(path string) bool {
+	if strings.HasPrefix(path, embeddedPrefix) {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// shardSplit is the split a shard's file name names: the part before its
+// first "-" or ".".
+func shardSplit(name string) string {
+	if i := strings.IndexAny(name, "-."); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// parquetShards is the folder's .parquet files, in name order, refusing a
+// folder with none or with files of several splits.
+func parquetShards(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, badinput.Errorf("%s: %s", dir, err)
+	}
+	var shards, others, splits []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".parquet") {
+			shards = append(shards, e.Name())
+			if s := shardSplit(e.Name()); !slices.Contains(splits, s) {
+				splits = append(splits, s)
+			}
+			continue
+		}
+		name := e.Name()
+		if e.IsDir() {
+			name += string(filepath.Separator)
+		}
+		others = append(others, name)
+	}
+	if len(shards) == 0 {
+		return nil, badinput.Errorf("%s: a folder with no .parquet file (a folder data set is parquet shards; it holds %s)", dir, someNames(others))
+	}
+	if len(splits) > 1 {
+		slices.Sort(splits)
+		return nil, badinput.Errorf("%s: parquet files of %d splits (%s): give one, e.g. --dataset %s", dir, len(splits), strings.Join(splits, ", "), filepath.Join(dir, shards[0]))
+	}
+	slices.Sort(shards)
+	for i, s := range shards {
+		shards[i] = filepath.Join(dir, s)
+	}
+	return shards, nil
+}
+
+// someNames says a folder's entries: none, or the first few and how many
+// more.
+func someNames(names []string) string {
+	const few = 4
+	switch {
+	case len(names) == 0:
+		return "nothing"
+	case len(names) <= few:
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:few], ", ") + ", … (" + strconv.Itoa(len(names)) + " in all)"
+}
+
+// loadParquetDir reads the folder dir's parquet shards as one data set,
+// each as loadParquet reads a file, until need usable items (0: all of
+// every shard); a shard is opened only while items are still needed. An
+// item's Line is its row in its shard, File the shard's path.
+func loadParquetDir(dir string, need int, needAnswer bool) (*loaded, error) {
+	shards, err := parquetShards(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := &loaded{}
+	for _, s := range shards {
+		left := 0
+		if need > 0 {
+			if left = need - len(out.items); left == 0 {
+				break
+			}
+		}
+		got, err := loadShard(s, left, needAnswer)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range got.items {
+			it.File = s
+			out.items = append(out.items, it)
+		}
+		for why, n := range got.skipped {
+			out.skip(why)
+			out.skipped[why] += n - 1
+		}
+	}
+	return out, nil
+}
+
+// loadShard reads one shard of a folder data set.
+func loadShard(path string, need int, needAnswer bool) (*loaded, error) {
+	rc, err := OpenData(path, "")
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return loadParquet(rc, path, need, needAnswer)
+}
