@@ -133,10 +133,10 @@ func (p *Phase) expandDataset() ([]Request, []string, error) {
 	return reqs, warns, nil
 }
 
-// loadData reads the phase's data set of the given format, a file or a
-// folder of parquet shards, up to the items the phase needs.
+// loadData reads the phase's data set of the given format, a file, or a
+// folder or pattern of parquet shards, up to the items the phase needs.
 func (p *Phase) loadData(format string) (*loaded, error) {
-	if isDir(p.Path) {
+	if isDir(p.Path) || isGlob(p.Path) {
 		return loadParquetDir(p.Path, p.Requests, p.OutputTokens == 0)
 	}
 	rc, err := OpenData(p.Path, "")

@@ -14,8 +14,10 @@ import (
 // lays out a Hub data set (data/train-00000-of-00006-….parquet, …): its
 // .parquet files, in name order (which is shard order), are read as one
 // set, each only as far as the phase still needs, so a later shard is not
-// opened once enough items are read. Its files must all be of one split,
-// the part of a name before its first "-" (or "."): train, test_sft, ….
+// opened once enough items are read. A pattern (DIR/train-*.parquet) is
+// read as a folder of the files it matches. The files must all be of one
+// split, the part of a name before its first "-" (or "."): train,
+// test_sft, ….
 
 // isDir reports whether path is a folder on disk (an embedded sample is
 // not).
@@ -36,20 +38,17 @@ func shardSplit(name string) string {
 	return name
 }
 
-// parquetShards is the folder's .parquet files, in name order, refusing a
-// folder with none or with files of several splits.
+// parquetShards is the .parquet files of the folder dir, in name order,
+// refusing a folder with none or with files of several splits.
 func parquetShards(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, badinput.Errorf("%s: %s", dir, err)
 	}
-	var shards, others, splits []string
+	var shards, others []string
 	for _, e := range ents {
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".parquet") {
-			shards = append(shards, e.Name())
-			if s := shardSplit(e.Name()); !slices.Contains(splits, s) {
-				splits = append(splits, s)
-			}
+			shards = append(shards, filepath.Join(dir, e.Name()))
 			continue
 		}
 		name := e.Name()
@@ -61,13 +60,52 @@ func parquetShards(dir string) ([]string, error) {
 	if len(shards) == 0 {
 		return nil, badinput.Errorf("%s: a folder with no .parquet file (a folder data set is parquet shards; it holds %s)", dir, someNames(others))
 	}
+	return oneSplit(dir, shards)
+}
+
+// isGlob reports whether path is a pattern (DIR/train-*.parquet) rather
+// than a file: it has *, ? or [ and no file has its name.
+func isGlob(path string) bool {
+	if strings.HasPrefix(path, embeddedPrefix) || !strings.ContainsAny(path, "*?[") {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err != nil
+}
+
+// globShards is the .parquet files the pattern matches, in name order,
+// refusing a pattern that matches none or files of several splits.
+func globShards(pattern string) ([]string, error) {
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, badinput.Errorf("%s: %s", pattern, err)
+	}
+	var shards []string
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && !st.IsDir() && strings.HasSuffix(m, ".parquet") {
+			shards = append(shards, m)
+		}
+	}
+	if len(shards) == 0 {
+		return nil, badinput.Errorf("%s: no .parquet file matches (it matches %s)", pattern, someNames(matches))
+	}
+	return oneSplit(pattern, shards)
+}
+
+// oneSplit is shards, the files named by path (a folder or a pattern), in
+// name order, refusing files of several splits.
+func oneSplit(path string, shards []string) ([]string, error) {
+	slices.Sort(shards)
+	var splits []string
+	for _, s := range shards {
+		if sp := shardSplit(filepath.Base(s)); !slices.Contains(splits, sp) {
+			splits = append(splits, sp)
+		}
+	}
 	if len(splits) > 1 {
 		slices.Sort(splits)
-		return nil, badinput.Errorf("%s: parquet files of %d splits (%s): give one, e.g. --dataset %s", dir, len(splits), strings.Join(splits, ", "), filepath.Join(dir, shards[0]))
-	}
-	slices.Sort(shards)
-	for i, s := range shards {
-		shards[i] = filepath.Join(dir, s)
+		first := filepath.Join(filepath.Dir(shards[0]), splits[0]+"-*.parquet")
+		return nil, badinput.Errorf("%s: parquet files of %d splits (%s): give one, e.g. --dataset '%s'", path, len(splits), strings.Join(splits, ", "), first)
 	}
 	return shards, nil
 }
@@ -85,12 +123,19 @@ func someNames(names []string) string {
 	return strings.Join(names[:few], ", ") + ", … (" + strconv.Itoa(len(names)) + " in all)"
 }
 
-// loadParquetDir reads the folder dir's parquet shards as one data set,
-// each as loadParquet reads a file, until need usable items (0: all of
-// every shard); a shard is opened only while items are still needed. An
-// item's Line is its row in its shard, File the shard's path.
+// loadParquetDir reads the folder dir's parquet shards (or those the
+// pattern dir matches, as isGlob says) as one data set, each as
+// loadParquet reads a file, until need usable items (0: all of every
+// shard); a shard is opened only while items are still needed. An item's
+// Line is its row in its shard, File the shard's path.
 func loadParquetDir(dir string, need int, needAnswer bool) (*loaded, error) {
-	shards, err := parquetShards(dir)
+	var shards []string
+	var err error
+	if isGlob(dir) {
+		shards, err = globShards(dir)
+	} else {
+		shards, err = parquetShards(dir)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -74,6 +74,15 @@ func TestParquetShardsAreTheOneFile(t *testing.T) {
 	if len(used) != 3 {
 		t.Fatalf("items from %d shards, want all 3", len(used))
 	}
+	// A pattern matching the shards (and not the one file) reads the same
+	// items as the folder.
+	for _, need := range []int{0, 13} {
+		want, _ := loadParquetDir(shards, need, true)
+		got, err := loadParquetDir(filepath.Join(dir, "*", "train-*.parquet"), need, true)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("pattern, need %d: %+v, %v\nwant %+v", need, got, err, want)
+		}
+	}
 	// Through --dataset, the folder's format is guessed as parquet.
 	// Its requests carry their items' shards and rows.
 	reqs, err := expandDir(t, shards, 20)
@@ -152,10 +161,20 @@ func TestParquetFolderRefusals(t *testing.T) {
 	}
 	parquettest.Write(t, splits, shardName("train_sft", 1, 2), rows, 4)
 	_, err := expandDir(t, splits, 1)
-	want := fmt.Sprintf("%s: parquet files of 3 splits (test_sft, train_gen, train_sft): give one, e.g. --dataset %s",
-		splits, filepath.Join(splits, shardName("test_sft", 0, 1)))
+	want := fmt.Sprintf("%s: parquet files of 3 splits (test_sft, train_gen, train_sft): give one, e.g. --dataset '%s'",
+		splits, filepath.Join(splits, "test_sft-*.parquet"))
 	if !badinput.Is(err) || err.Error() != want {
 		t.Errorf("several splits: %v\nwant %s", err, want)
+	}
+	// So is a pattern matching several, and one matching none.
+	_, err = expandDir(t, filepath.Join(splits, "t*.parquet"), 1)
+	want = filepath.Join(splits, "t*.parquet") + want[len(splits):]
+	if !badinput.Is(err) || err.Error() != want {
+		t.Errorf("a pattern of several splits: %v\nwant %s", err, want)
+	}
+	none := filepath.Join(splits, "validation-*.parquet")
+	if _, err = expandDir(t, none, 1); !badinput.Is(err) || err.Error() != none+": no .parquet file matches (it matches nothing)" {
+		t.Errorf("a pattern matching nothing: %v", err)
 	}
 
 	empty := t.TempDir()

@@ -300,7 +300,8 @@ func (a *Arrival) validate(kind string) error {
 }
 
 // dataFormat is the phase's file format: Format, else guessed from the
-// path's extension (a data set's; parquet for a folder, of shards) or jsonl
+// path's extension (a data set's; parquet for a folder or pattern, of
+// shards) or jsonl
 // (a trace's).
 func (p *Phase) dataFormat() (string, error) {
 	if p.Kind == Trace {
@@ -317,12 +318,15 @@ func (p *Phase) dataFormat() (string, error) {
 		if dir {
 			return "", fmt.Errorf("path %q: a folder, and format %s: a folder data set is parquet shards", p.Path, p.Format)
 		}
+		if isGlob(p.Path) {
+			return "", fmt.Errorf("path %q: a pattern, and format %s: a pattern's data set is parquet shards", p.Path, p.Format)
+		}
 		return p.Format, nil
 	case "":
 	default:
 		return "", fmt.Errorf("format %q: want sharegpt, jsonl, text or parquet", p.Format)
 	}
-	if dir {
+	if dir || isGlob(p.Path) {
 		return Parquet, nil
 	}
 	name := p.Path
