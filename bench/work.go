@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -189,9 +190,9 @@ func (b *builder) build(ctx context.Context, wp WorkPhase) (*WorkPlan, error) {
 			if user < 0 {
 				// Without a user message no nonce would start it, and the
 				// shape probe would leave the load's own prompt cached.
-				where := ph.Path
+				where := cmp.Or(r.File, ph.Path) // a shard's path, for a folder of them
 				if r.Line > 0 {
-					where = fmt.Sprintf("%s:%d", ph.Path, r.Line)
+					where = fmt.Sprintf("%s:%d", where, r.Line)
 				}
 				return nil, badinput.Errorf("phase %s: %s: no user message (the run's nonce starts the first one, so that no cache holds an item before the run sends it)", ph.Name, where)
 			}
