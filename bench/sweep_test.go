@@ -123,6 +123,11 @@ func TestARateSweepAgreesWithTheClosedLoopByLittlesLaw(t *testing.T) {
 	if open.Capacity == nil {
 		t.Fatalf("rate: no capacity (stop %s)", open.Stop)
 	}
+	if open.Stop == schema.StopSaturated {
+		// The sweep itself says its last points are no measurement: the
+		// host was too busy for the client to send its arrivals on time.
+		t.Skipf("the rate sweep stopped at %.1f req/s because the client saturated: the host is too loaded for this check", open.Capacity.Load)
+	}
 	want := cp.RequestsPerSec
 	if got := open.Capacity.Load; math.Abs(got-want) > 0.15*want {
 		t.Errorf("rate capacity %.1f req/s (stop %s); the closed loop carried %.1f req/s at its capacity %g: want within 15%%", got, open.Stop, want, closed.Capacity.Load)
