@@ -458,6 +458,10 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 		name string
 		rs   []*schema.Report
 	}
+	what, legend := "phase", " (requests/input/output)"
+	if k == sweep {
+		what, legend = "sweep", ""
+	}
 	var first *seen
 	sides := []side{{"current", current}}
 	if relative {
@@ -475,19 +479,11 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 				first = &seen{s, api, where}
 				continue
 			}
-			what := "phase"
-			if k == sweep {
-				what = "sweep"
-			}
 			if api != first.api {
 				return badinput.Errorf("%s %s's load went to %s in %s but to %s in %s; runs of different APIs (--api) send different prompts and are not compared",
 					what, name, first.api, first.where, api, where)
 			}
 			if s != first.shape {
-				legend := " (requests/input/output)"
-				if k == sweep {
-					legend = ""
-				}
 				return badinput.Errorf("%s %s is %s%s in %s but %s in %s; %ss of different shapes are not compared",
 					what, name, first.shape, legend, first.where, s, where, what)
 			}
