@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"cmp"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -396,7 +395,7 @@ func loadAPI(r *schema.Report) string {
 	if len(r.Phases) == 0 {
 		return ""
 	}
-	return cmp.Or(r.Options.API, "chat")
+	return r.Options.APIName()
 }
 
 // sameAPI sets col.API from in's load (only when not chat) and refuses

@@ -30,7 +30,7 @@ const compactKinds = 3
 func WriteCompact(w io.Writer, r *schema.Report, mdPath string) error {
 	p := &printer{w: w}
 	if len(r.Phases) > 0 {
-		p.f("%s\n\n", fit(fmt.Sprintf("%s: model %s, api %s, %s", r.Label, r.Endpoint.Model, apiName(r.Options), Plural(len(r.Phases), "phase")), CompactWidth))
+		p.f("%s\n\n", fit(fmt.Sprintf("%s: model %s, api %s, %s", r.Label, r.Endpoint.Model, r.Options.APIName(), Plural(len(r.Phases), "phase")), CompactWidth))
 		p.compactPhases(r.Phases)
 		p.compactCache(r)
 		p.compactServer(r)

@@ -457,18 +457,10 @@ func ms(sec float64) string { return num(sec*1e3, 2) + " ms" }
 // apiRoute names the route the run's load went to, with its path: a
 // report without one (written before runs had --api) was a chat run.
 func apiRoute(o schema.Options) string {
-	if o.API == "completions" {
+	if o.APIName() == "completions" {
 		return "completions (POST /completions, no chat template)"
 	}
 	return "chat (POST /chat/completions)"
-}
-
-// apiName is the run's API in a word: chat or completions.
-func apiName(o schema.Options) string {
-	if o.API == "completions" {
-		return o.API
-	}
-	return "chat"
 }
 
 func arrival(o schema.Options) string {

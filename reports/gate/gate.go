@@ -474,7 +474,7 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 				continue
 			}
 			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
-			api := route(r.Options.API)
+			api := route(r.Options.APIName())
 			if first == nil {
 				first = &seen{s, api, where}
 				continue
@@ -492,8 +492,7 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 	return nil
 }
 
-// route is the route a load of api (schema.Options.API) went to: a
-// report written before runs had --api ("") was a chat run.
+// route is the route a load of api (schema.Options.APIName) went to.
 func route(api string) string {
 	if api == "completions" {
 		return "/completions"

@@ -76,9 +76,9 @@ func (p *Plan) RequireShape(name string, n, in, out int) error {
 // sending load that could not be compared.
 func (p *Plan) RequireAPI(name, api string) error {
 	for _, r := range p.Baseline {
-		if reports.FindPhase(r, name) != nil && route(r.Options.API) != route(api) {
+		if reports.FindPhase(r, name) != nil && route(r.Options.APIName()) != route(api) {
 			return badinput.Errorf("phase %s's load goes to %s here but went to %s in the baseline (label %s); runs of different APIs (--api) send different prompts and are not compared",
-				name, route(api), route(r.Options.API), r.Label)
+				name, route(api), route(r.Options.APIName()), r.Label)
 		}
 	}
 	return nil

@@ -515,6 +515,16 @@ type Options struct {
 	Dataset  string `json:"dataset,omitempty"`
 }
 
+// APIName is the route the load went to in a word: "completions", or
+// "chat" for a chat run, a report written before API existed, or any other
+// value (glmbench writes no other). Every reader of API goes through it.
+func (o *Options) APIName() string {
+	if o.API == "completions" {
+		return o.API
+	}
+	return "chat"
+}
+
 // Endpoint describes what was measured. Headers are recorded by name only.
 type Endpoint struct {
 	BaseURL    string         `json:"base_url"`
