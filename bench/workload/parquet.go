@@ -106,26 +106,25 @@ type parquetCursors struct {
 // columns the file has.
 func openParquetCursors(p *parquetcol.File, c parquetLayout) (cur *parquetCursors, err error) {
 	cur = &parquetCursors{}
-	optional := func(name string) (*parquetcol.Cursor, error) {
-		k, err := p.StringCursor(false, name)
-		if err != nil {
-			return nil, nil // not there, or not strings: not what is meant
-		}
-		return k, nil
+	// optional is the cursor on the string column name, nil where it is
+	// not there or not strings (not what is meant).
+	optional := func(name string) *parquetcol.Cursor {
+		k, _ := p.StringCursor(false, name)
+		return k
 	}
 	switch {
 	case c.from == "":
 		if cur.main, err = p.StringCursor(false, c.name); err == nil {
-			cur.response, err = optional("response")
+			cur.response = optional("response")
 		}
 	case c.json:
 		if cur.main, err = p.StringCursor(false, c.name); err == nil {
-			cur.system, err = optional("system")
+			cur.system = optional("system")
 		}
 	default:
 		if cur.from, err = p.StringCursor(true, c.name, c.from); err == nil {
 			if cur.value, err = p.StringCursor(true, c.name, c.value); err == nil {
-				cur.system, err = optional("system")
+				cur.system = optional("system")
 			}
 		}
 	}
