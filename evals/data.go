@@ -18,6 +18,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/glmbench/glmbench/internal/parquetcol"
 )
 
 // DataError is a data set that cannot be read as its layout. It names the
@@ -685,7 +687,7 @@ func ParseTriviaQA(name string, r io.Reader, max int) (*TriviaSet, error) {
 	var err error
 	switch {
 	case isParquet(name):
-		items, err = readParquet(name, r, func(p *pqFile) ([]TriviaItem, error) { return parseTriviaParquet(p, max) })
+		items, err = readParquet(name, r, func(p *parquetcol.File) ([]TriviaItem, error) { return parseTriviaParquet(p, max) })
 	case strings.EqualFold(filepath.Ext(name), ".jsonl"):
 		items, err = parseTriviaJSONL(name, r, max)
 	default:

@@ -157,17 +157,19 @@ func pqMMLUAnswers(p *parquetcol.File) ([]int, error) {
 // dev-*.parquet) in dir itself, else in dir/all, else in each subject's
 // folder. It returns nil when dir holds none of these.
 func mmluParquetDirs(dir string) []string {
-	has := func(d string) bool {
-		m, _ := filepath.Glob(filepath.Join(d, "test-*.parquet"))
-		return len(m) > 0
-	}
 	switch {
-	case has(dir):
+	case hasTestShards(dir):
 		return []string{dir}
-	case has(filepath.Join(dir, "all")):
+	case hasTestShards(filepath.Join(dir, "all")):
 		return []string{filepath.Join(dir, "all")}
 	}
 	return hfConfigDirs(dir)
+}
+
+// hasTestShards reports whether the folder d holds test-*.parquet.
+func hasTestShards(d string) bool {
+	m, _ := filepath.Glob(filepath.Join(d, "test-*.parquet"))
+	return len(m) > 0
 }
 
 // hfConfigDirs is dir's subfolders that hold test-*.parquet: the configs
@@ -176,8 +178,7 @@ func hfConfigDirs(dir string) []string {
 	entries, _ := os.ReadDir(dir)
 	var dirs []string
 	for _, e := range entries {
-		d := filepath.Join(dir, e.Name())
-		if m, _ := filepath.Glob(filepath.Join(d, "test-*.parquet")); e.IsDir() && len(m) > 0 {
+		if d := filepath.Join(dir, e.Name()); e.IsDir() && hasTestShards(d) {
 			dirs = append(dirs, d)
 		}
 	}

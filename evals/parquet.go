@@ -16,9 +16,6 @@ func isParquet(name string) bool {
 	return strings.EqualFold(filepath.Ext(name), ".parquet")
 }
 
-// pqFile is a parquet file read by column (data.go's parsers take one).
-type pqFile = parquetcol.File
-
 // withParquet opens the file name, read in place, and calls fn with it.
 func withParquet[T any](name string, fn func(*parquetcol.File) (T, error)) (T, error) {
 	var zero T

@@ -67,13 +67,12 @@ func loadParquet(r io.Reader, name string, need int, needAnswer bool) (*loaded, 
 	if err != nil {
 		return nil, parquetBad(err)
 	}
-	col, err := parquetLayoutOf(p)
+	col, cur, err := parquetLayoutOf(p)
 	if err != nil {
 		return nil, parquetBad(err)
 	}
-	cur, err := openParquetCursors(p, col)
 	defer cur.close()
-	if err != nil {
+	if cur.maxTokens, err = parquetMaxTokensCursor(p); err != nil {
 		return nil, parquetBad(err)
 	}
 	out := &loaded{}
@@ -101,46 +100,53 @@ type parquetCursors struct {
 	main, from, value, response, system, maxTokens *parquetcol.Cursor
 }
 
-// openParquetCursors opens the cursors of layout c's columns, and of the
-// response (beside a prompt), system (beside a list) and max_tokens
-// columns the file has.
-func openParquetCursors(p *parquetcol.File, c parquetLayout) (cur *parquetCursors, err error) {
+// openParquetCursors opens the cursors of layout c's columns, failing
+// where they are not of its shape: strings (prompt), lists of strings (a
+// list's from and value), or strings of JSON (a list's column, which sets
+// c.json); and of the response (beside a prompt) and system (beside a
+// list) columns the file has.
+func openParquetCursors(p *parquetcol.File, c *parquetLayout) (cur *parquetCursors, err error) {
 	cur = &parquetCursors{}
-	optional := func(name string) (*parquetcol.Cursor, error) {
-		k, err := p.StringCursor(false, name)
-		if err != nil {
-			return nil, nil // not there, or not strings: not what is meant
-		}
-		return k, nil
+	// optional is the cursor on the string column name, nil where it is
+	// not there or not strings (not what is meant).
+	optional := func(name string) *parquetcol.Cursor {
+		k, _ := p.StringCursor(false, name)
+		return k
 	}
-	switch {
-	case c.from == "":
-		if cur.main, err = p.StringCursor(false, c.name); err == nil {
-			cur.response, err = optional("response")
+	if cur.main, err = p.StringCursor(false, c.name); err == nil {
+		if c.from == "" {
+			cur.response = optional("response")
+		} else {
+			c.json = true
+			cur.system = optional("system")
 		}
-	case c.json:
-		if cur.main, err = p.StringCursor(false, c.name); err == nil {
-			cur.system, err = optional("system")
-		}
-	default:
-		if cur.from, err = p.StringCursor(true, c.name, c.from); err == nil {
-			if cur.value, err = p.StringCursor(true, c.name, c.value); err == nil {
-				cur.system, err = optional("system")
-			}
-		}
+		return cur, nil
 	}
-	if err != nil || !p.Has("max_tokens") {
+	if c.from == "" {
 		return cur, err
+	}
+	if cur.from, err = p.StringCursor(true, c.name, c.from); err == nil {
+		if cur.value, err = p.StringCursor(true, c.name, c.value); err == nil {
+			cur.system = optional("system")
+		}
+	}
+	return cur, err
+}
+
+// parquetMaxTokensCursor is the cursor on the max_tokens column, nil
+// where the file has none; one not of integers is an error.
+func parquetMaxTokensCursor(p *parquetcol.File) (*parquetcol.Cursor, error) {
+	if !p.Has("max_tokens") {
+		return nil, nil
 	}
 	mt, err := p.Column("max_tokens")
 	if err != nil {
-		return cur, err
+		return nil, err
 	}
 	if mt.List || mt.Kind != parquetcol.Int {
-		return cur, fmt.Errorf("%s: column %q is %s, want an integer", p.Name(), mt.Name, mt.Describe())
+		return nil, fmt.Errorf("%s: column %q is %s, want an integer", p.Name(), mt.Name, mt.Describe())
 	}
-	cur.maxTokens = p.Cursor(mt)
-	return cur, nil
+	return p.Cursor(mt), nil
 }
 
 // close closes the cursors.
@@ -153,25 +159,18 @@ func (c *parquetCursors) close() {
 }
 
 // parquetLayoutOf is the first layout of parquetColumns the file has
-// whose columns are strings (prompt) or lists of strings (a list's from
-// and value), or strings of JSON (a list's column).
-func parquetLayoutOf(p *parquetcol.File) (parquetLayout, error) {
+// whose columns are of its shape, with their cursors (openParquetCursors).
+func parquetLayoutOf(p *parquetcol.File) (parquetLayout, *parquetCursors, error) {
 	var first error
 	for _, c := range parquetColumns {
 		if !p.Has(c.name) {
 			continue
 		}
-		err := parquetFits(p, false, c.name)
-		if c.from != "" && err == nil {
-			c.json = true
-		} else if c.from != "" {
-			if err = parquetFits(p, true, c.name, c.from); err == nil {
-				err = parquetFits(p, true, c.name, c.value)
-			}
-		}
+		cur, err := openParquetCursors(p, &c)
 		if err == nil {
-			return c, nil
+			return c, cur, nil
 		}
+		cur.close()
 		if first == nil {
 			first = err
 		}
@@ -179,14 +178,7 @@ func parquetLayoutOf(p *parquetcol.File) (parquetLayout, error) {
 	if first == nil {
 		first = fmt.Errorf("%s: no conversations, messages, conversation or prompt column (the file has: %s)", p.Name(), p.Columns())
 	}
-	return parquetLayout{}, first
-}
-
-// parquetFits is nil when the column at path is strings, or with list a
-// list of strings, else why not.
-func parquetFits(p *parquetcol.File, list bool, path ...string) error {
-	_, err := p.StringCursor(list, path...)
-	return err
+	return parquetLayout{}, nil, first
 }
 
 // parquetRows reads the next n rows of p, from row at (0-based), into out

@@ -301,8 +301,7 @@ func (a *Arrival) validate(kind string) error {
 
 // dataFormat is the phase's file format: Format, else guessed from the
 // path's extension (a data set's; parquet for a folder or pattern, of
-// shards) or jsonl
-// (a trace's).
+// shards) or jsonl (a trace's).
 func (p *Phase) dataFormat() (string, error) {
 	if p.Kind == Trace {
 		if p.Format != "" && p.Format != JSONL {

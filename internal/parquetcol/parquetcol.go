@@ -453,8 +453,8 @@ func (p *File) StringCursor(list bool, path ...string) (*Cursor, error) {
 func (k *Cursor) Strings(limit int) ([]string, error) {
 	out := make([]string, 0, min(k.left(limit), maxPrealloc))
 	err := k.Next(limit, func(i int, vals []Value) error {
-		if !utf8.ValidString(vals[0].Str) {
-			return errorf(k.p.name, "row %d: column %q is not valid UTF-8", i+1, k.col.Name)
+		if err := k.checkUTF8(i, vals[0].Str); err != nil {
+			return err
 		}
 		out = append(out, vals[0].Str)
 		return nil
@@ -469,8 +469,8 @@ func (k *Cursor) StringLists(limit int) ([][]string, error) {
 	err := k.Next(limit, func(i int, vals []Value) error {
 		list := make([]string, len(vals))
 		for j, v := range vals {
-			if !utf8.ValidString(v.Str) {
-				return errorf(k.p.name, "row %d: column %q is not valid UTF-8", i+1, k.col.Name)
+			if err := k.checkUTF8(i, v.Str); err != nil {
+				return err
 			}
 			list[j] = v.Str
 		}
@@ -478,4 +478,12 @@ func (k *Cursor) StringLists(limit int) ([][]string, error) {
 		return nil
 	})
 	return out, err
+}
+
+// checkUTF8 is an *Error when s, a value of row i (0-based), is not UTF-8.
+func (k *Cursor) checkUTF8(i int, s string) error {
+	if !utf8.ValidString(s) {
+		return errorf(k.p.name, "row %d: column %q is not valid UTF-8", i+1, k.col.Name)
+	}
+	return nil
 }
