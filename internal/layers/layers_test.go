@@ -76,8 +76,9 @@ var rules = []rule{
 		why: "the parquet column reader is shared by the evals and the workload loader, so it links neither"},
 }
 
-// testOnly are the engine's test fakes and its kernel emulator and fake
-// CUDA driver (built with g++ at test time): no serving package links them.
+// testOnly are the engine's test fakes, its kernel emulator and fake CUDA
+// driver (built with g++ at test time), and the parquet test files' writer:
+// no serving package links them.
 var testOnly = []string{"engine/enginetest", "engine/cudaexec/cudatest", "engine/cudaexec/emu", "engine/cudaexec/fakecuda", "internal/parquetcol/parquettest"}
 
 const testOnlyWhy = "the test fakes, the kernel emulator and the fake CUDA driver (built with g++ at test time) are for tests only"
