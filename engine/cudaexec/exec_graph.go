@@ -72,7 +72,7 @@ type bucketGraph struct {
 func (e *Executor) UseGraphs(maxBS int) bool {
 	e.dropGraphs()
 	g, ok := e.ops.(Grapher)
-	if !ok || maxBS <= 0 || e.dummySlot < 0 {
+	if !ok || maxBS <= 0 { // a Grapher: NewExecutor kept the dummy page
 		return false
 	}
 	e.gr = &graphs{g: g, buckets: GraphBuckets(maxBS), byBucket: map[int]*bucketGraph{},

@@ -60,16 +60,7 @@ func (p *pair) forward(t *testing.T, what string, seqs []model.Seq) {
 	t.Helper()
 	want := p.m.Forward(seqs)
 	got := p.e.Forward(seqs)
-	sameOutput(t, what, got, want)
-}
-
-func sameOutput(t *testing.T, what string, got, want *model.Output) {
-	t.Helper()
-	if !slices.Equal(got.First, want.First) {
-		t.Fatalf("%s: First %v, model %v", what, got.First, want.First)
-	}
-	cudatest.SameBits(t, what+" logits", got.Logits, want.Logits)
-	cudatest.SameBits(t, what+" hidden", got.Hidden, want.Hidden)
+	cudatest.SameOutput(t, what, got, want)
 }
 
 // sameKV checks every KV layer the Executor holds against the model's
@@ -252,7 +243,7 @@ func TestExecutorDraftsTheModelsTokens(t *testing.T) {
 				}
 				seq := model.Seq{Tokens: prompt, Slots: slots[:n], Logits: model.AllRows}
 				want := p.m.Forward([]model.Seq{seq})
-				sameOutput(t, fmt.Sprintf("prompt %d", i), p.e.Forward([]model.Seq{seq}), want)
+				cudatest.SameOutput(t, fmt.Sprintf("prompt %d", i), p.e.Forward([]model.Seq{seq}), want)
 				next := int32((n * 7) % cfg.VocabSize)
 				all := append(slices.Clone(prompt), next)
 				// hid row r is the main model's hidden state before position r.
@@ -272,7 +263,7 @@ func TestExecutorDraftsTheModelsTokens(t *testing.T) {
 			}
 			flat := slices.Concat(prevs...)
 			prev := kernels.NewMat(flat, len(flat)/H, H)
-			sameOutput(t, "the MTP layer's forward pass", p.e.mtpForward(mtpIn, prev), p.m.MTPForward(mtpIn, prev))
+			cudatest.SameOutput(t, "the MTP layer's forward pass", p.e.mtpForward(mtpIn, prev), p.m.MTPForward(mtpIn, prev))
 			if split {
 				want, got := p.m.Draft(fill), p.e.Draft(fill)
 				if len(got) != len(fill) || !slices.EqualFunc(got, want, slices.Equal) {

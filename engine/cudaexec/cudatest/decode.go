@@ -69,7 +69,7 @@ func (d Decode) Same(t testing.TB, a, b Forwarder, pool *model.KVCache, vocab in
 			fresh = append(fresh, seqs[i])
 		}
 		if len(fresh) > 0 {
-			sameOut(t, fmt.Sprintf("step %d prefill", k), a.Forward(fresh), b.Forward(fresh))
+			SameOutput(t, fmt.Sprintf("step %d prefill", k), a.Forward(fresh), b.Forward(fresh))
 			for _, i := range st {
 				if seqs[i].Pos == 0 {
 					seqs[i].Pos = d.Lens[i]
@@ -81,15 +81,15 @@ func (d Decode) Same(t testing.TB, a, b Forwarder, pool *model.KVCache, vocab in
 			seqs[i].Tokens = []int32{tok(i, seqs[i].Pos)}
 			batch[j] = seqs[i]
 		}
-		sameOut(t, fmt.Sprintf("step %d (batch %v)", k, st), a.Forward(batch), b.Forward(batch))
+		SameOutput(t, fmt.Sprintf("step %d (batch %v)", k, st), a.Forward(batch), b.Forward(batch))
 		for _, i := range st {
 			seqs[i].Pos++
 		}
 	}
 }
 
-// sameOut fails t unless got and want hold the same rows, bit for bit.
-func sameOut(t testing.TB, what string, got, want *model.Output) {
+// SameOutput fails t unless got and want hold the same rows, bit for bit.
+func SameOutput(t testing.TB, what string, got, want *model.Output) {
 	t.Helper()
 	if fmt.Sprint(got.First) != fmt.Sprint(want.First) {
 		t.Fatalf("%s: rows start at %v, want %v", what, got.First, want.First)

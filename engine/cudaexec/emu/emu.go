@@ -122,13 +122,10 @@ func build() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("emu: %w", err)
 	}
-	files := map[string]string{
-		"shim.h":       shimSource,
-		"runner.h":     runnerSource,
-		"harness.cpp":  harnessSource,
-		"kernels.cu":   cudaexec.KernelSource,
-		"dispatch.inc": Dispatch(decls),
-	}
+	files := Runtime()
+	files["harness.cpp"] = harnessSource
+	files["kernels.cu"] = cudaexec.KernelSource
+	files["dispatch.inc"] = Dispatch(decls)
 	args := []string{"-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-fno-strict-aliasing", "-w"}
 	if os.Getenv("GLMBENCH_EMU_SANITIZE") == "1" {
 		// AddressSanitizer and UBSan: a kernel that reads or writes outside
