@@ -492,14 +492,9 @@ func (c *Client) StreamAPI(ctx context.Context, api API, body []byte, lim Stream
 	c.Prepare(ctx, api, body, lim).Run(live, res)
 }
 
-// StreamChatUntilFirst is StreamChat that hangs up after the first content
+// StreamUntilFirst is StreamAPI that hangs up after the first content
 // event (or the end): it checks that a request of this exact shape is
 // accepted without paying for the whole generation.
-func (c *Client) StreamChatUntilFirst(ctx context.Context, body []byte, lim StreamLimits, res *StreamResult) {
-	c.StreamUntilFirst(ctx, APIChat, body, lim, res)
-}
-
-// StreamUntilFirst is StreamChatUntilFirst on api's route.
 func (c *Client) StreamUntilFirst(ctx context.Context, api API, body []byte, lim StreamLimits, res *StreamResult) {
 	st := c.Prepare(ctx, api, body, lim)
 	st.untilFirst = true
