@@ -189,12 +189,9 @@ func TestACompletionsRunAgainstOpenAIsChatModelStopsAtTheFirstProbeAsBadInput(t 
 	t.Parallel()
 	for _, name := range []string{endpointstest.OpenAI, endpointstest.Gateway} {
 		p := endpointstest.Start(t, name, endpointstest.Options{})
-		ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
+		ep := resolve(t, p.BaseURL(), p.Opts.Model)
 		o := &Options{Endpoint: ep, Shape: Shape{Model: ep.Model, API: endpoints.APICompletions}, ConnectTimeout: 2e9, Nonce: NewNonce()}
-		_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
+		_, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
 		wantBadInput(t, err, "HTTP 404", "--api chat")
 		if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: the error is not one line: %q", name, err)
@@ -244,12 +241,9 @@ func TestCompletionsWorkloadMessagesNameNoChatTemplate(t *testing.T) {
 func TestACompletions404ForAWrongModelNameDoesNotSayTheRouteIsMissing(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: "no-such-model"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, p.BaseURL(), "no-such-model")
 	o := &Options{Endpoint: ep, Shape: Shape{Model: ep.Model, API: endpoints.APICompletions}, ConnectTimeout: 2e9, Nonce: NewNonce()}
-	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
+	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
 	wantBadInput(t, err, "HTTP 404", "does not exist", "if the model name is right", "--api chat")
 	if strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("the hint says vLLM does not serve /completions: %v", err)
@@ -278,12 +272,9 @@ func TestACompletionsStreamInLlamaCppsNativeShapeIsSaidAsSuch(t *testing.T) {
 		io.WriteString(w, "data: {\"content\":\"a\",\"stop\":false}\n\ndata: {\"content\":\"\",\"stop\":true,\"tokens_evaluated\":12}\n\n")
 	}))
 	defer srv.Close()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, srv.URL+"/v1", "m")
 	o := &Options{Endpoint: ep, Shape: Shape{Model: "m", API: endpoints.APICompletions}, ConnectTimeout: 2e9, Nonce: NewNonce()}
-	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
+	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 2, In: 64, Out: 4}})
 	wantBadInput(t, err, "probe of the load's request shape", "200 with no content event", "choices[].text", "llama.cpp builds before January 2025", "--api chat")
 	if strings.Contains(err.Error(), "\n") {
 		t.Errorf("not one line: %q", err)

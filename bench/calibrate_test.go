@@ -154,10 +154,7 @@ func (s *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
 
 func llamaOptions(t *testing.T, s *llamaServer) *Options {
 	t.Helper()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: s.URL + "/v1", Model: "tiny.gguf"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, s.URL+"/v1", "tiny.gguf")
 	return &Options{
 		Endpoint:       ep,
 		Shape:          Shape{Model: "tiny.gguf", IgnoreEOS: true},

@@ -31,10 +31,7 @@ func TestARunawayStreamIsEndedAtItsBound(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, srv.URL+"/v1", "m")
 	o := &Options{Endpoint: ep, Shape: Shape{Model: "m"}, ConnectTimeout: 2 * time.Second, PhaseCap: 30 * time.Second, Nonce: "0a1b2c3d",
 		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}}
 	run := RunPhase(context.Background(), o, plan(2, 8, 4))

@@ -20,12 +20,20 @@ import (
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
-func testOptions(t testing.TB, srv *endpointstest.Server, nonce string) *Options {
+// resolve is the endpoint at the API base base serving model, read with no
+// environment.
+func resolve(t testing.TB, base, model string) *endpoints.Endpoint {
 	t.Helper()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL(), Model: "fake-model"}, func(string) string { return "" })
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: base, Model: model}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ep
+}
+
+func testOptions(t testing.TB, srv *endpointstest.Server, nonce string) *Options {
+	t.Helper()
+	ep := resolve(t, srv.BaseURL(), "fake-model")
 	return &Options{
 		Endpoint:       ep,
 		Shape:          Shape{Model: "fake-model", IgnoreEOS: true},

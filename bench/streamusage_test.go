@@ -108,13 +108,10 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 func TestAReasoningModelsCapSpentOnHiddenReasoningIsSaidSo(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true, HiddenReasoning: 16})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, p.BaseURL(), p.Opts.Model)
 	o := &Options{Endpoint: ep, Shape: Shape{Model: p.Opts.Model, MaxCompletionTokens: true},
 		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
-	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
+	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
 	if err == nil || !strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "hidden reasoning") {
 		t.Fatalf("%v: want the shape probe's empty stream said as a cap spent on hidden reasoning", err)
 	}
@@ -130,13 +127,10 @@ func TestAReasoningModelsCapSpentOnHiddenReasoningIsSaidSo(t *testing.T) {
 func TestACapThatWentAsMaxCompletionTokensAndWasIgnoredIsSaidSo(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LlamaNoMaxCompletionTokens: true})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, p.BaseURL(), p.Opts.Model)
 	o := &Options{Endpoint: ep, Shape: Shape{Model: p.Opts.Model, IgnoreEOS: true, MaxCompletionTokens: true},
 		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
-	_, _, err = Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
+	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}})
 	if err == nil || !strings.Contains(err.Error(), "ignores max_tokens") || !strings.Contains(err.Error(), "without --max-completion-tokens") {
 		t.Fatalf("%v: want the runaway probe said as a cap sent as max_completion_tokens", err)
 	}

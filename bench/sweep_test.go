@@ -23,10 +23,7 @@ import (
 func simOptions(t *testing.T, cost sim.CostModel) (*Options, Plan) {
 	t.Helper()
 	e := enginetest.Start(t, enginetest.Sim(cost), enginetest.Sched(func(c *sched.Config) { c.EnableMixedChunk = true }))
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: e.BaseURL(), Model: e.ModelName()}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, e.BaseURL(), e.ModelName())
 	o := &Options{
 		Endpoint: ep, Shape: Shape{Model: ep.Model, IgnoreEOS: true},
 		Limits:         endpoints.StreamLimits{TTFT: 30 * time.Second, Stall: 30 * time.Second},

@@ -54,10 +54,7 @@ func checkTPOT(t *testing.T, records []schema.Record, r, events, revents int) {
 func TestTPOTOfAModelThatHidesItsReasoningIsItsVisibleGap(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true, HiddenReasoning: 16, Gap: tpotGap})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, p.BaseURL(), p.Opts.Model)
 	// --ignore-eos=false --max-completion-tokens, as OpenAI needs.
 	o := &Options{Endpoint: ep, Shape: Shape{Model: p.Opts.Model, MaxCompletionTokens: true},
 		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second,

@@ -23,10 +23,7 @@ import (
 func workOptions(t *testing.T, opts ...enginetest.Option) *Options {
 	t.Helper()
 	e := enginetest.Start(t, opts...)
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: e.BaseURL(), Model: e.ModelName()}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := resolve(t, e.BaseURL(), e.ModelName())
 	return &Options{
 		Endpoint: ep, Shape: Shape{Model: ep.Model, IgnoreEOS: true},
 		Limits:         endpoints.StreamLimits{TTFT: 60 * time.Second, Stall: 60 * time.Second},

@@ -477,29 +477,19 @@ func (w *watchdog) stop() {
 	}
 }
 
-// StreamChat posts body (a JSON ChatRequest with stream true) and reads the
-// stream to its end, filling res. It never retries and never returns an
-// error: failures are classified into res.Class. live, when not nil, is
-// incremented once per content event (for progress displays).
-func (c *Client) StreamChat(ctx context.Context, body []byte, lim StreamLimits, live *atomic.Int64, res *StreamResult) {
-	c.StreamAPI(ctx, APIChat, body, lim, live, res)
-}
-
-// StreamAPI is StreamChat on api's route: body is a JSON ChatRequest for
-// chat, a CompletionRequest for completions. The stream is read alike:
-// a completions chunk's choices[].text is its content.
+// StreamAPI posts body (with stream true: a JSON ChatRequest for chat, a
+// CompletionRequest for completions) on api's route and reads the stream
+// to its end, filling res; both streams are read alike, a completions
+// chunk's choices[].text being its content. It never retries and never
+// returns an error: failures are classified into res.Class. live, when not
+// nil, is incremented once per content event (for progress displays).
 func (c *Client) StreamAPI(ctx context.Context, api API, body []byte, lim StreamLimits, live *atomic.Int64, res *StreamResult) {
 	c.Prepare(ctx, api, body, lim).Run(live, res)
 }
 
-// StreamChatUntilFirst is StreamChat that hangs up after the first content
+// StreamUntilFirst is StreamAPI that hangs up after the first content
 // event (or the end): it checks that a request of this exact shape is
 // accepted without paying for the whole generation.
-func (c *Client) StreamChatUntilFirst(ctx context.Context, body []byte, lim StreamLimits, res *StreamResult) {
-	c.StreamUntilFirst(ctx, APIChat, body, lim, res)
-}
-
-// StreamUntilFirst is StreamChatUntilFirst on api's route.
 func (c *Client) StreamUntilFirst(ctx context.Context, api API, body []byte, lim StreamLimits, res *StreamResult) {
 	st := c.Prepare(ctx, api, body, lim)
 	st.untilFirst = true

@@ -158,7 +158,7 @@ func TestStreamsReuseKeepAliveConnections(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"x-000001 hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`)
 	for range 5 {
 		var res endpoints.StreamResult
-		c.StreamChat(context.Background(), body, endpoints.StreamLimits{TTFT: 5 * time.Second}, nil, &res)
+		c.StreamAPI(context.Background(), endpoints.APIChat, body, endpoints.StreamLimits{TTFT: 5 * time.Second}, nil, &res)
 		if res.Class != "" || !res.Done || res.CompletionTokens != 3 || len(res.Events) != 3 {
 			t.Fatalf("%+v", res)
 		}
@@ -176,7 +176,7 @@ func TestConnectFailuresAreClassed(t *testing.T) {
 	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: "http://" + addr + "/v1"}, env(map[string]string{"OPENAI_API_KEY": "sk-hidden-key"}))
 	c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: time.Second}))
 	var res endpoints.StreamResult
-	c.StreamChat(context.Background(), []byte(`{}`), endpoints.StreamLimits{}, nil, &res)
+	c.StreamAPI(context.Background(), endpoints.APIChat, []byte(`{}`), endpoints.StreamLimits{}, nil, &res)
 	if res.Class != schema.Connect || res.Status != 0 || strings.Contains(res.Detail, "sk-hidden") {
 		t.Fatalf("%+v", res)
 	}
@@ -196,7 +196,7 @@ func BenchmarkClientStream(b *testing.B) {
 	// Client and fake server share the process, so allocs/event counts both sides.
 	endpoints.LoopEvents(b, n, func() int {
 		res.Reset()
-		c.StreamChat(context.Background(), body, endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, nil, &res)
+		c.StreamAPI(context.Background(), endpoints.APIChat, body, endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, nil, &res)
 		return len(res.Events)
 	})
 }

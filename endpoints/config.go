@@ -251,7 +251,8 @@ func checkBaseURL(raw string) (string, error) {
 // URL pasted with one of them (from a curl line, say) is a route, not a
 // base. /models is not among them: Azure AI's model inference base ends in
 // /models.
-var apiRoutes = []string{"/chat/completions", "/completions"}
+// /chat/completions comes first: /completions is its suffix.
+var apiRoutes = []string{APIChat.Path(), APICompletions.Path()}
 
 // apiRoute is the route path ends in, or "".
 func apiRoute(path string) string {

@@ -83,7 +83,7 @@ func stream(t *testing.T, ep *Endpoint, lim StreamLimits) *StreamResult {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, fmt.Errorf("the client did not end the request itself"))
 	defer cancel()
 	res := &StreamResult{}
-	NewClient(ep, tr).StreamChat(ctx, []byte(`{"model":"m","stream":true}`), lim, nil, res)
+	NewClient(ep, tr).StreamAPI(ctx, APIChat, []byte(`{"model":"m","stream":true}`), lim, nil, res)
 	if res.Cancelled != nil {
 		t.Fatalf("%v (class %q, %d events)", res.Cancelled, res.Class, len(res.Events))
 	}

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -32,17 +31,8 @@ func startAgents(t *testing.T, names ...string) []string {
 // with args added, fails t unless it exits 0, and returns what it wrote.
 func runThroughAgents(t *testing.T, p *endpointstest.Personality, args ...string) *reports.Input {
 	t.Helper()
-	dir := t.TempDir()
-	args = append([]string{"--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "p=6/32/4",
-		"--agents", strings.Join(startAgents(t, "a0", "a1"), ","), "--no-metrics"}, args...)
-	if code, stderr := execute(t, context.Background(), args...); code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
+	return runOK(t, t.TempDir(), append([]string{"--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--phase", "p=6/32/4",
+		"--agents", strings.Join(startAgents(t, "a0", "a1"), ","), "--no-metrics"}, args...)...)
 }
 
 // A run through two agents is one report: every request once, each with

@@ -2,13 +2,11 @@ package run
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
-	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -24,14 +22,7 @@ func TestAReasoningModelIsRunWithMaxCompletionTokens(t *testing.T) {
 	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "max_completion_tokens") || !strings.Contains(stderr, "--max-completion-tokens sends the cap as max_completion_tokens") {
 		t.Fatalf("exit %d, stderr %q: want exit 2 naming --max-completion-tokens", code, stderr)
 	}
-	dir := t.TempDir()
-	if code, stderr := execute(t, context.Background(), append(args, "--max-completion-tokens", "--out", dir)...); code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := runOK(t, t.TempDir(), append(args, "--max-completion-tokens")...)
 	if !in.Report.Options.MaxCompletionTokens || len(in.Records) != 3 {
 		t.Fatalf("max_completion_tokens %t, %d records", in.Report.Options.MaxCompletionTokens, len(in.Records))
 	}

@@ -93,19 +93,26 @@ func TestBadWorkloadInputExitsTwoInOneLineBeforeAnyRequest(t *testing.T) {
 	}
 }
 
-// runEngine runs `glmbench run ARGS --out DIR` against e, fails t unless it
-// exits 0, and returns the report and records it wrote, and report.md.
-func runEngine(t *testing.T, e *enginetest.Engine, args ...string) (*schema.Report, []schema.Record, string) {
+// runOK runs `glmbench run ARGS --out DIR`, fails t unless it exits 0, and
+// returns what it wrote.
+func runOK(t *testing.T, dir string, args ...string) *reports.Input {
 	t.Helper()
-	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), append([]string{"--endpoint", e.BaseURL(), "--out", dir}, args...)...)
-	if code != 0 {
+	if code, stderr := execute(t, context.Background(), append(args, "--out", dir)...); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return in
+}
+
+// runEngine runs `glmbench run ARGS --out DIR` against e, fails t unless it
+// exits 0, and returns the report and records it wrote, and report.md.
+func runEngine(t *testing.T, e *enginetest.Engine, args ...string) (*schema.Report, []schema.Record, string) {
+	t.Helper()
+	dir := t.TempDir()
+	in := runOK(t, dir, append([]string{"--endpoint", e.BaseURL()}, args...)...)
 	md := cmdtest.ReadFile(t, dir, reports.ReportMD)
 	for _, r := range in.Records {
 		if !r.Completed() {

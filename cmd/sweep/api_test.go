@@ -22,15 +22,8 @@ func TestASweepOnCompletionsSendsEveryRequestThereAndSaysSo(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
 	dir := filepath.Join(t.TempDir(), "out")
-	code, _, stderr := execute(t, "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--shape", "32/4", "--concurrency", "2",
-		"--warmup", "0s", "--duration", "300ms", "--slice", "300ms", "--api", "completions", "--no-metrics", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := sweepOK(t, dir, "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--shape", "32/4", "--concurrency", "2",
+		"--warmup", "0s", "--duration", "300ms", "--slice", "300ms", "--api", "completions", "--no-metrics")
 	if in.Report.Options.API != "completions" || len(in.Records) == 0 {
 		t.Fatalf("api %q, %d records", in.Report.Options.API, len(in.Records))
 	}
@@ -55,15 +48,8 @@ func TestASweepOnCompletionsAgainstTheEngineLandsOnItsShape(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: time.Millisecond}))
 	dir := filepath.Join(t.TempDir(), "out")
-	code, _, stderr := execute(t, "--endpoint", e.BaseURL(), "--shape", "96/6", "--concurrency", "1,2",
-		"--warmup", "0s", "--duration", "300ms", "--api", "completions", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := sweepOK(t, dir, "--endpoint", e.BaseURL(), "--shape", "96/6", "--concurrency", "1,2",
+		"--warmup", "0s", "--duration", "300ms", "--api", "completions")
 	if in.Report.Options.API != "completions" || len(in.Report.Sweeps) != 1 || len(in.Report.Sweeps[0].Points) != 2 {
 		t.Fatalf("api %q, sweeps %+v", in.Report.Options.API, in.Report.Sweeps)
 	}

@@ -23,6 +23,20 @@ func execute(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return cmdutil.ExitCode(err), out.String(), errOut.String()
 }
 
+// sweepOK runs `glmbench sweep ARGS --out DIR`, fails t unless it exits 0,
+// and returns what it wrote.
+func sweepOK(t *testing.T, dir string, args ...string) *reports.Input {
+	t.Helper()
+	if code, _, stderr := execute(t, append(args, "--out", dir)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // Bad flags exit 2 in one line, before any endpoint is opened: the endpoint
 // named here does not exist, so reaching it would say so instead.
 func TestBadFlagsExitTwoInOneLineBeforeAnyLoad(t *testing.T) {

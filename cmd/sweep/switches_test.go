@@ -19,16 +19,9 @@ func TestASweepRecordsMaxCompletionTokensAndNoStreamUsage(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{ReasoningModel: true})
 	dir := filepath.Join(t.TempDir(), "out")
-	code, _, stderr := execute(t, "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--shape", "32/4", "--concurrency", "2",
+	in := sweepOK(t, dir, "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--shape", "32/4", "--concurrency", "2",
 		"--warmup", "0s", "--duration", "300ms", "--slice", "300ms", "--ignore-eos=false", "--max-completion-tokens", "--stream-usage=false",
-		"--no-metrics", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+		"--no-metrics")
 	if o := in.Report.Options; !o.MaxCompletionTokens || !o.NoStreamUsage || len(in.Records) == 0 {
 		t.Fatalf("options %+v, %d records: want both switches recorded", o, len(in.Records))
 	}

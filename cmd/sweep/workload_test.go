@@ -12,7 +12,6 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/engine/sim"
-	"github.com/glmbench/glmbench/reports"
 )
 
 // randomYAML is one random phase: 6 prompts of 48 to 64 tokens, answers of
@@ -81,15 +80,8 @@ func TestAWorkloadSweepSendsThePhasesRequestsAtEachPoint(t *testing.T) {
 		t.Fatalf("the phase expands to %d requests, all of max_tokens %d; the test wants 6 that differ", len(reqs), reqs[0].Output)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	code, _, stderr := execute(t, "--endpoint", e.BaseURL(), "--workload", spec, "--concurrency", "1,2",
-		"--duration", "1s", "--warmup", "200ms", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := sweepOK(t, dir, "--endpoint", e.BaseURL(), "--workload", spec, "--concurrency", "1,2",
+		"--duration", "1s", "--warmup", "200ms")
 	if len(in.Report.Sweeps) != 1 {
 		t.Fatalf("%d sweeps, want 1", len(in.Report.Sweeps))
 	}
