@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"github.com/glmbench/glmbench/cmd/target"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 func TestRunWithOptionsBuiltByHandReportsTheEndpoint(t *testing.T) {
 	t.Parallel()
 	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	o := &Options{F: f, Phases: "single", StallTimeout: time.Minute, TTFTTimeout: time.Minute, PhaseCap: time.Minute, Summary: "full", IgnoreEOS: true}
+	o := &Options{F: f, Phases: "single", StallTimeout: time.Minute, TTFTTimeout: time.Minute, PhaseCap: time.Minute, Summary: "full", Body: target.Body{IgnoreEOS: true}}
 	o.Endpoint.Endpoint = "http://127.0.0.1:1/v1"
 	o.Endpoint.Model = "m"
 	o.ConnectTimeout = time.Second

@@ -46,13 +46,8 @@ type Options struct {
 	// ProbeTimeout limits each calibration probe (0: bench.ProbeLimit's
 	// default, which grows with the prompt).
 	ProbeTimeout time.Duration
-	IgnoreEOS    bool
-	StreamUsage  bool
-	// MaxCompletionTokens: chat requests carry max_completion_tokens.
-	MaxCompletionTokens bool
-	// API is --api: chat or completions, parsed into api by validate.
-	API string
-	api endpoints.API
+	// Body is --api, --ignore-eos, --stream-usage, --max-completion-tokens.
+	target.Body
 
 	// Baseline, when set, gates this run against those reports after it
 	// (glmbench gate's thresholds and exit code 99).
@@ -165,10 +160,7 @@ has everything.`,
 	fl.DurationVar(&o.PhaseCap, "phase-cap", 30*time.Minute, "end a phase after this long, cancelling requests in flight (0: no cap)")
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token); the whole calibration gets five times it for each distinct input length")
-	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
-	fl.BoolVar(&o.MaxCompletionTokens, "max-completion-tokens", false, "send a chat's output cap as max_completion_tokens instead of max_tokens (OpenAI's reasoning models refuse max_tokens; llama.cpp before February 2026 and Ollama do not read it, so their requests go uncapped)")
-	fl.BoolVar(&o.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
-	fl.StringVar(&o.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
+	o.Body.AddFlags(fl)
 	fl.StringSliceVar(&o.Baseline, "baseline", nil, "gate this run against these reports when it ends (as glmbench gate; exit 99 when a threshold is crossed)")
 	fl.StringArrayVar(&o.Thresholds, "threshold", nil, "a gate threshold, e.g. 'decode_medium.out_tput > -5%' (repeatable; needs --baseline)")
 	fl.StringVar(&o.ThresholdFile, "threshold-file", "", "YAML file of gate thresholds (needs --baseline)")
@@ -189,11 +181,8 @@ func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if o.api, err = endpoints.ParseAPI(o.API); err != nil {
+	if err := o.Body.Check(); err != nil {
 		return nil, nil, err
-	}
-	if o.MaxCompletionTokens && o.api == endpoints.APICompletions {
-		return nil, nil, badinput.Errorf("--max-completion-tokens is a chat field: --api completions sends max_tokens")
 	}
 	// The order run always checked its limits in: phase cap, connect,
 	// TTFT, stall, request.
@@ -270,7 +259,7 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 		if err := gp.RequireShape(s.Name, s.N, s.In, s.Out); err != nil {
 			return nil, err
 		}
-		if err := gp.RequireAPI(s.Name, o.api.Name()); err != nil {
+		if err := gp.RequireAPI(s.Name, o.APIName()); err != nil {
 			return nil, err
 		}
 	}
@@ -370,7 +359,7 @@ func phaseJobs[P any](bo *bench.Options, plans []P, run func(context.Context, *b
 func (o *Options) benchOptions(ep *endpoints.Endpoint) *bench.Options {
 	return &bench.Options{
 		Endpoint: ep,
-		Shape:    bench.Shape{Model: ep.Model, IgnoreEOS: o.IgnoreEOS, API: o.api, NoStreamUsage: !o.StreamUsage, MaxCompletionTokens: o.MaxCompletionTokens},
+		Shape:    o.Body.Shape(ep.Model),
 		Limits: endpoints.StreamLimits{
 			TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout,
 		},
@@ -392,21 +381,18 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []benc
 	rep := tg.Report(o.F)
 	rep.Nonce = nonce
 	rep.Options = schema.Options{
-		Phases:              phaseList(specs),
-		API:                 o.api.Name(),
-		IgnoreEOS:           o.IgnoreEOS,
-		NoStreamUsage:       !o.StreamUsage,
-		MaxCompletionTokens: o.MaxCompletionTokens,
-		Timeouts:            timeouts(o),
-		Arrival:             arrivalName(o),
-		RequestRate:         o.RequestRate,
-		MaxConcurrency:      o.MaxConcurrency,
-		Seed:                o.Seed,
-		Percentiles:         schema.PercentileMethod,
-		SLOs:                o.slos.Strings(),
-		Workload:            o.workloadSource,
-		Dataset:             o.Dataset,
+		Phases:         phaseList(specs),
+		Timeouts:       timeouts(o),
+		Arrival:        arrivalName(o),
+		RequestRate:    o.RequestRate,
+		MaxConcurrency: o.MaxConcurrency,
+		Seed:           o.Seed,
+		Percentiles:    schema.PercentileMethod,
+		SLOs:           o.slos.Strings(),
+		Workload:       o.workloadSource,
+		Dataset:        o.Dataset,
 	}
+	o.Body.Record(&rep.Options)
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	return rep
 }

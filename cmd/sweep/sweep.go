@@ -50,13 +50,8 @@ type Options struct {
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
 	ProbeTimeout   time.Duration
-	IgnoreEOS      bool
-	StreamUsage    bool
-	// MaxCompletionTokens: chat requests carry max_completion_tokens.
-	MaxCompletionTokens bool
-	// API is --api: chat or completions, parsed into api by validate.
-	API string
-	api endpoints.API
+	// Body is --api, --ignore-eos, --stream-usage, --max-completion-tokens.
+	target.Body
 
 	// Workload and WorkloadPhase are --workload and --workload-phase: the
 	// phase of a workload file (or built-in example) whose requests the
@@ -139,10 +134,7 @@ point.`,
 	fl.Int64Var(&o.Seed, "seed", 1, "seed of the Poisson arrivals")
 	fl.DurationVar(&o.TTFTTimeout, "ttft-timeout", 10*time.Minute, "limit on the wait for the first content event (0: none)")
 	fl.DurationVar(&o.ProbeTimeout, "probe-timeout", 0, "limit on each calibration probe (0: 1m plus 20ms per input token)")
-	fl.BoolVar(&o.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
-	fl.BoolVar(&o.MaxCompletionTokens, "max-completion-tokens", false, "send a chat's output cap as max_completion_tokens instead of max_tokens (OpenAI's reasoning models refuse max_tokens; llama.cpp before February 2026 and Ollama do not read it, so their requests go uncapped)")
-	fl.BoolVar(&o.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
-	fl.StringVar(&o.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
+	o.Body.AddFlags(fl)
 	o.Metrics.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "send a workload phase's requests, in turn, instead of --shape's: a workload file or a built-in example ("+strings.Join(workload.Names(), ", ")+"); its arrival is the sweep's")
 	fl.StringVar(&o.WorkloadPhase, "workload-phase", "", "the --workload phase to sweep (needed when it has several)")
@@ -168,11 +160,8 @@ func (o *Options) validate() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.api, err = endpoints.ParseAPI(o.API); err != nil {
+	if err := o.Body.Check(); err != nil {
 		return nil, err
-	}
-	if o.MaxCompletionTokens && o.api == endpoints.APICompletions {
-		return nil, badinput.Errorf("--max-completion-tokens is a chat field: --api completions sends max_tokens")
 	}
 	p := &plan{spec: bench.Spec{Name: "sweep", N: 1, In: in, Out: out}, mode: schema.SweepConcurrency}
 	if o.Workload != "" || o.Dataset != "" {
@@ -273,7 +262,7 @@ func Run(ctx context.Context, o *Options) error {
 	defer tg.Close()
 	bo := &bench.Options{
 		Endpoint:       tg.Endpoint,
-		Shape:          bench.Shape{Model: tg.Endpoint.Model, IgnoreEOS: o.IgnoreEOS, API: o.api, NoStreamUsage: !o.StreamUsage, MaxCompletionTokens: o.MaxCompletionTokens},
+		Shape:          o.Body.Shape(tg.Endpoint.Model),
 		Limits:         endpoints.StreamLimits{TTFT: o.TTFTTimeout, Stall: o.StallTimeout, Total: o.RequestTimeout},
 		ConnectTimeout: o.ConnectTimeout,
 		ProbeTimeout:   o.ProbeTimeout,
@@ -366,10 +355,11 @@ func calibrate(ctx context.Context, errOut io.Writer, bo *bench.Options, p *plan
 // reportOptions are the report's record of the sweep's options.
 func (o *Options) reportOptions(p *plan) schema.Options {
 	ro := schema.Options{
-		Phases: p.spec.Name, API: o.api.Name(), IgnoreEOS: o.IgnoreEOS, NoStreamUsage: !o.StreamUsage, MaxCompletionTokens: o.MaxCompletionTokens, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
+		Phases: p.spec.Name, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
 		Timeouts: map[string]float64{"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(),
 			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
 	}
+	o.Body.Record(&ro)
 	ro.Workload, ro.Dataset = p.source, o.Dataset
 	return ro
 }

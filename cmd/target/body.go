@@ -1,0 +1,56 @@
+package target
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Body is the flags that shape every load request's body, shared by run
+// and sweep: the route, ignore_eos, stream_options and the cap's name.
+type Body struct {
+	IgnoreEOS   bool
+	StreamUsage bool
+	// MaxCompletionTokens: chat requests carry max_completion_tokens.
+	MaxCompletionTokens bool
+	// API is --api: chat or completions, parsed by Check.
+	API string
+	api endpoints.API
+}
+
+// AddFlags binds the body's flags.
+func (b *Body) AddFlags(fl *pflag.FlagSet) {
+	fl.BoolVar(&b.IgnoreEOS, "ignore-eos", true, "send ignore_eos so every request generates its full output")
+	fl.BoolVar(&b.MaxCompletionTokens, "max-completion-tokens", false, "send a chat's output cap as max_completion_tokens instead of max_tokens (OpenAI's reasoning models refuse max_tokens; llama.cpp before February 2026 and Ollama do not read it, so their requests go uncapped)")
+	fl.BoolVar(&b.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
+	fl.StringVar(&b.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
+}
+
+// Check parses --api and refuses what the legacy route cannot carry; its
+// errors are bad input.
+func (b *Body) Check() error {
+	var err error
+	if b.api, err = endpoints.ParseAPI(b.API); err != nil {
+		return err
+	}
+	if b.MaxCompletionTokens && b.api == endpoints.APICompletions {
+		return badinput.Errorf("--max-completion-tokens is a chat field: --api completions sends max_tokens")
+	}
+	return nil
+}
+
+// APIName is the checked route in a word: chat or completions.
+func (b *Body) APIName() string { return b.api.Name() }
+
+// Shape is the body every request to model has in common.
+func (b *Body) Shape(model string) bench.Shape {
+	return bench.Shape{Model: model, IgnoreEOS: b.IgnoreEOS, API: b.api, NoStreamUsage: !b.StreamUsage, MaxCompletionTokens: b.MaxCompletionTokens}
+}
+
+// Record writes the body's options into the report's.
+func (b *Body) Record(o *schema.Options) {
+	o.API, o.IgnoreEOS, o.NoStreamUsage, o.MaxCompletionTokens = b.api.Name(), b.IgnoreEOS, !b.StreamUsage, b.MaxCompletionTokens
+}
