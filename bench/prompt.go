@@ -100,6 +100,25 @@ type Shape struct {
 	// max_completion_tokens instead of max_tokens (OpenAI's reasoning
 	// models refuse max_tokens). Completions always send max_tokens.
 	MaxCompletionTokens bool
+	// Extra is --extra-body: fields added to every body (the probes'
+	// too), a JSON object from endpoints.ParseExtraBody(LoadFields); nil
+	// for none.
+	Extra json.RawMessage `json:",omitempty"`
+}
+
+// LoadFields are the body fields the load writes itself, each with what
+// sets it instead; --extra-body may not set them (ParseExtraBody).
+var LoadFields = map[string]string{
+	"model":                 "--model names the model",
+	"messages":              "the phase or workload makes the prompt",
+	"prompt":                "the phase or workload makes the prompt",
+	"stream":                "every request streams",
+	"stream_options":        "--stream-usage sets it",
+	"max_tokens":            "the phase's OUT is the cap, sent as max_tokens (or as max_completion_tokens with --max-completion-tokens)",
+	"max_completion_tokens": "the phase's OUT is the cap, sent as max_completion_tokens with --max-completion-tokens",
+	"ignore_eos":            "--ignore-eos sets it",
+	"n":                     "a request is measured by its one choice",
+	"echo":                  "a streamed echo sends the prompt back as content, which TTFT would time",
 }
 
 // overhead names what a prompt holds besides its filler, for messages
@@ -163,7 +182,7 @@ func (s Shape) messagesBody(msgs []endpoints.Message, maxTokens int, stream bool
 	if err != nil {
 		panic(err) // strings and ints always marshal
 	}
-	return b
+	return endpoints.WithExtra(b, s.Extra)
 }
 
 // template makes the request bodies of a phase from one marshalled body,

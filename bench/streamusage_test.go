@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,6 +76,7 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 	)
 	def := Shape{IgnoreEOS: true}
 	mct := Shape{IgnoreEOS: true, MaxCompletionTokens: true}
+	extra := Shape{Extra: json.RawMessage(`{"top_k":40,"user":"ci"}`)}
 	for _, c := range []struct {
 		name   string
 		s      Shape
@@ -94,6 +96,10 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 		{"vLLM's cap past the context", def, true, 400, vllmTooLarge, ""},
 		{"vLLM's cap past the context, max_completion_tokens", mct, true, 400, vllmTooLarge, ""},
 		{"max_completion_tokens refused", mct, true, 422, mistralMaxCompletion, "; the endpoint refuses a field: without --max-completion-tokens the cap goes as max_tokens"},
+		{"an extra body's field refused", extra, true, 400, "Unrecognized request argument supplied: top_k", "; the endpoint refuses a field: --extra-body adds top_k"},
+		{"Mistral refusing an extra body's field", extra, true, 422, `{"detail":[{"type":"extra_forbidden","loc":["body","top_k"]}]}`, "; the endpoint refuses a field: --extra-body adds top_k"},
+		{"a longer name holding an extra field's", extra, true, 400, "Unrecognized request argument supplied: top_k_max", ""},
+		{"an extra field's name in a word", extra, true, 400, "Unrecognized request argument supplied: top_kx, username", ""},
 		{"both refused", def, true, 400, "Unrecognized request arguments supplied: ignore_eos, stream_options", "; the endpoint refuses a field: --ignore-eos=false leaves ignore_eos out, --stream-usage=false leaves stream_options out"},
 	} {
 		if h := c.s.refusedField(c.stream, c.status, c.msg); h != c.want {
@@ -137,5 +143,32 @@ func TestACapThatWentAsMaxCompletionTokensAndWasIgnoredIsSaidSo(t *testing.T) {
 	o.Shape.MaxCompletionTokens = false
 	if _, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 8}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An extra body rides at the end of every body the one builder makes, chat
+// and completions, streamed or not, and a template's bodies still carry
+// request i's prefix digits, patched in place, before it.
+func TestTheExtraBodyIsInEveryBodyAndTemplatesStillPatch(t *testing.T) {
+	t.Parallel()
+	extra := json.RawMessage(`{"chat_template_kwargs":{"enable_thinking":false},"top_p":0.9}`)
+	for _, api := range []endpoints.API{endpoints.APIChat, endpoints.APICompletions} {
+		s := Shape{Model: "m", IgnoreEOS: true, API: api, Extra: extra}
+		for _, stream := range []bool{true, false} {
+			var got map[string]json.RawMessage
+			if err := json.Unmarshal(s.chatBody("p ", "text", 4, stream), &got); err != nil {
+				t.Fatal(err)
+			}
+			if string(got["top_p"]) != "0.9" || string(got["chat_template_kwargs"]) != `{"enable_thinking":false}` || string(got["max_tokens"]) != "4" {
+				t.Errorf("%s, stream %t: %v", api, stream, got)
+			}
+		}
+		tpl := newTemplate(s, "nonce", "text", 4)
+		for _, i := range []int{0, 7, 123456} {
+			b := tpl.body(i)
+			if !json.Valid(b) || !strings.Contains(string(b), Prefix("nonce", i)+"text") || !strings.HasSuffix(string(b), `"top_p":0.9}`) {
+				t.Errorf("%s, request %d: %s", api, i, b)
+			}
+		}
 	}
 }

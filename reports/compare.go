@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/paired"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -41,8 +43,11 @@ type Column struct {
 	// API is the route the load went to (schema.Options.API) when it was
 	// not chat: a completions run's prompts carry no chat template, so its
 	// prompt tokens mean other text than a chat run's.
-	API    string `json:"api,omitempty"`
-	Legacy bool   `json:"legacy,omitempty"`
+	API string `json:"api,omitempty"`
+	// ExtraBody is the fields --extra-body added to the load's requests
+	// (schema.Options.ExtraBody), when it added any.
+	ExtraBody json.RawMessage `json:"extra_body,omitempty"`
+	Legacy    bool            `json:"legacy,omitempty"`
 }
 
 // PhaseRow is one phase across the columns; a cell is null where a column
@@ -398,9 +403,10 @@ func loadAPI(r *schema.Report) string {
 	return r.Options.APIName()
 }
 
-// sameAPI sets col.API from in's load (only when not chat) and refuses
-// runs of one label whose loads went to different routes: merging a chat
-// run's phases with a completions run's would average other prompts.
+// sameAPI sets col.API from in's load (only when not chat) and
+// col.ExtraBody, and refuses runs of one label whose loads went to
+// different routes or carried different --extra-body fields: merging a
+// chat run's phases with a completions run's would average other prompts.
 func sameAPI(col *Column, runs []*Input, in *Input) error {
 	api := loadAPI(in.Report)
 	if api == "" {
@@ -412,10 +418,28 @@ func sameAPI(col *Column, runs []*Input, in *Input) error {
 				col.Label, other, run.Path, api, in.Path)
 		}
 	}
+	extra := in.Report.Options.Extra()
+	for _, run := range runs {
+		if other := run.Report.Options.Extra(); loadAPI(run.Report) != "" && other != extra {
+			return badinput.Errorf("label %s: the load's requests carried %s in %s but %s in %s (--extra-body); reports of one label are merged, so they must share one (run one with another --label)",
+				col.Label, extraBody(other), run.Path, extraBody(extra), in.Path)
+		}
+	}
 	if api != "chat" {
 		col.API = api
 	}
+	if extra != "" {
+		col.ExtraBody = json.RawMessage(extra)
+	}
 	return nil
+}
+
+// extraBody names the fields --extra-body added, for messages.
+func extraBody(extra string) string {
+	if extra == "" {
+		return "no extra body"
+	}
+	return "extra body " + text.Clip(extra, 80, "…")
 }
 
 func (p *PhaseCell) shape() [3]int { return [3]int{p.BatchSize, p.InputLen, p.OutputLen} }

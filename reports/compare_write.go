@@ -146,10 +146,18 @@ func columnEndpoint(col Column) string {
 		return "older harness (imported)"
 	case col.Endpoint == "":
 		return "—"
-	case col.API != "":
-		return col.Endpoint + " (api " + col.API + ")"
 	}
-	return col.Endpoint
+	var notes []string
+	if col.API != "" {
+		notes = append(notes, "api "+col.API)
+	}
+	if len(col.ExtraBody) > 0 {
+		notes = append(notes, extraBody(string(col.ExtraBody)))
+	}
+	if len(notes) == 0 {
+		return col.Endpoint
+	}
+	return col.Endpoint + " (" + strings.Join(notes, ", ") + ")"
 }
 
 func orDash(s string) string {

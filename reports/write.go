@@ -273,6 +273,9 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 			usage += ", max_completion_tokens"
 		}
 		p.f("- api: %s; arrival: %s, ignore_eos %t%s, timeouts %s\n", apiRoute(r.Options), arrival(r.Options), r.Options.IgnoreEOS, usage, timeouts(r.Options.Timeouts))
+		if extra := r.Options.Extra(); extra != "" {
+			p.f("- extra body (--extra-body): %s\n", codeSpan(text.Clip(extra, 300, "…")))
+		}
 		sat := "no"
 		if r.Client.Saturated {
 			sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"
@@ -461,6 +464,23 @@ func apiRoute(o schema.Options) string {
 		return "completions (POST /completions, no chat template)"
 	}
 	return "chat (POST /chat/completions)"
+}
+
+// codeSpan puts s in a Markdown code span, fenced by one backtick more
+// than its longest run of them (CommonMark), so no text in s ends it.
+func codeSpan(s string) string {
+	run, longest := 0, 0
+	for _, r := range s {
+		if run++; r != '`' {
+			run = 0
+		}
+		longest = max(longest, run)
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }
 
 func arrival(o schema.Options) string {

@@ -64,8 +64,9 @@ const (
 // pongs give another (an agent of another glmbench version, whose plan
 // fields might not mean the same). 2: the plan's shape carries the API
 // (chat or completions), which an agent of protocol 1 would not read and
-// would send every request as chat.
-const Proto = 2
+// would send every request as chat. 3: the shape carries --extra-body
+// (bench.Shape.Extra), which an agent of protocol 2 would leave out.
+const Proto = 3
 
 // Pong is the answer to a ping.
 type Pong struct {

@@ -259,7 +259,7 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 		if err := gp.RequireShape(s.Name, s.N, s.In, s.Out); err != nil {
 			return nil, err
 		}
-		if err := gp.RequireAPI(s.Name, o.APIName()); err != nil {
+		if err := gp.RequireRequest(s.Name, o.APIName(), o.Extra()); err != nil {
 			return nil, err
 		}
 	}

@@ -34,3 +34,25 @@ func TestASweepRecordsMaxCompletionTokensAndNoStreamUsage(t *testing.T) {
 		t.Errorf("report.md does not name the switches")
 	}
 }
+
+// A sweep sends --extra-body's fields in every request, its probes' too,
+// and records the object: vLLM's fake sees them in each body.
+func TestASweepSendsAndRecordsTheExtraBody(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	dir := filepath.Join(t.TempDir(), "out")
+	in := sweepOK(t, dir, "--endpoint", p.BaseURL(), "--shape", "32/4", "--concurrency", "2",
+		"--warmup", "0s", "--duration", "300ms", "--slice", "300ms", "--extra-body", `{"top_k": 20, "min_p": 0}`, "--no-metrics")
+	if got := in.Report.Options.Extra(); got != `{"min_p":0,"top_k":20}` || len(in.Records) == 0 {
+		t.Fatalf("extra body %s, %d records", got, len(in.Records))
+	}
+	bodies := p.BodyFields()
+	if len(bodies) < len(in.Records) {
+		t.Fatalf("%d bodies for %d records", len(bodies), len(in.Records))
+	}
+	for i, b := range bodies {
+		if string(b["top_k"]) != "20" || string(b["min_p"]) != "0" {
+			t.Errorf("request %d carried top_k %s, min_p %s", i, b["top_k"], b["min_p"])
+		}
+	}
+}

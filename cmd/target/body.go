@@ -1,6 +1,8 @@
 package target
 
 import (
+	"encoding/json"
+
 	"github.com/spf13/pflag"
 
 	"github.com/glmbench/glmbench/bench"
@@ -10,7 +12,8 @@ import (
 )
 
 // Body is the flags that shape every load request's body, shared by run
-// and sweep: the route, ignore_eos, stream_options and the cap's name.
+// and sweep: the route, ignore_eos, stream_options, the cap's name and
+// the fields --extra-body adds.
 type Body struct {
 	IgnoreEOS   bool
 	StreamUsage bool
@@ -19,6 +22,9 @@ type Body struct {
 	// API is --api: chat or completions, parsed by Check.
 	API string
 	api endpoints.API
+	// ExtraBody is --extra-body, parsed by Check into extra.
+	ExtraBody string
+	extra     json.RawMessage
 }
 
 // AddFlags binds the body's flags.
@@ -27,6 +33,7 @@ func (b *Body) AddFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&b.MaxCompletionTokens, "max-completion-tokens", false, "send a chat's output cap as max_completion_tokens instead of max_tokens (OpenAI's reasoning models refuse max_tokens; llama.cpp before February 2026 and Ollama do not read it, so their requests go uncapped)")
 	fl.BoolVar(&b.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
 	fl.StringVar(&b.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
+	fl.StringVar(&b.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the probes' too, and recorded in the report, e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' or '{"temperature": 0.6}' (not the fields glmbench writes: model, messages, prompt, stream, stream_options, max_tokens, max_completion_tokens, ignore_eos, n, echo)`)
 }
 
 // Check parses --api and refuses what the legacy route cannot carry; its
@@ -39,18 +46,23 @@ func (b *Body) Check() error {
 	if b.MaxCompletionTokens && b.api == endpoints.APICompletions {
 		return badinput.Errorf("--max-completion-tokens is a chat field: --api completions sends max_tokens")
 	}
-	return nil
+	b.extra, err = endpoints.ParseExtraBody("--extra-body", b.ExtraBody, bench.LoadFields)
+	return err
 }
 
 // APIName is the checked route in a word: chat or completions.
 func (b *Body) APIName() string { return b.api.Name() }
 
+// Extra is the checked --extra-body object (nil: none).
+func (b *Body) Extra() json.RawMessage { return b.extra }
+
 // Shape is the body every request to model has in common.
 func (b *Body) Shape(model string) bench.Shape {
-	return bench.Shape{Model: model, IgnoreEOS: b.IgnoreEOS, API: b.api, NoStreamUsage: !b.StreamUsage, MaxCompletionTokens: b.MaxCompletionTokens}
+	return bench.Shape{Model: model, IgnoreEOS: b.IgnoreEOS, API: b.api, NoStreamUsage: !b.StreamUsage, MaxCompletionTokens: b.MaxCompletionTokens, Extra: b.extra}
 }
 
 // Record writes the body's options into the report's.
 func (b *Body) Record(o *schema.Options) {
 	o.API, o.IgnoreEOS, o.NoStreamUsage, o.MaxCompletionTokens = b.api.Name(), b.IgnoreEOS, !b.StreamUsage, b.MaxCompletionTokens
+	o.ExtraBody = b.extra
 }

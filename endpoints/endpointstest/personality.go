@@ -141,6 +141,7 @@ type Personality struct {
 	largest  int
 	auth     []string
 	prompts  []int
+	fields   []map[string]json.RawMessage
 	inflight int
 	recent   []time.Time
 	seq      int
@@ -231,6 +232,15 @@ func (p *Personality) PromptTokens() []int {
 	return append([]int(nil), p.prompts...)
 }
 
+// BodyFields are the top-level fields of each generation request's body
+// (POST /v1/chat/completions or /v1/completions), but its messages and
+// prompt, in order of arrival; nil for a body that is no JSON object.
+func (p *Personality) BodyFields() []map[string]json.RawMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]map[string]json.RawMessage(nil), p.fields...)
+}
+
 // MaxPromptTokens is the largest of PromptTokens (0 when none).
 func (p *Personality) MaxPromptTokens() int {
 	m := 0
@@ -252,10 +262,19 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		rest, _ := io.Copy(io.Discard, r.Body)
 		size += int(rest)
 	}
+	var fields map[string]json.RawMessage
+	generation := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions")
+	if generation && size <= MaxBody && json.Unmarshal(body, &fields) == nil {
+		delete(fields, "messages")
+		delete(fields, "prompt")
+	}
 	p.mu.Lock()
 	p.routes[r.Method+" "+r.URL.Path]++
 	p.largest = max(p.largest, size)
 	p.auth = append(p.auth, r.Header.Get("Authorization"))
+	if generation {
+		p.fields = append(p.fields, fields)
+	}
 	p.mu.Unlock()
 	if size > MaxBody {
 		p.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the test fake parses no body over %d bytes (this one: %d)", MaxBody, size), nil)

@@ -474,14 +474,14 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 				continue
 			}
 			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
-			api := route(r.Options.APIName())
+			api := request(r.Options)
 			if first == nil {
 				first = &seen{s, api, where}
 				continue
 			}
 			if api != first.api {
-				return badinput.Errorf("%s %s's load went to %s in %s but to %s in %s; runs of different APIs (--api) send different prompts and are not compared",
-					what, name, first.api, first.where, api, where)
+				return badinput.Errorf("%s %s's load went to %s in %s but to %s in %s; %s",
+					what, name, first.api, first.where, api, where, notCompared)
 			}
 			if s != first.shape {
 				return badinput.Errorf("%s %s is %s%s in %s but %s in %s; %ss of different shapes are not compared",
@@ -490,6 +490,23 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 		}
 	}
 	return nil
+}
+
+// notCompared says why loads of different requests are not gated.
+const notCompared = "runs of different APIs (--api) or extra body fields (--extra-body) send different requests and are not compared"
+
+// request is what each request of a load of o was sent as: its route
+// and the fields --extra-body added.
+func request(o schema.Options) string {
+	return requestOf(o.APIName(), o.Extra())
+}
+
+// requestOf is request's text for a route and a compact extra body.
+func requestOf(api, extra string) string {
+	if extra == "" {
+		return route(api)
+	}
+	return route(api) + " with --extra-body " + extra
 }
 
 // route is the route a load of api (schema.Options.APIName) went to.

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"io"
 
 	"github.com/glmbench/glmbench/internal/badinput"
@@ -71,14 +72,16 @@ func (p *Plan) RequireShape(name string, n, in, out int) error {
 	return nil
 }
 
-// RequireAPI fails (exit 2) when the baseline ran phase name on another
-// API than api (chat or completions), so run --baseline can refuse before
-// sending load that could not be compared.
-func (p *Plan) RequireAPI(name, api string) error {
+// RequireRequest fails (exit 2) when the baseline ran phase name on another
+// API than api (chat or completions), or with other --extra-body fields
+// than extra, so run --baseline can refuse before sending load that could
+// not be compared.
+func (p *Plan) RequireRequest(name, api string, extra json.RawMessage) error {
+	here := requestOf(api, string(extra))
 	for _, r := range p.Baseline {
-		if reports.FindPhase(r, name) != nil && route(r.Options.APIName()) != route(api) {
-			return badinput.Errorf("phase %s's load goes to %s here but went to %s in the baseline (label %s); runs of different APIs (--api) send different prompts and are not compared",
-				name, route(api), route(r.Options.APIName()), r.Label)
+		if reports.FindPhase(r, name) != nil && request(r.Options) != here {
+			return badinput.Errorf("phase %s's load goes to %s here but went to %s in the baseline (label %s); %s",
+				name, here, request(r.Options), r.Label, notCompared)
 		}
 	}
 	return nil

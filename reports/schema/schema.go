@@ -8,6 +8,8 @@
 package schema
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -500,13 +502,17 @@ type Options struct {
 	NoStreamUsage bool `json:"no_stream_usage,omitempty"`
 	// MaxCompletionTokens is set when chat requests carried their cap as
 	// max_completion_tokens (--max-completion-tokens) instead of max_tokens.
-	MaxCompletionTokens bool               `json:"max_completion_tokens,omitempty"`
-	Timeouts            map[string]float64 `json:"timeouts"`
-	Arrival             string             `json:"arrival"`
-	RequestRate         float64            `json:"request_rate,omitempty"`
-	MaxConcurrency      int                `json:"max_concurrency,omitempty"`
-	Seed                int64              `json:"seed,omitempty"`
-	Percentiles         string             `json:"percentile_method,omitempty"`
+	MaxCompletionTokens bool `json:"max_completion_tokens,omitempty"`
+	// ExtraBody is --extra-body: the JSON object of fields every load
+	// request's body carried besides glmbench's own, its fields in name
+	// order.
+	ExtraBody      json.RawMessage    `json:"extra_body,omitempty"`
+	Timeouts       map[string]float64 `json:"timeouts"`
+	Arrival        string             `json:"arrival"`
+	RequestRate    float64            `json:"request_rate,omitempty"`
+	MaxConcurrency int                `json:"max_concurrency,omitempty"`
+	Seed           int64              `json:"seed,omitempty"`
+	Percentiles    string             `json:"percentile_method,omitempty"`
 	// SLOs are run's --slo objectives, in canonical form.
 	SLOs []string `json:"slos,omitempty"`
 	// Workload is run --workload's file ("embedded NAME" for a built-in
@@ -523,6 +529,20 @@ func (o *Options) APIName() string {
 		return o.API
 	}
 	return "chat"
+}
+
+// Extra is ExtraBody in one line, compact ("" for none): report.json
+// writes it indented, so a report read back holds it so. Every reader of
+// ExtraBody goes through it.
+func (o *Options) Extra() string {
+	if len(o.ExtraBody) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, o.ExtraBody) != nil {
+		return string(o.ExtraBody)
+	}
+	return b.String()
 }
 
 // Endpoint describes what was measured. Headers are recorded by name only.

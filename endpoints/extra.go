@@ -1,0 +1,93 @@
+package endpoints
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
+)
+
+// ParseExtraBody reads a JSON object of fields to add to every request body
+// (--extra-body, as SGLang's bench_serving --extra-request-body and vLLM's
+// bench serve --extra-body): a hybrid reasoning model's
+// {"chat_template_kwargs": {"enable_thinking": false}}, sampling fields such
+// as {"temperature": 0.6, "top_p": 0.95}, OpenAI's {"reasoning_effort":
+// "low"}. owned maps each field the caller writes itself to what sets it
+// instead; a field there is refused, since the body would carry it twice
+// and servers differ in which one they read. The result is the object
+// compact with its fields in name order, nil for "" or {}. Its errors are
+// bad input, in one line.
+func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var fields map[string]json.RawMessage
+	d := json.NewDecoder(strings.NewReader(s))
+	if err := d.Decode(&fields); err != nil || fields == nil {
+		return nil, badinput.Errorf("%s must be a JSON object such as '{\"temperature\": 0.6}', not %q", flag, text.Clip(s, 60, "…"))
+	}
+	if strings.TrimSpace(s[d.InputOffset():]) != "" {
+		return nil, badinput.Errorf("%s must be one JSON object: %q has more after it", flag, text.Clip(s, 60, "…"))
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if use, ok := owned[k]; ok {
+			return nil, badinput.Errorf("%s sets %q, which glmbench writes itself: %s", flag, k, use)
+		}
+	}
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)                   // the report shows the object as it was given
+	if err := e.Encode(fields); err != nil { // map keys in order; each value compacted
+		return nil, badinput.Errorf("%s: %s", flag, text.OneLine(err.Error()))
+	}
+	return bytes.TrimSpace(b.Bytes()), nil
+}
+
+// ExtraFields names extra's fields in order (none for nil).
+func ExtraFields(extra json.RawMessage) []string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(extra, &fields) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// WithExtra returns body, a marshalled JSON object, with extra's fields
+// (ParseExtraBody's object) added at its end. A nil, empty or null extra
+// leaves body as it is. Fields are spliced in as bytes, so a body built
+// once keeps every offset before its end (bench patches prompt digits at
+// fixed offsets).
+func WithExtra(body []byte, extra json.RawMessage) []byte {
+	inner := bytes.TrimSpace(extra)
+	if len(inner) < 2 || inner[0] != '{' {
+		return body
+	}
+	inner = bytes.TrimSpace(inner[1 : len(inner)-1])
+	end := bytes.LastIndexByte(body, '}')
+	if len(inner) == 0 || end < 1 {
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(inner)+1)
+	out = append(out, body[:end]...)
+	if len(bytes.TrimSpace(body[1:end])) > 0 { // body has fields of its own
+		out = append(out, ',')
+	}
+	out = append(out, inner...)
+	return append(out, body[end:]...)
+}

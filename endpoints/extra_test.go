@@ -1,0 +1,81 @@
+package endpoints
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// ParseExtraBody gives the object compact with its fields in name order,
+// values as given (a stop string's < and > stay as they are, numbers keep
+// their digits); nothing for "" or {}.
+func TestParseExtraBodyGivesTheObjectInOneCanonicalForm(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"  ", ""},
+		{"{}", ""},
+		{` { "top_p" : 0.95, "chat_template_kwargs": {"enable_thinking": false} } `, `{"chat_template_kwargs":{"enable_thinking":false},"top_p":0.95}`},
+		{`{"stop": ["<|user|>"], "seed": 12345678901234567890}`, `{"seed":12345678901234567890,"stop":["<|user|>"]}`},
+		{`{"a": 1, "a": 2}`, `{"a":2}`},
+	} {
+		got, err := ParseExtraBody("--extra-body", tc.in, nil)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%q: %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// A field the caller owns is refused with what sets it instead, as is
+// anything but one JSON object, each in one line of bad input.
+func TestParseExtraBodyRefusesOwnedFieldsAndWhatIsNoObject(t *testing.T) {
+	t.Parallel()
+	owned := map[string]string{"model": "--model names it", "stream": "every request streams"}
+	for _, tc := range []struct{ in, want string }{
+		{`{"top_p": 1, "stream": false}`, `-x sets "stream", which glmbench writes itself: every request streams`},
+		{`{"model": "m", "stream": false}`, `-x sets "model"`},
+		{`[]`, `-x must be a JSON object`},
+		{`"s"`, `-x must be a JSON object`},
+		{`null`, `-x must be a JSON object`},
+		{`{"a": 1}]`, `-x must be one JSON object`},
+		{"{\"a\":\n", `-x must be a JSON object`},
+	} {
+		_, err := ParseExtraBody("-x", tc.in, owned)
+		if !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v; want one line of bad input saying %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// WithExtra's body is the union of both objects' fields, valid JSON, and
+// every byte of body before its closing brace stays where it was.
+func TestWithExtraAddsTheFieldsAtTheEnd(t *testing.T) {
+	t.Parallel()
+	extra := json.RawMessage(`{"chat_template_kwargs":{"enable_thinking":false},"top_p":0.9}`)
+	for _, body := range []string{`{"model":"m","messages":[{"role":"user","content":"}"}],"stream":true}`, `{}`, `{ }`} {
+		got := WithExtra([]byte(body), extra)
+		var fields, want map[string]any
+		if err := json.Unmarshal(got, &fields); err != nil {
+			t.Fatalf("%s: %s is no JSON: %v", body, got, err)
+		}
+		json.Unmarshal([]byte(body), &want)
+		json.Unmarshal(extra, &want)
+		if !reflect.DeepEqual(fields, want) {
+			t.Errorf("%s: fields %v, want %v", body, fields, want)
+		}
+		if end := strings.LastIndexByte(body, '}'); string(got[:end]) != body[:end] {
+			t.Errorf("%s: the body's bytes moved: %s", body, got)
+		}
+	}
+	for _, none := range []json.RawMessage{nil, json.RawMessage("null"), json.RawMessage("{}")} {
+		if got := WithExtra([]byte(`{"a":1}`), none); string(got) != `{"a":1}` {
+			t.Errorf("extra %q: %s", none, got)
+		}
+	}
+	if got := ExtraFields(extra); !reflect.DeepEqual(got, []string{"chat_template_kwargs", "top_p"}) {
+		t.Errorf("ExtraFields: %v", got)
+	}
+}

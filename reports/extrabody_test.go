@@ -1,0 +1,77 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// report.json writes the extra body indented as an object; read back,
+// Options.Extra gives it compact again, so report.md, the comparison and
+// the gate see one text however often it was written and read. A body
+// holding a backtick still makes one code span in report.md.
+func TestTheExtraBodyReadsBackAsItWasRecorded(t *testing.T) {
+	t.Parallel()
+	rep := sampleReport()
+	rep.Options.ExtraBody = json.RawMessage(`{"chat_template_kwargs":{"enable_thinking":false},"stop":["` + "``" + `"]}`)
+	dir := t.TempDir()
+	var js bytes.Buffer
+	if err := WriteJSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), "\"extra_body\": {\n") {
+		t.Errorf("report.json does not hold the extra body as an object:\n%s", js.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReportJSON), js.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := in.Report.Options.Extra(), string(rep.Options.ExtraBody); got != want {
+		t.Errorf("read back: %s, want %s", got, want)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, in.Report); err != nil {
+		t.Fatal(err)
+	}
+	if want := "- extra body (--extra-body): ```" + string(rep.Options.ExtraBody) + "```\n"; !strings.Contains(md.String(), want) {
+		t.Errorf("report.md lacks %q:\n%s", want, md.String())
+	}
+}
+
+// Runs of one label are merged, so runs whose requests carried different
+// extra bodies are refused, naming both; a column with one names it
+// beside its endpoint, and one without says nothing more.
+func TestOneLabelsRunsShareTheirExtraBody(t *testing.T) {
+	t.Parallel()
+	plain, thinkOff, thinkOff2 := sampleReport(), sampleReport(), sampleReport()
+	thinkOff.Options.ExtraBody = json.RawMessage(`{"chat_template_kwargs":{"enable_thinking":false}}`)
+	thinkOff2.Options.ExtraBody = json.RawMessage("{\n  \"chat_template_kwargs\": {\"enable_thinking\": false}\n}")
+	_, err := Compare([]*Input{{Report: plain, Path: "a"}, {Report: thinkOff, Path: "b"}})
+	if !badinput.Is(err) || !strings.Contains(err.Error(), `carried no extra body in a but extra body {"chat_template_kwargs":{"enable_thinking":false}} in b`) {
+		t.Errorf("%v: want bad input naming both", err)
+	}
+	c, err := Compare([]*Input{{Report: thinkOff, Path: "b"}, {Report: thinkOff2, Path: "c"}})
+	if err != nil || string(c.Columns[0].ExtraBody) != `{"chat_template_kwargs":{"enable_thinking":false}}` {
+		t.Fatalf("one extra body, written two ways: %v, %+v", err, c)
+	}
+	plain.Label = "plain"
+	c, err = Compare([]*Input{{Report: plain, Path: "a"}, {Report: thinkOff, Path: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := WriteComparisonMarkdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(md.String(), `(extra body {"chat_template_kwargs":{"enable_thinking":false}})`) != 1 || strings.Count(md.String(), "extra body") != 1 {
+		t.Errorf("want exactly the second column marked:\n%s", md.String())
+	}
+}
