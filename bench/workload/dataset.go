@@ -115,7 +115,9 @@ type shareGPTItem struct {
 }
 
 // shareGPTTurn is one turn of a ShareGPT conversation: from is human (or
-// user), gpt (or assistant), system or another (passed over), in any case.
+// user), gpt (or assistant), system (or developer, OpenAI's newer name for
+// it, as its o-series models take it) or another (passed over: tool,
+// function), in any case.
 type shareGPTTurn struct {
 	From  string `json:"from"`
 	Value string `json:"value"`
@@ -142,7 +144,7 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 		return it, "an empty human turn"
 	}
 	for _, t := range c.Conversations[:human] {
-		if fromIs(t.From, "system") && t.Value != "" {
+		if fromIs(t.From, "system", "developer") && t.Value != "" {
 			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
 			break
 		}
@@ -293,18 +295,15 @@ type jsonlItem struct {
 	// many ShareGPT-format sets on the Hugging Face Hub are stored.
 	Conversations *json.RawMessage `json:"conversations"`
 	Prompt        *string          `json:"prompt"`
-	Messages      []struct {
-		Role    *string `json:"role"`
-		Content *string `json:"content"`
-	} `json:"messages"`
-	MaxTokens *int `json:"max_tokens"`
+	Messages      []jsonlMessage   `json:"messages"`
+	MaxTokens     *int             `json:"max_tokens"`
 }
 
 // loadJSONL reads a JSONL data set: each non-blank line {"prompt": "..."},
-// {"messages": [{"role": ..., "content": ...}, ...]} or a ShareGPT
-// conversation {"conversations": [{"from": ..., "value": ...}, ...]} (read
-// as loadShareGPT reads one, needAnswer included), with an optional
-// "max_tokens".
+// {"messages": [{"role": ..., "content": ...}, ...]} (read as
+// jsonlMessages says) or a ShareGPT conversation {"conversations":
+// [{"from": ..., "value": ...}, ...]} (read as loadShareGPT reads one,
+// needAnswer included), with an optional "max_tokens".
 func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, error) {
 	out := &loaded{}
 	err := lines(r, name, func(b []byte, n int) (bool, error) {
@@ -344,15 +343,15 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 			}
 			it.Messages = []Message{{Role: "user", Content: *j.Prompt}}
 		case len(j.Messages) > 0:
-			for i, m := range j.Messages {
-				if m.Role == nil || m.Content == nil {
-					return bad("messages[%d]: want role and content", i)
-				}
-				if r := *m.Role; r != "system" && r != "user" && r != "assistant" {
-					return bad("messages[%d]: role %q: want system, user or assistant", i, r)
-				}
-				it.Messages = append(it.Messages, Message{Role: *m.Role, Content: *m.Content})
+			msgs, skip, err := jsonlMessages(j.Messages)
+			if err != nil {
+				return bad("%s", err)
 			}
+			if skip != "" {
+				out.skip(skip)
+				return false, nil
+			}
+			it.Messages = msgs
 		default:
 			return bad(`want {"prompt": "..."} or {"messages": [...]}`)
 		}
@@ -369,6 +368,155 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 		return nil, err
 	}
 	return out, nil
+}
+
+// jsonlMessage is one message of a JSONL line's messages; other keys
+// (name, tool_calls, tool_call_id) are ignored. Content is kept raw: a
+// string, null or OpenAI's list of content parts (messageContent).
+type jsonlMessage struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// jsonlMessages is a JSONL line's messages as they are sent, all of them
+// in order (a JSONL line is the request). The roles follow the rules a
+// ShareGPT conversation's turns are read by (shareGPTTurn), so that a
+// conversation reads alike as JSONL and as parquet: developer is system;
+// tool and function turns are passed over, as is an assistant turn
+// without content (null: OpenAI logs write one that only called tools),
+// since glmbench sends no tools nor tool calls for a tool turn to answer,
+// and the exchange gone, the turns left still alternate. Any other role is
+// refused, as a typo would be. skip says why the line is not usable (""
+// when it is): a turn sent holds a part that is not text (it cannot be
+// benchmarked as text, and its text alone is not the request), or no turn
+// is left to send. err is a bad message, as "messages[I]: what".
+func jsonlMessages(ms []jsonlMessage) (out []Message, skip string, err error) {
+	media := ""
+	for i, m := range ms {
+		if m.Role == nil || m.Content == nil {
+			return nil, "", fmt.Errorf("messages[%d]: want role and content", i)
+		}
+		role := *m.Role
+		switch role {
+		case "developer":
+			role = "system"
+		case "system", "user", "assistant", "tool", "function":
+		default:
+			return nil, "", fmt.Errorf("messages[%d]: role %q: want system, user or assistant (or developer, read as system; tool or function, passed over)", i, role)
+		}
+		c, err := messageContent(m.Content)
+		if err != nil {
+			return nil, "", fmt.Errorf("messages[%d]: %s", i, err)
+		}
+		if c.null && role != "assistant" && role != "tool" && role != "function" {
+			return nil, "", fmt.Errorf("messages[%d]: null content: only an assistant turn (one that called tools) may have none", i)
+		}
+		if c.null || role == "tool" || role == "function" {
+			continue
+		}
+		if media == "" {
+			media = c.media
+		}
+		out = append(out, Message{Role: role, Content: c.text})
+	}
+	switch {
+	case media != "":
+		return nil, "multimodal content (" + media + ")", nil
+	case len(out) == 0:
+		return nil, "nothing to send", nil
+	}
+	return out, "", nil
+}
+
+// msgContent is a message's content read: its text, the type of its first
+// part that is not text ("" if none), and whether it is null.
+type msgContent struct {
+	text, media string
+	null        bool
+}
+
+// textParts are the content part types whose text is read, by the field
+// it is in: OpenAI's chat parts (text; an assistant's refusal) and its
+// Responses API's (input_text, output_text), all of which vLLM's chat path
+// reads as text.
+var textParts = map[string]string{"text": "text", "refusal": "refusal", "input_text": "text", "output_text": "text"}
+
+// mediaParts are the content part types that are not text: OpenAI's chat
+// (image_url, input_audio, file) and Responses (input_image, input_file)
+// parts, vLLM's own (audio_url, video_url, image_embeds, audio_embeds), and
+// the image, audio and video parts of Hugging Face's multimodal chat
+// templates.
+var mediaParts = map[string]bool{
+	"image_url": true, "input_audio": true, "file": true, "input_image": true, "input_file": true,
+	"audio_url": true, "video_url": true, "image_embeds": true, "audio_embeds": true,
+	"image": true, "audio": true, "video": true,
+}
+
+// messageContent reads a message's content: a string, null, or a list of
+// content parts {"type": ..., ...}, whose text parts are joined with "\n"
+// as vLLM joins them for a chat template that takes a string
+// (_parse_chat_message_content_parts in vllm/entrypoints/chat_utils.py:
+// "\n".join(texts) when the message has no media), so that the text sent
+// is the one the server would have made of the parts. A part of unknown or
+// no type, or a text part whose text is not a string, is an error.
+func messageContent(raw json.RawMessage) (c msgContent, err error) {
+	var parts []json.RawMessage
+	switch {
+	case string(raw) == "null":
+		return msgContent{null: true}, nil
+	case len(raw) > 0 && raw[0] == '"':
+		err = json.Unmarshal(raw, &c.text)
+		return c, err
+	case len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil:
+		return c, fmt.Errorf("content: want a string or a list of parts, got %s", jsonKind(raw))
+	}
+	texts := make([]string, 0, len(parts))
+	for k, raw := range parts {
+		var p map[string]json.RawMessage
+		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &p) != nil {
+			return c, fmt.Errorf(`content[%d]: want a part {"type": ..., ...}, got %s`, k, jsonKind(raw))
+		}
+		typ, ok := jsonString(p["type"])
+		field, isText := textParts[typ]
+		switch {
+		case !ok || typ == "":
+			return c, fmt.Errorf(`content[%d]: want a part with a "type" string`, k)
+		case isText:
+			var s *string
+			if json.Unmarshal(p[field], &s) != nil || s == nil {
+				return c, fmt.Errorf("content[%d]: a part of type %q: want a %q string", k, typ, field)
+			}
+			texts = append(texts, *s)
+		case mediaParts[typ]:
+			if c.media == "" {
+				c.media = typ
+			}
+		default:
+			return c, fmt.Errorf("content[%d]: part type %q: want text, or a media part (image_url, input_audio, file, ...)", k, typ)
+		}
+	}
+	c.text = strings.Join(texts, "\n")
+	return c, nil
+}
+
+// jsonKind names the kind of the JSON value raw, for errors.
+func jsonKind(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // loadText reads a text data set: one prompt per non-blank line.

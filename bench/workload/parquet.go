@@ -21,14 +21,20 @@ import (
 //   - messages or conversation, a list of {content, role}:
 //     HuggingFaceH4/ultrachat_200k (beside its prompt string),
 //     lmsys/lmsys-chat-1m; read by the same rules, a role being a turn's
-//     from: the first user turn, the system turn before it, the next
-//     assistant turn's length as the answer; other roles (tool) are passed
-//     over;
+//     from: the first user turn, the system (or developer) turn before
+//     it, the next assistant turn's length as the answer; other roles
+//     (tool, function) are passed over, as a JSONL line's messages pass
+//     them over (jsonlMessages);
 //   - prompt, a string: one user prompt a row, as JSONL's prompt; a
 //     string response beside it (nvidia/HelpSteer) is its answer; or a
 //     list of {content, role}, as messages (TRL's conversational sets).
 //
 // A list column may also be a string of a JSON array of such objects.
+// A turn's content is a string: OpenAI's list of content parts, which
+// JSONL reads (messageContent), would be a LIST of STRUCT {type, text}
+// inside the list of turns, a list of lists, which parquetcol's cursors
+// do not read (their values carry no repetition levels to tell a part's
+// turn by), so such a column is refused as not of its layout's shape.
 // A column not of its layout's shape is passed over (a conversations
 // struct beside messages); when none fits, the first one's error is.
 // An integer max_tokens column, if any, is each row's own, as JSONL's; a
