@@ -121,6 +121,10 @@ type shareGPTItem struct {
 type shareGPTTurn struct {
 	From  string `json:"from"`
 	Value string `json:"value"`
+	// Media is the type of the first part of the turn's content that is
+	// not text, where it was a list of content parts (parquet's JSON
+	// turns); "" if none.
+	Media string `json:"-"`
 }
 
 // item is the conversation's usable part at line: its prompt is its first
@@ -140,11 +144,17 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	if human < 0 {
 		return it, "no human turn"
 	}
+	if m := c.Conversations[human].Media; m != "" {
+		return it, "multimodal content (" + m + ")"
+	}
 	if strings.TrimSpace(c.Conversations[human].Value) == "" {
 		return it, "an empty human turn"
 	}
 	for _, t := range c.Conversations[:human] {
-		if fromIs(t.From, "system", "developer") && t.Value != "" {
+		if fromIs(t.From, "system", "developer") && (t.Value != "" || t.Media != "") {
+			if t.Media != "" {
+				return item{Line: line}, "multimodal content (" + t.Media + ")"
+			}
 			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
 			break
 		}

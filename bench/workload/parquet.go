@@ -30,11 +30,13 @@ import (
 //     list of {content, role}, as messages (TRL's conversational sets).
 //
 // A list column may also be a string of a JSON array of such objects.
-// A turn's content is a string: OpenAI's list of content parts, which
-// JSONL reads (messageContent), would be a LIST of STRUCT {type, text}
-// inside the list of turns, a list of lists, which parquetcol's cursors
-// do not read (their values carry no repetition levels to tell a part's
-// turn by), so such a column is refused as not of its layout's shape.
+// A turn's content is a string, or in a string column of JSON also
+// OpenAI's list of content parts, read as JSONL reads them
+// (messageContent; a media part in a turn sent skips the row). As a
+// parquet list it would be a LIST of STRUCT {type, text} inside the list
+// of turns, a list of lists, which parquetcol's cursors do not read (their
+// values carry no repetition levels to tell a part's turn by), so such a
+// column is refused as not of its layout's shape.
 // A column not of its layout's shape is passed over (a conversations
 // struct beside messages); when none fits, the first one's error is.
 // An integer max_tokens column, if any, is each row's own, as JSONL's; a
@@ -195,12 +197,12 @@ func parquetRows(p *parquetcol.File, cur *parquetCursors, at int, out *loaded, c
 		return err
 	}
 	var prompts, responses, system []string
-	var from, value [][]string
+	var from, value, media [][]string
 	switch {
 	case c.from == "":
 		prompts, err = cur.main.Strings(n)
 	case c.json:
-		from, value, err = parquetJSONTurns(p, cur.main, at, c, n)
+		from, value, media, err = parquetJSONTurns(p, cur.main, at, c, n)
 	default:
 		if from, err = cur.from.StringLists(n); err == nil {
 			value, err = cur.value.StringLists(n)
@@ -243,7 +245,11 @@ func parquetRows(p *parquetcol.File, cur *parquetCursors, at int, out *loaded, c
 			conv.System = system[k]
 		}
 		for j := range from[k] {
-			conv.Conversations = append(conv.Conversations, shareGPTTurn{From: from[k][j], Value: value[k][j]})
+			tr := shareGPTTurn{From: from[k][j], Value: value[k][j]}
+			if media != nil {
+				tr.Media = media[k][j]
+			}
+			conv.Conversations = append(conv.Conversations, tr)
 		}
 		got, skip := conv.item(row, needAnswer && it.MaxTokens == 0)
 		if skip != "" {
@@ -256,33 +262,43 @@ func parquetRows(p *parquetcol.File, cur *parquetCursors, at int, out *loaded, c
 	return nil
 }
 
-// parquetJSONTurns is the next n rows' turns (from and value) of the string
-// column c.name, each a JSON array of objects with c.from and c.value
-// strings (null or missing: ""; a null row: no turns).
-func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c parquetLayout, n int) (from, value [][]string, err error) {
+// parquetJSONTurns is the next n rows' turns (from and value, and the
+// type of a value's first media part, "" if none) of the string column
+// c.name, each a JSON array of objects with c.from and c.value strings
+// (null or missing: ""; a null row: no turns), a value also being a list of
+// content parts, read as JSONL's (messageContent).
+func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c parquetLayout, n int) (from, value, media [][]string, err error) {
 	texts, err := main.Strings(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	from, value = make([][]string, len(texts)), make([][]string, len(texts))
+	from, value, media = make([][]string, len(texts)), make([][]string, len(texts)), make([][]string, len(texts))
 	for k, t := range texts {
 		if t == "" {
 			continue
 		}
 		var turns []map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(t), &turns); err != nil {
-			return nil, nil, rowErr(p, at+k+1, "%s: want a JSON array of {%q: ..., %q: ...}: %s", c.name, c.from, c.value, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+			return nil, nil, nil, rowErr(p, at+k+1, "%s: want a JSON array of {%q: ..., %q: ...}: %s", c.name, c.from, c.value, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
 		}
 		for j, turn := range turns {
 			f, okF := jsonString(turn[c.from])
 			v, okV := jsonString(turn[c.value])
-			if !okF || !okV {
-				return nil, nil, rowErr(p, at+k+1, "%s[%d]: want %q and %q strings", c.name, j, c.from, c.value)
+			var m string
+			if raw := turn[c.value]; !okV && len(raw) > 0 && raw[0] == '[' {
+				mc, err := messageContent(raw)
+				if err != nil {
+					return nil, nil, nil, rowErr(p, at+k+1, "%s[%d]: %s", c.name, j, err)
+				}
+				v, m, okV = mc.text, mc.media, true
 			}
-			from[k], value[k] = append(from[k], f), append(value[k], v)
+			if !okF || !okV {
+				return nil, nil, nil, rowErr(p, at+k+1, "%s[%d]: want %q and %q strings (or a list of content parts)", c.name, j, c.from, c.value)
+			}
+			from[k], value[k], media[k] = append(from[k], f), append(value[k], v), append(media[k], m)
 		}
 	}
-	return from, value, nil
+	return from, value, media, nil
 }
 
 // jsonString is the string raw holds ("" for null or none), and whether

@@ -499,7 +499,8 @@ func TestParquetJSONStringMessagesAreTheList(t *testing.T) {
 	}
 	for _, tc := range []struct{ text, want string }{
 		{`not json`, `bad.parquet: row 2: messages: want a JSON array of {"role": ..., "content": ...}`},
-		{`[{"role": "user", "content": [{"type": "text", "text": "hi"}]}]`, `bad.parquet: row 2: messages[0]: want "role" and "content" strings`},
+		{`[{"role": "user", "content": 5}]`, `bad.parquet: row 2: messages[0]: want "role" and "content" strings`},
+		{`[{"role": "user", "content": [{"type": "bogus"}]}]`, `bad.parquet: row 2: messages[0]: content[0]: part type "bogus"`},
 	} {
 		file := parquettest.Write(t, dir, "bad.parquet", []jsonRow{{`[{"role": "user", "content": "q"}]`}, {tc.text}}, 4)
 		if _, err := loadFile(t, file, Parquet, 0, true); err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) {

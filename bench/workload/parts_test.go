@@ -299,3 +299,48 @@ func FuzzJSONLContentParts(f *testing.F) {
 		}
 	})
 }
+
+// A parquet column of JSON turns (a string a row) whose content is a list
+// of text parts reads as the same turns with string content do (items,
+// skips, rows), by the ShareGPT rules; a media part in the turns sent (the
+// first user turn, the system turn before it) skips the row by its type,
+// one in a turn not sent (the answer, a later turn) does not.
+func TestParquetJSONTurnsTakeContentParts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type jsonRow struct {
+		Messages string `parquet:"messages"`
+	}
+	turns := roleContent(sampleConversations(14))
+	var plain, parts []jsonRow
+	for _, c := range turns {
+		var m, q []map[string]any
+		for _, tr := range c {
+			m = append(m, map[string]any{"role": tr.Role, "content": tr.Content})
+			q = append(q, map[string]any{"role": tr.Role, "content": textPartsOf("text", tr.Content)})
+		}
+		b, _ := json.Marshal(m)
+		plain = append(plain, jsonRow{string(b)})
+		b, _ = json.Marshal(q)
+		parts = append(parts, jsonRow{string(b)})
+	}
+	want, err := loadFile(t, parquettest.Write(t, dir, "plain.parquet", plain, 4), Parquet, 0, true)
+	if err != nil || len(want.items) == 0 || len(want.skipped) == 0 {
+		t.Fatalf("%+v, %v", want, err)
+	}
+	got, err := loadFile(t, parquettest.Write(t, dir, "parts.parquet", parts, 4), Parquet, 0, true)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("parts: %+v, %v\nwant %+v", got, err, want)
+	}
+	img := `{"type": "image_url", "image_url": {"url": "u"}}`
+	mm := []jsonRow{
+		{`[{"role": "user", "content": [{"type": "text", "text": "q"}, ` + img + `]}, {"role": "assistant", "content": "a"}]`},
+		{`[{"role": "system", "content": [{"type": "file", "file": {}}]}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]`},
+		{`[{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "text", "text": "ab"}, ` + img + `]}, {"role": "user", "content": [` + img + `]}]`},
+	}
+	got, err = loadFile(t, parquettest.Write(t, dir, "mm.parquet", mm, 4), Parquet, 0, true)
+	wantSkips := map[string]int{"multimodal content (image_url)": 1, "multimodal content (file)": 1}
+	if err != nil || len(got.items) != 1 || got.items[0].Line != 3 || got.items[0].AnswerChars != 2 || !reflect.DeepEqual(got.skipped, wantSkips) {
+		t.Errorf("%+v, %v; want row 3 (answer 2 bytes) and skips %v", got, err, wantSkips)
+	}
+}
