@@ -255,9 +255,14 @@ func chatNLL(ctx context.Context, s sender, req map[string]any, emptyOK bool) ([
 // error status about the request itself (a 404 for a route a chat-only
 // provider does not serve, a 400 or 500 refusing a field). A status about
 // the moment or the credentials (429, 408, 401, 403, 503), no answer at
-// all, an interruption, or logprobs that are there but wrong are not: the
-// chat route would meet the same fault, and the failure is the answer.
+// all, an interruption, logprobs that are there but wrong, or a refusal of
+// a field --extra-body adds (refusesExtra: every route carries it) are
+// not: the chat route would meet the same fault, and the failure is the
+// answer.
 func routeLacks(f *schema.EvalFailure) bool {
+	if refusesExtra(f) {
+		return false
+	}
 	switch KindOf(f) {
 	case LogprobsMissing, EchoRejected, EchoServerError, CompletionsMissing:
 		return true

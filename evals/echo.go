@@ -11,6 +11,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // ProbeText is the sentence the echo probe sends: plain natural text, long
@@ -258,6 +259,10 @@ func (s sender) classifyEchoStatus(ctx context.Context, model string, resp *endp
 	switch {
 	case endpoints.NotThisRequest(resp.Status) || resp.Status < 400: // not an echo failure
 		return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
+	case len(s.refusedExtra(resp.Status, summary.ErrorMessage(resp.Body))) > 0:
+		// The extra body's field, not echo, is refused: every request
+		// carries it, so no route would do better.
+		return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
 	case resp.Status == http.StatusNotFound || resp.Status == http.StatusMethodNotAllowed:
 		return s.classifyBy(ctx, crossCheck{
 			path: "/chat/completions", body: chatRequest(model, ProbeText, map[string]any{"max_tokens": 1, "temperature": 0}),
@@ -301,6 +306,7 @@ func (s sender) classifyBy(ctx context.Context, c crossCheck, resp *endpoints.Re
 		return newFailure(c.kind, resp.Status, resp.Body, shape(req), msg+c.works)
 	default:
 		msg += fmt.Sprintf(c.failed, cr.Status)
+		msg += s.extraRefusal(cr.Status, summary.ErrorMessage(cr.Body))
 	}
 	return newFailure(HTTPError, resp.Status, resp.Body, shape(req), msg)
 }

@@ -196,8 +196,10 @@ func (t *mmluTally) metrics() map[string]float64 {
 //
 // The chat routes read the answer's content only, never a thinking model's
 // reasoning; no chat_template_kwargs are sent (the OpenAI API refuses
-// unknown fields), so a thinking model thinks, and chat-greedy gives it
-// Config.ReasoningTokens to answer in (mmluByChatGreedy).
+// unknown fields) but those of Config.Extra, so a thinking model thinks
+// unless the extra body says {"chat_template_kwargs": {"enable_thinking":
+// false}}, and chat-greedy gives it Config.ReasoningTokens to answer in
+// (mmluByChatGreedy).
 //
 // A route is left for the next when it lacks what MMLU needs (routeLacks).
 // The route is chosen on the first question, which must be answered; after

@@ -27,6 +27,31 @@ const Retries = 3
 // retryBackoff is the wait before the first retry; it doubles each time.
 const retryBackoff = 250 * time.Millisecond
 
+// EvalFields are the body fields the evals write themselves, each with
+// what sets it instead; --extra-body may not set them
+// (endpoints.ParseExtraBody), since a body would carry the field twice, or
+// change what an eval measures under its name.
+var EvalFields = map[string]string{
+	"model":                      "--model names the model",
+	"messages":                   "the eval makes the prompt",
+	"prompt":                     "the eval makes the prompt",
+	"max_tokens":                 "each eval sets its cap (1 token for an echo or an MMLU letter, --gen-tokens for long-ppl, more for a thinking model's answer)",
+	"max_completion_tokens":      "each eval sets its cap as max_tokens, which this would replace (vLLM reads it first)",
+	"temperature":                "the evals decode greedily at temperature 0; long-ppl samples the model's own distribution at 1",
+	"top_p":                      "long-ppl samples the model's own distribution at top_p 1",
+	"seed":                       "long-ppl seeds each prompt's generation, so that reruns draw alike",
+	"logprobs":                   "each eval asks for the logprobs it scores",
+	"top_logprobs":               "each eval asks for the logprobs it scores",
+	"echo":                       "ppl and mmlu echo the prompts they score; no other request echoes",
+	"return_tokens_as_token_ids": "ppl asks for it where it takes token ids from the echo",
+	"add_special_tokens":         "ppl's token ids are a text prompt's, special tokens added",
+	"ignore_eos":                 "long-ppl sends it, and goes without it where the route refuses it",
+	"stop":                       "triviaqa stops its answer at a newline",
+	"stream":                     "the evals read whole answers, never streamed",
+	"stream_options":             "the evals read whole answers, never streamed",
+	"n":                          "an eval scores one choice per request",
+}
+
 // sender posts JSON bodies to one endpoint.
 type sender struct {
 	c *endpoints.Client
@@ -34,12 +59,27 @@ type sender struct {
 	timeout time.Duration
 	// backoff replaces retryBackoff (tests).
 	backoff time.Duration
+	// extra is Config.Extra's fields, added to every generation request.
+	extra map[string]json.RawMessage
 }
+
+// generation reports whether path is a route that generates, whose
+// requests carry the extra body: not /tokenize, which reads no sampling or
+// template field.
+func generation(path string) bool { return path == "/completions" || path == "/chat/completions" }
 
 // post sends body to path and returns the answer, whatever its status. A
 // failure is only a request that got no answer (Transport, after Retries)
-// or the caller's own cancellation (Interrupted).
+// or the caller's own cancellation (Interrupted). To a generation route,
+// body gets the extra body's fields first, in place, so that a failure's
+// shape of it shows what was sent (EvalFields keeps them from replacing an
+// eval's own).
 func (s sender) post(ctx context.Context, path string, body map[string]any) (*endpoints.Response, *schema.EvalFailure) {
+	if generation(path) {
+		for k, v := range s.extra {
+			body[k] = v
+		}
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, newFailure(BadResponse, 0, nil, shape(body), "encoding the request: "+err.Error())
@@ -165,12 +205,75 @@ func (s sender) httpFailure(resp *endpoints.Response, req map[string]any) *schem
 // of the endpoint's secrets before it is clipped (a 2xx other than 200 comes
 // from Post redacted only of secrets of 8 bytes or more), so a secret across
 // the clip leaks no prefix.
+// A refusal of a field the extra body added is said after the line
+// (extraRefusal).
 func (s sender) statusLine(resp *endpoints.Response) string {
 	var ep *endpoints.Endpoint
 	if s.c != nil {
 		ep = s.c.Endpoint()
 	}
-	return "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(summary.ErrorMessage(resp.Body)))
+	msg := summary.ErrorMessage(resp.Body)
+	line := "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(msg))
+	return line + s.extraRefusal(resp.Status, msg)
+}
+
+// extraRefused says, in a failure's detail, that the endpoint refused a
+// field of the extra body (extraRefusal), as run's probes say it.
+const extraRefused = "; the endpoint refuses a field: --extra-body adds "
+
+// extraRefusal is what a failure's detail adds for an answer whose error
+// message msg names fields of the extra body (refusedExtra): "; the
+// endpoint refuses a field: --extra-body adds top_k"; "" for none.
+func (s sender) extraRefusal(status int, msg string) string {
+	names := s.refusedExtra(status, msg)
+	if len(names) == 0 {
+		return ""
+	}
+	return extraRefused + strings.Join(names, ", --extra-body adds ")
+}
+
+// refusedExtra names the extra body's fields, in order, that msg, the
+// error message of a 4xx answer about the request (not a 429, 401, 403 or
+// 408), names as a word: OpenAI's 400 "Unrecognized request argument
+// supplied: top_k". Every route gets the same fields, so such a failure is
+// no route's lack (routeLacks) nor an echo's refusal (classifyEchoStatus).
+func (s sender) refusedExtra(status int, msg string) []string {
+	if status < 400 || status >= 500 || endpoints.NotThisRequest(status) {
+		return nil
+	}
+	var names []string
+	for k := range s.extra {
+		if containsWord(msg, k) {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// refusesExtra reports whether f is a refusal of a field of the extra
+// body (its detail says so: statusLine).
+func refusesExtra(f *schema.EvalFailure) bool {
+	return f != nil && strings.Contains(f.Detail, extraRefused)
+}
+
+// containsWord reports whether w stands in s with no letter, digit or _
+// next to it: "top_k" in "Unrecognized request argument supplied: top_k",
+// not in "top_k_max".
+func containsWord(s, w string) bool {
+	word := func(b byte) bool { return b == '_' || '0' <= b && b <= '9' || 'a' <= b|0x20 && b|0x20 <= 'z' }
+	for i := 0; w != "" && i <= len(s); {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		at, end := i+j, i+j+len(w)
+		if (at == 0 || !word(s[at-1])) && (end == len(s) || !word(s[end])) {
+			return true
+		}
+		i = at + 1
+	}
+	return false
 }
 
 func clipLine(s string) string { return text.Clip(strings.ToValidUTF8(s, ""), 160, "…") }

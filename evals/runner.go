@@ -2,6 +2,7 @@ package evals
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,12 @@ type Config struct {
 	// the model has shown it reasons before it answers (a thinking model):
 	// room for its reasoning and then the answer.
 	ReasoningTokens int
+	// Extra is --extra-body: a JSON object whose fields every generation
+	// request (to /completions and /chat/completions, not /tokenize)
+	// carries besides the eval's own, from endpoints.ParseExtraBody with
+	// EvalFields; nil for none. A hybrid reasoning model answers, rather
+	// than thinks, with {"chat_template_kwargs": {"enable_thinking": false}}.
+	Extra json.RawMessage
 	// Progress, when not nil, is kept up to date for a display.
 	Progress *Progress
 }
@@ -68,6 +75,8 @@ type Runner struct {
 	extra []*endpoints.Transport
 	// backoff replaces retryBackoff (tests).
 	backoff time.Duration
+	// extraBody is Config.Extra's fields (nil: none).
+	extraBody map[string]json.RawMessage
 
 	probeOnce sync.Once
 	probe     *EchoProbe
@@ -102,10 +111,14 @@ func NewRunner(cfg Config) *Runner {
 		cfg.ReasoningTokens = DefaultReasoningTokens
 	}
 	cfg.ReasoningTokens = min(cfg.ReasoningTokens, MaxReasoningTokens)
-	return &Runner{
+	r := &Runner{
 		cfg: cfg, model: cfg.Endpoint.Model,
 		pool: endpoints.NewPool(cfg.Endpoint, endpoints.TransportOptions{Conns: cfg.Concurrency, ConnectTimeout: cfg.ConnectTimeout}),
 	}
+	if len(cfg.Extra) > 0 && json.Unmarshal(cfg.Extra, &r.extraBody) != nil {
+		panic("evals: Config.Extra is not a JSON object; endpoints.ParseExtraBody makes one")
+	}
+	return r
 }
 
 // Close closes the Runner's idle connections.
@@ -118,7 +131,7 @@ func (r *Runner) Close() {
 
 // sender returns the sender request i uses.
 func (r *Runner) sender(i int) sender {
-	return sender{c: r.pool.Client(i), timeout: r.cfg.RequestTimeout, backoff: r.backoff}
+	return sender{c: r.pool.Client(i), timeout: r.cfg.RequestTimeout, backoff: r.backoff, extra: r.extraBody}
 }
 
 // rootSender returns a sender for routes beside the API base (vLLM's and

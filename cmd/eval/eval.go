@@ -4,8 +4,11 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	stdio "io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/target"
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports"
@@ -37,6 +41,9 @@ type Options struct {
 	Concurrency int
 
 	RequestTimeout time.Duration
+	// ExtraBody is --extra-body, parsed by validate into extra.
+	ExtraBody string
+	extra     json.RawMessage
 	// ProgressEvery is how often plain progress lines are printed when
 	// stderr is not a terminal.
 	ProgressEvery time.Duration
@@ -94,6 +101,13 @@ echo_server_error, echo_ignored, logprobs_missing, echo_misaligned,
 echo_implausible) with the HTTP status, the answer and the request, and gives
 no score rather than a wrong one. Only requests that got no answer are retried.
 
+--extra-body adds a JSON object's fields to every generation request (not
+/tokenize) and the report records it: a hybrid reasoning model (GLM-4.5 and
+later, Qwen3, DeepSeek-V3.1 on vLLM or SGLang) thinks before it answers
+unless asked '{"chat_template_kwargs": {"enable_thinking": false}}', so that
+MMLU and TriviaQA on chat wait for its reasoning. The fields the evals write
+are refused, and a field the endpoint refuses is named as --extra-body's.
+
 Without --dataset each eval runs on a small sample set built in. Data sets:
 ppl and long-ppl: wikitext raw (wiki.test.raw), plain text, JSONL with a
 "text" field, or parquet with a "text" column (Salesforce/wikitext's
@@ -134,6 +148,7 @@ bad data set (said before any request), 130 interrupted.`,
 	fl.IntVar(&o.Window, "window", evals.DefaultWindow, "ppl: tokens per request, as lm-eval's max_length (one carried, window-2 scored, one generated)")
 	fl.IntVar(&o.GenTokens, "gen-tokens", evals.DefaultGenTokens, "long-ppl: tokens generated per prompt")
 	fl.IntVar(&o.Concurrency, "concurrency", evals.DefaultConcurrency, "requests in flight at once")
+	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every generation request's body and recorded in the report, e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' for a hybrid reasoning model (GLM, Qwen3, DeepSeek-V3.1 on vLLM or SGLang) to answer without thinking, or '{"reasoning_effort": "low"}' (not the fields the evals write: `+strings.Join(slices.Sorted(maps.Keys(evals.EvalFields)), ", ")+`)`)
 	return cmd
 }
 
@@ -160,6 +175,10 @@ func (o *Options) validate() ([]evals.Job, error) {
 	// eval has always said this in one line for both of its limits.
 	if o.ConnectTimeout < 0 || o.RequestTimeout < 0 {
 		return nil, badinput.Errorf("timeouts must not be negative")
+	}
+	var err error
+	if o.extra, err = endpoints.ParseExtraBody("--extra-body", o.ExtraBody, evals.EvalFields); err != nil {
+		return nil, err
 	}
 	paths, err := datasetPaths(o.Eval, o.Datasets)
 	if err != nil {
@@ -229,11 +248,14 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer tg.Close()
 	ep := tg.Endpoint
+	if err := checkExtraRecord(tg.Out, o.extra, jobs); err != nil {
+		return err
+	}
 
 	prog := &evals.Progress{}
 	r := evals.NewRunner(evals.Config{
 		Endpoint: ep, Concurrency: o.Concurrency, Window: o.Window, GenTokens: o.GenTokens, Limit: o.Limit,
-		ConnectTimeout: o.ConnectTimeout, RequestTimeout: o.RequestTimeout, Progress: prog,
+		ConnectTimeout: o.ConnectTimeout, RequestTimeout: o.RequestTimeout, Extra: o.extra, Progress: prog,
 	})
 	defer r.Close()
 	var results []schema.EvalResult
@@ -272,7 +294,10 @@ func Run(ctx context.Context, o *Options) error {
 	// is still written, and the failure said after it.
 	itemsErr := writeItems(tg.Out, results, items)
 	if err := tg.WriteSection(o.F, target.Section{
-		Change:      func(rep *schema.Report) { reports.MergeEvals(rep, results) },
+		Change: func(rep *schema.Report) {
+			reports.MergeEvals(rep, results)
+			rep.Options.ExtraBody = o.extra // checkExtraRecord: the report's other requests went with it too
+		},
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,
 	}); err != nil {

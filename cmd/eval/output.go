@@ -1,15 +1,59 @@
 package eval
 
 import (
+	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/evals"
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
+
+// checkExtraRecord refuses, before any eval request, an extra body that the
+// report already in out could not record: a report records one
+// (Options.ExtraBody) for all the requests in it, so where its load, or an
+// eval this command does not run again, went with another extra body (or
+// none), writing this one would misstate them. Passing the same
+// --extra-body, or another --out, does.
+func checkExtraRecord(out string, extra json.RawMessage, jobs []evals.Job) error {
+	old, err := reports.ReadReport(filepath.Join(out, reports.ReportJSON))
+	if err != nil {
+		return nil // none (one unreadable was refused when the target opened)
+	}
+	had, now := old.Options.Extra(), string(extra)
+	if had == now {
+		return nil
+	}
+	var others []string
+	if old.Nonce != "" {
+		others = append(others, "load")
+	}
+	for _, e := range old.Evals {
+		if !slices.ContainsFunc(jobs, func(j evals.Job) bool { return j.Eval.Name == e.Name }) {
+			others = append(others, e.Name)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	return badinput.Errorf("--extra-body %s: %s holds a report whose %s went with extra body %s; a report records one: pass the same --extra-body, or another --out",
+		extraText(now), out, strings.Join(others, ", "), extraText(had))
+}
+
+// extraText is an extra body as an error shows it: "none" for none.
+func extraText(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return text.Clip(s, 120, "…")
+}
 
 // writeItems puts the items of the evals that ran into out's evals.jsonl,
 // beside report.json: each eval's lines replace those it had there (an eval

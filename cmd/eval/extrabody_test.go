@@ -1,0 +1,115 @@
+package eval
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+const thinkingOff = `{"chat_template_kwargs": {"enable_thinking": false}}`
+
+// A bad or owned --extra-body is refused in one line, exit 2, before any
+// request: the endpoint is a closed port, so a request would have ended
+// otherwise (a transport failure, exit 1).
+func TestABadOrOwnedExtraBodyExitsTwoBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ extra, says string }{
+		{`{"temperature": 0.6}`, `--extra-body sets "temperature", which glmbench writes itself: the evals decode greedily at temperature 0`},
+		{`{"stop": ["."], "top_k": 1}`, `--extra-body sets "stop", which glmbench writes itself: triviaqa stops its answer at a newline`},
+		{`{"logprobs": true}`, `--extra-body sets "logprobs"`},
+		{`[1, 2]`, `--extra-body must be a JSON object`},
+		{`{"top_k": 1} {}`, `--extra-body must be one JSON object`},
+	} {
+		code, _, errOut := run(t, "all", "--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--extra-body", tc.extra, "--out", t.TempDir())
+		if code != cmdutil.ExitBadInput || !strings.Contains(errOut, tc.says) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("--extra-body %s: exit %d, stderr %q; want exit 2 in one line saying %q", tc.extra, code, errOut, tc.says)
+		}
+	}
+}
+
+// The truth: with --extra-body, every generation request of `eval all`
+// carries the object's field as given (compact), and report.json's
+// options record the object; without it, no request carries the field.
+func TestEvalExtraBodyGoesInEveryRequestAndTheReport(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	dir := t.TempDir()
+	code, _, errOut := run(t, "all", "--endpoint", p.BaseURL(), "--extra-body", thinkingOff, "--limit", "1", "--gen-tokens", "4", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	bodies := p.BodyFields()
+	if len(bodies) < 4 {
+		t.Fatalf("%d generation requests", len(bodies))
+	}
+	for i, b := range bodies {
+		if got := string(b["chat_template_kwargs"]); got != `{"enable_thinking":false}` {
+			t.Fatalf("request %d of %d: chat_template_kwargs %s", i, len(bodies), got)
+		}
+	}
+	if r := readReport(t, dir); r.Options.Extra() != `{"chat_template_kwargs":{"enable_thinking":false}}` || len(r.Evals) != 4 {
+		t.Fatalf("options %+v, %d evals: want the extra body recorded", r.Options, len(r.Evals))
+	}
+
+	q := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	plain := t.TempDir()
+	if code, _, errOut := run(t, "ppl", "--endpoint", q.BaseURL(), "--limit", "1", "--out", plain); code != 0 {
+		t.Fatalf("without --extra-body: exit %d: %s", code, errOut)
+	}
+	for _, b := range q.BodyFields() {
+		if _, ok := b["chat_template_kwargs"]; ok {
+			t.Fatal("a request without --extra-body carried chat_template_kwargs")
+		}
+	}
+	if r := readReport(t, plain); r.Options.Extra() != "" {
+		t.Errorf("without --extra-body the report records %s", r.Options.Extra())
+	}
+}
+
+// A report records one extra body for all its requests. The truth: into a
+// folder whose ppl went without one, mmlu with --extra-body is refused
+// (exit 2, naming ppl, no eval request sent), while ppl again with it
+// replaces the only eval there and the report then records it; into a
+// folder whose load went with it, an eval with the same one is taken.
+func TestAnEvalIntoAReportOfAnotherExtraBodyExitsTwo(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	dir := t.TempDir()
+	old := &schema.Report{Schema: schema.ReportSchema, Label: p.Opts.Model, Phases: []schema.PhaseResult{},
+		Evals: []schema.EvalResult{{Name: "ppl", Status: "ok", Metrics: map[string]float64{"ppl": 9}}}}
+	if err := reports.WriteDir(dir, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--extra-body", thinkingOff, "--limit", "1", "--out", dir}
+	code, _, errOut := run(t, append([]string{"mmlu"}, args...)...)
+	if code != cmdutil.ExitBadInput || !strings.Contains(errOut, "whose ppl went with extra body none") || !strings.Contains(errOut, "--out") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := len(p.BodyFields()); n != 0 {
+		t.Fatalf("%d eval requests were sent", n)
+	}
+	if code, _, errOut := run(t, append([]string{"ppl"}, args...)...); code != 0 {
+		t.Fatalf("ppl again: exit %d: %s", code, errOut)
+	}
+	if r := readReport(t, dir); r.Options.Extra() != `{"chat_template_kwargs":{"enable_thinking":false}}` || len(r.Evals) != 1 {
+		t.Fatalf("%+v %+v", r.Options, r.Evals)
+	}
+
+	loaded := t.TempDir()
+	run1 := &schema.Report{Schema: schema.ReportSchema, Label: p.Opts.Model, Nonce: "n", Phases: []schema.PhaseResult{{Phase: "single", BatchSize: 1}},
+		Options: schema.Options{ExtraBody: []byte(`{"chat_template_kwargs":{"enable_thinking":false}}`)}}
+	if err := reports.WriteDir(loaded, run1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "ppl", "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--extra-body", thinkingOff, "--limit", "1", "--out", loaded); code != 0 {
+		t.Fatalf("the load's own extra body: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = run(t, "ppl", "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--limit", "1", "--out", loaded)
+	if code != cmdutil.ExitBadInput || !strings.Contains(errOut, "--extra-body none") || !strings.Contains(errOut, "whose load went with extra body") {
+		t.Fatalf("no extra body into the load's: exit %d: %s", code, errOut)
+	}
+}
