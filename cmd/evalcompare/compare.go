@@ -5,9 +5,13 @@ package evalcompare
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,6 +41,9 @@ type Options struct {
 	Tokens, TopLogprobs, Limit, Concurrency int
 	Dataset                                 string
 	RequestTimeout                          time.Duration
+	// ExtraBody is --extra-body, parsed by validate into extra.
+	ExtraBody string
+	extra     json.RawMessage
 
 	// WeightDType and Seed shape the built-in engine that stands in for
 	// the endpoint when none is given; ReferenceWeightDType and
@@ -78,7 +85,9 @@ give top_logprobs the top-1 agreement, the chosen tokens' logprob difference
 and a KL estimate, and where both echo prompt logprobs the per-token nll
 difference and the per-document perplexity ratio with a paired bootstrap 95%
 interval. The verdict is identical, numerically different or different
-model, by the rule the report states.
+model, by the rule the report states. --extra-body adds a JSON object's
+fields to every request, the endpoint's and the reference's alike (the
+verdict compares answers to the same request), and the report records it.
 
 Without endpoints, two built-in engines are compared: the endpoint's with
 --weight-dtype and --seed, the reference's with --reference-weight-dtype and
@@ -113,6 +122,7 @@ measures what a 4-bit quantization of the same checkpoint changes.`,
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the built-in endpoint's weights (another seed is another model)")
 	fl.StringVar(&o.ReferenceWeightDType, "reference-weight-dtype", "fp32", "the built-in reference's weights (no --reference-endpoint only)")
 	fl.Uint64Var(&o.ReferenceSeed, "reference-seed", 1, "seed of the built-in reference's weights")
+	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the endpoint's and the reference's alike, and recorded in the report, e.g. '{"top_k": 1}' (not the fields compare writes: `+strings.Join(slices.Sorted(maps.Keys(compare.RequestFields)), ", ")+`)`)
 	return cmd
 }
 
@@ -140,13 +150,16 @@ func (o *Options) validate() ([]compare.Item, error) {
 	if err := o.shared().Validate("connect-timeout", "request-timeout"); err != nil {
 		return nil, err
 	}
+	var err error
+	if o.extra, err = endpoints.ParseExtraBody("--extra-body", o.ExtraBody, compare.RequestFields); err != nil {
+		return nil, err
+	}
 	items := compare.SampleItems()
 	if o.Dataset != "" {
 		// A device or a pipe (/dev/zero, <(…)) would be read forever.
 		if fi, err := os.Stat(o.Dataset); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
 			return nil, badinput.Errorf("--dataset %s: not a file or a folder", o.Dataset)
 		}
-		var err error
 		if items, err = compare.DocItems(o.Dataset, o.Limit); err != nil {
 			var de *evals.DataError
 			if errors.As(err, &de) {
@@ -194,7 +207,7 @@ func Run(ctx context.Context, o *Options) error {
 		tg.Endpoint, tg.Endpoint.Model, ref.Endpoint, ref.Endpoint.Model, len(items), o.Tokens)
 	rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout*time.Duration(len(items)))
 	defer cancel()
-	pairs := compare.Run(rctx, side(tg.Endpoint), side(ref.Endpoint), items, compare.Options{Tokens: o.Tokens, TopLogprobs: o.TopLogprobs, Concurrency: o.Concurrency, RequestTimeout: o.RequestTimeout})
+	pairs := compare.Run(rctx, side(tg.Endpoint), side(ref.Endpoint), items, compare.Options{Tokens: o.Tokens, TopLogprobs: o.TopLogprobs, Concurrency: o.Concurrency, RequestTimeout: o.RequestTimeout, Extra: o.extra})
 	eq := equiv.Compare(pairs, o.Tokens)
 	eq.Reference, eq.ReferenceModel = ref.Endpoint.String(), ref.Endpoint.Model
 	eq.Dataset = evals.SampleOrigin
@@ -203,6 +216,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	rep := tg.Report(o.F)
 	rep.Equivalence = &eq
+	rep.Options.ExtraBody = o.extra
 	if err := tg.WriteReport(o.F, rep, nil); err != nil {
 		return err
 	}

@@ -97,6 +97,29 @@ type Options struct {
 	Concurrency int
 	// RequestTimeout bounds each request (0: none but ctx's).
 	RequestTimeout time.Duration
+	// Extra is --extra-body: fields every request carries, to both sides
+	// alike (the comparison holds only between answers to the same
+	// request), from endpoints.ParseExtraBody with RequestFields; nil for
+	// none.
+	Extra json.RawMessage
+}
+
+// RequestFields are the body fields the comparison writes itself, each
+// with what sets it instead; --extra-body may not set them.
+var RequestFields = map[string]string{
+	"model":                 "each side's model is its own --model",
+	"messages":              "the comparison makes the prompts",
+	"prompt":                "the comparison makes the prompts",
+	"max_tokens":            "--tokens is each continuation's length",
+	"max_completion_tokens": "--tokens is each continuation's length, sent as max_tokens",
+	"temperature":           "both sides continue greedily at temperature 0",
+	"stream":                "the comparison reads whole answers, never streamed",
+	"stream_options":        "the comparison reads whole answers, never streamed",
+	"n":                     "each side gives one continuation per prompt",
+	"logprobs":              "--top-logprobs asks for the logprobs compared",
+	"top_logprobs":          "--top-logprobs asks for the logprobs compared",
+	"echo":                  "the prompt logprobs are asked by echo where a side gives them",
+	"chat_template_kwargs":  `the comparison sends {"enable_thinking": false}, and none where a side refuses it`,
 }
 
 // Run asks both sides for every item and returns the pairs, in the items'
@@ -176,9 +199,10 @@ const (
 	maxRetryAfter = 30 * time.Second
 )
 
-// post sends one request, each try bounded by o.RequestTimeout, again
-// after a 429 (Retries429).
+// post sends one request, with o.Extra's fields, each try bounded by
+// o.RequestTimeout, again after a 429 (Retries429).
 func post(ctx context.Context, s Side, path string, body []byte, o Options) (*endpoints.Response, error) {
+	body = endpoints.WithExtra(body, o.Extra)
 	for try := 0; ; try++ {
 		resp, err := post1(ctx, s, path, body, o)
 		if err != nil || resp.Status != http.StatusTooManyRequests || try == Retries429 {

@@ -1,0 +1,86 @@
+package evalcompare
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/evals/compare"
+	"github.com/glmbench/glmbench/reports"
+)
+
+// The truth: with --extra-body every request to the endpoint and every one
+// to the reference carries the object's fields as given (compact), and
+// the report's options record the object.
+func TestCompareExtraBodyGoesToBothSidesAndTheReport(t *testing.T) {
+	t.Parallel()
+	a := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	b := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
+	dir := t.TempDir()
+	code, _, stderr := execute(t, "--endpoint", a.BaseURL(), "--reference-endpoint", b.BaseURL(), "--reference-model", b.Opts.Model,
+		"--extra-body", `{"top_k": 1, "min_p": 0}`, "--limit", "3", "--tokens", "4", "--out", dir)
+	if code != 0 && code != cmdutil.ExitFailed {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for side, p := range map[string]*endpointstest.Personality{"endpoint": a, "reference": b} {
+		bodies := p.BodyFields()
+		if len(bodies) < 3 {
+			t.Fatalf("%s: %d generation requests for 3 prompts", side, len(bodies))
+		}
+		for i, f := range bodies {
+			if string(f["top_k"]) != "1" || string(f["min_p"]) != "0" {
+				t.Fatalf("%s request %d of %d: top_k %s, min_p %s", side, i, len(bodies), f["top_k"], f["min_p"])
+			}
+		}
+	}
+	in, err := reports.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Report.Options.Extra(); got != `{"min_p":0,"top_k":1}` {
+		t.Errorf("the report records %q", got)
+	}
+}
+
+// A field compare writes itself is refused in one line, exit 2, before any
+// request (the endpoints are closed ports: a request would have failed
+// otherwise, with no verdict, exit 1).
+func TestCompareRefusesAnOwnedExtraFieldBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := execute(t, "--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--reference-endpoint", "http://127.0.0.1:1/v1",
+		"--reference-model", "m", "--extra-body", `{"chat_template_kwargs": {"enable_thinking": true}}`, "--out", t.TempDir())
+	const says = `--extra-body sets "chat_template_kwargs", which glmbench writes itself: the comparison sends {"enable_thinking": false}`
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, says) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q: want exit 2 in one line saying %q", code, stderr, says)
+	}
+}
+
+// The truth: RequestFields names every field compare writes (so
+// --extra-body sets none twice): the fields the fakes received from a
+// whole comparison with no extra body, continuations and echoes, are all
+// in it.
+func TestRequestFieldsNameEveryFieldCompareWrites(t *testing.T) {
+	t.Parallel()
+	a := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	b := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{})
+	execute(t, "--endpoint", a.BaseURL(), "--reference-endpoint", b.BaseURL(), "--reference-model", b.Opts.Model, "--tokens", "4", "--out", t.TempDir())
+	seen := map[string]bool{}
+	for _, p := range []*endpointstest.Personality{a, b} {
+		for _, f := range p.BodyFields() {
+			for k := range f {
+				seen[k] = true
+			}
+		}
+	}
+	for k := range seen {
+		if _, ok := compare.RequestFields[k]; !ok {
+			t.Errorf("compare writes %s, which RequestFields does not name", k)
+		}
+	}
+	for _, k := range []string{"echo", "chat_template_kwargs", "top_logprobs"} {
+		if !seen[k] {
+			t.Errorf("no request carried %s: the comparison did not send both kinds of request", k)
+		}
+	}
+}
