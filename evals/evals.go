@@ -25,7 +25,10 @@
 // gets no answer; a later question that gets none (reasoning only within
 // Config.ReasoningTokens, no answer letter) is scored wrong and counted in
 // the metric no_answer (NoAnswerMetric), and an eval where more than half
-// the questions get none fails with that count.
+// the questions get none fails with that count. Config.Extra's fields go in
+// every generation request (--extra-body): {"chat_template_kwargs":
+// {"enable_thinking": false}} has a hybrid reasoning model on vLLM or
+// SGLang answer without thinking.
 package evals
 
 import (
