@@ -104,9 +104,10 @@ no score rather than a wrong one. Only requests that got no answer are retried.
 --extra-body adds a JSON object's fields to every generation request (not
 /tokenize) and the report records it: a hybrid reasoning model (GLM-4.5 and
 later, Qwen3, DeepSeek-V3.1 on vLLM or SGLang) thinks before it answers
-unless asked '{"chat_template_kwargs": {"enable_thinking": false}}', so that
-MMLU and TriviaQA on chat wait for its reasoning. The fields the evals write
-are refused, and a field the endpoint refuses is named as --extra-body's.
+unless asked '{"chat_template_kwargs": {"enable_thinking": false}}', and
+MMLU and TriviaQA on chat then wait out its reasoning. The fields the evals
+write are refused, and a field the endpoint refuses is named as
+--extra-body's.
 
 Without --dataset each eval runs on a small sample set built in. Data sets:
 ppl and long-ppl: wikitext raw (wiki.test.raw), plain text, JSONL with a
