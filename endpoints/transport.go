@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glmbench/glmbench/internal/rxstamp"
@@ -36,6 +37,10 @@ type Transport struct {
 	*http.Transport
 	dialer  *net.Dialer
 	timeout time.Duration
+	// tls is the handshake's configuration: the trust of the endpoint
+	// whose client was last made over the transport (Trust); nil until
+	// then, the system's roots.
+	tls atomic.Pointer[tls.Config]
 
 	mu    sync.Mutex
 	ready map[string][]net.Conn // warmed connections by "scheme|host:port"
@@ -120,7 +125,15 @@ func (t *Transport) dialTLS(ctx context.Context, network, addr string) (net.Conn
 	return t.handshake(ctx, network, addr)
 }
 
-// handshake dials addr and completes a TLS handshake that offers only HTTP/1.1.
+// Trust makes the transport's TLS handshakes verify as trust says (its CA
+// bundle, or none with Insecure). NewClient calls it with its endpoint's,
+// so that every client of an endpoint, whichever package made its
+// transport, verifies alike; a transport serves one endpoint. Connections
+// already open keep the trust they were made with.
+func (t *Transport) Trust(trust Trust) { t.tls.Store(trust.Config()) }
+
+// handshake dials addr and completes a TLS handshake that offers only
+// HTTP/1.1, verifying the server's certificate as the transport's Trust says.
 func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
@@ -129,7 +142,12 @@ func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Co
 		return nil, err
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	c := tls.Client(raw, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
+	conf := Trust{}.Config()
+	if c := t.tls.Load(); c != nil {
+		conf = c.Clone()
+	}
+	conf.ServerName = host
+	c := tls.Client(raw, conf)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		return nil, err
