@@ -1,14 +1,18 @@
 package endpoints
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/internal/text"
@@ -96,6 +100,33 @@ func parseCerts(b []byte) ([]*x509.Certificate, error) {
 // address dialled.
 func (t Trust) Config() *tls.Config {
 	return &tls.Config{RootCAs: t.roots, InsecureSkipVerify: t.Insecure, NextProtos: []string{"http/1.1"}}
+}
+
+// CheckTLS completes one TLS handshake with e's host as its requests
+// would (its Trust, HTTP/1.1 offered) within timeout and closes it: a
+// check that the certificate verifies, before any load. An http endpoint,
+// or one reached through a proxy, is not checked (nil). A failed check's
+// error is one TLSFailure knows, or the dial's.
+func (e *Endpoint) CheckTLS(ctx context.Context, timeout time.Duration) error {
+	u, err := url.Parse(e.BaseURL)
+	if err != nil || u.Scheme != "https" {
+		return nil
+	}
+	t := NewTransport(TransportOptions{Conns: 1, ConnectTimeout: timeout})
+	defer t.Close()
+	if p, _ := t.Proxy(&http.Request{URL: u}); p != nil {
+		return nil
+	}
+	t.Trust(e.Trust)
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	c, err := t.handshake(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // TLSFailure says in one line why the TLS handshake with e failed, when
