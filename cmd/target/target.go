@@ -67,6 +67,10 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		ctx = context.Background()
 	}
 	t := &Target{connect: connect}
+	if !flags.Given() && (flags.CACert != "" || flags.Insecure) {
+		// The built-in engine serves plain HTTP on loopback: nothing to verify.
+		return nil, badinput.Errorf("--ca-cert and --insecure verify an https %s: the built-in engine serves plain HTTP", flag)
+	}
 	if !flags.Given() {
 		o := engine.DefaultOptions()
 		o.Version = f.Version
