@@ -95,9 +95,10 @@ func parseCerts(b []byte) ([]*x509.Certificate, error) {
 	return nil, errors.New("holds no PEM certificate (want -----BEGIN CERTIFICATE----- blocks)")
 }
 
-// Config is a TLS client configuration that verifies as t says, offering
-// only HTTP/1.1 (see Transport); crypto/tls sets the server name from the
-// address dialled.
+// Config is a TLS client configuration for a plain http.Transport (the
+// metrics scrape's) that verifies as t says, offering HTTP/1.1; Go's
+// transport sets the server name from the URL. A Transport verifies with
+// the same trust its own way (Transport.Trust).
 func (t Trust) Config() *tls.Config {
 	return &tls.Config{RootCAs: t.roots, InsecureSkipVerify: t.Insecure, NextProtos: []string{"http/1.1"}}
 }
