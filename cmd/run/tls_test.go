@@ -105,3 +105,46 @@ func TestACertificateForAnotherHostExitsTwoNamingTheHost(t *testing.T) {
 		t.Errorf("%d requests reached the server", n)
 	}
 }
+
+// An endpoints file's ca_cert (relative to the file) and insecure work as
+// the flags do: a run of each entry completes, the report records the CA
+// file's resolved path or insecure, and insecure: true is said on stderr
+// naming the file.
+func TestAnEndpointsFilesCACertAndInsecureWorkAsTheFlags(t *testing.T) {
+	t.Parallel()
+	p, srv, _ := endpointstest.StartTLS(t, endpointstest.VLLM, endpointstest.Options{}, nil)
+	dir := t.TempDir()
+	b, _ := os.ReadFile(endpointstest.WritePEM(t, srv.Certificate()))
+	if err := os.WriteFile(filepath.Join(dir, "gw-ca.pem"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "endpoints.yaml")
+	yaml := "endpoints:\n- {name: gw, base_url: \"" + srv.URL + "/v1\", ca_cert: gw-ca.pem}\n- {name: lab, base_url: \"" + srv.URL + "/v1\", insecure: true}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		insecure bool
+		caCert   string
+	}{{"gw", false, filepath.Join(dir, "gw-ca.pem")}, {"lab", true, ""}} {
+		out := t.TempDir()
+		code, stderr := execute(t, context.Background(), "--endpoints", file, "--name", tc.name, "--phase", "p=2/40/4", "--no-metrics", "--out", out)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, stderr)
+		}
+		in, err := reports.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ep := in.Report.Endpoint; ep.Insecure != tc.insecure || ep.CACert != tc.caCert || in.Report.Phases[0].Completed != 2 {
+			t.Errorf("%s: insecure %v, ca_cert %q, %d completed; want %v, %q, 2", tc.name, ep.Insecure, ep.CACert, in.Report.Phases[0].Completed, tc.insecure, tc.caCert)
+		}
+		if said := strings.Contains(stderr, "insecure: true in "+file+": "+srv.URL+"/v1's TLS certificate is NOT verified"); said != tc.insecure {
+			t.Errorf("%s: the warning naming the file said %v, want %v:\n%s", tc.name, said, tc.insecure, stderr)
+		}
+	}
+	if n := p.Requests("POST /v1/chat/completions"); n < 4 {
+		t.Errorf("%d chat requests reached the server, want at least the 4 of the two runs", n)
+	}
+}

@@ -94,7 +94,11 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		return nil, err
 	}
 	if ep.Trust.Insecure && strings.HasPrefix(ep.BaseURL, "https:") {
-		fmt.Fprintf(f.IO.ErrOut, "glmbench: warning: --insecure: %s's TLS certificate is NOT verified; whoever is on the path can read and change every request, its API key included\n", endpoints.RedactURL(ep.BaseURL))
+		why := "--insecure"
+		if !flags.Insecure {
+			why = "insecure: true in " + flags.File
+		}
+		fmt.Fprintf(f.IO.ErrOut, "glmbench: warning: %s: %s's TLS certificate is NOT verified; whoever is on the path can read and change every request, its API key included\n", why, endpoints.RedactURL(ep.BaseURL))
 	}
 	if err := resolveModel(ctx, ep, connect, f.IO.ErrOut); err != nil {
 		return nil, redactErr(ep, err)
