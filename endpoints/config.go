@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -36,6 +38,8 @@ type Endpoint struct {
 	APIKeyEnv string
 	// Builtin is true for the engine glmbench starts itself.
 	Builtin bool
+	// Trust is how an https endpoint's certificate is verified.
+	Trust Trust
 
 	apiKey  string
 	headers []header
@@ -49,7 +53,7 @@ type header struct{ name, value string }
 // At returns a copy of the endpoint with another base URL (a route beside
 // the API base, such as the server root's /tokenize), its secrets kept.
 func (e *Endpoint) At(baseURL string) *Endpoint {
-	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, apiKey: e.apiKey, headers: e.headers}
+	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, Trust: e.Trust, apiKey: e.apiKey, headers: e.headers}
 }
 
 // HeaderNames lists the extra headers by name only, as reports record them.
@@ -113,6 +117,13 @@ type Flags struct {
 	Headers      []string
 	File         string
 	Name         string
+	// CACert is --ca-cert, a PEM bundle trusted beside the system's roots;
+	// Insecure is --insecure, no verification at all. InsecureSet is true
+	// when --insecure was given, even as false: then the flags' trust
+	// replaces an endpoints file's, as CACert does when it is given.
+	CACert      string
+	Insecure    bool
+	InsecureSet bool
 }
 
 // Given reports whether any endpoint was named; if not, the built-in engine is meant.
@@ -125,6 +136,10 @@ type fileEntry struct {
 	Model     string            `json:"model"`
 	APIKeyEnv string            `json:"api_key_env"`
 	Headers   map[string]string `json:"headers"`
+	// CACert is a PEM bundle's path, relative to the file's folder unless
+	// absolute (as kubeconfig's certificate paths are).
+	CACert   string `json:"ca_cert"`
+	Insecure bool   `json:"insecure"`
 }
 
 type fileDoc struct {
@@ -170,7 +185,11 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep := &Endpoint{Name: entry.Name, BaseURL: base, Model: entry.Model, APIKeyEnv: keyEnv}
+	trust, err := resolveTrust(f, entry)
+	if err != nil {
+		return nil, err
+	}
+	ep := &Endpoint{Name: entry.Name, BaseURL: base, Model: entry.Model, APIKeyEnv: keyEnv, Trust: trust}
 	ep.apiKey = strings.TrimSpace(getenv(keyEnv))
 	if mustHaveKey && ep.apiKey == "" {
 		return nil, badinput.Errorf("environment variable %s (the API key) is empty or unset", keyEnv)
@@ -195,6 +214,28 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 		}
 	}
 	return ep, nil
+}
+
+// resolveTrust is the endpoint's TLS trust: the flags' when --ca-cert or
+// --insecure is given (the pair is one setting, so --insecure overrides a
+// file's ca_cert and --ca-cert a file's insecure: true), else the endpoints
+// file's entry's. Both in one place is bad input: which was meant?
+func resolveTrust(f Flags, entry fileEntry) (Trust, error) {
+	if f.CACert != "" || f.Insecure || f.InsecureSet {
+		if f.CACert != "" && f.Insecure {
+			return Trust{}, badinput.Errorf("--ca-cert and --insecure: give one (--insecure verifies nothing, so a CA is not used)")
+		}
+		return LoadTrust(f.CACert, f.Insecure, "--ca-cert")
+	}
+	where := "endpoints file " + f.File + ": endpoint " + strconv.Quote(entry.Name) + ": ca_cert"
+	if entry.CACert != "" && entry.Insecure {
+		return Trust{}, badinput.Errorf("%s and insecure: give one", where)
+	}
+	ca := entry.CACert
+	if ca != "" && !filepath.IsAbs(ca) {
+		ca = filepath.Join(filepath.Dir(f.File), ca)
+	}
+	return LoadTrust(ca, entry.Insecure, where)
 }
 
 func redactHeaderArg(kv string) string {

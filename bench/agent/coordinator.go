@@ -257,7 +257,7 @@ func runPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 				Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, First: plan.First,
 				Nonce: o.Nonce, Seed: o.Seed, RequestRate: o.RequestRate, MaxConcurrency: shares[k],
 				Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, PhaseCap: o.PhaseCap,
-				Shard: bench.Shard{Index: k, Count: n},
+				Shard: bench.Shard{Index: k, Count: n}, Insecure: o.Endpoint.Trust.Insecure,
 			})
 			mu.Lock()
 			slowest = max(slowest, slow)

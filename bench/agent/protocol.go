@@ -42,6 +42,16 @@
 // own environment (ServerOptions.APIKeyEnv, through ServerOptions.Getenv);
 // the plan carries the endpoint's base URL and model only. Extra headers
 // (--header) are not supported with agents: CheckOptions refuses them.
+//
+// Nor do files. An https endpoint's certificate is verified on each agent
+// against the agent's own trust (glmbench agent --ca-cert FILE,
+// ServerOptions.Trust), since the coordinator's CA file is a path on its
+// machine; the coordinator's --insecure travels in the plan (it is a
+// statement about the endpoint, not about a host, and an agent left
+// verifying would fail every request), and an agent says on its stderr
+// that it does not verify. An agent that cannot verify the certificate
+// answers the prepare 400 with the reason in one line, and the
+// coordinator counts it lost with that reason, before any load.
 package agent
 
 import (
@@ -65,7 +75,9 @@ const (
 // fields might not mean the same). 2: the plan's shape carries the API
 // (chat or completions), which an agent of protocol 1 would not read and
 // would send every request as chat. 3: the shape carries --extra-body
-// (bench.Shape.Extra), which an agent of protocol 2 would leave out.
+// (bench.Shape.Extra), which an agent of protocol 2 would leave out, and
+// the plan the coordinator's --insecure (Prepare.Insecure), which one
+// would ignore, verifying what the coordinator was told not to.
 const Proto = 3
 
 // Pong is the answer to a ping.
@@ -104,6 +116,9 @@ type Prepare struct {
 	ConnectTimeout time.Duration `json:"connect_timeout_ns"`
 	PhaseCap       time.Duration `json:"phase_cap_ns,omitempty"`
 	Shard          bench.Shard   `json:"shard"`
+	// Insecure is the coordinator's --insecure: the agent does not verify
+	// the endpoint's certificate (its own --ca-cert then goes unused).
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // Ready is the answer to a prepare.

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,12 @@ type ServerOptions struct {
 	APIKeyEnv string
 	// Getenv reads the agent's environment (os.Getenv when nil).
 	Getenv func(string) string
+	// Trust is how the agent verifies an https endpoint's certificate (its
+	// --ca-cert); a plan's Insecure overrides it.
+	Trust endpoints.Trust
+	// ErrOut is where the agent says, once, that a plan turned
+	// verification off (nil: nowhere).
+	ErrOut io.Writer
 	// Now is the agent's clock (time.Now when nil): a test offsets it to
 	// play a host whose clock is off. Only pings and start times read it;
 	// the phase itself runs on the monotonic clock.
@@ -49,6 +57,9 @@ type Server struct {
 	opts     ServerOptions
 	mux      *http.ServeMux
 	instance string
+
+	// insecureSaid makes the agent say once that it does not verify.
+	insecureSaid sync.Once
 
 	mu       sync.Mutex
 	prepared *prepared
@@ -101,6 +112,9 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pp, err := s.options(p)
+	if err == nil {
+		err = s.checkTLS(r.Context(), pp.o)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -141,6 +155,10 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep.Trust = s.opts.Trust
+	if p.Insecure {
+		ep.Trust = endpoints.Trust{Insecure: true}
+	}
 	shard := p.Shard
 	o := &bench.Options{
 		Endpoint: ep, Shape: p.Shape, Limits: p.Limits, ConnectTimeout: p.ConnectTimeout,
@@ -149,6 +167,25 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	}
 	plan := bench.Plan{Spec: p.Spec, Cal: bench.Calibration{Target: p.Spec.In, Chars: p.Chars, PromptTokens: p.PromptTokens}, First: p.First}
 	return &prepared{o: o, plan: plan}, nil
+}
+
+// checkTLS completes one handshake with an https endpoint before the
+// agent answers ready: a certificate the agent cannot verify is said in
+// one line, with the agent's fix, instead of as every request's connect
+// error. Any other failure to connect is left to the phase to record, as
+// on one host. A plan that turns verification off is said once on ErrOut.
+func (s *Server) checkTLS(ctx context.Context, o *bench.Options) error {
+	ep := o.Endpoint
+	if ep.Trust.Insecure && s.opts.ErrOut != nil && strings.HasPrefix(ep.BaseURL, "https:") {
+		s.insecureSaid.Do(func() {
+			fmt.Fprintf(s.opts.ErrOut, "glmbench: warning: agent %s: the coordinator's --insecure: %s's TLS certificate is NOT verified\n", s.opts.Name, endpoints.RedactURL(ep.BaseURL))
+		})
+	}
+	msg, ok := ep.TLSFailure(ep.CheckTLS(ctx, o.ConnectTimeout))
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("agent %s: the endpoint %s: %s (--ca-cert on the agent, --insecure on the coordinator)", s.opts.Name, endpoints.RedactURL(ep.BaseURL), msg)
 }
 
 // warm opens a burst's connections before the agent answers ready, as

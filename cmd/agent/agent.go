@@ -28,6 +28,10 @@ type Options struct {
 	// Not given, the default variable is read and may be unset.
 	APIKeyEnv string
 	Name      string
+	// CACert is --ca-cert: a PEM bundle this agent trusts beside the
+	// system's roots for an https endpoint (the coordinator's is a path on
+	// its own machine, so it does not travel; its --insecure does).
+	CACert string
 }
 
 // NewCmdAgent binds agent's flags. runF replaces the run function in tests.
@@ -43,7 +47,9 @@ the same phase plan: each builds the whole seeded schedule and sends the
 requests i with i mod N equal to its index, from a start time the
 coordinator broadcasts on each agent's own clock (measured by NTP-style
 pings), and streams its records back. The API key is read from the agent's
-own environment (--api-key-env): no secret travels over the wire.`,
+own environment (--api-key-env): no secret travels over the wire. Nor does
+a file: an endpoint behind a private CA is verified against the agent's own
+--ca-cert (the coordinator's --insecure does travel, and the agent says so).`,
 		Example: `  glmbench agent --listen :9400
   OPENAI_API_KEY=... glmbench agent --listen 0.0.0.0:9400 --api-key-env OPENAI_API_KEY`,
 		Args: cmdutil.NoArgs,
@@ -57,6 +63,7 @@ own environment (--api-key-env): no secret travels over the wire.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.Listen, "listen", ":9400", "address to listen on for the coordinator")
 	fl.StringVar(&o.APIKeyEnv, "api-key-env", "", "environment variable holding the endpoint's API key, read here, never sent (default "+endpoints.DefaultAPIKeyEnv+", which may then be unset)")
+	fl.StringVar(&o.CACert, "ca-cert", "", "PEM file of CA certificates to trust beside the system's, for an https endpoint behind a private CA")
 	fl.StringVar(&o.Name, "name", "", "the agent's name in the report (default: agent-$JOB_COMPLETION_INDEX on Kubernetes, else the host name)")
 	return cmd
 }
@@ -81,11 +88,15 @@ func Run(ctx context.Context, o *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	trust, err := endpoints.LoadTrust(o.CACert, false, "--ca-cert")
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return badinput.Errorf("--listen %s: %v", o.Listen, err)
 	}
-	srv := agent.NewServer(agent.ServerOptions{Name: o.name(), APIKeyEnv: o.APIKeyEnv, Getenv: o.F.Getenv})
+	srv := agent.NewServer(agent.ServerOptions{Name: o.name(), APIKeyEnv: o.APIKeyEnv, Getenv: o.F.Getenv, Trust: trust, ErrOut: o.F.IO.ErrOut})
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: agent %s listening on %s\n", o.name(), ln.Addr())
 	done := make(chan error, 1)

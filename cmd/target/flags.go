@@ -120,10 +120,12 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 }
 
 // Parsed records what only the parse tells: whether --api-key-env was
-// given (endpoints.Resolve then holds an endpoints file to it). The command
+// given (endpoints.Resolve then holds an endpoints file to it) and whether
+// --insecure was (even as false: it then overrides the file's trust). The command
 // calls it first thing when it runs.
 func (s *Flags) Parsed() {
 	s.Common.Endpoint.APIKeyEnvSet = s.changed("api-key-env")
+	s.Common.Endpoint.InsecureSet = s.changed("insecure")
 	if s.Alias != "" && s.changed(s.Alias) {
 		fmt.Fprintf(s.Common.fs.Output(), "glmbench: --%s is deprecated; use --request-timeout\n", s.Alias)
 	}

@@ -60,7 +60,8 @@ const probeTimeout = 5 * time.Second
 // been checked, so that a refusal stays one line. A --metrics-url given
 // that does not answer is bad input. The scrapes carry the endpoint's auth
 // headers, follow a redirect only within the metrics URL's origin
-// (scrape.New), and nothing they print holds a secret.
+// (scrape.New), verify TLS as the endpoint's requests do (its --ca-cert,
+// --insecure), and nothing they print holds a secret.
 func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.Scraper, string, error) {
 	if m.Off {
 		return nil, "", nil
@@ -74,7 +75,7 @@ func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.
 	}
 	header := http.Header{}
 	ep.Apply(header)
-	s := scrape.New(url, nil, header)
+	s := scrape.New(url, scrapeClient(ep), header)
 	s.Redact = ep.Redact
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -91,4 +92,16 @@ func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.
 		return nil, fmt.Sprintf("glmbench: no server metrics at %s (%v); the report has no server block (--metrics-url names another, --no-metrics says nothing)", shown, err), nil
 	}
 	return s, fmt.Sprintf("glmbench: scraping %s (%s series) every %s", shown, source, every), nil
+}
+
+// scrapeClient is the scrapes' HTTP client: Go's default transport (the
+// proxy from the environment, HTTP/2 where offered: a scrape is not a
+// measured stream) with the endpoint's TLS trust, since the metrics are
+// served by the same origin, behind the same certificate. A --metrics-url
+// elsewhere is verified alike.
+func scrapeClient(ep *endpoints.Endpoint) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = ep.Trust.Config()
+	tr.TLSClientConfig.NextProtos = nil
+	return &http.Client{Transport: tr}
 }

@@ -67,6 +67,10 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		ctx = context.Background()
 	}
 	t := &Target{connect: connect}
+	if !flags.Given() && (flags.CACert != "" || flags.Insecure) {
+		// The built-in engine serves plain HTTP on loopback: nothing to verify.
+		return nil, badinput.Errorf("--ca-cert and --insecure verify an https %s: the built-in engine serves plain HTTP", flag)
+	}
 	if !flags.Given() {
 		o := engine.DefaultOptions()
 		o.Version = f.Version
@@ -88,6 +92,13 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 	ep, err := endpoints.Resolve(flags, f.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	if ep.Trust.Insecure && strings.HasPrefix(ep.BaseURL, "https:") {
+		why := "--insecure"
+		if !flags.Insecure {
+			why = "insecure: true in " + flags.File
+		}
+		fmt.Fprintf(f.IO.ErrOut, "glmbench: warning: %s: %s's TLS certificate is NOT verified; whoever is on the path can read and change every request, its API key included\n", why, endpoints.RedactURL(ep.BaseURL))
 	}
 	if err := resolveModel(ctx, ep, connect, f.IO.ErrOut); err != nil {
 		return nil, redactErr(ep, err)
@@ -112,8 +123,10 @@ func addEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
 	fl.StringVar(&f.Model, "model", "", "model id (default: the first that /v1/models lists)")
 	fl.StringVar(&f.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the API key")
 	fl.StringArrayVar(&f.Headers, "header", nil, "extra request header K=V (repeatable; values never appear in output)")
-	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers}]")
+	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers, ca_cert, insecure}]")
 	fl.StringVar(&f.Name, "name", "", "which endpoint of --endpoints to use")
+	fl.StringVar(&f.CACert, "ca-cert", "", "PEM file of CA certificates to trust beside the system's (an endpoint behind a private CA)")
+	fl.BoolVar(&f.Insecure, "insecure", false, "do not verify the endpoint's TLS certificate (a self-signed lab server)")
 }
 
 // resolveModel checks the endpoint answers and, without --model, takes the
@@ -157,6 +170,9 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 		return nil
 	case status != 0:
 		return badinput.Errorf("GET %s/models answered HTTP %d%s; pass --model", ep.BaseURL, status, modelsHint(ep.BaseURL))
+	}
+	if msg, ok := ep.TLSFailure(err); ok {
+		return badinput.Errorf("the endpoint %s: %s", ep, msg)
 	}
 	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, text.OneLine(err.Error()))
 }
@@ -264,7 +280,7 @@ func (t *Target) Report(f *cmdutil.Factory) *schema.Report {
 	return &schema.Report{
 		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
 		Label: t.Label, StartedAt: t.Started.UTC(), FinishedAt: f.Now().UTC(),
-		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames()},
+		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames(), Insecure: ep.Trust.Insecure, CACert: ep.Trust.CACert},
 		Phases:   []schema.PhaseResult{},
 	}
 }

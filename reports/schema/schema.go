@@ -546,12 +546,18 @@ func (o *Options) Extra() string {
 }
 
 // Endpoint describes what was measured. Headers are recorded by name only.
+// Insecure and CACert say how an https endpoint's certificate was verified.
 type Endpoint struct {
 	BaseURL    string         `json:"base_url"`
 	Model      string         `json:"model"`
 	Builtin    bool           `json:"builtin"`
 	Headers    []string       `json:"headers"`
 	ServerInfo map[string]any `json:"server_info,omitempty"`
+	// Insecure is true when the certificate was not verified (--insecure).
+	Insecure bool `json:"insecure,omitempty"`
+	// CACert is the path of the PEM bundle trusted beside the system's
+	// roots (--ca-cert, or an endpoints file's ca_cert), "" for none.
+	CACert string `json:"ca_cert,omitempty"`
 }
 
 // Client is the harness's account of its own load during the run.

@@ -1,0 +1,171 @@
+package endpoints
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
+)
+
+// Trust is how an endpoint's TLS certificate is verified: against the
+// system's roots (on Linux Go reads them from SSL_CERT_FILE and
+// SSL_CERT_DIR when set) plus the certificates of CACert, or not at all
+// (Insecure). The zero Trust is the system's roots alone.
+type Trust struct {
+	// CACert is the PEM bundle's path as given (--ca-cert, or an endpoints
+	// file's ca_cert resolved against the file's folder); "" for none.
+	CACert string
+	// Insecure skips verification (--insecure, insecure: true).
+	Insecure bool
+
+	// roots is the system pool plus CACert's certificates; nil: the
+	// system pool, which crypto/tls loads itself.
+	roots *x509.CertPool
+}
+
+// LoadTrust reads the CA bundle at caCert (none when "") into the system
+// pool, in addition to it, not instead. where names the setting in the
+// error ("--ca-cert", say). A file that cannot be read, holds no
+// certificate, or holds a CERTIFICATE block that does not parse is bad
+// input, said before anything is sent; blocks of other types (a key
+// bundled beside the chain) are passed over.
+func LoadTrust(caCert string, insecure bool, where string) (Trust, error) {
+	t := Trust{CACert: caCert, Insecure: insecure}
+	if caCert == "" {
+		return t, nil
+	}
+	b, err := os.ReadFile(caCert)
+	if err != nil {
+		return Trust{}, badinput.Errorf("%s: %v", where, err)
+	}
+	certs, err := parseCerts(b)
+	if err != nil {
+		return Trust{}, badinput.Errorf("%s %s: %v", where, caCert, err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		// No system pool on this platform: the bundle alone is trusted.
+		pool = x509.NewCertPool()
+	}
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	t.roots = pool
+	return t, nil
+}
+
+// parseCerts returns the certificates of a PEM bundle, an error when it
+// holds none or one does not parse.
+func parseCerts(b []byte) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	var others []string
+	for n := 1; ; n++ {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			others = append(others, block.Type)
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("PEM block %d is not a certificate: %s", n, text.OneLine(err.Error()))
+		}
+		certs = append(certs, c)
+	}
+	switch {
+	case len(certs) > 0:
+		return certs, nil
+	case len(others) > 0:
+		return nil, fmt.Errorf("holds no certificate, only %s (want the CA's PEM certificate, -----BEGIN CERTIFICATE-----)", strings.Join(others, ", "))
+	}
+	return nil, errors.New("holds no PEM certificate (want -----BEGIN CERTIFICATE----- blocks)")
+}
+
+// Config is a TLS client configuration for a plain http.Transport (the
+// metrics scrape's) that verifies as t says, offering HTTP/1.1; Go's
+// transport sets the server name from the URL. A Transport verifies with
+// the same trust its own way (Transport.Trust).
+func (t Trust) Config() *tls.Config {
+	return &tls.Config{RootCAs: t.roots, InsecureSkipVerify: t.Insecure, NextProtos: []string{"http/1.1"}}
+}
+
+// CheckTLS completes one TLS handshake with e's host as its requests
+// would (its Trust, HTTP/1.1 offered) within timeout and closes it: a
+// check that the certificate verifies, before any load. An http endpoint,
+// or one reached through a proxy, is not checked (nil). A failed check's
+// error is one TLSFailure knows, or the dial's.
+func (e *Endpoint) CheckTLS(ctx context.Context, timeout time.Duration) error {
+	u, err := url.Parse(e.BaseURL)
+	if err != nil || u.Scheme != "https" {
+		return nil
+	}
+	t := NewTransport(TransportOptions{Conns: 1, ConnectTimeout: timeout})
+	defer t.Close()
+	if p, _ := t.Proxy(&http.Request{URL: u}); p != nil {
+		return nil
+	}
+	t.Trust(e.Trust)
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	c, err := t.handshake(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// TLSFailure says in one line why the TLS handshake with e failed, when
+// err is such a failure: its certificate refused (an unknown authority, a
+// name the certificate does not hold, an expired or otherwise invalid
+// certificate), with x509's own reason and the fix, or an https URL
+// answered by a server that does not speak TLS. Either is a problem of the
+// user's setup, as a refused key is, not of the endpoint under load. ok is
+// false for any other error.
+func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	// Go's transport names an HTTP answer to a handshake ErrSchemeMismatch;
+	// other bytes that are no TLS record stay a RecordHeaderError.
+	var plain tls.RecordHeaderError
+	const skip = "or skip verification with --insecure"
+	ca := "give its CA with --ca-cert FILE (or SSL_CERT_FILE)"
+	if e.Trust.CACert != "" {
+		ca = "neither the system's roots nor " + e.Trust.CACert + " hold its CA: give the CA that signed it with --ca-cert FILE"
+	}
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Sprintf("its TLS certificate is not trusted (%s): %s, %s", reason(unknown), ca, skip), true
+	case errors.As(err, &host):
+		return fmt.Sprintf("its TLS certificate is for another host (%s): use a host name the certificate holds, %s", reason(host), skip), true
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return fmt.Sprintf("its TLS certificate is out of date (%s): renew it (or check this machine's clock), %s", reason(invalid), skip), true
+	case errors.As(err, &invalid):
+		return fmt.Sprintf("its TLS certificate is invalid (%s): skip verification with --insecure", reason(invalid)), true
+	case errors.As(err, &verify):
+		return fmt.Sprintf("its TLS certificate did not verify (%s): %s, %s", reason(verify.Err), ca, skip), true
+	case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &plain):
+		return fmt.Sprintf("it does not speak TLS (%s): is its URL http://, not https://?", reason(plain)), true
+	}
+	return "", false
+}
+
+// reason is err's text in one line.
+func reason(err error) string { return text.OneLine(err.Error()) }
