@@ -141,7 +141,7 @@ type PhaseRun struct {
 // tolerance) are returned beside the plans. When ctx is cancelled, its
 // cause is returned.
 func Prepare(ctx context.Context, o *Options, specs []Spec) ([]Plan, []string, error) {
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout, Trust: o.Endpoint.Trust})
 	defer tr.Close()
 	client := endpoints.NewClient(o.Endpoint, tr)
 	if err := preflight(ctx, o, client, specs); err != nil {

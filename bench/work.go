@@ -397,7 +397,7 @@ const ratioTokens = 256
 // Each phase's prefixes and groups are numbered past the earlier phases',
 // under o.Nonce (one is drawn when it is empty).
 func PrepareWorkload(ctx context.Context, o *Options, phases []WorkPhase) ([]*WorkPlan, []string, error) {
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout})
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 2, ConnectTimeout: o.ConnectTimeout, Trust: o.Endpoint.Trust})
 	defer tr.Close()
 	client := endpoints.NewClient(o.Endpoint, tr)
 	var specs []Spec

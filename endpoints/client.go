@@ -40,10 +40,12 @@ type Client struct {
 // are bounded by StreamLimits instead. It never follows a redirect: a 3xx
 // would carry the key and every header to wherever its Location points
 // (and 301/302 would turn the POST into a bodiless GET), so a 3xx is an
-// answer, classed Redirect. A Transport rt takes ep's TLS trust (Transport.Trust).
+// answer, classed Redirect. A Transport rt must have been made with ep's
+// TLS trust (TransportOptions.Trust): NewClient panics otherwise, so that
+// no client of an endpoint verifies its certificate another way.
 func NewClient(ep *Endpoint, rt http.RoundTripper) *Client {
-	if t, ok := rt.(*Transport); ok {
-		t.Trust(ep.Trust)
+	if t, ok := rt.(*Transport); ok && !t.trust.same(ep.Trust) {
+		panic("endpoints: NewClient over a Transport made without its endpoint's Trust")
 	}
 	return &Client{ep: ep, http: NewHTTPClient(rt), chat: ep.BaseURL + APIChat.Path(), completions: ep.BaseURL + APICompletions.Path(), window: ep.BodyWindow()}
 }

@@ -95,13 +95,16 @@ func parseCerts(b []byte) ([]*x509.Certificate, error) {
 	return nil, errors.New("holds no PEM certificate (want -----BEGIN CERTIFICATE----- blocks)")
 }
 
-// Config is a TLS client configuration for a plain http.Transport (the
-// metrics scrape's) that verifies as t says, offering HTTP/1.1; Go's
-// transport sets the server name from the URL. A Transport verifies with
-// the same trust its own way (Transport.Trust).
+// Config is a TLS client configuration that verifies as t says (crypto/tls's
+// own check: the chain to a root, the host's name, the dates), offering
+// HTTP/1.1; Go's transport sets the server name from the URL, a
+// Transport's handshake from the address it dials.
 func (t Trust) Config() *tls.Config {
 	return &tls.Config{RootCAs: t.roots, InsecureSkipVerify: t.Insecure, NextProtos: []string{"http/1.1"}}
 }
+
+// same reports whether t and u verify alike: one CA file, one Insecure.
+func (t Trust) same(u Trust) bool { return t.CACert == u.CACert && t.Insecure == u.Insecure }
 
 // CheckTLS completes one TLS handshake with e's host as its requests
 // would (its Trust, HTTP/1.1 offered) within timeout and closes it: a
@@ -113,12 +116,11 @@ func (e *Endpoint) CheckTLS(ctx context.Context, timeout time.Duration) error {
 	if err != nil || u.Scheme != "https" {
 		return nil
 	}
-	t := NewTransport(TransportOptions{Conns: 1, ConnectTimeout: timeout})
+	t := NewTransport(TransportOptions{Conns: 1, ConnectTimeout: timeout, Trust: e.Trust})
 	defer t.Close()
 	if p, _ := t.Proxy(&http.Request{URL: u}); p != nil {
 		return nil
 	}
-	t.Trust(e.Trust)
 	port := u.Port()
 	if port == "" {
 		port = "443"

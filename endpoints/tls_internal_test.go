@@ -111,8 +111,8 @@ func connectProxy(t *testing.T, addr string) (*url.URL, *atomic.Int64) {
 // handshake does. httptest's certificate holds example.com: reached by that
 // name through the proxy, it is refused without its CA, answers with it or
 // with Insecure, over HTTP/1.1; a certificate for another name is refused
-// for its name; and an IP address, whose name no SNI carries, is refused
-// rather than left unchecked.
+// for its name; and an IP address the certificate holds (127.0.0.1), which
+// no SNI carries, verifies as it does directly.
 func TestAHandshakeBehindAProxyVerifiesAsADirectOne(t *testing.T) {
 	t.Parallel()
 	ca := endpointstest.NewCA(t)
@@ -142,12 +142,12 @@ func TestAHandshakeBehindAProxyVerifiesAsADirectOne(t *testing.T) {
 		{"insecure", srv, "example.com", Trust{Insecure: true}, true, ""},
 		{"the system's roots", srv, "example.com", Trust{}, false, "x509: certificate signed by unknown authority"},
 		{"another name's certificate", otherSrv, "example.com", trustCA(ca.Cert), false, "x509: certificate is valid for other.example, not example.com"},
-		{"an IP address", srv, "127.0.0.1", trustCA(srv.Certificate()), false, "cannot check the certificate of an IP address"},
+		{"an IP address", srv, "127.0.0.1", trustCA(srv.Certificate()), true, ""},
+		{"an IP address, the system's roots", srv, "127.0.0.1", Trust{}, false, "x509: certificate signed by unknown authority"},
 	} {
 		proxy, tunnels := connectProxy(t, tc.srv.Listener.Addr().String())
-		tr := NewTransport(TransportOptions{Conns: 1, ConnectTimeout: 5 * time.Second})
+		tr := NewTransport(TransportOptions{Conns: 1, ConnectTimeout: 5 * time.Second, Trust: tc.trust})
 		tr.Proxy = http.ProxyURL(proxy)
-		tr.Trust(tc.trust)
 		_, port, _ := net.SplitHostPort(tc.srv.Listener.Addr().String())
 		resp, err := NewHTTPClient(tr).Get("https://" + net.JoinHostPort(tc.host, port) + "/v1/models")
 		tr.Close()

@@ -44,7 +44,7 @@ func listModels(t *testing.T, srv *httptest.Server, f endpoints.Flags) (*endpoin
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: 5 * time.Second})
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: 5 * time.Second, Trust: ep.Trust})
 	defer tr.Close()
 	ids, err := endpoints.NewClient(ep, tr).ListModels(context.Background())
 	return ep, ids, err

@@ -3,13 +3,10 @@ package endpoints
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/glmbench/glmbench/internal/rxstamp"
@@ -22,6 +19,10 @@ type TransportOptions struct {
 	Conns int
 	// ConnectTimeout bounds a dial plus TLS handshake.
 	ConnectTimeout time.Duration
+	// Trust verifies the server's TLS certificate: the endpoint's
+	// (Endpoint.Trust), which NewClient checks; the zero Trust is the
+	// system's roots.
+	Trust Trust
 }
 
 // Transport is an HTTP/1.1 keep-alive transport that can open a phase's
@@ -39,10 +40,9 @@ type Transport struct {
 	*http.Transport
 	dialer  *net.Dialer
 	timeout time.Duration
-	// trust is how the server's certificate is verified: the trust of
-	// the endpoint whose client was last made over the transport (Trust);
-	// nil until then, the system's roots.
-	trust atomic.Pointer[Trust]
+	// trust is opts.Trust, and tlsConfig its handshake's configuration.
+	trust     Trust
+	tlsConfig *tls.Config
 
 	mu    sync.Mutex
 	ready map[string][]net.Conn // warmed connections by "scheme|host:port"
@@ -59,9 +59,11 @@ func NewTransport(opts TransportOptions) *Transport {
 		timeout = 10 * time.Second
 	}
 	t := &Transport{
-		dialer:  &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second},
-		timeout: timeout,
-		ready:   map[string][]net.Conn{},
+		dialer:    &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second},
+		timeout:   timeout,
+		trust:     opts.Trust,
+		tlsConfig: opts.Trust.Config(),
+		ready:     map[string][]net.Conn{},
 	}
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)
@@ -82,54 +84,11 @@ func NewTransport(opts TransportOptions) *Transport {
 		WriteBufferSize:        4 << 10,
 		ReadBufferSize:         4 << 10,
 		// The handshake behind an http proxy (after CONNECT) is Go's own,
-		// with this configuration: it verifies as dialTLS's does.
-		TLSClientConfig: t.tlsConfig(""),
+		// with this configuration (the server name its own): it verifies
+		// as dialTLS's does.
+		TLSClientConfig: t.tlsConfig,
 	}
 	return t
-}
-
-// tlsConfig is the configuration of a TLS handshake with host: HTTP/1.1
-// only, and the certificate verified by verify against the transport's
-// trust as it is at the handshake. crypto/tls's own check is off only so
-// that verify can do it with that trust (which NewClient sets after the
-// transport is made, while Go's transport reads TLSClientConfig without a
-// lock); verify does what crypto/tls would (the chain to a root, the
-// host's name, the dates, server-auth usage), on resumed connections too.
-// With host "" (the handshake Go's transport makes itself, behind a
-// proxy) the name is the one sent as SNI, which an IP address is not.
-func (t *Transport) tlsConfig(host string) *tls.Config {
-	verify := func(cs tls.ConnectionState) error { return t.verify(host, cs) }
-	return &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}, InsecureSkipVerify: true, VerifyConnection: verify}
-}
-
-// verify checks the certificate chain host's server sent as crypto/tls
-// does, unless the trust is Insecure; its error is crypto/tls's own type,
-// wrapping x509's. A host it cannot name is refused, never passed over.
-func (t *Transport) verify(host string, cs tls.ConnectionState) error {
-	trust := t.trust.Load()
-	if trust != nil && trust.Insecure {
-		return nil
-	}
-	if host == "" {
-		host = cs.ServerName
-	}
-	switch {
-	case len(cs.PeerCertificates) == 0:
-		return errors.New("tls: the server sent no certificate")
-	case host == "":
-		return errors.New("tls: behind a proxy glmbench cannot check the certificate of an IP address: name the endpoint by host name, or give --insecure")
-	}
-	opts := x509.VerifyOptions{DNSName: host, Intermediates: x509.NewCertPool()}
-	if trust != nil {
-		opts.Roots = trust.roots // nil: the system's
-	}
-	for _, c := range cs.PeerCertificates[1:] {
-		opts.Intermediates.AddCert(c)
-	}
-	if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
-		return &tls.CertificateVerificationError{UnverifiedCertificates: cs.PeerCertificates, Err: err}
-	}
-	return nil
 }
 
 func (t *Transport) take(key string) net.Conn {
@@ -174,13 +133,6 @@ func (t *Transport) dialTLS(ctx context.Context, network, addr string) (net.Conn
 	return t.handshake(ctx, network, addr)
 }
 
-// Trust makes the transport's TLS handshakes verify as trust says (its CA
-// bundle, or none with Insecure). NewClient calls it with its endpoint's,
-// so that every client of an endpoint, whichever package made its
-// transport, verifies alike; a transport serves one endpoint. Connections
-// already open keep the trust they were made with.
-func (t *Transport) Trust(trust Trust) { t.trust.Store(&trust) }
-
 // handshake dials addr and completes a TLS handshake that offers only
 // HTTP/1.1, verifying the server's certificate as the transport's Trust says.
 func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -191,7 +143,9 @@ func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Co
 		return nil, err
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	c := tls.Client(raw, t.tlsConfig(host))
+	cfg := t.tlsConfig.Clone()
+	cfg.ServerName = host
+	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		return nil, err
@@ -279,7 +233,7 @@ func NewPool(ep *Endpoint, opts TransportOptions) *Pool {
 	p := &Pool{ep: ep}
 	per := (conns + n - 1) / n
 	for range n {
-		t := NewTransport(TransportOptions{Conns: per, ConnectTimeout: opts.ConnectTimeout})
+		t := NewTransport(TransportOptions{Conns: per, ConnectTimeout: opts.ConnectTimeout, Trust: ep.Trust})
 		p.shards = append(p.shards, t)
 		p.clients = append(p.clients, NewClient(ep, t))
 	}

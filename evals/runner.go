@@ -138,7 +138,7 @@ func (r *Runner) sender(i int) sender {
 // SGLang's /tokenize live at the server root, not under /v1).
 func (r *Runner) rootSender() sender {
 	ep := r.cfg.Endpoint.At(strings.TrimSuffix(r.cfg.Endpoint.BaseURL, "/v1"))
-	t := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: r.cfg.ConnectTimeout})
+	t := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: r.cfg.ConnectTimeout, Trust: ep.Trust})
 	r.extra = append(r.extra, t)
 	return sender{c: endpoints.NewClient(ep, t), timeout: r.cfg.RequestTimeout, backoff: r.backoff}
 }

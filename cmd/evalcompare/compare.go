@@ -199,7 +199,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer ref.Close()
 	side := func(ep *endpoints.Endpoint) compare.Side {
-		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: o.Concurrency, ConnectTimeout: o.ConnectTimeout})
+		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: o.Concurrency, ConnectTimeout: o.ConnectTimeout, Trust: ep.Trust})
 		return compare.Side{Client: endpoints.NewClient(ep, tr), Model: ep.Model}
 	}
 	errOut := o.F.IO.ErrOut

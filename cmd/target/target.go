@@ -134,7 +134,7 @@ func addEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
 func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn interface{ Write([]byte) (int, error) }) error {
 	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
 	defer cancel()
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
 	defer tr.Close()
 	if v1, ok := versionedBase(ctx, ep, tr); ok {
 		fmt.Fprintf(warn, "glmbench: note: %s is a server's address and %s/models answers: using %s as the API base\n", endpoints.RedactURL(ep.BaseURL), endpoints.RedactURL(v1), endpoints.RedactURL(v1))
@@ -219,7 +219,7 @@ func (t *Target) ServerInfo(ctx context.Context) map[string]any {
 	ep, connect := t.Endpoint, t.connect
 	ctx, cancel := context.WithTimeout(ctx, connect+5*time.Second)
 	defer cancel()
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect})
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
 	defer tr.Close()
 	info, _ := endpoints.NewClient(ep, tr).ServerInfo(ctx)
 	return info

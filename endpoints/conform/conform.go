@@ -315,7 +315,7 @@ func Run(ctx context.Context, cfg Config) ([]schema.CheckResult, error) {
 func newSuite(cfg Config) (*suite, func()) {
 	// Conns: the widest checks are the 32 concurrent streams and the
 	// batch-invariance burst; a probe burst brings a pool of its own.
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: max(concurrentStreams, batchBurst), ConnectTimeout: cfg.ConnectTimeout})
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: max(concurrentStreams, batchBurst), ConnectTimeout: cfg.ConnectTimeout, Trust: cfg.Endpoint.Trust})
 	// Both clients follow no redirect (endpoints.NewHTTPClient): a 3xx is
 	// answered as it came and the check names it, so the key and headers
 	// never go to another origin.
