@@ -17,7 +17,10 @@ import (
 // as {"temperature": 0.6, "top_p": 0.95}, OpenAI's {"reasoning_effort":
 // "low"}. owned maps each field the caller writes itself to what sets it
 // instead; a field there is refused, since the body would carry it twice
-// and servers differ in which one they read. The result is the object
+// and servers differ in which one they read, and so is one that differs
+// from it only in letter case (Unicode simple folding): a server in Go
+// (Ollama, LocalAI, many gateways) reads a body with encoding/json, which
+// matches names so and lets the later one win. The result is the object
 // compact with its fields in name order, nil for "" or {}. Its errors are
 // bad input, in one line.
 func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, error) {
@@ -38,8 +41,10 @@ func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, e
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if use, ok := owned[k]; ok {
-			return nil, badinput.Errorf("%s sets %q, which glmbench writes itself: %s", flag, k, use)
+		if name, ok := ownedAs(k, owned); ok && name == k {
+			return nil, badinput.Errorf("%s sets %q, which glmbench writes itself: %s", flag, k, owned[name])
+		} else if ok {
+			return nil, badinput.Errorf("%s sets %q, which glmbench writes itself as %q (a server in Go reads names in any letter case): %s", flag, k, name, owned[name])
 		}
 	}
 	if len(fields) == 0 {
@@ -52,6 +57,20 @@ func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, e
 		return nil, badinput.Errorf("%s: %s", flag, text.OneLine(err.Error()))
 	}
 	return bytes.TrimSpace(b.Bytes()), nil
+}
+
+// ownedAs is the owned field k is read as: k itself, else the one it
+// equals in any letter case, as encoding/json matches them.
+func ownedAs(k string, owned map[string]string) (string, bool) {
+	if _, ok := owned[k]; ok {
+		return k, true
+	}
+	for name := range owned {
+		if strings.EqualFold(k, name) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // ExtraFields names extra's fields in order (none for nil).

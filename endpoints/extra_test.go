@@ -79,3 +79,28 @@ func TestWithExtraAddsTheFieldsAtTheEnd(t *testing.T) {
 		t.Errorf("ExtraFields: %v", got)
 	}
 }
+
+// A server written in Go (Ollama's and LocalAI's OpenAI routes, many
+// gateways) reads a body with encoding/json, which matches a key to a
+// field in any letter case (Unicode folding: "ſ" is "s") and lets the last
+// one win: to it {"Stream": false} after glmbench's "stream" turns
+// streaming off. So a key is owned whenever encoding/json would read it
+// into the owned field; the truth is encoding/json's own decision.
+func TestParseExtraBodyRefusesAnOwnedFieldInAnyLetterCase(t *testing.T) {
+	t.Parallel()
+	owned := map[string]string{"stream": "every request streams", "max_tokens": "OUT is the cap"}
+	for _, key := range []string{"Stream", "STREAM", "ſtream", `\u0053tream`, "Max_Tokens", "max_tokens ", "streams", "max-tokens"} {
+		var goServer struct {
+			Stream    *bool `json:"stream"`
+			MaxTokens *int  `json:"max_tokens"`
+		}
+		in := `{"` + key + `": 0}`
+		json.Unmarshal([]byte(`{"`+key+`": false}`), &goServer)
+		json.Unmarshal([]byte(`{"`+key+`": 7}`), &goServer)
+		read := goServer.Stream != nil || goServer.MaxTokens != nil
+		_, err := ParseExtraBody("-x", in, owned)
+		if refused := err != nil; refused != read || err != nil && (!badinput.Is(err) || !strings.Contains(err.Error(), "which glmbench writes itself")) {
+			t.Errorf("%s: encoding/json reads it as an owned field: %t; ParseExtraBody: %v", in, read, err)
+		}
+	}
+}
