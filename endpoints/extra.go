@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/internal/text"
@@ -26,6 +27,12 @@ import (
 func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
+	}
+	if !utf8.ValidString(s) {
+		// encoding/json keeps a string's bytes in a RawMessage as they
+		// are: they would go into every body, which JSON wants in UTF-8
+		// (RFC 8259) and Python servers refuse whole.
+		return nil, badinput.Errorf("%s is not UTF-8: %q", flag, text.Clip(s, 60, "…"))
 	}
 	var fields map[string]json.RawMessage
 	d := json.NewDecoder(strings.NewReader(s))

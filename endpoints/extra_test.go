@@ -104,3 +104,13 @@ func TestParseExtraBodyRefusesAnOwnedFieldInAnyLetterCase(t *testing.T) {
 		}
 	}
 }
+
+// A body is UTF-8 (RFC 8259): a string of other bytes would reach every
+// request, which a Python server refuses whole, and report.json.
+func TestParseExtraBodyRefusesWhatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	_, err := ParseExtraBody("-x", "{\"stop\": \"caf\xe9\"}", nil)
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "-x is not UTF-8") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("%v: want one line of bad input saying it is not UTF-8", err)
+	}
+}
