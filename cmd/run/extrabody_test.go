@@ -78,6 +78,10 @@ func TestABadExtraBodyExitsTwoInOneLineBeforeTheEndpoint(t *testing.T) {
 		{`{"stream": false}`, `--extra-body sets "stream", which glmbench writes itself: every request streams`},
 		{`{"ignore_eos": false}`, `--extra-body sets "ignore_eos", which glmbench writes itself: --ignore-eos sets it`},
 		{`{"n": 2}`, `--extra-body sets "n"`},
+		// llama.cpp reads n_predict before max_tokens, so it would replace
+		// the phase's cap there.
+		{`{"n_predict": 512}`, `--extra-body sets "n_predict", which glmbench writes itself: llama.cpp reads it before max_tokens`},
+		{`{"Max_Tokens": 5}`, `--extra-body sets "Max_Tokens", which glmbench writes itself as "max_tokens"`},
 		{`temperature=0.6`, `--extra-body must be a JSON object such as '{"temperature": 0.6}', not "temperature=0.6"`},
 		{`[{"top_p": 1}]`, `--extra-body must be a JSON object`},
 		{`null`, `--extra-body must be a JSON object`},
