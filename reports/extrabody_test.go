@@ -75,3 +75,36 @@ func TestOneLabelsRunsShareTheirExtraBody(t *testing.T) {
 		t.Errorf("want exactly the second column marked:\n%s", md.String())
 	}
 }
+
+// GLM's and ChatML's stop strings hold "|" ("<|user|>"): in the sources
+// table of a comparison each row still has its five cells, the pipes of
+// the extra body escaped, so every line of the table has six unescaped |.
+func TestAnExtraBodysPipesStayInTheirCell(t *testing.T) {
+	t.Parallel()
+	stops := sampleReport()
+	stops.Options.ExtraBody = json.RawMessage(`{"stop":["<|user|>","<|observation|>"]}`)
+	c, err := Compare([]*Input{{Report: stops, Path: "a|b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := WriteComparisonMarkdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(md.String(), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "| label |") {
+			continue
+		}
+		for _, row := range lines[i : i+3] {
+			if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 6 {
+				t.Errorf("%d unescaped | in %q, want 6", n, row)
+			}
+		}
+		if !strings.Contains(lines[i+2], `<\|user\|>`) {
+			t.Errorf("the row lost the stop string: %q", lines[i+2])
+		}
+		return
+	}
+	t.Fatalf("no sources table:\n%s", md.String())
+}
