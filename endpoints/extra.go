@@ -22,7 +22,7 @@ import (
 // from it only in letter case (Unicode simple folding): a server in Go
 // (Ollama, LocalAI, many gateways) reads a body with encoding/json, which
 // matches names so and lets the later one win. The result is the object
-// compact with its fields in name order, nil for "" or {}. Its errors are
+// in one canonical text (see canonical), nil for "" or {}. Its errors are
 // bad input, in one line.
 func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, error) {
 	if strings.TrimSpace(s) == "" {
@@ -34,8 +34,9 @@ func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, e
 		// (RFC 8259) and Python servers refuse whole.
 		return nil, badinput.Errorf("%s is not UTF-8: %q", flag, text.Clip(s, 60, "…"))
 	}
-	var fields map[string]json.RawMessage
+	var fields map[string]any
 	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber() // numbers keep their digits
 	if err := d.Decode(&fields); err != nil || fields == nil {
 		return nil, badinput.Errorf("%s must be a JSON object such as '{\"temperature\": 0.6}', not %q", flag, text.Clip(s, 60, "…"))
 	}
@@ -57,11 +58,25 @@ func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, e
 	if len(fields) == 0 {
 		return nil, nil
 	}
+	b, err := canonical(fields)
+	if err != nil {
+		return nil, badinput.Errorf("%s: %s", flag, text.OneLine(err.Error()))
+	}
+	return b, nil
+}
+
+// canonical is v, decoded with UseNumber, as one compact text: every
+// object's fields in name order at any depth, a duplicate resolved as it
+// was decoded (the last wins, as in Python's json), each string's escapes
+// written one way, numbers with their digits, < > & as they are. One
+// object written two ways gives one text, so the gate and one label's
+// merged runs compare the fields, not how they were typed.
+func canonical(v any) (json.RawMessage, error) {
 	var b bytes.Buffer
 	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)                   // the report shows the object as it was given
-	if err := e.Encode(fields); err != nil { // map keys in order; each value compacted
-		return nil, badinput.Errorf("%s: %s", flag, text.OneLine(err.Error()))
+	e.SetEscapeHTML(false) // the report shows a stop string's <|user|> as given
+	if err := e.Encode(v); err != nil {
+		return nil, err
 	}
 	return bytes.TrimSpace(b.Bytes()), nil
 }

@@ -114,3 +114,28 @@ func TestParseExtraBodyRefusesWhatIsNotUTF8(t *testing.T) {
 		t.Errorf("%v: want one line of bad input saying it is not UTF-8", err)
 	}
 }
+
+// One object written two ways is one text: nested objects' fields in name
+// order and their duplicates resolved (last wins, as Python's json does),
+// a string's escapes written one way (\u00e9 is é, \/ is /), so the gate
+// and one label's merged runs do not refuse the same fields in another
+// order. Numbers keep their digits at any depth.
+func TestParseExtraBodyIsOneTextForOneObject(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{
+		{`{"chat_template_kwargs": {"enable_thinking": false, "thinking": true}}`, `{"chat_template_kwargs": {"thinking": true, "enable_thinking": false}}`},
+		{`{"a": {"x": 1, "x": 2}}`, `{"a": {"x": 2}}`},
+		{`{"stop": ["caf\u00e9", "a\/b"]}`, `{"stop": ["café", "a/b"]}`},
+		{`{"logit_bias": {"50256": -100}, "b": [{"y": 1e400, "x": 12345678901234567890}]}`, `{"b": [{"x": 12345678901234567890, "y": 1e400}], "logit_bias": {"50256": -100}}`},
+	} {
+		a, errA := ParseExtraBody("-x", pair[0], nil)
+		b, errB := ParseExtraBody("-x", pair[1], nil)
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("%s: %s, %v\n%s: %s, %v", pair[0], a, errA, pair[1], b, errB)
+		}
+	}
+	got, _ := ParseExtraBody("-x", `{"b": [{"y": 1e400, "x": 12345678901234567890}]}`, nil)
+	if string(got) != `{"b":[{"x":12345678901234567890,"y":1e400}]}` {
+		t.Errorf("numbers: %s", got)
+	}
+}
