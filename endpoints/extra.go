@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/internal/badinput"
@@ -32,7 +33,7 @@ func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, e
 		// encoding/json keeps a string's bytes in a RawMessage as they
 		// are: they would go into every body, which JSON wants in UTF-8
 		// (RFC 8259) and Python servers refuse whole.
-		return nil, badinput.Errorf("%s is not UTF-8: %q", flag, text.Clip(s, 60, "…"))
+		return nil, badinput.Errorf("%s is not UTF-8 (at byte %d)", flag, invalidAt(s))
 	}
 	var fields map[string]any
 	d := json.NewDecoder(strings.NewReader(s))
@@ -79,6 +80,20 @@ func canonical(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSpace(b.Bytes()), nil
+}
+
+// invalidAt is the offset of s's first byte that is not UTF-8 (len(s)
+// when none): an error names where, not what, since the text may hold a
+// key.
+func invalidAt(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
 }
 
 // ownedAs is the owned field k is read as: k itself, else the one it
@@ -131,4 +146,99 @@ func WithExtra(body []byte, extra json.RawMessage) []byte {
 	}
 	out = append(out, inner...)
 	return append(out, body[end:]...)
+}
+
+// RecordedExtra is extra (ParseExtraBody's object) as a report, a gate's
+// message or a comparison shows it, one JSON object in canonical text with
+// no secret in it: the value of a field named as a credential (see
+// credentialName), at any depth, is "***", and every other string (and
+// number) passes through ep's Redact, so an API key or header value put
+// in the body under another name is not shown either (ep nil: names
+// only). The requests carry extra as it is: a gateway that reads its key
+// from the body needs it. nil for none.
+func RecordedExtra(extra json.RawMessage, ep *Endpoint) json.RawMessage {
+	if len(extra) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(extra))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return ep.RedactBytes(extra) // never ParseExtraBody's
+	}
+	b, err := canonical(hideSecrets(v, ep))
+	if err != nil {
+		return ep.RedactBytes(extra)
+	}
+	return b
+}
+
+// hideSecrets is v (decoded with UseNumber) with its secrets replaced by
+// redactedMark, as RecordedExtra says.
+func hideSecrets(v any, ep *Endpoint) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, val := range v {
+			if credentialName(k) {
+				v[k] = redactedMark
+			} else {
+				v[k] = hideSecrets(val, ep)
+			}
+		}
+	case []any:
+		for i := range v {
+			v[i] = hideSecrets(v[i], ep)
+		}
+	case string:
+		return ep.Redact(v)
+	case json.Number:
+		if ep.Redact(v.String()) != v.String() {
+			return redactedMark // a header value of digits, sent as a number
+		}
+	}
+	return v
+}
+
+// credentialWords are the words of a field name that make its value a
+// credential: api_key, x-api-key, access_token, accessToken, password,
+// Authorization, client_secret.
+var credentialWords = map[string]bool{
+	"apikey": true, "token": true, "secret": true, "password": true, "passwd": true,
+	"auth": true, "authorization": true, "credential": true, "credentials": true,
+	"cookie": true, "bearer": true,
+}
+
+// keyWords are the words that make a following "key" a credential's
+// (api_key, access-key, subscription_key), where prompt_cache_key is
+// data.
+var keyWords = map[string]bool{"api": true, "access": true, "secret": true, "private": true, "auth": true, "subscription": true}
+
+// credentialName reports whether field name k names a credential: one of
+// its words (split at anything but letters and digits, and where a lower
+// case letter meets an upper case one) is a credentialWords word, or it
+// is "key" alone or after a keyWords word. max_tokens, author and
+// prompt_cache_key are not.
+func credentialName(k string) bool {
+	var words []string
+	start, prev := -1, rune(0)
+	for i, r := range k {
+		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
+		camel := unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev))
+		if start >= 0 && (!alnum || camel) {
+			words, start = append(words, strings.ToLower(k[start:i])), -1
+		}
+		if alnum && start < 0 {
+			start = i
+		}
+		prev = r
+	}
+	if start >= 0 {
+		words = append(words, strings.ToLower(k[start:]))
+	}
+	for i, w := range words {
+		if credentialWords[w] || w == "key" && (len(words) == 1 || i > 0 && keyWords[words[i-1]]) {
+			return true
+		}
+	}
+	return false
 }

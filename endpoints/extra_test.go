@@ -110,7 +110,7 @@ func TestParseExtraBodyRefusesAnOwnedFieldInAnyLetterCase(t *testing.T) {
 func TestParseExtraBodyRefusesWhatIsNotUTF8(t *testing.T) {
 	t.Parallel()
 	_, err := ParseExtraBody("-x", "{\"stop\": \"caf\xe9\"}", nil)
-	if !badinput.Is(err) || !strings.Contains(err.Error(), "-x is not UTF-8") || strings.Contains(err.Error(), "\n") {
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "-x is not UTF-8 (at byte 13)") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("%v: want one line of bad input saying it is not UTF-8", err)
 	}
 }
@@ -137,5 +137,41 @@ func TestParseExtraBodyIsOneTextForOneObject(t *testing.T) {
 	got, _ := ParseExtraBody("-x", `{"b": [{"y": 1e400, "x": 12345678901234567890}]}`, nil)
 	if string(got) != `{"b":[{"x":12345678901234567890,"y":1e400}]}` {
 		t.Errorf("numbers: %s", got)
+	}
+}
+
+// What a report shows of an extra body holds no secret and stays one JSON
+// object: a field named as a credential (api_key, x-api-key, accessToken,
+// Authorization, password) has "***" for its value at any depth, and with
+// an endpoint every string elsewhere is redacted of its API key and
+// header values (a gateway that reads its key from the body, the key put
+// under another name). Names that only hold such a word's letters
+// (max_tokens_hint, prompt_cache_key, author) are data and stay.
+func TestRecordedExtraHoldsNoSecret(t *testing.T) {
+	t.Parallel()
+	in, err := ParseExtraBody("-x", `{"api_key": "k-1", "metadata": {"x-api-key": "k-2", "accessToken": 7, "Authorization": ["Bearer k-3"], "password": {"v": "k-4"}},
+		"user": "`+hostileKey+`", "stop": ["a `+hostileHeader+` b"], "prompt_cache_key": "c", "author": "me", "max_tokens_hint": 3}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"api_key":"***","author":"me","max_tokens_hint":3,"metadata":{"Authorization":"***","accessToken":"***","password":"***","x-api-key":"***"},"prompt_cache_key":"c","stop":["a *** b"],"user":"***"}`
+	got := RecordedExtra(in, hostileEndpoint("http://x"))
+	if string(got) != want {
+		t.Errorf("recorded %s\nwant     %s", got, want)
+	}
+	if l := leaks(string(got)); l != nil {
+		t.Errorf("%s leaks %v", got, l)
+	}
+	// Without an endpoint the names still hide their values; an extra
+	// body with nothing to hide is as sent, and none is none.
+	if got := RecordedExtra(in, nil); !strings.Contains(string(got), `"api_key":"***"`) || !strings.Contains(string(got), hostileKey) {
+		t.Errorf("no endpoint: %s", got)
+	}
+	plain := json.RawMessage(`{"chat_template_kwargs":{"enable_thinking":false},"top_p":0.9}`)
+	if got := RecordedExtra(plain, hostileEndpoint("http://x")); string(got) != string(plain) {
+		t.Errorf("%s recorded as %s", plain, got)
+	}
+	if got := RecordedExtra(nil, nil); got != nil {
+		t.Errorf("none recorded as %s", got)
 	}
 }

@@ -53,8 +53,10 @@ func (b *Body) Check() error {
 // APIName is the checked route in a word: chat or completions.
 func (b *Body) APIName() string { return b.api.Name() }
 
-// Extra is the checked --extra-body object (nil: none).
-func (b *Body) Extra() json.RawMessage { return b.extra }
+// Extra is the checked --extra-body object as the report records it, its
+// credentials hidden (endpoints.RecordedExtra): what run --baseline
+// compares with a baseline's record (nil: none).
+func (b *Body) Extra() json.RawMessage { return endpoints.RecordedExtra(b.extra, nil) }
 
 // Shape is the body every request to model has in common.
 func (b *Body) Shape(model string) bench.Shape {
@@ -64,5 +66,5 @@ func (b *Body) Shape(model string) bench.Shape {
 // Record writes the body's options into the report's.
 func (b *Body) Record(o *schema.Options) {
 	o.API, o.IgnoreEOS, o.NoStreamUsage, o.MaxCompletionTokens = b.api.Name(), b.IgnoreEOS, !b.StreamUsage, b.MaxCompletionTokens
-	o.ExtraBody = b.extra
+	o.ExtraBody = b.Extra() // the requests carry b.extra, a key in it too
 }
