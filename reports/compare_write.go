@@ -156,7 +156,7 @@ func columnEndpoint(col Column) string {
 		notes = append(notes, "api "+col.API)
 	}
 	if len(col.ExtraBody) > 0 {
-		notes = append(notes, extraBody(string(col.ExtraBody)))
+		notes = append(notes, extraBody(string(col.ExtraBody), ""))
 	}
 	if len(notes) == 0 {
 		return col.Endpoint

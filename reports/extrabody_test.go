@@ -3,10 +3,12 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/internal/badinput"
 )
@@ -107,4 +109,28 @@ func TestAnExtraBodysPipesStayInTheirCell(t *testing.T) {
 		return
 	}
 	t.Fatalf("no sources table:\n%s", md.String())
+}
+
+// One label's runs whose long extra bodies differ only in their last
+// field are refused in a short line showing each side's value, cut at a
+// character; a column shows its long extra body cut short.
+func TestOneLabelsLongExtraBodiesAreToldApart(t *testing.T) {
+	t.Parallel()
+	long := func(topP string) json.RawMessage {
+		return json.RawMessage(`{"stop":["` + strings.Repeat("終", 100) + `"],"top_p":` + topP + `}`)
+	}
+	a, b := sampleReport(), sampleReport()
+	a.Options.ExtraBody, b.Options.ExtraBody = long("0.9"), long("0.95")
+	_, err := Compare([]*Input{{Report: a, Path: "a"}, {Report: b, Path: "b"}})
+	msg := fmt.Sprint(err)
+	if !badinput.Is(err) || len(msg) > 600 || !utf8.ValidString(msg) || !strings.Contains(msg, `"top_p":0.9} in a`) || !strings.Contains(msg, `"top_p":0.95} in b`) {
+		t.Errorf("%d bytes: %s", len(msg), msg)
+	}
+	c, err := Compare([]*Input{{Report: a, Path: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col := columnEndpoint(c.Columns[0]); len(col) > 200 || !utf8.ValidString(col) || !strings.Contains(col, `{"stop":["終`) {
+		t.Errorf("%d bytes: %s", len(col), col)
+	}
 }
