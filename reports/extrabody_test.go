@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // report.json writes the extra body indented as an object; read back,
@@ -132,5 +133,27 @@ func TestOneLabelsLongExtraBodiesAreToldApart(t *testing.T) {
 	}
 	if col := columnEndpoint(c.Columns[0]); len(col) > 200 || !utf8.ValidString(col) || !strings.Contains(col, `{"stop":["終`) {
 		t.Errorf("%d bytes: %s", len(col), col)
+	}
+}
+
+// A report's extra_body of null or {} (written by hand or by another
+// tool) is no extra body, so it gates and merges with a run without one;
+// one object written in two orders reads back as one text.
+func TestAnEmptyExtraBodyReadsBackAsNone(t *testing.T) {
+	t.Parallel()
+	extra := func(field string) string {
+		var o schema.Options
+		if err := json.Unmarshal([]byte(`{"extra_body": `+field+`}`), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o.Extra()
+	}
+	for _, none := range []string{"null", "{}", "{ \n }"} {
+		if got := extra(none); got != "" {
+			t.Errorf("extra_body %s reads back as %q", none, got)
+		}
+	}
+	if a, b := extra(`{"k": {"y": 1, "x": 2e0}, "a": "\u00e9"}`), extra(`{"a": "é", "k": {"x": 2e0, "y": 1}}`); a != b || a != `{"a":"é","k":{"x":2e0,"y":1}}` {
+		t.Errorf("one object two ways: %s, %s", a, b)
 	}
 }
