@@ -189,9 +189,11 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 // names no switch, nor does vLLM's "'max_tokens' or
 // 'max_completion_tokens' is too large" (a cap past the context, whichever
 // name carried it). A field --extra-body added is named as such where the
-// answer names it. "" for any other answer.
+// answer names it. Only a 400 (OpenAI, vLLM, SGLang, llama.cpp) or a 422
+// (Mistral, FastAPI) refuses a field: a 401, 403 or 429 says who may ask
+// or how often, and its "user ci" names no field. "" for any other answer.
 func (s Shape) refusedField(stream bool, status int, msg string) string {
-	if status < 400 || status >= 500 {
+	if status != http.StatusBadRequest && status != http.StatusUnprocessableEntity {
 		return ""
 	}
 	var hints []string

@@ -100,6 +100,12 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 		{"Mistral refusing an extra body's field", extra, true, 422, `{"detail":[{"type":"extra_forbidden","loc":["body","top_k"]}]}`, "; the endpoint refuses a field: --extra-body adds top_k"},
 		{"a longer name holding an extra field's", extra, true, 400, "Unrecognized request argument supplied: top_k_max", ""},
 		{"an extra field's name in a word", extra, true, 400, "Unrecognized request argument supplied: top_kx, username", ""},
+		// A refused field is answered 400 (OpenAI, vLLM, SGLang, llama.cpp)
+		// or 422 (Mistral, FastAPI); an answer about who may ask, or how
+		// often, names no field even where it says "user".
+		{"a 403 about the user", extra, true, 403, "user ci may not use model m", ""},
+		{"a 429 about the user", extra, true, 429, "Rate limit reached for user ci: 10 requests per minute", ""},
+		{"a 401 naming an extra field", extra, true, 401, "Incorrect API key provided for user ci", ""},
 		{"both refused", def, true, 400, "Unrecognized request arguments supplied: ignore_eos, stream_options", "; the endpoint refuses a field: --ignore-eos=false leaves ignore_eos out, --stream-usage=false leaves stream_options out"},
 	} {
 		if h := c.s.refusedField(c.stream, c.status, c.msg); h != c.want {
