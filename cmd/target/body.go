@@ -33,7 +33,7 @@ func (b *Body) AddFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&b.MaxCompletionTokens, "max-completion-tokens", false, "send a chat's output cap as max_completion_tokens instead of max_tokens (OpenAI's reasoning models refuse max_tokens; llama.cpp before February 2026 and Ollama do not read it, so their requests go uncapped)")
 	fl.BoolVar(&b.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
 	fl.StringVar(&b.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
-	fl.StringVar(&b.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the probes' too, and recorded in the report, e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' or '{"temperature": 0.6}' (not the fields glmbench writes: model, messages, prompt, stream, stream_options, max_tokens, max_completion_tokens, n_predict, ignore_eos, n, echo)`)
+	fl.StringVar(&b.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the probes' too, and recorded in the report (a credential field's value, such as api_key's, as ***), e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' or '{"temperature": 0.6}' (not the fields glmbench writes: model, messages, prompt, stream, stream_options, max_tokens, max_completion_tokens, n_predict, ignore_eos, n, echo)`)
 }
 
 // Check parses --api and refuses what the legacy route cannot carry; its
