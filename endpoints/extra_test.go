@@ -175,3 +175,46 @@ func TestRecordedExtraHoldsNoSecret(t *testing.T) {
 		t.Errorf("none recorded as %s", got)
 	}
 }
+
+// Whatever --extra-body is, ParseExtraBody refuses it in one line of bad
+// input or gives nothing or one JSON object that sets no owned field in
+// any letter case; spliced into a body it leaves valid JSON holding both
+// objects' fields, and its record is valid JSON too.
+func FuzzParseExtraBody(f *testing.F) {
+	for _, s := range []string{`{"top_p": 0.9}`, `{"chat_template_kwargs": {"enable_thinking": false}}`, `{"Stream": 1}`, `{"\u006dodel": 1}`,
+		`{"stop": ["<|user|>"], "seed": 12345678901234567890}`, `{"a": {"b": 1, "b": 2}}`, `{"api_key": "k"}`, `[]`, `null`, "{\"a\":\"\xff\"}", `{"a":1}}`} {
+		f.Add(s)
+	}
+	owned := map[string]string{"model": "m", "messages": "p", "stream": "s"}
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"}{"}],"stream":true}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseExtraBody("-x", s, owned)
+		if err != nil {
+			if !badinput.Is(err) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return
+		}
+		if got == nil {
+			return
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(got, &fields); err != nil || len(fields) == 0 {
+			t.Fatalf("%q gave %s: %v", s, got, err)
+		}
+		for k := range fields {
+			for o := range owned {
+				if strings.EqualFold(k, o) {
+					t.Fatalf("%q sets %s", s, k)
+				}
+			}
+		}
+		var all map[string]json.RawMessage
+		if err := json.Unmarshal(WithExtra(body, got), &all); err != nil || len(all) != len(fields)+3 {
+			t.Fatalf("%q spliced: %s (%v)", s, WithExtra(body, got), err)
+		}
+		if rec := RecordedExtra(got, nil); !json.Valid(rec) {
+			t.Fatalf("%q recorded as %s", s, rec)
+		}
+	})
+}
