@@ -39,10 +39,10 @@ func ParseExtraBody(flag, s string, owned map[string]string) (json.RawMessage, e
 	d := json.NewDecoder(strings.NewReader(s))
 	d.UseNumber() // numbers keep their digits
 	if err := d.Decode(&fields); err != nil || fields == nil {
-		return nil, badinput.Errorf("%s must be a JSON object such as '{\"temperature\": 0.6}', not %q", flag, text.Clip(s, 60, "…"))
+		return nil, badinput.Errorf("%s must be a JSON object such as '{\"temperature\": 0.6}', not %q", flag, quoted(s))
 	}
 	if strings.TrimSpace(s[d.InputOffset():]) != "" {
-		return nil, badinput.Errorf("%s must be one JSON object: %q has more after it", flag, text.Clip(s, 60, "…"))
+		return nil, badinput.Errorf("%s must be one JSON object: %q has more after it", flag, quoted(s))
 	}
 	names := make([]string, 0, len(fields))
 	for k := range fields {
@@ -80,6 +80,86 @@ func canonical(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSpace(b.Bytes()), nil
+}
+
+// quoted is s, an --extra-body that did not parse, as its error quotes
+// it: the first 60 bytes, with the value after each credential's name
+// ("api_key": "sk-…", see credentialName) written *** (a string, a bare
+// word, an object or array to its end), found by a scan of the text that
+// needs no valid JSON, so a CI job that builds the body from a secret does
+// not print it.
+func quoted(s string) string {
+	var b strings.Builder
+	key, colon := false, false // a credential's name was read; then its colon
+	for i := 0; i < len(s); {
+		c := s[i]
+		j := i + 1
+		switch {
+		case colon && !strings.ContainsRune(" \t\n\r,}]", rune(c)):
+			j = valueEnd(s, i)
+			b.WriteString(redactedMark)
+			key, colon = false, false
+			i = j
+			continue
+		case c == '"':
+			j = stringEnd(s, i)
+			var name string
+			if json.Unmarshal([]byte(s[i:j]), &name) != nil {
+				name = strings.Trim(s[i:j], `"`)
+			}
+			key = credentialName(name)
+		case c == ':':
+			colon, key = key, false
+		case !strings.ContainsRune(" \t\n\r", rune(c)):
+			key, colon = false, false
+		}
+		b.WriteString(s[i:j])
+		i = j
+	}
+	return text.Clip(b.String(), 60, "…")
+}
+
+// stringEnd is the offset just past the JSON string that starts at s[i]
+// ('"'), or len(s) when it does not end.
+func stringEnd(s string, i int) int {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
+// valueEnd is the offset just past the JSON value that starts at s[i],
+// read loosely: a string, an object or array to its matching bracket, or
+// a bare word to the next , } ] or space; len(s) when it does not end.
+func valueEnd(s string, i int) int {
+	switch s[i] {
+	case '"':
+		return stringEnd(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j = stringEnd(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	if k := strings.IndexAny(s[i:], ",}] \t\n\r"); k > 0 {
+		return i + k
+	}
+	return len(s)
 }
 
 // invalidAt is the offset of s's first byte that is not UTF-8 (len(s)

@@ -218,3 +218,27 @@ func FuzzParseExtraBody(f *testing.F) {
 		}
 	})
 }
+
+// An --extra-body that does not parse is quoted in its error, but not the
+// value after a credential's name, however the JSON around it is broken:
+// a CI job that builds the body from a secret would print it in its log.
+func TestABrokenExtraBodysErrorQuotesNoCredential(t *testing.T) {
+	t.Parallel()
+	const key = "sk-abc123"
+	for _, in := range []string{
+		`{"api_key": "` + key + `",}`,
+		`{"top_p": 0.9 "api_key": "` + key + `"}`,
+		`{"api_key": ` + key + `}`,
+		`{"Authorization" :"Bearer ` + key + `"`,
+		`{"auth": {"v": "` + key + `"}`,
+		`{"api_key": "sk-\"abc123`,
+		`{"api_key": "` + key + `"} {"top_p": 1}`,
+		`{"x-api-key": ["` + key + `"]]}`,
+		`{"api_key":, "password": "` + key + `"`,
+	} {
+		_, err := ParseExtraBody("-x", in, nil)
+		if !badinput.Is(err) || strings.Contains(err.Error(), "abc123") || !strings.Contains(err.Error(), `***`) {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
