@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -189,9 +190,11 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 // names no switch, nor does vLLM's "'max_tokens' or
 // 'max_completion_tokens' is too large" (a cap past the context, whichever
 // name carried it). A field --extra-body added is named as such where the
-// answer names it. "" for any other answer.
+// answer names it. Only a 400 (OpenAI, vLLM, SGLang, llama.cpp) or a 422
+// (Mistral, FastAPI) refuses a field: a 401, 403 or 429 says who may ask
+// or how often, and its "user ci" names no field. "" for any other answer.
 func (s Shape) refusedField(stream bool, status int, msg string) string {
-	if status < 400 || status >= 500 {
+	if status != http.StatusBadRequest && status != http.StatusUnprocessableEntity {
 		return ""
 	}
 	var hints []string
@@ -266,6 +269,11 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// OpenAI's reasoning models think first, streaming nothing, within
 		// max_completion_tokens: one that uses it up ends with no content.
 		pe.Msg += "; a reasoning model's hidden reasoning counts in max_completion_tokens and can spend it all before any content: a larger OUT leaves room for an answer"
+	}
+	if res.Class == schema.Empty && slices.ContainsFunc(endpoints.ExtraFields(p.shape.Extra), func(k string) bool { return k == "tools" || k == "functions" }) {
+		// vLLM, SGLang and OpenAI stream a tool call's arguments as
+		// delta.tool_calls, beside no content.
+		pe.Msg += `; --extra-body adds tools: a tool call streams as delta.tool_calls (function_call for functions), which is no content event (tool_choice "none" keeps the tools in the prompt and the answer in content)`
 	}
 	p.timedOut(pe, res)
 	if mct && (pe.Runaway || res.Class == schema.StreamError && p.lim.MaxTokens > 0 && len(res.Events) > p.lim.MaxTokens) {

@@ -117,6 +117,7 @@ var LoadFields = map[string]string{
 	"max_tokens":            "the phase's OUT is the cap, sent as max_tokens (or as max_completion_tokens with --max-completion-tokens)",
 	"max_completion_tokens": "the phase's OUT is the cap, sent as max_completion_tokens with --max-completion-tokens",
 	"ignore_eos":            "--ignore-eos sets it",
+	"n_predict":             "llama.cpp reads it before max_tokens, so it would replace the phase's OUT as the cap",
 	"n":                     "a request is measured by its one choice",
 	"echo":                  "a streamed echo sends the prompt back as content, which TTFT would time",
 }

@@ -100,6 +100,12 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 		{"Mistral refusing an extra body's field", extra, true, 422, `{"detail":[{"type":"extra_forbidden","loc":["body","top_k"]}]}`, "; the endpoint refuses a field: --extra-body adds top_k"},
 		{"a longer name holding an extra field's", extra, true, 400, "Unrecognized request argument supplied: top_k_max", ""},
 		{"an extra field's name in a word", extra, true, 400, "Unrecognized request argument supplied: top_kx, username", ""},
+		// A refused field is answered 400 (OpenAI, vLLM, SGLang, llama.cpp)
+		// or 422 (Mistral, FastAPI); an answer about who may ask, or how
+		// often, names no field even where it says "user".
+		{"a 403 about the user", extra, true, 403, "user ci may not use model m", ""},
+		{"a 429 about the user", extra, true, 429, "Rate limit reached for user ci: 10 requests per minute", ""},
+		{"a 401 naming an extra field", extra, true, 401, "Incorrect API key provided for user ci", ""},
 		{"both refused", def, true, 400, "Unrecognized request arguments supplied: ignore_eos, stream_options", "; the endpoint refuses a field: --ignore-eos=false leaves ignore_eos out, --stream-usage=false leaves stream_options out"},
 	} {
 		if h := c.s.refusedField(c.stream, c.status, c.msg); h != c.want {
@@ -169,6 +175,33 @@ func TestTheExtraBodyIsInEveryBodyAndTemplatesStillPatch(t *testing.T) {
 			if !json.Valid(b) || !strings.Contains(string(b), Prefix("nonce", i)+"text") || !strings.HasSuffix(string(b), `"top_p":0.9}`) {
 				t.Errorf("%s, request %d: %s", api, i, b)
 			}
+		}
+	}
+}
+
+// A model that answers with a tool call streams it as delta.tool_calls,
+// which is no content event: a probe that got none while --extra-body
+// adds tools says so, and how to keep the tools in the prompt without
+// calls; without tools, or for another failure, the message says nothing
+// of them.
+func TestAnEmptyProbeWithToolsNamesTheToolCall(t *testing.T) {
+	t.Parallel()
+	tools := Shape{Extra: json.RawMessage(`{"tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}]}`)}
+	const hint = `--extra-body adds tools: a tool call streams as delta.tool_calls (function_call for functions), which is no content event (tool_choice "none" keeps the tools in the prompt and the answer in content)`
+	for _, c := range []struct {
+		name  string
+		s     Shape
+		class schema.Class
+		want  bool
+	}{
+		{"tools, no content", tools, schema.Empty, true},
+		{"no tools, no content", Shape{}, schema.Empty, false},
+		{"tools, a server error", tools, schema.HTTP5xx, false},
+	} {
+		p := &prober{shape: c.s}
+		err := p.fail("probe", &endpoints.StreamResult{Status: 200, Class: c.class, Detail: "200 with no content event"})
+		if got := strings.Contains(err.Error(), hint); got != c.want {
+			t.Errorf("%s: %v", c.name, err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -422,7 +423,7 @@ func sameAPI(col *Column, runs []*Input, in *Input) error {
 	for _, run := range runs {
 		if other := run.Report.Options.Extra(); loadAPI(run.Report) != "" && other != extra {
 			return badinput.Errorf("label %s: the load's requests carried %s in %s but %s in %s (--extra-body); reports of one label are merged, so they must share one (run one with another --label)",
-				col.Label, extraBody(other), run.Path, extraBody(extra), in.Path)
+				col.Label, extraBody(other, extra), run.Path, extraBody(extra, other), in.Path)
 		}
 	}
 	if api != "chat" {
@@ -434,12 +435,42 @@ func sameAPI(col *Column, runs []*Input, in *Input) error {
 	return nil
 }
 
-// extraBody names the fields --extra-body added, for messages.
-func extraBody(extra string) string {
+// extraBody names the fields --extra-body added, for a message that sets
+// them against other's (ExtraBodyShown; "" for none).
+func extraBody(extra, other string) string {
 	if extra == "" {
 		return "no extra body"
 	}
-	return "extra body " + text.Clip(extra, 80, "…")
+	return "extra body " + ExtraBodyShown(extra, other)
+}
+
+// extraBodyWidth is how many bytes of an extra body a message shows, and
+// extraBodyLead how many of them come before the first byte where it
+// differs from the other when that lies past the first extraBodyWidth.
+const extraBodyWidth, extraBodyLead = 120, 40
+
+// ExtraBodyShown is extra, an extra body in one line
+// (schema.Options.Extra), as a one-line message shows it against other
+// ("" when none): whole up to extraBodyWidth bytes, else cut at a character
+// to that many, from a little before the first byte where the two differ
+// when the head they share is longer, so two long bodies that differ only
+// at their end never read alike.
+func ExtraBodyShown(extra, other string) string {
+	if len(extra) <= extraBodyWidth {
+		return extra
+	}
+	d := 0
+	for d < len(extra) && d < len(other) && extra[d] == other[d] {
+		d++
+	}
+	if d < extraBodyWidth-extraBodyLead {
+		return text.Clip(extra, extraBodyWidth, "…")
+	}
+	start := d - extraBodyLead
+	for start > 0 && !utf8.RuneStart(extra[start]) {
+		start--
+	}
+	return "…" + text.Clip(extra[start:], extraBodyWidth, "…")
 }
 
 func (p *PhaseCell) shape() [3]int { return [3]int{p.BatchSize, p.InputLen, p.OutputLen} }

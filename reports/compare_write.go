@@ -54,7 +54,11 @@ func WriteComparisonMarkdown(w io.Writer, c *Comparison) error {
 	p.f("# glmbench comparison: %s\n\n%s\n\n", strings.Join(labels(c), " vs "), compareIntro)
 	var sources [][]string
 	for _, col := range c.Columns {
-		sources = append(sources, []string{col.Label, strconv.Itoa(len(col.Sources)), columnEndpoint(col), orDash(col.Model), strings.Join(col.Sources, ", ")})
+		row := []string{col.Label, strconv.Itoa(len(col.Sources)), columnEndpoint(col), orDash(col.Model), strings.Join(col.Sources, ", ")}
+		for i := range row {
+			row[i] = MDCell(row[i]) // an extra body's stop string "<|user|>" holds pipes
+		}
+		sources = append(sources, row)
 	}
 	p.compactTable([]string{"label", "runs", "endpoint", "model", "from"}, sources)
 	p.f("\n")
@@ -152,7 +156,7 @@ func columnEndpoint(col Column) string {
 		notes = append(notes, "api "+col.API)
 	}
 	if len(col.ExtraBody) > 0 {
-		notes = append(notes, extraBody(string(col.ExtraBody)))
+		notes = append(notes, extraBody(string(col.ExtraBody), ""))
 	}
 	if len(notes) == 0 {
 		return col.Endpoint

@@ -3,12 +3,15 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // report.json writes the extra body indented as an object; read back,
@@ -73,5 +76,84 @@ func TestOneLabelsRunsShareTheirExtraBody(t *testing.T) {
 	}
 	if strings.Count(md.String(), `(extra body {"chat_template_kwargs":{"enable_thinking":false}})`) != 1 || strings.Count(md.String(), "extra body") != 1 {
 		t.Errorf("want exactly the second column marked:\n%s", md.String())
+	}
+}
+
+// GLM's and ChatML's stop strings hold "|" ("<|user|>"): in the sources
+// table of a comparison each row still has its five cells, the pipes of
+// the extra body escaped, so every line of the table has six unescaped |.
+func TestAnExtraBodysPipesStayInTheirCell(t *testing.T) {
+	t.Parallel()
+	stops := sampleReport()
+	stops.Options.ExtraBody = json.RawMessage(`{"stop":["<|user|>","<|observation|>"]}`)
+	c, err := Compare([]*Input{{Report: stops, Path: "a|b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := WriteComparisonMarkdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(md.String(), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "| label |") {
+			continue
+		}
+		for _, row := range lines[i : i+3] {
+			if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 6 {
+				t.Errorf("%d unescaped | in %q, want 6", n, row)
+			}
+		}
+		if !strings.Contains(lines[i+2], `<\|user\|>`) {
+			t.Errorf("the row lost the stop string: %q", lines[i+2])
+		}
+		return
+	}
+	t.Fatalf("no sources table:\n%s", md.String())
+}
+
+// One label's runs whose long extra bodies differ only in their last
+// field are refused in a short line showing each side's value, cut at a
+// character; a column shows its long extra body cut short.
+func TestOneLabelsLongExtraBodiesAreToldApart(t *testing.T) {
+	t.Parallel()
+	long := func(topP string) json.RawMessage {
+		return json.RawMessage(`{"stop":["` + strings.Repeat("終", 100) + `"],"top_p":` + topP + `}`)
+	}
+	a, b := sampleReport(), sampleReport()
+	a.Options.ExtraBody, b.Options.ExtraBody = long("0.9"), long("0.95")
+	_, err := Compare([]*Input{{Report: a, Path: "a"}, {Report: b, Path: "b"}})
+	msg := fmt.Sprint(err)
+	if !badinput.Is(err) || len(msg) > 600 || !utf8.ValidString(msg) || !strings.Contains(msg, `"top_p":0.9} in a`) || !strings.Contains(msg, `"top_p":0.95} in b`) {
+		t.Errorf("%d bytes: %s", len(msg), msg)
+	}
+	c, err := Compare([]*Input{{Report: a, Path: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col := columnEndpoint(c.Columns[0]); len(col) > 200 || !utf8.ValidString(col) || !strings.Contains(col, `{"stop":["終`) {
+		t.Errorf("%d bytes: %s", len(col), col)
+	}
+}
+
+// A report's extra_body of null or {} (written by hand or by another
+// tool) is no extra body, so it gates and merges with a run without one;
+// one object written in two orders reads back as one text.
+func TestAnEmptyExtraBodyReadsBackAsNone(t *testing.T) {
+	t.Parallel()
+	extra := func(field string) string {
+		var o schema.Options
+		if err := json.Unmarshal([]byte(`{"extra_body": `+field+`}`), &o); err != nil {
+			t.Fatal(err)
+		}
+		return o.Extra()
+	}
+	for _, none := range []string{"null", "{}", "{ \n }"} {
+		if got := extra(none); got != "" {
+			t.Errorf("extra_body %s reads back as %q", none, got)
+		}
+	}
+	if a, b := extra(`{"k": {"y": 1, "x": 2e0}, "a": "\u00e9"}`), extra(`{"a": "é", "k": {"x": 2e0, "y": 1}}`); a != b || a != `{"a":"é","k":{"x":2e0,"y":1}}` {
+		t.Errorf("one object two ways: %s, %s", a, b)
 	}
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,6 +79,10 @@ func TestABadExtraBodyExitsTwoInOneLineBeforeTheEndpoint(t *testing.T) {
 		{`{"stream": false}`, `--extra-body sets "stream", which glmbench writes itself: every request streams`},
 		{`{"ignore_eos": false}`, `--extra-body sets "ignore_eos", which glmbench writes itself: --ignore-eos sets it`},
 		{`{"n": 2}`, `--extra-body sets "n"`},
+		// llama.cpp reads n_predict before max_tokens, so it would replace
+		// the phase's cap there.
+		{`{"n_predict": 512}`, `--extra-body sets "n_predict", which glmbench writes itself: llama.cpp reads it before max_tokens`},
+		{`{"Max_Tokens": 5}`, `--extra-body sets "Max_Tokens", which glmbench writes itself as "max_tokens"`},
 		{`temperature=0.6`, `--extra-body must be a JSON object such as '{"temperature": 0.6}', not "temperature=0.6"`},
 		{`[{"top_p": 1}]`, `--extra-body must be a JSON object`},
 		{`null`, `--extra-body must be a JSON object`},
@@ -204,4 +209,44 @@ func load(t *testing.T, path string) []*schema.Report {
 		t.Fatal(err)
 	}
 	return []*schema.Report{in.Report}
+}
+
+// A gateway that reads its key from the body gets it in every request,
+// but no file of the report and no line of stderr shows it: the record
+// has "***" for the value of api_key. A run with another key sends the
+// same requests otherwise, so it gates against the first (exit 0, or 99
+// where the fake's timings cross a threshold), not exit 2.
+func TestAKeyInTheExtraBodyReachesTheServerAndNoOutput(t *testing.T) {
+	t.Parallel()
+	const key = "sk-body-0123456789abcdef"
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	dir := t.TempDir()
+	base := []string{"--endpoint", p.BaseURL(), "--phase", "p=2/32/4", "--no-metrics"}
+	code, stderr := execute(t, context.Background(), append(base, "--extra-body", `{"api_key": "`+key+`", "top_p": 0.9}`, "--out", dir)...)
+	if code != cmdutil.ExitOK || strings.Contains(stderr, key) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for i, b := range p.BodyFields() {
+		if string(b["api_key"]) != `"`+key+`"` {
+			t.Errorf("request %d carried api_key %s", i, b["api_key"])
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatal(entries, err)
+	}
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err != nil || strings.Contains(string(b), key) {
+			t.Errorf("%s holds the key (%v)", e.Name(), err)
+		}
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil || in.Report.Options.Extra() != `{"api_key":"***","top_p":0.9}` {
+		t.Fatalf("%v: extra body recorded as %s", err, in.Report.Options.Extra())
+	}
+	code, stderr = execute(t, context.Background(), append(base, "--extra-body", `{"api_key": "sk-another-key-9876543210", "top_p": 0.9}`,
+		"--baseline", filepath.Join(dir, reports.ReportJSON), "--out", t.TempDir())...)
+	if code != cmdutil.ExitOK && code != cmdutil.ExitThresholds || !strings.Contains(stderr, "glmbench: gate") {
+		t.Errorf("another key against the baseline: exit %d, stderr %q; want it gated", code, stderr)
+	}
 }

@@ -33,7 +33,7 @@ func (b *Body) AddFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&b.MaxCompletionTokens, "max-completion-tokens", false, "send a chat's output cap as max_completion_tokens instead of max_tokens (OpenAI's reasoning models refuse max_tokens; llama.cpp before February 2026 and Ollama do not read it, so their requests go uncapped)")
 	fl.BoolVar(&b.StreamUsage, "stream-usage", true, "send stream_options.include_usage (false for a server that refuses the field, as Mistral's API does: n then comes from usage sent anyway, else from counted events)")
 	fl.StringVar(&b.API, "api", string(endpoints.APIChat), "the route every request goes to: chat (/chat/completions) or completions (/completions, the prompt with no chat template)")
-	fl.StringVar(&b.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the probes' too, and recorded in the report, e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' or '{"temperature": 0.6}' (not the fields glmbench writes: model, messages, prompt, stream, stream_options, max_tokens, max_completion_tokens, ignore_eos, n, echo)`)
+	fl.StringVar(&b.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the probes' too, and recorded in the report (a credential field's value, such as api_key's, as ***), e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' or '{"temperature": 0.6}' (not the fields glmbench writes: model, messages, prompt, stream, stream_options, max_tokens, max_completion_tokens, n_predict, ignore_eos, n, echo)`)
 }
 
 // Check parses --api and refuses what the legacy route cannot carry; its
@@ -53,8 +53,10 @@ func (b *Body) Check() error {
 // APIName is the checked route in a word: chat or completions.
 func (b *Body) APIName() string { return b.api.Name() }
 
-// Extra is the checked --extra-body object (nil: none).
-func (b *Body) Extra() json.RawMessage { return b.extra }
+// Extra is the checked --extra-body object as the report records it, its
+// credentials hidden (endpoints.RecordedExtra): what run --baseline
+// compares with a baseline's record (nil: none).
+func (b *Body) Extra() json.RawMessage { return endpoints.RecordedExtra(b.extra, nil) }
 
 // Shape is the body every request to model has in common.
 func (b *Body) Shape(model string) bench.Shape {
@@ -64,5 +66,5 @@ func (b *Body) Shape(model string) bench.Shape {
 // Record writes the body's options into the report's.
 func (b *Body) Record(o *schema.Options) {
 	o.API, o.IgnoreEOS, o.NoStreamUsage, o.MaxCompletionTokens = b.api.Name(), b.IgnoreEOS, !b.StreamUsage, b.MaxCompletionTokens
-	o.ExtraBody = b.extra
+	o.ExtraBody = b.Extra() // the requests carry b.extra, a key in it too
 }

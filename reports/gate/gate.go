@@ -439,8 +439,8 @@ func expandAll(t threshold.Threshold, k metricKind, baseline, current []*schema.
 // completions, whose prompts carry no chat template) are refused alike.
 func sameShape(name string, k metricKind, relative bool, baseline, current []*schema.Report) error {
 	type seen struct {
-		shape, api string
-		where      string
+		shape, api, extra string
+		where             string
 	}
 	shapeOf := func(r *schema.Report) (string, bool) {
 		if k == sweep {
@@ -474,14 +474,14 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 				continue
 			}
 			where := fmt.Sprintf("%s %d (label %s)", side.name, i+1, r.Label)
-			api := request(r.Options)
+			api, extra := route(r.Options.APIName()), r.Options.Extra()
 			if first == nil {
-				first = &seen{s, api, where}
+				first = &seen{s, api, extra, where}
 				continue
 			}
-			if api != first.api {
+			if api != first.api || extra != first.extra {
 				return badinput.Errorf("%s %s's load went to %s in %s but to %s in %s; %s",
-					what, name, first.api, first.where, api, where, notCompared)
+					what, name, requestOf(first.api, first.extra, extra), first.where, requestOf(api, extra, first.extra), where, notCompared)
 			}
 			if s != first.shape {
 				return badinput.Errorf("%s %s is %s%s in %s but %s in %s; %ss of different shapes are not compared",
@@ -495,18 +495,15 @@ func sameShape(name string, k metricKind, relative bool, baseline, current []*sc
 // notCompared says why loads of different requests are not gated.
 const notCompared = "runs of different APIs (--api) or extra body fields (--extra-body) send different requests and are not compared"
 
-// request is what each request of a load of o was sent as: its route
-// and the fields --extra-body added.
-func request(o schema.Options) string {
-	return requestOf(o.APIName(), o.Extra())
-}
-
-// requestOf is request's text for a route and a compact extra body.
-func requestOf(api, extra string) string {
+// requestOf names what each request of a load was sent as, for a message
+// that sets it against a load whose extra body was other: its route
+// (route's) and the fields --extra-body added (schema.Options.Extra),
+// shown as reports.ExtraBodyShown shows them.
+func requestOf(route, extra, other string) string {
 	if extra == "" {
-		return route(api)
+		return route
 	}
-	return route(api) + " with --extra-body " + extra
+	return route + " with --extra-body " + reports.ExtraBodyShown(extra, other)
 }
 
 // route is the route a load of api (schema.Options.APIName) went to.

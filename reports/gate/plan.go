@@ -77,11 +77,12 @@ func (p *Plan) RequireShape(name string, n, in, out int) error {
 // than extra, so run --baseline can refuse before sending load that could
 // not be compared.
 func (p *Plan) RequireRequest(name, api string, extra json.RawMessage) error {
-	here := requestOf(api, string(extra))
+	here, hereExtra := route(api), (&schema.Options{ExtraBody: extra}).Extra()
 	for _, r := range p.Baseline {
-		if reports.FindPhase(r, name) != nil && request(r.Options) != here {
+		there, thereExtra := route(r.Options.APIName()), r.Options.Extra()
+		if reports.FindPhase(r, name) != nil && (there != here || thereExtra != hereExtra) {
 			return badinput.Errorf("phase %s's load goes to %s here but went to %s in the baseline (label %s); %s",
-				name, here, request(r.Options), r.Label, notCompared)
+				name, requestOf(here, hereExtra, thereExtra), requestOf(there, thereExtra, hereExtra), r.Label, notCompared)
 		}
 	}
 	return nil

@@ -531,18 +531,36 @@ func (o *Options) APIName() string {
 	return "chat"
 }
 
-// Extra is ExtraBody in one line, compact ("" for none): report.json
-// writes it indented, so a report read back holds it so. Every reader of
-// ExtraBody goes through it.
+// Extra is ExtraBody in one canonical line ("" for none, null or {}):
+// compact, every object's fields in name order, escapes written one way,
+// numbers with their digits, as --extra-body's parser writes it.
+// report.json writes it indented, and a report written by hand or by
+// another tool may order it otherwise, so every reader of ExtraBody goes
+// through it and one object reads as one text.
 func (o *Options) Extra() string {
 	if len(o.ExtraBody) == 0 {
 		return ""
 	}
+	d := json.NewDecoder(bytes.NewReader(o.ExtraBody))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		var b bytes.Buffer
+		if json.Compact(&b, o.ExtraBody) != nil {
+			return string(o.ExtraBody)
+		}
+		return b.String()
+	}
+	if m, ok := v.(map[string]any); v == nil || ok && len(m) == 0 {
+		return ""
+	}
 	var b bytes.Buffer
-	if json.Compact(&b, o.ExtraBody) != nil {
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false) // a stop string's <|user|> as given
+	if e.Encode(v) != nil {
 		return string(o.ExtraBody)
 	}
-	return b.String()
+	return string(bytes.TrimSpace(b.Bytes()))
 }
 
 // Endpoint describes what was measured. Headers are recorded by name only.
