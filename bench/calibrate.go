@@ -212,34 +212,13 @@ func (s Shape) refusedField(stream bool, status int, msg string) string {
 	case strings.Contains(msg, "max_tokens") && strings.Contains(lower, "support"):
 		hints = append(hints, "--max-completion-tokens sends the cap as max_completion_tokens")
 	}
-	for _, k := range endpoints.ExtraFields(s.Extra) {
-		if containsWord(msg, k) {
-			hints = append(hints, "--extra-body adds "+k)
-		}
+	for _, k := range endpoints.FieldsNamed(msg, endpoints.ExtraFields(s.Extra)) {
+		hints = append(hints, "--extra-body adds "+k)
 	}
 	if len(hints) == 0 {
 		return ""
 	}
 	return "; the endpoint refuses a field: " + strings.Join(hints, ", ")
-}
-
-// containsWord reports whether w stands in s with no letter, digit or _
-// next to it: "top_k" in "Unrecognized request argument supplied: top_k",
-// not in "top_k_max".
-func containsWord(s, w string) bool {
-	word := func(b byte) bool { return b == '_' || '0' <= b && b <= '9' || 'a' <= b|0x20 && b|0x20 <= 'z' }
-	for i := 0; w != ""; {
-		j := strings.Index(s[i:], w)
-		if j < 0 {
-			return false
-		}
-		at, end := i+j, i+j+len(w)
-		if (at == 0 || !word(s[at-1])) && (end == len(s) || !word(s[end])) {
-			return true
-		}
-		i = at + 1
-	}
-	return false
 }
 
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {

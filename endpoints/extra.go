@@ -322,3 +322,36 @@ func credentialName(k string) bool {
 	}
 	return false
 }
+
+// FieldsNamed returns those of fields, in their order, that msg (a
+// server's error message) names as a word, with no letter, digit or _
+// beside it: "top_k" in OpenAI's "Unrecognized request argument supplied:
+// top_k", not in "top_k_max". It is how a refusal is traced to the fields
+// --extra-body added.
+func FieldsNamed(msg string, fields []string) []string {
+	var named []string
+	for _, k := range fields {
+		if containsWord(msg, k) {
+			named = append(named, k)
+		}
+	}
+	return named
+}
+
+// containsWord reports whether w stands in s with no letter, digit or _
+// next to it.
+func containsWord(s, w string) bool {
+	word := func(b byte) bool { return b == '_' || '0' <= b && b <= '9' || 'a' <= b|0x20 && b|0x20 <= 'z' }
+	for i := 0; w != ""; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		at, end := i+j, i+j+len(w)
+		if (at == 0 || !word(s[at-1])) && (end == len(s) || !word(s[end])) {
+			return true
+		}
+		i = at + 1
+	}
+	return false
+}

@@ -242,3 +242,28 @@ func TestABrokenExtraBodysErrorQuotesNoCredential(t *testing.T) {
 		}
 	}
 }
+
+// A field is named where it stands as a word: "top_k" in OpenAI's
+// refusal, not inside "top_k_max" or "no_top_k"; the names come back in
+// the order given.
+func TestFieldsNamedFindsAFieldNameStandingAlone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		msg    string
+		fields []string
+		want   []string
+	}{
+		{"Unrecognized request argument supplied: top_k", []string{"top_k", "top_p"}, []string{"top_k"}},
+		{"Unrecognized request arguments supplied: top_p, top_k", []string{"top_k", "top_p"}, []string{"top_k", "top_p"}},
+		{"'top_k_max' is not allowed", []string{"top_k"}, nil},
+		{"no_top_k here", []string{"top_k"}, nil},
+		{"top_k_max then top_k.", []string{"top_k"}, []string{"top_k"}},
+		{"min_p must be in [0, 1]", []string{"min_p"}, []string{"min_p"}},
+		{"", []string{"top_k"}, nil},
+		{"anything", []string{""}, nil},
+	} {
+		if got := FieldsNamed(tc.msg, tc.fields); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("FieldsNamed(%q, %q) = %q, want %q", tc.msg, tc.fields, got, tc.want)
+		}
+	}
+}

@@ -343,24 +343,3 @@ func TestAnEchoRefusedForAnExtraFieldIsNoEchoRejection(t *testing.T) {
 		t.Fatalf("with top_k: %s %+v, want failed, http_error naming --extra-body's top_k", res.Status, res.Failure)
 	}
 }
-
-func TestContainsWordFindsAFieldNameStandingAlone(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		s, w string
-		want bool
-	}{
-		{"Unrecognized request argument supplied: top_k", "top_k", true},
-		{"Unrecognized request arguments supplied: ignore_eos, top_k", "ignore_eos", true},
-		{"'top_k_max' is not allowed", "top_k", false},
-		{"no_top_k here", "top_k", false},
-		{"top_k_max then top_k.", "top_k", true},
-		{"min_p must be in [0, 1]", "min_p", true},
-		{"", "top_k", false},
-		{"anything", "", false},
-	} {
-		if got := containsWord(tc.s, tc.w); got != tc.want {
-			t.Errorf("containsWord(%q, %q) = %t, want %t", tc.s, tc.w, got, tc.want)
-		}
-	}
-}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -241,39 +243,13 @@ func (s sender) refusedExtra(status int, msg string) []string {
 	if status < 400 || status >= 500 || endpoints.NotThisRequest(status) {
 		return nil
 	}
-	var names []string
-	for k := range s.extra {
-		if containsWord(msg, k) {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	return names
+	return endpoints.FieldsNamed(msg, slices.Sorted(maps.Keys(s.extra)))
 }
 
 // refusesExtra reports whether f is a refusal of a field of the extra
 // body (its detail says so: statusLine).
 func refusesExtra(f *schema.EvalFailure) bool {
 	return f != nil && strings.Contains(f.Detail, extraRefused)
-}
-
-// containsWord reports whether w stands in s with no letter, digit or _
-// next to it: "top_k" in "Unrecognized request argument supplied: top_k",
-// not in "top_k_max".
-func containsWord(s, w string) bool {
-	word := func(b byte) bool { return b == '_' || '0' <= b && b <= '9' || 'a' <= b|0x20 && b|0x20 <= 'z' }
-	for i := 0; w != "" && i <= len(s); {
-		j := strings.Index(s[i:], w)
-		if j < 0 {
-			return false
-		}
-		at, end := i+j, i+j+len(w)
-		if (at == 0 || !word(s[at-1])) && (end == len(s) || !word(s[end])) {
-			return true
-		}
-		i = at + 1
-	}
-	return false
 }
 
 func clipLine(s string) string { return text.Clip(strings.ToValidUTF8(s, ""), 160, "…") }

@@ -249,7 +249,8 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer tg.Close()
 	ep := tg.Endpoint
-	if err := checkExtraRecord(tg.Out, o.extra, jobs); err != nil {
+	recorded := endpoints.RecordedExtra(o.extra, tg.Endpoint) // as the report records it, secrets hidden
+	if err := checkExtraRecord(tg.Out, recorded, jobs); err != nil {
 		return err
 	}
 
@@ -275,6 +276,7 @@ func Run(ctx context.Context, o *Options) error {
 		if res.Failure != nil {
 			res.Failure.Body = ep.Redact(res.Failure.Body)
 			res.Failure.Detail = ep.Redact(res.Failure.Detail)
+			showRecorded(res.Failure.Request, recorded)
 		}
 		fmt.Fprintf(io.ErrOut, "glmbench: %s in %.1fs\n", resultLine(&res), time.Since(t0).Seconds())
 		results = append(results, res)
@@ -297,7 +299,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := tg.WriteSection(o.F, target.Section{
 		Change: func(rep *schema.Report) {
 			reports.MergeEvals(rep, results)
-			rep.Options.ExtraBody = o.extra // checkExtraRecord: the report's other requests went with it too
+			rep.Options.ExtraBody = recorded // checkExtraRecord: the report's other requests went with it too
 		},
 		Table:       func(w stdio.Writer) error { return reports.WriteEvals(w, results) },
 		Interrupted: interrupted, Failed: failed,

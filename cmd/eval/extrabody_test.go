@@ -1,6 +1,8 @@
 package eval
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -111,5 +113,34 @@ func TestAnEvalIntoAReportOfAnotherExtraBodyExitsTwo(t *testing.T) {
 	code, _, errOut = run(t, "ppl", "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--limit", "1", "--out", loaded)
 	if code != cmdutil.ExitBadInput || !strings.Contains(errOut, "--extra-body none") || !strings.Contains(errOut, "whose load went with extra body") {
 		t.Fatalf("no extra body into the load's: exit %d: %s", code, errOut)
+	}
+}
+
+// A key in the extra body reaches the endpoint and no output. The truth:
+// OpenAI's fake refuses top_k, so every eval fails and its failure shows
+// the request it sent; that request, report.json and stderr show the
+// api_key field as "***" while every request carried the key itself.
+func TestAFailedEvalsRequestShowsTheExtraBodyAsRecorded(t *testing.T) {
+	t.Parallel()
+	const key = "sk-eval-body-0123456789"
+	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{})
+	dir := t.TempDir()
+	_, _, errOut := run(t, "triviaqa", "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--limit", "1",
+		"--extra-body", `{"top_k": 20, "api_key": "`+key+`"}`, "--out", dir)
+	bodies := p.BodyFields()
+	if len(bodies) == 0 || strings.Contains(errOut, key) {
+		t.Fatalf("%d requests; stderr %q", len(bodies), errOut)
+	}
+	for i, b := range bodies {
+		if string(b["api_key"]) != `"`+key+`"` {
+			t.Errorf("request %d carried api_key %s", i, b["api_key"])
+		}
+	}
+	r := readReport(t, dir)
+	if len(r.Evals) != 1 || r.Evals[0].Failure == nil || r.Evals[0].Failure.Request["api_key"] != "***" || r.Evals[0].Failure.Request["top_k"] != float64(20) {
+		t.Fatalf("evals %+v: want triviaqa failed, its request's api_key shown as ***", r.Evals)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, reports.ReportJSON)); err != nil || strings.Contains(string(b), key) {
+		t.Errorf("report.json holds the key (%v)", err)
 	}
 }

@@ -47,6 +47,21 @@ func checkExtraRecord(out string, extra json.RawMessage, jobs []evals.Job) error
 		extraText(now), out, strings.Join(others, ", "), extraText(had))
 }
 
+// showRecorded puts in req, a failed request as the report shows it, each
+// field of the extra body as recorded (endpoints.RecordedExtra: a key in
+// it hidden) in place of what was sent.
+func showRecorded(req map[string]any, recorded json.RawMessage) {
+	var shown map[string]any
+	if len(req) == 0 || json.Unmarshal(recorded, &shown) != nil {
+		return
+	}
+	for k, v := range shown {
+		if _, ok := req[k]; ok {
+			req[k] = v
+		}
+	}
+}
+
 // extraText is an extra body as an error shows it: "none" for none.
 func extraText(s string) string {
 	if s == "" {

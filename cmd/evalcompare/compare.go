@@ -216,7 +216,8 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	rep := tg.Report(o.F)
 	rep.Equivalence = &eq
-	rep.Options.ExtraBody = o.extra
+	// Both sides' keys and header values hidden, as every output hides them.
+	rep.Options.ExtraBody = endpoints.RecordedExtra(endpoints.RecordedExtra(o.extra, tg.Endpoint), ref.Endpoint)
 	if err := tg.WriteReport(o.F, rep, nil); err != nil {
 		return err
 	}

@@ -250,3 +250,38 @@ func TestAKeyInTheExtraBodyReachesTheServerAndNoOutput(t *testing.T) {
 		t.Errorf("another key against the baseline: exit %d, stderr %q; want it gated", code, stderr)
 	}
 }
+
+// The endpoint's own API key put in the extra body under an ordinary name
+// (a gateway reading it from "user", say) is hidden as the key is
+// everywhere: the requests carry it, report.json records "***", and run
+// --baseline against that report, which resolves the key before opening
+// the endpoint, gates it rather than refusing it as another body (a
+// refusal would print the key).
+func TestTheEndpointsKeyInTheExtraBodyIsHiddenUnderAnyName(t *testing.T) {
+	t.Parallel()
+	const key = "sk-endpoint-key-0123456789"
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{APIKey: key})
+	execute := func(args ...string) (int, string) {
+		f, _, errOut := cmdutil.TestFactory(context.Background(), map[string]string{"OPENAI_API_KEY": key})
+		return cmdutil.ExitCode(cmdtest.Execute(f, NewCmdRun, args...)), errOut.String()
+	}
+	dir := t.TempDir()
+	args := []string{"--endpoint", p.BaseURL(), "--phase", "p=2/32/4", "--no-metrics", "--extra-body", `{"user": "` + key + `"}`}
+	code, stderr := execute(append(args, "--out", dir)...)
+	if code != cmdutil.ExitOK || strings.Contains(stderr, key) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for i, b := range p.BodyFields() {
+		if string(b["user"]) != `"`+key+`"` {
+			t.Errorf("request %d carried user %s", i, b["user"])
+		}
+	}
+	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
+	if err != nil || in.Report.Options.Extra() != `{"user":"***"}` {
+		t.Fatalf("%v: extra body recorded as %s", err, in.Report.Options.Extra())
+	}
+	code, stderr = execute(append(args, "--baseline", filepath.Join(dir, reports.ReportJSON), "--out", t.TempDir())...)
+	if code != cmdutil.ExitOK && code != cmdutil.ExitThresholds || !strings.Contains(stderr, "glmbench: gate") || strings.Contains(stderr, key) {
+		t.Errorf("against its own baseline: exit %d, stderr %q; want it gated, the key never shown", code, stderr)
+	}
+}

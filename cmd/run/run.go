@@ -250,6 +250,12 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 	if len(o.Baseline) == 0 {
 		return nil, nil
 	}
+	// The endpoint resolved, not opened (no request): its key and header
+	// values, hidden in the extra body as the report records it.
+	var secrets *endpoints.Endpoint
+	if o.Endpoint.Given() {
+		secrets, _ = endpoints.Resolve(o.Endpoint, o.F.Getenv)
+	}
 	gp, err := gate.Prepare(gate.Spec{Baseline: o.Baseline, Thresholds: o.Thresholds, ThresholdFile: o.ThresholdFile},
 		o.F.IO.ErrOut)
 	if err != nil {
@@ -259,7 +265,7 @@ func (o *Options) prepareGate(specs []bench.Spec) (*gate.Plan, error) {
 		if err := gp.RequireShape(s.Name, s.N, s.In, s.Out); err != nil {
 			return nil, err
 		}
-		if err := gp.RequireRequest(s.Name, o.APIName(), o.Extra()); err != nil {
+		if err := gp.RequireRequest(s.Name, o.APIName(), o.Extra(secrets)); err != nil {
 			return nil, err
 		}
 	}
@@ -392,7 +398,7 @@ func (o *Options) newReport(ctx context.Context, tg *target.Target, specs []benc
 		Workload:       o.workloadSource,
 		Dataset:        o.Dataset,
 	}
-	o.Body.Record(&rep.Options)
+	o.Body.Record(&rep.Options, tg.Endpoint)
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	return rep
 }

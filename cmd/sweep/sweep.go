@@ -287,7 +287,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	rep := tg.Report(o.F)
 	rep.Nonce = bo.Nonce
-	rep.Options = o.reportOptions(p)
+	rep.Options = o.reportOptions(p, tg.Endpoint)
 	rep.Endpoint.ServerInfo = tg.ServerInfo(ctx)
 	// A report that cannot be written ends the sweep, as it ends run: the
 	// points after it would be measured for nothing.
@@ -353,13 +353,13 @@ func calibrate(ctx context.Context, errOut io.Writer, bo *bench.Options, p *plan
 }
 
 // reportOptions are the report's record of the sweep's options.
-func (o *Options) reportOptions(p *plan) schema.Options {
+func (o *Options) reportOptions(p *plan, ep *endpoints.Endpoint) schema.Options {
 	ro := schema.Options{
 		Phases: p.spec.Name, Arrival: p.mode, Seed: o.Seed, Percentiles: schema.PercentileMethod,
 		Timeouts: map[string]float64{"connect": o.ConnectTimeout.Seconds(), "ttft": o.TTFTTimeout.Seconds(),
 			"stall": o.StallTimeout.Seconds(), "request": o.RequestTimeout.Seconds(), "probe": o.ProbeTimeout.Seconds()},
 	}
-	o.Body.Record(&ro)
+	o.Body.Record(&ro, ep)
 	ro.Workload, ro.Dataset = p.source, o.Dataset
 	return ro
 }

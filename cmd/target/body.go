@@ -54,17 +54,21 @@ func (b *Body) Check() error {
 func (b *Body) APIName() string { return b.api.Name() }
 
 // Extra is the checked --extra-body object as the report records it, its
-// credentials hidden (endpoints.RecordedExtra): what run --baseline
-// compares with a baseline's record (nil: none).
-func (b *Body) Extra() json.RawMessage { return endpoints.RecordedExtra(b.extra, nil) }
+// credentials and ep's secrets hidden (endpoints.RecordedExtra): what run
+// --baseline compares with a baseline's record (nil: none). ep may be nil
+// (names only) or an endpoint only resolved, not yet opened.
+func (b *Body) Extra(ep *endpoints.Endpoint) json.RawMessage {
+	return endpoints.RecordedExtra(b.extra, ep)
+}
 
 // Shape is the body every request to model has in common.
 func (b *Body) Shape(model string) bench.Shape {
 	return bench.Shape{Model: model, IgnoreEOS: b.IgnoreEOS, API: b.api, NoStreamUsage: !b.StreamUsage, MaxCompletionTokens: b.MaxCompletionTokens, Extra: b.extra}
 }
 
-// Record writes the body's options into the report's.
-func (b *Body) Record(o *schema.Options) {
+// Record writes the body's options into the report's, the extra body
+// with ep's secrets hidden (Extra).
+func (b *Body) Record(o *schema.Options, ep *endpoints.Endpoint) {
 	o.API, o.IgnoreEOS, o.NoStreamUsage, o.MaxCompletionTokens = b.api.Name(), b.IgnoreEOS, !b.StreamUsage, b.MaxCompletionTokens
-	o.ExtraBody = b.Extra() // the requests carry b.extra, a key in it too
+	o.ExtraBody = b.Extra(ep) // the requests carry b.extra, a key in it too
 }
