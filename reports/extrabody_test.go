@@ -157,3 +157,40 @@ func TestAnEmptyExtraBodyReadsBackAsNone(t *testing.T) {
 		t.Errorf("one object two ways: %s, %s", a, b)
 	}
 }
+
+// report.md names the extra body of an evals-only report too (no load:
+// no nonce), and how the endpoint's certificate was verified: not at all
+// with --insecure, against a CA file beside the system's roots, or (the
+// default) with no line.
+func TestReportMDNamesTheExtraBodyOfEvalsAndTheTLSTrust(t *testing.T) {
+	t.Parallel()
+	md := func(edit func(*schema.Report)) string {
+		rep := sampleReport()
+		edit(rep)
+		var b bytes.Buffer
+		if err := WriteMarkdown(&b, rep); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	evals := md(func(r *schema.Report) {
+		r.Nonce, r.Phases = "", nil
+		r.Options.ExtraBody = json.RawMessage(`{"reasoning_effort":"low"}`)
+	})
+	if !strings.Contains(evals, "- extra body (--extra-body): `{\"reasoning_effort\":\"low\"}`\n") {
+		t.Errorf("an evals-only report.md lacks its extra body:\n%s", evals)
+	}
+	for _, tc := range []struct {
+		edit func(*schema.Report)
+		want string
+	}{
+		{func(r *schema.Report) { r.Endpoint.Insecure = true }, "- TLS: the certificate was **not** verified (--insecure)\n"},
+		{func(r *schema.Report) { r.Endpoint.CACert = "/etc/ca/internal.pem" }, "- TLS: verified against `/etc/ca/internal.pem` beside the system's roots\n"},
+		{func(r *schema.Report) {}, ""},
+	} {
+		got := md(tc.edit)
+		if tc.want == "" && strings.Contains(got, "- TLS:") || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("want %q:\n%s", tc.want, got)
+		}
+	}
+}

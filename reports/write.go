@@ -261,8 +261,14 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 	if len(r.Endpoint.Headers) > 0 {
 		p.f("- extra headers (names only): %s\n", strings.Join(r.Endpoint.Headers, ", "))
 	}
+	if r.Endpoint.Insecure {
+		p.f("- TLS: the certificate was **not** verified (--insecure)\n")
+	} else if r.Endpoint.CACert != "" {
+		p.f("- TLS: verified against %s beside the system's roots\n", codeSpan(r.Endpoint.CACert))
+	}
 	if r.Nonce == "" { // evals or conformance alone: no load was run
 		p.f("- run: %s → %s, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Tool.Name, r.Tool.Version)
+		p.extraBody(r.Options)
 	} else {
 		p.f("- run: %s → %s, nonce `%s`, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Nonce, r.Tool.Name, r.Tool.Version)
 		usage := ""
@@ -273,9 +279,7 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 			usage += ", max_completion_tokens"
 		}
 		p.f("- api: %s; arrival: %s, ignore_eos %t%s, timeouts %s\n", apiRoute(r.Options), arrival(r.Options), r.Options.IgnoreEOS, usage, timeouts(r.Options.Timeouts))
-		if extra := r.Options.Extra(); extra != "" {
-			p.f("- extra body (--extra-body): %s\n", codeSpan(text.Clip(extra, 300, "…")))
-		}
+		p.extraBody(r.Options)
 		sat := "no"
 		if r.Client.Saturated {
 			sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"
@@ -464,6 +468,14 @@ func apiRoute(o schema.Options) string {
 		return "completions (POST /completions, no chat template)"
 	}
 	return "chat (POST /chat/completions)"
+}
+
+// extraBody prints report.md's line of the fields --extra-body added to the
+// requests, when it added any.
+func (p *printer) extraBody(o schema.Options) {
+	if extra := o.Extra(); extra != "" {
+		p.f("- extra body (--extra-body): %s\n", codeSpan(text.Clip(extra, 300, "…")))
+	}
 }
 
 // codeSpan puts s in a Markdown code span, fenced by one backtick more
