@@ -405,10 +405,24 @@ func loadAPI(r *schema.Report) string {
 }
 
 // sameAPI sets col.API from in's load (only when not chat) and
-// col.ExtraBody, and refuses runs of one label whose loads went to
-// different routes or carried different --extra-body fields: merging a
-// chat run's phases with a completions run's would average other prompts.
+// col.ExtraBody from its load's or evals' requests, and refuses runs of one
+// label whose loads went to different routes, or whose loads and evals
+// carried different --extra-body fields: merging a chat run's phases with
+// a completions run's would average other prompts, and an MMLU without
+// thinking with one that thought would average other answers.
 func sameAPI(col *Column, runs []*Input, in *Input) error {
+	if sentExtra(in.Report) {
+		extra := in.Report.Options.Extra()
+		for _, run := range runs {
+			if other := run.Report.Options.Extra(); sentExtra(run.Report) && other != extra {
+				return badinput.Errorf("label %s: the requests carried %s in %s but %s in %s (--extra-body); reports of one label are merged, so they must share one (run one with another --label)",
+					col.Label, extraBody(other, extra), run.Path, extraBody(extra, other), in.Path)
+			}
+		}
+		if extra != "" {
+			col.ExtraBody = json.RawMessage(extra)
+		}
+	}
 	api := loadAPI(in.Report)
 	if api == "" {
 		return nil
@@ -419,21 +433,15 @@ func sameAPI(col *Column, runs []*Input, in *Input) error {
 				col.Label, other, run.Path, api, in.Path)
 		}
 	}
-	extra := in.Report.Options.Extra()
-	for _, run := range runs {
-		if other := run.Report.Options.Extra(); loadAPI(run.Report) != "" && other != extra {
-			return badinput.Errorf("label %s: the load's requests carried %s in %s but %s in %s (--extra-body); reports of one label are merged, so they must share one (run one with another --label)",
-				col.Label, extraBody(other, extra), run.Path, extraBody(extra, other), in.Path)
-		}
-	}
 	if api != "chat" {
 		col.API = api
 	}
-	if extra != "" {
-		col.ExtraBody = json.RawMessage(extra)
-	}
 	return nil
 }
+
+// sentExtra reports whether r's options.extra_body speaks of requests it
+// holds: a load's or evals' (conformance sends none of it).
+func sentExtra(r *schema.Report) bool { return len(r.Phases) > 0 || len(r.Evals) > 0 }
 
 // extraBody names the fields --extra-body added, for a message that sets
 // them against other's (ExtraBodyShown; "" for none).

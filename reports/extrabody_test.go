@@ -194,3 +194,28 @@ func TestReportMDNamesTheExtraBodyOfEvalsAndTheTLSTrust(t *testing.T) {
 		}
 	}
 }
+
+// An evals-only report's extra body is its column's too: one label's eval
+// runs with and without one are refused as a load's are, and a
+// conformance report, which sends none of it, merges with either.
+func TestOneLabelsEvalRunsShareTheirExtraBody(t *testing.T) {
+	t.Parallel()
+	evalsOnly := func(extra string) *schema.Report {
+		r := sampleReport()
+		r.Nonce, r.Phases = "", nil
+		r.Evals = []schema.EvalResult{{Name: "mmlu", Status: "ok", Method: "chat-greedy", N: 10, Metrics: map[string]float64{"acc": 0.5}}}
+		r.Options.ExtraBody = json.RawMessage(extra)
+		return r
+	}
+	conform := sampleReport()
+	conform.Nonce, conform.Phases = "", nil
+	conform.Conformance = []schema.CheckResult{{ID: "stream", Title: "stream", Status: "pass"}}
+	_, err := Compare([]*Input{{Report: evalsOnly(""), Path: "a"}, {Report: evalsOnly(`{"reasoning_effort":"low"}`), Path: "b"}})
+	if !badinput.Is(err) || !strings.Contains(err.Error(), `carried no extra body in a but extra body {"reasoning_effort":"low"} in b`) {
+		t.Errorf("%v: want bad input naming both", err)
+	}
+	c, err := Compare([]*Input{{Report: conform, Path: "c"}, {Report: evalsOnly(`{"reasoning_effort":"low"}`), Path: "b"}})
+	if err != nil || string(c.Columns[0].ExtraBody) != `{"reasoning_effort":"low"}` {
+		t.Fatalf("a conformance report with an eval run: %v, %+v", err, c)
+	}
+}

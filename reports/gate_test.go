@@ -2,6 +2,7 @@ package reports_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"strings"
 	"testing"
@@ -288,6 +289,12 @@ func TestAnEvalByAnotherMethodThanTheBaselinesFailsItsCheckAndSaysWhy(t *testing
 		}
 		return out
 	}
+	noThinking := func(rs []*schema.Report) []*schema.Report {
+		for _, r := range rs {
+			r.Options.ExtraBody = json.RawMessage(`{"chat_template_kwargs":{"enable_thinking":false}}`)
+		}
+		return rs
+	}
 	for _, tc := range []struct {
 		name      string
 		base, cur []*schema.Report
@@ -295,6 +302,10 @@ func TestAnEvalByAnotherMethodThanTheBaselinesFailsItsCheckAndSaysWhy(t *testing
 		pass      bool
 		line      string
 	}{
+		{"an extra body is part of the method: without thinking is another measurement", side("main", 1, "chat-greedy"), noThinking(side("pr", 5, "chat-greedy")), "mmlu.acc > -1%", false,
+			`not compared: baseline by chat-greedy, current by chat-greedy with --extra-body {"chat_template_kwargs":{"enable_thinking":false}}`},
+		{"one extra body on both sides compares as ever", noThinking(side("main", 1, "echo")), noThinking(side("pr", 5, "echo")), "mmlu.acc > -1%", true,
+			"✓ mmlu.acc > -1%: 0.6 vs baseline 0.6 (+0.0%)"},
 		{"the same method compares as ever", side("main", 1, "echo"), side("pr", 5, "echo"), "mmlu.acc > -1%", true,
 			"✓ mmlu.acc > -1%: 0.6 vs baseline 0.6 (+0.0%)"},
 		{"an equal score by another method fails, not passes in silence", side("main", 1, "echo"), side("pr", 5, "chat-greedy"), "mmlu.acc > -1%", false,

@@ -245,7 +245,7 @@ func decide(t threshold.Threshold, scope string, k metricKind, baseline, current
 				v = reports.SweepValue(r, scope, t.Metric)
 			case eval:
 				if v = reports.EvalValue(r, scope, t.Metric); v != nil {
-					if m := reports.FindEval(r, scope).Method; !slices.Contains(methods, m) {
+					if m := evalMethod(r, scope); !slices.Contains(methods, m) {
 						methods = append(methods, m)
 					}
 				}
@@ -332,6 +332,19 @@ func pairedChange(eval, metric string, opts Options) *reports.PairedDelta {
 // current's. A side without values (base for an absolute bound) has no
 // say. An empty method (a report that does not state one) is a method of
 // its own, so it never passes for echo.
+// evalMethod is how r scored its eval scope, as the gate compares it: the
+// eval's method, and the fields --extra-body added to its requests, since
+// an MMLU answered without thinking ({"chat_template_kwargs":
+// {"enable_thinking": false}}) is another measurement than one that
+// thought. Without an extra body it is the method alone, as before.
+func evalMethod(r *schema.Report, scope string) string {
+	m := reports.FindEval(r, scope).Method
+	if extra := r.Options.Extra(); extra != "" {
+		return reports.MethodName(m) + " with --extra-body " + extra
+	}
+	return m
+}
+
 func methodMismatch(base, cur []string) string {
 	switch {
 	case len(cur) > 1:
