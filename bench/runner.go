@@ -653,7 +653,7 @@ func record(name string, out, i int, start, planned time.Time, queued time.Durat
 	if res.CachedReported {
 		rec.CachedTokens = ptr(res.CachedTokens)
 	}
-	rec.ReasoningEvents = res.ReasoningEvents
+	rec.ReasoningEvents, rec.ToolCallEvents = res.ReasoningEvents, res.ToolCallEvents
 	if res.Usage {
 		rec.N, rec.NSource = res.CompletionTokens, schema.NFromUsage
 		rec.ReasoningTokens = res.ReasoningTokens

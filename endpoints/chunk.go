@@ -12,11 +12,29 @@ import (
 type Chunk struct {
 	// Content is true when any choice carries non-empty text: delta.content,
 	// delta.reasoning_content (SGLang, DeepSeek), delta.reasoning (vLLM since
-	// late 2025, ollama) or, for completions, text.
+	// late 2025, ollama), a tool call's function name or arguments (see
+	// ToolCall) or, for completions, text.
 	Content bool
-	// Answer is true when that text is the answer's (delta.content or
-	// text), not only reasoning: the part max_tokens bounds on every server.
+	// Answer is true when that text is the answer's (delta.content, a tool
+	// call, or text), not only reasoning: the part max_tokens bounds on
+	// every server.
 	Answer bool
+	// ToolCall is true when any choice carries a non-empty function name or
+	// arguments string of a tool call: an entry of delta.tool_calls
+	// ({index, id, type, function: {name, arguments}}), or the legacy
+	// delta.function_call ({name, arguments}). A model that answers with a
+	// tool call streams its output there, beside no content: OpenAI (the
+	// first chunk carries id, type, the name and arguments "", the rest
+	// fragments of arguments with id, type and name null or absent), vLLM
+	// (DeltaToolCall in vllm/entrypoints/openai/protocol.py; for
+	// tool_choice "required" the first chunk comes once the partial JSON
+	// holds the name, with what arguments it has), SGLang (serving_chat.py
+	// _process_tool_call_stream: the name with parameters "" first, every
+	// field written, null or not) and llama.cpp (common/chat.cpp
+	// common_chat_msg_diff_to_json_oaicompat: index, id and type with the
+	// name, arguments always written). An entry with arguments "" and no
+	// name, or a non-string value, carries nothing.
+	ToolCall bool
 	// Reasoning is true when any choice carries non-empty reasoning text
 	// (delta.reasoning_content or delta.reasoning): the server streams its
 	// reasoning, so its reasoning tokens are content events.
@@ -89,7 +107,7 @@ func ParseChunk(b []byte, c *Chunk) error {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "choices":
-			c.Content, c.Answer, c.Reasoning, c.ContentBytes, c.Choices, c.Finish = false, false, false, 0, 0, nil
+			c.Content, c.Answer, c.Reasoning, c.ToolCall, c.ContentBytes, c.Choices, c.Finish = false, false, false, false, 0, 0, nil
 			return s.choices(c)
 		case "usage":
 			c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.BadUsage, c.BadValue = false, 0, 0, 0, nil, nil
@@ -290,12 +308,12 @@ func (s *scanner) choices(c *Chunk) error {
 		if s.peek() != '{' {
 			return s.skip()
 		}
-		var text, content, reasoningContent, reasoning int // raw lengths, last key wins
+		var text, content, reasoningContent, reasoning, toolCalls, functionCall int // raw lengths, last key wins
 		var finish []byte
 		err := s.object(func(k []byte) error {
 			switch string(k) {
 			case "delta", "message":
-				content, reasoningContent, reasoning = 0, 0, 0
+				content, reasoningContent, reasoning, toolCalls, functionCall = 0, 0, 0, 0, 0
 				if s.peek() != '{' {
 					return s.skip()
 				}
@@ -307,6 +325,10 @@ func (s *scanner) choices(c *Chunk) error {
 						return s.textLen(&reasoningContent)
 					case "reasoning":
 						return s.textLen(&reasoning)
+					case "tool_calls":
+						return s.toolCalls(&toolCalls)
+					case "function_call":
+						return s.function(&functionCall)
 					}
 					return s.skip()
 				})
@@ -322,12 +344,16 @@ func (s *scanner) choices(c *Chunk) error {
 			}
 			return s.skip()
 		})
-		if n := text + content + reasoningContent + reasoning; n > 0 {
+		tool := toolCalls + functionCall
+		if n := text + content + reasoningContent + reasoning + tool; n > 0 {
 			c.Content = true
 			c.ContentBytes += n
 		}
-		if text+content > 0 {
+		if text+content+tool > 0 {
 			c.Answer = true
+		}
+		if tool > 0 {
+			c.ToolCall = true
 		}
 		if reasoningContent+reasoning > 0 {
 			c.Reasoning = true
@@ -337,6 +363,53 @@ func (s *scanner) choices(c *Chunk) error {
 		}
 		return err
 	})
+}
+
+// toolCalls reads delta.tool_calls and stores the raw length of the
+// function names and arguments of its entries (0 for null, or any value
+// that is not an array). Within an entry a repeated "function" key wins
+// as encoding/json's last one does.
+func (s *scanner) toolCalls(n *int) error {
+	*n = 0
+	if s.peek() != '[' {
+		return s.skip()
+	}
+	return s.array(func() error {
+		if s.peek() != '{' {
+			return s.skip()
+		}
+		fn := 0
+		err := s.object(func(k []byte) error {
+			if string(k) == "function" {
+				return s.function(&fn)
+			}
+			return s.skip()
+		})
+		*n += fn
+		return err
+	})
+}
+
+// function reads a tool call's function (or the legacy function_call)
+// object and stores the raw length of its name and arguments strings (0
+// for null, or any value that is not an object).
+func (s *scanner) function(n *int) error {
+	*n = 0
+	if s.peek() != '{' {
+		return s.skip()
+	}
+	var name, args int
+	err := s.object(func(k []byte) error {
+		switch string(k) {
+		case "name":
+			return s.textLen(&name)
+		case "arguments":
+			return s.textLen(&args)
+		}
+		return s.skip()
+	})
+	*n = name + args
+	return err
 }
 
 // textLen reads a string or null and stores its raw length (0 for null or "").

@@ -255,7 +255,7 @@ func refChunk(m map[string]any) (c Chunk) {
 			if !ok {
 				continue
 			}
-			n, answer, reasoning := 0, 0, 0
+			n, answer, reasoning, tool := 0, 0, 0, 0
 			if s, ok := o["text"].(string); ok {
 				n += len(s)
 				answer += len(s)
@@ -275,6 +275,12 @@ func refChunk(m map[string]any) (c Chunk) {
 						}
 					}
 				}
+				tool += refToolCalls(d)
+			}
+			n += tool
+			answer += tool
+			if tool > 0 {
+				c.ToolCall = true
 			}
 			if n > 0 {
 				c.Content = true
@@ -392,6 +398,29 @@ func refCode(m map[string]any) int {
 	return 0
 }
 
+// refToolCalls is the decoded length of the function names and arguments
+// of a delta's tool_calls entries and function_call.
+func refToolCalls(d map[string]any) int {
+	fn := func(f any) int {
+		m, _ := f.(map[string]any)
+		n := 0
+		for _, k := range []string{"name", "arguments"} {
+			if s, ok := m[k].(string); ok {
+				n += len(s)
+			}
+		}
+		return n
+	}
+	n := fn(d["function_call"])
+	calls, _ := d["tool_calls"].([]any)
+	for _, e := range calls {
+		if m, ok := e.(map[string]any); ok {
+			n += fn(m["function"])
+		}
+	}
+	return n
+}
+
 // FuzzParseChunk checks the scanner against encoding/json: whatever
 // encoding/json accepts as an object, the scanner accepts and reads alike;
 // whatever the scanner accepts is valid JSON.
@@ -407,6 +436,13 @@ func FuzzParseChunk(f *testing.F) {
 		`{"usage":{"prompt_tokens":8,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":"4"}},"timings":{"cache_n":4}}`,
 		`{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":16,"audio_tokens":0}}}`,
 		`{"usage":{"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":-1}},"choices":[{"delta":{"reasoning":"x"}}]}`,
+		// Tool calls: OpenAI's name chunk, SGLang's fragment, llama.cpp's
+		// empty arguments, the legacy function_call, and odd values.
+		`{"choices":[{"delta":{"content":null,"function_call":null,"role":"assistant","tool_calls":[{"index":0,"id":"call_1","function":{"arguments":"","name":"get_weather"},"type":"function"}]},"finish_reason":null,"index":0}]}`,
+		`{"choices":[{"index":0,"delta":{"role":null,"content":null,"tool_calls":[{"id":null,"index":0,"type":"function","function":{"name":null,"arguments":"\"x\""}}]}}],"usage":null}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}},{"index":1,"function":{"name":"g"}}]},"finish_reason":"tool_calls"}]}`,
+		`{"choices":[{"delta":{"function_call":{"name":"f","arguments":"{}"}}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"a":1}},"function":null},5,null],"tool_calls":{"function":{"name":"f"}}}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -443,6 +479,9 @@ func FuzzParseChunk(f *testing.F) {
 		}
 		if c.Usage && c.BadUsage == nil && (c.PromptTokens != want.PromptTokens || c.CompletionTokens != want.CompletionTokens || c.ReasoningTokens != want.ReasoningTokens) {
 			t.Fatalf("%q: usage %d/%d (%d reasoning), want %d/%d (%d)", in, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, want.PromptTokens, want.CompletionTokens, want.ReasoningTokens)
+		}
+		if c.ToolCall != want.ToolCall {
+			t.Fatalf("%q: tool call %v, want %v", in, c.ToolCall, want.ToolCall)
 		}
 		if c.Reasoning != want.Reasoning {
 			t.Fatalf("%q: reasoning %v, want %v", in, c.Reasoning, want.Reasoning)

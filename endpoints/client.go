@@ -350,6 +350,10 @@ type StreamResult struct {
 	// ReasoningEvents counts the content events that carried reasoning
 	// text (Chunk.Reasoning): 0 for a server that hides its reasoning.
 	ReasoningEvents int
+	// ToolCallEvents counts the content events that carried a tool call's
+	// function name or arguments (Chunk.ToolCall): a model answering with
+	// a tool call streams its output there, not as content.
+	ToolCallEvents int
 	// BadUsage, when not empty, says why the usage given was not used: a
 	// count that is not one (see Chunk.BadUsage), completion_tokens 0
 	// beside content events, past EventBound of max_tokens, or fewer than
@@ -826,6 +830,9 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			res.Events = append(res.Events, at)
 			if ch.Reasoning {
 				res.ReasoningEvents++
+			}
+			if ch.ToolCall {
+				res.ToolCallEvents++
 			}
 			if len(res.Events) == 1 && onFirst != nil {
 				onFirst()

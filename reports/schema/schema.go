@@ -159,6 +159,12 @@ type Record struct {
 	// text (delta.reasoning_content or delta.reasoning): 0 (left out) when
 	// the endpoint streamed none, as those that hide their reasoning do.
 	ReasoningEvents int `json:"reasoning_events,omitempty"`
+	// ToolCallEvents counts the content events that carried a tool call
+	// (a function name or arguments fragment of delta.tool_calls, or of the
+	// legacy delta.function_call): 0 (left out) when the model answered in
+	// content. They are answer events like content's: t_first, t_last, n
+	// from events and TPOT count them alike.
+	ToolCallEvents int `json:"tool_call_events,omitempty"`
 	// BadUsage, when set, says why the endpoint's usage was not used: a
 	// count that is negative, not an integer, absurd (over 1e8, or a
 	// completion count past the runaway bound of max_tokens), missing, or
