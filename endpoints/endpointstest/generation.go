@@ -32,6 +32,10 @@ type genRequest struct {
 	asIDs     bool // return_tokens_as_token_ids
 	// sentHeader: the stream's 200 is already written (a held gateway stream).
 	sentHeader bool
+	// tool is the function the model calls ("" for none); named is set
+	// when tool_choice named it.
+	tool  string
+	named bool
 }
 
 // genBody is the fields of a chat or completions body that a personality reads.
@@ -54,6 +58,12 @@ type genBody struct {
 	TopLogprobs *int            `json:"top_logprobs"`
 	Echo        bool            `json:"echo"`
 	AsIDs       bool            `json:"return_tokens_as_token_ids"`
+	Tools       []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // genMessage is one chat message.
@@ -94,7 +104,35 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 		return nil, ref
 	}
 	g.readOptions(&f)
+	if chat {
+		g.tool, g.named = p.readTools(&f)
+	}
 	return g, nil
+}
+
+// readTools is the function a chat request's model calls, "" for none:
+// tool_choice {"type": "function", "function": {"name": N}} calls N
+// (named), "required" the first tool, "auto" or none the first tool only
+// with Options.ToolCalls, "none" nothing; no tools, nothing.
+func (p *Personality) readTools(f *genBody) (tool string, named bool) {
+	var choice string
+	var fn struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	switch {
+	case len(f.Tools) == 0:
+		return "", false
+	case json.Unmarshal(f.ToolChoice, &choice) == nil:
+	case json.Unmarshal(f.ToolChoice, &fn) == nil && fn.Function.Name != "":
+		return fn.Function.Name, true
+	}
+	switch {
+	case choice == "required", (choice == "" || choice == "auto") && p.Opts.ToolCalls:
+		return f.Tools[0].Function.Name, false
+	}
+	return "", false
 }
 
 // badJSON is the refusal of a body that is not JSON.
@@ -651,6 +689,11 @@ func (p *Personality) wholeAnswer(w http.ResponseWriter, g *genRequest, id strin
 		c := map[string]any{"index": i, "finish_reason": a.finish, "logprobs": nil}
 		if g.chat {
 			msg := map[string]any{"role": "assistant", "content": joinText(a.toks)}
+			if g.tool != "" {
+				c["finish_reason"] = p.toolFinish(g, a.finish)
+				msg["content"], msg["tool_calls"] = nil, []any{map[string]any{"id": p.toolCallID(id), "type": "function",
+					"function": map[string]any{"name": g.tool, "arguments": toolArguments(a.toks, a.finish != "length")}}}
+			}
 			if p.Kind == OpenAI {
 				msg["refusal"] = nil
 			}
@@ -784,6 +827,8 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": nil}, nil)}})
 		case p.Kind == LlamaCpp:
 			// No role chunk (issue 12).
+		case p.Kind == OpenAI && g.tool != "":
+			// A tool call's first chunk carries the role (toolDelta).
 		case p.Kind == OpenAI:
 			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)}})
 		default:
@@ -801,13 +846,21 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 		if t.Text == "" {
 			continue
 		}
-		c := choice(map[string]any{"content": t.Text}, nil)
+		delta := map[string]any{"content": t.Text}
+		if g.tool != "" {
+			delta = p.toolDelta(g, id, i, t.Text, i == len(a.toks)-1 && a.finish != "length")
+		}
+		c := choice(delta, nil)
 		if g.chat && g.logprobs {
 			c["logprobs"] = map[string]any{"content": chatLogprobs([]genToken{t})}
 		}
 		send(map[string]any{"choices": []any{c}})
 	}
-	fin := map[string]any{"choices": []any{choice(map[string]any{}, a.finish)}}
+	finish := a.finish
+	if g.tool != "" {
+		finish = p.toolFinish(g, a.finish)
+	}
+	fin := map[string]any{"choices": []any{choice(map[string]any{}, finish)}}
 	usage := p.usageOf(promptN, a.n, a.hidden)
 	if p.Kind == LlamaCpp {
 		if p.Opts.LlamaUsageChunk && g.chat {
@@ -830,4 +883,109 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	rc.Flush()
+}
+
+// toolDelta is the delta of a tool call's token i (text): the first names
+// the function, with id, type and arguments "", each later one is a
+// fragment of the arguments (a JSON object of one string, "text", closed
+// by the last token when the call ends before max_tokens). Each server
+// writes it its own way:
+//   - OpenAI: the first chunk also carries role "assistant", content null
+//     and refusal null, and no role chunk comes before it; fragments are
+//     {"index", "function": {"arguments"}} (an Azure gpt-5-mini stream
+//     recorded by llama-stack's tests).
+//   - vLLM: DeltaToolCall dumped with exclude_unset: {"id", "type",
+//     "index", "function": {"name", "arguments"}} first, then {"index",
+//     "function": {"arguments"}} (serving_chat.py; for a named tool_choice
+//     vLLM's first chunk holds the first token's arguments too, which the
+//     fake leaves to the next chunk).
+//   - SGLang: model_dump_json writes every field: role, content and
+//     reasoning_content null, and each entry {"id", "index", "type",
+//     "function": {"name", "arguments"}}, id and name null after the
+//     first (serving_chat.py _process_tool_call_stream; the detector sends
+//     the name with parameters "").
+//   - llama.cpp: {"index", "id", "type", "function": {"name",
+//     "arguments"}} first, then {"index", "function": {"arguments"}}
+//     (common/chat.cpp common_chat_msg_diff_to_json_oaicompat).
+func (p *Personality) toolDelta(g *genRequest, id string, i int, text string, last bool) map[string]any {
+	fn := map[string]any{"arguments": ""}
+	entry := map[string]any{"index": 0, "function": fn}
+	if i == 0 {
+		fn["name"] = g.tool
+		entry["id"], entry["type"] = p.toolCallID(id), "function"
+	} else {
+		fn["arguments"] = toolFragment(text, i == 1, last)
+	}
+	delta := map[string]any{"tool_calls": []any{entry}}
+	switch p.Kind {
+	case OpenAI:
+		if i == 0 {
+			delta["role"], delta["content"], delta["refusal"] = "assistant", nil, nil
+		}
+	case SGLang:
+		delta["role"], delta["content"], delta["reasoning_content"] = nil, nil, nil
+		entry["type"] = "function"
+		if i > 0 {
+			entry["id"], fn["name"] = nil, nil
+		}
+	}
+	return delta
+}
+
+// toolFragment is a token's text as a fragment of the arguments
+// {"text": "..."}: escaped as a JSON string's contents, the object opened
+// before the first and closed after the last.
+func toolFragment(text string, first, last bool) string {
+	b, _ := json.Marshal(text)
+	frag := string(b[1 : len(b)-1])
+	if first {
+		frag = `{"text": "` + frag
+	}
+	if last {
+		frag += `"}`
+	}
+	return frag
+}
+
+// toolArguments is the arguments of a whole answer's tool call: the
+// fragments of every token but the first (the name), joined.
+func toolArguments(toks []genToken, closed bool) string {
+	var b strings.Builder
+	for i := 1; i < len(toks); i++ {
+		b.WriteString(toolFragment(toks[i].Text, i == 1, closed && i == len(toks)-1))
+	}
+	return b.String()
+}
+
+// toolCallID is a tool call's id as the server makes it: "call_" and 24
+// hex digits (OpenAI, SGLang), "chatcmpl-tool-" and hex (vLLM); llama.cpp
+// draws 32 alphanumerics (gen_tool_call_id).
+func (p *Personality) toolCallID(id string) string {
+	id = strings.TrimPrefix(id, "chatcmpl-")
+	switch p.Kind {
+	case VLLM, Gateway:
+		return "chatcmpl-tool-" + id
+	case LlamaCpp:
+		return fmt.Sprintf("%032s", id)
+	}
+	return "call_" + fmt.Sprintf("%024s", id)
+}
+
+// toolFinish is a tool call's finish_reason, the model's own being finish:
+// vLLM says "tool_calls" for tool_choice "auto" or "required" and the
+// engine's reason for a named function, and notes that OpenAI says
+// "stop" for a named one (serving_chat.py); SGLang says "tool_calls" for
+// "required" or a named function that called; llama.cpp says "length"
+// when max_tokens ended it and "tool_calls" at the end of generation
+// (server-task.cpp to_json_oaicompat_chat).
+func (p *Personality) toolFinish(g *genRequest, finish string) string {
+	switch {
+	case p.Kind == LlamaCpp && finish == "length":
+		return "length"
+	case g.named && (p.Kind == VLLM || p.Kind == Gateway):
+		return finish
+	case g.named && p.Kind == OpenAI:
+		return "stop"
+	}
+	return "tool_calls"
 }

@@ -122,6 +122,14 @@ type Options struct {
 	// EOSAfter makes the model end with finish_reason "stop" after that many
 	// tokens unless ignore_eos is set (0: never).
 	EOSAfter int
+	// ToolCalls makes the model call the first of a chat request's tools
+	// when tool_choice is "auto" or absent, as a model that chooses to
+	// call does. Without it the model calls only when it must: tool_choice
+	// "required" (the first tool) or a named function; "none" never. A
+	// call is the generation itself: its first token is the function's
+	// name, each later token a fragment of its arguments, streamed in the
+	// server's shape (see toolDelta), usage counting every token.
+	ToolCalls bool
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
