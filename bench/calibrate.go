@@ -250,9 +250,12 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		pe.Msg += "; a reasoning model's hidden reasoning counts in max_completion_tokens and can spend it all before any content: a larger OUT leaves room for an answer"
 	}
 	if res.Class == schema.Empty && slices.ContainsFunc(endpoints.ExtraFields(p.shape.Extra), func(k string) bool { return k == "tools" || k == "functions" }) {
-		// vLLM, SGLang and OpenAI stream a tool call's arguments as
-		// delta.tool_calls, beside no content.
-		pe.Msg += `; --extra-body adds tools: a tool call streams as delta.tool_calls (function_call for functions), which is no content event (tool_choice "none" keeps the tools in the prompt and the answer in content)`
+		// A tool call's name and arguments are content events (see
+		// endpoints.Chunk.ToolCall), so none came either. vLLM's
+		// tool_choice "required" (serving_chat.py) and SGLang's and
+		// llama.cpp's parsers send a call's first chunk only once the
+		// partial output holds the function's name, several tokens in.
+		pe.Msg += toolHint
 	}
 	p.timedOut(pe, res)
 	if mct && (pe.Runaway || res.Class == schema.StreamError && p.lim.MaxTokens > 0 && len(res.Events) > p.lim.MaxTokens) {
@@ -262,6 +265,10 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	}
 	return pe
 }
+
+// toolHint follows a probe that got no content event while --extra-body
+// adds tools.
+const toolHint = `; --extra-body adds tools, and no tool call came either: a server sends a call's first chunk (delta.tool_calls or function_call) only once it has parsed the function's name, several tokens in, so a small OUT may carry none, and one that streams calls in another shape shows none (tool_choice "none" keeps the tools in the prompt and the answer in content)`
 
 // timedOut says, for a probe that outlived its limit, what it got
 // meanwhile.
