@@ -178,30 +178,3 @@ func TestTheExtraBodyIsInEveryBodyAndTemplatesStillPatch(t *testing.T) {
 		}
 	}
 }
-
-// A model that answers with a tool call streams it as delta.tool_calls,
-// which is no content event: a probe that got none while --extra-body
-// adds tools says so, and how to keep the tools in the prompt without
-// calls; without tools, or for another failure, the message says nothing
-// of them.
-func TestAnEmptyProbeWithToolsNamesTheToolCall(t *testing.T) {
-	t.Parallel()
-	tools := Shape{Extra: json.RawMessage(`{"tool_choice":"required","tools":[{"type":"function","function":{"name":"f"}}]}`)}
-	const hint = `--extra-body adds tools: a tool call streams as delta.tool_calls (function_call for functions), which is no content event (tool_choice "none" keeps the tools in the prompt and the answer in content)`
-	for _, c := range []struct {
-		name  string
-		s     Shape
-		class schema.Class
-		want  bool
-	}{
-		{"tools, no content", tools, schema.Empty, true},
-		{"no tools, no content", Shape{}, schema.Empty, false},
-		{"tools, a server error", tools, schema.HTTP5xx, false},
-	} {
-		p := &prober{shape: c.s}
-		err := p.fail("probe", &endpoints.StreamResult{Status: 200, Class: c.class, Detail: "200 with no content event"})
-		if got := strings.Contains(err.Error(), hint); got != c.want {
-			t.Errorf("%s: %v", c.name, err)
-		}
-	}
-}
