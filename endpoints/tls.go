@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -36,20 +37,27 @@ type Trust struct {
 
 // LoadTrust reads the CA bundle at caCert (none when "") into the system
 // pool, in addition to it, not instead. where names the setting in the
-// error ("--ca-cert", say). A file that cannot be read, holds no
-// certificate, or holds a CERTIFICATE block that does not parse is bad
-// input, said before anything is sent; blocks of other types (a key
-// bundled beside the chain) are passed over.
+// error ("--ca-cert", say). A file that cannot be read, a folder, a file
+// that holds no certificate (a DER one is said to be DER), or a
+// CERTIFICATE block that does not parse is bad input, said before
+// anything is sent; blocks of other types (a key bundled beside the
+// chain) are passed over, and so is a UTF-8 byte-order mark (Windows
+// Notepad's).
 func LoadTrust(caCert string, insecure bool, where string) (Trust, error) {
 	t := Trust{CACert: caCert, Insecure: insecure}
 	if caCert == "" {
 		return t, nil
 	}
+	if fi, err := os.Stat(caCert); err == nil && fi.IsDir() {
+		// Go on Linux reads every file of SSL_CERT_DIR's folders beside
+		// the system's bundle.
+		return Trust{}, badinput.Errorf("%s %s: a folder, not a PEM file: give one file of CA certificates (for a folder of them, set SSL_CERT_DIR=%s)", where, caCert, caCert)
+	}
 	b, err := os.ReadFile(caCert)
 	if err != nil {
 		return Trust{}, badinput.Errorf("%s: %v", where, err)
 	}
-	certs, err := parseCerts(b)
+	certs, err := parseCerts(b, caCert)
 	if err != nil {
 		return Trust{}, badinput.Errorf("%s %s: %v", where, caCert, err)
 	}
@@ -65,9 +73,13 @@ func LoadTrust(caCert string, insecure bool, where string) (Trust, error) {
 	return t, nil
 }
 
-// parseCerts returns the certificates of a PEM bundle, an error when it
-// holds none or one does not parse.
-func parseCerts(b []byte) ([]*x509.Certificate, error) {
+// parseCerts returns the certificates of a PEM bundle read from path, an
+// error when it holds none or one does not parse.
+func parseCerts(b []byte, path string) ([]*x509.Certificate, error) {
+	// pem.Decode finds a block only at the start or after a line break,
+	// so a byte-order mark before the first hides it.
+	b = bytes.TrimPrefix(b, []byte("\ufeff"))
+	der := b
 	var certs []*x509.Certificate
 	var others []string
 	for n := 1; ; n++ {
@@ -91,6 +103,9 @@ func parseCerts(b []byte) ([]*x509.Certificate, error) {
 		return certs, nil
 	case len(others) > 0:
 		return nil, fmt.Errorf("holds no certificate, only %s (want the CA's PEM certificate, -----BEGIN CERTIFICATE-----)", strings.Join(others, ", "))
+	}
+	if _, err := x509.ParseCertificates(der); err == nil && len(der) > 0 {
+		return nil, fmt.Errorf("is a DER certificate, not PEM: make PEM of it with openssl x509 -inform DER -in %s -out ca.pem", path)
 	}
 	return nil, errors.New("holds no PEM certificate (want -----BEGIN CERTIFICATE----- blocks)")
 }

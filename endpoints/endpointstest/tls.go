@@ -53,6 +53,31 @@ func NewCA(t testing.TB) *CA {
 	return &CA{Cert: c, key: key, t: t}
 }
 
+// Intermediate is a CA that ca signs, as a public CA's issuing CA: a
+// leaf it signs chains to ca only through it.
+func (ca *CA) Intermediate() *CA {
+	ca.t.Helper()
+	key := newKey(ca.t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "glmbench test intermediate CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	return &CA{Cert: c, key: key, t: ca.t}
+}
+
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -1,0 +1,103 @@
+package endpoints_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// writeFile writes b to name in a temporary folder and returns its path.
+func writeFile(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A CA bundle as real machines hold it verifies: one saved on Windows
+// (CRLF line ends, a UTF-8 byte-order mark first), and one holding only
+// the intermediate CA that signed the server's certificate (Go takes any
+// certificate of the pool as an anchor, self-signed or not), whether the
+// server sends its intermediate beside its leaf or not. A bundle of the
+// root alone, with a server that does not send the intermediate, does not
+// verify: the chain cannot be built.
+func TestABundleWithCRLFABOMOrAnIntermediateOnlyVerifies(t *testing.T) {
+	t.Parallel()
+	root := endpointstest.NewCA(t)
+	inter := root.Intermediate()
+	day := time.Now().Add(24 * time.Hour)
+	direct := root.Leaf(day, "127.0.0.1")
+	viaInter := inter.Leaf(day, "127.0.0.1")
+	withChain := viaInter
+	withChain.Certificate = append([][]byte{}, viaInter.Certificate[0], inter.Cert.Raw)
+	rootPEM, err := os.ReadFile(endpointstest.WritePEM(t, root.Cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlf := strings.ReplaceAll(string(rootPEM), "\n", "\r\n")
+	interOnly := endpointstest.WritePEM(t, inter.Cert)
+	for _, tc := range []struct {
+		name   string
+		srv    func() string
+		caCert string
+		ok     bool
+	}{
+		{"CRLF line ends", func() string { return tlsServer(t, &direct).URL }, writeFile(t, "crlf.pem", []byte(crlf)), true},
+		{"a byte-order mark and CRLF", func() string { return tlsServer(t, &direct).URL }, writeFile(t, "bom.pem", []byte("\ufeff"+crlf)), true},
+		{"the intermediate only, the server sending its leaf only", func() string { return tlsServer(t, &viaInter).URL }, interOnly, true},
+		{"the intermediate only, the server sending its chain", func() string { return tlsServer(t, &withChain).URL }, interOnly, true},
+		{"the root only, the server sending its chain", func() string { return tlsServer(t, &withChain).URL }, writeFile(t, "root.pem", rootPEM), true},
+		{"the root only, the server sending its leaf only", func() string { return tlsServer(t, &viaInter).URL }, writeFile(t, "root.pem", rootPEM), false},
+	} {
+		srv := tlsServer(t, nil)
+		srv.URL = tc.srv()
+		ep, ids, err := listModels(t, srv, endpoints.Flags{CACert: tc.caCert})
+		switch _, isTLS := ep.TLSFailure(err); {
+		case tc.ok && (err != nil || len(ids) != 1):
+			t.Errorf("%s: models %v, err %v; want the one model", tc.name, ids, err)
+		case !tc.ok && !isTLS:
+			t.Errorf("%s: err %v, want a certificate refused", tc.name, err)
+		}
+	}
+}
+
+// --ca-cert of a DER certificate (what a Windows export or a browser's
+// download gives) is bad input saying it is DER and how to make PEM of it;
+// a folder of CA files is said to be SSL_CERT_DIR's, not --ca-cert's. Both
+// in one line naming the flag and the path.
+func TestADERFileOrAFolderGivenAsCACertIsSaidSo(t *testing.T) {
+	t.Parallel()
+	ca := endpointstest.NewCA(t)
+	der := writeFile(t, "ca.der", ca.Cert.Raw)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{der, []string{"a DER certificate, not PEM", "openssl x509 -inform DER -in " + der + " -out ca.pem"}},
+		{dir, []string{"a folder", "SSL_CERT_DIR=" + dir}},
+	} {
+		_, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://127.0.0.1:1/v1", CACert: tc.path}, func(string) string { return "" })
+		if err == nil || !badinput.Is(err) {
+			t.Errorf("%s: err %v, want bad input", tc.path, err)
+			continue
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") || !strings.Contains(msg, "--ca-cert") || !strings.Contains(msg, tc.path) {
+			t.Errorf("%s: %q: want one line naming --ca-cert and the path", tc.path, msg)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q lacks %q", tc.path, msg, w)
+			}
+		}
+	}
+}
