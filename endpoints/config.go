@@ -231,11 +231,27 @@ func resolveTrust(f Flags, entry fileEntry) (Trust, error) {
 	if entry.CACert != "" && entry.Insecure {
 		return Trust{}, badinput.Errorf("%s and insecure: give one", where)
 	}
-	ca := entry.CACert
+	ca := homePath(entry.CACert)
 	if ca != "" && !filepath.IsAbs(ca) {
 		ca = filepath.Join(filepath.Dir(f.File), ca)
 	}
 	return LoadTrust(ca, entry.Insecure, where)
+}
+
+// homePath is p with a leading ~/ (or a p of ~ alone) the home folder, as
+// a shell would have made it of a flag: YAML expands nothing, and a file's
+// relative path would otherwise name a folder called ~ beside the file. A
+// p without, or with no home folder known, is p.
+func homePath(p string) string {
+	rest, ok := strings.CutPrefix(p, "~")
+	if !ok || (rest != "" && rest[0] != '/' && rest[0] != filepath.Separator) {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return p
+	}
+	return filepath.Join(home, rest)
 }
 
 func redactHeaderArg(kv string) string {

@@ -101,3 +101,30 @@ func TestADERFileOrAFolderGivenAsCACertIsSaidSo(t *testing.T) {
 		}
 	}
 }
+
+// An endpoints file's ca_cert of ~/… is under the home folder, as a shell
+// would have it, not a folder named ~ beside the file (YAML expands
+// nothing); a plain relative path stays the file's folder's.
+func TestAnEndpointsFilesCACertUnderTildeIsInTheHomeFolder(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	ca := endpointstest.NewCA(t)
+	b, err := os.ReadFile(endpointstest.WritePEM(t, ca.Cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, "certs"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "certs", "ca.pem"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, "endpoints.yaml", []byte("endpoints:\n- {name: gw, base_url: \"https://gw.internal/v1\", ca_cert: ~/certs/ca.pem}\n"))
+	ep, err := endpoints.Resolve(endpoints.Flags{File: file, Name: "gw"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(home, "certs", "ca.pem"); ep.Trust.CACert != want {
+		t.Errorf("ca_cert ~/certs/ca.pem read as %s, want %s", ep.Trust.CACert, want)
+	}
+}
