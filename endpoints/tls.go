@@ -162,12 +162,18 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 	// Go's transport names an HTTP answer to a handshake ErrSchemeMismatch;
 	// other bytes that are no TLS record stay a RecordHeaderError.
 	var plain tls.RecordHeaderError
+	// A TLS alert the server sent (crypto/tls's "remote error", its alert
+	// of an unexported type): it refused the handshake itself.
+	var remote *net.OpError
 	const skip = "or skip verification with --insecure"
 	ca := "give its CA with --ca-cert FILE (or SSL_CERT_FILE)"
 	if e.Trust.CACert != "" {
 		ca = "neither the system's roots nor " + e.Trust.CACert + " hold its CA: give the CA that signed it with --ca-cert FILE"
 	}
 	switch {
+	case err == nil:
+		// A check that passed (the agent asks of every one).
+		return "", false
 	case errors.As(err, &unknown):
 		return fmt.Sprintf("its TLS certificate is not trusted (%s): %s, %s", reason(unknown), ca, skip), true
 	case errors.As(err, &host):
@@ -180,8 +186,35 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 		return fmt.Sprintf("its TLS certificate did not verify (%s): %s, %s", reason(verify.Err), ca, skip), true
 	case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &plain):
 		return fmt.Sprintf("it does not speak TLS (%s): is its URL http://, not https://?", reason(plain)), true
+	case errors.As(err, &remote) && remote.Op == "remote error":
+		return fmt.Sprintf("it refused the TLS handshake (%s): %s", reason(remote), alertHint(remote.Err.Error())), true
+	case strings.Contains(err.Error(), "tls: server selected unsupported protocol version"):
+		// crypto/tls's answer to a ServerHello of TLS 1.0 or 1.1 has no type.
+		msg := err.Error()
+		return fmt.Sprintf("it answered the TLS handshake with an old version (%s): %s", reason(errors.New(msg[strings.Index(msg, "tls: server selected"):])), oldTLS), true
 	}
 	return "", false
+}
+
+// oldTLS is what a server that speaks no version glmbench offers needs.
+const oldTLS = "it speaks no TLS version glmbench does (TLS 1.2 or 1.3): an old server's TLS 1.0 or 1.1 is refused, upgrade it or put a TLS-terminating proxy in front"
+
+// alertHint says what a server that answered the handshake with alert
+// (its text, "tls: certificate required") most likely wants. A server
+// asking for a client certificate (mTLS) answers TLS 1.3's handshake with
+// certificate_required (Go, OpenSSL) and TLS 1.2's with bad_certificate
+// or, Go's, handshake_failure.
+func alertHint(alert string) string {
+	const client = "it asks for a client certificate (mTLS), and glmbench sends none: put a proxy that holds the client certificate in front"
+	switch strings.TrimPrefix(alert, "tls: ") {
+	case "certificate required", "bad certificate":
+		return client
+	case "protocol version not supported":
+		return oldTLS
+	case "handshake failure":
+		return "it shares no TLS version or cipher suite with glmbench, or " + client
+	}
+	return "see the server's log for why"
 }
 
 // reason is err's text in one line.

@@ -1,0 +1,97 @@
+package endpoints_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+)
+
+// A server that refuses the handshake itself is said as such, with what
+// it most likely wants: one asking for a client certificate (mTLS, TLS 1.3
+// and 1.2) is said to want one, which glmbench does not send; one that
+// speaks only TLS 1.0 (an old appliance) is said to speak no version
+// glmbench does. Each is one TLS failure, not "unreachable".
+func TestAServerRefusingTheHandshakeIsSaidWithWhatItWants(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		clientAuth tls.ClientAuthType
+		maxVersion uint16
+		want       []string
+	}{
+		{"a client certificate, TLS 1.3", tls.RequireAnyClientCert, 0, []string{"refused the TLS handshake (remote error: tls: certificate required)", "a client certificate", "glmbench sends none"}},
+		{"a client certificate, TLS 1.2", tls.RequireAnyClientCert, tls.VersionTLS12, []string{"refused the TLS handshake (remote error: tls: handshake failure)", "a client certificate"}},
+		{"TLS 1.0 only", tls.NoClientCert, tls.VersionTLS10, []string{"refused the TLS handshake (remote error: tls: protocol version not supported)", "TLS 1.2 or 1.3"}},
+	} {
+		srv := tlsServer(t, nil)
+		srv.TLS.ClientAuth, srv.TLS.MaxVersion = tc.clientAuth, tc.maxVersion
+		ep, _, err := listModels(t, srv, endpoints.Flags{Insecure: true})
+		saysTLSFailure(t, tc.name, ep, err, tc.want...)
+	}
+	// A real TLS 1.0 server (old OpenSSL) answers with its own version;
+	// crypto/tls refuses it, and CheckTLS's bare error is said alike.
+	ln := serveOnce(t, tls10Hello())
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://" + ln + "/v1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saysTLSFailure(t, "a TLS 1.0 ServerHello", ep, ep.CheckTLS(context.Background(), 5*time.Second), "an old version (tls: server selected unsupported protocol version 301)", "TLS 1.2 or 1.3")
+}
+
+// saysTLSFailure checks that TLSFailure knows err and says each of want.
+func saysTLSFailure(t *testing.T, name string, ep *endpoints.Endpoint, err error, want ...string) {
+	t.Helper()
+	msg, ok := ep.TLSFailure(err)
+	if !ok {
+		t.Errorf("%s: err %v is not said as a TLS failure", name, err)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: %q lacks %q", name, msg, w)
+		}
+	}
+}
+
+// tls10Hello is a TLS 1.0 ServerHello record (ECDHE-RSA-AES128-GCM-SHA256,
+// no session id, no extensions), what an old server answers any
+// ClientHello with.
+func tls10Hello() []byte {
+	body := append([]byte{0x03, 0x01}, make([]byte, 32)...) // version, random
+	body = append(body, 0x00, 0xc0, 0x2f, 0x00)             // session id, suite, compression
+	msg := append([]byte{0x02, 0x00, 0x00, byte(len(body))}, body...)
+	return append([]byte{0x16, 0x03, 0x01, 0x00, byte(len(msg))}, msg...)
+}
+
+// serveOnce listens on loopback and answers each connection's first read
+// with answer; it returns the address.
+func serveOnce(t *testing.T, answer []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				if _, err := c.Read(buf); err == nil {
+					c.Write(answer)
+					c.Read(buf)
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
