@@ -3,6 +3,7 @@ package endpoints_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -94,4 +95,46 @@ func serveOnce(t *testing.T, answer []byte) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// A server that takes the connection and never answers the handshake is
+// said to have not answered it within the connect limit: not a refused
+// certificate (TLSFailure does not know it), and not a bare "context
+// deadline exceeded".
+func TestAHandshakeNeverAnsweredIsSaidWithItsLimit(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://" + ln.Addr().String() + "/v1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: 300 * time.Millisecond, Trust: ep.Trust})
+	defer tr.Close()
+	_, err = endpoints.NewClient(ep, tr).ListModels(context.Background())
+	if msg, ok := ep.TLSFailure(err); ok || err == nil {
+		t.Fatalf("err %v said as a TLS failure %q", err, msg)
+	}
+	if want := "the TLS handshake got no answer within 300ms"; !strings.Contains(err.Error(), want) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err %q: want it to say %q and be a deadline", err, want)
+	}
+	if err := ep.CheckTLS(context.Background(), 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no answer within 300ms") {
+		t.Errorf("CheckTLS: %v, want the handshake's limit said", err)
+	}
 }
