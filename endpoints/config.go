@@ -124,6 +124,10 @@ type Flags struct {
 	CACert      string
 	Insecure    bool
 	InsecureSet bool
+	// Prefix is the flags' names' prefix, in what Resolve and the
+	// endpoint's TLS failures say: "reference-" for eval compare's
+	// reference (--reference-ca-cert); "" for the endpoint's own.
+	Prefix string
 }
 
 // Given reports whether any endpoint was named; if not, the built-in engine is meant.
@@ -221,11 +225,18 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 // file's ca_cert and --ca-cert a file's insecure: true), else the endpoints
 // file's entry's. Both in one place is bad input: which was meant?
 func resolveTrust(f Flags, entry fileEntry) (Trust, error) {
+	t, err := resolveTrustOf(f, entry)
+	t.prefix = f.Prefix
+	return t, err
+}
+
+func resolveTrustOf(f Flags, entry fileEntry) (Trust, error) {
 	if f.CACert != "" || f.Insecure || f.InsecureSet {
+		caFlag, insecureFlag := "--"+f.Prefix+"ca-cert", "--"+f.Prefix+"insecure"
 		if f.CACert != "" && f.Insecure {
-			return Trust{}, badinput.Errorf("--ca-cert and --insecure: give one (--insecure verifies nothing, so a CA is not used)")
+			return Trust{}, badinput.Errorf("%s and %s: give one (%s verifies nothing, so a CA is not used)", caFlag, insecureFlag, insecureFlag)
 		}
-		return LoadTrust(f.CACert, f.Insecure, "--ca-cert")
+		return LoadTrust(f.CACert, f.Insecure, caFlag)
 	}
 	where := "endpoints file " + f.File + ": endpoint " + strconv.Quote(entry.Name) + ": ca_cert"
 	if entry.CACert != "" && entry.Insecure {

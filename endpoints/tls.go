@@ -33,6 +33,9 @@ type Trust struct {
 	// roots is the system pool plus CACert's certificates; nil: the
 	// system pool, which crypto/tls loads itself.
 	roots *x509.CertPool
+	// prefix is the prefix of the trust flags' names that TLSFailure's
+	// fixes name (Flags.Prefix).
+	prefix string
 }
 
 // LoadTrust reads the CA bundle at caCert (none when "") into the system
@@ -165,10 +168,11 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 	// A TLS alert the server sent (crypto/tls's "remote error", its alert
 	// of an unexported type): it refused the handshake itself.
 	var remote *net.OpError
-	const skip = "or skip verification with --insecure"
-	ca := "give its CA with --ca-cert FILE (or SSL_CERT_FILE)"
+	caFlag, insecureFlag := "--"+e.Trust.prefix+"ca-cert", "--"+e.Trust.prefix+"insecure"
+	skip := "or skip verification with " + insecureFlag
+	ca := "give its CA with " + caFlag + " FILE (or SSL_CERT_FILE)"
 	if e.Trust.CACert != "" {
-		ca = "neither the system's roots nor " + e.Trust.CACert + " hold its CA: give the CA that signed it with --ca-cert FILE"
+		ca = "neither the system's roots nor " + e.Trust.CACert + " hold its CA: give the CA that signed it with " + caFlag + " FILE"
 	}
 	switch {
 	case err == nil:
@@ -181,7 +185,7 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
 		return fmt.Sprintf("its TLS certificate is out of date (%s): renew it (or check this machine's clock), %s", reason(invalid), skip), true
 	case errors.As(err, &invalid):
-		return fmt.Sprintf("its TLS certificate is invalid (%s): skip verification with --insecure", reason(invalid)), true
+		return fmt.Sprintf("its TLS certificate is invalid (%s): skip verification with %s", reason(invalid), insecureFlag), true
 	case errors.As(err, &verify):
 		return fmt.Sprintf("its TLS certificate did not verify (%s): %s, %s", reason(verify.Err), ca, skip), true
 	case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &plain):

@@ -69,7 +69,7 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 	t := &Target{connect: connect}
 	if !flags.Given() && (flags.CACert != "" || flags.Insecure) {
 		// The built-in engine serves plain HTTP on loopback: nothing to verify.
-		return nil, badinput.Errorf("--ca-cert and --insecure verify an https %s: the built-in engine serves plain HTTP", flag)
+		return nil, badinput.Errorf("--%sca-cert and --%sinsecure verify an https %s: the built-in engine serves plain HTTP", flags.Prefix, flags.Prefix, flag)
 	}
 	if !flags.Given() {
 		o := engine.DefaultOptions()
@@ -94,7 +94,7 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		return nil, err
 	}
 	if ep.Trust.Insecure && strings.HasPrefix(ep.BaseURL, "https:") {
-		why := "--insecure"
+		why := "--" + flags.Prefix + "insecure"
 		if !flags.Insecure {
 			why = "insecure: true in " + flags.File
 		}
