@@ -106,6 +106,7 @@ measures what a 4-bit quantization of the same checkpoint changes.`,
 			// What the parse tells of the reference's flags, as Parsed
 			// records it of the endpoint's.
 			fl := cmd.Flags()
+			o.Reference.APIKeyEnvSet = fl.Changed("reference-api-key-env")
 			o.Reference.InsecureSet = fl.Changed("reference-insecure")
 			o.Reference.Prefix = "reference-"
 			if runF != nil {

@@ -54,3 +54,14 @@ func TestTheReferenceIsVerifiedByItsOwnTrustFlags(t *testing.T) {
 		}
 	}
 }
+
+// --reference-api-key-env is held to as --api-key-env is: the variable it
+// names must be set, else the reference would be asked with no key at all.
+func TestAReferenceAPIKeyEnvThatIsUnsetIsBadInput(t *testing.T) {
+	t.Parallel()
+	_, srv, _ := endpointstest.StartTLS(t, endpointstest.VLLM, endpointstest.Options{}, nil)
+	code, _, stderr := execute(t, "--out", t.TempDir(), "--reference-endpoint", srv.URL+"/v1", "--reference-insecure", "--reference-api-key-env", "GLMBENCH_TEST_NO_SUCH_KEY")
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "environment variable GLMBENCH_TEST_NO_SUCH_KEY (the API key) is empty or unset") {
+		t.Errorf("exit %d, want 2 naming the unset variable:\n%s", code, stderr)
+	}
+}
