@@ -277,10 +277,15 @@ func PathSafe(s string) string {
 // sections.
 func (t *Target) Report(f *cmdutil.Factory) *schema.Report {
 	ep := t.Endpoint
+	// Plain HTTP verified nothing, whatever --insecure or --ca-cert said.
+	var trust endpoints.Trust
+	if strings.HasPrefix(ep.BaseURL, "https:") {
+		trust = ep.Trust
+	}
 	return &schema.Report{
 		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
 		Label: t.Label, StartedAt: t.Started.UTC(), FinishedAt: f.Now().UTC(),
-		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames(), Insecure: ep.Trust.Insecure, CACert: ep.Trust.CACert},
+		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames(), Insecure: trust.Insecure, CACert: trust.CACert},
 		Phases:   []schema.PhaseResult{},
 	}
 }
