@@ -181,7 +181,7 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 	case errors.As(err, &unknown):
 		return fmt.Sprintf("its TLS certificate is not trusted (%s): %s, %s", reason(unknown), ca, skip), true
 	case errors.As(err, &host):
-		return fmt.Sprintf("its TLS certificate is for another host (%s): use a host name the certificate holds, %s", reason(host), skip), true
+		return fmt.Sprintf("its TLS certificate is for another host (%s): use a host name the certificate holds, %s", hostReason(host), skip), true
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
 		return fmt.Sprintf("its TLS certificate is out of date (%s): renew it (or check this machine's clock), %s", reason(invalid), skip), true
 	case errors.As(err, &invalid):
@@ -219,6 +219,31 @@ func alertHint(alert string) string {
 		return "it shares no TLS version or cipher suite with glmbench, or " + client
 	}
 	return "see the server's log for why"
+}
+
+// shownNames is how many of a certificate's names a refusal lists.
+const shownNames = 5
+
+// hostReason is x509's reason for a certificate of another host, its
+// names cut to shownNames: a CDN's or a shared gateway's certificate holds
+// hundreds, and the line would be kilobytes of them before the host that
+// matters.
+func hostReason(err x509.HostnameError) string {
+	c := err.Certificate
+	if c == nil {
+		return reason(err)
+	}
+	names := c.DNSNames
+	if net.ParseIP(err.Host) != nil {
+		names = nil
+		for _, ip := range c.IPAddresses {
+			names = append(names, ip.String())
+		}
+	}
+	if len(names) <= shownNames {
+		return reason(err)
+	}
+	return fmt.Sprintf("x509: certificate is valid for %s and %d more, not %s", strings.Join(names[:shownNames], ", "), len(names)-shownNames, err.Host)
 }
 
 // reason is err's text in one line.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
 // A server that refuses the handshake itself is said as such, with what
@@ -136,5 +138,26 @@ func TestAHandshakeNeverAnsweredIsSaidWithItsLimit(t *testing.T) {
 	}
 	if err := ep.CheckTLS(context.Background(), 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no answer within 300ms") {
 		t.Errorf("CheckTLS: %v, want the handshake's limit said", err)
+	}
+}
+
+// A certificate of another host that holds many names (a CDN's, a shared
+// gateway's) is refused in a line that lists the first five and counts
+// the rest, and still names the host dialled; one with few is x509's own.
+func TestACertificateOfManyOtherNamesIsSaidInAShortLine(t *testing.T) {
+	t.Parallel()
+	ca := endpointstest.NewCA(t)
+	var names []string
+	for i := range 200 {
+		names = append(names, fmt.Sprintf("tenant-%03d.gateway.example", i))
+	}
+	leaf := ca.Leaf(time.Now().Add(time.Hour), names...)
+	srv := tlsServer(t, &leaf)
+	srv.URL = strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	ep, _, err := listModels(t, srv, endpoints.Flags{CACert: endpointstest.WritePEM(t, ca.Cert)})
+	msg, ok := ep.TLSFailure(err)
+	want := "x509: certificate is valid for tenant-000.gateway.example, tenant-001.gateway.example, tenant-002.gateway.example, tenant-003.gateway.example, tenant-004.gateway.example and 195 more, not localhost"
+	if !ok || !strings.Contains(msg, want) || len(msg) > 400 {
+		t.Errorf("%q (%d bytes): want under 400 bytes saying %q", msg, len(msg), want)
 	}
 }
