@@ -188,8 +188,10 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 		return fmt.Sprintf("its TLS certificate is invalid (%s): skip verification with %s", reason(invalid), insecureFlag), true
 	case errors.As(err, &verify):
 		return fmt.Sprintf("its TLS certificate did not verify (%s): %s, %s", reason(verify.Err), ca, skip), true
-	case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &plain):
+	case errors.As(err, &plain):
 		return fmt.Sprintf("it does not speak TLS (%s): is its URL http://, not https://?", reason(plain)), true
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return "it does not speak TLS (it answered the handshake in plain HTTP): is its URL http://, not https://?", true
 	case errors.As(err, &remote) && remote.Op == "remote error":
 		return fmt.Sprintf("it refused the TLS handshake (%s): %s", reason(remote), alertHint(remote.Err.Error())), true
 	case strings.Contains(err.Error(), "tls: server selected unsupported protocol version"):

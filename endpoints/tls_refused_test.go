@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -160,4 +162,16 @@ func TestACertificateOfManyOtherNamesIsSaidInAShortLine(t *testing.T) {
 	if !ok || !strings.Contains(msg, want) || len(msg) > 400 {
 		t.Errorf("%q (%d bytes): want under 400 bytes saying %q", msg, len(msg), want)
 	}
+}
+
+// An https URL of a plain HTTP server is said with what came back: an
+// HTTP answer to the handshake (the request's path) or a first record that
+// is no TLS one (CheckTLS's bare handshake), never an empty "(tls:)".
+func TestAPlainHTTPServerAtAnHTTPSURLIsSaidWithWhatItAnswered(t *testing.T) {
+	t.Parallel()
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	ep, _, err := listModels(t, &httptest.Server{URL: "https://" + plain.Listener.Addr().String()}, endpoints.Flags{})
+	saysTLSFailure(t, "a request", ep, err, "it does not speak TLS (it answered the handshake in plain HTTP): is its URL http://, not https://?")
+	saysTLSFailure(t, "CheckTLS", ep, ep.CheckTLS(context.Background(), 5*time.Second), "it does not speak TLS (tls: first record does not look like a TLS handshake)")
 }
