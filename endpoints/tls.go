@@ -162,6 +162,9 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 	var host x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var verify *tls.CertificateVerificationError
+	// No system pool and no --ca-cert: a container image without
+	// ca-certificates, say.
+	var noRoots x509.SystemRootsError
 	// Go's transport names an HTTP answer to a handshake ErrSchemeMismatch;
 	// other bytes that are no TLS record stay a RecordHeaderError.
 	var plain tls.RecordHeaderError
@@ -186,6 +189,8 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 		return fmt.Sprintf("its TLS certificate is out of date (%s): renew it (or check this machine's clock), %s", reason(invalid), skip), true
 	case errors.As(err, &invalid):
 		return fmt.Sprintf("its TLS certificate is invalid (%s): skip verification with %s", reason(invalid), insecureFlag), true
+	case errors.As(err, &noRoots):
+		return fmt.Sprintf("this machine has no system CA certificates (%s): install them (ca-certificates), or name a bundle with SSL_CERT_FILE or %s FILE, %s", reason(noRoots), caFlag, skip), true
 	case errors.As(err, &verify):
 		return fmt.Sprintf("its TLS certificate did not verify (%s): %s, %s", reason(verify.Err), ca, skip), true
 	case errors.As(err, &plain):

@@ -3,6 +3,7 @@ package endpoints_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -174,4 +175,17 @@ func TestAPlainHTTPServerAtAnHTTPSURLIsSaidWithWhatItAnswered(t *testing.T) {
 	ep, _, err := listModels(t, &httptest.Server{URL: "https://" + plain.Listener.Addr().String()}, endpoints.Flags{})
 	saysTLSFailure(t, "a request", ep, err, "it does not speak TLS (it answered the handshake in plain HTTP): is its URL http://, not https://?")
 	saysTLSFailure(t, "CheckTLS", ep, ep.CheckTLS(context.Background(), 5*time.Second), "it does not speak TLS (tls: first record does not look like a TLS handshake)")
+}
+
+// A machine with no system roots (a container image without
+// ca-certificates) is said to lack them, with the fix, rather than as an
+// endpoint's certificate that did not verify.
+func TestNoSystemRootsIsSaidAsThisMachinesProblem(t *testing.T) {
+	t.Parallel()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://api.example.com/v1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fmt.Errorf("Get %q: %w", "https://api.example.com/v1/models", &tls.CertificateVerificationError{Err: x509.SystemRootsError{}})
+	saysTLSFailure(t, "no roots", ep, err, "this machine has no system CA certificates (x509: failed to load system roots and no roots provided)", "install them (ca-certificates)", "SSL_CERT_FILE", "--ca-cert FILE")
 }
