@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,6 +105,9 @@ func parseCerts(b []byte, path string) ([]*x509.Certificate, error) {
 	switch {
 	case len(certs) > 0:
 		return certs, nil
+	case slices.Contains(others, "PKCS7"):
+		// A Windows or Java export (.p7b) holds the chain inside PKCS#7.
+		return nil, fmt.Errorf("holds no certificate, only %s: make PEM certificates of it with openssl pkcs7 -print_certs -in %s -out ca.pem", strings.Join(others, ", "), path)
 	case len(others) > 0:
 		return nil, fmt.Errorf("holds no certificate, only %s (want the CA's PEM certificate, -----BEGIN CERTIFICATE-----)", strings.Join(others, ", "))
 	}

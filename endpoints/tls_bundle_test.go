@@ -70,20 +70,22 @@ func TestABundleWithCRLFABOMOrAnIntermediateOnlyVerifies(t *testing.T) {
 }
 
 // --ca-cert of a DER certificate (what a Windows export or a browser's
-// download gives) is bad input saying it is DER and how to make PEM of it;
-// a folder of CA files is said to be SSL_CERT_DIR's, not --ca-cert's. Both
+// download gives), or of a PEM PKCS#7 bundle (.p7b), is bad input saying
+// what it is and how to make PEM certificates of it; a folder of CA files is said to be SSL_CERT_DIR's, not --ca-cert's. Both
 // in one line naming the flag and the path.
 func TestADERFileOrAFolderGivenAsCACertIsSaidSo(t *testing.T) {
 	t.Parallel()
 	ca := endpointstest.NewCA(t)
 	der := writeFile(t, "ca.der", ca.Cert.Raw)
 	dir := t.TempDir()
+	p7b := writeFile(t, "chain.p7b", []byte("-----BEGIN PKCS7-----\nMAsGCSqGSIb3DQEHAg==\n-----END PKCS7-----\n"))
 	for _, tc := range []struct {
 		path string
 		want []string
 	}{
 		{der, []string{"a DER certificate, not PEM", "openssl x509 -inform DER -in " + der + " -out ca.pem"}},
 		{dir, []string{"a folder", "SSL_CERT_DIR=" + dir}},
+		{p7b, []string{"only PKCS7", "openssl pkcs7 -print_certs -in " + p7b + " -out ca.pem"}},
 	} {
 		_, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://127.0.0.1:1/v1", CACert: tc.path}, func(string) string { return "" })
 		if err == nil || !badinput.Is(err) {
