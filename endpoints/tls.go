@@ -30,6 +30,10 @@ type Trust struct {
 	CACert string
 	// Insecure skips verification (--insecure, insecure: true).
 	Insecure bool
+	// ClientCert and ClientKey are the PEM files of the certificate sent
+	// to a server that asks for one (mTLS: --client-cert, --client-key,
+	// resolved as CACert is); "" for none.
+	ClientCert, ClientKey string
 
 	// roots is the system pool plus CACert's certificates; nil: the
 	// system pool, which crypto/tls loads itself.
@@ -37,6 +41,36 @@ type Trust struct {
 	// prefix is the prefix of the trust flags' names that TLSFailure's
 	// fixes name (Flags.Prefix).
 	prefix string
+	// client is ClientCert's certificate with ClientKey's key; nil: none.
+	client *tls.Certificate
+}
+
+// WithClient returns t sending the client certificate of certFile with the
+// key of keyFile to a server that asks for one (mTLS). where names the
+// two settings in the error ("--client-cert and --client-key", say). Both
+// "" is none; one without the other, a file that cannot be read, or a
+// key that is not the certificate's is bad input. No error quotes the
+// key file's contents.
+func (t Trust) WithClient(certFile, keyFile, where string) (Trust, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return t, nil
+	case certFile == "" || keyFile == "":
+		return Trust{}, badinput.Errorf("%s: give both, the client certificate and its key", where)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return Trust{}, badinput.Errorf("%s (%s, %s): %s", where, certFile, keyFile, text.OneLine(err.Error()))
+	}
+	t.ClientCert, t.ClientKey, t.client = certFile, keyFile, &pair
+	return t, nil
+}
+
+// SkipVerify is t verifying nothing (a coordinator's --insecure on an
+// agent), its client certificate kept: whether the server's certificate
+// is checked says nothing of what the server asks of glmbench.
+func (t Trust) SkipVerify() Trust {
+	return Trust{Insecure: true, ClientCert: t.ClientCert, ClientKey: t.ClientKey, client: t.client, prefix: t.prefix}
 }
 
 // LoadTrust reads the CA bundle at caCert (none when "") into the system
@@ -122,15 +156,27 @@ func parseCerts(b []byte, path string) ([]*x509.Certificate, error) {
 // HTTP/1.1; Go's transport sets the server name from the URL, a
 // Transport's handshake from the address it dials.
 func (t Trust) Config() *tls.Config {
-	return &tls.Config{RootCAs: t.roots, InsecureSkipVerify: t.Insecure, NextProtos: []string{"http/1.1"}}
+	c := &tls.Config{RootCAs: t.roots, InsecureSkipVerify: t.Insecure, NextProtos: []string{"http/1.1"}}
+	if client := t.client; client != nil {
+		// Sent whatever CAs the server's request names, as curl's --cert
+		// is: with Certificates alone, Go sends none when the server's
+		// list of acceptable CAs leaves it out, and the refusal would be
+		// the server's "certificate required" with no word of why.
+		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return client, nil }
+	}
+	return c
 }
 
-// same reports whether t and u verify alike: one CA file, one Insecure.
-func (t Trust) same(u Trust) bool { return t.CACert == u.CACert && t.Insecure == u.Insecure }
+// same reports whether t and u verify alike and send one client
+// certificate: one CA file, one Insecure, one certificate and key.
+func (t Trust) same(u Trust) bool {
+	return t.CACert == u.CACert && t.Insecure == u.Insecure && t.ClientCert == u.ClientCert && t.ClientKey == u.ClientKey
+}
 
 // CheckTLS completes one TLS handshake with e's host as its requests
 // would (its Trust, HTTP/1.1 offered) within timeout and closes it: a
-// check that the certificate verifies, before any load. An http endpoint,
+// check that the certificate verifies, and that the server takes the
+// client certificate sent (or none), before any load. An http endpoint,
 // or one reached through a proxy, is not checked (nil). A failed check's
 // error is one TLSFailure knows, or the dial's.
 func (e *Endpoint) CheckTLS(ctx context.Context, timeout time.Duration) error {
@@ -151,7 +197,32 @@ func (e *Endpoint) CheckTLS(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	defer c.Close()
+	return refusedAfter(c, u.Host, timeout)
+}
+
+// refusedAfter is the alert a TLS 1.3 server refused c's client
+// certificate (or its absence) with, nil when it answered otherwise or
+// not within timeout. TLS 1.3 lets the client's handshake end before the
+// server has checked the client's certificate: the refusal is the answer
+// to the first bytes sent, here a HEAD / that carries no credential.
+func refusedAfter(c net.Conn, host string, timeout time.Duration) error {
+	tc, ok := c.(*tls.Conn)
+	if !ok || tc.ConnectionState().Version != tls.VersionTLS13 {
+		return nil
+	}
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return nil
+	}
+	if _, err := fmt.Fprintf(c, "HEAD / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host); err != nil {
+		return nil
+	}
+	_, err := c.Read(make([]byte, 1))
+	var remote *net.OpError
+	if errors.As(err, &remote) && remote.Op == "remote error" {
+		return err
+	}
+	return nil
 }
 
 // TLSFailure says in one line why the TLS handshake with e failed, when
@@ -202,7 +273,7 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 	case errors.Is(err, http.ErrSchemeMismatch):
 		return "it does not speak TLS (it answered the handshake in plain HTTP): is its URL http://, not https://?", true
 	case errors.As(err, &remote) && remote.Op == "remote error":
-		return fmt.Sprintf("it refused the TLS handshake (%s): %s", reason(remote), alertHint(remote.Err.Error())), true
+		return fmt.Sprintf("it refused the TLS handshake (%s): %s", reason(remote), e.Trust.alertHint(remote.Err.Error())), true
 	case strings.Contains(err.Error(), "tls: server selected unsupported protocol version"):
 		// crypto/tls's answer to a ServerHello of TLS 1.0 or 1.1 has no type.
 		msg := err.Error()
@@ -218,11 +289,15 @@ const oldTLS = "it speaks no TLS version glmbench does (TLS 1.2 or 1.3): an old 
 // (its text, "tls: certificate required") most likely wants. A server
 // asking for a client certificate (mTLS) answers TLS 1.3's handshake with
 // certificate_required (Go, OpenSSL) and TLS 1.2's with bad_certificate
-// or, Go's, handshake_failure.
-func alertHint(alert string) string {
-	const client = "it asks for a client certificate (mTLS), and glmbench sends none: put a proxy that holds the client certificate in front"
+// or, Go's, handshake_failure; one that refuses the certificate sent
+// answers bad_certificate or unknown_ca.
+func (t Trust) alertHint(alert string) string {
+	client := "it asks for a client certificate (mTLS), and glmbench sends none: give one with --" + t.prefix + "client-cert FILE --" + t.prefix + "client-key FILE"
+	if t.ClientCert != "" {
+		client = "it refused the client certificate " + t.ClientCert + ": is it one the server's CA signed, for client use, and in date?"
+	}
 	switch strings.TrimPrefix(alert, "tls: ") {
-	case "certificate required", "bad certificate":
+	case "certificate required", "bad certificate", "unknown certificate authority":
 		return client
 	case "protocol version not supported":
 		return oldTLS

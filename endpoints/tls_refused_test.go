@@ -34,8 +34,7 @@ func TestAServerRefusingTheHandshakeIsSaidWithWhatItWants(t *testing.T) {
 		{"a client certificate, TLS 1.2", tls.RequireAnyClientCert, tls.VersionTLS12, []string{"refused the TLS handshake (remote error: tls: handshake failure)", "a client certificate"}},
 		{"TLS 1.0 only", tls.NoClientCert, tls.VersionTLS10, []string{"refused the TLS handshake (remote error: tls: protocol version not supported)", "TLS 1.2 or 1.3"}},
 	} {
-		srv := tlsServer(t, nil)
-		srv.TLS.ClientAuth, srv.TLS.MaxVersion = tc.clientAuth, tc.maxVersion
+		srv := modelsServerConfig(t, &tls.Config{ClientAuth: tc.clientAuth, MaxVersion: tc.maxVersion})
 		ep, _, err := listModels(t, srv, endpoints.Flags{Insecure: true})
 		saysTLSFailure(t, tc.name, ep, err, tc.want...)
 	}
@@ -47,6 +46,18 @@ func TestAServerRefusingTheHandshakeIsSaidWithWhatItWants(t *testing.T) {
 		t.Fatal(err)
 	}
 	saysTLSFailure(t, "a TLS 1.0 ServerHello", ep, ep.CheckTLS(context.Background(), 5*time.Second), "an old version (tls: server selected unsupported protocol version 301)", "TLS 1.2 or 1.3")
+}
+
+// modelsServerConfig is a server of one model over TLS with cfg's
+// settings (endpointstest.TLSServerConfig).
+func modelsServerConfig(t *testing.T, cfg *tls.Config) *httptest.Server {
+	t.Helper()
+	srv, _ := endpointstest.TLSServerConfig(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model","created":0,"owned_by":"x"}]}`))
+	}), cfg)
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // saysTLSFailure checks that TLSFailure knows err and says each of want.

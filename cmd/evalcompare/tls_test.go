@@ -46,7 +46,7 @@ func TestTheReferenceIsVerifiedByItsOwnTrustFlags(t *testing.T) {
 		want string
 	}{
 		{append(append([]string{}, ref...), "--reference-ca-cert", ca, "--reference-insecure"), "--reference-ca-cert and --reference-insecure: give one"},
-		{[]string{"--reference-insecure"}, "--reference-ca-cert and --reference-insecure verify an https --reference-endpoint"},
+		{[]string{"--reference-insecure"}, "--reference-ca-cert, --reference-insecure and --reference-client-cert are for an https --reference-endpoint"},
 	} {
 		code, _, stderr := execute(t, append([]string{"--out", t.TempDir()}, tc.args...)...)
 		if code != cmdutil.ExitBadInput || !strings.Contains(stderr, tc.want) {
@@ -63,5 +63,24 @@ func TestAReferenceAPIKeyEnvThatIsUnsetIsBadInput(t *testing.T) {
 	code, _, stderr := execute(t, "--out", t.TempDir(), "--reference-endpoint", srv.URL+"/v1", "--reference-insecure", "--reference-api-key-env", "GLMBENCH_TEST_NO_SUCH_KEY")
 	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "environment variable GLMBENCH_TEST_NO_SUCH_KEY (the API key) is empty or unset") {
 		t.Errorf("exit %d, want 2 naming the unset variable:\n%s", code, stderr)
+	}
+}
+
+// A reference that asks for a client certificate gets the one of
+// --reference-client-cert and --reference-client-key; without them it is
+// refused naming those flags, not the endpoint's.
+func TestTheReferenceSendsItsOwnClientCertificate(t *testing.T) {
+	t.Parallel()
+	clientCA := endpointstest.NewCA(t)
+	_, srv, _ := endpointstest.StartTLSConfig(t, endpointstest.VLLM, endpointstest.Options{}, endpointstest.MTLS(clientCA))
+	cert, key := clientCA.ClientFiles()
+	ref := []string{"--out", t.TempDir(), "--reference-endpoint", srv.URL + "/v1", "--reference-insecure", "--limit", "1", "--tokens", "2", "--top-logprobs", "0"}
+	code, _, stderr := execute(t, ref...)
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "--reference-client-cert FILE --reference-client-key FILE") {
+		t.Errorf("no client certificate: exit %d, want 2 naming the reference's flags:\n%s", code, stderr)
+	}
+	code, _, stderr = execute(t, append(ref, "--reference-client-cert", cert, "--reference-client-key", key)...)
+	if code == cmdutil.ExitBadInput || !strings.Contains(stderr, "against the reference") {
+		t.Errorf("with the client certificate: exit %d, want the comparison run:\n%s", code, stderr)
 	}
 }
