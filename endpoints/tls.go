@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -58,7 +59,15 @@ func (t Trust) WithClient(certFile, keyFile, where string) (Trust, error) {
 	case certFile == "" || keyFile == "":
 		return Trust{}, badinput.Errorf("%s: give both, the client certificate and its key", where)
 	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	var pems [2][]byte
+	for i, p := range []string{certFile, keyFile} {
+		b, err := readPEMFile(p)
+		if err != nil {
+			return Trust{}, badinput.Errorf("%s: %v", where, err)
+		}
+		pems[i] = b
+	}
+	pair, err := tls.X509KeyPair(pems[0], pems[1])
 	if err != nil {
 		return Trust{}, badinput.Errorf("%s (%s, %s): %s", where, certFile, keyFile, text.OneLine(err.Error()))
 	}
@@ -91,7 +100,7 @@ func LoadTrust(caCert string, insecure bool, where string) (Trust, error) {
 		// the system's bundle.
 		return Trust{}, badinput.Errorf("%s %s: a folder, not a PEM file: give one file of CA certificates (for a folder of them, set SSL_CERT_DIR=%s)", where, caCert, caCert)
 	}
-	b, err := os.ReadFile(caCert)
+	b, err := readPEMFile(caCert)
 	if err != nil {
 		return Trust{}, badinput.Errorf("%s: %v", where, err)
 	}
@@ -109,6 +118,29 @@ func LoadTrust(caCert string, insecure bool, where string) (Trust, error) {
 	}
 	t.roots = pool
 	return t, nil
+}
+
+// maxPEMFile is the most bytes of a CA bundle or client certificate file
+// read: the whole Mozilla bundle is about 220 KiB.
+const maxPEMFile = 16 << 20
+
+// readPEMFile reads path, up to maxPEMFile: a pipe (--ca-cert <(vault
+// read …)) is read as a file is, and /dev/zero or a wrong path to a model's
+// weights is refused rather than read forever or whole.
+func readPEMFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxPEMFile {
+		return nil, fmt.Errorf("%s: over %d MiB, not a PEM file of certificates", path, maxPEMFile>>20)
+	}
+	return b, nil
 }
 
 // parseCerts returns the certificates of a PEM bundle read from path, an

@@ -3,6 +3,7 @@ package endpoints_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,41 @@ func TestAnEndpointsFilesCACertUnderTildeIsInTheHomeFolder(t *testing.T) {
 	}
 	if want := filepath.Join(home, "certs", "ca.pem"); ep.Trust.CACert != want {
 		t.Errorf("ca_cert ~/certs/ca.pem read as %s, want %s", ep.Trust.CACert, want)
+	}
+}
+
+// A --ca-cert or --client-cert that never ends (/dev/zero) is refused as
+// too large for a PEM file, not read forever; one given as a pipe (a
+// shell's <(…), a secret store's output) is read as a file is.
+func TestACACertThatNeverEndsIsRefusedAndAPipeIsRead(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	for _, f := range []endpoints.Flags{{CACert: "/dev/zero"}, {ClientCert: "/dev/zero", ClientKey: "/dev/zero"}} {
+		f.Endpoint = "https://127.0.0.1:1/v1"
+		_, err := endpoints.Resolve(f, func(string) string { return "" })
+		if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), "/dev/zero: over 16 MiB, not a PEM file of certificates") {
+			t.Errorf("%+v: %v, want bad input saying the file is over 16 MiB", f, err)
+		}
+	}
+	ca := endpointstest.NewCA(t)
+	b, err := os.ReadFile(endpointstest.WritePEM(t, ca.Cert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() { w.Write(b); w.Close() }()
+	fifo := "/dev/fd/" + strconv.Itoa(int(r.Fd()))
+	if _, err := os.Stat(fifo); err != nil {
+		t.Skipf("no %s here", fifo)
+	}
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://127.0.0.1:1/v1", CACert: fifo}, func(string) string { return "" })
+	if err != nil || ep.Trust.CACert != fifo {
+		t.Errorf("a pipe: %v, want its CA read", err)
 	}
 }
