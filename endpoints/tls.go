@@ -68,7 +68,11 @@ func (t Trust) WithClient(certFile, keyFile, where string) (Trust, error) {
 		pems[i] = b
 	}
 	pair, err := tls.X509KeyPair(pems[0], pems[1])
-	if err != nil {
+	switch {
+	case err != nil && bytes.Contains(pems[1], []byte("ENCRYPTED")):
+		// PKCS#8's ENCRYPTED PRIVATE KEY, or OpenSSL's Proc-Type: 4,ENCRYPTED.
+		return Trust{}, badinput.Errorf("%s: the key %s is encrypted with a passphrase, which glmbench does not ask for: give it decrypted (openssl pkey -in %s -out client-key.pem)", where, keyFile, keyFile)
+	case err != nil:
 		return Trust{}, badinput.Errorf("%s (%s, %s): %s", where, certFile, keyFile, text.OneLine(err.Error()))
 	}
 	t.ClientCert, t.ClientKey, t.client = certFile, keyFile, &pair

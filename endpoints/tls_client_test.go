@@ -85,6 +85,12 @@ func TestAClientCertificateThatDoesNotLoadIsBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What openssl pkcs8 -topk8 -v2 aes256 writes; its body need not
+	// decrypt, since no passphrase is asked for.
+	encrypted := filepath.Join(t.TempDir(), "encrypted-key.pem")
+	if err := os.WriteFile(encrypted, []byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAsGCSqGSIb3DQEHAg==\n-----END ENCRYPTED PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name      string
 		cert, key string
@@ -94,6 +100,7 @@ func TestAClientCertificateThatDoesNotLoadIsBadInput(t *testing.T) {
 		{"no certificate", "", key, "give both"},
 		{"another's key", cert, otherKey, "private key does not match public key"},
 		{"no file", filepath.Join(t.TempDir(), "none.pem"), key, "no such file"},
+		{"an encrypted key", cert, encrypted, "the key " + encrypted + " is encrypted with a passphrase, which glmbench does not ask for: give it decrypted (openssl pkey -in " + encrypted},
 	} {
 		_, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://127.0.0.1:1/v1", ClientCert: tc.cert, ClientKey: tc.key}, func(string) string { return "" })
 		switch {
