@@ -293,7 +293,7 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 		// A check that passed (the agent asks of every one).
 		return "", false
 	case errors.As(err, &unknown):
-		return fmt.Sprintf("its TLS certificate is not trusted (%s): %s, %s", reason(unknown), ca, skip), true
+		return fmt.Sprintf("its TLS certificate is not trusted (%s)%s: %s, %s", reason(unknown), issuer(unknown), ca, skip), true
 	case errors.As(err, &host):
 		return fmt.Sprintf("its TLS certificate is for another host (%s): use a host name the certificate holds, %s", hostReason(host), skip), true
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
@@ -341,6 +341,18 @@ func (t Trust) alertHint(alert string) string {
 		return "it shares no TLS version or cipher suite with glmbench, or " + client
 	}
 	return "see the server's log for why"
+}
+
+// issuer names the CA that signed the certificate no root vouched for
+// (its subject, as openssl prints it), so the user can find the
+// certificate to give: an issuing CA the server does not send beside its
+// own certificate, say, though the bundle holds its root. "" when x509
+// did not say which certificate it was.
+func issuer(err x509.UnknownAuthorityError) string {
+	if err.Cert == nil || err.Cert.Issuer.String() == "" {
+		return ""
+	}
+	return ", issued by " + text.OneLine(err.Cert.Issuer.String())
 }
 
 // shownNames is how many of a certificate's names a refusal lists.

@@ -29,7 +29,8 @@ func writeFile(t *testing.T, name string, b []byte) string {
 // certificate of the pool as an anchor, self-signed or not), whether the
 // server sends its intermediate beside its leaf or not. A bundle of the
 // root alone, with a server that does not send the intermediate, does not
-// verify: the chain cannot be built.
+// verify (the chain cannot be built), and the refusal names the issuer of
+// the leaf: the certificate to add.
 func TestABundleWithCRLFABOMOrAnIntermediateOnlyVerifies(t *testing.T) {
 	t.Parallel()
 	root := endpointstest.NewCA(t)
@@ -66,6 +67,12 @@ func TestABundleWithCRLFABOMOrAnIntermediateOnlyVerifies(t *testing.T) {
 			t.Errorf("%s: models %v, err %v; want the one model", tc.name, ids, err)
 		case !tc.ok && !isTLS:
 			t.Errorf("%s: err %v, want a certificate refused", tc.name, err)
+		case !tc.ok:
+			// The refusal names the CA to give: the intermediate that
+			// signed the leaf, which the server did not send.
+			if msg, _ := ep.TLSFailure(err); !strings.Contains(msg, "), issued by CN=glmbench test intermediate CA: ") {
+				t.Errorf("%s: %q does not name the issuer", tc.name, msg)
+			}
 		}
 	}
 }
