@@ -2,7 +2,9 @@ package target
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints"
@@ -37,6 +39,29 @@ func TestAReportRecordsTheTrustOfAnHTTPSEndpointOnly(t *testing.T) {
 		got := (&Target{Endpoint: ep}).Report(f).Endpoint
 		if got.Insecure != tc.insecure || got.CACert != tc.caCert {
 			t.Errorf("%s %+v: recorded insecure %v, ca_cert %q; want %v, %q", tc.url, tc.flags, got.Insecure, got.CACert, tc.insecure, tc.caCert)
+		}
+	}
+}
+
+// --insecure warns on stderr once per endpoint opened, and only of an
+// https one: plain HTTP has no certificate to leave unverified.
+func TestTheInsecureWarningIsSaidOnlyOfHTTPS(t *testing.T) {
+	t.Parallel()
+	plain := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	_, tlsSrv, _ := endpointstest.StartTLS(t, endpointstest.VLLM, endpointstest.Options{}, nil)
+	for _, tc := range []struct {
+		base string
+		want int
+	}{{plain.BaseURL(), 0}, {tlsSrv.URL + "/v1", 1}} {
+		f, _, errOut := cmdutil.TestFactory(context.Background(), nil)
+		flags := endpoints.Flags{Endpoint: tc.base, Insecure: true, InsecureSet: true}
+		tg, err := OpenEndpoint(context.Background(), f, flags, 5*time.Second, "--endpoint", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.base, err)
+		}
+		tg.Close()
+		if n := strings.Count(errOut.String(), "NOT verified"); n != tc.want {
+			t.Errorf("%s: warned %d times, want %d:\n%s", tc.base, n, tc.want, errOut)
 		}
 	}
 }
