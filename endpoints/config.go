@@ -124,6 +124,14 @@ type Flags struct {
 	CACert      string
 	Insecure    bool
 	InsecureSet bool
+	// ClientCert and ClientKey are --client-cert and --client-key, the
+	// client certificate for a server that asks for one (mTLS); given,
+	// they replace an endpoints file's client_cert and client_key.
+	ClientCert, ClientKey string
+	// Prefix is the flags' names' prefix, in what Resolve and the
+	// endpoint's TLS failures say: "reference-" for eval compare's
+	// reference (--reference-ca-cert); "" for the endpoint's own.
+	Prefix string
 }
 
 // Given reports whether any endpoint was named; if not, the built-in engine is meant.
@@ -140,6 +148,10 @@ type fileEntry struct {
 	// absolute (as kubeconfig's certificate paths are).
 	CACert   string `json:"ca_cert"`
 	Insecure bool   `json:"insecure"`
+	// ClientCert and ClientKey are the client certificate's and its key's
+	// PEM files (mTLS), read as CACert is.
+	ClientCert string `json:"client_cert"`
+	ClientKey  string `json:"client_key"`
 }
 
 type fileDoc struct {
@@ -221,21 +233,60 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 // file's ca_cert and --ca-cert a file's insecure: true), else the endpoints
 // file's entry's. Both in one place is bad input: which was meant?
 func resolveTrust(f Flags, entry fileEntry) (Trust, error) {
+	t, err := resolveTrustOf(f, entry)
+	if err != nil {
+		return Trust{}, err
+	}
+	t.prefix = f.Prefix
+	// The client certificate is a setting of its own: --insecure does
+	// not stop a server asking for one.
+	if f.ClientCert != "" || f.ClientKey != "" {
+		return t.WithClient(f.ClientCert, f.ClientKey, "--"+f.Prefix+"client-cert and --"+f.Prefix+"client-key")
+	}
+	where := "endpoints file " + f.File + ": endpoint " + strconv.Quote(entry.Name) + ": client_cert and client_key"
+	return t.WithClient(f.fromFile(entry.ClientCert), f.fromFile(entry.ClientKey), where)
+}
+
+// fromFile is the path p of an endpoints file's entry: ~/ the home
+// folder, and relative to the file's folder unless absolute (as
+// kubeconfig's certificate paths are).
+func (f Flags) fromFile(p string) string {
+	p = homePath(p)
+	if p != "" && !filepath.IsAbs(p) {
+		p = filepath.Join(filepath.Dir(f.File), p)
+	}
+	return p
+}
+
+func resolveTrustOf(f Flags, entry fileEntry) (Trust, error) {
 	if f.CACert != "" || f.Insecure || f.InsecureSet {
+		caFlag, insecureFlag := "--"+f.Prefix+"ca-cert", "--"+f.Prefix+"insecure"
 		if f.CACert != "" && f.Insecure {
-			return Trust{}, badinput.Errorf("--ca-cert and --insecure: give one (--insecure verifies nothing, so a CA is not used)")
+			return Trust{}, badinput.Errorf("%s and %s: give one (%s verifies nothing, so a CA is not used)", caFlag, insecureFlag, insecureFlag)
 		}
-		return LoadTrust(f.CACert, f.Insecure, "--ca-cert")
+		return LoadTrust(f.CACert, f.Insecure, caFlag)
 	}
 	where := "endpoints file " + f.File + ": endpoint " + strconv.Quote(entry.Name) + ": ca_cert"
 	if entry.CACert != "" && entry.Insecure {
 		return Trust{}, badinput.Errorf("%s and insecure: give one", where)
 	}
-	ca := entry.CACert
-	if ca != "" && !filepath.IsAbs(ca) {
-		ca = filepath.Join(filepath.Dir(f.File), ca)
+	return LoadTrust(f.fromFile(entry.CACert), entry.Insecure, where)
+}
+
+// homePath is p with a leading ~/ (or a p of ~ alone) the home folder, as
+// a shell would have made it of a flag: YAML expands nothing, and a file's
+// relative path would otherwise name a folder called ~ beside the file. A
+// p without, or with no home folder known, is p.
+func homePath(p string) string {
+	rest, ok := strings.CutPrefix(p, "~")
+	if !ok || (rest != "" && rest[0] != '/' && rest[0] != filepath.Separator) {
+		return p
 	}
-	return LoadTrust(ca, entry.Insecure, where)
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return p
+	}
+	return filepath.Join(home, rest)
 }
 
 func redactHeaderArg(kv string) string {

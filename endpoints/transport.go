@@ -3,6 +3,8 @@ package endpoints
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -135,8 +137,8 @@ func (t *Transport) dialTLS(ctx context.Context, network, addr string) (net.Conn
 
 // handshake dials addr and completes a TLS handshake that offers only
 // HTTP/1.1, verifying the server's certificate as the transport's Trust says.
-func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+func (t *Transport) handshake(parent context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(parent, t.timeout)
 	defer cancel()
 	raw, err := t.dialTCP(ctx, network, addr)
 	if err != nil {
@@ -148,6 +150,11 @@ func (t *Transport) handshake(ctx context.Context, network, addr string) (net.Co
 	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
+		if errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
+			// The limit is the handshake's own, not the caller's: say so,
+			// rather than a bare "context deadline exceeded".
+			return nil, fmt.Errorf("the TLS handshake got no answer within %s (--connect-timeout): %w", t.timeout, err)
+		}
 		return nil, err
 	}
 	return c, nil

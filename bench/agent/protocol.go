@@ -49,7 +49,9 @@
 // machine; the coordinator's --insecure travels in the plan (it is a
 // statement about the endpoint, not about a host, and an agent left
 // verifying would fail every request), and an agent says on its stderr
-// that it does not verify. An agent that cannot verify the certificate
+// that it does not verify. A client certificate (mTLS) is the agent's own
+// too (glmbench agent --client-cert, --client-key): a key never travels.
+// An agent that cannot verify the certificate
 // answers the prepare 400 with the reason in one line, and the
 // coordinator counts it lost with that reason, before any load.
 package agent

@@ -40,7 +40,9 @@ type ServerOptions struct {
 	// Getenv reads the agent's environment (os.Getenv when nil).
 	Getenv func(string) string
 	// Trust is how the agent verifies an https endpoint's certificate (its
-	// --ca-cert); a plan's Insecure overrides it.
+	// --ca-cert), and the client certificate it sends one that asks (its
+	// --client-cert, --client-key); a plan's Insecure turns verification
+	// off, the client certificate kept.
 	Trust endpoints.Trust
 	// ErrOut is where the agent says, once, that a plan turned
 	// verification off (nil: nowhere).
@@ -157,7 +159,8 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	}
 	ep.Trust = s.opts.Trust
 	if p.Insecure {
-		ep.Trust = endpoints.Trust{Insecure: true}
+		// The agent's client certificate is still sent.
+		ep.Trust = s.opts.Trust.SkipVerify()
 	}
 	shard := p.Shard
 	o := &bench.Options{
@@ -185,7 +188,7 @@ func (s *Server) checkTLS(ctx context.Context, o *bench.Options) error {
 	if !ok {
 		return nil
 	}
-	return fmt.Errorf("agent %s: the endpoint %s: %s (--ca-cert on the agent, --insecure on the coordinator)", s.opts.Name, endpoints.RedactURL(ep.BaseURL), msg)
+	return fmt.Errorf("agent %s: the endpoint %s: %s (--ca-cert on the agent, --insecure on the coordinator, --client-cert and --client-key on the agent)", s.opts.Name, endpoints.RedactURL(ep.BaseURL), msg)
 }
 
 // warm opens a burst's connections before the agent answers ready, as

@@ -106,3 +106,44 @@ func TestAnAgentVerifiesWithItsOwnCAOrTheCoordinatorsInsecure(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint that asks for a client certificate (mTLS) gets each agent's
+// own (its --client-cert, --client-key), the coordinator's --insecure
+// keeping it: the agent given one sends its share to completion; the one
+// without is lost before any load, its reason naming --client-cert, though
+// TLS 1.3 lets its handshake end before the server refuses it.
+func TestAnAgentSendsItsOwnClientCertificate(t *testing.T) {
+	t.Parallel()
+	clientCA := endpointstest.NewCA(t)
+	_, srv, _ := endpointstest.StartTLSConfig(t, endpointstest.VLLM, endpointstest.Options{}, endpointstest.MTLS(clientCA))
+	cert, key := clientCA.ClientFiles()
+	withClient, err := endpoints.Trust{}.WithClient(cert, key, "--client-cert and --client-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Insecure: true, InsecureSet: true, ClientCert: cert, ClientKey: key}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.Model = "meta-llama/Llama-3.1-8B-Instruct"
+	o := &bench.Options{
+		Endpoint: ep, Shape: bench.Shape{Model: ep.Model, IgnoreEOS: true},
+		Limits:         endpoints.StreamLimits{TTFT: 30 * time.Second, Stall: 30 * time.Second},
+		ConnectTimeout: 2 * time.Second, PhaseCap: time.Minute, Seed: 3, Nonce: bench.NewNonce(),
+	}
+	plans, _, err := bench.Prepare(context.Background(), o, []bench.Spec{{Name: "mtls", N: 8, In: 32, Out: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns, _ := tlsAgents(t, withClient, endpoints.Trust{})
+	r := RunPhase(context.Background(), o, plans[0], conns).Result
+	if a := r.Agents[0]; a.Lost != "" || a.Records != 4 {
+		t.Errorf("the agent with the client certificate: lost %q, %d records; want none lost, 4", a.Lost, a.Records)
+	}
+	lost := r.Agents[1].Lost
+	for _, want := range []string{"agent-b", "tls: certificate required", "--client-cert FILE --client-key FILE", "--client-cert and --client-key on the agent"} {
+		if !strings.Contains(lost, want) {
+			t.Errorf("the agent without a client certificate is lost for %q, which lacks %q", lost, want)
+		}
+	}
+}

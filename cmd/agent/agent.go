@@ -32,6 +32,10 @@ type Options struct {
 	// system's roots for an https endpoint (the coordinator's is a path on
 	// its own machine, so it does not travel; its --insecure does).
 	CACert string
+	// ClientCert and ClientKey are --client-cert and --client-key: the
+	// client certificate this agent sends an endpoint that asks for one
+	// (mTLS); a key does not travel either.
+	ClientCert, ClientKey string
 }
 
 // NewCmdAgent binds agent's flags. runF replaces the run function in tests.
@@ -49,7 +53,9 @@ coordinator broadcasts on each agent's own clock (measured by NTP-style
 pings), and streams its records back. The API key is read from the agent's
 own environment (--api-key-env): no secret travels over the wire. Nor does
 a file: an endpoint behind a private CA is verified against the agent's own
---ca-cert (the coordinator's --insecure does travel, and the agent says so).`,
+--ca-cert, and one that asks for a client certificate (mTLS) gets the
+agent's own --client-cert and --client-key (the coordinator's --insecure
+does travel, and the agent says so).`,
 		Example: `  glmbench agent --listen :9400
   OPENAI_API_KEY=... glmbench agent --listen 0.0.0.0:9400 --api-key-env OPENAI_API_KEY`,
 		Args: cmdutil.NoArgs,
@@ -64,6 +70,8 @@ a file: an endpoint behind a private CA is verified against the agent's own
 	fl.StringVar(&o.Listen, "listen", ":9400", "address to listen on for the coordinator")
 	fl.StringVar(&o.APIKeyEnv, "api-key-env", "", "environment variable holding the endpoint's API key, read here, never sent (default "+endpoints.DefaultAPIKeyEnv+", which may then be unset)")
 	fl.StringVar(&o.CACert, "ca-cert", "", "PEM file of CA certificates to trust beside the system's, for an https endpoint behind a private CA")
+	fl.StringVar(&o.ClientCert, "client-cert", "", "PEM file of the client certificate for an endpoint that asks for one (mTLS), with --client-key")
+	fl.StringVar(&o.ClientKey, "client-key", "", "PEM file of --client-cert's private key")
 	fl.StringVar(&o.Name, "name", "", "the agent's name in the report (default: agent-$JOB_COMPLETION_INDEX on Kubernetes, else the host name)")
 	return cmd
 }
@@ -90,6 +98,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	trust, err := endpoints.LoadTrust(o.CACert, false, "--ca-cert")
 	if err != nil {
+		return err
+	}
+	if trust, err = trust.WithClient(o.ClientCert, o.ClientKey, "--client-cert and --client-key"); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", o.Listen)

@@ -25,3 +25,14 @@ func TestAnAgentsCACertWithoutACertificateExitsTwoBeforeItListens(t *testing.T) 
 		t.Fatalf("exit %d, stderr %q: want exit 2 in one line naming the file and what it holds", code, errOut.String())
 	}
 }
+
+// An agent's --client-cert without --client-key is bad input in one line,
+// said before the agent listens.
+func TestAnAgentsClientCertWithoutItsKeyExitsTwoBeforeItListens(t *testing.T) {
+	t.Parallel()
+	f, _, errOut := cmdutil.TestFactory(context.Background(), nil)
+	err := cmdtest.Execute(f, NewCmdAgent, "--listen", "127.0.0.1:0", "--client-cert", filepath.Join(t.TempDir(), "client.pem"))
+	if code := cmdutil.ExitCode(err); code != cmdutil.ExitBadInput || strings.Count(errOut.String(), "\n") != 1 || !strings.Contains(errOut.String(), "--client-cert and --client-key: give both") {
+		t.Fatalf("exit %d, stderr %q: want exit 2 in one line saying to give both", code, errOut.String())
+	}
+}

@@ -89,6 +89,11 @@ model, by the rule the report states. --extra-body adds a JSON object's
 fields to every request, the endpoint's and the reference's alike (the
 verdict compares answers to the same request), and the report records it.
 
+The reference's certificate is verified by its own --reference-ca-cert or
+--reference-insecure (or its endpoints file's ca_cert, insecure), and its
+client certificate is --reference-client-cert, --reference-client-key, as
+the endpoint's are --ca-cert, --insecure, --client-cert and --client-key.
+
 Without endpoints, two built-in engines are compared: the endpoint's with
 --weight-dtype and --seed, the reference's with --reference-weight-dtype and
 --reference-seed (fp32, seed 1 by default), so
@@ -99,6 +104,12 @@ measures what a 4-bit quantization of the same checkpoint changes.`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.shared().Parsed()
+			// What the parse tells of the reference's flags, as Parsed
+			// records it of the endpoint's.
+			fl := cmd.Flags()
+			o.Reference.APIKeyEnvSet = fl.Changed("reference-api-key-env")
+			o.Reference.InsecureSet = fl.Changed("reference-insecure")
+			o.Reference.Prefix = "reference-"
 			if runF != nil {
 				return runF(o)
 			}
@@ -113,6 +124,10 @@ measures what a 4-bit quantization of the same checkpoint changes.`,
 	fl.StringArrayVar(&o.Reference.Headers, "reference-header", nil, "extra request header K=V for the reference (repeatable; values never appear in output)")
 	fl.StringVar(&o.Reference.File, "reference-endpoints", "", "YAML file of endpoints holding the reference")
 	fl.StringVar(&o.Reference.Name, "reference-name", "", "which endpoint of --reference-endpoints is the reference")
+	fl.StringVar(&o.Reference.CACert, "reference-ca-cert", "", "PEM file of CA certificates to trust beside the system's for the reference (a reference behind a private CA)")
+	fl.BoolVar(&o.Reference.Insecure, "reference-insecure", false, "do not verify the reference's TLS certificate (a self-signed lab server)")
+	fl.StringVar(&o.Reference.ClientCert, "reference-client-cert", "", "PEM file of the client certificate for a reference that asks for one (mTLS), with --reference-client-key")
+	fl.StringVar(&o.Reference.ClientKey, "reference-client-key", "", "PEM file of --reference-client-cert's private key")
 	fl.IntVar(&o.Tokens, "tokens", 64, "greedy continuation length (max_tokens) of each prompt")
 	fl.IntVar(&o.TopLogprobs, "top-logprobs", 5, "top_logprobs asked per position (0: none)")
 	fl.IntVar(&o.Limit, "limit", 0, "compare at most N prompts (0: all)")

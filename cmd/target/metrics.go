@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -86,6 +87,10 @@ func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.
 		every = bench.DefaultMetricsInterval
 	}
 	switch {
+	case err != nil && given && strings.Contains(err.Error(), "x509: "):
+		// Another host's certificate (an exporter beside the server): the
+		// scrape trusts what the endpoint's requests trust.
+		return nil, "", badinput.Errorf("--metrics-url %s: %v; the scrape verifies as the endpoint's requests do: give a --ca-cert FILE that holds its CA too, or skip verification with --insecure", shown, err)
 	case err != nil && given:
 		return nil, "", badinput.Errorf("--metrics-url %s: %v", shown, err)
 	case err != nil:

@@ -67,9 +67,9 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		ctx = context.Background()
 	}
 	t := &Target{connect: connect}
-	if !flags.Given() && (flags.CACert != "" || flags.Insecure) {
+	if !flags.Given() && (flags.CACert != "" || flags.Insecure || flags.ClientCert != "" || flags.ClientKey != "") {
 		// The built-in engine serves plain HTTP on loopback: nothing to verify.
-		return nil, badinput.Errorf("--ca-cert and --insecure verify an https %s: the built-in engine serves plain HTTP", flag)
+		return nil, badinput.Errorf("--%sca-cert, --%sinsecure and --%sclient-cert are for an https %s: the built-in engine serves plain HTTP", flags.Prefix, flags.Prefix, flags.Prefix, flag)
 	}
 	if !flags.Given() {
 		o := engine.DefaultOptions()
@@ -94,7 +94,7 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		return nil, err
 	}
 	if ep.Trust.Insecure && strings.HasPrefix(ep.BaseURL, "https:") {
-		why := "--insecure"
+		why := "--" + flags.Prefix + "insecure"
 		if !flags.Insecure {
 			why = "insecure: true in " + flags.File
 		}
@@ -123,10 +123,12 @@ func addEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
 	fl.StringVar(&f.Model, "model", "", "model id (default: the first that /v1/models lists)")
 	fl.StringVar(&f.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the API key")
 	fl.StringArrayVar(&f.Headers, "header", nil, "extra request header K=V (repeatable; values never appear in output)")
-	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers, ca_cert, insecure}]")
+	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers, ca_cert, insecure, client_cert, client_key}]")
 	fl.StringVar(&f.Name, "name", "", "which endpoint of --endpoints to use")
 	fl.StringVar(&f.CACert, "ca-cert", "", "PEM file of CA certificates to trust beside the system's (an endpoint behind a private CA)")
 	fl.BoolVar(&f.Insecure, "insecure", false, "do not verify the endpoint's TLS certificate (a self-signed lab server)")
+	fl.StringVar(&f.ClientCert, "client-cert", "", "PEM file of the client certificate for an endpoint that asks for one (mTLS), with --client-key")
+	fl.StringVar(&f.ClientKey, "client-key", "", "PEM file of --client-cert's private key")
 }
 
 // resolveModel checks the endpoint answers and, without --model, takes the
@@ -277,10 +279,15 @@ func PathSafe(s string) string {
 // sections.
 func (t *Target) Report(f *cmdutil.Factory) *schema.Report {
 	ep := t.Endpoint
+	// Plain HTTP verified nothing, whatever --insecure or --ca-cert said.
+	var trust endpoints.Trust
+	if strings.HasPrefix(ep.BaseURL, "https:") {
+		trust = ep.Trust
+	}
 	return &schema.Report{
 		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
 		Label: t.Label, StartedAt: t.Started.UTC(), FinishedAt: f.Now().UTC(),
-		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames(), Insecure: ep.Trust.Insecure, CACert: ep.Trust.CACert},
+		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames(), Insecure: trust.Insecure, CACert: trust.CACert},
 		Phases:   []schema.PhaseResult{},
 	}
 }

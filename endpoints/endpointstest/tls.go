@@ -53,6 +53,31 @@ func NewCA(t testing.TB) *CA {
 	return &CA{Cert: c, key: key, t: t}
 }
 
+// Intermediate is a CA that ca signs, as a public CA's issuing CA: a
+// leaf it signs chains to ca only through it.
+func (ca *CA) Intermediate() *CA {
+	ca.t.Helper()
+	key := newKey(ca.t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "glmbench test intermediate CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	return &CA{Cert: c, key: key, t: ca.t}
+}
+
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -94,6 +119,42 @@ func (ca *CA) Leaf(notAfter time.Time, hosts ...string) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
+// ClientFiles writes a client certificate the CA signs (for mTLS: a
+// server that asks for one and verifies it against the CA) and its key as
+// PEM files in a temporary folder, and returns their paths: what
+// --client-cert and --client-key are given.
+func (ca *CA) ClientFiles() (certFile, keyFile string) {
+	ca.t.Helper()
+	key := newKey(ca.t)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "glmbench test client"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		ca.t.Fatal(err)
+	}
+	dir := ca.t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
+	for _, f := range []struct {
+		path string
+		b    *pem.Block
+	}{{certFile, &pem.Block{Type: "CERTIFICATE", Bytes: der}}, {keyFile, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}}} {
+		if err := os.WriteFile(f.path, pem.EncodeToMemory(f.b), 0o600); err != nil {
+			ca.t.Fatal(err)
+		}
+	}
+	return certFile, keyFile
+}
+
 // WritePEM writes certs as a PEM bundle in a temporary folder and returns
 // its path: what --ca-cert is given.
 func WritePEM(t testing.TB, certs ...*x509.Certificate) string {
@@ -115,6 +176,17 @@ func WritePEM(t testing.TB, certs ...*x509.Certificate) string {
 // signed by its own CA: srv.Certificate()) when cert is nil. Conns counts
 // the connections it accepted; the caller closes the server.
 func TLSServer(handler http.Handler, cert *tls.Certificate) (srv *httptest.Server, conns *atomic.Int64) {
+	var cfg *tls.Config
+	if cert != nil {
+		cfg = &tls.Config{Certificates: []tls.Certificate{*cert}}
+	}
+	return TLSServerConfig(handler, cfg)
+}
+
+// TLSServerConfig is TLSServer with cfg's settings (a client certificate
+// asked for, a highest version), httptest's certificate when cfg has
+// none; cfg nil is TLSServer's defaults.
+func TLSServerConfig(handler http.Handler, cfg *tls.Config) (srv *httptest.Server, conns *atomic.Int64) {
 	conns = new(atomic.Int64)
 	srv = httptest.NewUnstartedServer(handler)
 	srv.EnableHTTP2 = true
@@ -126,11 +198,18 @@ func TLSServer(handler http.Handler, cert *tls.Certificate) (srv *httptest.Serve
 			conns.Add(1)
 		}
 	}
-	if cert != nil {
-		srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
-	}
+	srv.TLS = cfg
 	srv.StartTLS()
 	return srv, conns
+}
+
+// MTLS is a server configuration that asks for a client certificate and
+// verifies it against ca (vLLM's --ssl-cert-reqs 2 --ssl-ca-certs, an
+// mTLS gateway).
+func MTLS(ca *CA) *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	return &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
 }
 
 // StartTLS serves the personality name over TLS too (see TLSServer): its
@@ -138,8 +217,18 @@ func TLSServer(handler http.Handler, cert *tls.Certificate) (srv *httptest.Serve
 // /metrics included, answers there. Both servers close when t ends.
 func StartTLS(t testing.TB, name string, o Options, cert *tls.Certificate) (p *Personality, srv *httptest.Server, conns *atomic.Int64) {
 	t.Helper()
+	var cfg *tls.Config
+	if cert != nil {
+		cfg = &tls.Config{Certificates: []tls.Certificate{*cert}}
+	}
+	return StartTLSConfig(t, name, o, cfg)
+}
+
+// StartTLSConfig is StartTLS with cfg's settings (see TLSServerConfig).
+func StartTLSConfig(t testing.TB, name string, o Options, cfg *tls.Config) (p *Personality, srv *httptest.Server, conns *atomic.Int64) {
+	t.Helper()
 	p = Start(t, name, o)
-	srv, conns = TLSServer(p.Config.Handler, cert)
+	srv, conns = TLSServerConfig(p.Config.Handler, cfg)
 	t.Cleanup(srv.Close)
 	return p, srv, conns
 }
