@@ -186,6 +186,7 @@ func TestReportMDNamesTheExtraBodyOfEvalsAndTheTLSTrust(t *testing.T) {
 	}{
 		{func(r *schema.Report) { r.Endpoint.Insecure = true }, "- TLS: the certificate was **not** verified (--insecure)\n"},
 		{func(r *schema.Report) { r.Endpoint.CACert = "/etc/ca/internal.pem" }, "- TLS: verified against `/etc/ca/internal.pem` beside the system's roots\n"},
+		{func(r *schema.Report) { r.Endpoint.ClientCert = "/etc/tls/me.pem" }, "- TLS client certificate: `/etc/tls/me.pem`\n"},
 		{func(r *schema.Report) {}, ""},
 	} {
 		got := md(tc.edit)

@@ -266,6 +266,9 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 	} else if r.Endpoint.CACert != "" {
 		p.f("- TLS: verified against %s beside the system's roots\n", codeSpan(r.Endpoint.CACert))
 	}
+	if r.Endpoint.ClientCert != "" {
+		p.f("- TLS client certificate: %s\n", codeSpan(r.Endpoint.ClientCert))
+	}
 	if r.Nonce == "" { // evals or conformance alone: no load was run
 		p.f("- run: %s → %s, %s %s\n", r.StartedAt.UTC().Format(time.RFC3339), r.FinishedAt.UTC().Format(time.RFC3339), r.Tool.Name, r.Tool.Version)
 		p.extraBody(r.Options)

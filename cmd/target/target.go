@@ -287,7 +287,7 @@ func (t *Target) Report(f *cmdutil.Factory) *schema.Report {
 	return &schema.Report{
 		Schema: schema.ReportSchema, Tool: schema.Tool{Name: "glmbench", Version: f.Version},
 		Label: t.Label, StartedAt: t.Started.UTC(), FinishedAt: f.Now().UTC(),
-		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames(), Insecure: trust.Insecure, CACert: trust.CACert},
+		Endpoint: schema.Endpoint{BaseURL: endpoints.RedactURL(ep.BaseURL), Model: ep.Model, Builtin: ep.Builtin, Headers: ep.HeaderNames(), Insecure: trust.Insecure, CACert: trust.CACert, ClientCert: trust.ClientCert},
 		Phases:   []schema.PhaseResult{},
 	}
 }

@@ -18,7 +18,9 @@ import (
 // something false. The same flags for https are recorded.
 func TestAReportRecordsTheTrustOfAnHTTPSEndpointOnly(t *testing.T) {
 	t.Parallel()
-	ca := endpointstest.WritePEM(t, endpointstest.NewCA(t).Cert)
+	authority := endpointstest.NewCA(t)
+	ca := endpointstest.WritePEM(t, authority.Cert)
+	cert, key := authority.ClientFiles()
 	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
 	for _, tc := range []struct {
 		url      string
@@ -26,6 +28,8 @@ func TestAReportRecordsTheTrustOfAnHTTPSEndpointOnly(t *testing.T) {
 		insecure bool
 		caCert   string
 	}{
+		{"https://10.0.0.1/v1", endpoints.Flags{CACert: ca, ClientCert: cert, ClientKey: key}, false, ca},
+		{"http://10.0.0.1:8000/v1", endpoints.Flags{ClientCert: cert, ClientKey: key}, false, ""},
 		{"http://10.0.0.1:8000/v1", endpoints.Flags{Insecure: true, InsecureSet: true}, false, ""},
 		{"http://10.0.0.1:8000/v1", endpoints.Flags{CACert: ca}, false, ""},
 		{"https://10.0.0.1/v1", endpoints.Flags{Insecure: true, InsecureSet: true}, true, ""},
@@ -37,6 +41,9 @@ func TestAReportRecordsTheTrustOfAnHTTPSEndpointOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := (&Target{Endpoint: ep}).Report(f).Endpoint
+		if wantCert := map[bool]string{true: tc.flags.ClientCert}[strings.HasPrefix(tc.url, "https:")]; got.ClientCert != wantCert {
+			t.Errorf("%s %+v: recorded client_cert %q, want %q", tc.url, tc.flags, got.ClientCert, wantCert)
+		}
 		if got.Insecure != tc.insecure || got.CACert != tc.caCert {
 			t.Errorf("%s %+v: recorded insecure %v, ca_cert %q; want %v, %q", tc.url, tc.flags, got.Insecure, got.CACert, tc.insecure, tc.caCert)
 		}

@@ -570,7 +570,8 @@ func (o *Options) Extra() string {
 }
 
 // Endpoint describes what was measured. Headers are recorded by name only.
-// Insecure and CACert say how an https endpoint's certificate was verified.
+// Insecure and CACert say how an https endpoint's certificate was verified,
+// ClientCert which certificate glmbench showed it.
 type Endpoint struct {
 	BaseURL    string         `json:"base_url"`
 	Model      string         `json:"model"`
@@ -582,6 +583,9 @@ type Endpoint struct {
 	// CACert is the path of the PEM bundle trusted beside the system's
 	// roots (--ca-cert, or an endpoints file's ca_cert), "" for none.
 	CACert string `json:"ca_cert,omitempty"`
+	// ClientCert is the path of the client certificate sent to an
+	// endpoint that asks for one (mTLS: --client-cert), "" for none.
+	ClientCert string `json:"client_cert,omitempty"`
 }
 
 // Client is the harness's account of its own load during the run.
