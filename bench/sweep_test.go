@@ -86,6 +86,11 @@ func TestSweepFindsTheCapacityTheCostModelGives(t *testing.T) {
 			res := sweepOn(t, o, plan, schema.SweepConcurrency,
 				&Search{Integer: true, Start: tc.start, Resolution: 0.05, MaxPoints: 12}, "tpot < "+tc.tpot.String())
 			want := float64(tc.tpot-tc.cost.StepOverhead) / float64(tc.cost.DecodeSeq)
+			if res.Stop == schema.StopSaturated {
+				// The sweep itself says its last point is no measurement: the
+				// host was too busy for the client to keep its users' pace.
+				t.Skipf("the sweep stopped because the client saturated: the host is too loaded for this check")
+			}
 			if res.Capacity == nil {
 				t.Fatalf("no capacity (stop %s); want about %.1f", res.Stop, want)
 			}
