@@ -102,7 +102,7 @@ func TestTheRegistryIsWellFormed(t *testing.T) {
 		seen[c.ID] = true
 	}
 	// The first check to stream must be the one that sends several streams.
-	streaming := []string{"stream", "stream-usage", "max-tokens", "concurrent-streams", "disconnect", "go-openai", "rate-limit", "queue-overflow"}
+	streaming := []string{"stream", "stream-usage", "max-tokens", "concurrent-streams", "disconnect", "go-openai", "rate-limit", "queue-overflow", "tool-choice-stream"}
 	for _, id := range IDs() {
 		if slices.Contains(streaming, id) {
 			if id != "stream" {
@@ -154,9 +154,11 @@ func TestSelectAddsWhatTheChecksNeedAndRefusesWhatCannotRun(t *testing.T) {
 // builtinSkips are the checks the reference engine cannot pass: its model
 // has random weights and calls no tool; the probes are off by default.
 var builtinSkips = map[string]string{
-	"tool-calls":     "random-weight",
-	"rate-limit":     "--probe-limits",
-	"queue-overflow": "--probe-limits",
+	"tool-calls":         "random-weight",
+	"tool-choice":        "random-weight",
+	"tool-choice-stream": "random-weight",
+	"rate-limit":         "--probe-limits",
+	"queue-overflow":     "--probe-limits",
 }
 
 func TestTheBuiltInEnginePassesEveryCheckItCan(t *testing.T) {
