@@ -207,7 +207,8 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 			skip: map[string]string{"echo-max-tokens-0": "needs completions-echo"}},
 		{fault: "stall=0.5", fail: map[string]string{"stream": "stream stalled after the first token"},
 			skip: map[string]string{"stream-usage": "needs stream", "max-tokens": "needs stream",
-				"concurrent-streams": "needs stream-usage", "disconnect": "needs stream", "go-openai": "needs stream-usage"}},
+				"concurrent-streams": "needs stream-usage", "disconnect": "needs stream", "go-openai": "needs stream-usage",
+				"tool-choice-stream": "needs stream"}},
 		// Streams that end after their finish_reason without [DONE] are
 		// complete for glmbench run: only the strict shape fails.
 		{fault: "drop-done", fail: map[string]string{"stream": "without data: [DONE]"}},
@@ -241,6 +242,9 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 				why, builtin := builtinSkips[c.ID]
 				if c.Probe && tc.probe > 0 {
 					builtin = false // the probes run, and pass
+				}
+				if mustFail || mustSkip {
+					builtin = false // the fault decides first: a need it breaks
 				}
 				switch {
 				case mustFail && (r.Status != string(Fail) || !strings.Contains(r.Detail, wantFail)):
