@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
@@ -313,4 +314,52 @@ func TestAForcedCallStreamedWrongFailsSayingHow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server that refuses tools fails tool-choice with its message, and the
+// stream check, which needs a request with tools answered, is a skip
+// naming that need rather than a second failure of the same refusal.
+func TestARefusalOfToolsSkipsTheStreamCheck(t *testing.T) {
+	t.Parallel()
+	base, model := toolServer{whole: func(bool) (int, string) {
+		return 400, `{"error":{"code":400,"message":"tools param requires --jinja flag","type":"invalid_request_error"}}`
+	}}.start(t)
+	got := toolOnly(t, base, model)
+	if !strings.HasPrefix(got["tool-choice"], "fail: named tool_choice: HTTP 400: tools param requires --jinja flag") {
+		t.Errorf("tool-choice: %s", got["tool-choice"])
+	}
+	if want := "skip: needs tool-choice (a request with tools and a forced tool_choice answered with a 200), which failed"; got["tool-choice-stream"] != want {
+		t.Errorf("tool-choice-stream: %s, want %s", got["tool-choice-stream"], want)
+	}
+}
+
+// An entry of any JSON decodes without error, so that no entry costs its
+// chunk; an entry of OpenAI's types is read back field for field, with no
+// shape problem, and one whose arguments are not a string says so.
+func FuzzToolCallEntries(f *testing.F) {
+	f.Add(0, "call_1", "function", "get_weather", `{"city": "Paris"}`, []byte(`{"index": 0.5, "function": {"arguments": {}}}`))
+	f.Add(3, "", "", "", "", []byte(`[1, null]`))
+	f.Fuzz(func(t *testing.T, index int, id, typ, name, args string, raw []byte) {
+		for _, s := range []string{id, typ, name, args} {
+			if !utf8.ValidString(s) {
+				return // JSON would carry U+FFFD for it: not the string sent
+			}
+		}
+		var whatever toolCall
+		if json.Valid(raw) {
+			if err := json.Unmarshal(raw, &whatever); err != nil {
+				t.Fatalf("%s: %v", raw, err)
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"index": index, "id": id, "type": typ, "function": map[string]any{"name": name, "arguments": args}})
+		var tc toolCall
+		if err := json.Unmarshal(b, &tc); err != nil || tc.shape != "" || tc.Index == nil || *tc.Index != index ||
+			tc.ID != id || tc.Type != typ || tc.Function.Name != name || tc.Function.Arguments != args {
+			t.Fatalf("%s read as %+v (%v)", b, tc, err)
+		}
+		b, _ = json.Marshal(map[string]any{"index": index, "function": map[string]any{"name": name, "arguments": map[string]any{"city": args}}})
+		if json.Unmarshal(b, &tc) != nil || tc.shape != "function.arguments is a JSON object, not a string" {
+			t.Fatalf("%s: shape %q", b, tc.shape)
+		}
+	})
 }
