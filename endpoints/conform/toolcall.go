@@ -283,7 +283,7 @@ func finishVerdict(fc forced, finish string) (note string, out *outcome) {
 	case finish == "tool_calls":
 		return "", nil
 	case finish == "stop" && fc.named:
-		return ` (not "tool_calls", which the API reference documents: OpenAI answers a named tool_choice so, and vLLM follows it; a client that waits for "tool_calls" misses the call)`, nil
+		return ` (OpenAI's and vLLM's answer to a named tool_choice; the API reference documents "tool_calls", which a client may wait for)`, nil
 	case finish == "":
 		o := fail("no finish_reason beside the call")
 		return "", &o

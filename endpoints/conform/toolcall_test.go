@@ -67,7 +67,7 @@ func TestForcedToolCallsPassInEachServersShape(t *testing.T) {
 				if !strings.HasPrefix(got, "pass: "+named) || !strings.Contains(got, `tool_choice "required": get_weather(`) {
 					t.Errorf("%s: %s, want a pass of both choices", id, got)
 				}
-				if said := strings.Contains(got, `finish_reason stop (not "tool_calls"`); said != namedStop {
+				if said := strings.Contains(got, `finish_reason stop (OpenAI's and vLLM's answer to a named tool_choice`); said != namedStop {
 					t.Errorf("%s: %s; saying the named call's finish_reason stop: %v, want %v", id, got, said, namedStop)
 				}
 				if n := strings.Count(got, "finish_reason tool_calls"); n != map[bool]int{true: 1, false: 2}[namedStop] {
@@ -91,6 +91,21 @@ func TestTheFakesArgumentsLackTheRequiredCity(t *testing.T) {
 	for id, got := range res {
 		if !strings.HasPrefix(got, "fail: named tool_choice") || !strings.Contains(got, `lack "city", which the tool's schema requires`) {
 			t.Errorf("%s: %s, want a failure naming the missing city", id, got)
+		}
+	}
+}
+
+// A model that never stops runs its call to max_tokens: vLLM's fake ends
+// the named call with finish_reason "length" and arguments unclosed, which
+// says nothing of the server, so both checks are skips saying so.
+func TestACallCutAtMaxTokensIsASkip(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	srv := httptest.NewServer(cityArguments(p.Config.Handler))
+	defer srv.Close()
+	for id, got := range toolOnly(t, srv.URL+"/v1", p.Opts.Model) {
+		if !strings.HasPrefix(got, "skip: named tool_choice") || !strings.Contains(got, "the call was cut at max_tokens 256 (finish_reason length), its arguments unfinished") {
+			t.Errorf("%s: %s, want a skip: the call was cut", id, got)
 		}
 	}
 }
@@ -190,7 +205,7 @@ func TestAForcedCallAnsweredWrongFailsSayingHow(t *testing.T) {
 		{"a well-formed call", wholeCall(nil), `pass: named tool_choice: get_weather({"city": "Paris"}), finish_reason tool_calls; tool_choice "required": get_weather(`},
 		{"stop for the named choice", func(named bool) (int, string) {
 			return 200, answerOf(goodCall(nil), map[bool]string{true: "stop", false: "tool_calls"}[named])
-		}, `pass: named tool_choice: get_weather({"city": "Paris"}), finish_reason stop (not "tool_calls"`},
+		}, `pass: named tool_choice: get_weather({"city": "Paris"}), finish_reason stop (OpenAI's and vLLM's answer to a named tool_choice`},
 		{"stop for required", func(bool) (int, string) { return 200, answerOf(goodCall(nil), "stop") },
 			`fail: tool_choice "required": finish_reason "stop" beside a complete call, want "tool_calls"`},
 		{"the call as text in content (no tool parser)", func(bool) (int, string) {
