@@ -30,9 +30,11 @@ import (
 // tool's schema (a named choice to the function's parameters, "required"
 // to a list of calls), so even a random-weight model's call is well
 // formed and these checks judge the server alone. llama.cpp with --jinja
-// constrains "required" by its grammar, but reads tool_choice only as a
-// string: the object naming a function is taken for "auto", with a
-// warning in its log (json_value in tools/server/utils.hpp).
+// constrains "required" by its grammar, but its builds read tool_choice
+// only as a string: the object naming a function is taken for "auto",
+// with a warning "Wrong type supplied for parameter 'tool_choice'" in its
+// log (json_value and oaicompat_chat_params_parse in
+// tools/server/utils.hpp; read from source).
 
 // weatherCities are the values the tool's city may take. The enum bounds
 // a call made under a grammar: after `{"city": ` only these fit, so a
@@ -216,10 +218,10 @@ func (s *suite) judgeCalls(fc forced, calls []call, content string, reasoning in
 // before calling it, and a random-weight one's thinking is any tokens.
 func noCall(r redactor, content string, reasoning int, finish, where string) outcome {
 	notForced := "The server did not force the call, as vLLM and SGLang do by constraining decoding to the tool's schema " +
-		"(llama.cpp takes a named tool_choice for \"auto\"), and the model made none (a random-weight model cannot)"
+		"(llama.cpp, reading tool_choice only as a string, takes a named one for \"auto\"), and the model made none (a random-weight model cannot)"
 	switch {
 	case callText(content):
-		return fail("no %s, but the content holds the call as text: %s (the server parsed no call: vLLM parses one only with --tool-call-parser for the model's family, llama.cpp only with --jinja)",
+		return fail("no %s, but the content holds the call as text: %s (the server parsed no call out of the model's text)",
 			where, r.clip(content, 80))
 	case strings.TrimSpace(content) != "":
 		return skip("no %s: %d characters of text, finish_reason %q, and no call in them. %s", where, utf8.RuneCountInString(content), finish, notForced)
