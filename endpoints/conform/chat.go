@@ -364,11 +364,7 @@ func thinkTag(text string) string {
 const weatherTool = "get_weather"
 
 func checkToolCalls(ctx context.Context, s *suite) outcome {
-	tools := []map[string]any{{"type": "function", "function": map[string]any{
-		"name": weatherTool, "description": "Get the current weather in a city.",
-		"parameters": map[string]any{"type": "object", "required": []string{"city"},
-			"properties": map[string]any{"city": map[string]any{"type": "string", "description": "the city's name"}}},
-	}}}
+	tools := weatherTools()
 	c, _, p := s.chatAnswer(ctx, s.chatBody(weatherPrompt, 128, map[string]any{"temperature": 0, "tools": tools, "tool_choice": "auto"}))
 	if p != "" {
 		return fail("a request with tools: %s", p)
@@ -386,6 +382,8 @@ func checkToolCalls(ctx context.Context, s *suite) outcome {
 	for i, tc := range m.ToolCalls {
 		var args map[string]any
 		switch {
+		case tc.shape != "":
+			return fail("tool_calls[%d]: %s", i, tc.shape)
 		case tc.ID == "":
 			return fail("tool_calls[%d] has no id", i)
 		case tc.Type != "function":

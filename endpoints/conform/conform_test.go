@@ -102,7 +102,7 @@ func TestTheRegistryIsWellFormed(t *testing.T) {
 		seen[c.ID] = true
 	}
 	// The first check to stream must be the one that sends several streams.
-	streaming := []string{"stream", "stream-usage", "max-tokens", "concurrent-streams", "disconnect", "go-openai", "rate-limit", "queue-overflow"}
+	streaming := []string{"stream", "stream-usage", "max-tokens", "concurrent-streams", "disconnect", "go-openai", "rate-limit", "queue-overflow", "tool-choice-stream"}
 	for _, id := range IDs() {
 		if slices.Contains(streaming, id) {
 			if id != "stream" {
@@ -154,9 +154,11 @@ func TestSelectAddsWhatTheChecksNeedAndRefusesWhatCannotRun(t *testing.T) {
 // builtinSkips are the checks the reference engine cannot pass: its model
 // has random weights and calls no tool; the probes are off by default.
 var builtinSkips = map[string]string{
-	"tool-calls":     "random-weight",
-	"rate-limit":     "--probe-limits",
-	"queue-overflow": "--probe-limits",
+	"tool-calls":         "random-weight",
+	"tool-choice":        "random-weight",
+	"tool-choice-stream": "random-weight",
+	"rate-limit":         "--probe-limits",
+	"queue-overflow":     "--probe-limits",
 }
 
 func TestTheBuiltInEnginePassesEveryCheckItCan(t *testing.T) {
@@ -205,7 +207,8 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 			skip: map[string]string{"echo-max-tokens-0": "needs completions-echo"}},
 		{fault: "stall=0.5", fail: map[string]string{"stream": "stream stalled after the first token"},
 			skip: map[string]string{"stream-usage": "needs stream", "max-tokens": "needs stream",
-				"concurrent-streams": "needs stream-usage", "disconnect": "needs stream", "go-openai": "needs stream-usage"}},
+				"concurrent-streams": "needs stream-usage", "disconnect": "needs stream", "go-openai": "needs stream-usage",
+				"tool-choice-stream": "needs stream"}},
 		// Streams that end after their finish_reason without [DONE] are
 		// complete for glmbench run: only the strict shape fails.
 		{fault: "drop-done", fail: map[string]string{"stream": "without data: [DONE]"}},
@@ -239,6 +242,9 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 				why, builtin := builtinSkips[c.ID]
 				if c.Probe && tc.probe > 0 {
 					builtin = false // the probes run, and pass
+				}
+				if mustFail || mustSkip {
+					builtin = false // the fault decides first: a need it breaks
 				}
 				switch {
 				case mustFail && (r.Status != string(Fail) || !strings.Contains(r.Detail, wantFail)):

@@ -2,6 +2,7 @@ package conform
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -307,13 +308,84 @@ func (m *message) content() string { return deref(m.Content) }
 
 func (m *message) reasoning() string { return deref(m.ReasoningContent) + deref(m.Reasoning) }
 
+// toolCall is an entry of message.tool_calls, or of a delta's tool_calls.
+// It decodes whatever the entry holds (see UnmarshalJSON), so that an
+// entry of the wrong types is named by the check that reads it rather
+// than losing its whole chunk or answer.
 type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
+	// Index is the call a streamed entry belongs to, nil when absent (a
+	// non-streamed call has none).
+	Index    *int
+	ID       string
+	Type     string
 	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+		Name      string
+		Arguments string
+	}
+	// shape names the first field that is not of OpenAI's type, "" when
+	// none is: null counts as absent, as SGLang writes absent fields.
+	shape string
+}
+
+// UnmarshalJSON reads an entry's fields, null or absent as "", and never
+// fails on a field of the wrong type: it records it in shape.
+func (tc *toolCall) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Index    json.RawMessage `json:"index"`
+		ID       json.RawMessage `json:"id"`
+		Type     json.RawMessage `json:"type"`
+		Function json.RawMessage `json:"function"`
+	}
+	*tc = toolCall{}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		tc.shape = "the entry is not a JSON object"
+		return nil
+	}
+	var fn struct {
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if absent(raw.Function) || json.Unmarshal(raw.Function, &fn) != nil {
+		tc.shape = cmp.Or(tc.shape, "function is not an object")
+	}
+	if !absent(raw.Index) {
+		var i int
+		if json.Unmarshal(raw.Index, &i) != nil {
+			tc.shape = "index is not an integer: " + clip(string(raw.Index), 24)
+		} else {
+			tc.Index = &i
+		}
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		to   *string
+	}{{"id", raw.ID, &tc.ID}, {"type", raw.Type, &tc.Type}, {"function.name", fn.Name, &tc.Function.Name}, {"function.arguments", fn.Arguments, &tc.Function.Arguments}} {
+		if !absent(f.raw) && json.Unmarshal(f.raw, f.to) != nil {
+			tc.shape = cmp.Or(tc.shape, fmt.Sprintf("%s is %s, not a string", f.name, jsonKind(f.raw)))
+		}
+	}
+	return nil
+}
+
+// absent reports whether a raw field was missing or null.
+func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// jsonKind names the kind of a JSON value: "an object", "a number", ….
+func jsonKind(raw json.RawMessage) string {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) == 0:
+		return "empty"
+	case t[0] == '{':
+		return "a JSON object"
+	case t[0] == '[':
+		return "a JSON array"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	}
+	return "a number"
 }
 
 type chatLogprobs struct {
@@ -532,6 +604,23 @@ func (st *streamed) usage() *endpoints.Usage {
 // on streams need; a missing [DONE] or role chunk is for the stream check's
 // stricter streamShape.
 func (st *streamed) problem() string {
+	if p := st.endProblem(); p != "" {
+		return p
+	}
+	switch {
+	case st.contentEvents == 0:
+		return "200 with no content event"
+	case st.finish() == "":
+		return "no chunk carries a finish_reason"
+	}
+	return ""
+}
+
+// endProblem is the first thing that kept a stream from ending by itself,
+// "" when nothing did: an answer, a 200, no error event, no stall, cut or
+// time limit. It asks for no content event: a stream of a tool call
+// carries none (chunk.content).
+func (st *streamed) endProblem() string {
 	switch {
 	case st.noAnswer != nil:
 		return "no answer: " + st.noAnswer.Error()
@@ -543,10 +632,6 @@ func (st *streamed) problem() string {
 		return "an error event inside the 200 stream: " + st.r.clip(summary.ErrorMessage(st.body), 160)
 	case st.failure != "":
 		return st.failure
-	case st.contentEvents == 0:
-		return "200 with no content event"
-	case st.finish() == "":
-		return "no chunk carries a finish_reason"
 	}
 	return ""
 }
