@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -246,11 +247,12 @@ func chunkEqual(a, b Chunk) bool {
 }
 
 // refChunk derives the fields of Chunk that survive decoding from the
-// encoding/json view of the same input.
-func refChunk(m map[string]any) (c Chunk) {
+// encoding/json view m of the same input in.
+func refChunk(m map[string]any, in []byte) (c Chunk) {
 	if ch, ok := m["choices"].([]any); ok {
 		c.Choices = len(ch)
-		for _, e := range ch {
+		later := refLaterDeltas(in, len(ch))
+		for i, e := range ch {
 			o, ok := e.(map[string]any)
 			if !ok {
 				continue
@@ -260,11 +262,8 @@ func refChunk(m map[string]any) (c Chunk) {
 				n += len(s)
 				answer += len(s)
 			}
-			for _, key := range []string{"delta", "message"} {
-				if _, present := o[key]; !present {
-					continue
-				}
-				d, _ := o[key].(map[string]any) // the later of delta and message wins in the scanner; tests avoid both
+			if key := later[i]; key != "" {
+				d, _ := o[key].(map[string]any)
 				for _, k := range []string{"content", "reasoning_content", "reasoning"} {
 					if s, ok := d[k].(string); ok {
 						n += len(s)
@@ -398,6 +397,36 @@ func refCode(m map[string]any) int {
 	return 0
 }
 
+// refLaterDeltas names, for each of the n entries of in's choices, the
+// later of its keys delta and message ("" for neither): the scanner reads a choice's
+// text from that one alone, as one field of two spellings whose last key
+// wins. A map keeps no order, so the keys are read from the tokens.
+func refLaterDeltas(in []byte, n int) []string {
+	out := make([]string, n)
+	var top map[string]json.RawMessage
+	var choices []json.RawMessage
+	if json.Unmarshal(in, &top) != nil || json.Unmarshal(top["choices"], &choices) != nil || len(choices) != n {
+		return out
+	}
+	for i, raw := range choices {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			continue
+		}
+		for dec.More() {
+			key, _ := dec.Token()
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				break
+			}
+			if key == "delta" || key == "message" {
+				out[i] = key.(string)
+			}
+		}
+	}
+	return out
+}
+
 // refToolCalls is the decoded length of the function names and arguments
 // of a delta's tool_calls entries and function_call.
 func refToolCalls(d map[string]any) int {
@@ -443,6 +472,9 @@ func FuzzParseChunk(f *testing.F) {
 		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}},{"index":1,"function":{"name":"g"}}]},"finish_reason":"tool_calls"}]}`,
 		`{"choices":[{"delta":{"function_call":{"name":"f","arguments":"{}"}}}]}`,
 		`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"a":1}},"function":null},5,null],"tool_calls":{"function":{"name":"f"}}}}]}`,
+		// A choice with both delta and message: the later one is read.
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f"}}]},"message":null}]}`,
+		`{"choices":[{"message":{"content":"a"},"index":0,"delta":{"reasoning":"b"}},{"delta":{},"message":{"function_call":{"name":"f"}}}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -467,7 +499,7 @@ func FuzzParseChunk(f *testing.F) {
 		if err != nil {
 			t.Fatalf("scanner rejected %q: %v", in, err)
 		}
-		want := refChunk(m)
+		want := refChunk(m, in)
 		if c.Content != want.Content || c.Answer != want.Answer || c.Choices != want.Choices || c.Usage != want.Usage || c.Error != want.Error {
 			t.Fatalf("%q: got %+v, want %+v", in, c, want)
 		}
