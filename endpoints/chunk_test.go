@@ -475,6 +475,7 @@ func FuzzParseChunk(f *testing.F) {
 		// A choice with both delta and message: the later one is read.
 		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f"}}]},"message":null}]}`,
 		`{"choices":[{"message":{"content":"a"},"index":0,"delta":{"reasoning":"b"}},{"delta":{},"message":{"function_call":{"name":"f"}}}]}`,
+		`{"usage":""}`, `{"choices":[{"delta":{"content":"a"}}],"usage":[1]}`, `{"choices":"","usage":{"completion_tokens":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -539,5 +540,27 @@ func TestParseChunkBoundsNesting(t *testing.T) {
 	var c Chunk
 	if err := ParseChunk(deep, &c); err == nil {
 		t.Fatal("accepted 20000 levels of nesting")
+	}
+}
+
+// A usage that is not an object (a string, a number, an array) carries no
+// count, as null does, and costs the event nothing: its tool call (or
+// content) is still a content event, not a malformed line. Choices that
+// are not an array are none, and leave the event its usage.
+func TestAUsageOfAnotherKindLeavesTheEventItsContent(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{`""`, `0`, `[]`, `true`, `"{\"completion_tokens\":1}"`} {
+		in := `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"x"}}]}}],"usage":` + u + `}`
+		var ch Chunk
+		if err := ParseChunk([]byte(in), &ch); err != nil || !ch.Content || !ch.ToolCall || ch.Usage || ch.BadUsage != nil {
+			t.Errorf("usage %s: %v, content %v, tool call %v, usage %v (%s); want a tool-call event and no usage", u, err, ch.Content, ch.ToolCall, ch.Usage, ch.BadUsage)
+		}
+	}
+	for _, v := range []string{`""`, `{}`, `1`} {
+		var ch Chunk
+		in := `{"choices":` + v + `,"usage":{"prompt_tokens":2,"completion_tokens":1}}`
+		if err := ParseChunk([]byte(in), &ch); err != nil || ch.Choices != 0 || ch.Content || !ch.Usage || ch.CompletionTokens != 1 {
+			t.Errorf("choices %s: %v, %d choices, usage %v %d; want none, usage 1", v, err, ch.Choices, ch.Usage, ch.CompletionTokens)
+		}
 	}
 }
