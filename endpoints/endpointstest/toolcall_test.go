@@ -160,3 +160,45 @@ func TestAWholeAnswerCarriesTheToolCall(t *testing.T) {
 		t.Fatalf("%v", fn)
 	}
 }
+
+// vLLM's finish_reason for a tool call (serving_chat.py): streamed,
+// "tool_calls" whatever chose the call (tools_streamed is set by the
+// named, "required" and "auto" paths alike); unstreamed, "tool_calls" only
+// for "auto" (auto_tools_called), the engine's own reason for "required"
+// and a named function. EOSAfter 3 of max_tokens 8 makes that "stop".
+func TestVLLMSaysToolCallsAsItsSourceDoes(t *testing.T) {
+	t.Parallel()
+	named := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}
+	for _, c := range []struct {
+		choice any
+		stream bool
+		opts   Options
+		want   string
+	}{
+		{named, true, Options{}, "tool_calls"},
+		{"required", true, Options{}, "tool_calls"},
+		{"auto", true, Options{ToolCalls: true}, "tool_calls"},
+		{named, false, Options{}, "stop"},
+		{"required", false, Options{}, "stop"},
+		{"auto", false, Options{ToolCalls: true}, "tool_calls"},
+	} {
+		c.opts.EOSAfter = 3
+		p := Start(t, VLLM, c.opts)
+		b := toolsBody(p.Opts.Model, 8, c.choice)
+		var finish string
+		if c.stream {
+			for _, ev := range readStream(t, post(t, p.BaseURL()+"/chat/completions", b).body).events {
+				if f, ok := choice0(ev)["finish_reason"].(string); ok {
+					finish = f
+				}
+			}
+		} else {
+			b["stream"] = false
+			delete(b, "stream_options")
+			finish, _ = choice0(post(t, p.BaseURL()+"/chat/completions", b).json(t))["finish_reason"].(string)
+		}
+		if finish != c.want {
+			t.Errorf("tool_choice %v, stream %v: finish_reason %q, want %q", c.choice, c.stream, finish, c.want)
+		}
+	}
+}
