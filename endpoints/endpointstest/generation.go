@@ -842,6 +842,7 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 	if !sleep(r, p.Opts.TTFT+time.Duration(a.hidden)*p.Opts.Gap) {
 		return
 	}
+	last := lastSent(a.toks)
 	for i, t := range a.toks {
 		if i > 0 && !sleep(r, p.Opts.Gap) {
 			return
@@ -851,7 +852,7 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 		}
 		delta := map[string]any{"content": t.Text}
 		if g.tool != "" {
-			delta = p.toolDelta(g, id, i, t.Text, i == len(a.toks)-1 && a.finish != "length")
+			delta = p.toolDelta(g, id, i, t.Text, i == last && a.finish != "length")
 		}
 		c := choice(delta, nil)
 		if g.chat && g.logprobs {
@@ -951,13 +952,26 @@ func toolFragment(text string, first, last bool) string {
 }
 
 // toolArguments is the arguments of a whole answer's tool call: the
-// fragments of every token but the first (the name), joined.
+// fragments a stream sends, of every token but the first (the name) up to
+// the last with text, joined.
 func toolArguments(toks []genToken, closed bool) string {
 	var b strings.Builder
-	for i := 1; i < len(toks); i++ {
-		b.WriteString(toolFragment(toks[i].Text, i == 1, closed && i == len(toks)-1))
+	last := lastSent(toks)
+	for i := 1; i <= last; i++ {
+		b.WriteString(toolFragment(toks[i].Text, i == 1, closed && i == last))
 	}
 	return b.String()
+}
+
+// lastSent is the index of the last token with text (a stop string cuts
+// the text of those from the one it starts in), 0 when none after the
+// first has any: the fragment that closes a call's arguments.
+func lastSent(toks []genToken) int {
+	last := len(toks) - 1
+	for last > 0 && toks[last].Text == "" {
+		last--
+	}
+	return max(last, 0)
 }
 
 // toolCallID is a tool call's id as the server makes it: "call_" and 24

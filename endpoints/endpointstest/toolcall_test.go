@@ -202,3 +202,55 @@ func TestVLLMSaysToolCallsAsItsSourceDoes(t *testing.T) {
 		}
 	}
 }
+
+// A stop string that ends the call mid-generation (the tokens from the one
+// it starts in are cut) ends it before max_tokens: the streamed fragments
+// still close the arguments into a JSON object, the very arguments the
+// unstreamed answer gives, and no fragment is empty.
+func TestAToolCallCutByAStopClosesItsArguments(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{VLLM, SGLang, LlamaCpp, OpenAI} {
+		p := Start(t, name, Options{})
+		args := func(b map[string]any) (streamed, whole string) {
+			for _, ev := range readStream(t, post(t, p.BaseURL()+"/chat/completions", b).body).events {
+				d, _ := choice0(ev)["delta"].(map[string]any)
+				if e := toolCallOf(t, d); e != nil {
+					fn, _ := e["function"].(map[string]any)
+					frag, _ := fn["arguments"].(string)
+					if _, named := fn["name"].(string); !named && frag == "" {
+						t.Errorf("%s: empty fragment %v", name, e)
+					}
+					streamed += frag
+				}
+			}
+			b["stream"] = false
+			delete(b, "stream_options")
+			msg, _ := choice0(post(t, p.BaseURL()+"/chat/completions", b).json(t))["message"].(map[string]any)
+			calls, _ := msg["tool_calls"].([]any)
+			if len(calls) == 1 {
+				fn, _ := calls[0].(map[string]any)["function"].(map[string]any)
+				whole, _ = fn["arguments"].(string)
+			}
+			return streamed, whole
+		}
+		greedy := func() map[string]any {
+			b := toolsBody(p.Opts.Model, 8, "required")
+			b["temperature"] = 0
+			return b
+		}
+		full, _ := args(greedy())
+		// The fourth token's text, the stop: what the third fragment
+		// after the object's opening adds.
+		var v map[string]string
+		if json.Unmarshal([]byte(full+`"}`), &v) != nil || len(strings.Fields(v["text"])) < 4 {
+			t.Fatalf("%s: arguments %q", name, full)
+		}
+		stop := " " + strings.Fields(v["text"])[3]
+		b := greedy()
+		b["stop"] = []string{stop}
+		streamed, whole := args(b)
+		if json.Unmarshal([]byte(streamed), &v) != nil || streamed != whole || strings.Contains(v["text"], stop) {
+			t.Errorf("%s: stop %q: streamed arguments %q, unstreamed %q; want one JSON object without the stop", name, stop, streamed, whole)
+		}
+	}
+}
