@@ -842,7 +842,6 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 	if !sleep(r, p.Opts.TTFT+time.Duration(a.hidden)*p.Opts.Gap) {
 		return
 	}
-	last := lastSent(a.toks)
 	for i, t := range a.toks {
 		if i > 0 && !sleep(r, p.Opts.Gap) {
 			return
@@ -852,7 +851,7 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 		}
 		delta := map[string]any{"content": t.Text}
 		if g.tool != "" {
-			delta = p.toolDelta(g, id, i, t.Text, i == last && a.finish != "length")
+			delta = p.toolDelta(g, id, i, t.Text, i == lastSent(a.toks) && a.finish != "length")
 		}
 		c := choice(delta, nil)
 		if g.chat && g.logprobs {
