@@ -112,9 +112,10 @@ func ParseChunk(b []byte, c *Chunk) error {
 		case "usage":
 			c.Usage, c.PromptTokens, c.CompletionTokens, c.ReasoningTokens, c.BadUsage, c.BadValue = false, 0, 0, 0, nil, nil
 			details, hit, prompt = cachedCount{}, cachedCount{}, cachedCount{}
-			if s.null() {
-				// Every chunk but the last of an OpenAI or SGLang stream.
-				return nil
+			if s.peek() != '{' {
+				// null on every chunk but the last of an OpenAI or SGLang
+				// stream; any other value carries no count either.
+				return s.skip()
 			}
 			return s.usage(c, &prompt, &details, &hit)
 		case "error":
@@ -298,10 +299,10 @@ func (s *scanner) errorField(k []byte, c *Chunk) error {
 	return s.skip()
 }
 
-// choices reads the "choices" array.
+// choices reads the "choices" array; null or any other value is none.
 func (s *scanner) choices(c *Chunk) error {
-	if s.null() {
-		return nil
+	if s.peek() != '[' {
+		return s.skip()
 	}
 	return s.array(func() error {
 		c.Choices++

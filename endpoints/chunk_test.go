@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -246,11 +247,12 @@ func chunkEqual(a, b Chunk) bool {
 }
 
 // refChunk derives the fields of Chunk that survive decoding from the
-// encoding/json view of the same input.
-func refChunk(m map[string]any) (c Chunk) {
+// encoding/json view m of the same input in.
+func refChunk(m map[string]any, in []byte) (c Chunk) {
 	if ch, ok := m["choices"].([]any); ok {
 		c.Choices = len(ch)
-		for _, e := range ch {
+		later := refLaterDeltas(in, len(ch))
+		for i, e := range ch {
 			o, ok := e.(map[string]any)
 			if !ok {
 				continue
@@ -260,11 +262,8 @@ func refChunk(m map[string]any) (c Chunk) {
 				n += len(s)
 				answer += len(s)
 			}
-			for _, key := range []string{"delta", "message"} {
-				if _, present := o[key]; !present {
-					continue
-				}
-				d, _ := o[key].(map[string]any) // the later of delta and message wins in the scanner; tests avoid both
+			if key := later[i]; key != "" {
+				d, _ := o[key].(map[string]any)
 				for _, k := range []string{"content", "reasoning_content", "reasoning"} {
 					if s, ok := d[k].(string); ok {
 						n += len(s)
@@ -398,6 +397,36 @@ func refCode(m map[string]any) int {
 	return 0
 }
 
+// refLaterDeltas names, for each of the n entries of in's choices, the
+// later of its keys delta and message ("" for neither): the scanner reads a choice's
+// text from that one alone, as one field of two spellings whose last key
+// wins. A map keeps no order, so the keys are read from the tokens.
+func refLaterDeltas(in []byte, n int) []string {
+	out := make([]string, n)
+	var top map[string]json.RawMessage
+	var choices []json.RawMessage
+	if json.Unmarshal(in, &top) != nil || json.Unmarshal(top["choices"], &choices) != nil || len(choices) != n {
+		return out
+	}
+	for i, raw := range choices {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			continue
+		}
+		for dec.More() {
+			key, _ := dec.Token()
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				break
+			}
+			if key == "delta" || key == "message" {
+				out[i] = key.(string)
+			}
+		}
+	}
+	return out
+}
+
 // refToolCalls is the decoded length of the function names and arguments
 // of a delta's tool_calls entries and function_call.
 func refToolCalls(d map[string]any) int {
@@ -443,6 +472,10 @@ func FuzzParseChunk(f *testing.F) {
 		`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}},{"index":1,"function":{"name":"g"}}]},"finish_reason":"tool_calls"}]}`,
 		`{"choices":[{"delta":{"function_call":{"name":"f","arguments":"{}"}}}]}`,
 		`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"a":1}},"function":null},5,null],"tool_calls":{"function":{"name":"f"}}}}]}`,
+		// A choice with both delta and message: the later one is read.
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f"}}]},"message":null}]}`,
+		`{"choices":[{"message":{"content":"a"},"index":0,"delta":{"reasoning":"b"}},{"delta":{},"message":{"function_call":{"name":"f"}}}]}`,
+		`{"usage":""}`, `{"choices":[{"delta":{"content":"a"}}],"usage":[1]}`, `{"choices":"","usage":{"completion_tokens":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -467,7 +500,7 @@ func FuzzParseChunk(f *testing.F) {
 		if err != nil {
 			t.Fatalf("scanner rejected %q: %v", in, err)
 		}
-		want := refChunk(m)
+		want := refChunk(m, in)
 		if c.Content != want.Content || c.Answer != want.Answer || c.Choices != want.Choices || c.Usage != want.Usage || c.Error != want.Error {
 			t.Fatalf("%q: got %+v, want %+v", in, c, want)
 		}
@@ -507,5 +540,27 @@ func TestParseChunkBoundsNesting(t *testing.T) {
 	var c Chunk
 	if err := ParseChunk(deep, &c); err == nil {
 		t.Fatal("accepted 20000 levels of nesting")
+	}
+}
+
+// A usage that is not an object (a string, a number, an array) carries no
+// count, as null does, and costs the event nothing: its tool call (or
+// content) is still a content event, not a malformed line. Choices that
+// are not an array are none, and leave the event its usage.
+func TestAUsageOfAnotherKindLeavesTheEventItsContent(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{`""`, `0`, `[]`, `true`, `"{\"completion_tokens\":1}"`} {
+		in := `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"x"}}]}}],"usage":` + u + `}`
+		var ch Chunk
+		if err := ParseChunk([]byte(in), &ch); err != nil || !ch.Content || !ch.ToolCall || ch.Usage || ch.BadUsage != nil {
+			t.Errorf("usage %s: %v, content %v, tool call %v, usage %v (%s); want a tool-call event and no usage", u, err, ch.Content, ch.ToolCall, ch.Usage, ch.BadUsage)
+		}
+	}
+	for _, v := range []string{`""`, `{}`, `1`} {
+		var ch Chunk
+		in := `{"choices":` + v + `,"usage":{"prompt_tokens":2,"completion_tokens":1}}`
+		if err := ParseChunk([]byte(in), &ch); err != nil || ch.Choices != 0 || ch.Content || !ch.Usage || ch.CompletionTokens != 1 {
+			t.Errorf("choices %s: %v, %d choices, usage %v %d; want none, usage 1", v, err, ch.Choices, ch.Usage, ch.CompletionTokens)
+		}
 	}
 }

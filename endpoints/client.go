@@ -294,10 +294,12 @@ func EventBound(maxTokens int) int {
 // eventFloor is EventBound's margin for any max_tokens.
 const eventFloor = 1 << 16
 
-// AnswerBound is the most content events carrying the answer (delta.content
-// or text, not reasoning alone) a stream asking for maxTokens may carry:
-// 4×maxTokens+32, since max_tokens bounds the answer on every server and
-// room is left for a token split over a few events. A server that ignores
+// AnswerBound is the most content events carrying the answer (delta.content,
+// a tool call or text, not reasoning alone: Chunk.Answer) a stream asking
+// for maxTokens may carry: 4×maxTokens+32, since max_tokens bounds the
+// answer on every server and room is left for a token split over a few
+// events (llama.cpp sends one chunk per diff of its parsed message: its
+// reasoning, content and each tool call apart). A server that ignores
 // max_tokens is caught here, whatever it does with reasoning; MaxEvents when
 // maxTokens is 0 (unknown).
 func AnswerBound(maxTokens int) int {

@@ -2,10 +2,13 @@ package endpoints
 
 import (
 	"bytes"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints/sse"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // Each server's tool-call chunks, as its source writes them, give a content
@@ -113,4 +116,68 @@ func BenchmarkReadEventsToolCalls(b *testing.B) {
 		readEvents(rd, res, nil, false, 0, nil, nil)
 		return len(res.Events)
 	})
+}
+
+// readToolStream reads an SSE body of data lines through readEvents with
+// max_tokens maxTokens.
+func readToolStream(t *testing.T, maxTokens int, lines ...string) *StreamResult {
+	t.Helper()
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString("data: " + l + "\n\n")
+	}
+	res := &StreamResult{T0: time.Now()}
+	readEvents(sse.NewReader(strings.NewReader(b.String())), res, nil, false, maxTokens, nil, nil)
+	return res
+}
+
+// Streams as servers send tool calls, read whole: OpenAI's two parallel
+// calls (each its name chunk, then fragments), SGLang's reasoning before
+// the call, a gateway's whole call in one chunk with its finish_reason,
+// and arguments holding escapes and non-ASCII text. Each tool-call chunk
+// is one content event, reasoning ones are not tool-call events, and all
+// complete (no class) with the stream's usage.
+func TestToolCallStreamsAreReadAsServersSendThem(t *testing.T) {
+	t.Parallel()
+	frag := func(i int, args string) string {
+		return `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":` + string(rune('0'+i)) + `,"function":{"arguments":"` + args + `"}}]},"finish_reason":null}],"usage":null}`
+	}
+	name := func(i int, fn string) string {
+		return `{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":` + string(rune('0'+i)) + `,"id":"call_` + fn + `","type":"function","function":{"name":"` + fn + `","arguments":""}}]},"finish_reason":null}],"usage":null}`
+	}
+	reason := `{"choices":[{"index":0,"delta":{"role":null,"content":null,"reasoning_content":" think","tool_calls":null},"finish_reason":null}],"usage":null}`
+	finish := `{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}`
+	usage := func(n int) string {
+		return `{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":` + strconv.Itoa(n) + `}}`
+	}
+	for _, c := range []struct {
+		name                       string
+		lines                      []string
+		events, tool, reasoning, n int
+	}{
+		{"openai, two parallel calls", []string{name(0, "a"), frag(0, `{\"x\"`), frag(0, `:1}`), name(1, "b"), frag(1, `{}`), finish, usage(12), "[DONE]"}, 5, 5, 0, 12},
+		{"sglang, reasoning then a call", []string{reason, reason, reason, name(0, "f"), frag(0, `{\"q\":`), frag(0, `\"é\\u00e9\\n\"}`), finish, usage(9), "[DONE]"}, 6, 3, 3, 9},
+		{"a gateway, the whole call in one chunk", []string{`{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}]}`, usage(11), "[DONE]"}, 1, 1, 0, 11},
+	} {
+		res := readToolStream(t, 16, c.lines...)
+		if res.Class != "" || !res.Done || len(res.Events) != c.events || res.ToolCallEvents != c.tool || res.ReasoningEvents != c.reasoning || !res.Usage || res.CompletionTokens != c.n || res.Finish != "tool_calls" || res.Malformed != 0 {
+			t.Errorf("%s: class %q (%s), done %v, %d events (%d tool, %d reasoning), usage %v %d, finish %q, %d malformed; want %d (%d, %d), usage %d, tool_calls",
+				c.name, res.Class, res.Detail, res.Done, len(res.Events), res.ToolCallEvents, res.ReasoningEvents, res.Usage, res.CompletionTokens, res.Finish, res.Malformed, c.events, c.tool, c.reasoning, c.n)
+		}
+	}
+}
+
+// A server that streams tool-call fragments past max_tokens is ended at
+// AnswerBound as one that streams content is: tool calls are the answer.
+// A fragment in invalid UTF-8 is a malformed line, not an event.
+func TestAToolCallPastMaxTokensIsARunawayAndInvalidUTF8IsMalformed(t *testing.T) {
+	t.Parallel()
+	lines := []string{`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\xff"}}]}}]}`}
+	for range AnswerBound(4) + 10 {
+		lines = append(lines, `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"x"}}]}}]}`)
+	}
+	res := readToolStream(t, 4, lines...)
+	if res.Class != schema.StreamError || !strings.Contains(res.Detail, "answer events") || len(res.Events) != AnswerBound(4) || res.ToolCallEvents != AnswerBound(4) || res.Malformed != 1 {
+		t.Fatalf("class %q (%s), %d events (%d tool), %d malformed; want stream_error at %d answer events, 1 malformed", res.Class, res.Detail, len(res.Events), res.ToolCallEvents, res.Malformed, AnswerBound(4))
+	}
 }

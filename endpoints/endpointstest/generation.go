@@ -32,10 +32,10 @@ type genRequest struct {
 	asIDs     bool // return_tokens_as_token_ids
 	// sentHeader: the stream's 200 is already written (a held gateway stream).
 	sentHeader bool
-	// tool is the function the model calls ("" for none); named is set
-	// when tool_choice named it.
-	tool  string
-	named bool
+	// tool is the function the model calls ("" for none); choice is how
+	// tool_choice chose it: "auto", "required" or "named".
+	tool   string
+	choice string
 }
 
 // genBody is the fields of a chat or completions body that a personality reads.
@@ -105,16 +105,17 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 	}
 	g.readOptions(&f)
 	if chat {
-		g.tool, g.named = p.readTools(&f)
+		g.tool, g.choice = p.readTools(&f)
 	}
 	return g, nil
 }
 
-// readTools is the function a chat request's model calls, "" for none:
-// tool_choice {"type": "function", "function": {"name": N}} calls N
-// (named), "required" the first tool, "auto" or none the first tool only
-// with Options.ToolCalls, "none" nothing; no tools, nothing.
-func (p *Personality) readTools(f *genBody) (tool string, named bool) {
+// readTools is the function a chat request's model calls, "" for none,
+// and how tool_choice chose it: {"type": "function", "function": {"name":
+// N}} calls N ("named"), "required" the first tool, "auto" or none the
+// first tool only with Options.ToolCalls ("auto"), "none" nothing; no
+// tools, nothing.
+func (p *Personality) readTools(f *genBody) (tool, how string) {
 	var choice string
 	var fn struct {
 		Function struct {
@@ -123,16 +124,18 @@ func (p *Personality) readTools(f *genBody) (tool string, named bool) {
 	}
 	switch {
 	case len(f.Tools) == 0:
-		return "", false
+		return "", ""
 	case json.Unmarshal(f.ToolChoice, &choice) == nil:
 	case json.Unmarshal(f.ToolChoice, &fn) == nil && fn.Function.Name != "":
-		return fn.Function.Name, true
+		return fn.Function.Name, "named"
 	}
 	switch {
-	case choice == "required", (choice == "" || choice == "auto") && p.Opts.ToolCalls:
-		return f.Tools[0].Function.Name, false
+	case choice == "required":
+		return f.Tools[0].Function.Name, "required"
+	case (choice == "" || choice == "auto") && p.Opts.ToolCalls:
+		return f.Tools[0].Function.Name, "auto"
 	}
-	return "", false
+	return "", ""
 }
 
 // badJSON is the refusal of a body that is not JSON.
@@ -848,7 +851,7 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 		}
 		delta := map[string]any{"content": t.Text}
 		if g.tool != "" {
-			delta = p.toolDelta(g, id, i, t.Text, i == len(a.toks)-1 && a.finish != "length")
+			delta = p.toolDelta(g, id, i, t.Text, i == lastSent(a.toks) && a.finish != "length")
 		}
 		c := choice(delta, nil)
 		if g.chat && g.logprobs {
@@ -948,13 +951,26 @@ func toolFragment(text string, first, last bool) string {
 }
 
 // toolArguments is the arguments of a whole answer's tool call: the
-// fragments of every token but the first (the name), joined.
+// fragments a stream sends, of every token but the first (the name) up to
+// the last with text, joined.
 func toolArguments(toks []genToken, closed bool) string {
 	var b strings.Builder
-	for i := 1; i < len(toks); i++ {
-		b.WriteString(toolFragment(toks[i].Text, i == 1, closed && i == len(toks)-1))
+	last := lastSent(toks)
+	for i := 1; i <= last; i++ {
+		b.WriteString(toolFragment(toks[i].Text, i == 1, closed && i == last))
 	}
 	return b.String()
+}
+
+// lastSent is the index of the last token with text (a stop string cuts
+// the text of those from the one it starts in), 0 when none after the
+// first has any: the fragment that closes a call's arguments.
+func lastSent(toks []genToken) int {
+	last := len(toks) - 1
+	for last > 0 && toks[last].Text == "" {
+		last--
+	}
+	return max(last, 0)
 }
 
 // toolCallID is a tool call's id as the server makes it: "call_" and 24
@@ -972,9 +988,10 @@ func (p *Personality) toolCallID(id string) string {
 }
 
 // toolFinish is a tool call's finish_reason, the model's own being finish:
-// vLLM says "tool_calls" for tool_choice "auto" or "required" and the
-// engine's reason for a named function, and notes that OpenAI says
-// "stop" for a named one (serving_chat.py); SGLang says "tool_calls" for
+// vLLM (serving_chat.py) says "tool_calls" in a stream whatever chose the
+// call (tools_streamed), and unstreamed only for "auto"
+// (auto_tools_called), the engine's reason for "required" or a named
+// function; OpenAI says "stop" for a named one; SGLang says "tool_calls" for
 // "required" or a named function that called; llama.cpp says "length"
 // when max_tokens ended it and "tool_calls" at the end of generation
 // (server-task.cpp to_json_oaicompat_chat).
@@ -982,9 +999,9 @@ func (p *Personality) toolFinish(g *genRequest, finish string) string {
 	switch {
 	case p.Kind == LlamaCpp && finish == "length":
 		return "length"
-	case g.named && (p.Kind == VLLM || p.Kind == Gateway):
+	case (p.Kind == VLLM || p.Kind == Gateway) && !g.stream && g.choice != "auto":
 		return finish
-	case g.named && p.Kind == OpenAI:
+	case g.choice == "named" && p.Kind == OpenAI:
 		return "stop"
 	}
 	return "tool_calls"

@@ -160,3 +160,97 @@ func TestAWholeAnswerCarriesTheToolCall(t *testing.T) {
 		t.Fatalf("%v", fn)
 	}
 }
+
+// vLLM's finish_reason for a tool call (serving_chat.py): streamed,
+// "tool_calls" whatever chose the call (tools_streamed is set by the
+// named, "required" and "auto" paths alike); unstreamed, "tool_calls" only
+// for "auto" (auto_tools_called), the engine's own reason for "required"
+// and a named function. EOSAfter 3 of max_tokens 8 makes that "stop".
+func TestVLLMSaysToolCallsAsItsSourceDoes(t *testing.T) {
+	t.Parallel()
+	named := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}
+	for _, c := range []struct {
+		choice any
+		stream bool
+		opts   Options
+		want   string
+	}{
+		{named, true, Options{}, "tool_calls"},
+		{"required", true, Options{}, "tool_calls"},
+		{"auto", true, Options{ToolCalls: true}, "tool_calls"},
+		{named, false, Options{}, "stop"},
+		{"required", false, Options{}, "stop"},
+		{"auto", false, Options{ToolCalls: true}, "tool_calls"},
+	} {
+		c.opts.EOSAfter = 3
+		p := Start(t, VLLM, c.opts)
+		b := toolsBody(p.Opts.Model, 8, c.choice)
+		var finish string
+		if c.stream {
+			for _, ev := range readStream(t, post(t, p.BaseURL()+"/chat/completions", b).body).events {
+				if f, ok := choice0(ev)["finish_reason"].(string); ok {
+					finish = f
+				}
+			}
+		} else {
+			b["stream"] = false
+			delete(b, "stream_options")
+			finish, _ = choice0(post(t, p.BaseURL()+"/chat/completions", b).json(t))["finish_reason"].(string)
+		}
+		if finish != c.want {
+			t.Errorf("tool_choice %v, stream %v: finish_reason %q, want %q", c.choice, c.stream, finish, c.want)
+		}
+	}
+}
+
+// A stop string that ends the call mid-generation (the tokens from the one
+// it starts in are cut) ends it before max_tokens: the streamed fragments
+// still close the arguments into a JSON object, the very arguments the
+// unstreamed answer gives, and no fragment is empty.
+func TestAToolCallCutByAStopClosesItsArguments(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{VLLM, SGLang, LlamaCpp, OpenAI} {
+		p := Start(t, name, Options{})
+		args := func(b map[string]any) (streamed, whole string) {
+			for _, ev := range readStream(t, post(t, p.BaseURL()+"/chat/completions", b).body).events {
+				d, _ := choice0(ev)["delta"].(map[string]any)
+				if e := toolCallOf(t, d); e != nil {
+					fn, _ := e["function"].(map[string]any)
+					frag, _ := fn["arguments"].(string)
+					if _, named := fn["name"].(string); !named && frag == "" {
+						t.Errorf("%s: empty fragment %v", name, e)
+					}
+					streamed += frag
+				}
+			}
+			b["stream"] = false
+			delete(b, "stream_options")
+			msg, _ := choice0(post(t, p.BaseURL()+"/chat/completions", b).json(t))["message"].(map[string]any)
+			calls, _ := msg["tool_calls"].([]any)
+			if len(calls) == 1 {
+				fn, _ := calls[0].(map[string]any)["function"].(map[string]any)
+				whole, _ = fn["arguments"].(string)
+			}
+			return streamed, whole
+		}
+		greedy := func() map[string]any {
+			b := toolsBody(p.Opts.Model, 8, "required")
+			b["temperature"] = 0
+			return b
+		}
+		full, _ := args(greedy())
+		// The fourth token's text, the stop: what the third fragment
+		// after the object's opening adds.
+		var v map[string]string
+		if json.Unmarshal([]byte(full+`"}`), &v) != nil || len(strings.Fields(v["text"])) < 4 {
+			t.Fatalf("%s: arguments %q", name, full)
+		}
+		stop := " " + strings.Fields(v["text"])[3]
+		b := greedy()
+		b["stop"] = []string{stop}
+		streamed, whole := args(b)
+		if json.Unmarshal([]byte(streamed), &v) != nil || streamed != whole || strings.Contains(v["text"], stop) {
+			t.Errorf("%s: stop %q: streamed arguments %q, unstreamed %q; want one JSON object without the stop", name, stop, streamed, whole)
+		}
+	}
+}
