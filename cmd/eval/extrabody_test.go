@@ -144,3 +144,32 @@ func TestAFailedEvalsRequestShowsTheExtraBodyAsRecorded(t *testing.T) {
 		t.Errorf("report.json holds the key (%v)", err)
 	}
 }
+
+// eval compare's verdict is a section of the report too, made with the
+// extra body the report records. The truth: into a folder whose report
+// holds only an equivalence verdict made with thinking off, ppl without
+// --extra-body is refused (exit 2, naming the comparison, no eval request
+// sent), since writing none would misstate how the verdict was made;
+// with the same --extra-body it is taken.
+func TestAnEvalIntoAComparisonOfAnotherExtraBodyExitsTwo(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	dir := t.TempDir()
+	old := &schema.Report{Schema: schema.ReportSchema, Label: p.Opts.Model, Phases: []schema.PhaseResult{},
+		Equivalence: &schema.Equivalence{Reference: "builtin"},
+		Options:     schema.Options{ExtraBody: []byte(`{"chat_template_kwargs":{"enable_thinking":false}}`)}}
+	if err := reports.WriteDir(dir, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--limit", "1", "--out", dir}
+	code, _, errOut := run(t, append([]string{"ppl"}, args...)...)
+	if code != cmdutil.ExitBadInput || !strings.Contains(errOut, "whose eval compare went with extra body") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := len(p.BodyFields()); n != 0 {
+		t.Fatalf("%d eval requests were sent", n)
+	}
+	if code, _, errOut := run(t, append([]string{"ppl", "--extra-body", thinkingOff}, args...)...); code != 0 {
+		t.Fatalf("the verdict's own extra body: exit %d: %s", code, errOut)
+	}
+}

@@ -35,6 +35,9 @@ func checkExtraRecord(out string, extra json.RawMessage, jobs []evals.Job) error
 	if old.Nonce != "" {
 		others = append(others, "load")
 	}
+	if old.Equivalence != nil {
+		others = append(others, "eval compare")
+	}
 	for _, e := range old.Evals {
 		if !slices.ContainsFunc(jobs, func(j evals.Job) bool { return j.Eval.Name == e.Name }) {
 			others = append(others, e.Name)
