@@ -344,3 +344,30 @@ func TestParquetJSONTurnsTakeContentParts(t *testing.T) {
 		t.Errorf("%+v, %v; want row 3 (answer 2 bytes) and skips %v", got, err, wantSkips)
 	}
 }
+
+// A data set whose every line is skipped says why in its refusal, not only
+// that nothing is usable: the warning that counts the skips is never
+// printed when the phase is refused. The truth: two image lines and a line
+// of tool turns alone give "no usable items" with the three skips by
+// reason; one usable line where the phase asks for 2 gives the count with
+// the two image lines skipped.
+func TestADataSetOfSkippedLinesSaysWhyInItsRefusal(t *testing.T) {
+	t.Parallel()
+	img := `{"messages": [{"role": "user", "content": [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "u"}}]}]}`
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mm.jsonl"), []byte(img+"\n"+img+"\n"+`{"messages": [{"role": "tool", "content": "42"}]}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "one.jsonl"), []byte(img+"\n"+`{"prompt": "q"}`+"\n"+img+"\n"), 0o644)
+	for _, c := range []struct{ spec, want string }{
+		{`{name: d, kind: dataset, path: mm.jsonl, output_tokens: 4}`,
+			"mm.jsonl: no usable items: skipped 3 unusable conversations (2 with multimodal content (image_url), 1 with nothing to send)"},
+		{`{name: d, kind: dataset, path: one.jsonl, output_tokens: 4, requests: 2}`,
+			`one.jsonl: 1 usable items, phase "d" asks for 2: skipped 2 unusable conversations (2 with multimodal content (image_url))`},
+	} {
+		p := mustPhase(t, "phases: ["+c.spec+"]", dir)
+		_, err := p.Expand(1)
+		checkOneLine(t, c.spec, err, "")
+		if err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.spec, err, c.want)
+		}
+	}
+}
