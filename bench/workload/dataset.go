@@ -129,7 +129,8 @@ type shareGPTTurn struct {
 
 // item is the conversation's usable part at line: its prompt is its first
 // human (or user) turn, after the system turn before it if there is one
-// (else the conversation's System, if any); its answer is the next gpt (or assistant) turn. skip says why it is not
+// (else the conversation's System, if any); its answer is the next gpt (or
+// assistant) turn with content. skip says why it is not
 // usable ("" when it is): no human turn, an empty one, or (with
 // needAnswer) no answer.
 func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
@@ -163,8 +164,11 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 		it.Messages = append(it.Messages, Message{Role: "system", Content: sys})
 	}
 	it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
+	// The answer is the first assistant turn with content: an empty one is
+	// a turn that only called tools (null content in OpenAI's format),
+	// whose exchange the answer follows.
 	for _, t := range c.Conversations[human+1:] {
-		if fromIs(t.From, "gpt", "assistant") {
+		if fromIs(t.From, "gpt", "assistant") && t.Value != "" {
 			it.AnswerChars = len(t.Value)
 			break
 		}
@@ -386,16 +390,37 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 type jsonlMessage struct {
 	Role    *string         `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls and FunctionCall are an assistant turn's calls (OpenAI's
+	// and its legacy form): such a turn is passed over (calledTools).
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	FunctionCall json.RawMessage `json:"function_call"`
+}
+
+// calledTools reports whether an assistant turn with these tool_calls and
+// function_call fields (raw, nil where absent) called tools: a non-empty
+// list, a call object. Such a turn is passed over with the tool turns that
+// answer it, its content too ("Let me check."): kept, it stood before the
+// assistant turn after the exchange, two assistant turns in a row, which
+// chat templates that check that roles alternate (Mistral's, Gemma's)
+// refuse, and it is no answer to the user turn.
+func calledTools(toolCalls, functionCall json.RawMessage) bool {
+	var calls []json.RawMessage
+	if json.Unmarshal(toolCalls, &calls) == nil && len(calls) > 0 {
+		return true
+	}
+	var call map[string]json.RawMessage
+	return json.Unmarshal(functionCall, &call) == nil && call != nil
 }
 
 // jsonlMessages is a JSONL line's messages as they are sent, all of them
 // in order (a JSONL line is the request). The roles follow the rules a
 // ShareGPT conversation's turns are read by (shareGPTTurn), so that a
 // conversation reads alike as JSONL and as parquet: developer is system;
-// tool and function turns are passed over, as is an assistant turn
-// without content (null: OpenAI logs write one that only called tools),
-// since glmbench sends no tools nor tool calls for a tool turn to answer,
-// and the exchange gone, the turns left still alternate. Any other role is
+// tool and function turns are passed over, as is an assistant turn that
+// called tools (calledTools, whatever its content) or has no content
+// (null: OpenAI logs write one that only called tools), since glmbench
+// sends no tools nor tool calls for a tool turn to answer, and the
+// exchange gone, the turns left still alternate. Any other role is
 // refused, as a typo would be. skip says why the line is not usable (""
 // when it is): a turn sent holds a part that is not text (it cannot be
 // benchmarked as text, and its text alone is not the request), or no turn
@@ -421,7 +446,7 @@ func jsonlMessages(ms []jsonlMessage) (out []Message, skip string, err error) {
 		if c.null && role != "assistant" && role != "tool" && role != "function" {
 			return nil, "", fmt.Errorf("messages[%d]: null content: only an assistant turn (one that called tools) may have none", i)
 		}
-		if c.null || role == "tool" || role == "function" {
+		if c.null || role == "tool" || role == "function" || role == "assistant" && calledTools(m.ToolCalls, m.FunctionCall) {
 			continue
 		}
 		if media == "" {

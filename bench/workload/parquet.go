@@ -283,6 +283,9 @@ func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c par
 		}
 		for j, turn := range turns {
 			f, okF := jsonString(turn[c.from])
+			if okF && fromIs(f, "assistant", "gpt") && calledTools(turn["tool_calls"], turn["function_call"]) {
+				continue // passed over with its exchange, as JSONL's (jsonlMessages)
+			}
 			v, okV := jsonString(turn[c.value])
 			var m string
 			if raw := turn[c.value]; !okV && len(raw) > 0 && raw[0] == '[' {

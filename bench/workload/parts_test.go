@@ -371,3 +371,61 @@ func TestADataSetOfSkippedLinesSaysWhyInItsRefusal(t *testing.T) {
 		}
 	}
 }
+
+// A tool exchange is passed over whole, the assistant turn that called the
+// tools with it: with its content kept, a JSONL line of OpenAI's log of
+// user, assistant ("Let me check." and a tool call), tool, assistant sent
+// two assistant turns in a row, which chat templates that check roles
+// alternate (Mistral's, Gemma's) refuse, and parquet's answer was the
+// preamble, or nothing where the call's content is null. The truth, for
+// both shapes of the call (null content, content beside tool_calls; a
+// legacy function_call too): JSONL sends [user, the final answer];
+// parquet's JSON turns give the user turn with the final answer's length
+// as the answer; a ShareGPT array whose tool-calling turn is only an empty
+// gpt turn gives the same answer, and one whose only gpt turn is empty
+// has none.
+func TestAToolExchangeIsPassedOverWholeInJSONLAndParquet(t *testing.T) {
+	t.Parallel()
+	call := `"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]`
+	calls := []string{
+		`{"role": "assistant", "content": null, ` + call + `}`,
+		`{"role": "assistant", "content": "Let me check.", ` + call + `}`,
+		`{"role": "assistant", "content": [{"type": "text", "text": "Let me check."}], ` + call + `}`,
+		`{"role": "assistant", "content": "Checking.", "function_call": {"name": "weather", "arguments": "{}"}}`,
+	}
+	type jsonRow struct {
+		Messages string `parquet:"messages"`
+	}
+	var lines []string
+	var rows []jsonRow
+	for _, c := range calls {
+		msgs := `[{"role": "user", "content": "weather?"}, ` + c + `, {"role": "tool", "content": "21"}, {"role": "assistant", "content": "21 degrees"}]`
+		lines = append(lines, `{"messages": `+msgs+`}`)
+		rows = append(rows, jsonRow{msgs})
+	}
+	got, err := loadDataset(strings.NewReader(strings.Join(lines, "\n")), "t.jsonl", JSONL, 0, false)
+	if err != nil || len(got.items) != len(calls) {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	want := []Message{{"user", "weather?"}, {"assistant", "21 degrees"}}
+	for i, it := range got.items {
+		if !reflect.DeepEqual(it.Messages, want) {
+			t.Errorf("JSONL line %d: %+v, want %+v", i+1, it.Messages, want)
+		}
+	}
+	pq, err := loadFile(t, parquettest.Write(t, t.TempDir(), "t.parquet", rows, 2), Parquet, 0, true)
+	if err != nil || len(pq.items) != len(calls) || len(pq.skipped) != 0 {
+		t.Fatalf("parquet: %+v, %v; want %d items, none skipped", pq, err, len(calls))
+	}
+	for i, it := range pq.items {
+		if !reflect.DeepEqual(it.Messages, want[:1]) || it.AnswerChars != len("21 degrees") {
+			t.Errorf("parquet row %d: %+v, want %+v with the answer's 10 bytes", i+1, it, want[:1])
+		}
+	}
+	sg := `[{"conversations": [{"from": "human", "value": "weather?"}, {"from": "gpt", "value": ""}, {"from": "tool", "value": "21"}, {"from": "gpt", "value": "21 degrees"}]},
+	{"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": ""}]}]`
+	arr, err := loadDataset(strings.NewReader(sg), "t.json", ShareGPT, 0, true)
+	if err != nil || len(arr.items) != 1 || arr.items[0].AnswerChars != 10 || arr.skipped["no answer"] != 1 {
+		t.Errorf("ShareGPT: %+v, %v; want the tool exchange's answer, and no answer where the only gpt turn is empty", arr, err)
+	}
+}
