@@ -87,7 +87,9 @@ difference and the per-document perplexity ratio with a paired bootstrap 95%
 interval. The verdict is identical, numerically different or different
 model, by the rule the report states. --extra-body adds a JSON object's
 fields to every request, the endpoint's and the reference's alike (the
-verdict compares answers to the same request), and the report records it.
+verdict compares answers to the same request), and the report records it;
+its chat_template_kwargs are merged into the {"enable_thinking": false} the
+comparison sends (a template's other kwarg, DeepSeek-V3.1's "thinking").
 
 The reference's certificate is verified by its own --reference-ca-cert or
 --reference-insecure (or its endpoints file's ca_cert, insecure), and its
@@ -137,7 +139,7 @@ measures what a 4-bit quantization of the same checkpoint changes.`,
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the built-in endpoint's weights (another seed is another model)")
 	fl.StringVar(&o.ReferenceWeightDType, "reference-weight-dtype", "fp32", "the built-in reference's weights (no --reference-endpoint only)")
 	fl.Uint64Var(&o.ReferenceSeed, "reference-seed", 1, "seed of the built-in reference's weights")
-	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the endpoint's and the reference's alike, and recorded in the report, e.g. '{"top_k": 1}' (not the fields compare writes: `+strings.Join(slices.Sorted(maps.Keys(compare.RequestFields)), ", ")+`)`)
+	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the endpoint's and the reference's alike, and recorded in the report, e.g. '{"top_k": 1}' (not the fields compare writes: `+strings.Join(slices.Sorted(maps.Keys(compare.ExtraOwned())), ", ")+`; chat_template_kwargs are merged into its {"enable_thinking": false}, e.g. '{"chat_template_kwargs": {"thinking": false}}')`)
 	return cmd
 }
 
@@ -166,7 +168,10 @@ func (o *Options) validate() ([]compare.Item, error) {
 		return nil, err
 	}
 	var err error
-	if o.extra, err = endpoints.ParseExtraBody("--extra-body", o.ExtraBody, compare.RequestFields); err != nil {
+	if o.extra, err = endpoints.ParseExtraBody("--extra-body", o.ExtraBody, compare.ExtraOwned()); err != nil {
+		return nil, err
+	}
+	if err := compare.CheckExtra("--extra-body", o.extra); err != nil {
 		return nil, err
 	}
 	items := compare.SampleItems()

@@ -1,6 +1,8 @@
 package evalcompare
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,6 +83,69 @@ func TestRequestFieldsNameEveryFieldCompareWrites(t *testing.T) {
 	for _, k := range []string{"echo", "chat_template_kwargs", "top_logprobs"} {
 		if !seen[k] {
 			t.Errorf("no request carried %s: the comparison did not send both kinds of request", k)
+		}
+	}
+}
+
+// A template kwarg other than the comparison's own enable_thinking is
+// merged into its chat_template_kwargs, not refused: DeepSeek-V3.1's
+// template reads "thinking", Seed-OSS's "thinking_budget", which a user
+// could not pass at all. The truth: with --extra-body
+// '{"chat_template_kwargs": {"thinking": false}, "top_k": 1}' every
+// continuation to either side carries {"enable_thinking": false,
+// "thinking": false}, every echo {"thinking": false} as given, each
+// top_k 1, and the report records the object as given; enable_thinking
+// itself (the test above), a chat_template_kwargs that is not an object,
+// and the field in another letter case are refused in one line, exit 2.
+func TestCompareMergesOtherTemplateKwargsIntoItsOwn(t *testing.T) {
+	t.Parallel()
+	a := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	b := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
+	dir := t.TempDir()
+	doc := filepath.Join(t.TempDir(), "doc.txt")
+	para := strings.Repeat("The river runs past the old mill and on into the town below. ", 3)
+	if err := os.WriteFile(doc, []byte(para+"\n\n"+para+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := execute(t, "--endpoint", a.BaseURL(), "--reference-endpoint", b.BaseURL(), "--reference-model", b.Opts.Model,
+		"--extra-body", `{"chat_template_kwargs": {"thinking": false}, "top_k": 1}`, "--dataset", doc, "--limit", "2", "--tokens", "4", "--out", dir)
+	if code != 0 && code != cmdutil.ExitFailed {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for side, p := range map[string]*endpointstest.Personality{"endpoint": a, "reference": b} {
+		chats, echoes := 0, 0
+		for i, f := range p.BodyFields() {
+			want := `{"enable_thinking":false,"thinking":false}`
+			if string(f["echo"]) == "true" {
+				echoes++
+				want = `{"thinking":false}`
+			} else {
+				chats++
+			}
+			if got := string(f["chat_template_kwargs"]); got != want || string(f["top_k"]) != "1" {
+				t.Errorf("%s request %d: chat_template_kwargs %s, top_k %s; want %s and 1", side, i, got, f["top_k"], want)
+			}
+		}
+		if chats < 2 || echoes < 1 {
+			t.Errorf("%s: %d continuations, %d echoes", side, chats, echoes)
+		}
+	}
+	in, err := reports.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.Report.Options.Extra(); got != `{"chat_template_kwargs":{"thinking":false},"top_k":1}` {
+		t.Errorf("the report records %q", got)
+	}
+	for extra, says := range map[string]string{
+		`{"chat_template_kwargs": "thinking"}`:                 `--extra-body: chat_template_kwargs must be a JSON object of template kwargs`,
+		`{"Chat_Template_Kwargs": {"thinking": false}}`:        `--extra-body sets "Chat_Template_Kwargs", which glmbench writes itself as "chat_template_kwargs"`,
+		`{"chat_template_kwargs": {"enable_thinking": false}}`: `--extra-body sets "chat_template_kwargs", which glmbench writes itself: the comparison sends {"enable_thinking": false}`,
+	} {
+		code, _, stderr := execute(t, "--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--reference-endpoint", "http://127.0.0.1:1/v1",
+			"--reference-model", "m", "--extra-body", extra, "--out", t.TempDir())
+		if code != cmdutil.ExitBadInput || !strings.Contains(stderr, says) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%s: exit %d, stderr %q: want exit 2 in one line saying %q", extra, code, stderr, says)
 		}
 	}
 }
