@@ -112,6 +112,31 @@ type shareGPTItem struct {
 	// turn, as sets such as OpenThoughts give it beside the conversation;
 	// used only when a string.
 	System any `json:"system"`
+	// Media are the conversation's media given beside its turns, by key
+	// (mediaKeys); a conversation with any is multimodal.
+	Image  json.RawMessage `json:"image"`
+	Images json.RawMessage `json:"images"`
+	Video  json.RawMessage `json:"video"`
+	Videos json.RawMessage `json:"videos"`
+	Audios json.RawMessage `json:"audios"`
+}
+
+// mediaKey is the first key of c's media given beside its turns, as
+// LLaVA-Instruct and ShareGPT4V give an "image" path and LLaMA-Factory's
+// multimodal ShareGPT sets "images", "videos" and "audios" lists (the turns
+// holding "<image>" placeholders); "" for none (absent, null, "" or []).
+func (c *shareGPTItem) mediaKey() string {
+	for _, m := range []struct {
+		key string
+		raw json.RawMessage
+	}{{"image", c.Image}, {"images", c.Images}, {"video", c.Video}, {"videos", c.Videos}, {"audios", c.Audios}} {
+		switch strings.Join(strings.Fields(string(m.raw)), "") {
+		case "", "null", `""`, "[]":
+		default:
+			return m.key
+		}
+	}
+	return ""
 }
 
 // shareGPTTurn is one turn of a ShareGPT conversation: from is human (or
@@ -131,8 +156,9 @@ type shareGPTTurn struct {
 // human (or user) turn, after the system turn before it if there is one
 // (else the conversation's System, if any); its answer is the next gpt (or
 // assistant) turn with content. skip says why it is not
-// usable ("" when it is): no human turn, an empty one, or (with
-// needAnswer) no answer.
+// usable ("" when it is): no human turn, media beside the turns or in the
+// turns sent (multimodal), an empty human turn, or (with needAnswer) no
+// answer.
 func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	it.Line = line
 	human := -1
@@ -144,6 +170,9 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	}
 	if human < 0 {
 		return it, "no human turn"
+	}
+	if k := c.mediaKey(); k != "" {
+		return it, "multimodal content (" + k + ")"
 	}
 	if m := c.Conversations[human].Media; m != "" {
 		return it, "multimodal content (" + m + ")"

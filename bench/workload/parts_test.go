@@ -429,3 +429,34 @@ func TestAToolExchangeIsPassedOverWholeInJSONLAndParquet(t *testing.T) {
 		t.Errorf("ShareGPT: %+v, %v; want the tool exchange's answer, and no answer where the only gpt turn is empty", arr, err)
 	}
 }
+
+// A ShareGPT conversation that comes with its media beside the turns, as
+// LLaVA-Instruct and ShareGPT4V give an "image" path and LLaMA-Factory's
+// multimodal ShareGPT sets "images", "videos" or "audios" lists, the
+// human turn holding an "<image>" placeholder, is multimodal: read as
+// text it sent the placeholder as the prompt, a request the set never
+// meant. The truth: in a ShareGPT array and in JSONL conversations lines,
+// such a conversation is skipped and counted by its key, and one whose
+// key is null, "" or [] is read as text.
+func TestShareGPTConversationsWithMediaBesideThemAreSkipped(t *testing.T) {
+	t.Parallel()
+	turns := `"conversations": [{"from": "human", "value": "<image>\nWhat is shown?"}, {"from": "gpt", "value": "A cat."}]`
+	convs := []string{
+		`{"id": "1", "image": "coco/train2017/000000033471.jpg", ` + turns + `}`,
+		`{"images": ["a.png", "b.png"], ` + turns + `}`,
+		`{"videos": ["v.mp4"], ` + turns + `}`,
+		`{"audios": ["a.wav"], ` + turns + `}`,
+		`{"image": null, ` + turns + `}`,
+		`{"images": [], "image": "", ` + turns + `}`,
+		`{` + turns + `}`,
+	}
+	wantSkips := map[string]int{"multimodal content (image)": 1, "multimodal content (images)": 1, "multimodal content (videos)": 1, "multimodal content (audios)": 1}
+	arr, err := loadDataset(strings.NewReader("[\n"+strings.Join(convs, ",\n")+"\n]"), "mm.json", ShareGPT, 0, true)
+	if err != nil || len(arr.items) != 3 || arr.items[0].Line != 6 || !reflect.DeepEqual(arr.skipped, wantSkips) {
+		t.Errorf("ShareGPT: %+v, %v; want lines 6 to 8 and skips %v", arr, err, wantSkips)
+	}
+	lines, err := loadDataset(strings.NewReader(strings.Join(convs, "\n")), "mm.jsonl", JSONL, 0, true)
+	if err != nil || len(lines.items) != 3 || lines.items[0].Line != 5 || !reflect.DeepEqual(lines.skipped, wantSkips) {
+		t.Errorf("JSONL: %+v, %v; want lines 5 to 7 and skips %v", lines, err, wantSkips)
+	}
+}
