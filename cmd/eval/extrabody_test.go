@@ -27,6 +27,9 @@ func TestABadOrOwnedExtraBodyExitsTwoBeforeAnyRequest(t *testing.T) {
 		{`{"temperature": 0.6}`, `--extra-body sets "temperature", which glmbench writes itself: the evals decode greedily at temperature 0`},
 		{`{"stop": ["."], "top_k": 1}`, `--extra-body sets "stop", which glmbench writes itself: triviaqa stops its answer at a newline`},
 		{`{"logprobs": true}`, `--extra-body sets "logprobs"`},
+		// llama.cpp reads n_predict before max_tokens: it would replace an
+		// echo's or an MMLU letter's 1-token cap there.
+		{`{"n_predict": 512}`, `--extra-body sets "n_predict", which glmbench writes itself: llama.cpp reads it before max_tokens`},
 		{`[1, 2]`, `--extra-body must be a JSON object`},
 		{`{"top_k": 1} {}`, `--extra-body must be one JSON object`},
 	} {

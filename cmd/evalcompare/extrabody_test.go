@@ -141,6 +141,7 @@ func TestCompareMergesOtherTemplateKwargsIntoItsOwn(t *testing.T) {
 		`{"chat_template_kwargs": "thinking"}`:                 `--extra-body: chat_template_kwargs must be a JSON object of template kwargs`,
 		`{"Chat_Template_Kwargs": {"thinking": false}}`:        `--extra-body sets "Chat_Template_Kwargs", which glmbench writes itself as "chat_template_kwargs"`,
 		`{"chat_template_kwargs": {"enable_thinking": false}}`: `--extra-body sets "chat_template_kwargs", which glmbench writes itself: the comparison sends {"enable_thinking": false}`,
+		`{"n_predict": 64}`:                                    `--extra-body sets "n_predict", which glmbench writes itself: llama.cpp reads it before max_tokens`,
 	} {
 		code, _, stderr := execute(t, "--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--reference-endpoint", "http://127.0.0.1:1/v1",
 			"--reference-model", "m", "--extra-body", extra, "--out", t.TempDir())

@@ -118,6 +118,7 @@ var RequestFields = map[string]string{
 	"prompt":                "the comparison makes the prompts",
 	"max_tokens":            "--tokens is each continuation's length",
 	"max_completion_tokens": "--tokens is each continuation's length, sent as max_tokens",
+	"n_predict":             "llama.cpp reads it before max_tokens, so it would replace --tokens as each continuation's length",
 	"temperature":           "both sides continue greedily at temperature 0",
 	"stream":                "the comparison reads whole answers, never streamed",
 	"stream_options":        "the comparison reads whole answers, never streamed",
