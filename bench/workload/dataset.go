@@ -146,10 +146,45 @@ func (c *shareGPTItem) mediaKey() string {
 type shareGPTTurn struct {
 	From  string `json:"from"`
 	Value string `json:"value"`
+	// Role and Content are an OpenAI-style turn's from and value, as
+	// lmsys-chat-1m and many Hub sets write "conversations" (readTurns);
+	// ToolCalls and FunctionCall its calls (calledTools).
+	Role         *string         `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	FunctionCall json.RawMessage `json:"function_call"`
 	// Media is the type of the first part of the turn's content that is
 	// not text, where it was a list of content parts (parquet's JSON
 	// turns); "" if none.
 	Media string `json:"-"`
+}
+
+// readTurns reads c's OpenAI-style turns (no from, a role) as ShareGPT
+// turns, their content as a JSONL message's (messageContent: a string,
+// null, or a list of parts, a media part noted), and passes over an
+// assistant turn that called tools (calledTools), as parquet's JSON turns
+// are read (parquetJSONTurns). Its error is a bad turn's, as
+// "conversations[J]: what".
+func (c *shareGPTItem) readTurns() error {
+	turns := c.Conversations[:0]
+	for j, t := range c.Conversations {
+		if t.From == "" && t.Role != nil {
+			t.From = *t.Role
+			if len(t.Content) > 0 {
+				mc, err := messageContent(t.Content)
+				if err != nil {
+					return fmt.Errorf("conversations[%d]: %s", j, err)
+				}
+				t.Value, t.Media = mc.text, mc.media
+			}
+		}
+		if fromIs(t.From, "assistant", "gpt") && calledTools(t.ToolCalls, t.FunctionCall) {
+			continue
+		}
+		turns = append(turns, t)
+	}
+	c.Conversations = turns
+	return nil
 }
 
 // item is the conversation's usable part at line: its prompt is its first
@@ -256,6 +291,9 @@ func loadShareGPT(r io.Reader, name string, need int, needAnswer bool) (*loaded,
 				return nil, badinput.Errorf("%s:%d: %s: want %s, got %s", name, line, what, typeName(te.Type.String()), te.Value)
 			}
 			return nil, badinput.Errorf("%s:%d: %s", name, line, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+		}
+		if err := c.readTurns(); err != nil {
+			return nil, badinput.Errorf("%s:%d: %s", name, line, err)
 		}
 		it, skip := c.item(line, needAnswer)
 		if skip != "" {
@@ -374,6 +412,9 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 			var c shareGPTItem
 			if err := json.Unmarshal(b, &c); err != nil {
 				return bad("conversations: want a list of {\"from\": ..., \"value\": ...}: %s", text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+			}
+			if err := c.readTurns(); err != nil {
+				return bad("%s", err)
 			}
 			var skip string
 			if it, skip = c.item(n, needAnswer && j.MaxTokens == nil); skip != "" {

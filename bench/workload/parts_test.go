@@ -460,3 +460,47 @@ func TestShareGPTConversationsWithMediaBesideThemAreSkipped(t *testing.T) {
 		t.Errorf("JSONL: %+v, %v; want lines 5 to 7 and skips %v", lines, err, wantSkips)
 	}
 }
+
+// A ShareGPT conversation of OpenAI-style turns ({role, content}, as
+// lmsys-chat-1m and many Hub sets write "conversations") reads alike as a
+// JSONL conversations line and as a parquet string column of JSON turns,
+// content parts, media, developer, tool turns and tool calls included:
+// the JSONL line read no from or value in it, so every such conversation
+// was skipped as having no human turn. The truth: the two readings are
+// equal, row for line (items and skips), with 5 items and one skip for
+// the image.
+func TestRoleContentConversationsReadAlikeInJSONLAndParquet(t *testing.T) {
+	t.Parallel()
+	img := `{"type": "image_url", "image_url": {"url": "u"}}`
+	convs := []string{
+		`[{"role": "system", "content": "be brief"}, {"role": "user", "content": "why?"}, {"role": "assistant", "content": "because"}]`,
+		`[{"role": "developer", "content": [{"type": "text", "text": "be"}, {"type": "text", "text": "kind"}]}, {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}, {"role": "assistant", "content": "hello!"}]`,
+		`[{"role": "User", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c"}]}, {"role": "tool", "content": "42"}, {"role": "assistant", "content": "42."}]`,
+		`[{"role": "user", "content": [` + img + `, {"type": "text", "text": "what?"}]}, {"role": "assistant", "content": "a cat"}]`,
+		`[{"role": "user", "content": "q"}, {"role": "assistant", "content": "Let me check.", "tool_calls": [{"id": "c"}]}, {"role": "tool", "content": "7"}, {"role": "assistant", "content": "seven"}]`,
+		`[{"role": "tool", "content": "ctx"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}]`,
+	}
+	type jsonRow struct {
+		Conversations string `parquet:"conversations"`
+	}
+	var lines []string
+	var rows []jsonRow
+	for _, c := range convs {
+		lines = append(lines, `{"conversations": `+c+`}`)
+		rows = append(rows, jsonRow{c})
+	}
+	got, err := loadDataset(strings.NewReader(strings.Join(lines, "\n")), "c.jsonl", JSONL, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := loadFile(t, parquettest.Write(t, t.TempDir(), "c.parquet", rows, 2), Parquet, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.items) != 5 || want.skipped["multimodal content (image_url)"] != 1 || !reflect.DeepEqual(got, want) {
+		t.Errorf("JSONL %+v\nparquet %+v: want them equal, 5 items and the image skipped", got, want)
+	}
+	if len(want.items) == 5 && (want.items[1].Messages[0] != Message{"system", "be\nkind"} || want.items[2].AnswerChars != 3 || want.items[3].AnswerChars != 5) {
+		t.Errorf("parquet %+v: want the developer's parts as the system turn, the answers after the tool exchanges", want.items)
+	}
+}
