@@ -275,8 +275,8 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 	// an argument it does not know), then also without logprobs (a model
 	// that refuses them).
 	for _, drop := range [][]string{{"chat_template_kwargs"}, {"logprobs", "top_logprobs"}} {
-		if err != nil || resp.Status != http.StatusBadRequest {
-			break
+		if err != nil || resp.Status != http.StatusBadRequest || len(refusedExtra(resp, o)) > 0 {
+			break // a refused extra field is in every request
 		}
 		for _, k := range drop {
 			delete(req, k)
@@ -291,7 +291,11 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 		return equiv.Continuation{}, "", err.Error()
 	}
 	if resp.Status != 200 {
-		return equiv.Continuation{}, "", fmt.Sprintf("HTTP %d", resp.Status)
+		failure := fmt.Sprintf("HTTP %d", resp.Status)
+		if names := refusedExtra(resp, o); len(names) > 0 {
+			failure += ": it refuses a field --extra-body adds (" + strings.Join(names, ", ") + ")"
+		}
+		return equiv.Continuation{}, "", failure
 	}
 	var ans chatAnswer
 	if err := json.Unmarshal(resp.Body, &ans); err != nil || len(ans.Choices) == 0 {

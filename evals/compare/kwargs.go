@@ -3,9 +3,12 @@ package compare
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // templateKwargs is the field the comparison writes whose object an extra
@@ -78,4 +81,22 @@ func splitKwargs(extra json.RawMessage) (json.RawMessage, map[string]json.RawMes
 		return extra, nil
 	}
 	return rest, kw
+}
+
+// refusedExtra names the extra body's fields (o.Extra's and its
+// chat_template_kwargs), in order, that resp, a 4xx about the request (not
+// a 429, 401, 403 or 408), names in its error message: OpenAI's 400
+// "Unrecognized request argument supplied: top_k", as the evals read one.
+func refusedExtra(resp *endpoints.Response, o Options) []string {
+	if resp.Status < 400 || resp.Status >= 500 || endpoints.NotThisRequest(resp.Status) {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	json.Unmarshal(o.Extra, &fields)
+	names := slices.Collect(maps.Keys(fields))
+	if len(o.kwargs) > 0 {
+		names = append(names, templateKwargs)
+	}
+	slices.Sort(names)
+	return endpoints.FieldsNamed(summary.ErrorMessage(resp.Body), names)
 }
