@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/glmbench/glmbench/evals/compare"
 	"github.com/glmbench/glmbench/evals/equiv"
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -213,6 +216,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
+	if err := checkOut(tg.Out); err != nil {
+		return err
+	}
 	ref, err := target.OpenEndpoint(ctx, o.F, o.Reference, o.ConnectTimeout, "--reference-endpoint", builtin(o.ReferenceWeightDType, o.ReferenceSeed))
 	if err != nil {
 		return err
@@ -285,4 +291,33 @@ func verdictLine(eq *schema.Equivalence) string {
 		s += fmt.Sprintf(", KL mean %.3g", *eq.KLMean)
 	}
 	return s + ")\n  rule: " + eq.Rule
+}
+
+// checkOut refuses, before any request, an --out whose report holds a
+// load, evals or conformance: eval compare writes a whole report of its own
+// (report.json, an empty requests.jsonl, its own evals.jsonl), which would
+// throw them away. A report of a comparison alone is replaced, as a rerun
+// replaces it.
+func checkOut(out string) error {
+	old, err := reports.ReadReport(filepath.Join(out, reports.ReportJSON))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return badinput.Errorf("--out %s holds a report that eval compare cannot read, which its own would replace: give another --out (%s)", out, text.OneLine(err.Error()))
+	}
+	var held []string
+	if len(old.Phases) > 0 {
+		held = append(held, "a load")
+	}
+	if len(old.Evals) > 0 {
+		held = append(held, "evals")
+	}
+	if len(old.Conformance) > 0 {
+		held = append(held, "conformance checks")
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return badinput.Errorf("--out %s holds a report of %s, which eval compare's own report would replace: give another --out", out, strings.Join(held, ", "))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/evals/compare"
 	"github.com/glmbench/glmbench/reports"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // The truth: with --extra-body every request to the endpoint and every one
@@ -147,6 +148,53 @@ func TestCompareMergesOtherTemplateKwargsIntoItsOwn(t *testing.T) {
 			"--reference-model", "m", "--extra-body", extra, "--out", t.TempDir())
 		if code != cmdutil.ExitBadInput || !strings.Contains(stderr, says) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%s: exit %d, stderr %q: want exit 2 in one line saying %q", extra, code, stderr, says)
+		}
+	}
+}
+
+// eval compare writes a whole report of its own (report.json, an emptied
+// requests.jsonl, its evals.jsonl), so into a folder that holds a load, evals
+// or conformance it threw them away. The truth: into a folder holding a
+// run's report, compare is refused in one line, exit 2, before any request
+// (both endpoints are fakes that count), and report.json is as it was, as
+// it is where report.json does not read; into a folder holding only a
+// comparison, it runs again.
+func TestCompareIntoAFolderHoldingALoadExitsTwo(t *testing.T) {
+	t.Parallel()
+	a := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	b := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
+	dir := t.TempDir()
+	old := &schema.Report{Schema: schema.ReportSchema, Label: a.Opts.Model, Nonce: "n",
+		Phases: []schema.PhaseResult{{Phase: "single", BatchSize: 1}}}
+	if err := reports.WriteDir(dir, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, reports.ReportJSON))
+	args := []string{"--endpoint", a.BaseURL(), "--model", a.Opts.Model, "--reference-endpoint", b.BaseURL(), "--reference-model", b.Opts.Model, "--limit", "1", "--tokens", "2", "--out", dir}
+	code, _, stderr := execute(t, args...)
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "holds a report of a load") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q: want exit 2 in one line", code, stderr)
+	}
+	if n := len(a.BodyFields()) + len(b.BodyFields()); n != 0 {
+		t.Errorf("%d requests were sent", n)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, reports.ReportJSON)); string(after) != string(before) {
+		t.Errorf("report.json changed")
+	}
+	junk := t.TempDir()
+	os.WriteFile(filepath.Join(junk, reports.ReportJSON), []byte("not json"), 0o644)
+	args[len(args)-1] = junk
+	if code, _, stderr := execute(t, args...); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "cannot read") {
+		t.Errorf("a report.json that does not read: exit %d, stderr %q: want exit 2, it kept", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(junk, reports.ReportJSON)); string(b) != "not json" {
+		t.Errorf("the unreadable report.json was replaced")
+	}
+	again := t.TempDir()
+	args[len(args)-1] = again
+	for i := range 2 {
+		if code, _, stderr := execute(t, args...); code != 0 && code != cmdutil.ExitFailed {
+			t.Fatalf("comparison %d into its own folder: exit %d\n%s", i+1, code, stderr)
 		}
 	}
 }
