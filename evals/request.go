@@ -39,6 +39,7 @@ var EvalFields = map[string]string{
 	"prompt":                     "the eval makes the prompt",
 	"max_tokens":                 "each eval sets its cap (1 token for an echo or an MMLU letter, --gen-tokens for long-ppl, more for a thinking model's answer)",
 	"max_completion_tokens":      "each eval sets its cap as max_tokens, which this would replace (vLLM reads it first)",
+	"n_predict":                  "llama.cpp reads it before max_tokens, so it would replace each eval's cap",
 	"temperature":                "the evals decode greedily at temperature 0; long-ppl samples the model's own distribution at 1",
 	"top_p":                      "long-ppl samples the model's own distribution at top_p 1",
 	"seed":                       "long-ppl seeds each prompt's generation, so that reruns draw alike",

@@ -112,6 +112,31 @@ type shareGPTItem struct {
 	// turn, as sets such as OpenThoughts give it beside the conversation;
 	// used only when a string.
 	System any `json:"system"`
+	// Media are the conversation's media given beside its turns, by key
+	// (mediaKeys); a conversation with any is multimodal.
+	Image  json.RawMessage `json:"image"`
+	Images json.RawMessage `json:"images"`
+	Video  json.RawMessage `json:"video"`
+	Videos json.RawMessage `json:"videos"`
+	Audios json.RawMessage `json:"audios"`
+}
+
+// mediaKey is the first key of c's media given beside its turns, as
+// LLaVA-Instruct and ShareGPT4V give an "image" path and LLaMA-Factory's
+// multimodal ShareGPT sets "images", "videos" and "audios" lists (the turns
+// holding "<image>" placeholders); "" for none (absent, null, "" or []).
+func (c *shareGPTItem) mediaKey() string {
+	for _, m := range []struct {
+		key string
+		raw json.RawMessage
+	}{{"image", c.Image}, {"images", c.Images}, {"video", c.Video}, {"videos", c.Videos}, {"audios", c.Audios}} {
+		switch strings.Join(strings.Fields(string(m.raw)), "") {
+		case "", "null", `""`, "[]":
+		default:
+			return m.key
+		}
+	}
+	return ""
 }
 
 // shareGPTTurn is one turn of a ShareGPT conversation: from is human (or
@@ -121,17 +146,54 @@ type shareGPTItem struct {
 type shareGPTTurn struct {
 	From  string `json:"from"`
 	Value string `json:"value"`
+	// Role and Content are an OpenAI-style turn's from and value, as
+	// lmsys-chat-1m and many Hub sets write "conversations" (readTurns);
+	// ToolCalls and FunctionCall its calls (calledTools).
+	Role         *string         `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	FunctionCall json.RawMessage `json:"function_call"`
 	// Media is the type of the first part of the turn's content that is
 	// not text, where it was a list of content parts (parquet's JSON
 	// turns); "" if none.
 	Media string `json:"-"`
 }
 
+// readTurns reads c's OpenAI-style turns (no from, a role) as ShareGPT
+// turns, their content as a JSONL message's (messageContent: a string,
+// null, or a list of parts, a media part noted), and passes over an
+// assistant turn that called tools (calledTools), as parquet's JSON turns
+// are read (parquetJSONTurns). Its error is a bad turn's, as
+// "conversations[J]: what".
+func (c *shareGPTItem) readTurns() error {
+	turns := c.Conversations[:0]
+	for j, t := range c.Conversations {
+		if t.From == "" && t.Role != nil {
+			t.From = *t.Role
+			if len(t.Content) > 0 {
+				mc, err := messageContent(t.Content)
+				if err != nil {
+					return fmt.Errorf("conversations[%d]: %s", j, err)
+				}
+				t.Value, t.Media = mc.text, mc.media
+			}
+		}
+		if fromIs(t.From, "assistant", "gpt") && calledTools(t.ToolCalls, t.FunctionCall) {
+			continue
+		}
+		turns = append(turns, t)
+	}
+	c.Conversations = turns
+	return nil
+}
+
 // item is the conversation's usable part at line: its prompt is its first
 // human (or user) turn, after the system turn before it if there is one
-// (else the conversation's System, if any); its answer is the next gpt (or assistant) turn. skip says why it is not
-// usable ("" when it is): no human turn, an empty one, or (with
-// needAnswer) no answer.
+// (else the conversation's System, if any); its answer is the next gpt (or
+// assistant) turn with content. skip says why it is not
+// usable ("" when it is): no human turn, media beside the turns or in the
+// turns sent (multimodal), an empty human turn, or (with needAnswer) no
+// answer.
 func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	it.Line = line
 	human := -1
@@ -143,6 +205,9 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	}
 	if human < 0 {
 		return it, "no human turn"
+	}
+	if k := c.mediaKey(); k != "" {
+		return it, "multimodal content (" + k + ")"
 	}
 	if m := c.Conversations[human].Media; m != "" {
 		return it, "multimodal content (" + m + ")"
@@ -163,8 +228,11 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 		it.Messages = append(it.Messages, Message{Role: "system", Content: sys})
 	}
 	it.Messages = append(it.Messages, Message{Role: "user", Content: c.Conversations[human].Value})
+	// The answer is the first assistant turn with content: an empty one is
+	// a turn that only called tools (null content in OpenAI's format),
+	// whose exchange the answer follows.
 	for _, t := range c.Conversations[human+1:] {
-		if fromIs(t.From, "gpt", "assistant") {
+		if fromIs(t.From, "gpt", "assistant") && t.Value != "" {
 			it.AnswerChars = len(t.Value)
 			break
 		}
@@ -223,6 +291,9 @@ func loadShareGPT(r io.Reader, name string, need int, needAnswer bool) (*loaded,
 				return nil, badinput.Errorf("%s:%d: %s: want %s, got %s", name, line, what, typeName(te.Type.String()), te.Value)
 			}
 			return nil, badinput.Errorf("%s:%d: %s", name, line, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+		}
+		if err := c.readTurns(); err != nil {
+			return nil, badinput.Errorf("%s:%d: %s", name, line, err)
 		}
 		it, skip := c.item(line, needAnswer)
 		if skip != "" {
@@ -342,6 +413,9 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 			if err := json.Unmarshal(b, &c); err != nil {
 				return bad("conversations: want a list of {\"from\": ..., \"value\": ...}: %s", text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
 			}
+			if err := c.readTurns(); err != nil {
+				return bad("%s", err)
+			}
 			var skip string
 			if it, skip = c.item(n, needAnswer && j.MaxTokens == nil); skip != "" {
 				out.skip(skip)
@@ -386,16 +460,37 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 type jsonlMessage struct {
 	Role    *string         `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls and FunctionCall are an assistant turn's calls (OpenAI's
+	// and its legacy form): such a turn is passed over (calledTools).
+	ToolCalls    json.RawMessage `json:"tool_calls"`
+	FunctionCall json.RawMessage `json:"function_call"`
+}
+
+// calledTools reports whether an assistant turn with these tool_calls and
+// function_call fields (raw, nil where absent) called tools: a non-empty
+// list, a call object. Such a turn is passed over with the tool turns that
+// answer it, its content too ("Let me check."): kept, it stood before the
+// assistant turn after the exchange, two assistant turns in a row, which
+// chat templates that check that roles alternate (Mistral's, Gemma's)
+// refuse, and it is no answer to the user turn.
+func calledTools(toolCalls, functionCall json.RawMessage) bool {
+	var calls []json.RawMessage
+	if json.Unmarshal(toolCalls, &calls) == nil && len(calls) > 0 {
+		return true
+	}
+	var call map[string]json.RawMessage
+	return json.Unmarshal(functionCall, &call) == nil && call != nil
 }
 
 // jsonlMessages is a JSONL line's messages as they are sent, all of them
 // in order (a JSONL line is the request). The roles follow the rules a
 // ShareGPT conversation's turns are read by (shareGPTTurn), so that a
 // conversation reads alike as JSONL and as parquet: developer is system;
-// tool and function turns are passed over, as is an assistant turn
-// without content (null: OpenAI logs write one that only called tools),
-// since glmbench sends no tools nor tool calls for a tool turn to answer,
-// and the exchange gone, the turns left still alternate. Any other role is
+// tool and function turns are passed over, as is an assistant turn that
+// called tools (calledTools, whatever its content) or has no content
+// (null: OpenAI logs write one that only called tools), since glmbench
+// sends no tools nor tool calls for a tool turn to answer, and the
+// exchange gone, the turns left still alternate. Any other role is
 // refused, as a typo would be. skip says why the line is not usable (""
 // when it is): a turn sent holds a part that is not text (it cannot be
 // benchmarked as text, and its text alone is not the request), or no turn
@@ -421,7 +516,7 @@ func jsonlMessages(ms []jsonlMessage) (out []Message, skip string, err error) {
 		if c.null && role != "assistant" && role != "tool" && role != "function" {
 			return nil, "", fmt.Errorf("messages[%d]: null content: only an assistant turn (one that called tools) may have none", i)
 		}
-		if c.null || role == "tool" || role == "function" {
+		if c.null || role == "tool" || role == "function" || role == "assistant" && calledTools(m.ToolCalls, m.FunctionCall) {
 			continue
 		}
 		if media == "" {

@@ -101,18 +101,21 @@ func (p *Phase) expandDataset() ([]Request, []string, error) {
 		return nil, nil, err
 	}
 	var warns []string
+	skips := "" // the warning's text, which a refusal says too: it is then never printed
 	if n := sum(got.skipped); n > 0 {
 		var why []string
 		for _, k := range sortedKeys(got.skipped) {
 			why = append(why, fmt.Sprintf("%d with %s", got.skipped[k], k))
 		}
-		warns = append(warns, fmt.Sprintf("%s: skipped %d unusable conversations (%s)", p.Path, n, strings.Join(why, ", ")))
+		skips = fmt.Sprintf("skipped %d unusable conversations (%s)", n, strings.Join(why, ", "))
+		warns = append(warns, p.Path+": "+skips)
+		skips = ": " + skips
 	}
 	if len(got.items) == 0 {
-		return nil, nil, badinput.Errorf("%s: no usable items", p.Path)
+		return nil, nil, badinput.Errorf("%s: no usable items%s", p.Path, skips)
 	}
 	if len(got.items) < p.Requests {
-		return nil, nil, badinput.Errorf("%s: %d usable items, phase %q asks for %d", p.Path, len(got.items), p.Name, p.Requests)
+		return nil, nil, badinput.Errorf("%s: %d usable items, phase %q asks for %d%s", p.Path, len(got.items), p.Name, p.Requests, skips)
 	}
 	reqs := make([]Request, len(got.items))
 	for i, it := range got.items {

@@ -225,7 +225,7 @@ func TestEmptyDataSetsAndTracesAreRefused(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "none.json"), []byte(`[{"conversations": []}]`), 0o644)
 	for _, c := range []struct{ spec, want string }{
 		{`{name: d, kind: dataset, path: empty.txt, output_tokens: 4}`, "empty.txt: no usable items"},
-		{`{name: d, kind: dataset, path: none.json}`, "none.json: no usable items"},
+		{`{name: d, kind: dataset, path: none.json}`, "none.json: no usable items: skipped 1 unusable conversations (1 with no human turn)"},
 		{`{name: t, kind: trace, path: empty.jsonl}`, "empty.jsonl: no requests"},
 	} {
 		p := mustPhase(t, "phases: ["+c.spec+"]", dir)

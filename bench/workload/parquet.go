@@ -282,10 +282,14 @@ func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c par
 			return nil, nil, nil, rowErr(p, at+k+1, "%s: want a JSON array of {%q: ..., %q: ...}: %s", c.name, c.from, c.value, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
 		}
 		for j, turn := range turns {
-			f, okF := jsonString(turn[c.from])
-			v, okV := jsonString(turn[c.value])
+			fk, vk := turnKeys(turn, c)
+			f, okF := jsonString(turn[fk])
+			if okF && fromIs(f, "assistant", "gpt") && calledTools(turn["tool_calls"], turn["function_call"]) {
+				continue // passed over with its exchange, as JSONL's (jsonlMessages)
+			}
+			v, okV := jsonString(turn[vk])
 			var m string
-			if raw := turn[c.value]; !okV && len(raw) > 0 && raw[0] == '[' {
+			if raw := turn[vk]; !okV && len(raw) > 0 && raw[0] == '[' {
 				mc, err := messageContent(raw)
 				if err != nil {
 					return nil, nil, nil, rowErr(p, at+k+1, "%s[%d]: %s", c.name, j, err)
@@ -299,6 +303,28 @@ func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c par
 		}
 	}
 	return from, value, media, nil
+}
+
+// turnKeys are the keys turn, a JSON turn of layout c, is read by: c's
+// from and value, or where it has no such from, the other pair's
+// (ShareGPT's from and value, OpenAI's role and content), so that a
+// conversations column of {role, content} turns (lmsys-chat-1m's shape)
+// reads as a JSONL conversations line does (shareGPTItem.readTurns).
+func turnKeys(turn map[string]json.RawMessage, c parquetLayout) (from, value string) {
+	if _, ok := turn[c.from]; ok {
+		return c.from, c.value
+	}
+	switch {
+	case c.from == "from":
+		if _, ok := turn["role"]; ok {
+			return "role", "content"
+		}
+	case c.from == "role":
+		if _, ok := turn["from"]; ok {
+			return "from", "value"
+		}
+	}
+	return c.from, c.value
 }
 
 // jsonString is the string raw holds ("" for null or none), and whether

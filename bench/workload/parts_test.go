@@ -344,3 +344,163 @@ func TestParquetJSONTurnsTakeContentParts(t *testing.T) {
 		t.Errorf("%+v, %v; want row 3 (answer 2 bytes) and skips %v", got, err, wantSkips)
 	}
 }
+
+// A data set whose every line is skipped says why in its refusal, not only
+// that nothing is usable: the warning that counts the skips is never
+// printed when the phase is refused. The truth: two image lines and a line
+// of tool turns alone give "no usable items" with the three skips by
+// reason; one usable line where the phase asks for 2 gives the count with
+// the two image lines skipped.
+func TestADataSetOfSkippedLinesSaysWhyInItsRefusal(t *testing.T) {
+	t.Parallel()
+	img := `{"messages": [{"role": "user", "content": [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "u"}}]}]}`
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mm.jsonl"), []byte(img+"\n"+img+"\n"+`{"messages": [{"role": "tool", "content": "42"}]}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "one.jsonl"), []byte(img+"\n"+`{"prompt": "q"}`+"\n"+img+"\n"), 0o644)
+	for _, c := range []struct{ spec, want string }{
+		{`{name: d, kind: dataset, path: mm.jsonl, output_tokens: 4}`,
+			"mm.jsonl: no usable items: skipped 3 unusable conversations (2 with multimodal content (image_url), 1 with nothing to send)"},
+		{`{name: d, kind: dataset, path: one.jsonl, output_tokens: 4, requests: 2}`,
+			`one.jsonl: 1 usable items, phase "d" asks for 2: skipped 2 unusable conversations (2 with multimodal content (image_url))`},
+	} {
+		p := mustPhase(t, "phases: ["+c.spec+"]", dir)
+		_, err := p.Expand(1)
+		checkOneLine(t, c.spec, err, "")
+		if err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.spec, err, c.want)
+		}
+	}
+}
+
+// A tool exchange is passed over whole, the assistant turn that called the
+// tools with it: with its content kept, a JSONL line of OpenAI's log of
+// user, assistant ("Let me check." and a tool call), tool, assistant sent
+// two assistant turns in a row, which chat templates that check roles
+// alternate (Mistral's, Gemma's) refuse, and parquet's answer was the
+// preamble, or nothing where the call's content is null. The truth, for
+// both shapes of the call (null content, content beside tool_calls; a
+// legacy function_call too): JSONL sends [user, the final answer];
+// parquet's JSON turns give the user turn with the final answer's length
+// as the answer; a ShareGPT array whose tool-calling turn is only an empty
+// gpt turn gives the same answer, and one whose only gpt turn is empty
+// has none.
+func TestAToolExchangeIsPassedOverWholeInJSONLAndParquet(t *testing.T) {
+	t.Parallel()
+	call := `"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]`
+	calls := []string{
+		`{"role": "assistant", "content": null, ` + call + `}`,
+		`{"role": "assistant", "content": "Let me check.", ` + call + `}`,
+		`{"role": "assistant", "content": [{"type": "text", "text": "Let me check."}], ` + call + `}`,
+		`{"role": "assistant", "content": "Checking.", "function_call": {"name": "weather", "arguments": "{}"}}`,
+	}
+	type jsonRow struct {
+		Messages string `parquet:"messages"`
+	}
+	var lines []string
+	var rows []jsonRow
+	for _, c := range calls {
+		msgs := `[{"role": "user", "content": "weather?"}, ` + c + `, {"role": "tool", "content": "21"}, {"role": "assistant", "content": "21 degrees"}]`
+		lines = append(lines, `{"messages": `+msgs+`}`)
+		rows = append(rows, jsonRow{msgs})
+	}
+	got, err := loadDataset(strings.NewReader(strings.Join(lines, "\n")), "t.jsonl", JSONL, 0, false)
+	if err != nil || len(got.items) != len(calls) {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	want := []Message{{"user", "weather?"}, {"assistant", "21 degrees"}}
+	for i, it := range got.items {
+		if !reflect.DeepEqual(it.Messages, want) {
+			t.Errorf("JSONL line %d: %+v, want %+v", i+1, it.Messages, want)
+		}
+	}
+	pq, err := loadFile(t, parquettest.Write(t, t.TempDir(), "t.parquet", rows, 2), Parquet, 0, true)
+	if err != nil || len(pq.items) != len(calls) || len(pq.skipped) != 0 {
+		t.Fatalf("parquet: %+v, %v; want %d items, none skipped", pq, err, len(calls))
+	}
+	for i, it := range pq.items {
+		if !reflect.DeepEqual(it.Messages, want[:1]) || it.AnswerChars != len("21 degrees") {
+			t.Errorf("parquet row %d: %+v, want %+v with the answer's 10 bytes", i+1, it, want[:1])
+		}
+	}
+	sg := `[{"conversations": [{"from": "human", "value": "weather?"}, {"from": "gpt", "value": ""}, {"from": "tool", "value": "21"}, {"from": "gpt", "value": "21 degrees"}]},
+	{"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": ""}]}]`
+	arr, err := loadDataset(strings.NewReader(sg), "t.json", ShareGPT, 0, true)
+	if err != nil || len(arr.items) != 1 || arr.items[0].AnswerChars != 10 || arr.skipped["no answer"] != 1 {
+		t.Errorf("ShareGPT: %+v, %v; want the tool exchange's answer, and no answer where the only gpt turn is empty", arr, err)
+	}
+}
+
+// A ShareGPT conversation that comes with its media beside the turns, as
+// LLaVA-Instruct and ShareGPT4V give an "image" path and LLaMA-Factory's
+// multimodal ShareGPT sets "images", "videos" or "audios" lists, the
+// human turn holding an "<image>" placeholder, is multimodal: read as
+// text it sent the placeholder as the prompt, a request the set never
+// meant. The truth: in a ShareGPT array and in JSONL conversations lines,
+// such a conversation is skipped and counted by its key, and one whose
+// key is null, "" or [] is read as text.
+func TestShareGPTConversationsWithMediaBesideThemAreSkipped(t *testing.T) {
+	t.Parallel()
+	turns := `"conversations": [{"from": "human", "value": "<image>\nWhat is shown?"}, {"from": "gpt", "value": "A cat."}]`
+	convs := []string{
+		`{"id": "1", "image": "coco/train2017/000000033471.jpg", ` + turns + `}`,
+		`{"images": ["a.png", "b.png"], ` + turns + `}`,
+		`{"videos": ["v.mp4"], ` + turns + `}`,
+		`{"audios": ["a.wav"], ` + turns + `}`,
+		`{"image": null, ` + turns + `}`,
+		`{"images": [], "image": "", ` + turns + `}`,
+		`{` + turns + `}`,
+	}
+	wantSkips := map[string]int{"multimodal content (image)": 1, "multimodal content (images)": 1, "multimodal content (videos)": 1, "multimodal content (audios)": 1}
+	arr, err := loadDataset(strings.NewReader("[\n"+strings.Join(convs, ",\n")+"\n]"), "mm.json", ShareGPT, 0, true)
+	if err != nil || len(arr.items) != 3 || arr.items[0].Line != 6 || !reflect.DeepEqual(arr.skipped, wantSkips) {
+		t.Errorf("ShareGPT: %+v, %v; want lines 6 to 8 and skips %v", arr, err, wantSkips)
+	}
+	lines, err := loadDataset(strings.NewReader(strings.Join(convs, "\n")), "mm.jsonl", JSONL, 0, true)
+	if err != nil || len(lines.items) != 3 || lines.items[0].Line != 5 || !reflect.DeepEqual(lines.skipped, wantSkips) {
+		t.Errorf("JSONL: %+v, %v; want lines 5 to 7 and skips %v", lines, err, wantSkips)
+	}
+}
+
+// A ShareGPT conversation of OpenAI-style turns ({role, content}, as
+// lmsys-chat-1m and many Hub sets write "conversations") reads alike as a
+// JSONL conversations line and as a parquet string column of JSON turns,
+// content parts, media, developer, tool turns and tool calls included:
+// the JSONL line read no from or value in it, so every such conversation
+// was skipped as having no human turn. The truth: the two readings are
+// equal, row for line (items and skips), with 5 items and one skip for
+// the image.
+func TestRoleContentConversationsReadAlikeInJSONLAndParquet(t *testing.T) {
+	t.Parallel()
+	img := `{"type": "image_url", "image_url": {"url": "u"}}`
+	convs := []string{
+		`[{"role": "system", "content": "be brief"}, {"role": "user", "content": "why?"}, {"role": "assistant", "content": "because"}]`,
+		`[{"role": "developer", "content": [{"type": "text", "text": "be"}, {"type": "text", "text": "kind"}]}, {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}, {"role": "assistant", "content": "hello!"}]`,
+		`[{"role": "User", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c"}]}, {"role": "tool", "content": "42"}, {"role": "assistant", "content": "42."}]`,
+		`[{"role": "user", "content": [` + img + `, {"type": "text", "text": "what?"}]}, {"role": "assistant", "content": "a cat"}]`,
+		`[{"role": "user", "content": "q"}, {"role": "assistant", "content": "Let me check.", "tool_calls": [{"id": "c"}]}, {"role": "tool", "content": "7"}, {"role": "assistant", "content": "seven"}]`,
+		`[{"role": "tool", "content": "ctx"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}]`,
+	}
+	type jsonRow struct {
+		Conversations string `parquet:"conversations"`
+	}
+	var lines []string
+	var rows []jsonRow
+	for _, c := range convs {
+		lines = append(lines, `{"conversations": `+c+`}`)
+		rows = append(rows, jsonRow{c})
+	}
+	got, err := loadDataset(strings.NewReader(strings.Join(lines, "\n")), "c.jsonl", JSONL, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := loadFile(t, parquettest.Write(t, t.TempDir(), "c.parquet", rows, 2), Parquet, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.items) != 5 || want.skipped["multimodal content (image_url)"] != 1 || !reflect.DeepEqual(got, want) {
+		t.Errorf("JSONL %+v\nparquet %+v: want them equal, 5 items and the image skipped", got, want)
+	}
+	if len(want.items) == 5 && (want.items[1].Messages[0] != Message{"system", "be\nkind"} || want.items[2].AnswerChars != 3 || want.items[3].AnswerChars != 5) {
+		t.Errorf("parquet %+v: want the developer's parts as the system turn, the answers after the tool exchanges", want.items)
+	}
+}

@@ -103,9 +103,10 @@ no score rather than a wrong one. Only requests that got no answer are retried.
 
 --extra-body adds a JSON object's fields to every generation request (not
 /tokenize) and the report records it: a hybrid reasoning model (GLM-4.5 and
-later, Qwen3, DeepSeek-V3.1 on vLLM or SGLang) thinks before it answers
-unless asked '{"chat_template_kwargs": {"enable_thinking": false}}', and
-MMLU and TriviaQA on chat then wait out its reasoning. The fields the evals
+later, Qwen3 on vLLM or SGLang) thinks before it answers unless asked
+'{"chat_template_kwargs": {"enable_thinking": false}}', and MMLU and
+TriviaQA on chat then wait out its reasoning (DeepSeek-V3.1's template reads
+"thinking" instead, and thinks only when it is true). The fields the evals
 write are refused, and a field the endpoint refuses is named as
 --extra-body's.
 
@@ -149,7 +150,7 @@ bad data set (said before any request), 130 interrupted.`,
 	fl.IntVar(&o.Window, "window", evals.DefaultWindow, "ppl: tokens per request, as lm-eval's max_length (one carried, window-2 scored, one generated)")
 	fl.IntVar(&o.GenTokens, "gen-tokens", evals.DefaultGenTokens, "long-ppl: tokens generated per prompt")
 	fl.IntVar(&o.Concurrency, "concurrency", evals.DefaultConcurrency, "requests in flight at once")
-	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every generation request's body and recorded in the report, e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' for a hybrid reasoning model (GLM, Qwen3, DeepSeek-V3.1 on vLLM or SGLang) to answer without thinking, or '{"reasoning_effort": "low"}' (not the fields the evals write: `+strings.Join(slices.Sorted(maps.Keys(evals.EvalFields)), ", ")+`)`)
+	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every generation request's body and recorded in the report, e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' for a hybrid reasoning model (GLM, Qwen3 on vLLM or SGLang) to answer without thinking, or '{"reasoning_effort": "low"}' (not the fields the evals write: `+strings.Join(slices.Sorted(maps.Keys(evals.EvalFields)), ", ")+`)`)
 	return cmd
 }
 
@@ -250,6 +251,7 @@ func Run(ctx context.Context, o *Options) error {
 	defer tg.Close()
 	ep := tg.Endpoint
 	recorded := endpoints.RecordedExtra(o.extra, tg.Endpoint) // as the report records it, secrets hidden
+	hidden := hiddenValues(o.extra)                           // and as a server may quote them back
 	if err := checkExtraRecord(tg.Out, recorded, jobs); err != nil {
 		return err
 	}
@@ -274,8 +276,8 @@ func Run(ctx context.Context, o *Options) error {
 		res.Dataset = j.In.Data.Origin()
 		stop()
 		if res.Failure != nil {
-			res.Failure.Body = ep.Redact(res.Failure.Body)
-			res.Failure.Detail = ep.Redact(res.Failure.Detail)
+			res.Failure.Body = hide(ep.Redact(res.Failure.Body), hidden)
+			res.Failure.Detail = hide(ep.Redact(res.Failure.Detail), hidden)
 			showRecorded(res.Failure.Request, recorded)
 		}
 		fmt.Fprintf(io.ErrOut, "glmbench: %s in %.1fs\n", resultLine(&res), time.Since(t0).Seconds())

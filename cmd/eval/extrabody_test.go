@@ -1,6 +1,10 @@
 package eval
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +27,9 @@ func TestABadOrOwnedExtraBodyExitsTwoBeforeAnyRequest(t *testing.T) {
 		{`{"temperature": 0.6}`, `--extra-body sets "temperature", which glmbench writes itself: the evals decode greedily at temperature 0`},
 		{`{"stop": ["."], "top_k": 1}`, `--extra-body sets "stop", which glmbench writes itself: triviaqa stops its answer at a newline`},
 		{`{"logprobs": true}`, `--extra-body sets "logprobs"`},
+		// llama.cpp reads n_predict before max_tokens: it would replace an
+		// echo's or an MMLU letter's 1-token cap there.
+		{`{"n_predict": 512}`, `--extra-body sets "n_predict", which glmbench writes itself: llama.cpp reads it before max_tokens`},
 		{`[1, 2]`, `--extra-body must be a JSON object`},
 		{`{"top_k": 1} {}`, `--extra-body must be one JSON object`},
 	} {
@@ -142,5 +149,74 @@ func TestAFailedEvalsRequestShowsTheExtraBodyAsRecorded(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, reports.ReportJSON)); err != nil || strings.Contains(string(b), key) {
 		t.Errorf("report.json holds the key (%v)", err)
+	}
+}
+
+// eval compare's verdict is a section of the report too, made with the
+// extra body the report records. The truth: into a folder whose report
+// holds only an equivalence verdict made with thinking off, ppl without
+// --extra-body is refused (exit 2, naming the comparison, no eval request
+// sent), since writing none would misstate how the verdict was made;
+// with the same --extra-body it is taken.
+func TestAnEvalIntoAComparisonOfAnotherExtraBodyExitsTwo(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	dir := t.TempDir()
+	old := &schema.Report{Schema: schema.ReportSchema, Label: p.Opts.Model, Phases: []schema.PhaseResult{},
+		Equivalence: &schema.Equivalence{Reference: "builtin"},
+		Options:     schema.Options{ExtraBody: []byte(`{"chat_template_kwargs":{"enable_thinking":false}}`)}}
+	if err := reports.WriteDir(dir, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--limit", "1", "--out", dir}
+	code, _, errOut := run(t, append([]string{"ppl"}, args...)...)
+	if code != cmdutil.ExitBadInput || !strings.Contains(errOut, "whose eval compare went with extra body") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := len(p.BodyFields()); n != 0 {
+		t.Fatalf("%d eval requests were sent", n)
+	}
+	if code, _, errOut := run(t, append([]string{"ppl", "--extra-body", thinkingOff}, args...)...); code != 0 {
+		t.Fatalf("the verdict's own extra body: exit %d: %s", code, errOut)
+	}
+}
+
+// A key the extra body carries under a credential's name (a gateway that
+// reads it from the body) is hidden where the server quotes it back, as
+// it is in the failure's request: a 400 that names the value (pydantic's
+// validation errors quote a field's input) went into the failure's body
+// and detail, report.json, report.md and stderr, only the endpoint's own
+// key being redacted there. The truth: against a server that answers
+// every request 400 quoting the body's api_key, triviaqa fails (exit 1)
+// and neither stderr nor any file in --out holds the key, while its
+// failure still shows the 400's message.
+func TestAnExtraBodyKeyTheServerQuotesBackReachesNoOutput(t *testing.T) {
+	t.Parallel()
+	const key = "gw-body-key-0123456789"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			APIKey string `json:"api_key"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"message":"[{'type': 'string_too_short', 'loc': ('body', 'api_key'), 'input': '%s'}]","type":"BadRequestError"}}`, body.APIKey)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	code, out, errOut := run(t, "triviaqa", "--endpoint", srv.URL+"/v1", "--model", "m", "--limit", "1",
+		"--extra-body", `{"api_key": "`+key+`"}`, "--out", dir)
+	if code != cmdutil.ExitFailed || strings.Contains(errOut+out, key) {
+		t.Fatalf("exit %d; stdout %q stderr %q: want exit 1, the key nowhere", code, out, errOut)
+	}
+	files, _ := os.ReadDir(dir)
+	for _, e := range files {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err != nil || strings.Contains(string(b), key) {
+			t.Errorf("%s holds the key (%v)", e.Name(), err)
+		}
+	}
+	r := readReport(t, dir)
+	if len(r.Evals) != 1 || r.Evals[0].Failure == nil || !strings.Contains(r.Evals[0].Failure.Body, "string_too_short") || !strings.Contains(r.Evals[0].Failure.Detail, "string_too_short") {
+		t.Errorf("evals %+v: want triviaqa's failure quoting the 400", r.Evals)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/glmbench/glmbench/evals/compare"
 	"github.com/glmbench/glmbench/evals/equiv"
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -87,7 +90,9 @@ difference and the per-document perplexity ratio with a paired bootstrap 95%
 interval. The verdict is identical, numerically different or different
 model, by the rule the report states. --extra-body adds a JSON object's
 fields to every request, the endpoint's and the reference's alike (the
-verdict compares answers to the same request), and the report records it.
+verdict compares answers to the same request), and the report records it;
+its chat_template_kwargs are merged into the {"enable_thinking": false} the
+comparison sends (a template's other kwarg, DeepSeek-V3.1's "thinking").
 
 The reference's certificate is verified by its own --reference-ca-cert or
 --reference-insecure (or its endpoints file's ca_cert, insecure), and its
@@ -137,7 +142,7 @@ measures what a 4-bit quantization of the same checkpoint changes.`,
 	fl.Uint64Var(&o.Seed, "seed", 1, "seed of the built-in endpoint's weights (another seed is another model)")
 	fl.StringVar(&o.ReferenceWeightDType, "reference-weight-dtype", "fp32", "the built-in reference's weights (no --reference-endpoint only)")
 	fl.Uint64Var(&o.ReferenceSeed, "reference-seed", 1, "seed of the built-in reference's weights")
-	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the endpoint's and the reference's alike, and recorded in the report, e.g. '{"top_k": 1}' (not the fields compare writes: `+strings.Join(slices.Sorted(maps.Keys(compare.RequestFields)), ", ")+`)`)
+	fl.StringVar(&o.ExtraBody, "extra-body", "", `a JSON object of fields added to every request's body, the endpoint's and the reference's alike, and recorded in the report, e.g. '{"top_k": 1}' (not the fields compare writes: `+strings.Join(slices.Sorted(maps.Keys(compare.ExtraOwned())), ", ")+`; chat_template_kwargs are merged into its {"enable_thinking": false}, e.g. '{"chat_template_kwargs": {"thinking": false}}')`)
 	return cmd
 }
 
@@ -166,7 +171,10 @@ func (o *Options) validate() ([]compare.Item, error) {
 		return nil, err
 	}
 	var err error
-	if o.extra, err = endpoints.ParseExtraBody("--extra-body", o.ExtraBody, compare.RequestFields); err != nil {
+	if o.extra, err = endpoints.ParseExtraBody("--extra-body", o.ExtraBody, compare.ExtraOwned()); err != nil {
+		return nil, err
+	}
+	if err := compare.CheckExtra("--extra-body", o.extra); err != nil {
 		return nil, err
 	}
 	items := compare.SampleItems()
@@ -208,6 +216,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
+	if err := checkOut(tg.Out); err != nil {
+		return err
+	}
 	ref, err := target.OpenEndpoint(ctx, o.F, o.Reference, o.ConnectTimeout, "--reference-endpoint", builtin(o.ReferenceWeightDType, o.ReferenceSeed))
 	if err != nil {
 		return err
@@ -280,4 +291,33 @@ func verdictLine(eq *schema.Equivalence) string {
 		s += fmt.Sprintf(", KL mean %.3g", *eq.KLMean)
 	}
 	return s + ")\n  rule: " + eq.Rule
+}
+
+// checkOut refuses, before any request, an --out whose report holds a
+// load, evals or conformance: eval compare writes a whole report of its own
+// (report.json, an empty requests.jsonl, its own evals.jsonl), which would
+// throw them away. A report of a comparison alone is replaced, as a rerun
+// replaces it.
+func checkOut(out string) error {
+	old, err := reports.ReadReport(filepath.Join(out, reports.ReportJSON))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return badinput.Errorf("--out %s holds a report that eval compare cannot read, which its own would replace: give another --out (%s)", out, text.OneLine(err.Error()))
+	}
+	var held []string
+	if len(old.Phases) > 0 {
+		held = append(held, "a load")
+	}
+	if len(old.Evals) > 0 {
+		held = append(held, "evals")
+	}
+	if len(old.Conformance) > 0 {
+		held = append(held, "conformance checks")
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return badinput.Errorf("--out %s holds a report of %s, which eval compare's own report would replace: give another --out", out, strings.Join(held, ", "))
 }

@@ -99,19 +99,26 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Extra is --extra-body: fields every request carries, to both sides
 	// alike (the comparison holds only between answers to the same
-	// request), from endpoints.ParseExtraBody with RequestFields; nil for
-	// none.
+	// request), from endpoints.ParseExtraBody with ExtraOwned (and
+	// CheckExtra); nil for none. Its chat_template_kwargs are merged into
+	// the continuation's own.
 	Extra json.RawMessage
+	// kwargs is Extra's chat_template_kwargs, which Run takes out of Extra
+	// (splitKwargs).
+	kwargs map[string]json.RawMessage
 }
 
 // RequestFields are the body fields the comparison writes itself, each
-// with what sets it instead; --extra-body may not set them.
+// with what sets it instead; --extra-body may not set them, but for
+// chat_template_kwargs, whose object it may add kwargs to (ExtraOwned,
+// CheckExtra).
 var RequestFields = map[string]string{
 	"model":                 "each side's model is its own --model",
 	"messages":              "the comparison makes the prompts",
 	"prompt":                "the comparison makes the prompts",
 	"max_tokens":            "--tokens is each continuation's length",
 	"max_completion_tokens": "--tokens is each continuation's length, sent as max_tokens",
+	"n_predict":             "llama.cpp reads it before max_tokens, so it would replace --tokens as each continuation's length",
 	"temperature":           "both sides continue greedily at temperature 0",
 	"stream":                "the comparison reads whole answers, never streamed",
 	"stream_options":        "the comparison reads whole answers, never streamed",
@@ -119,13 +126,14 @@ var RequestFields = map[string]string{
 	"logprobs":              "--top-logprobs asks for the logprobs compared",
 	"top_logprobs":          "--top-logprobs asks for the logprobs compared",
 	"echo":                  "the prompt logprobs are asked by echo where a side gives them",
-	"chat_template_kwargs":  `the comparison sends {"enable_thinking": false}, and none where a side refuses it`,
+	"chat_template_kwargs":  `the comparison sends {"enable_thinking": false}, and none where a side refuses it; other template kwargs are merged into it`,
 }
 
 // Run asks both sides for every item and returns the pairs, in the items'
 // order. A side's failure on an item is the pair's Failure; its missing
 // logprobs or echo leave those parts empty, for the measures to skip.
 func Run(ctx context.Context, a, b Side, items []Item, o Options) []equiv.Pair {
+	o.Extra, o.kwargs = splitKwargs(o.Extra)
 	pairs := make([]equiv.Pair, len(items))
 	sem := make(chan struct{}, max(o.Concurrency, 1))
 	var wg sync.WaitGroup
@@ -251,14 +259,15 @@ type chatAnswer struct {
 // with logprobs, and returns it with the text generated (reasoning, then
 // content). Without logprobs in the answer, its tokens are that text's
 // characters (the measures then compare text, not tokens). A 400 is asked
-// again without chat_template_kwargs, then without logprobs.
+// again without chat_template_kwargs (but the extra body's), then without
+// logprobs.
 func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.Continuation, string, string) {
 	req := map[string]any{
 		"model": s.Model, "messages": []map[string]string{{"role": "user", "content": prompt}},
 		"max_tokens": o.Tokens, "temperature": 0, "stream": false,
 		"logprobs": true, "top_logprobs": o.TopLogprobs,
 		// A thinking model would spend the tokens on its reasoning.
-		"chat_template_kwargs": map[string]any{"enable_thinking": false},
+		"chat_template_kwargs": ownKwargs(o.kwargs),
 	}
 	body, _ := json.Marshal(req)
 	resp, err := post(ctx, s, "/chat/completions", body, o)
@@ -266,11 +275,14 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 	// an argument it does not know), then also without logprobs (a model
 	// that refuses them).
 	for _, drop := range [][]string{{"chat_template_kwargs"}, {"logprobs", "top_logprobs"}} {
-		if err != nil || resp.Status != http.StatusBadRequest {
-			break
+		if err != nil || resp.Status != http.StatusBadRequest || len(refusedExtra(resp, o)) > 0 {
+			break // a refused extra field is in every request
 		}
 		for _, k := range drop {
 			delete(req, k)
+			if k == templateKwargs && len(o.kwargs) > 0 {
+				req[k] = o.kwargs // the extra body's, as every request carries them
+			}
 		}
 		body, _ = json.Marshal(req)
 		resp, err = post(ctx, s, "/chat/completions", body, o)
@@ -279,7 +291,11 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 		return equiv.Continuation{}, "", err.Error()
 	}
 	if resp.Status != 200 {
-		return equiv.Continuation{}, "", fmt.Sprintf("HTTP %d", resp.Status)
+		failure := fmt.Sprintf("HTTP %d", resp.Status)
+		if names := refusedExtra(resp, o); len(names) > 0 {
+			failure += ": it refuses a field --extra-body adds (" + strings.Join(names, ", ") + ")"
+		}
+		return equiv.Continuation{}, "", failure
 	}
 	var ans chatAnswer
 	if err := json.Unmarshal(resp.Body, &ans); err != nil || len(ans.Choices) == 0 {
@@ -311,10 +327,23 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 	return c, text, ""
 }
 
+// ownKwargs is the continuation's chat_template_kwargs: enable_thinking
+// false, with the extra body's kwargs merged in.
+func ownKwargs(extra map[string]json.RawMessage) map[string]any {
+	kw := map[string]any{"enable_thinking": false}
+	for k, v := range extra {
+		kw[k] = v
+	}
+	return kw
+}
+
 // echo gets text's prompt logprobs by echo on /completions, nil when the
 // side gives none (many hosted APIs do not).
 func echo(ctx context.Context, s Side, text string, o Options) *equiv.PromptLogprobs {
 	req := evals.EchoRequest(s.Model, text)
+	if len(o.kwargs) > 0 {
+		req[templateKwargs] = o.kwargs
+	}
 	body, _ := json.Marshal(req)
 	resp, err := post(ctx, s, "/completions", body, o)
 	if err != nil || resp.Status != 200 {

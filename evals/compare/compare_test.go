@@ -217,3 +217,36 @@ func TestAnEndpointRefusingChatTemplateKwargsKeepsItsLogprobs(t *testing.T) {
 		t.Fatalf("failure %q, logprobs %v, top-1 agreement %v: want the tokens and logprobs compared", p.Failure, p.B.Logprobs, eq.Top1Agreement)
 	}
 }
+
+// A 400 naming a field of the extra body is the extra body's refusal:
+// asking again without chat_template_kwargs or without logprobs cannot
+// help, as every request carries the field, and "HTTP 400" alone did not
+// say which field. The truth: a reference that refuses top_k (OpenAI's
+// 400) is asked once per item, its pair failing "reference: HTTP 400: it
+// refuses a field --extra-body adds (top_k)"; one that refuses
+// chat_template_kwargs, given in the extra body, is asked once too, the
+// field named; without an extra body, the same refusal of
+// chat_template_kwargs is still asked again without it (the test above).
+func TestAnExtraFieldARefusesIsNamedWithNoRetry(t *testing.T) {
+	a := fake(t, func(map[string]any) (int, string) { return 200, withLogprobs("Par", "is") })
+	for _, tc := range []struct{ field, extra string }{
+		{"top_k", `{"top_k": 1}`},
+		{"chat_template_kwargs", `{"chat_template_kwargs": {"thinking": false}}`},
+	} {
+		var asked atomic.Int32
+		ref := fake(t, func(req map[string]any) (int, string) {
+			asked.Add(1)
+			if _, ok := req[tc.field]; ok {
+				return 400, `{"error":{"message":"Unrecognized request argument supplied: ` + tc.field + `","type":"invalid_request_error"}}`
+			}
+			return 200, withLogprobs("Par", "is")
+		})
+		o := opts
+		o.Extra = json.RawMessage(tc.extra)
+		p := Run(context.Background(), a, ref, []Item{{ID: "x", Prompt: "p"}}, o)[0]
+		want := "reference: HTTP 400: it refuses a field --extra-body adds (" + tc.field + ")"
+		if p.Failure != want || asked.Load() != 1 {
+			t.Errorf("%s: failure %q after %d requests, want %q after 1", tc.field, p.Failure, asked.Load(), want)
+		}
+	}
+}
