@@ -43,6 +43,9 @@ type Endpoint struct {
 
 	apiKey  string
 	headers []header
+	// bodySecrets are the values --extra-body sends under a credential's
+	// name (HideExtraSecrets).
+	bodySecrets []string
 	// found caches the secrets ready for matching (secretsToFind), with
 	// what they were built from, so redaction does not rebuild them per call.
 	found atomic.Pointer[foundSecrets]
@@ -53,7 +56,7 @@ type header struct{ name, value string }
 // At returns a copy of the endpoint with another base URL (a route beside
 // the API base, such as the server root's /tokenize), its secrets kept.
 func (e *Endpoint) At(baseURL string) *Endpoint {
-	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, Trust: e.Trust, apiKey: e.apiKey, headers: e.headers}
+	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, Trust: e.Trust, apiKey: e.apiKey, headers: e.headers, bodySecrets: e.bodySecrets}
 }
 
 // HeaderNames lists the extra headers by name only, as reports record them.
@@ -84,6 +87,7 @@ func (e *Endpoint) secrets() []string {
 	for _, h := range e.headers {
 		out = append(out, h.value)
 	}
+	out = append(out, e.bodySecrets...)
 	if u, err := url.Parse(e.BaseURL); err == nil && u.User != nil {
 		// A token given as the user name (https://sk-…@host/v1) is as
 		// secret as a password; beside a password, the user name is a

@@ -355,3 +355,54 @@ func containsWord(s, w string) bool {
 	}
 	return false
 }
+
+// HideExtraSecrets makes e's redaction hide, besides its key and header
+// values, each value extra (ParseExtraBody's object) sends under a
+// credential's name, as RecordedExtra hides it: a gateway's key sent in the
+// body ("api_key"), which a server may quote back in an error (pydantic's
+// validation errors quote a field's input). Call it before e is in use.
+func (e *Endpoint) HideExtraSecrets(extra json.RawMessage) { e.bodySecrets = extraSecrets(extra) }
+
+// extraSecrets are the values of extra that RecordedExtra hides by their
+// field's name, as text (a number as its digits).
+func extraSecrets(extra json.RawMessage) []string {
+	var sent, shown any
+	if decodeNumbers(extra, &sent) != nil || decodeNumbers(RecordedExtra(extra, nil), &shown) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(sent, shown any)
+	walk = func(sent, shown any) {
+		switch v := shown.(type) {
+		case map[string]any:
+			m, _ := sent.(map[string]any)
+			for k := range v {
+				walk(m[k], v[k])
+			}
+		case []any:
+			l, _ := sent.([]any)
+			for i := range min(len(v), len(l)) {
+				walk(l[i], v[i])
+			}
+		case string:
+			if s, ok := sent.(string); ok && s == v {
+				return // shown as sent: no secret
+			}
+			t, ok := sent.(string)
+			if !ok {
+				b, _ := json.Marshal(sent)
+				t = string(b)
+			}
+			out = append(out, t)
+		}
+	}
+	walk(sent, shown)
+	return out
+}
+
+// decodeNumbers reads b as JSON into v, numbers with their digits.
+func decodeNumbers(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(v)
+}

@@ -267,3 +267,30 @@ func TestFieldsNamedFindsAFieldNameStandingAlone(t *testing.T) {
 		}
 	}
 }
+
+// A value the extra body sends under a credential's name is a secret of
+// the endpoint once HideExtraSecrets has it: redaction hides it as it
+// hides the API key, in an endpoint made At another base too; a value
+// under another name, or a short one, is not.
+func TestHideExtraSecretsRedactsABodysCredential(t *testing.T) {
+	t.Parallel()
+	ep, err := Resolve(Flags{Endpoint: "http://127.0.0.1:1/v1"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := ParseExtraBody("--extra-body", `{"api_key": "sk-gw-0123456789", "access_token": 123456789, "user": "team-a", "password": "x"}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := `422 {"detail":[{"loc":["body","api_key"],"input":"sk-gw-0123456789"}], "token": 123456789, "user": "team-a", "password": "x"}`
+	if got := ep.Redact(msg); got != msg {
+		t.Fatalf("before: %s", got)
+	}
+	ep.HideExtraSecrets(extra)
+	want := `422 {"detail":[{"loc":["body","api_key"],"input":"***"}], "token": ***, "user": "team-a", "password": "x"}`
+	for _, e := range []*Endpoint{ep, ep.At("http://127.0.0.1:1")} {
+		if got := e.Redact(msg); got != want {
+			t.Errorf("%s: %s, want %s", e.BaseURL, got, want)
+		}
+	}
+}

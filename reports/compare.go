@@ -440,8 +440,10 @@ func sameAPI(col *Column, runs []*Input, in *Input) error {
 }
 
 // sentExtra reports whether r's options.extra_body speaks of requests it
-// holds: a load's or evals' (conformance sends none of it).
-func sentExtra(r *schema.Report) bool { return len(r.Phases) > 0 || len(r.Evals) > 0 }
+// holds: a load's, evals' or eval compare's (conformance sends none of it).
+func sentExtra(r *schema.Report) bool {
+	return len(r.Phases) > 0 || len(r.Evals) > 0 || r.Equivalence != nil
+}
 
 // extraBody names the fields --extra-body added, for a message that sets
 // them against other's (ExtraBodyShown; "" for none).

@@ -215,6 +215,11 @@ func TestOneLabelsEvalRunsShareTheirExtraBody(t *testing.T) {
 	if !badinput.Is(err) || !strings.Contains(err.Error(), `carried no extra body in a but extra body {"reasoning_effort":"low"} in b`) {
 		t.Errorf("%v: want bad input naming both", err)
 	}
+	equiv := sampleReport()
+	equiv.Nonce, equiv.Phases, equiv.Equivalence = "", nil, &schema.Equivalence{}
+	if _, err := Compare([]*Input{{Report: equiv, Path: "e"}, {Report: evalsOnly(`{"reasoning_effort":"low"}`), Path: "b"}}); !badinput.Is(err) {
+		t.Errorf("an eval compare without an extra body and an eval run with one: %v, want refused", err)
+	}
 	c, err := Compare([]*Input{{Report: conform, Path: "c"}, {Report: evalsOnly(`{"reasoning_effort":"low"}`), Path: "b"}})
 	if err != nil || string(c.Columns[0].ExtraBody) != `{"reasoning_effort":"low"}` {
 		t.Fatalf("a conformance report with an eval run: %v, %+v", err, c)

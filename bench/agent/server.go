@@ -158,6 +158,7 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 		return nil, err
 	}
 	ep.Trust = s.opts.Trust
+	ep.HideExtraSecrets(p.Shape.Extra) // a key sent in the body, quoted back in an error
 	if p.Insecure {
 		// The agent's client certificate is still sent.
 		ep.Trust = s.opts.Trust.SkipVerify()

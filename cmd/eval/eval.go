@@ -251,7 +251,7 @@ func Run(ctx context.Context, o *Options) error {
 	defer tg.Close()
 	ep := tg.Endpoint
 	recorded := endpoints.RecordedExtra(o.extra, tg.Endpoint) // as the report records it, secrets hidden
-	hidden := hiddenValues(o.extra)                           // and as a server may quote them back
+	ep.HideExtraSecrets(o.extra)                              // and as a server may quote them back
 	if err := checkExtraRecord(tg.Out, recorded, jobs); err != nil {
 		return err
 	}
@@ -276,8 +276,8 @@ func Run(ctx context.Context, o *Options) error {
 		res.Dataset = j.In.Data.Origin()
 		stop()
 		if res.Failure != nil {
-			res.Failure.Body = hide(ep.Redact(res.Failure.Body), hidden)
-			res.Failure.Detail = hide(ep.Redact(res.Failure.Detail), hidden)
+			res.Failure.Body = ep.Redact(res.Failure.Body)
+			res.Failure.Detail = ep.Redact(res.Failure.Detail)
 			showRecorded(res.Failure.Request, recorded)
 		}
 		fmt.Fprintf(io.ErrOut, "glmbench: %s in %.1fs\n", resultLine(&res), time.Since(t0).Seconds())

@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/internal/text"
@@ -65,68 +63,6 @@ func showRecorded(req map[string]any, recorded json.RawMessage) {
 			req[k] = v
 		}
 	}
-}
-
-// hiddenValues are the values of extra that endpoints.RecordedExtra hides
-// by their field's name (a gateway's key sent in the body: "api_key"), as
-// text, those of minHidden bytes or more: a server that quotes one back
-// in an error (pydantic's validation errors quote a field's input) would
-// otherwise have it in a failure's body and detail, where only the
-// endpoint's own secrets are redacted.
-func hiddenValues(extra json.RawMessage) []string {
-	var sent, shown any
-	if decode(extra, &sent) != nil || decode(endpoints.RecordedExtra(extra, nil), &shown) != nil {
-		return nil
-	}
-	var out []string
-	var walk func(sent, shown any)
-	walk = func(sent, shown any) {
-		switch v := shown.(type) {
-		case map[string]any:
-			m, _ := sent.(map[string]any)
-			for k := range v {
-				walk(m[k], v[k])
-			}
-		case []any:
-			l, _ := sent.([]any)
-			for i := range min(len(v), len(l)) {
-				walk(l[i], v[i])
-			}
-		case string:
-			if s, ok := sent.(string); ok && s == v {
-				return
-			}
-			t, ok := sent.(string)
-			if !ok {
-				b, _ := json.Marshal(sent)
-				t = string(b)
-			}
-			if len(t) >= minHidden {
-				out = append(out, t)
-			}
-		}
-	}
-	walk(sent, shown)
-	return out
-}
-
-// minHidden is the shortest value hiddenValues gives, in bytes: a shorter
-// one would blank words of every message.
-const minHidden = 4
-
-// decode reads b as JSON into v, numbers with their digits.
-func decode(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	return d.Decode(v)
-}
-
-// hide is s with each of values as "***".
-func hide(s string, values []string) string {
-	for _, v := range values {
-		s = strings.ReplaceAll(s, v, "***")
-	}
-	return s
 }
 
 // extraText is an extra body as an error shows it: "none" for none.

@@ -224,6 +224,8 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer ref.Close()
+	tg.Endpoint.HideExtraSecrets(o.extra) // a key sent in the body, quoted back in an error
+	ref.Endpoint.HideExtraSecrets(o.extra)
 	side := func(ep *endpoints.Endpoint) compare.Side {
 		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: o.Concurrency, ConnectTimeout: o.ConnectTimeout, Trust: ep.Trust})
 		return compare.Side{Client: endpoints.NewClient(ep, tr), Model: ep.Model}

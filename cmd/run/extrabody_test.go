@@ -2,6 +2,9 @@ package run
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +286,30 @@ func TestTheEndpointsKeyInTheExtraBodyIsHiddenUnderAnyName(t *testing.T) {
 	code, stderr = execute(append(args, "--baseline", filepath.Join(dir, reports.ReportJSON), "--out", t.TempDir())...)
 	if code != cmdutil.ExitOK && code != cmdutil.ExitThresholds || !strings.Contains(stderr, "glmbench: gate") || strings.Contains(stderr, key) {
 		t.Errorf("against its own baseline: exit %d, stderr %q; want it gated, the key never shown", code, stderr)
+	}
+}
+
+// A gateway's key sent in the body under a credential's name, quoted back
+// by a server's validation error (pydantic quotes a field's input, as
+// Mistral's 422 extra_forbidden does), reaches no output: the first probe
+// is refused, and the one line that says so shows "***" where the key was.
+func TestAKeyInTheBodyQuotedBackInAnErrorIsHidden(t *testing.T) {
+	t.Parallel()
+	const key = "sk-gateway-0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			w.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model"}]}`))
+			return
+		}
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		json.NewEncoder(w).Encode(map[string]any{"detail": []any{map[string]any{"type": "extra_forbidden", "loc": []string{"body", "gateway_api_key"}, "msg": "Extra inputs are not permitted", "input": body["gateway_api_key"]}}})
+	}))
+	defer srv.Close()
+	code, stderr := execute(t, context.Background(), "--endpoint", srv.URL+"/v1", "--phase", "p=1/32/4", "--no-metrics",
+		"--extra-body", `{"gateway_api_key": "`+key+`"}`, "--out", t.TempDir())
+	if code != cmdutil.ExitBadInput || strings.Contains(stderr, key) || !strings.Contains(stderr, "***") {
+		t.Fatalf("exit %d, stderr %q: want exit 2, the key shown as ***", code, stderr)
 	}
 }

@@ -292,6 +292,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
+	o.Body.HideSecrets(tg.Endpoint)
 	bo := o.benchOptions(tg.Endpoint)
 	var scraping string
 	if bo.Metrics, scraping, err = o.Metrics.Open(ctx, tg.Endpoint); err != nil {

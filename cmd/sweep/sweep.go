@@ -260,6 +260,7 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer tg.Close()
+	o.Body.HideSecrets(tg.Endpoint)
 	bo := &bench.Options{
 		Endpoint:       tg.Endpoint,
 		Shape:          o.Body.Shape(tg.Endpoint.Model),

@@ -61,6 +61,11 @@ func (b *Body) Extra(ep *endpoints.Endpoint) json.RawMessage {
 	return endpoints.RecordedExtra(b.extra, ep)
 }
 
+// HideSecrets makes ep's redaction hide the values the extra body sends
+// under a credential's name (endpoints.Endpoint.HideExtraSecrets): a key
+// sent in the body, quoted back in an error.
+func (b *Body) HideSecrets(ep *endpoints.Endpoint) { ep.HideExtraSecrets(b.extra) }
+
 // Shape is the body every request to model has in common.
 func (b *Body) Shape(model string) bench.Shape {
 	return bench.Shape{Model: model, IgnoreEOS: b.IgnoreEOS, API: b.api, NoStreamUsage: !b.StreamUsage, MaxCompletionTokens: b.MaxCompletionTokens, Extra: b.extra}
