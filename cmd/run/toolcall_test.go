@@ -22,15 +22,17 @@ func TestRunWithAForcedToolCallMeasuresTheCall(t *testing.T) {
 	t.Parallel()
 	const out, gap, ttft = 8, 20 * time.Millisecond, 100 * time.Millisecond
 	const tools = `{"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}], "tool_choice": "required"}`
-	for _, kind := range []string{endpointstest.VLLM, endpointstest.SGLang} {
+	// Cut at max_tokens (ignore_eos): vLLM gives the engine's "length",
+	// SGLang "tool_calls".
+	for kind, finish := range map[string]string{endpointstest.VLLM: "length", endpointstest.SGLang: "tool_calls"} {
 		p := endpointstest.Start(t, kind, endpointstest.Options{TTFT: ttft, Gap: gap})
 		in := runOK(t, t.TempDir(), "--endpoint", p.BaseURL(), "--phase", "p=3/40/8", "--no-metrics", "--extra-body", tools)
 		if len(in.Records) != 3 {
 			t.Fatalf("%s: %d records", kind, len(in.Records))
 		}
 		for _, r := range in.Records {
-			if !r.Completed() || r.N != out || r.NSource != schema.NFromUsage || r.ToolCallEvents != out || len(r.Events) != out || r.Finish != "tool_calls" {
-				t.Fatalf("%s: request %d: %+v; want completed, n %d from usage, %d tool-call events, finish tool_calls", kind, r.I, r, out, out)
+			if !r.Completed() || r.N != out || r.NSource != schema.NFromUsage || r.ToolCallEvents != out || len(r.Events) != out || r.Finish != finish {
+				t.Fatalf("%s: request %d: %+v; want completed, n %d from usage, %d tool-call events, finish %s", kind, r.I, r, out, out, finish)
 			}
 			if *r.TFirst < ttft.Seconds() {
 				t.Errorf("%s: request %d: t_first %g s, before the fake's TTFT", kind, r.I, *r.TFirst)

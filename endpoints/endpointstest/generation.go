@@ -987,19 +987,25 @@ func (p *Personality) toolCallID(id string) string {
 	return "call_" + fmt.Sprintf("%024s", id)
 }
 
-// toolFinish is a tool call's finish_reason, the model's own being finish:
-// vLLM (serving_chat.py) says "tool_calls" in a stream whatever chose the
-// call (tools_streamed), and unstreamed only for "auto"
-// (auto_tools_called), the engine's reason for "required" or a named
-// function; OpenAI says "stop" for a named one; SGLang says "tool_calls" for
-// "required" or a named function that called; llama.cpp says "length"
-// when max_tokens ended it and "tool_calls" at the end of generation
-// (server-task.cpp to_json_oaicompat_chat).
+// toolFinish is a tool call's finish_reason, the model's own being finish.
+// vLLM (serving_chat.py, 2025: is_finish_reason_tool_calls, alike in the
+// stream and the full answer) says "tool_calls" for "auto"
+// (auto_tools_called) and for "required" the engine stopped, and the
+// engine's reason otherwise: "stop" for a named function, "length" for a
+// call max_tokens cut (newer builds with tools_streamed say "tool_calls"
+// in a stream for any call; this fake keeps the one version). OpenAI says
+// "stop" for a named one; SGLang says "tool_calls" for "required" or a
+// named function that called; llama.cpp says "length" when max_tokens
+// ended it and "tool_calls" at the end of generation (server-task.cpp
+// to_json_oaicompat_chat).
 func (p *Personality) toolFinish(g *genRequest, finish string) string {
 	switch {
 	case p.Kind == LlamaCpp && finish == "length":
 		return "length"
-	case (p.Kind == VLLM || p.Kind == Gateway) && !g.stream && g.choice != "auto":
+	case p.Kind == VLLM || p.Kind == Gateway:
+		if g.choice == "auto" || g.choice == "required" && finish == "stop" {
+			return "tool_calls"
+		}
 		return finish
 	case g.choice == "named" && p.Kind == OpenAI:
 		return "stop"

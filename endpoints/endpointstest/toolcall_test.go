@@ -88,7 +88,8 @@ func TestEachPersonalityStreamsARequiredToolCallInItsShape(t *testing.T) {
 		if !strings.HasPrefix(args.String(), `{"text": "`) || strings.HasSuffix(args.String(), `"}`) {
 			t.Errorf("%s: arguments %q", name, args.String())
 		}
-		want := map[string]string{VLLM: "tool_calls", SGLang: "tool_calls", LlamaCpp: "length", OpenAI: "tool_calls"}[name]
+		// Cut at max_tokens: vLLM and llama.cpp give the engine's "length".
+		want := map[string]string{VLLM: "length", SGLang: "tool_calls", LlamaCpp: "length", OpenAI: "tool_calls"}[name]
 		if finish != want {
 			t.Errorf("%s: finish_reason %q, want %q", name, finish, want)
 		}
@@ -161,11 +162,11 @@ func TestAWholeAnswerCarriesTheToolCall(t *testing.T) {
 	}
 }
 
-// vLLM's finish_reason for a tool call (serving_chat.py): streamed,
-// "tool_calls" whatever chose the call (tools_streamed is set by the
-// named, "required" and "auto" paths alike); unstreamed, "tool_calls" only
-// for "auto" (auto_tools_called), the engine's own reason for "required"
-// and a named function. EOSAfter 3 of max_tokens 8 makes that "stop".
+// vLLM's finish_reason for a tool call (serving_chat.py, 2025), alike
+// streamed and not: "tool_calls" for "auto" (auto_tools_called) and for
+// "required" that the engine stopped, the engine's own reason for a named
+// function. EOSAfter 3 of max_tokens 8 makes that "stop"; with max_tokens 2
+// the call is cut, "length" for each choice but "auto".
 func TestVLLMSaysToolCallsAsItsSourceDoes(t *testing.T) {
 	t.Parallel()
 	named := map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}
@@ -174,17 +175,22 @@ func TestVLLMSaysToolCallsAsItsSourceDoes(t *testing.T) {
 		stream bool
 		opts   Options
 		want   string
+		max    int
 	}{
-		{named, true, Options{}, "tool_calls"},
-		{"required", true, Options{}, "tool_calls"},
-		{"auto", true, Options{ToolCalls: true}, "tool_calls"},
-		{named, false, Options{}, "stop"},
-		{"required", false, Options{}, "stop"},
-		{"auto", false, Options{ToolCalls: true}, "tool_calls"},
+		{named, true, Options{}, "stop", 8},
+		{"required", true, Options{}, "tool_calls", 8},
+		{"auto", true, Options{ToolCalls: true}, "tool_calls", 8},
+		{named, false, Options{}, "stop", 8},
+		{"required", false, Options{}, "tool_calls", 8},
+		{"auto", false, Options{ToolCalls: true}, "tool_calls", 8},
+		{named, true, Options{}, "length", 2},
+		{"required", true, Options{}, "length", 2},
+		{"required", false, Options{}, "length", 2},
+		{"auto", true, Options{ToolCalls: true}, "tool_calls", 2},
 	} {
 		c.opts.EOSAfter = 3
 		p := Start(t, VLLM, c.opts)
-		b := toolsBody(p.Opts.Model, 8, c.choice)
+		b := toolsBody(p.Opts.Model, c.max, c.choice)
 		var finish string
 		if c.stream {
 			for _, ev := range readStream(t, post(t, p.BaseURL()+"/chat/completions", b).body).events {
