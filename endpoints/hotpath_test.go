@@ -64,9 +64,11 @@ func TestReadEventsAllocatesNothingPerEvent(t *testing.T) {
 
 // BenchmarkReadEvents measures the client's hot path alone: SSE framing,
 // arrival stamps and chunk parsing of an SGLang stream from memory.
-func BenchmarkReadEvents(b *testing.B) {
-	const n = 1024
-	stream := sglangStream(n)
+func BenchmarkReadEvents(b *testing.B) { benchReadEvents(b, sglangStream(1024), 1024) }
+
+// benchReadEvents reads stream, of n events, from memory as the client's
+// hot path does, once an iteration.
+func benchReadEvents(b *testing.B, stream []byte, n int) {
 	rd := sse.NewReader(nil)
 	res := &StreamResult{Events: make([]time.Duration, 0, n)}
 	src := bytes.NewReader(stream)

@@ -101,22 +101,7 @@ func TestReadEventsOfToolCallsAllocatesNothingPerEvent(t *testing.T) {
 // BenchmarkReadEventsToolCalls is BenchmarkReadEvents over a stream of
 // tool-call chunks (SGLang's shape): the name chunk, then argument
 // fragments.
-func BenchmarkReadEventsToolCalls(b *testing.B) {
-	const n = 1024
-	stream := sglangToolStream(n)
-	rd := sse.NewReader(nil)
-	res := &StreamResult{Events: make([]time.Duration, 0, n)}
-	src := bytes.NewReader(stream)
-	b.SetBytes(int64(len(stream)))
-	LoopEvents(b, n, func() int {
-		src.Reset(stream)
-		rd.Reset(src)
-		res.Reset()
-		res.T0 = time.Now()
-		readEvents(rd, res, nil, false, 0, nil, nil)
-		return len(res.Events)
-	})
-}
+func BenchmarkReadEventsToolCalls(b *testing.B) { benchReadEvents(b, sglangToolStream(1024), 1024) }
 
 // readToolStream reads an SSE body of data lines through readEvents with
 // max_tokens maxTokens.

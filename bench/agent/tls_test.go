@@ -51,26 +51,8 @@ func TestAnAgentVerifiesWithItsOwnCAOrTheCoordinatorsInsecure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	coordinator := func(f endpoints.Flags) (*bench.Options, bench.Plan) {
-		f.Endpoint = srv.URL + "/v1"
-		ep, err := endpoints.Resolve(f, func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		ep.Model = "meta-llama/Llama-3.1-8B-Instruct"
-		o := &bench.Options{
-			Endpoint: ep, Shape: bench.Shape{Model: ep.Model, IgnoreEOS: true},
-			Limits:         endpoints.StreamLimits{TTFT: 30 * time.Second, Stall: 30 * time.Second},
-			ConnectTimeout: 2 * time.Second, PhaseCap: time.Minute, Seed: 3, Nonce: bench.NewNonce(),
-		}
-		plans, _, err := bench.Prepare(context.Background(), o, []bench.Spec{{Name: "tls", N: 8, In: 32, Out: 8}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o, plans[0]
-	}
 
-	o, plan := coordinator(endpoints.Flags{CACert: caFile})
+	o, plan := tlsCoordinator(t, srv.URL, endpoints.Flags{CACert: caFile}, "tls")
 	conns, _ := tlsAgents(t, trusted, endpoints.Trust{})
 	run := RunPhase(context.Background(), o, plan, conns)
 	r := run.Result
@@ -92,7 +74,7 @@ func TestAnAgentVerifiesWithItsOwnCAOrTheCoordinatorsInsecure(t *testing.T) {
 		}
 	}
 
-	o, plan = coordinator(endpoints.Flags{Insecure: true, InsecureSet: true})
+	o, plan = tlsCoordinator(t, srv.URL, endpoints.Flags{Insecure: true, InsecureSet: true}, "tls")
 	conns, errs := tlsAgents(t, trusted, endpoints.Trust{})
 	for range 2 {
 		run = RunPhase(context.Background(), o, plan, conns)
@@ -121,22 +103,9 @@ func TestAnAgentSendsItsOwnClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Insecure: true, InsecureSet: true, ClientCert: cert, ClientKey: key}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.Model = "meta-llama/Llama-3.1-8B-Instruct"
-	o := &bench.Options{
-		Endpoint: ep, Shape: bench.Shape{Model: ep.Model, IgnoreEOS: true},
-		Limits:         endpoints.StreamLimits{TTFT: 30 * time.Second, Stall: 30 * time.Second},
-		ConnectTimeout: 2 * time.Second, PhaseCap: time.Minute, Seed: 3, Nonce: bench.NewNonce(),
-	}
-	plans, _, err := bench.Prepare(context.Background(), o, []bench.Spec{{Name: "mtls", N: 8, In: 32, Out: 8}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, plan := tlsCoordinator(t, srv.URL, endpoints.Flags{Insecure: true, InsecureSet: true, ClientCert: cert, ClientKey: key}, "mtls")
 	conns, _ := tlsAgents(t, withClient, endpoints.Trust{})
-	r := RunPhase(context.Background(), o, plans[0], conns).Result
+	r := RunPhase(context.Background(), o, plan, conns).Result
 	if a := r.Agents[0]; a.Lost != "" || a.Records != 4 {
 		t.Errorf("the agent with the client certificate: lost %q, %d records; want none lost, 4", a.Lost, a.Records)
 	}
@@ -146,4 +115,27 @@ func TestAnAgentSendsItsOwnClientCertificate(t *testing.T) {
 			t.Errorf("the agent without a client certificate is lost for %q, which lacks %q", lost, want)
 		}
 	}
+}
+
+// tlsCoordinator is a coordinator's options and plan of one phase of 8
+// requests (32 in, 8 out) against the https server at url, its endpoint
+// resolved from f.
+func tlsCoordinator(t *testing.T, url string, f endpoints.Flags, phase string) (*bench.Options, bench.Plan) {
+	t.Helper()
+	f.Endpoint = url + "/v1"
+	ep, err := endpoints.Resolve(f, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.Model = "meta-llama/Llama-3.1-8B-Instruct"
+	o := &bench.Options{
+		Endpoint: ep, Shape: bench.Shape{Model: ep.Model, IgnoreEOS: true},
+		Limits:         endpoints.StreamLimits{TTFT: 30 * time.Second, Stall: 30 * time.Second},
+		ConnectTimeout: 2 * time.Second, PhaseCap: time.Minute, Seed: 3, Nonce: bench.NewNonce(),
+	}
+	plans, _, err := bench.Prepare(context.Background(), o, []bench.Spec{{Name: phase, N: 8, In: 32, Out: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, plans[0]
 }
