@@ -240,13 +240,16 @@ func (r *Record) Completed() bool {
 // their time by n − 1 would count the hidden tokens as if they had been
 // streamed. An endpoint that streams its reasoning and counts it (vLLM,
 // LightLLM) keeps v = n: those tokens are events. ok is false when it has
-// no value: no content event, or v < 2.
+// no value: no content event, v < 2, or no time between the first and
+// last content event, where one event carried every token (a gateway that
+// sends the answer at once, a tool call sent whole): the client saw no
+// time per token, and 0 would read as the fastest stream of all.
 func (r *Record) TPOT() (tpot float64, ok bool) {
 	v := r.N
 	if r.ReasoningTokens > 0 && r.ReasoningEvents == 0 {
 		v -= r.ReasoningTokens
 	}
-	if r.TFirst == nil || r.TLast == nil || v < 2 {
+	if r.TFirst == nil || r.TLast == nil || v < 2 || *r.TLast <= *r.TFirst {
 		return 0, false
 	}
 	return (*r.TLast - *r.TFirst) / float64(v-1), true

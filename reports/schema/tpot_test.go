@@ -9,7 +9,8 @@ import (
 
 // TPOT divides the time the content events span by the tokens between
 // them: n − 1, or n − R − 1 when R reasoning tokens were counted and none
-// streamed (they all came before the first event).
+// streamed (they all came before the first event); events that span no
+// time give none.
 func TestTPOTLeavesOutHiddenReasoningTokens(t *testing.T) {
 	t.Parallel()
 	span := func(first, last float64) (*float64, *float64) { return &first, &last }
@@ -29,6 +30,9 @@ func TestTPOTLeavesOutHiddenReasoningTokens(t *testing.T) {
 		{"all hidden", 40, 40, 0, 3, 3, 0, false},
 		{"two visible tokens", 18, 16, 0, 3, 3.5, 0.5, true},
 		{"one token", 1, 0, 0, 3, 3, 0, false},
+		// A whole answer (or a tool call) in one event: no time was seen
+		// between tokens, which is no TPOT, not a TPOT of 0.
+		{"256 tokens in one event", 256, 0, 0, 3, 3, 0, false},
 	} {
 		first, last := span(tc.first, tc.last)
 		r := Record{N: tc.n, ReasoningTokens: tc.r, ReasoningEvents: tc.revents, TFirst: first, TLast: last}
