@@ -240,13 +240,11 @@ func RecordedExtra(extra json.RawMessage, ep *Endpoint) json.RawMessage {
 	if len(extra) == 0 {
 		return nil
 	}
-	d := json.NewDecoder(bytes.NewReader(extra))
-	d.UseNumber()
 	var v any
-	if d.Decode(&v) != nil {
+	if decodeNumbers(extra, &v) != nil {
 		return ep.RedactBytes(extra) // never ParseExtraBody's
 	}
-	b, err := canonical(hideSecrets(v, ep))
+	b, err := canonical(hideSecrets(v, ep, nil))
 	if err != nil {
 		return ep.RedactBytes(extra)
 	}
@@ -254,20 +252,24 @@ func RecordedExtra(extra json.RawMessage, ep *Endpoint) json.RawMessage {
 }
 
 // hideSecrets is v (decoded with UseNumber) with its secrets replaced by
-// redactedMark, as RecordedExtra says.
-func hideSecrets(v any, ep *Endpoint) any {
+// redactedMark, as RecordedExtra says; hidden, when not nil, is given each
+// value it hides by its field's name.
+func hideSecrets(v any, ep *Endpoint, hidden func(any)) any {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, val := range v {
 			if credentialName(k) {
+				if hidden != nil {
+					hidden(val)
+				}
 				v[k] = redactedMark
 			} else {
-				v[k] = hideSecrets(val, ep)
+				v[k] = hideSecrets(val, ep, hidden)
 			}
 		}
 	case []any:
 		for i := range v {
-			v[i] = hideSecrets(v[i], ep)
+			v[i] = hideSecrets(v[i], ep, hidden)
 		}
 	case string:
 		return ep.Redact(v)
@@ -364,39 +366,24 @@ func containsWord(s, w string) bool {
 func (e *Endpoint) HideExtraSecrets(extra json.RawMessage) { e.bodySecrets = extraSecrets(extra) }
 
 // extraSecrets are the values of extra that RecordedExtra hides by their
-// field's name, as text (a number as its digits).
+// field's name, as text (a number as its digits); a value that is already
+// redactedMark is shown as sent and hides nothing.
 func extraSecrets(extra json.RawMessage) []string {
-	var sent, shown any
-	if decodeNumbers(extra, &sent) != nil || decodeNumbers(RecordedExtra(extra, nil), &shown) != nil {
+	var v any
+	if decodeNumbers(extra, &v) != nil {
 		return nil
 	}
 	var out []string
-	var walk func(sent, shown any)
-	walk = func(sent, shown any) {
-		switch v := shown.(type) {
-		case map[string]any:
-			m, _ := sent.(map[string]any)
-			for k := range v {
-				walk(m[k], v[k])
-			}
-		case []any:
-			l, _ := sent.([]any)
-			for i := range min(len(v), len(l)) {
-				walk(l[i], v[i])
-			}
-		case string:
-			if s, ok := sent.(string); ok && s == v {
-				return // shown as sent: no secret
-			}
-			t, ok := sent.(string)
-			if !ok {
-				b, _ := json.Marshal(sent)
-				t = string(b)
-			}
-			out = append(out, t)
+	hideSecrets(v, nil, func(sent any) {
+		t, ok := sent.(string)
+		if !ok {
+			b, _ := json.Marshal(sent)
+			t = string(b)
+		} else if t == redactedMark {
+			return
 		}
-	}
-	walk(sent, shown)
+		out = append(out, t)
+	})
 	return out
 }
 
