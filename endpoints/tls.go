@@ -313,7 +313,7 @@ func (e *Endpoint) TLSFailure(err error) (msg string, ok bool) {
 	case strings.Contains(err.Error(), "tls: server selected unsupported protocol version"):
 		// crypto/tls's answer to a ServerHello of TLS 1.0 or 1.1 has no type.
 		msg := err.Error()
-		return fmt.Sprintf("it answered the TLS handshake with an old version (%s): %s", reason(errors.New(msg[strings.Index(msg, "tls: server selected"):])), oldTLS), true
+		return fmt.Sprintf("it answered the TLS handshake with an old version (%s): %s", text.OneLine(msg[strings.Index(msg, "tls: server selected"):]), oldTLS), true
 	}
 	return "", false
 }
