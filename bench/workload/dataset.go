@@ -218,7 +218,7 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	for _, t := range c.Conversations[:human] {
 		if fromIs(t.From, "system", "developer") && (t.Value != "" || t.Media != "") {
 			if t.Media != "" {
-				return item{Line: line}, "multimodal content (" + t.Media + ")"
+				return it, "multimodal content (" + t.Media + ")"
 			}
 			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
 			break
