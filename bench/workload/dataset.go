@@ -218,7 +218,7 @@ func (c *shareGPTItem) item(line int, needAnswer bool) (it item, skip string) {
 	for _, t := range c.Conversations[:human] {
 		if fromIs(t.From, "system", "developer") && (t.Value != "" || t.Media != "") {
 			if t.Media != "" {
-				return item{Line: line}, "multimodal content (" + t.Media + ")"
+				return it, "multimodal content (" + t.Media + ")"
 			}
 			it.Messages = append(it.Messages, Message{Role: "system", Content: t.Value})
 			break
@@ -290,7 +290,7 @@ func loadShareGPT(r io.Reader, name string, need int, needAnswer bool) (*loaded,
 				}
 				return nil, badinput.Errorf("%s:%d: %s: want %s, got %s", name, line, what, typeName(te.Type.String()), te.Value)
 			}
-			return nil, badinput.Errorf("%s:%d: %s", name, line, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+			return nil, badinput.Errorf("%s:%d: %s", name, line, jsonErrText(err))
 		}
 		if err := c.readTurns(); err != nil {
 			return nil, badinput.Errorf("%s:%d: %s", name, line, err)
@@ -400,7 +400,7 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 			if errors.As(err, &te) && te.Field != "" {
 				return bad("%s: want %s, got %s", te.Field, typeName(te.Type.String()), te.Value)
 			}
-			return bad(`want {"prompt": "..."} or {"messages": [...]}: %s`, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+			return bad(`want {"prompt": "..."} or {"messages": [...]}: %s`, jsonErrText(err))
 		}
 		it := item{Line: n}
 		switch {
@@ -411,7 +411,7 @@ func loadJSONL(r io.Reader, name string, need int, needAnswer bool) (*loaded, er
 		case j.Conversations != nil:
 			var c shareGPTItem
 			if err := json.Unmarshal(b, &c); err != nil {
-				return bad("conversations: want a list of {\"from\": ..., \"value\": ...}: %s", text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+				return bad("conversations: want a list of {\"from\": ..., \"value\": ...}: %s", jsonErrText(err))
 			}
 			if err := c.readTurns(); err != nil {
 				return bad("%s", err)
@@ -602,6 +602,12 @@ func messageContent(raw json.RawMessage) (c msgContent, err error) {
 	}
 	c.text = strings.Join(texts, "\n")
 	return c, nil
+}
+
+// jsonErrText is err, a JSON decoder's, as an error line shows it: one
+// line, without its "json: " prefix.
+func jsonErrText(err error) string {
+	return text.OneLine(strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // jsonKind names the kind of the JSON value raw, for errors.

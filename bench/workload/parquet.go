@@ -279,7 +279,7 @@ func parquetJSONTurns(p *parquetcol.File, main *parquetcol.Cursor, at int, c par
 		}
 		var turns []map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(t), &turns); err != nil {
-			return nil, nil, nil, rowErr(p, at+k+1, "%s: want a JSON array of {%q: ..., %q: ...}: %s", c.name, c.from, c.value, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+			return nil, nil, nil, rowErr(p, at+k+1, "%s: want a JSON array of {%q: ..., %q: ...}: %s", c.name, c.from, c.value, jsonErrText(err))
 		}
 		for j, turn := range turns {
 			fk, vk := turnKeys(turn, c)

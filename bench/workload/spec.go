@@ -87,7 +87,7 @@ func strictDecode(data []byte, v any) error {
 	case errors.As(err, &te):
 		return fmt.Errorf("want %s, got %s", typeName(te.Type.String()), te.Value)
 	}
-	return errors.New(text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+	return errors.New(jsonErrText(err))
 }
 
 // typeName says a Go type the way a YAML writer thinks of it.

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/glmbench/glmbench/internal/badinput"
-	"github.com/glmbench/glmbench/internal/text"
 )
 
 // traceLine is one line of a trace in the mooncake shape; other keys
@@ -50,7 +48,7 @@ func loadTrace(r io.Reader, name string, need int, unit, scale float64) ([]trace
 			if errors.As(err, &te) && te.Field != "" {
 				return bad("%s: want %s, got %s", te.Field, typeName(te.Type.String()), te.Value)
 			}
-			return bad(`want {"timestamp": ..., "input_length": ..., "output_length": ...}: %s`, text.OneLine(strings.TrimPrefix(err.Error(), "json: ")))
+			return bad(`want {"timestamp": ..., "input_length": ..., "output_length": ...}: %s`, jsonErrText(err))
 		}
 		switch {
 		case l.Timestamp == nil:

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -84,11 +85,11 @@ func splitKwargs(extra json.RawMessage) (json.RawMessage, map[string]json.RawMes
 }
 
 // refusedExtra names the extra body's fields (o.Extra's and its
-// chat_template_kwargs), in order, that resp, a 4xx about the request (not
-// a 429, 401, 403 or 408), names in its error message: OpenAI's 400
+// chat_template_kwargs), in order, that resp, a 4xx about the request
+// (evals.RefusesRequest), names in its error message: OpenAI's 400
 // "Unrecognized request argument supplied: top_k", as the evals read one.
 func refusedExtra(resp *endpoints.Response, o Options) []string {
-	if resp.Status < 400 || resp.Status >= 500 || endpoints.NotThisRequest(resp.Status) {
+	if !evals.RefusesRequest(resp.Status) {
 		return nil
 	}
 	var fields map[string]json.RawMessage
