@@ -360,7 +360,7 @@ func thinkTag(text string) string {
 	return ""
 }
 
-// weatherTool is the one function the tool-call check declares.
+// weatherTool is the one function the tool-calls and tool-choice checks declare.
 const weatherTool = "get_weather"
 
 func checkToolCalls(ctx context.Context, s *suite) outcome {

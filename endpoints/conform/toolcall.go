@@ -113,7 +113,7 @@ func checkToolChoice(ctx context.Context, s *suite) outcome {
 		ch := c.Choices[0]
 		calls := make([]call, len(ch.Message.ToolCalls))
 		for i, tc := range ch.Message.ToolCalls {
-			calls[i] = call{id: tc.ID, typ: tc.Type, name: tc.Function.Name, args: tc.Function.Arguments, shape: tc.shape}
+			calls[i] = callOf(tc)
 		}
 		what, out := s.judgeCalls(fc, calls, ch.Message.content(), len(ch.Message.reasoning()), deref(ch.FinishReason), "message.tool_calls")
 		if out != nil {
@@ -165,6 +165,11 @@ type call struct {
 	// shape names the first field of its entries that is not of OpenAI's
 	// type, "" when none is.
 	shape string
+}
+
+// callOf is the call a tool_calls entry states.
+func callOf(tc toolCall) call {
+	return call{id: tc.ID, typ: tc.Type, name: tc.Function.Name, args: tc.Function.Arguments, shape: tc.shape}
 }
 
 // judgeCalls judges the calls an answer made under fc, beside its content
@@ -345,7 +350,8 @@ func joinEntry(r redactor, byIndex map[int]*call, e toolCall, finished bool) str
 	}
 	c, seen := byIndex[*e.Index]
 	if !seen {
-		byIndex[*e.Index] = &call{id: e.ID, typ: e.Type, name: e.Function.Name, args: e.Function.Arguments}
+		first := callOf(e) // e.shape is "": returned above otherwise
+		byIndex[*e.Index] = &first
 		switch {
 		case e.ID == "":
 			return fmt.Sprintf("the first entry of call %d has no id", *e.Index)

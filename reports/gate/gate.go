@@ -327,11 +327,6 @@ func pairedChange(eval, metric string, opts Options) *reports.PairedDelta {
 	return reports.PairEval(eval, base, cur)
 }
 
-// methodMismatch says why an eval metric's values are not comparable, or
-// "": a side whose runs mix methods, or a baseline whose method is not the
-// current's. A side without values (base for an absolute bound) has no
-// say. An empty method (a report that does not state one) is a method of
-// its own, so it never passes for echo.
 // evalMethod is how r scored its eval scope, as the gate compares it: the
 // eval's method, and the fields --extra-body added to its requests, since
 // an MMLU answered without thinking ({"chat_template_kwargs":
@@ -345,6 +340,11 @@ func evalMethod(r *schema.Report, scope string) string {
 	return m
 }
 
+// methodMismatch says why an eval metric's values are not comparable, or
+// "": a side whose runs mix methods, or a baseline whose method is not the
+// current's. A side without values (base for an absolute bound) has no
+// say. An empty method (a report that does not state one) is a method of
+// its own, so it never passes for echo.
 func methodMismatch(base, cur []string) string {
 	switch {
 	case len(cur) > 1:
