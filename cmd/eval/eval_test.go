@@ -237,7 +237,7 @@ func TestEvalIntoAFolderOfAnotherLabelExitsTwoBeforeAnyEvalRequest(t *testing.T)
 	if code != cmdutil.ExitBadInput || !strings.Contains(errOut, `"mine"`) || !strings.Contains(errOut, "--out") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if got := n.Load(); got > 1 { // the model list only
+	if got := n.Load(); got > 2 { // the model list and the readiness route (GET /health) only
 		t.Errorf("%d requests were sent", got)
 	}
 	if r := readReport(t, dir); r.Label != "mine" || len(r.Phases) != 1 || len(r.Evals) != 0 {

@@ -219,7 +219,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := checkOut(tg.Out); err != nil {
 		return err
 	}
-	ref, err := target.OpenEndpoint(ctx, o.F, o.Reference, o.ConnectTimeout, "--reference-endpoint", builtin(o.ReferenceWeightDType, o.ReferenceSeed))
+	ref, err := target.OpenEndpoint(ctx, o.F, o.Reference, target.Wait{Connect: o.ConnectTimeout, Ready: o.WaitReady}, "--reference-endpoint", builtin(o.ReferenceWeightDType, o.ReferenceSeed))
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,11 @@ const defaultConnectTimeout = 10 * time.Second
 type Common struct {
 	Endpoint       endpoints.Flags
 	ConnectTimeout time.Duration
-	Label          string
-	Out            string
+	// WaitReady is --wait-ready, how long to wait for an endpoint still
+	// starting before it counts as unreachable (0: not at all).
+	WaitReady time.Duration
+	Label     string
+	Out       string
 	// Device is --device, what the built-in engine's model runs on
 	// (engine.Options.Device); it does not apply with an endpoint.
 	Device string
@@ -102,6 +105,7 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 	c.fs = fl
 	addEndpointFlags(cmd, &c.Endpoint)
 	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", defaultConnectTimeout, "limit on a dial plus TLS handshake")
+	fl.DurationVar(&c.WaitReady, "wait-ready", 0, "wait up to this long for an endpoint that is still starting (no connection, 502/503/504 on /models, 503 on /health), asking every 2s, as vllm bench serve's --ready-check-timeout-sec (0: no wait)")
 	if r := s.RequestTimeout; r.To != nil {
 		fl.DurationVar(r.To, "request-timeout", r.Default, r.help("limit on a whole request"))
 		if s.Alias != "" {
@@ -196,7 +200,10 @@ func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
 		}
 		o.Device = device
 	}
-	t, err := OpenEndpoint(ctx, f, c.Endpoint, c.ConnectTimeout, "--endpoint", builtin)
+	if c.WaitReady < 0 {
+		return nil, badinput.Errorf("--wait-ready must not be negative")
+	}
+	t, err := OpenEndpoint(ctx, f, c.Endpoint, Wait{Connect: c.ConnectTimeout, Ready: c.WaitReady}, "--endpoint", builtin)
 	if err != nil {
 		return nil, err
 	}

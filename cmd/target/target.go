@@ -56,17 +56,25 @@ func (t *Target) WriteServerPlots(errOut io.Writer) {
 	}
 }
 
+// Wait is how long OpenEndpoint waits on an endpoint: Connect for a dial
+// plus TLS handshake, Ready for one still starting (--wait-ready; 0: it is
+// unreachable at once).
+type Wait struct {
+	Connect, Ready time.Duration
+}
+
 // OpenEndpoint resolves endpoint flags and checks the endpoint answers
-// (taking its first model when no model is given), or, with no endpoint
+// (taking its first model when no model is given; waiting up to wait.Ready
+// for one still starting), or, with no endpoint
 // named, starts a built-in engine, its options adjusted by tweak when set;
 // flag names the flag that would have named one, for the line it prints.
-// Its errors are bad input (exit 2), said before any load is sent. The
-// caller closes the target.
-func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, connect time.Duration, flag string, tweak func(*engine.Options)) (*Target, error) {
+// Its errors are bad input (exit 2), said before any load is sent, or
+// ctx's cause when it ends during the wait. The caller closes the target.
+func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags, wait Wait, flag string, tweak func(*engine.Options)) (*Target, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t := &Target{connect: connect}
+	t := &Target{connect: wait.Connect}
 	if !flags.Given() && (flags.CACert != "" || flags.Insecure || flags.ClientCert != "" || flags.ClientKey != "") {
 		// The built-in engine serves plain HTTP on loopback: nothing to verify.
 		return nil, badinput.Errorf("--%sca-cert, --%sinsecure and --%sclient-cert are for an https %s: the built-in engine serves plain HTTP", flags.Prefix, flags.Prefix, flags.Prefix, flag)
@@ -100,7 +108,7 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		}
 		fmt.Fprintf(f.IO.ErrOut, "glmbench: warning: %s: %s's TLS certificate is NOT verified; whoever is on the path can read and change every request, its API key included\n", why, endpoints.RedactURL(ep.BaseURL))
 	}
-	if err := resolveModel(ctx, ep, connect, f.IO.ErrOut); err != nil {
+	if err := awaitReady(ctx, ep, wait.Connect, wait.Ready, f.IO.ErrOut); err != nil {
 		return nil, redactErr(ep, err)
 	}
 	t.Endpoint = ep
@@ -132,8 +140,17 @@ func addEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
 }
 
 // resolveModel checks the endpoint answers and, without --model, takes the
-// first model it lists. It speaks before any load, so problems are bad input.
-func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn interface{ Write([]byte) (int, error) }) error {
+// first model it lists, then asks its readiness route (look, not waiting).
+// It speaks before any load, so problems are bad input.
+func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn io.Writer) error {
+	return look(ctx, ep, connect, warn, false)
+}
+
+// listModels is resolveModel's first step: GET /models, the base made /v1
+// where the address was a server's. With waiting, an answer of a server
+// still starting is a *notReady; without, it is said as it always was, with
+// a hint at --wait-ready.
+func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn io.Writer, waiting bool) error {
 	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
 	defer cancel()
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
@@ -166,15 +183,26 @@ func resolveModel(ctx context.Context, ep *endpoints.Endpoint, connect time.Dura
 			key = "check the key in $" + ep.APIKeyEnv
 		}
 		return badinput.Errorf("the endpoint refused the credentials (HTTP %d): %s", status, key)
+	case starting(status) && waiting:
+		return &notReady{why: fmt.Sprintf("GET /models answered HTTP %d", status)}
 	case status != 0 && ep.Model != "":
 		// Some providers have no /models; with --model given that is fine.
-		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d%s; using --model %s\n", status, modelsHint(ep.BaseURL), ep.Model)
+		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d%s; using --model %s%s\n", status, modelsHint(ep.BaseURL), ep.Model, startingHint(status))
 		return nil
 	case status != 0:
-		return badinput.Errorf("GET %s/models answered HTTP %d%s; pass --model", ep.BaseURL, status, modelsHint(ep.BaseURL))
+		return badinput.Errorf("GET %s/models answered HTTP %d%s; pass --model%s", ep.BaseURL, status, modelsHint(ep.BaseURL), startingHint(status))
 	}
 	if msg, ok := ep.TLSFailure(err); ok {
 		return badinput.Errorf("the endpoint %s: %s", ep, msg)
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded {
+		return cause // Ctrl-C: not the endpoint's answer
+	}
+	if _, answered := endpoints.Answered(err); !answered {
+		if waiting {
+			return &notReady{why: text.OneLine(err.Error())}
+		}
+		return badinput.Errorf("the endpoint %s is unreachable: %s%s", ep, text.OneLine(err.Error()), startingHint(0))
 	}
 	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, text.OneLine(err.Error()))
 }

@@ -62,7 +62,7 @@ func TestTheInsecureWarningIsSaidOnlyOfHTTPS(t *testing.T) {
 	}{{plain.BaseURL(), 0}, {tlsSrv.URL + "/v1", 1}} {
 		f, _, errOut := cmdutil.TestFactory(context.Background(), nil)
 		flags := endpoints.Flags{Endpoint: tc.base, Insecure: true, InsecureSet: true}
-		tg, err := OpenEndpoint(context.Background(), f, flags, 5*time.Second, "--endpoint", nil)
+		tg, err := OpenEndpoint(context.Background(), f, flags, Wait{Connect: 5 * time.Second}, "--endpoint", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.base, err)
 		}

@@ -122,6 +122,17 @@ type Options struct {
 	// EOSAfter makes the model end with finish_reason "stop" after that many
 	// tokens unless ignore_eos is set (0: never).
 	EOSAfter int
+	// LoadingChecks makes the server start loading its model: it is ready
+	// once its /health has answered 503 that many times (a clock-free stand-in
+	// for a load that takes a while). llama.cpp, while loading, answers every
+	// route but /models, /v1/models and /api/tags 503 {"error": {"code": 503,
+	// "message": "Loading model", "type": "unavailable_error"}}, before it
+	// checks the key (tools/server/server.cpp middleware_server_state); SGLang
+	// answers /health 503 with no body while its server_status is Starting
+	// and serves the rest (srt/entrypoints/http_server.py health_generate).
+	// The other personalities have no such state (vLLM does not listen
+	// until it is ready).
+	LoadingChecks int
 	// ToolCalls makes the model call the first of a chat request's tools
 	// when tool_choice is "auto" or absent, as a model that chooses to
 	// call does. Without it the model calls only when it must: tool_choice
@@ -153,6 +164,10 @@ type Personality struct {
 	inflight int
 	recent   []time.Time
 	seq      int
+	// loadingAsked counts the 503s /health gave while loading (LoadingChecks).
+	loadingAsked int
+	// whileLoading counts the requests other than /health answered while loading.
+	whileLoading int
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -289,6 +304,9 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if p.loading(w, r) {
+		return
+	}
 	if !p.authorized(w, r) {
 		return
 	}
@@ -486,6 +504,45 @@ func (p *Personality) models(w http.ResponseWriter) {
 	default:
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": m, "object": "model", "created": 1721172741, "owned_by": "system"}}})
 	}
+}
+
+// loading answers r as a server still loading its model does, and reports
+// whether it did (see Options.LoadingChecks).
+func (p *Personality) loading(w http.ResponseWriter, r *http.Request) bool {
+	if p.Kind != LlamaCpp && p.Kind != SGLang {
+		return false
+	}
+	path := r.URL.Path
+	p.mu.Lock()
+	loading := p.loadingAsked < p.Opts.LoadingChecks
+	health := path == "/health" && r.Method == http.MethodGet
+	switch {
+	case !loading:
+	case health:
+		p.loadingAsked++
+	case p.Kind == LlamaCpp && path != "/models" && path != "/v1/models" && path != "/api/tags":
+		p.whileLoading++
+	default:
+		loading = false
+	}
+	p.mu.Unlock()
+	switch {
+	case !loading:
+		return false
+	case p.Kind == SGLang:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	default:
+		p.fail(w, http.StatusServiceUnavailable, "Loading model", nil)
+	}
+	return true
+}
+
+// LoadingAnswers returns how many times the server answered 503 while
+// loading its model: on /health, and on every other route (llama.cpp).
+func (p *Personality) LoadingAnswers() (health, other int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.loadingAsked, p.whileLoading
 }
 
 func (p *Personality) health(w http.ResponseWriter) {

@@ -1,0 +1,137 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// readyPoll is how long --wait-ready waits between two looks at an endpoint
+// that is not ready (vLLM's bench waits 5 s; a server's load is minutes, so
+// 2 s costs nothing and starts the run sooner). Tests shorten it.
+var readyPoll = 2 * time.Second
+
+// notReady is a look's answer for an endpoint that answers as a server still
+// starting does: no connection at all (vLLM listens only once its engine is
+// up; a Kubernetes Service has no ready pod yet), a gateway's 502, 503 or 504
+// on /models, or 503 on /health (llama.cpp loading its model, SGLang before
+// its warm-up request). Only --wait-ready gets one: it looks again.
+type notReady struct {
+	// why is what the endpoint did, in one line.
+	why string
+}
+
+func (e *notReady) Error() string { return e.why }
+
+// starting reports whether an HTTP status on /models is what a proxy or a
+// server says while what is behind it is not up yet.
+func starting(status int) bool {
+	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
+}
+
+// startingHint is the clause an error or warning about a server that may be
+// starting ends with (status 0: no answer at all); "" for other statuses.
+func startingHint(status int) string {
+	if status != 0 && !starting(status) {
+		return ""
+	}
+	return " (a server still starting? --wait-ready 10m waits for it)"
+}
+
+// look is one look at an endpoint: its models (listModels), then its
+// readiness route. A 503 there is a *notReady when waiting, and a warning
+// otherwise (the run goes on: a /health that some proxy answers is not the
+// server's word). Any other answer, or none, is no verdict.
+func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn io.Writer, waiting bool) error {
+	if err := listModels(ctx, ep, connect, warn, waiting); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
+	defer cancel()
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
+	defer tr.Close()
+	status, msg, err := endpoints.NewClient(ep, tr).Health(ctx)
+	if err != nil || status != http.StatusServiceUnavailable {
+		return nil
+	}
+	why := "GET /health answered HTTP 503"
+	if msg != "" {
+		why += " (" + msg + ")"
+	}
+	if waiting {
+		return &notReady{why: why}
+	}
+	fmt.Fprintf(warn, "glmbench: warning: %s: the server says it is not ready yet; --wait-ready 10m waits for it\n", why)
+	return nil
+}
+
+// awaitReady is resolveModel for --wait-ready wait: while the endpoint
+// answers as a server still starting, it says why on warn (each new reason
+// once) and looks again every readyPoll, until it is ready, answers
+// something that waiting will not change (a refused key, a 404, a TLS
+// failure: said at once, as without the flag), wait has passed (bad input
+// naming the last reason), or ctx ends (its cause: Ctrl-C exits 130).
+// wait 0 is resolveModel.
+func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.Duration, warn io.Writer) error {
+	if wait <= 0 {
+		return resolveModel(ctx, ep, connect, warn)
+	}
+	start := time.Now()
+	once := &onceLines{w: warn}
+	said := ""
+	for {
+		err := look(ctx, ep, connect, once, true)
+		var nr *notReady
+		if !errors.As(err, &nr) {
+			if err == nil && said != "" {
+				fmt.Fprintf(warn, "glmbench: %s is ready, after %s\n", ep, time.Since(start).Round(time.Second))
+			}
+			return err
+		}
+		left := wait - time.Since(start)
+		if left <= 0 {
+			return badinput.Errorf("the endpoint %s was not ready within --wait-ready %s: %s", ep, wait, nr.why)
+		}
+		if nr.why != said {
+			fmt.Fprintf(warn, "glmbench: waiting for %s to be ready (up to %s more): %s\n", ep, left.Round(time.Second), nr.why)
+			said = nr.why
+		}
+		t := time.NewTimer(min(readyPoll, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// onceLines writes each distinct line once: a look's own notes and warnings
+// (the /v1 base found, /models' status) are said on the first look only.
+type onceLines struct {
+	w    io.Writer
+	seen map[string]bool
+}
+
+func (o *onceLines) Write(p []byte) (int, error) {
+	if o.seen == nil {
+		o.seen = map[string]bool{}
+	}
+	for _, line := range bytes.SplitAfter(p, []byte("\n")) {
+		if len(line) == 0 || o.seen[string(line)] {
+			continue
+		}
+		o.seen[string(line)] = true
+		if _, err := o.w.Write(line); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}

@@ -1,0 +1,282 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+)
+
+// The package's tests look again every 5 ms, not every 2 s.
+func init() { readyPoll = 5 * time.Millisecond }
+
+// lockedBuffer is a bytes.Buffer that the waiting goroutine and the test
+// may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// await resolves url (the key given) and waits up to wait for it.
+func await(t *testing.T, ctx context.Context, url, key string, wait time.Duration, warn *lockedBuffer) (*endpoints.Endpoint, error) {
+	t.Helper()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: url}, func(string) string { return key })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep, awaitReady(ctx, ep, time.Second, wait, warn)
+}
+
+// llama.cpp answers /v1/models at once while it loads its model, and 503
+// "Loading model" on /health and every other route. The truth: the fake is
+// ready after its third 503 on /health, so --wait-ready looks exactly
+// three times before it returns, no request but /models and /health reaches
+// the server while it loads, and the reason is said once, with the wait's
+// end.
+func TestWaitReadyWaitsForLlamaCppToLoadItsModel(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LoadingChecks: 3})
+	var warn lockedBuffer
+	ep, err := await(t, context.Background(), p.URL, "", time.Minute, &warn)
+	if err != nil {
+		t.Fatalf("%v; said %q", err, warn.String())
+	}
+	health, other := p.LoadingAnswers()
+	if health != 3 || other != 0 {
+		t.Errorf("the server answered /health 503 %d times and other routes %d times while loading: want 3 and 0", health, other)
+	}
+	out := warn.String()
+	if strings.Count(out, "waiting for") != 1 || !strings.Contains(out, "GET /health answered HTTP 503 (Loading model)") || !strings.Contains(out, ep.String()+" is ready, after ") {
+		t.Errorf("said %q: want one waiting line naming the 503 and its message, and the ready line", out)
+	}
+	if strings.Count(out, "as the API base") != 1 {
+		t.Errorf("said %q: want the /v1 note once, not once a look", out)
+	}
+}
+
+// SGLang answers /health 503 with no body until its warm-up request has
+// run; the wait says the status alone.
+func TestWaitReadyWaitsForSGLangsWarmUp(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{LoadingChecks: 2})
+	var warn lockedBuffer
+	if _, err := await(t, context.Background(), p.BaseURL(), "", time.Minute, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if health, _ := p.LoadingAnswers(); health != 2 {
+		t.Errorf("/health answered 503 %d times: want 2 (ready on the third)", health)
+	}
+	if out := warn.String(); !strings.Contains(out, "GET /health answered HTTP 503\n") {
+		t.Errorf("said %q: want the bare 503 named", out)
+	}
+}
+
+// Without --wait-ready a loading server is not waited for: the warning names
+// the 503 and the flag, the endpoint resolves (the probes then say what the
+// server answers), and /health was asked once.
+func TestWithoutWaitReadyALoadingServerIsAWarning(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LoadingChecks: 5})
+	var warn lockedBuffer
+	if _, err := await(t, context.Background(), p.BaseURL(), "", 0, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if health, _ := p.LoadingAnswers(); health != 1 {
+		t.Errorf("/health asked %d times: want 1", health)
+	}
+	if out := warn.String(); !strings.Contains(out, "warning: GET /health answered HTTP 503 (Loading model): the server says it is not ready yet; --wait-ready 10m waits for it") {
+		t.Errorf("said %q", out)
+	}
+}
+
+// vLLM listens only once its engine is up. The truth: a port refused at
+// first, then served (by a proxy to vLLM's fake) once the wait has said it
+// is waiting; the wait returns with the model, having named the refusal.
+func TestWaitReadyWaitsForAPortThatIsNotListeningYet(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{Model: "org/late-7b"})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var warn lockedBuffer
+	done := make(chan error, 1)
+	var ep *endpoints.Endpoint
+	go func() {
+		var err error
+		ep, err = await(t, context.Background(), "http://"+addr+"/v1", "", time.Minute, &warn)
+		done <- err
+	}()
+	for !strings.Contains(warn.String(), "waiting for") {
+		select {
+		case err := <-done:
+			t.Fatalf("returned %v before the port listened; said %q", err, warn.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	late, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	target, _ := url.Parse(p.URL)
+	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target)}
+	go srv.Serve(late)
+	defer srv.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("%v; said %q", err, warn.String())
+	}
+	if ep.Model != "org/late-7b" || !strings.Contains(warn.String(), "connection refused") {
+		t.Errorf("model %q, said %q: want the served model and the refusal named", ep.Model, warn.String())
+	}
+}
+
+// startingGateway answers /v1/models 503 (an ingress with no ready pod:
+// HTML) its first n times, then passes every request to next.
+func startingGateway(t *testing.T, n int64, next http.Handler) (*httptest.Server, *atomic.Int64) {
+	var asked atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" && asked.Add(1) <= n {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("<html><body>no healthy upstream</body></html>"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s, &asked
+}
+
+// A gateway's 503 on /models is waited on with --wait-ready (ready on the
+// fourth look), and without it is said with the hint, at once.
+func TestAGateways503OnModelsIsWaitedOn(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	target, _ := url.Parse(p.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	gw, asked := startingGateway(t, 3, proxy)
+	var warn lockedBuffer
+	if _, err := await(t, context.Background(), gw.URL+"/v1", "", time.Minute, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() != 4 || !strings.Contains(warn.String(), "GET /models answered HTTP 503") {
+		t.Errorf("/v1/models asked %d times, said %q: want 4 and the 503 named", asked.Load(), warn.String())
+	}
+	gw2, asked2 := startingGateway(t, 1, proxy)
+	_, err := await(t, context.Background(), gw2.URL+"/v1", "", 0, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "HTTP 503") || !strings.Contains(err.Error(), "--wait-ready 10m waits for it") || asked2.Load() != 1 {
+		t.Errorf("without the flag: %v after %d asks; want bad input at once, with the hint", err, asked2.Load())
+	}
+}
+
+// What waiting cannot change is said at once, as without the flag: a
+// refused key (asked once) and a 404 with no model to fall back on.
+func TestWaitReadyDoesNotWaitOnARefusal(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{APIKey: "sk-right-0123456789"})
+	var warn lockedBuffer
+	start := time.Now()
+	_, err := await(t, context.Background(), p.BaseURL(), "sk-wrong-9876543210", time.Hour, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "refused the credentials (HTTP 401)") {
+		t.Errorf("%v: want the credentials refused", err)
+	}
+	if n := p.Requests("GET /v1/models"); n != 1 || strings.Contains(warn.String(), "waiting") {
+		t.Errorf("/v1/models asked %d times, said %q: want once, and no wait", n, warn.String())
+	}
+	_, err = await(t, context.Background(), p.URL+"/openai", "sk-right-0123456789", time.Hour, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Errorf("%v: want the 404", err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("took %s: the refusals were waited on", time.Since(start))
+	}
+}
+
+// A port that never listens: at the end of the wait, bad input naming the
+// flag, its value and the last reason.
+func TestWaitReadyEndsWithTheLastReason(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var warn lockedBuffer
+	_, err = await(t, context.Background(), "http://"+addr+"/v1", "", 50*time.Millisecond, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "was not ready within --wait-ready 50ms: ") || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("%v: want bad input naming the wait and the refusal", err)
+	}
+}
+
+// Ctrl-C during the wait ends it with the interrupt (exit 130), not with
+// the endpoint's fault.
+func TestCtrlCEndsTheWait(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{LoadingChecks: 1 << 30})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var warn lockedBuffer
+	go func() {
+		for !strings.Contains(warn.String(), "waiting for") {
+			time.Sleep(time.Millisecond)
+		}
+		cancel(cmdutil.ErrInterrupted)
+	}()
+	_, err := await(t, ctx, p.BaseURL(), "", time.Hour, &warn)
+	if !errors.Is(err, cmdutil.ErrInterrupted) || cmdutil.ExitCode(err) != cmdutil.ExitInterrupted {
+		t.Errorf("%v: want the interrupt", err)
+	}
+}
+
+// A readiness answer that echoes the request's credentials says none of
+// them: the key is redacted from the message quoted.
+func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	target, _ := url.Parse(p.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error": {"message": "not ready for ` + r.Header.Get("Authorization") + `"}}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer echo.Close()
+	var warn lockedBuffer
+	const key = "sk-secret-0123456789abcdef"
+	if _, err := await(t, context.Background(), echo.URL+"/v1", key, 0, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if out := warn.String(); strings.Contains(out, key) || !strings.Contains(out, "not ready for") {
+		t.Errorf("said %q: want the message without the key", out)
+	}
+}

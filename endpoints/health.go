@@ -1,0 +1,75 @@
+package endpoints
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/glmbench/glmbench/internal/text"
+)
+
+// Health asks the server's readiness route, GET /health beside the /v1 API
+// base, and returns its status and, for an answer other than 200, the
+// server's message in one line (the error object's message, else the body's
+// first characters; secrets redacted). status 0 with a nil error means the
+// endpoint has no known readiness route: its base does not end in /v1 (a
+// hosted API, a gateway's own path), so /health would be somebody else's.
+//
+// What the servers answer there, and why 503 alone means "not yet":
+//   - llama.cpp: 503 {"error": {"code": 503, "message": "Loading model",
+//     "type": "unavailable_error"}} while it loads the model (every route but
+//     /models, which answers at once: tools/server/server.cpp
+//     middleware_server_state), then 200 {"status": "ok"};
+//   - SGLang: 503 with no body while its server_status is Starting (until
+//     the warm-up request has run) or it is shutting down, then 200 once a
+//     one-token generation got through (srt/entrypoints/http_server.py
+//     health_generate);
+//   - vLLM: its API server does not listen until the engine is up; then 200,
+//     or 503 once the engine has died (entrypoints/openai/api_server.py).
+//
+// A redirect is never followed: its status is returned as it is.
+func (c *Client) Health(ctx context.Context) (status int, msg string, err error) {
+	if !strings.HasSuffix(c.ep.BaseURL, "/v1") {
+		return 0, "", nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root()+"/health", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	c.ep.Apply(req.Header)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return resp.StatusCode, "", nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	return resp.StatusCode, c.ep.Redact(healthMessage(b)), nil
+}
+
+// healthMessage is an error answer's message in one line: the OpenAI-shaped
+// error's message, a flat one's, or else the body's first 120 characters.
+func healthMessage(b []byte) string {
+	var shaped struct {
+		Error json.RawMessage `json:"error"`
+		Msg   string          `json:"message"`
+	}
+	if json.Unmarshal(b, &shaped) == nil {
+		var inner struct {
+			Msg string `json:"message"`
+		}
+		switch {
+		case json.Unmarshal(shaped.Error, &inner) == nil && inner.Msg != "":
+			return text.Clip(text.OneLine(inner.Msg), 120, "…")
+		case shaped.Msg != "":
+			return text.Clip(text.OneLine(shaped.Msg), 120, "…")
+		}
+	}
+	return text.Clip(text.OneLine(string(b)), 120, "…")
+}
