@@ -588,11 +588,43 @@ func preflight(ctx context.Context, o *Options, client *endpoints.Client, specs 
 	if n <= 0 {
 		return nil
 	}
+	var over, fit []string
+	var first *Spec
+	for i, s := range specs {
+		if s.In+s.Out <= n {
+			fit = append(fit, s.Name)
+			continue
+		}
+		if first == nil {
+			first = &specs[i]
+		}
+		over = append(over, s.Name)
+	}
+	if first == nil {
+		return nil
+	}
+	s := *first
+	return badinput.Errorf("phase %s: IN+OUT is %s+%s = %s tokens, more than the endpoint's context of %s tokens (%s)%s",
+		s.Name, count(s.In), count(s.Out), count(s.In+s.Out), count(n), source, fitHint(specs, over, fit, n))
+}
+
+// fitHint ends preflight's refusal with what to run instead: the fixed
+// phases that fit (a first run's --phases all on a model served with a
+// short context: llama.cpp's 4,096 per slot, vLLM's --max-model-len 8192),
+// or, for a custom phase, the bound its IN+OUT must keep. over and fit name
+// the phases that do not fit and those that do, in order.
+func fitHint(specs []Spec, over, fit []string, n int) string {
+	hint := ""
+	if len(over) > 1 {
+		hint = "; so is " + strings.Join(over[1:], ", ")
+	}
 	for _, s := range specs {
-		if s.In+s.Out > n {
-			return badinput.Errorf("phase %s: IN+OUT is %s+%s = %s tokens, more than the endpoint's context of %s tokens (%s)",
-				s.Name, count(s.In), count(s.Out), count(s.In+s.Out), count(n), source)
+		if b, ok := builtin(s.Name); !ok || b != s {
+			return hint + "; keep each phase's IN+OUT within " + count(n)
 		}
 	}
-	return nil
+	if len(fit) == 0 {
+		return hint + "; no fixed phase fits: a custom --phase NAME=N/IN/OUT with IN+OUT within " + count(n) + " does"
+	}
+	return hint + "; --phases " + strings.Join(fit, ",") + " runs the fixed phases that fit"
 }

@@ -264,11 +264,35 @@ func TestAProbeCutByTheContextJustAboveTheTargetIsOnlyAnOvershoot(t *testing.T) 
 	t.Logf("%d probes, %d of them cut", srv.requests, srv.cuts)
 }
 
+// A first run's --phases all against a model served with a short context:
+// the refusal names every fixed phase that does not fit and the --phases
+// that runs the ones that do (the truth: 256+256 fits 4,096, 8,192+256 and
+// 8,192+1,024 do not; nothing fits 256), with no request sent.
+func TestPreflightSaysWhichFixedPhasesFit(t *testing.T) {
+	t.Parallel()
+	srv := newLlama(t, llamaTruncate, 4096, true)
+	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), Builtin)
+	want := "phase decode_long: IN+OUT is 8,192+256 = 8,448 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props); so is throughput_8k; --phases single,decode_medium runs the fixed phases that fit"
+	if !badinput.Is(err) || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+	tiny := newLlama(t, llamaTruncate, 256, true)
+	_, _, err = Prepare(context.Background(), llamaOptions(t, tiny), Builtin[:2])
+	if !badinput.Is(err) || !strings.HasSuffix(err.Error(), "; so is decode_medium; no fixed phase fits: a custom --phase NAME=N/IN/OUT with IN+OUT within 256 does") {
+		t.Errorf("err = %v", err)
+	}
+	for _, s := range []*llamaServer{srv, tiny} {
+		if requests, _ := s.stats(); requests != 0 {
+			t.Errorf("%d chat requests sent before the pre-flight failed", requests)
+		}
+	}
+}
+
 func TestPreflightChecksEachPhaseAgainstTheStatedContext(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, llamaTruncate, 4096, true)
 	_, _, err := Prepare(context.Background(), llamaOptions(t, srv), []Spec{{Name: "fits", N: 1, In: 256, Out: 256}, {Name: "long", N: 2, In: 4000, Out: 128}})
-	if !badinput.Is(err) || err.Error() != "phase long: IN+OUT is 4,000+128 = 4,128 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props)" {
+	if !badinput.Is(err) || err.Error() != "phase long: IN+OUT is 4,000+128 = 4,128 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props); keep each phase's IN+OUT within 4,096" {
 		t.Fatalf("err = %v", err)
 	}
 	if requests, _ := srv.stats(); requests != 0 {

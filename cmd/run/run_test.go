@@ -196,7 +196,7 @@ func TestAPhaseLongerThanTheStatedContextExitsTwoBeforeAnyChat(t *testing.T) {
 	t.Parallel()
 	srv := newLlama(t, truncating, 4096, true)
 	code, stderr := runLong(t, context.Background(), srv)
-	want := "glmbench: phase long: IN+OUT is 8,192+16 = 8,208 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props)\n"
+	want := "glmbench: phase long: IN+OUT is 8,192+16 = 8,208 tokens, more than the endpoint's context of 4,096 tokens (n_ctx per slot in GET /props); keep each phase's IN+OUT within 4,096\n"
 	if code != 2 || !strings.HasSuffix(stderr, want) || srv.chats.Load() != 0 {
 		t.Fatalf("exit %d, %d chat requests\n%s", code, srv.chats.Load(), stderr)
 	}
