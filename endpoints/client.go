@@ -923,6 +923,13 @@ func NotThisRequest(status int) bool {
 		status == http.StatusUnauthorized || status == http.StatusForbidden
 }
 
+// RefusesRequest reports whether status is a 4xx about the request itself
+// (not NotThisRequest's 429, 408, 401 or 403): the answer that may say
+// which part of the request (a field, tools, a route) the server refuses.
+func RefusesRequest(status int) bool {
+	return status >= 400 && status < 500 && !NotThisRequest(status)
+}
+
 // ClassifyStatus maps a non-200 HTTP status to its error class.
 func ClassifyStatus(status int) schema.Class {
 	switch {

@@ -235,21 +235,13 @@ func (s sender) extraRefusal(status int, msg string) string {
 	return extraRefused + strings.Join(names, ", --extra-body adds ")
 }
 
-// RefusesRequest reports whether status is a 4xx about the request itself
-// (not a 429, 401, 403 or 408: endpoints.NotThisRequest), the answer whose
-// error message may name a field of the extra body the server refuses, for
-// the evals and eval compare alike.
-func RefusesRequest(status int) bool {
-	return status >= 400 && status < 500 && !endpoints.NotThisRequest(status)
-}
-
 // refusedExtra names the extra body's fields, in order, that msg, the
-// error message of a 4xx answer about the request (RefusesRequest), names
+// error message of a 4xx answer about the request (endpoints.RefusesRequest), names
 // as a word: OpenAI's 400 "Unrecognized request argument supplied: top_k".
 // Every route gets the same fields, so such a failure is no route's lack
 // (routeLacks) nor an echo's refusal (classifyEchoStatus).
 func (s sender) refusedExtra(status int, msg string) []string {
-	if !RefusesRequest(status) {
+	if !endpoints.RefusesRequest(status) {
 		return nil
 	}
 	return endpoints.FieldsNamed(msg, slices.Sorted(maps.Keys(s.extra)))

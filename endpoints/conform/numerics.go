@@ -211,7 +211,7 @@ func (s *suite) numericsBody(prompt string, plain bool) map[string]any {
 // endpoint refused it for now (429, 503).
 func (s *suite) numericsFirst(ctx context.Context, prompt string) (smp sample, plain bool, note, problem string, later bool) {
 	c, a, p := s.chatAnswerLimit(ctx, s.numericsBody(prompt, false), numericsLimit)
-	if p != "" && a.err == nil && a.Status >= 400 && a.Status < 500 && !endpoints.NotThisRequest(a.Status) {
+	if p != "" && a.err == nil && endpoints.RefusesRequest(a.Status) {
 		refused := a.describe()
 		if c, a, p = s.chatAnswerLimit(ctx, s.numericsBody(prompt, true), numericsLimit); p == "" {
 			return sampleOf(c), true, "the endpoint refuses logprobs (" + refused + ")", "", false

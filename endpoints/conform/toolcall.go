@@ -92,7 +92,7 @@ func (s *suite) toolBody(fc forced, stream bool) map[string]any {
 // parameters, not an extension a server may lack (as chat_template_kwargs
 // or ignore_eos), and the tool-calls check fails the same refusal.
 func toolRefused(status int, line string) string {
-	if status >= 400 && status < 500 && !endpoints.NotThisRequest(status) {
+	if endpoints.RefusesRequest(status) {
 		return line + " (the endpoint refuses a request with tools; llama.cpp serves them only with --jinja)"
 	}
 	return line

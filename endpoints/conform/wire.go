@@ -242,7 +242,7 @@ func refusal(a *answer) (msg string, problem string) {
 	switch {
 	case a.err != nil:
 		return "", a.describe()
-	case a.Status < 400 || a.Status >= 500 || endpoints.NotThisRequest(a.Status):
+	case !endpoints.RefusesRequest(a.Status):
 		return "", a.describe()
 	}
 	msg, p := openAIError(a.r, a.Body)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/glmbench/glmbench/endpoints"
-	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -86,10 +85,10 @@ func splitKwargs(extra json.RawMessage) (json.RawMessage, map[string]json.RawMes
 
 // refusedExtra names the extra body's fields (o.Extra's and its
 // chat_template_kwargs), in order, that resp, a 4xx about the request
-// (evals.RefusesRequest), names in its error message: OpenAI's 400
+// (endpoints.RefusesRequest), names in its error message: OpenAI's 400
 // "Unrecognized request argument supplied: top_k", as the evals read one.
 func refusedExtra(resp *endpoints.Response, o Options) []string {
-	if !evals.RefusesRequest(resp.Status) {
+	if !endpoints.RefusesRequest(resp.Status) {
 		return nil
 	}
 	var fields map[string]json.RawMessage
