@@ -6,12 +6,13 @@ package endpoints
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,12 +52,39 @@ type Endpoint struct {
 	found atomic.Pointer[foundSecrets]
 }
 
-type header struct{ name, value string }
+// header is an extra request header; env names the variable its value was
+// read from ("" for a value given as it is: --header, headers:).
+type header struct{ name, value, env string }
 
 // At returns a copy of the endpoint with another base URL (a route beside
 // the API base, such as the server root's /tokenize), its secrets kept.
 func (e *Endpoint) At(baseURL string) *Endpoint {
 	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, Trust: e.Trust, apiKey: e.apiKey, headers: e.headers, bodySecrets: e.bodySecrets}
+}
+
+// HeaderEnv maps each extra header whose value was read from the
+// environment (--header-env, header_env:) to its variable: what may travel
+// to an agent, which reads the value from its own environment.
+func (e *Endpoint) HeaderEnv() map[string]string {
+	out := map[string]string{}
+	for _, h := range e.headers {
+		if h.env != "" {
+			out[h.name] = h.env
+		}
+	}
+	return out
+}
+
+// LiteralHeaderNames lists the extra headers whose values were given as
+// they are (--header, headers:), by name: values an agent cannot read.
+func (e *Endpoint) LiteralHeaderNames() []string {
+	var names []string
+	for _, h := range e.headers {
+		if h.env == "" {
+			names = append(names, h.name)
+		}
+	}
+	return names
 }
 
 // HeaderNames lists the extra headers by name only, as reports record them.
@@ -119,8 +147,12 @@ type Flags struct {
 	// APIKeyEnvSet is true when --api-key-env was given: then the variable must be set.
 	APIKeyEnvSet bool
 	Headers      []string
-	File         string
-	Name         string
+	// HeaderEnv is --header-env NAME=VAR (repeatable): a header whose
+	// value is read from the environment variable VAR, so that it is in no
+	// command line or file.
+	HeaderEnv []string
+	File      string
+	Name      string
 	// CACert is --ca-cert, a PEM bundle trusted beside the system's roots;
 	// Insecure is --insecure, no verification at all. InsecureSet is true
 	// when --insecure was given, even as false: then the flags' trust
@@ -148,6 +180,9 @@ type fileEntry struct {
 	Model     string            `json:"model"`
 	APIKeyEnv string            `json:"api_key_env"`
 	Headers   map[string]string `json:"headers"`
+	// HeaderEnv maps a header's name to the environment variable its
+	// value is read from (--header-env).
+	HeaderEnv map[string]string `json:"header_env"`
 	// CACert is a PEM bundle's path, relative to the file's folder unless
 	// absolute (as kubeconfig's certificate paths are).
 	CACert   string `json:"ca_cert"`
@@ -210,27 +245,62 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	if mustHaveKey && ep.apiKey == "" {
 		return nil, badinput.Errorf("environment variable %s (the API key) is empty or unset", keyEnv)
 	}
-	names := make([]string, 0, len(entry.Headers))
-	for k := range entry.Headers {
-		names = append(names, k)
+	if err := ep.addHeaders(f, entry, getenv); err != nil {
+		return nil, err
 	}
-	sort.Strings(names)
-	for _, k := range names {
-		if err := ep.addHeader(k, entry.Headers[k]); err != nil {
-			return nil, err
+	return ep, nil
+}
+
+// addHeaders adds the extra headers, in the order a later one of a name
+// replaces an earlier: the file's headers, its header_env, --header, then
+// --header-env. A variable a header is read from must be set and not
+// empty, as --api-key-env's must; an error names the variable, never a
+// value.
+func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) string) error {
+	for _, k := range slices.Sorted(maps.Keys(entry.Headers)) {
+		if err := e.addHeader(k, entry.Headers[k], ""); err != nil {
+			return err
+		}
+	}
+	fromEnv := func(name, env, where string) error {
+		if !envName.MatchString(env) {
+			return badinput.Errorf("%s: header %s: %q is not an environment variable's name", where, name, env)
+		}
+		v := strings.TrimSpace(getenv(env))
+		if v == "" {
+			return badinput.Errorf("environment variable %s (the value of header %s, %s) is empty or unset", env, name, where)
+		}
+		return e.addHeader(name, v, env)
+	}
+	for _, k := range slices.Sorted(maps.Keys(entry.HeaderEnv)) {
+		if err := fromEnv(k, entry.HeaderEnv[k], "header_env in "+f.File); err != nil {
+			return err
 		}
 	}
 	for _, kv := range f.Headers {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, badinput.Errorf("--header %q: want NAME=VALUE", redactHeaderArg(kv))
+			return badinput.Errorf("--header %q: want NAME=VALUE", redactHeaderArg(kv))
 		}
-		if err := ep.addHeader(strings.TrimSpace(k), v); err != nil {
-			return nil, err
+		if err := e.addHeader(strings.TrimSpace(k), v, ""); err != nil {
+			return err
 		}
 	}
-	return ep, nil
+	for _, kv := range f.HeaderEnv {
+		k, env, ok := strings.Cut(kv, "=")
+		if !ok {
+			return badinput.Errorf("--%sheader-env %q: want NAME=VAR, the header's name and the environment variable holding its value", f.Prefix, kv)
+		}
+		if err := fromEnv(strings.TrimSpace(k), strings.TrimSpace(env), "--"+f.Prefix+"header-env"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// envName is what an environment variable's name may be (POSIX's portable
+// set): a typo such as a value pasted for the name is refused.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // resolveTrust is the endpoint's TLS trust: the flags' when --ca-cert or
 // --insecure is given (the pair is one setting, so --insecure overrides a
@@ -303,7 +373,7 @@ func redactHeaderArg(kv string) string {
 	return kv
 }
 
-func (e *Endpoint) addHeader(name, value string) error {
+func (e *Endpoint) addHeader(name, value, env string) error {
 	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
 		return badinput.Errorf("header name %q is not a valid HTTP header name", name)
 	}
@@ -312,7 +382,7 @@ func (e *Endpoint) addHeader(name, value string) error {
 	}
 	name = http.CanonicalHeaderKey(name)
 	e.headers = slices.DeleteFunc(e.headers, func(h header) bool { return h.name == name })
-	e.headers = append(e.headers, header{name, value})
+	e.headers = append(e.headers, header{name, value, env})
 	return nil
 }
 

@@ -37,7 +37,7 @@ const (
 )
 
 func hostileEndpoint(url string) *Endpoint {
-	return &Endpoint{BaseURL: url + "/v1", Model: "m", apiKey: hostileKey, headers: []header{{"X-Team", hostileHeader}}}
+	return &Endpoint{BaseURL: url + "/v1", Model: "m", apiKey: hostileKey, headers: []header{{name: "X-Team", value: hostileHeader}}}
 }
 
 // leaks lists every 8-character piece of a secret found in s, in any
@@ -523,7 +523,7 @@ func TestClipBodyRedactsASecretCutOffAtTheEnd(t *testing.T) {
 
 func TestRedactFindsTheFormsAServerWritesASecretIn(t *testing.T) {
 	ep := hostileEndpoint("http://x")
-	ep.headers = append(ep.headers, header{"Authorization-Extra", "Token abcdefgh12345678"})
+	ep.headers = append(ep.headers, header{name: "Authorization-Extra", value: "Token abcdefgh12345678"})
 	for _, in := range []string{
 		hostileKey,
 		strings.ToUpper(hostileKey),
@@ -582,7 +582,7 @@ func FuzzRedactLeavesNoSecret(f *testing.F) {
 }
 
 func TestRedactLeavesNumbersAndAnswersWhole(t *testing.T) {
-	ep := &Endpoint{apiKey: hostileKey, headers: []header{{"X-Tenant", "1234"}, {"X-Cache", "true"}}}
+	ep := &Endpoint{apiKey: hostileKey, headers: []header{{name: "X-Tenant", value: "1234"}, {name: "X-Cache", value: "true"}}}
 	for in, want := range map[string]string{
 		"tenant 1234 refused":           "tenant *** refused",
 		`{"logprob":-0.12345,"n":1234}`: `{"logprob":-0.12345,"n":***}`,
@@ -612,7 +612,7 @@ func TestRedactLeavesNumbersAndAnswersWhole(t *testing.T) {
 	const stamped = `{"created":17330000,"choices":[]}`
 	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, stamped) }))
 	defer srv2.Close()
-	num := &Endpoint{BaseURL: srv2.URL + "/v1", headers: []header{{"X-Org-Id", "17330000"}}}
+	num := &Endpoint{BaseURL: srv2.URL + "/v1", headers: []header{{name: "X-Org-Id", value: "17330000"}}}
 	resp, err = NewClient(num, NewTransport(TransportOptions{})).Post(context.Background(), "/completions", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)

@@ -84,12 +84,13 @@ func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
 }
 
 // CheckOptions says whether a run's options can be distributed: extra
-// headers (their values secrets the agents cannot read) and credentials in
+// headers given with their values (secrets the agents cannot read; a
+// --header-env header travels as its variable's name) and credentials in
 // the endpoint's URL (https://sk-…@host/v1, which the plan would carry to
 // every agent) are refused.
 func CheckOptions(o *bench.Options) error {
-	if names := o.Endpoint.HeaderNames(); len(names) > 0 {
-		return badinput.Errorf("extra headers (%s) are not supported with agents: each agent reads only the API key from its own environment", strings.Join(names, ", "))
+	if names := o.Endpoint.LiteralHeaderNames(); len(names) > 0 {
+		return badinput.Errorf("extra headers given with their values (%s) are not supported with agents: give each as --header-env NAME=VAR, and each agent reads VAR from its own environment", strings.Join(names, ", "))
 	}
 	// The plan carries the base URL: credentials in it would travel.
 	if u, err := url.Parse(o.Endpoint.BaseURL); err == nil && u.User != nil {
@@ -258,6 +259,7 @@ func runPhase(ctx context.Context, o *bench.Options, plan bench.Plan, conns []*C
 				Nonce: o.Nonce, Seed: o.Seed, RequestRate: o.RequestRate, MaxConcurrency: shares[k],
 				Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, PhaseCap: o.PhaseCap,
 				Shard: bench.Shard{Index: k, Count: n}, Insecure: o.Endpoint.Trust.Insecure,
+				HeaderEnv: o.Endpoint.HeaderEnv(),
 			})
 			mu.Lock()
 			slowest = max(slowest, slow)

@@ -40,8 +40,10 @@
 //
 // Secrets never travel. The agent reads the endpoint's API key from its
 // own environment (ServerOptions.APIKeyEnv, through ServerOptions.Getenv);
-// the plan carries the endpoint's base URL and model only. Extra headers
-// (--header) are not supported with agents: CheckOptions refuses them.
+// the plan carries the endpoint's base URL and model only. An extra header
+// read from the environment (--header-env NAME=VAR) travels as its name and
+// VAR's name, and each agent reads VAR from its own environment; an extra
+// header given with its value (--header) is refused by CheckOptions.
 //
 // Nor do files. An https endpoint's certificate is verified on each agent
 // against the agent's own trust (glmbench agent --ca-cert FILE,
@@ -79,8 +81,10 @@ const (
 // would send every request as chat. 3: the shape carries --extra-body
 // (bench.Shape.Extra), which an agent of protocol 2 would leave out, and
 // the plan the coordinator's --insecure (Prepare.Insecure), which one
-// would ignore, verifying what the coordinator was told not to.
-const Proto = 3
+// would ignore, verifying what the coordinator was told not to. 4: the
+// plan carries --header-env's headers (Prepare.HeaderEnv), which an agent
+// of protocol 3 would not send.
+const Proto = 4
 
 // Pong is the answer to a ping.
 type Pong struct {
@@ -121,6 +125,9 @@ type Prepare struct {
 	// Insecure is the coordinator's --insecure: the agent does not verify
 	// the endpoint's certificate (its own --ca-cert then goes unused).
 	Insecure bool `json:"insecure,omitempty"`
+	// HeaderEnv maps each extra header to the environment variable the
+	// agent reads its value from (the coordinator's --header-env).
+	HeaderEnv map[string]string `json:"header_env,omitempty"`
 }
 
 // Ready is the answer to a prepare.

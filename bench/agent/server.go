@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -153,6 +155,9 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 		return nil, badinput.Errorf("prepare: phase %s has %d requests and a filler of %d chars (at most %d and %d)", p.Spec.Name, p.Spec.N, p.Chars, workload.MaxRequests, maxChars)
 	}
 	f := endpoints.Flags{Endpoint: p.BaseURL, Model: p.Model, APIKeyEnv: s.opts.APIKeyEnv, APIKeyEnvSet: s.opts.APIKeyEnv != ""}
+	for _, name := range slices.Sorted(maps.Keys(p.HeaderEnv)) {
+		f.HeaderEnv = append(f.HeaderEnv, name+"="+p.HeaderEnv[name])
+	}
 	ep, err := endpoints.Resolve(f, s.opts.Getenv)
 	if err != nil {
 		return nil, err

@@ -127,6 +127,7 @@ measures what a 4-bit quantization of the same checkpoint changes.`,
 	fl.StringVar(&o.Reference.Model, "reference-model", "", "the reference's model id (default: the first that its /v1/models lists)")
 	fl.StringVar(&o.Reference.APIKeyEnv, "reference-api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the reference's API key")
 	fl.StringArrayVar(&o.Reference.Headers, "reference-header", nil, "extra request header K=V for the reference (repeatable; values never appear in output)")
+	fl.StringArrayVar(&o.Reference.HeaderEnv, "reference-header-env", nil, "extra request header K=VAR for the reference, its value read from the environment variable VAR (repeatable)")
 	fl.StringVar(&o.Reference.File, "reference-endpoints", "", "YAML file of endpoints holding the reference")
 	fl.StringVar(&o.Reference.Name, "reference-name", "", "which endpoint of --reference-endpoints is the reference")
 	fl.StringVar(&o.Reference.CACert, "reference-ca-cert", "", "PEM file of CA certificates to trust beside the system's for the reference (a reference behind a private CA)")
