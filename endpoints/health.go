@@ -50,11 +50,14 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		return resp.StatusCode, "", nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	return resp.StatusCode, c.ep.Redact(healthMessage(b)), nil
+	// Redacted before the cut to 120 bytes: a cut inside a secret would
+	// keep its start, which no redaction finds afterwards.
+	msg = c.ep.Redact(healthMessage(c.ep.RedactBytes(b)))
+	return resp.StatusCode, text.Clip(msg, 120, "…"), nil
 }
 
-// healthMessage is an error answer's message in one line: the OpenAI-shaped
-// error's message, a flat one's, or else the body's first 120 characters.
+// healthMessage is an error answer's message in one line, uncut: the
+// OpenAI-shaped error's message, a flat one's, or else the body's text.
 func healthMessage(b []byte) string {
 	var shaped struct {
 		Error json.RawMessage `json:"error"`
@@ -66,10 +69,10 @@ func healthMessage(b []byte) string {
 		}
 		switch {
 		case json.Unmarshal(shaped.Error, &inner) == nil && inner.Msg != "":
-			return text.Clip(text.OneLine(inner.Msg), 120, "…")
+			return text.OneLine(inner.Msg)
 		case shaped.Msg != "":
-			return text.Clip(text.OneLine(shaped.Msg), 120, "…")
+			return text.OneLine(shaped.Msg)
 		}
 	}
-	return text.Clip(text.OneLine(string(b)), 120, "…")
+	return text.OneLine(string(b))
 }
