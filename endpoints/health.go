@@ -29,6 +29,13 @@ import (
 //   - vLLM: its API server does not listen until the engine is up; then 200,
 //     or 503 once the engine has died (entrypoints/openai/api_server.py).
 //
+// It sends the extra headers (a gateway in front may route or admit by
+// them) but not the API key: every server above serves /health without one
+// (SGLang's and vLLM's key guard it not, llama.cpp lists it public), and
+// where a /health takes the key it is not that server's readiness: a LiteLLM
+// proxy's /health, given a key it accepts, sends a real request to every
+// model behind it, each time.
+//
 // A redirect is never followed: its status is returned as it is.
 func (c *Client) Health(ctx context.Context) (status int, msg string, err error) {
 	if !strings.HasSuffix(c.ep.BaseURL, "/v1") {
@@ -39,7 +46,9 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		return 0, "", err
 	}
 	req.Header.Set("Accept-Encoding", "identity")
-	c.ep.Apply(req.Header)
+	for _, kv := range c.ep.headers {
+		req.Header.Set(kv.name, kv.value)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, "", err

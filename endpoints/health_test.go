@@ -39,3 +39,25 @@ func TestAHealthMessageCutInASecretKeepsNoPart(t *testing.T) {
 		t.Errorf("message %q: want the filler, then *** and no part of the token", msg)
 	}
 }
+
+// /health is public on every server that has one (llama.cpp, vLLM, SGLang,
+// TGI), while a LiteLLM proxy's /health, given a key it accepts, calls
+// every model behind it for real. The truth: the request carries the extra
+// headers (a gateway's routing or its own credential) but no API key.
+func TestHealthSendsNoAPIKey(t *testing.T) {
+	t.Parallel()
+	var auth, token string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			auth, token = r.Header.Get("Authorization"), r.Header.Get("X-Gateway-Token")
+		}
+	}))
+	defer srv.Close()
+	status, _, err := healthAt(t, srv, "sk-user-key-0123456789", "gw-token-0123456789").Health(t.Context())
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("status %d, err %v", status, err)
+	}
+	if auth != "" || token != "gw-token-0123456789" {
+		t.Errorf("Authorization %q, X-Gateway-Token %q: want none, and the header", auth, token)
+	}
+}

@@ -256,7 +256,8 @@ func TestCtrlCEndsTheWait(t *testing.T) {
 }
 
 // A readiness answer that echoes the request's credentials says none of
-// them: the key is redacted from the message quoted.
+// them: the header value is redacted from the message quoted, and the key
+// is not sent to /health at all.
 func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
@@ -265,18 +266,22 @@ func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(`{"error": {"message": "not ready for ` + r.Header.Get("Authorization") + `"}}`))
+			w.Write([]byte(`{"error": {"message": "not ready for ` + r.Header.Get("Authorization") + ` via ` + r.Header.Get("X-Gateway-Token") + `"}}`))
 			return
 		}
 		proxy.ServeHTTP(w, r)
 	}))
 	defer echo.Close()
-	var warn lockedBuffer
-	const key = "sk-secret-0123456789abcdef"
-	if _, err := await(t, context.Background(), echo.URL+"/v1", key, 0, &warn); err != nil {
+	const key, token = "sk-secret-0123456789abcdef", "gw-token-9876543210fedcba"
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: echo.URL + "/v1", Headers: []string{"X-Gateway-Token=" + token}}, func(string) string { return key })
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out := warn.String(); strings.Contains(out, key) || !strings.Contains(out, "not ready for") {
-		t.Errorf("said %q: want the message without the key", out)
+	var warn lockedBuffer
+	if err := awaitReady(context.Background(), ep, time.Second, 0, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if out := warn.String(); strings.Contains(out, key) || strings.Contains(out, token) || !strings.Contains(out, "not ready for via ***") {
+		t.Errorf("said %q: want the message with no key sent and the header value redacted", out)
 	}
 }
