@@ -48,7 +48,8 @@ func startingHint(status int) string {
 // look is one look at an endpoint: its models (listModels), then its
 // readiness route. A 503 there is a *notReady when waiting, and a warning
 // otherwise (the run goes on: a /health that some proxy answers is not the
-// server's word). Any other answer, or none, is no verdict.
+// server's word). Any other answer, or none, is no verdict; ctx ending
+// (Ctrl-C) while it asks is ctx's cause.
 func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn io.Writer, waiting bool) error {
 	if err := listModels(ctx, ep, connect, warn, waiting); err != nil {
 		return err
@@ -58,6 +59,9 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
 	defer tr.Close()
 	status, msg, err := endpoints.NewClient(ep, tr).Health(ctx)
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != context.DeadlineExceeded {
+		return cause // Ctrl-C while asking: no verdict that it is ready
+	}
 	if err != nil || status != http.StatusServiceUnavailable {
 		return nil
 	}

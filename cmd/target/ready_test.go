@@ -285,3 +285,36 @@ func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 		t.Errorf("said %q: want the message with no key sent and the header value redacted", out)
 	}
 }
+
+// Ctrl-C while the readiness route is being asked (SGLang's /health takes a
+// second or more once it is up) ends the wait with the interrupt: the
+// unanswered /health is no verdict that the endpoint is ready. The truth:
+// /health never answers before the interrupt, so nothing said it is ready.
+func TestCtrlCDuringHealthIsTheInterrupt(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	target, _ := url.Parse(p.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			asked <- struct{}{}
+			<-r.Context().Done()
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	for _, wait := range []time.Duration{time.Hour, 0} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		go func() {
+			<-asked
+			cancel(cmdutil.ErrInterrupted)
+		}()
+		var warn lockedBuffer
+		_, err := await(t, ctx, srv.URL+"/v1", "", wait, &warn)
+		if !errors.Is(err, cmdutil.ErrInterrupted) || strings.Contains(warn.String(), "is ready") {
+			t.Errorf("--wait-ready %s: %v, said %q: want the interrupt", wait, err, warn.String())
+		}
+	}
+}
