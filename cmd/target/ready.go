@@ -31,9 +31,15 @@ type notReady struct {
 func (e *notReady) Error() string { return e.why }
 
 // starting reports whether an HTTP status on /models is what a proxy or a
-// server says while what is behind it is not up yet.
+// server says while what is behind it is not up yet: 502, 503, 504, and
+// Cloudflare's own for an origin it cannot reach (521 refused, 522 timed
+// out, 523 unreachable, 530 a Tunnel not connected).
 func starting(status int) bool {
-	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
+	switch status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 521, 522, 523, 530:
+		return true
+	}
+	return false
 }
 
 // startingHint is the clause an error or warning about a server that may be

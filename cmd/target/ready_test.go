@@ -318,3 +318,39 @@ func TestCtrlCDuringHealthIsTheInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// Behind Cloudflare, an origin not up yet is 521 (it refused the
+// connection), 522 (it timed out), 523 (unreachable) or 530 (a Tunnel not
+// connected yet): a server still starting, as a 502 is. The truth: the
+// gateway answers each once, then passes requests on; with --wait-ready the
+// fifth look is ready, and without it the 521 is said with the hint.
+func TestCloudflaresOriginDownIsWaitedOn(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	target, _ := url.Parse(p.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	codes := []int{521, 522, 523, 530}
+	var asked atomic.Int64
+	cf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := asked.Add(1) - 1; r.URL.Path == "/v1/models" && n < int64(len(codes)) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(codes[n])
+			w.Write([]byte("<html><body>Web server is down</body></html>"))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer cf.Close()
+	var warn lockedBuffer
+	if _, err := await(t, context.Background(), cf.URL+"/v1", "", time.Minute, &warn); err != nil {
+		t.Fatalf("%v; said %q", err, warn.String())
+	}
+	if strings.Count(warn.String(), "waiting for") != len(codes) {
+		t.Errorf("said %q: want one waiting line for each of %v", warn.String(), codes)
+	}
+	asked.Store(0)
+	_, err := await(t, context.Background(), cf.URL+"/v1", "", 0, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "HTTP 521") || !strings.Contains(err.Error(), "--wait-ready 10m waits for it") {
+		t.Errorf("without the flag: %v; want bad input naming the 521, with the hint", err)
+	}
+}
