@@ -87,8 +87,8 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 // once) and looks again every readyPoll, until it is ready, answers
 // something that waiting will not change (a refused key, a 404, a TLS
 // failure: said at once, as without the flag), wait has passed (bad input
-// naming the last reason), or ctx ends (its cause: Ctrl-C exits 130).
-// wait 0 is resolveModel.
+// naming the last reason; a look after the first ends with the wait), or
+// ctx ends (its cause: Ctrl-C exits 130). wait 0 is resolveModel.
 func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.Duration, warn io.Writer) error {
 	if wait <= 0 {
 		return resolveModel(ctx, ep, connect, warn)
@@ -96,8 +96,16 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 	start := time.Now()
 	once := &onceLines{w: warn}
 	said := ""
+	// The first look has its own limit, as without the flag; the later
+	// ones end with the wait, so a server that takes the connection and
+	// never answers does not keep it a look's limit past its end.
+	bounded, cancel := context.WithDeadline(ctx, start.Add(wait))
+	defer cancel()
+	lookCtx := ctx
+	last := ""
 	for {
-		err := look(ctx, ep, connect, once, true)
+		err := look(lookCtx, ep, connect, once, true)
+		lookCtx = bounded
 		var nr *notReady
 		if !errors.As(err, &nr) {
 			if err == nil && said != "" {
@@ -105,9 +113,14 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 			}
 			return err
 		}
+		if errors.Is(bounded.Err(), context.DeadlineExceeded) && last != "" {
+			// The wait ended during this look: the last answer is the reason.
+			nr.why = last + " (then no answer before the wait ended)"
+		}
+		last = nr.why
 		left := wait - time.Since(start)
 		if left <= 0 {
-			return badinput.Errorf("the endpoint %s was not ready within --wait-ready %s: %s", ep, wait, nr.why)
+			return notReadyWithin(ep, wait, last)
 		}
 		if nr.why != said {
 			fmt.Fprintf(warn, "glmbench: waiting for %s to be ready (up to %s more): %s\n", ep, left.Round(time.Second), nr.why)
@@ -120,7 +133,16 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 			return context.Cause(ctx)
 		case <-t.C:
 		}
+		if time.Since(start) >= wait {
+			// A look now would end as it starts.
+			return notReadyWithin(ep, wait, last)
+		}
 	}
+}
+
+// notReadyWithin is awaitReady's error at the end of the wait, naming why.
+func notReadyWithin(ep *endpoints.Endpoint, wait time.Duration, why string) error {
+	return badinput.Errorf("the endpoint %s was not ready within --wait-ready %s: %s", ep, wait, why)
 }
 
 // onceLines writes each distinct line once: a look's own notes and warnings

@@ -354,3 +354,34 @@ func TestCloudflaresOriginDownIsWaitedOn(t *testing.T) {
 		t.Errorf("without the flag: %v; want bad input naming the 521, with the hint", err)
 	}
 }
+
+// A server that takes the connection and never answers (a port-forward to
+// a pod still loading, a wedged proxy): a look after the first ends with the
+// wait, not a look's own limit (the connect timeout plus 20 s, 21 s here).
+// The truth: /v1/models answers 503 once, then hangs until the client gives
+// up; the wait of 200 ms has ended long before 21 s, so the hung look is
+// cancelled well inside 10 s, and the error names the wait, the 503 and the
+// look left unanswered.
+func TestAHungLookEndsWithTheWait(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int64
+	hung := make(chan time.Duration, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		began := time.Now()
+		<-r.Context().Done()
+		hung <- time.Since(began)
+	}))
+	defer srv.Close()
+	var warn lockedBuffer
+	_, err := await(t, context.Background(), srv.URL+"/v1", "", 200*time.Millisecond, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "was not ready within --wait-ready 200ms: GET /models answered HTTP 503 (then no answer before the wait ended)") {
+		t.Errorf("%v: want bad input naming the wait, the 503 and the look left unanswered", err)
+	}
+	if d := <-hung; d > 10*time.Second {
+		t.Errorf("the hung look was cancelled after %s: want it ended with the wait", d)
+	}
+}
