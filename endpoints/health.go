@@ -13,9 +13,11 @@ import (
 // Health asks the server's readiness route, GET /health beside the /v1 API
 // base, and returns its status and, for an answer other than 200, the
 // server's message in one line (the error object's message, else the body's
-// first characters; secrets redacted). status 0 with a nil error means the
+// first 120 bytes; secrets redacted). status 0 with a nil error means the
 // endpoint has no known readiness route: its base does not end in /v1 (a
-// hosted API, a gateway's own path), so /health would be somebody else's.
+// gateway's own path, Azure's), so /health would be somebody else's. Most
+// hosted APIs' bases do end in /v1 (api.openai.com/v1, openrouter.ai/api/v1):
+// they are asked too, and answer 404, which is no verdict.
 //
 // What the servers answer there, and why 503 alone means "not yet":
 //   - llama.cpp: 503 {"error": {"code": 503, "message": "Loading model",
