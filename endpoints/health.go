@@ -60,12 +60,24 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return resp.StatusCode, "", nil
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	// Redacted before the cut to 120 bytes: a cut inside a secret would
-	// keep its start, which no redaction finds afterwards.
-	msg = c.ep.Redact(healthMessage(c.ep.RedactBytes(b)))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, healthBody+1))
+	more := len(b) > healthBody
+	if more {
+		b = b[:healthBody]
+	}
+	// Redacted before any cut (what was read, then 120 bytes of the
+	// message): a cut inside a secret keeps its start, which no redaction
+	// finds afterwards; with more, a tail that spells a secret's start goes
+	// too.
+	if ss := c.ep.secretsToFind().all; len(ss.secrets) > 0 {
+		b, _ = ss.redact(b, more)
+	}
+	msg = c.ep.Redact(healthMessage(b))
 	return resp.StatusCode, text.Clip(msg, 120, "…"), nil
 }
+
+// healthBody is how much of a /health answer other than 200 is read.
+const healthBody = 4 << 10
 
 // healthMessage is an error answer's message in one line, uncut: the
 // OpenAI-shaped error's message, a flat one's, or else the body's text.

@@ -61,3 +61,24 @@ func TestHealthSendsNoAPIKey(t *testing.T) {
 		t.Errorf("Authorization %q, X-Gateway-Token %q: want none, and the header", auth, token)
 	}
 }
+
+// A 503 body longer than what Health reads (4 KiB), a secret across that
+// cut: the part read must not spell its start. The truth: blanks fill the
+// body up to 14 bytes before the cut, so what is read ends in the token's
+// first 14 characters, and the message (blanks collapsed) would be just them.
+func TestAHealthBodyCutInASecretKeepsNoPart(t *testing.T) {
+	t.Parallel()
+	const token = "gw-token-0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(strings.Repeat(" ", 4<<10-14) + r.Header.Get("X-Gateway-Token") + " and more"))
+	}))
+	defer srv.Close()
+	status, msg, err := healthAt(t, srv, "", token).Health(t.Context())
+	if err != nil || status != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, err %v", status, err)
+	}
+	if strings.Contains(msg, token[:8]) {
+		t.Errorf("message %q: want no part of the token", msg)
+	}
+}
