@@ -13,9 +13,11 @@ import (
 // Health asks the server's readiness route, GET /health beside the /v1 API
 // base, and returns its status and, for an answer other than 200, the
 // server's message in one line (the error object's message, else the body's
-// first characters; secrets redacted). status 0 with a nil error means the
+// first 120 bytes; secrets redacted). status 0 with a nil error means the
 // endpoint has no known readiness route: its base does not end in /v1 (a
-// hosted API, a gateway's own path), so /health would be somebody else's.
+// gateway's own path, Azure's), so /health would be somebody else's. Most
+// hosted APIs' bases do end in /v1 (api.openai.com/v1, openrouter.ai/api/v1):
+// they are asked too, and answer 404, which is no verdict.
 //
 // What the servers answer there, and why 503 alone means "not yet":
 //   - llama.cpp: 503 {"error": {"code": 503, "message": "Loading model",
@@ -29,6 +31,13 @@ import (
 //   - vLLM: its API server does not listen until the engine is up; then 200,
 //     or 503 once the engine has died (entrypoints/openai/api_server.py).
 //
+// It sends the extra headers (a gateway in front may route or admit by
+// them) but not the API key: every server above serves /health without one
+// (SGLang's and vLLM's key guard it not, llama.cpp lists it public), and
+// where a /health takes the key it is not that server's readiness: a LiteLLM
+// proxy's /health, given a key it accepts, sends a real request to every
+// model behind it, each time.
+//
 // A redirect is never followed: its status is returned as it is.
 func (c *Client) Health(ctx context.Context) (status int, msg string, err error) {
 	if !strings.HasSuffix(c.ep.BaseURL, "/v1") {
@@ -39,7 +48,9 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		return 0, "", err
 	}
 	req.Header.Set("Accept-Encoding", "identity")
-	c.ep.Apply(req.Header)
+	for _, kv := range c.ep.headers {
+		req.Header.Set(kv.name, kv.value)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -49,12 +60,27 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return resp.StatusCode, "", nil
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	return resp.StatusCode, c.ep.Redact(healthMessage(b)), nil
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, healthBody+1))
+	more := len(b) > healthBody
+	if more {
+		b = b[:healthBody]
+	}
+	// Redacted before any cut (what was read, then 120 bytes of the
+	// message): a cut inside a secret keeps its start, which no redaction
+	// finds afterwards; with more, a tail that spells a secret's start goes
+	// too.
+	if ss := c.ep.secretsToFind().all; len(ss.secrets) > 0 {
+		b, _ = ss.redact(b, more)
+	}
+	msg = c.ep.Redact(healthMessage(b))
+	return resp.StatusCode, text.Clip(msg, 120, "…"), nil
 }
 
-// healthMessage is an error answer's message in one line: the OpenAI-shaped
-// error's message, a flat one's, or else the body's first 120 characters.
+// healthBody is how much of a /health answer other than 200 is read.
+const healthBody = 4 << 10
+
+// healthMessage is an error answer's message in one line, uncut: the
+// OpenAI-shaped error's message, a flat one's, or else the body's text.
 func healthMessage(b []byte) string {
 	var shaped struct {
 		Error json.RawMessage `json:"error"`
@@ -66,10 +92,10 @@ func healthMessage(b []byte) string {
 		}
 		switch {
 		case json.Unmarshal(shaped.Error, &inner) == nil && inner.Msg != "":
-			return text.Clip(text.OneLine(inner.Msg), 120, "…")
+			return text.OneLine(inner.Msg)
 		case shaped.Msg != "":
-			return text.Clip(text.OneLine(shaped.Msg), 120, "…")
+			return text.OneLine(shaped.Msg)
 		}
 	}
-	return text.Clip(text.OneLine(string(b)), 120, "…")
+	return text.OneLine(string(b))
 }

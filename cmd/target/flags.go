@@ -105,7 +105,7 @@ func (s *Flags) AddFlags(cmd *cobra.Command) {
 	c.fs = fl
 	addEndpointFlags(cmd, &c.Endpoint)
 	fl.DurationVar(&c.ConnectTimeout, "connect-timeout", defaultConnectTimeout, "limit on a dial plus TLS handshake")
-	fl.DurationVar(&c.WaitReady, "wait-ready", 0, "wait up to this long for an endpoint that is still starting (no connection, 502/503/504 on /models, 503 on /health), asking every 2s, as vllm bench serve's --ready-check-timeout-sec (0: no wait)")
+	fl.DurationVar(&c.WaitReady, "wait-ready", 0, "wait up to this long for an endpoint that is still starting (no connection; 502/503/504, or Cloudflare's 521/522/523/530, on /models; 503 on /health), asking every 2s, as vllm bench serve's --ready-check-timeout-sec (0: no wait)")
 	if r := s.RequestTimeout; r.To != nil {
 		fl.DurationVar(r.To, "request-timeout", r.Default, r.help("limit on a whole request"))
 		if s.Alias != "" {

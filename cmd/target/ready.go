@@ -31,9 +31,15 @@ type notReady struct {
 func (e *notReady) Error() string { return e.why }
 
 // starting reports whether an HTTP status on /models is what a proxy or a
-// server says while what is behind it is not up yet.
+// server says while what is behind it is not up yet: 502, 503, 504, and
+// Cloudflare's own for an origin it cannot reach (521 refused, 522 timed
+// out, 523 unreachable, 530 a Tunnel not connected).
 func starting(status int) bool {
-	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
+	switch status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, 521, 522, 523, 530:
+		return true
+	}
+	return false
 }
 
 // startingHint is the clause an error or warning about a server that may be
@@ -48,7 +54,8 @@ func startingHint(status int) string {
 // look is one look at an endpoint: its models (listModels), then its
 // readiness route. A 503 there is a *notReady when waiting, and a warning
 // otherwise (the run goes on: a /health that some proxy answers is not the
-// server's word). Any other answer, or none, is no verdict.
+// server's word). Any other answer, or none, is no verdict; ctx ending
+// (Ctrl-C) while it asks is ctx's cause.
 func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, warn io.Writer, waiting bool) error {
 	if err := listModels(ctx, ep, connect, warn, waiting); err != nil {
 		return err
@@ -58,6 +65,9 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
 	defer tr.Close()
 	status, msg, err := endpoints.NewClient(ep, tr).Health(ctx)
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != context.DeadlineExceeded {
+		return cause // Ctrl-C while asking: no verdict that it is ready
+	}
 	if err != nil || status != http.StatusServiceUnavailable {
 		return nil
 	}
@@ -77,8 +87,8 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 // once) and looks again every readyPoll, until it is ready, answers
 // something that waiting will not change (a refused key, a 404, a TLS
 // failure: said at once, as without the flag), wait has passed (bad input
-// naming the last reason), or ctx ends (its cause: Ctrl-C exits 130).
-// wait 0 is resolveModel.
+// naming the last reason; a look after the first ends with the wait), or
+// ctx ends (its cause: Ctrl-C exits 130). wait 0 is resolveModel.
 func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.Duration, warn io.Writer) error {
 	if wait <= 0 {
 		return resolveModel(ctx, ep, connect, warn)
@@ -86,8 +96,16 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 	start := time.Now()
 	once := &onceLines{w: warn}
 	said := ""
+	// The first look has its own limit, as without the flag; the later
+	// ones end with the wait, so a server that takes the connection and
+	// never answers does not keep it a look's limit past its end.
+	bounded, cancel := context.WithDeadline(ctx, start.Add(wait))
+	defer cancel()
+	lookCtx := ctx
+	last := ""
 	for {
-		err := look(ctx, ep, connect, once, true)
+		err := look(lookCtx, ep, connect, once, true)
+		lookCtx = bounded
 		var nr *notReady
 		if !errors.As(err, &nr) {
 			if err == nil && said != "" {
@@ -95,9 +113,14 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 			}
 			return err
 		}
+		if errors.Is(bounded.Err(), context.DeadlineExceeded) && last != "" {
+			// The wait ended during this look: the last answer is the reason.
+			nr.why = last + " (then no answer before the wait ended)"
+		}
+		last = nr.why
 		left := wait - time.Since(start)
 		if left <= 0 {
-			return badinput.Errorf("the endpoint %s was not ready within --wait-ready %s: %s", ep, wait, nr.why)
+			return notReadyWithin(ep, wait, last)
 		}
 		if nr.why != said {
 			fmt.Fprintf(warn, "glmbench: waiting for %s to be ready (up to %s more): %s\n", ep, left.Round(time.Second), nr.why)
@@ -110,7 +133,16 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 			return context.Cause(ctx)
 		case <-t.C:
 		}
+		if time.Since(start) >= wait {
+			// A look now would end as it starts.
+			return notReadyWithin(ep, wait, last)
+		}
 	}
+}
+
+// notReadyWithin is awaitReady's error at the end of the wait, naming why.
+func notReadyWithin(ep *endpoints.Endpoint, wait time.Duration, why string) error {
+	return badinput.Errorf("the endpoint %s was not ready within --wait-ready %s: %s", ep, wait, why)
 }
 
 // onceLines writes each distinct line once: a look's own notes and warnings

@@ -256,7 +256,8 @@ func TestCtrlCEndsTheWait(t *testing.T) {
 }
 
 // A readiness answer that echoes the request's credentials says none of
-// them: the key is redacted from the message quoted.
+// them: the header value is redacted from the message quoted, and the key
+// is not sent to /health at all.
 func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
@@ -265,18 +266,122 @@ func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(`{"error": {"message": "not ready for ` + r.Header.Get("Authorization") + `"}}`))
+			w.Write([]byte(`{"error": {"message": "not ready for ` + r.Header.Get("Authorization") + ` via ` + r.Header.Get("X-Gateway-Token") + `"}}`))
 			return
 		}
 		proxy.ServeHTTP(w, r)
 	}))
 	defer echo.Close()
-	var warn lockedBuffer
-	const key = "sk-secret-0123456789abcdef"
-	if _, err := await(t, context.Background(), echo.URL+"/v1", key, 0, &warn); err != nil {
+	const key, token = "sk-secret-0123456789abcdef", "gw-token-9876543210fedcba"
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: echo.URL + "/v1", Headers: []string{"X-Gateway-Token=" + token}}, func(string) string { return key })
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out := warn.String(); strings.Contains(out, key) || !strings.Contains(out, "not ready for") {
-		t.Errorf("said %q: want the message without the key", out)
+	var warn lockedBuffer
+	if err := awaitReady(context.Background(), ep, time.Second, 0, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if out := warn.String(); strings.Contains(out, key) || strings.Contains(out, token) || !strings.Contains(out, "not ready for via ***") {
+		t.Errorf("said %q: want the message with no key sent and the header value redacted", out)
+	}
+}
+
+// Ctrl-C while the readiness route is being asked (SGLang's /health takes a
+// second or more once it is up) ends the wait with the interrupt: the
+// unanswered /health is no verdict that the endpoint is ready. The truth:
+// /health never answers before the interrupt, so nothing said it is ready.
+func TestCtrlCDuringHealthIsTheInterrupt(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	target, _ := url.Parse(p.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	asked := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			asked <- struct{}{}
+			<-r.Context().Done()
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	for _, wait := range []time.Duration{time.Hour, 0} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		go func() {
+			<-asked
+			cancel(cmdutil.ErrInterrupted)
+		}()
+		var warn lockedBuffer
+		_, err := await(t, ctx, srv.URL+"/v1", "", wait, &warn)
+		if !errors.Is(err, cmdutil.ErrInterrupted) || strings.Contains(warn.String(), "is ready") {
+			t.Errorf("--wait-ready %s: %v, said %q: want the interrupt", wait, err, warn.String())
+		}
+	}
+}
+
+// Behind Cloudflare, an origin not up yet is 521 (it refused the
+// connection), 522 (it timed out), 523 (unreachable) or 530 (a Tunnel not
+// connected yet): a server still starting, as a 502 is. The truth: the
+// gateway answers each once, then passes requests on; with --wait-ready the
+// fifth look is ready, and without it the 521 is said with the hint.
+func TestCloudflaresOriginDownIsWaitedOn(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	target, _ := url.Parse(p.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	codes := []int{521, 522, 523, 530}
+	var asked atomic.Int64
+	cf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := asked.Add(1) - 1; r.URL.Path == "/v1/models" && n < int64(len(codes)) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(codes[n])
+			w.Write([]byte("<html><body>Web server is down</body></html>"))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer cf.Close()
+	var warn lockedBuffer
+	if _, err := await(t, context.Background(), cf.URL+"/v1", "", time.Minute, &warn); err != nil {
+		t.Fatalf("%v; said %q", err, warn.String())
+	}
+	if strings.Count(warn.String(), "waiting for") != len(codes) {
+		t.Errorf("said %q: want one waiting line for each of %v", warn.String(), codes)
+	}
+	asked.Store(0)
+	_, err := await(t, context.Background(), cf.URL+"/v1", "", 0, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "HTTP 521") || !strings.Contains(err.Error(), "--wait-ready 10m waits for it") {
+		t.Errorf("without the flag: %v; want bad input naming the 521, with the hint", err)
+	}
+}
+
+// A server that takes the connection and never answers (a port-forward to
+// a pod still loading, a wedged proxy): a look after the first ends with the
+// wait, not a look's own limit (the connect timeout plus 20 s, 21 s here).
+// The truth: /v1/models answers 503 once, then hangs until the client gives
+// up; the wait of 200 ms has ended long before 21 s, so the hung look is
+// cancelled well inside 10 s, and the error names the wait, the 503 and the
+// look left unanswered.
+func TestAHungLookEndsWithTheWait(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int64
+	hung := make(chan time.Duration, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		began := time.Now()
+		<-r.Context().Done()
+		hung <- time.Since(began)
+	}))
+	defer srv.Close()
+	var warn lockedBuffer
+	_, err := await(t, context.Background(), srv.URL+"/v1", "", 200*time.Millisecond, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "was not ready within --wait-ready 200ms: GET /models answered HTTP 503 (then no answer before the wait ended)") {
+		t.Errorf("%v: want bad input naming the wait, the 503 and the look left unanswered", err)
+	}
+	if d := <-hung; d > 10*time.Second {
+		t.Errorf("the hung look was cancelled after %s: want it ended with the wait", d)
 	}
 }
