@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
@@ -49,6 +51,22 @@ func startingHint(status int) string {
 		return ""
 	}
 	return " (a server still starting? --wait-ready 10m waits for it)"
+}
+
+// plainToTLS reports whether err is an http:// endpoint answering with
+// bytes that are no HTTP response: a TLS server's alert (uvicorn with
+// --ssl-keyfile, as vLLM serves https, answers a plain request so), which
+// waiting will not change. Go's transport says it only in its text
+// ("malformed HTTP response"); a Go or nginx TLS server answers a plain
+// request with a 400 instead, an answer said as such.
+func plainToTLS(ep *endpoints.Endpoint, err error) bool {
+	return strings.HasPrefix(ep.BaseURL, "http:") && strings.Contains(err.Error(), "malformed HTTP response")
+}
+
+// noSuchHost reports whether err is a host name that did not resolve.
+func noSuchHost(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) && dns.IsNotFound
 }
 
 // look is one look at an endpoint: its models (listModels), then its

@@ -1,7 +1,6 @@
 package target
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,32 +16,14 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/internal/syncbuf"
 )
 
 // The package's tests look again every 5 ms, not every 2 s.
 func init() { readyPoll = 5 * time.Millisecond }
 
-// lockedBuffer is a bytes.Buffer that the waiting goroutine and the test
-// may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // await resolves url (the key given) and waits up to wait for it.
-func await(t *testing.T, ctx context.Context, url, key string, wait time.Duration, warn *lockedBuffer) (*endpoints.Endpoint, error) {
+func await(t *testing.T, ctx context.Context, url, key string, wait time.Duration, warn *syncbuf.Buffer) (*endpoints.Endpoint, error) {
 	t.Helper()
 	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: url}, func(string) string { return key })
 	if err != nil {
@@ -61,7 +41,7 @@ func await(t *testing.T, ctx context.Context, url, key string, wait time.Duratio
 func TestWaitReadyWaitsForLlamaCppToLoadItsModel(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LoadingChecks: 3})
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	ep, err := await(t, context.Background(), p.URL, "", time.Minute, &warn)
 	if err != nil {
 		t.Fatalf("%v; said %q", err, warn.String())
@@ -84,7 +64,7 @@ func TestWaitReadyWaitsForLlamaCppToLoadItsModel(t *testing.T) {
 func TestWaitReadyWaitsForSGLangsWarmUp(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{LoadingChecks: 2})
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	if _, err := await(t, context.Background(), p.BaseURL(), "", time.Minute, &warn); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +82,7 @@ func TestWaitReadyWaitsForSGLangsWarmUp(t *testing.T) {
 func TestWithoutWaitReadyALoadingServerIsAWarning(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LoadingChecks: 5})
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	if _, err := await(t, context.Background(), p.BaseURL(), "", 0, &warn); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +106,7 @@ func TestWaitReadyWaitsForAPortThatIsNotListeningYet(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	done := make(chan error, 1)
 	var ep *endpoints.Endpoint
 	go func() {
@@ -182,7 +162,7 @@ func TestAGateways503OnModelsIsWaitedOn(t *testing.T) {
 	target, _ := url.Parse(p.URL)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	gw, asked := startingGateway(t, 3, proxy)
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	if _, err := await(t, context.Background(), gw.URL+"/v1", "", time.Minute, &warn); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +181,7 @@ func TestAGateways503OnModelsIsWaitedOn(t *testing.T) {
 func TestWaitReadyDoesNotWaitOnARefusal(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{APIKey: "sk-right-0123456789"})
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	start := time.Now()
 	_, err := await(t, context.Background(), p.BaseURL(), "sk-wrong-9876543210", time.Hour, &warn)
 	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "refused the credentials (HTTP 401)") {
@@ -229,7 +209,7 @@ func TestWaitReadyEndsWithTheLastReason(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	_, err = await(t, context.Background(), "http://"+addr+"/v1", "", 50*time.Millisecond, &warn)
 	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "was not ready within --wait-ready 50ms: ") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("%v: want bad input naming the wait and the refusal", err)
@@ -242,7 +222,7 @@ func TestCtrlCEndsTheWait(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{LoadingChecks: 1 << 30})
 	ctx, cancel := context.WithCancelCause(context.Background())
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	go func() {
 		for !strings.Contains(warn.String(), "waiting for") {
 			time.Sleep(time.Millisecond)
@@ -277,7 +257,7 @@ func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	if err := awaitReady(context.Background(), ep, time.Second, 0, &warn); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +291,7 @@ func TestCtrlCDuringHealthIsTheInterrupt(t *testing.T) {
 			<-asked
 			cancel(cmdutil.ErrInterrupted)
 		}()
-		var warn lockedBuffer
+		var warn syncbuf.Buffer
 		_, err := await(t, ctx, srv.URL+"/v1", "", wait, &warn)
 		if !errors.Is(err, cmdutil.ErrInterrupted) || strings.Contains(warn.String(), "is ready") {
 			t.Errorf("--wait-ready %s: %v, said %q: want the interrupt", wait, err, warn.String())
@@ -341,7 +321,7 @@ func TestCloudflaresOriginDownIsWaitedOn(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	defer cf.Close()
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	if _, err := await(t, context.Background(), cf.URL+"/v1", "", time.Minute, &warn); err != nil {
 		t.Fatalf("%v; said %q", err, warn.String())
 	}
@@ -376,12 +356,54 @@ func TestAHungLookEndsWithTheWait(t *testing.T) {
 		hung <- time.Since(began)
 	}))
 	defer srv.Close()
-	var warn lockedBuffer
+	var warn syncbuf.Buffer
 	_, err := await(t, context.Background(), srv.URL+"/v1", "", 200*time.Millisecond, &warn)
 	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "was not ready within --wait-ready 200ms: GET /models answered HTTP 503 (then no answer before the wait ended)") {
 		t.Errorf("%v: want bad input naming the wait, the 503 and the look left unanswered", err)
 	}
 	if d := <-hung; d > 10*time.Second {
 		t.Errorf("the hung look was cancelled after %s: want it ended with the wait", d)
+	}
+}
+
+// An http:// URL given for a TLS server that answers a plain request with
+// an alert (Python's ssl, as uvicorn serves vLLM's --ssl-keyfile): no HTTP
+// comes back, and waiting will not change that. The truth: a listener that
+// writes a TLS alert record to every connection; the wait returns at once,
+// asking whether the endpoint is https.
+func TestAPlainRequestToATLSServerIsNotWaitedOn(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Write([]byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x28}) // alert: fatal, handshake_failure
+			c.Close()
+		}
+	}()
+	var warn syncbuf.Buffer
+	_, err = await(t, context.Background(), "http://"+l.Addr().String()+"/v1", "", 20*time.Second, &warn)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "is it https://?") || strings.Contains(warn.String(), "waiting") {
+		t.Errorf("%v, said %q: want bad input at once asking about https", err, warn.String())
+	}
+}
+
+// A host name that does not resolve is most likely a typo: without
+// --wait-ready its error has no hint at waiting (with it, it is waited on,
+// as a compose service's name resolves only once its container runs).
+func TestNoSuchHostIsNoServerStarting(t *testing.T) {
+	t.Parallel()
+	err := &url.Error{Op: "Get", URL: "http://glm-serevr:8000/v1/models", Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "glm-serevr", IsNotFound: true}}}
+	if !noSuchHost(err) || noSuchHost(errors.New("dial tcp 127.0.0.1:1: connect: connection refused")) {
+		t.Errorf("noSuchHost: a wrapped not-found DNS error is one, a refused connection is not")
 	}
 }

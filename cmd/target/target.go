@@ -200,10 +200,19 @@ func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 		return cause // Ctrl-C: not the endpoint's answer
 	}
 	if _, answered := endpoints.Answered(err); !answered {
-		if waiting {
-			return &notReady{why: text.OneLine(err.Error())}
+		msg := text.OneLine(err.Error())
+		switch {
+		case plainToTLS(ep, err):
+			return badinput.Errorf("the endpoint %s is unreachable: %s (a TLS server's bytes: is it https://?)", ep, msg)
+		case waiting:
+			return &notReady{why: msg}
+		case noSuchHost(err):
+			// A typo, most likely: no hint at waiting (--wait-ready does
+			// wait on it: a docker compose service's name resolves only
+			// once its container runs).
+			return badinput.Errorf("the endpoint %s is unreachable: %s", ep, msg)
 		}
-		return badinput.Errorf("the endpoint %s is unreachable: %s%s", ep, text.OneLine(err.Error()), startingHint(0))
+		return badinput.Errorf("the endpoint %s is unreachable: %s%s", ep, msg, startingHint(0))
 	}
 	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, text.OneLine(err.Error()))
 }
