@@ -187,9 +187,11 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 // extra_forbidden, "loc": ["body", "stream_options", ...]), and OpenAI's
 // reasoning models refuse max_tokens ("Unsupported parameter: 'max_tokens'
 // ... Use 'max_completion_tokens' instead"). A field the body did not carry
-// names no switch, nor does vLLM's "'max_tokens' or
-// 'max_completion_tokens' is too large" (a cap past the context, whichever
-// name carried it). A field --extra-body added is named as such where the
+// names no switch, nor does a cap past the context, whichever name carried
+// it: vLLM's "'max_tokens' or 'max_completion_tokens' is too large" (to
+// 2025) and "max_completion_tokens=M cannot be greater than
+// max_model_len=L" (2026, vllm/renderers/params.py), SGLang's
+// "max_completion_tokens is too large: M." (with --context-length). A field --extra-body added is named as such where the
 // answer names it. Only a 400 (OpenAI, vLLM, SGLang, llama.cpp) or a 422
 // (Mistral, FastAPI) refuses a field: a 401, 403 or 429 says who may ask
 // or how often, and its "user ci" names no field. "" for any other answer.
@@ -206,7 +208,7 @@ func (s Shape) refusedField(stream bool, status int, msg string) string {
 	}
 	lower := strings.ToLower(msg)
 	switch {
-	case s.API == endpoints.APICompletions || !strings.Contains(msg, "max_completion_tokens") || strings.Contains(lower, "too large"):
+	case s.API == endpoints.APICompletions || !strings.Contains(msg, "max_completion_tokens") || strings.Contains(lower, "too large") || strings.Contains(lower, "cannot be greater than"):
 	case s.MaxCompletionTokens:
 		hints = append(hints, "without --max-completion-tokens the cap goes as max_tokens")
 	case strings.Contains(msg, "max_tokens") && strings.Contains(lower, "support"):

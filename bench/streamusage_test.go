@@ -71,6 +71,11 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 		openAIMaxTokens = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
 		// vLLM since v0.10 (serving_engine.py), for a cap past the context.
 		vllmTooLarge = "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is 4096 tokens and your request has 2778 input tokens (8000 > 4096 - 2778)."
+		// vLLM in 2026 (vllm/renderers/params.py TokenizeParams), the cap
+		// named by the field that carried it; and SGLang with
+		// --context-length (serving_chat.py _validate_request).
+		vllm2026 = "max_completion_tokens=8000 cannot be greater than max_model_len=4096. Please request fewer output tokens."
+		sglangCap = "max_completion_tokens is too large: 8000.This model supports at most 4096 completion tokens."
 		// Mistral's API, 422 (editor-code-assistant/eca#231).
 		mistralMaxCompletion = `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":32000}]},"type":"invalid_request_error","param":null,"code":null}`
 	)
@@ -95,6 +100,8 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 		{"max_tokens refused on completions", Shape{API: endpoints.APICompletions}, true, 400, openAIMaxTokens, ""},
 		{"vLLM's cap past the context", def, true, 400, vllmTooLarge, ""},
 		{"vLLM's cap past the context, max_completion_tokens", mct, true, 400, vllmTooLarge, ""},
+		{"vLLM 2026's cap past the context, max_completion_tokens", mct, true, 400, vllm2026, ""},
+		{"SGLang's cap past --context-length, max_completion_tokens", mct, true, 400, sglangCap, ""},
 		{"max_completion_tokens refused", mct, true, 422, mistralMaxCompletion, "; the endpoint refuses a field: without --max-completion-tokens the cap goes as max_tokens"},
 		{"an extra body's field refused", extra, true, 400, "Unrecognized request argument supplied: top_k", "; the endpoint refuses a field: --extra-body adds top_k"},
 		{"Mistral refusing an extra body's field", extra, true, 422, `{"detail":[{"type":"extra_forbidden","loc":["body","top_k"]}]}`, "; the endpoint refuses a field: --extra-body adds top_k"},
