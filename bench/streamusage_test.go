@@ -74,7 +74,7 @@ func TestARefusalNamesTheSwitchOfAFieldTheBodyCarried(t *testing.T) {
 		// vLLM in 2026 (vllm/renderers/params.py TokenizeParams), the cap
 		// named by the field that carried it; and SGLang with
 		// --context-length (serving_chat.py _validate_request).
-		vllm2026 = "max_completion_tokens=8000 cannot be greater than max_model_len=4096. Please request fewer output tokens."
+		vllm2026  = "max_completion_tokens=8000 cannot be greater than max_model_len=4096. Please request fewer output tokens."
 		sglangCap = "max_completion_tokens is too large: 8000.This model supports at most 4096 completion tokens."
 		// Mistral's API, 422 (editor-code-assistant/eca#231).
 		mistralMaxCompletion = `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":32000}]},"type":"invalid_request_error","param":null,"code":null}`
