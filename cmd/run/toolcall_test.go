@@ -22,9 +22,9 @@ func TestRunWithAForcedToolCallMeasuresTheCall(t *testing.T) {
 	t.Parallel()
 	const out, gap, ttft = 8, 20 * time.Millisecond, 100 * time.Millisecond
 	const tools = `{"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}], "tool_choice": "required"}`
-	// Cut at max_tokens (ignore_eos): vLLM gives the engine's "length",
-	// SGLang "tool_calls".
-	for kind, finish := range map[string]string{endpointstest.VLLM: "length", endpointstest.SGLang: "tool_calls"} {
+	// Cut at max_tokens (ignore_eos): vLLM and SGLang give the engine's
+	// "length".
+	for kind, finish := range map[string]string{endpointstest.VLLM: "length", endpointstest.SGLang: "length"} {
 		p := endpointstest.Start(t, kind, endpointstest.Options{TTFT: ttft, Gap: gap})
 		in := runOK(t, t.TempDir(), "--endpoint", p.BaseURL(), "--phase", "p=3/40/8", "--no-metrics", "--extra-body", tools)
 		if len(in.Records) != 3 {

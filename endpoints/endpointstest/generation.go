@@ -994,8 +994,10 @@ func (p *Personality) toolCallID(id string) string {
 // engine's reason otherwise: "stop" for a named function, "length" for a
 // call max_tokens cut (newer builds with tools_streamed say "tool_calls"
 // in a stream for any call; this fake keeps the one version). OpenAI says
-// "stop" for a named one; SGLang says "tool_calls" for "required" or a
-// named function that called; llama.cpp says "length" when max_tokens
+// "stop" for a named one; SGLang says "tool_calls" for a call the engine
+// stopped and the engine's reason otherwise ("length" for one max_tokens
+// cut: serving_chat.py, has_tool_calls and finish_reason_type == "stop");
+// llama.cpp says "length" when max_tokens
 // ended it and "tool_calls" at the end of generation (server-task.cpp
 // to_json_oaicompat_chat).
 func (p *Personality) toolFinish(g *genRequest, finish string) string {
@@ -1009,6 +1011,8 @@ func (p *Personality) toolFinish(g *genRequest, finish string) string {
 		return finish
 	case g.choice == "named" && p.Kind == OpenAI:
 		return "stop"
+	case p.Kind == SGLang && finish != "stop":
+		return finish
 	}
 	return "tool_calls"
 }

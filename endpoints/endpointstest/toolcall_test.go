@@ -88,8 +88,9 @@ func TestEachPersonalityStreamsARequiredToolCallInItsShape(t *testing.T) {
 		if !strings.HasPrefix(args.String(), `{"text": "`) || strings.HasSuffix(args.String(), `"}`) {
 			t.Errorf("%s: arguments %q", name, args.String())
 		}
-		// Cut at max_tokens: vLLM and llama.cpp give the engine's "length".
-		want := map[string]string{VLLM: "length", SGLang: "tool_calls", LlamaCpp: "length", OpenAI: "tool_calls"}[name]
+		// Cut at max_tokens: vLLM, SGLang and llama.cpp give the engine's
+		// "length" (SGLang says tool_calls only for a call the engine stopped).
+		want := map[string]string{VLLM: "length", SGLang: "length", LlamaCpp: "length", OpenAI: "tool_calls"}[name]
 		if finish != want {
 			t.Errorf("%s: finish_reason %q, want %q", name, finish, want)
 		}
@@ -142,11 +143,12 @@ func TestToolChoiceDecidesWhetherTheModelCalls(t *testing.T) {
 }
 
 // Unstreamed, the tool call is the message's tool_calls with content null,
-// its arguments what the stream's fragments join into, usage the same.
+// its arguments what the stream's fragments join into, usage the same; the
+// model stops (EOSAfter, no ignore_eos), so SGLang says tool_calls.
 func TestAWholeAnswerCarriesTheToolCall(t *testing.T) {
 	t.Parallel()
-	p := Start(t, SGLang, Options{})
-	b := toolsBody(p.Opts.Model, 5, "required")
+	p := Start(t, SGLang, Options{EOSAfter: 5})
+	b := toolsBody(p.Opts.Model, 8, "required")
 	b["stream"] = false
 	delete(b, "stream_options")
 	v := post(t, p.BaseURL()+"/chat/completions", b).json(t)
