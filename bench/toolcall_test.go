@@ -34,7 +34,7 @@ func TestAForcedToolCallIsMeasuredAsOutput(t *testing.T) {
 		noUsage bool
 		finish  string
 	}{
-		{endpointstest.VLLM, false, "length"}, // ignore_eos: cut at max_tokens, the engine's reason
+		{endpointstest.VLLM, false, "length"},  // ignore_eos: cut at max_tokens, the engine's reason
 		{endpointstest.SGLang, true, "length"}, // SGLang says tool_calls only for a call the engine stopped
 		{endpointstest.LlamaCpp, false, "length"},
 	} {
