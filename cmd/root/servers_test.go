@@ -417,6 +417,7 @@ func TestConformTellsLlamaCppBuildsApart(t *testing.T) {
 	}{
 		{"b6097: usage on the finish chunk", endpointstest.Options{LlamaRoleChunk: true}, "fail", "finish chunk"},
 		{"b6497: usage in a last chunk with choices []", endpointstest.Options{LlamaRoleChunk: true, LlamaUsageChunk: true}, "pass", "choices []"},
+		{"2026: that chunk only when include_usage asks", endpointstest.Options{LlamaRoleChunk: true, LlamaUsageAsked: true}, "pass", "choices []"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -704,6 +705,7 @@ func TestRunCompletesAgainstEveryPersonality(t *testing.T) {
 	servers = append(servers,
 		server{"llama.cpp b6097 (a role chunk, usage on the finish chunk)", endpointstest.LlamaCpp, endpointstest.Options{LlamaRoleChunk: true}},
 		server{"llama.cpp b6497 (usage in a chunk of its own)", endpointstest.LlamaCpp, endpointstest.Options{LlamaRoleChunk: true, LlamaUsageChunk: true}},
+		server{"llama.cpp 2026 (usage only when asked)", endpointstest.LlamaCpp, endpointstest.Options{LlamaRoleChunk: true, LlamaUsageAsked: true}},
 		server{"issue 12's llama.cpp, -c 65536 -np 16", endpointstest.LlamaCpp, endpointstest.Issue12LlamaCpp},
 		server{"vLLM before v0.10.1", endpointstest.VLLM, endpointstest.Options{VLLMFlatErrors: true}},
 	)
@@ -748,10 +750,21 @@ func TestRunCompletesAgainstEveryPersonality(t *testing.T) {
 					t.Errorf("record %d: prompt_tokens %d; want 64±4 and the server's own count (%v)", r.I, r.Prompt, p.PromptTokens())
 				}
 			}
+			// Every request carried the key as a bearer token but the
+			// readiness check's GET /health, which is public everywhere and
+			// gets none.
+			keyless := 0
 			for i, a := range p.AuthHeaders() {
-				if a != "Bearer "+secretKey {
-					t.Errorf("request %d did not carry the key as a bearer token", i)
+				switch a {
+				case "Bearer " + secretKey:
+				case "":
+					keyless++
+				default:
+					t.Errorf("request %d carried Authorization %q", i, a)
 				}
+			}
+			if health := p.Requests("GET /health"); keyless != health {
+				t.Errorf("%d requests without the key, %d to /health: want them the same", keyless, health)
 			}
 			wantNoSecret(t, outputs(t, dir, stdout, stderr), secretKey)
 		})

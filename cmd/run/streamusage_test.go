@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -30,5 +31,29 @@ func TestARunWithoutStreamOptionsCountsEventsAndSaysSo(t *testing.T) {
 	}
 	if o := parse(t); !o.StreamUsage {
 		t.Errorf("--stream-usage defaults to false")
+	}
+}
+
+// A current llama.cpp sends a chat stream's usage only when
+// stream_options.include_usage asks (server-task.cpp, 2026). The truth: the
+// fake streams exactly 6 tokens a request (max_tokens 6, ignore_eos); asked,
+// every record's n is 6 from usage; not asked (--stream-usage=false), no
+// usage comes and n is the count of content events, 6 too.
+func TestACurrentLlamaCppsUsageComesOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LlamaRoleChunk: true, LlamaUsageAsked: true})
+	for _, c := range []struct {
+		args   []string
+		source schema.NSource
+	}{
+		{nil, schema.NFromUsage},
+		{[]string{"--stream-usage=false"}, schema.NFromEvents},
+	} {
+		in := runOK(t, t.TempDir(), append([]string{"--endpoint", p.BaseURL(), "--phase", "p=3/40/6", "--no-metrics"}, c.args...)...)
+		for _, r := range in.Records {
+			if !r.Completed() || r.N != 6 || r.NSource != c.source || len(r.Events) != 6 {
+				t.Errorf("%v: request %d: n %d from %q, %d events; want 6 from %s", c.args, r.I, r.N, r.NSource, len(r.Events), c.source)
+			}
+		}
 	}
 }

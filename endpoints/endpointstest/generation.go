@@ -866,11 +866,18 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 	fin := map[string]any{"choices": []any{choice(map[string]any{}, finish)}}
 	usage := p.usageOf(promptN, a.n, a.hidden)
 	if p.Kind == LlamaCpp {
-		if p.Opts.LlamaUsageChunk && g.chat {
+		switch {
+		case p.Opts.LlamaUsageAsked && g.chat && g.usage:
+			send(fin)
+			send(map[string]any{"choices": []any{}, "usage": usage, "timings": timings(promptN, a.n)})
+		case p.Opts.LlamaUsageAsked && g.chat:
+			fin["timings"] = timings(promptN, a.n)
+			send(fin)
+		case p.Opts.LlamaUsageChunk && g.chat:
 			// b6497+: a usage chunk of its own, with timings, include_usage or not.
 			send(fin)
 			send(map[string]any{"choices": []any{}, "usage": usage, "timings": timings(promptN, a.n)})
-		} else {
+		default:
 			// Usage and timings on the finish chunk (issue 12; a b6097
 			// trace), as every version sends a completions stream's final
 			// chunk, include_usage or not (server-task.cpp

@@ -71,6 +71,13 @@ type Options struct {
 	// choices [] after the finish chunk, always (PR #15444, b6497, issue
 	// #16048); without it usage rides on the finish chunk, as issue 12 saw.
 	LlamaUsageChunk bool
+	// LlamaUsageAsked makes llama.cpp send a chat stream's usage as current
+	// builds do (2026, tools/server/server-task.cpp: params_from_json_cmpl
+	// reads stream_options.include_usage, default false): a chunk of its own
+	// with choices [] only when include_usage asks for it, timings on the
+	// last chunk sent; without it, no usage at all. It overrides
+	// LlamaUsageChunk.
+	LlamaUsageAsked bool
 	// Metrics turns on /metrics where the server gates it (llama.cpp
 	// --metrics, SGLang --enable-metrics); vLLM always serves it.
 	Metrics bool
