@@ -203,3 +203,53 @@ func TestProfileOnTheBuiltinEngineLeavesACPUProfileInOut(t *testing.T) {
 		t.Errorf("stderr does not name %s:\n%s", files[0], stderr)
 	}
 }
+
+// A run whose every load request fails (exit 1) still stops the profiler,
+// after the last of them, and its report is written.
+func TestProfileIsStoppedWhenEveryRequestFails(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/chat/completions" && len(p.ProfileCalls()) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		p.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer failing.Close()
+	dir := t.TempDir()
+	code, stderr := execute(t, context.Background(), "--endpoint", failing.URL+"/v1", "--model", p.Opts.Model, "--phase", "p=4/32/4", "--no-metrics", "--profile", "--out", dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, stderr)
+	}
+	calls := p.ProfileCalls()
+	if len(calls) != 2 || calls[1].Route != "POST /stop_profile" {
+		t.Fatalf("profile calls %+v, want a start and a stop", calls)
+	}
+	if _, err := os.Stat(filepath.Join(dir, reports.ReportJSON)); err != nil {
+		t.Errorf("no report: %v", err)
+	}
+}
+
+// A stop that fails is a warning: the run exits 0 with its report.
+func TestAFailedStopIsAWarning(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stop_profile" {
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte("trace writer crashed"))
+			return
+		}
+		p.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	code, stderr := execute(t, context.Background(), "--endpoint", srv.URL+"/v1", "--model", p.Opts.Model, "--phase", "p=2/32/4", "--no-metrics", "--profile", "--out", dir)
+	if code != 0 || !strings.Contains(stderr, "glmbench: warning: --profile: stopping the server's profiler: POST "+srv.URL+"/stop_profile: HTTP 500 (trace writer crashed)") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if in, err := reports.Load(dir); err != nil || !in.Report.Options.Profile {
+		t.Errorf("report: %v", err)
+	}
+}
