@@ -283,6 +283,9 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 		}
 		p.f("- api: %s; arrival: %s, ignore_eos %t%s, timeouts %s\n", apiRoute(r.Options), arrival(r.Options), r.Options.IgnoreEOS, usage, timeouts(r.Options.Timeouts))
 		p.extraBody(r.Options)
+		if r.Options.Profile {
+			p.f("- profiled: the server's own profiler ran from before the first phase to after the last (--profile)\n")
+		}
 		sat := "no"
 		if r.Client.Saturated {
 			sat = "**yes**: the client lagged its plan by more than 10 ms, so its own load may show in the figures"

@@ -72,6 +72,10 @@ type Options struct {
 	Metrics target.MetricsFlags
 	// Agents are the agents of a distributed run (--agents, --agents-dns).
 	Agents AgentFlags
+	// Profile is --profile: the server's own profiler runs around the
+	// phases (POST /start_profile before the first, /stop_profile after
+	// the last; profile.go).
+	Profile bool
 
 	slos           slo.Set
 	workloadSource string
@@ -130,6 +134,14 @@ sessions and traces, each with its own arrival. Their lengths are mapped
 onto the endpoint's own tokens by one calibration, and each phase reports
 the prefix cache's hit rate beside the rate the workload was built for.
 
+With --profile the server's own profiler runs around the measured phases, as
+vllm bench serve --profile and SGLang's bench_serving.py --profile run it:
+POST /start_profile at the server's root after calibration, before the first
+phase's load, and POST /stop_profile after the last phase (on Ctrl-C too).
+vLLM has the routes only when started with its profiler configured, SGLang
+always; the built-in engine writes a Go CPU profile into --out. A start that
+fails exits 2 before any load; a stop that fails is a warning.
+
 When the run ends, stdout gets a summary (--summary): on a terminal (auto,
 the default) or with compact, a plain-text table of the columns that matter,
 only the error classes that occurred and where the report went; otherwise, or
@@ -170,6 +182,7 @@ has everything.`,
 	o.Agents.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "run a workload file's phases (YAML), or a built-in example: "+strings.Join(workload.Names(), ", "))
 	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL, text, or parquet as the Hugging Face Hub serves it) for the workload's dataset phases; alone, one dataset phase of all its items")
+	fl.BoolVar(&o.Profile, "profile", false, "run the server's own profiler around the phases: POST /start_profile after calibration, /stop_profile after the last phase (vLLM with its profiler configured, SGLang, the built-in engine: a CPU profile in --out)")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
 	return cmd
 }
@@ -312,7 +325,12 @@ func Run(ctx context.Context, o *Options) error {
 		fmt.Fprintln(o.F.IO.ErrOut, scraping)
 	}
 	rep := o.newReport(ctx, tg, specs, bo.Nonce)
+	stopProfile, err := o.startProfile(ctx, tg, rep)
+	if err != nil {
+		return err
+	}
 	totals, records, err := o.runPhases(ctx, tg, bo, jobs, rep)
+	stopProfile()
 	if err != nil {
 		return err
 	}

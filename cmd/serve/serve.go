@@ -33,6 +33,9 @@ type Options struct {
 	// ReadyFile, when set, gets the Ready line once the server accepts
 	// requests ("-": stdout).
 	ReadyFile string
+	// ProfileDir, when set, turns on /start_profile and /stop_profile,
+	// which write a Go CPU profile of the server there.
+	ProfileDir string
 	// flags are the parsed flags; those given on the command line win over
 	// --server-config.
 	flags *pflag.FlagSet
@@ -88,6 +91,12 @@ scripts that start it on --port 0 (glmbench selftest reads it from stdout):
   {"base_url":"http://127.0.0.1:40113/v1","model":"glmbench-nano"}
 PATH "-" is stdout; a file appears whole (written aside, then renamed) and is
 removed when the server stops.
+
+--profile-dir DIR serves POST (or GET) /start_profile and /stop_profile, the
+routes SGLang has and vLLM has with its profiler configured: each start writes
+a Go CPU profile of the server process to DIR/glmbench-<UTC time>.pprof, which
+both answers name, until the stop (glmbench run --profile sends them). A
+second start is 409, a stop with none running 400; without DIR both are 404.
 
 --fault KIND[=VALUE] (repeatable) makes the server misbehave on purpose, to
 test harnesses against the failures real endpoints show:
@@ -159,6 +168,7 @@ func (o *Options) bindFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&e.IdleTimeout, "idle-timeout", 0, "close keep-alive connections idle this long (0: 2m)")
 	fl.StringVar(&o.TruthFile, "truth", "", "write every stream's arrival and event times to FILE (JSONL), the ground truth for glmbench selftest")
 	fl.StringVar(&o.ReadyFile, "ready-file", "", `once serving, write {"base_url": …, "model": …} and a newline to PATH ("-": stdout), removed on exit`)
+	fl.StringVar(&o.ProfileDir, "profile-dir", "", "serve POST (or GET) /start_profile and /stop_profile, as SGLang's, writing a Go CPU profile of the server to DIR/glmbench-<UTC time>.pprof (none: the routes answer 404, as vLLM's with its profiler off)")
 	fl.StringArrayVar(&o.Faults, "fault", nil, "misbehave on purpose: "+server.FaultSynopsis+" (repeatable; see above)")
 }
 
@@ -216,6 +226,9 @@ func Run(ctx context.Context, o *Options) error {
 	e, err := engine.Start(o.Engine)
 	if err != nil {
 		return badinput.Errorf("%v", err)
+	}
+	if o.ProfileDir != "" {
+		e.Server.SetProfileDir(o.ProfileDir)
 	}
 	sc := e.Sched.Config()
 	spec := ""

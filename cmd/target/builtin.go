@@ -32,3 +32,15 @@ func StartBuiltin(opts engine.Options) (*Builtin, error) {
 
 // Stop shuts the engine down.
 func (b *Builtin) Stop(ctx context.Context) error { return b.Engine.Shutdown(ctx) }
+
+// ProfileBuiltin points the built-in engine's profiler routes
+// (/start_profile, /stop_profile) at dir, the command's folder once it is
+// named, so that run --profile leaves the engine's CPU profile beside the
+// report; false when the target is no built-in engine.
+func (t *Target) ProfileBuiltin(dir string) bool {
+	if t.builtin == nil {
+		return false
+	}
+	t.builtin.Engine.Server.SetProfileDir(dir)
+	return true
+}

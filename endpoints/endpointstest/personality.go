@@ -89,6 +89,9 @@ type Options struct {
 	// SGLangContextArg reports Context as /get_server_info's context_length
 	// (set when SGLang runs with --context-length; otherwise null).
 	SGLangContextArg bool
+	// VLLMProfiler serves vLLM's /start_profile and /stop_profile, as a
+	// server started with its profiler configured does (else 404).
+	VLLMProfiler bool
 	// MaxRunning and MaxQueued are SGLang's --max-running-requests and
 	// --max-queued-requests: past both, a request gets 503 "The request queue
 	// is full." (0: unbounded).
@@ -168,6 +171,7 @@ type Personality struct {
 	auth     []string
 	prompts  []int
 	fields   []map[string]json.RawMessage
+	profiles []ProfileCall
 	inflight int
 	recent   []time.Time
 	seq      int
@@ -336,6 +340,8 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 	case path == "/tokenize" && r.Method == http.MethodPost && (p.Kind == LlamaCpp || p.Kind == VLLM || (p.Kind == SGLang && p.Opts.SGLangTokenize)),
 		path == "/v1/tokenize" && r.Method == http.MethodPost && p.Kind == SGLang && p.Opts.SGLangTokenize:
 		p.tokenize(w, body)
+	case p.profileRoute(path):
+		p.profile(w, r)
 	default:
 		p.notFound(w, r)
 	}

@@ -83,6 +83,11 @@ type Options struct {
 	// ParseWait is how long a request waits for a parsing slot before a
 	// 503 with Retry-After: 1. 0 is DefaultParseWait.
 	ParseWait time.Duration
+	// ProfileDir, when set, turns on POST (or GET) /start_profile and
+	// /stop_profile, which write a Go CPU profile of the process there
+	// (profile.go); without it they answer 404, as vLLM's do when its
+	// profiler is off.
+	ProfileDir string
 }
 
 // Defaults of the request bounds; see Options.
@@ -129,6 +134,9 @@ type Server struct {
 	closing  bool
 	inflight int
 	idle     chan struct{} // closed when closing with nothing in flight
+
+	// prof is the CPU profile the profiler routes write.
+	prof profiler
 
 	// hard ends every handler's wait when Shutdown's deadline passes.
 	hard     context.Context
@@ -179,6 +187,7 @@ func New(opts Options, s *sched.Scheduler, tok *tokenizer.Tokenizer, metrics *Me
 		parsing: make(chan struct{}, opts.MaxParsing), maxBody: opts.MaxBodyBytes,
 		created: time.Now().Unix(), idle: make(chan struct{}),
 	}
+	srv.prof.dir = opts.ProfileDir
 	srv.hard, srv.hardStop = context.WithCancel(context.Background())
 	srv.ready.Store(true)
 	srv.handler = srv.routes()
@@ -217,6 +226,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.ready.Store(false)
+	// A profile still running is finished, so its file is whole.
+	s.prof.stop()
 	err := s.sched.Shutdown(ctx)
 	select {
 	case <-s.idle:
@@ -280,6 +291,8 @@ func (s *Server) routes() http.Handler {
 		"/get_server_info":     {http.MethodGet: s.handleServerInfo},
 		"/get_model_info":      {http.MethodGet: s.handleModelInfo},
 		"/metrics":             {http.MethodGet: s.handleMetrics},
+		"/start_profile":       {http.MethodPost: s.handleStartProfile, http.MethodGet: s.handleStartProfile},
+		"/stop_profile":        {http.MethodPost: s.handleStopProfile, http.MethodGet: s.handleStopProfile},
 	}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.Path

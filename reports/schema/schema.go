@@ -528,6 +528,9 @@ type Options struct {
 	// example), and Dataset --dataset's path, when given.
 	Workload string `json:"workload,omitempty"`
 	Dataset  string `json:"dataset,omitempty"`
+	// Profile is set when run --profile had the server's own profiler
+	// (POST /start_profile, /stop_profile) running around the phases.
+	Profile bool `json:"profile,omitempty"`
 }
 
 // APIName is the route the load went to in a word: "completions", or

@@ -1,0 +1,95 @@
+package endpoints_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+)
+
+// profileClient is a client of base with key and the header X-Token=token.
+func profileClient(t *testing.T, base, key, token string) *endpoints.Client {
+	t.Helper()
+	flags := endpoints.Flags{Endpoint: base, Model: "m"}
+	if token != "" {
+		flags.Headers = []string{"X-Token=" + token}
+	}
+	ep, err := endpoints.Resolve(flags, env(map[string]string{endpoints.DefaultAPIKeyEnv: key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
+	t.Cleanup(tr.Close)
+	return endpoints.NewClient(ep, tr)
+}
+
+// The profiler routes of each fake: SGLang always, vLLM with its profiler
+// configured; vLLM without it and llama.cpp answer 404, whose error says
+// what turns the routes on. Each call goes to the server's root, not /v1.
+func TestProfileRoutesByServer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind    string
+		opts    endpointstest.Options
+		ok      bool
+		message string
+	}{
+		{endpointstest.SGLang, endpointstest.Options{}, true, "Start profiling."},
+		{endpointstest.VLLM, endpointstest.Options{VLLMProfiler: true}, true, ""},
+		{endpointstest.VLLM, endpointstest.Options{}, false, ""},
+		{endpointstest.LlamaCpp, endpointstest.Options{}, false, ""},
+		{endpointstest.OpenAI, endpointstest.Options{}, false, ""},
+	} {
+		p := endpointstest.Start(t, tc.kind, tc.opts)
+		c := profileClient(t, p.BaseURL(), "", "")
+		ans, err := c.StartProfile(context.Background())
+		switch {
+		case tc.ok && (err != nil || ans.Message != tc.message):
+			t.Errorf("%s %+v: start %+v, %v; want %q", tc.kind, tc.opts, ans, err, tc.message)
+		case !tc.ok && !endpoints.IsProfileNotFound(err):
+			t.Errorf("%s: start err %v, want a 404", tc.kind, err)
+		case !tc.ok && (!strings.HasPrefix(err.Error(), "POST "+p.URL+"/start_profile: HTTP 404") || !strings.Contains(err.Error(), "--profiler-config")):
+			t.Errorf("%s: %q does not name the route, the 404 and --profiler-config", tc.kind, err)
+		}
+		if _, err := c.StopProfile(context.Background()); (err == nil) != tc.ok {
+			t.Errorf("%s: stop err %v", tc.kind, err)
+		}
+		if n := len(p.ProfileCalls()); tc.ok && n != 2 || !tc.ok && n != 0 {
+			t.Errorf("%s: %d profile calls recorded", tc.kind, n)
+		}
+	}
+}
+
+// A 4xx that echoes the key and a header value says its status and the
+// server's message with both redacted; a redirect is not followed.
+func TestProfileErrorsAreRedactedAndRedirectsNotFollowed(t *testing.T) {
+	t.Parallel()
+	const key, token = "sk-profile-0123456789abcdef", "header-token-0123456789"
+	followed := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/start_profile":
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"detail": "no profiling for `+r.Header.Get("Authorization")+` / `+r.Header.Get("X-Token")+`"}`)
+		case "/stop_profile":
+			http.Redirect(w, r, "http://elsewhere.example/steal?k="+key, http.StatusTemporaryRedirect)
+		default:
+			followed = true
+		}
+	}))
+	defer srv.Close()
+	c := profileClient(t, srv.URL+"/v1", key, token)
+	_, err := c.StartProfile(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "HTTP 403 (no profiling for Bearer *** / ***)") {
+		t.Fatalf("start: %v", err)
+	}
+	_, err = c.StopProfile(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "HTTP 307") || strings.Contains(err.Error(), key) || followed {
+		t.Fatalf("stop: %v (followed %v)", err, followed)
+	}
+}

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"testing"
+)
+
+// The profiler tests take the process's one CPU profiler, so none of them
+// runs in parallel (Go runs the parallel tests after the sequential ones).
+
+// errorOf decodes an OpenAI-shaped error body.
+func errorOf(t *testing.T, b []byte) errorDetail {
+	t.Helper()
+	return decode[errorBody](t, b).Error
+}
+
+// Without a directory the routes are a missing route: 404, as vLLM's when
+// its profiler is not configured.
+func TestProfilerRoutesAre404WithoutADirectory(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	for _, path := range []string{"/start_profile", "/stop_profile"} {
+		code, _, b := e.post(path, map[string]any{})
+		if code != http.StatusNotFound || !strings.Contains(errorOf(t, b).Message, "--profile-dir") {
+			t.Errorf("POST %s: %d %s, want 404 naming --profile-dir", path, code, b)
+		}
+	}
+}
+
+// A start and a stop write one non-empty gzip-compressed pprof file (magic
+// 1f 8b) in the server's directory, named in both answers; a second start
+// while one runs is 409, a stop with none running 400; a body naming
+// another directory is not read. No answer is a 5xx.
+func TestProfilerWritesOneCPUProfileInItsOwnDirectory(t *testing.T) {
+	dir := t.TempDir()
+	elsewhere := t.TempDir()
+	e := newEnv(t, envConfig{opts: Options{ProfileDir: dir}})
+	code, _, b := e.post("/start_profile", map[string]any{"output_dir": elsewhere})
+	if code != http.StatusOK {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	started := decode[profileAnswer](t, b)
+	if filepath.Dir(started.File) != dir || !strings.HasPrefix(filepath.Base(started.File), "glmbench-") || !strings.HasSuffix(started.File, ".pprof") {
+		t.Fatalf("start names %q, want glmbench-<time>.pprof in %s", started.File, dir)
+	}
+	code, _, b = e.post("/start_profile", nil)
+	if code != http.StatusConflict || errorOf(t, b).Code != http.StatusConflict || errorOf(t, b).Type != "ConflictError" {
+		t.Errorf("second start: %d %s, want 409 ConflictError", code, b)
+	}
+	// Some work for the profile to see: a chat request.
+	if code, _, b := e.post("/v1/chat/completions", chatBody("hi", map[string]any{"max_tokens": 4})); code != http.StatusOK {
+		t.Fatalf("chat: %d %s", code, b)
+	}
+	code, b = e.get("/stop_profile") // GET, as SGLang takes it
+	if code != http.StatusOK || decode[profileAnswer](t, b).File != started.File {
+		t.Fatalf("stop: %d %s, want 200 naming %s", code, b, started.File)
+	}
+	data, err := os.ReadFile(started.File)
+	if err != nil || len(data) < 2 || !bytes.Equal(data[:2], []byte{0x1f, 0x8b}) {
+		t.Fatalf("profile %s: %d bytes, err %v; want a gzip pprof file", started.File, len(data), err)
+	}
+	code, _, b = e.post("/stop_profile", nil)
+	if code != http.StatusBadRequest || !strings.Contains(errorOf(t, b).Message, "No profile is running") {
+		t.Errorf("stop without start: %d %s, want 400", code, b)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("the body's output_dir got %d files, want none", len(entries))
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the profile directory holds %d files, want 1", len(entries))
+	}
+}
+
+// A process whose CPU profiler is already taken (GLMBENCH_CPUPROFILE) gets
+// a 409, and no file is left behind.
+func TestProfilerRefusesWhenTheProcessIsAlreadyProfiled(t *testing.T) {
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		t.Skipf("the test process is already profiled: %v", err)
+	}
+	defer pprof.StopCPUProfile()
+	dir := t.TempDir()
+	e := newEnv(t, envConfig{opts: Options{ProfileDir: dir}})
+	code, _, b := e.post("/start_profile", nil)
+	if code != http.StatusConflict || !strings.Contains(errorOf(t, b).Message, "already in use") {
+		t.Errorf("start: %d %s, want 409 saying the profiler is in use", code, b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("%d files left in the profile directory, want none", len(entries))
+	}
+}
+
+// SetProfileDir turns the routes on after the server started (glmbench run
+// names its folder then), and a profile left running is finished at
+// shutdown, its file whole.
+func TestSetProfileDirTurnsTheRoutesOnAndShutdownFinishesAProfile(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	dir := t.TempDir()
+	e.srv.SetProfileDir(dir)
+	code, _, b := e.post("/start_profile", nil)
+	if code != http.StatusOK {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	file := decode[profileAnswer](t, b).File
+	if err := e.srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Fatalf("profile after shutdown: %d bytes, err %v", len(data), err)
+	}
+}
