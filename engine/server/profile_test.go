@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -112,5 +113,21 @@ func TestSetProfileDirTurnsTheRoutesOnAndShutdownFinishesAProfile(t *testing.T) 
 	data, err := os.ReadFile(file)
 	if err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
 		t.Fatalf("profile after shutdown: %d bytes, err %v", len(data), err)
+	}
+}
+
+// HEAD is a GET without a body for a route that only reads (/health,
+// /v1/models); the profiler's routes act on a GET, so a HEAD there is 405
+// and starts nothing: the stop after it finds no profile running (400).
+func TestAHeadStartsNoProfile(t *testing.T) {
+	e := newEnv(t, envConfig{opts: Options{ProfileDir: t.TempDir()}})
+	if code, _, _ := e.do(context.Background(), http.MethodHead, "/start_profile", nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD /start_profile: %d, want 405", code)
+	}
+	if code, _, b := e.post("/stop_profile", nil); code != http.StatusBadRequest {
+		t.Errorf("stop after the HEAD: %d %s, want 400 (none running)", code, b)
+	}
+	if code, _, _ := e.do(context.Background(), http.MethodHead, "/health", nil); code != http.StatusOK {
+		t.Errorf("HEAD /health: %d, want 200", code)
 	}
 }

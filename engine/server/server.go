@@ -305,7 +305,10 @@ func (s *Server) routes() http.Handler {
 			return
 		}
 		h, ok := rt[r.Method]
-		if !ok && r.Method == http.MethodHead {
+		if _, action := rt[http.MethodPost]; !ok && r.Method == http.MethodHead && !action {
+			// HEAD is a GET without its body, for a route that only reads:
+			// one that also takes POST (the profiler's, SGLang-style GET or
+			// POST actions) acts on a GET, and a HEAD must not.
 			h, ok = rt[http.MethodGet]
 		}
 		if !ok {
