@@ -184,6 +184,48 @@ type wireLogprobs struct {
 	TextOffset    []int                `json:"text_offset"`
 }
 
+// UnmarshalJSON reads the legacy lists, or, where a completion's logprobs
+// come in the chat shape, {"content": [{"token", "logprob",
+// "top_logprobs": [{"token", "logprob"}]}]}, as current llama.cpp builds
+// answer /v1/completions (tools/server/server-task.cpp to_json_oaicompat),
+// those entries as the lists: a token, its logprob and its top logprobs
+// by token (the larger of two that spell the same text). Such a shape has
+// no text offsets and never echoes the prompt.
+func (w *wireLogprobs) UnmarshalJSON(b []byte) error {
+	type legacy wireLogprobs
+	var v struct {
+		legacy
+		Content []struct {
+			Token       string   `json:"token"`
+			Logprob     *float64 `json:"logprob"`
+			TopLogprobs []struct {
+				Token   string  `json:"token"`
+				Logprob float64 `json:"logprob"`
+			} `json:"top_logprobs"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*w = wireLogprobs(v.legacy)
+	if len(w.TokenLogprobs) > 0 || len(w.Tokens) > 0 || len(v.Content) == 0 {
+		return nil
+	}
+	for _, c := range v.Content {
+		var top map[string]float64 // none given: nil, as a legacy null
+		for _, t := range c.TopLogprobs {
+			if top == nil {
+				top = map[string]float64{}
+			}
+			if old, dup := top[t.Token]; !dup || t.Logprob > old {
+				top[t.Token] = t.Logprob
+			}
+		}
+		w.Tokens, w.TokenLogprobs, w.TopLogprobs = append(w.Tokens, c.Token), append(w.TokenLogprobs, c.Logprob), append(w.TopLogprobs, top)
+	}
+	return nil
+}
+
 // parseCompletion reads a 200 answer; the choice returned is index 0 (or
 // the lowest index), as lm-eval matches choices to prompts.
 func parseCompletion(resp *endpoints.Response, req map[string]any) (*completion, *schema.EvalFailure) {

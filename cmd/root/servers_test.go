@@ -921,3 +921,26 @@ func TestACappedPhaseSaysItsRequestsWereCancelledNotFailed(t *testing.T) {
 		t.Errorf("last line: %s", line)
 	}
 }
+
+// A current llama.cpp answers /v1/completions' logprobs in the chat shape
+// ({"content": [{token, logprob, top_logprobs}]}; server-task.cpp, 2026):
+// long-ppl is then scored by generate, the completions route with no chat
+// template, and MMLU by the generated token's top_logprobs, not by chat.
+// The truth: the fakes share one deterministic model, so long-ppl's
+// generations and their logprobs are vLLM's, and its ppl over the same
+// tokens is vLLM's to the last bit.
+func TestACurrentLlamaCppsCompletionLogprobsAreRead(t *testing.T) {
+	t.Parallel()
+	llama := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LlamaCompletionLogprobs: true})
+	_, got, stderr := evalsOf(t, llama.BaseURL())
+	wantScoredBy(t, got, "long-ppl", "generate")
+	wantScoredBy(t, got, "mmlu", "top_logprobs")
+	vllm := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	_, ref, _ := evalsOf(t, vllm.BaseURL())
+	if a, b := got["long-ppl"].Metrics, ref["long-ppl"].Metrics; a["ppl"] != b["ppl"] || a["tokens"] != b["tokens"] || a["tokens"] == 0 {
+		t.Errorf("long-ppl on llama.cpp %v, on vLLM %v: want the same tokens and ppl", a, b)
+	}
+	if t.Failed() {
+		t.Log(stderr)
+	}
+}

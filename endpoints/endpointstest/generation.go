@@ -729,8 +729,12 @@ func (p *Personality) completionText(g *genRequest, a answer) (string, any) {
 	if g.echo {
 		text = g.prompt + text
 	}
-	// llama.cpp gives no logprobs on /v1/completions (issue 12); SGLang reads
+	// llama.cpp gives no logprobs on /v1/completions (issue 12), or, in
+	// current builds, the chat shape for logprobs N > 0; SGLang reads
 	// logprobs 0 as none.
+	if g.compLP && p.Kind == LlamaCpp && p.Opts.LlamaCompletionLogprobs && g.topK > 0 {
+		return text, map[string]any{"content": chatLogprobs(a.toks)}
+	}
 	if !g.compLP || p.Kind == LlamaCpp || p.Kind == SGLang && g.topK == 0 {
 		return text, nil
 	}

@@ -71,6 +71,14 @@ type Options struct {
 	// choices [] after the finish chunk, always (PR #15444, b6497, issue
 	// #16048); without it usage rides on the finish chunk, as issue 12 saw.
 	LlamaUsageChunk bool
+	// LlamaCompletionLogprobs makes llama.cpp answer a non-streamed
+	// /v1/completions asked for logprobs N > 0 as current builds do (2026,
+	// tools/server/server-task.cpp to_json_oaicompat: n_probs from the
+	// request's logprobs): choices[].logprobs in the chat shape,
+	// {"content": [{"id", "token", "bytes", "logprob", "top_logprobs"}]},
+	// not the legacy tokens/token_logprobs lists; without it none at all,
+	// as issue 12 saw. Echo is refused either way.
+	LlamaCompletionLogprobs bool
 	// LlamaUsageAsked makes llama.cpp send a chat stream's usage as current
 	// builds do (2026, tools/server/server-task.cpp: params_from_json_cmpl
 	// reads stream_options.include_usage, default false): a chunk of its own
