@@ -944,3 +944,25 @@ func TestACurrentLlamaCppsCompletionLogprobsAreRead(t *testing.T) {
 		t.Log(stderr)
 	}
 }
+
+// A current llama.cpp serves n up to its slots (-np) and refuses more with
+// a 400 naming -np: conform's n check passes on both (two choices, or a
+// clean refusal), where an older build's 500 fails it.
+func TestConformSeesACurrentLlamaCppServeN(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		slots  int
+		status string
+		detail string
+	}{{2, "pass", ""}, {1, "pass", "-np"}} {
+		p := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{LlamaNChoices: true, Slots: tc.slots})
+		_, got, _ := checks(t, p.BaseURL(), "--only", "n")
+		if c := got["n"]; c.Status != tc.status || !strings.Contains(c.Detail, tc.detail) {
+			t.Errorf("-np %d: n: %+v; want %s naming %q", tc.slots, c, tc.status, tc.detail)
+		}
+	}
+	old := endpointstest.Start(t, endpointstest.LlamaCpp, endpointstest.Options{Slots: 2})
+	if _, got, _ := checks(t, old.BaseURL(), "--only", "n"); got["n"].Status != "fail" {
+		t.Errorf("an older build's 500: n: %+v; want fail", got["n"])
+	}
+}

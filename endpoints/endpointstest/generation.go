@@ -300,10 +300,14 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 
 // checkLlamaCpp is llama.cpp's check.
 func (p *Personality) checkLlamaCpp(g *genRequest) (promptN int, budget int64, ref *refusal) {
-	if g.n != 1 {
+	switch {
+	case g.n != 1 && !p.Opts.LlamaNChoices:
 		// oaicompat_*_params_parse throws std::runtime_error: 500
 		// (tools/server/utils.hpp, server-common.cpp).
 		return 0, 0, &refusal{500, "Only one completion choice is allowed", nil}
+	case g.n > p.Opts.Slots:
+		// Current builds: one slot per choice (server-task.cpp).
+		return 0, 0, &refusal{400, "n_cmpl cannot be greater than the number of slots, please increase -np", nil}
 	}
 	if !g.chat && g.echo {
 		// "Only no echo is supported", a runtime_error: 500 (same file).

@@ -71,6 +71,13 @@ type Options struct {
 	// choices [] after the finish chunk, always (PR #15444, b6497, issue
 	// #16048); without it usage rides on the finish chunk, as issue 12 saw.
 	LlamaUsageChunk bool
+	// LlamaNChoices makes llama.cpp serve n > 1 as current builds do (2026,
+	// tools/server/server-task.cpp: n_cmpl from n, no longer refused in
+	// oaicompat_*_params_parse): up to Slots choices, and past them 400
+	// "n_cmpl cannot be greater than the number of slots, please increase
+	// -np"; without it any n but 1 is 500 "Only one completion choice is
+	// allowed", as older builds answer.
+	LlamaNChoices bool
 	// LlamaCompletionLogprobs makes llama.cpp answer a non-streamed
 	// /v1/completions asked for logprobs N > 0 as current builds do (2026,
 	// tools/server/server-task.cpp to_json_oaicompat: n_probs from the
