@@ -829,6 +829,12 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 	choice := func(delta map[string]any, finish any) map[string]any {
 		c := map[string]any{"index": 0, "finish_reason": finish}
 		if g.chat {
+			if _, ok := delta["reasoning_content"]; p.Kind == SGLang && !ok && g.tool == "" {
+				// SGLang's msgspec StreamDelta writes reasoning_content
+				// even when there is none: null (srt/entrypoints/openai/
+				// sse_utils.py), a key that must not count as reasoning.
+				delta["reasoning_content"] = nil
+			}
 			c["delta"] = delta
 			c["logprobs"] = nil
 		} else {
