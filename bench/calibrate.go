@@ -535,16 +535,7 @@ func (s *search) counted(t int) (end bool, _ error) {
 const narrowProbes = 8
 
 // count writes n with thousands separators: 8192 is "8,192".
-func count(n int) string {
-	s := strconv.Itoa(abs(n))
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if n < 0 {
-		return "-" + s
-	}
-	return s
-}
+func count(n int) string { return text.Thousands(n) }
 
 func abs(x int) int {
 	if x < 0 {

@@ -1,9 +1,11 @@
 // Package text holds the small string helpers every layer uses for what it
-// says to a person: folding a message onto one line and cutting it to a
-// length without splitting a character. It imports nothing of the project.
+// says to a person: folding a message onto one line, cutting it to a
+// length without splitting a character, writing a count with thousands
+// separators. It imports nothing of the project.
 package text
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -24,4 +26,20 @@ func Clip(s string, n int, more string) string {
 		n--
 	}
 	return s[:n] + more
+}
+
+// Thousands writes n with thousands separators: 8192 is "8,192".
+func Thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
 }

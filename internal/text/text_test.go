@@ -52,3 +52,11 @@ func FuzzClipNeverSplitsACharacter(f *testing.F) {
 		}
 	})
 }
+
+func TestThousandsSeparatesEveryThreeDigits(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 8192: "8,192", -1234567: "-1,234,567", 7935232: "7,935,232"} {
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
