@@ -152,3 +152,26 @@ func TestAHeaderNetHTTPWouldRefuseIsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An endpoints file is read strictly. The truth: a misspelt key
+// (header_envs) is refused, as is a header_env value that is no
+// variable's name (a number, null, a list), each as one bad-input line; a
+// value YAML reads as a boolean (true) is a name like any other, and unset.
+func TestAnEndpointsFilesHeaderEnvIsReadStrictly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for k, tc := range []struct{ body, want string }{
+		{"    header_envs: {X-Key: V}\n", "header_envs"},
+		{"    header_env: {X-Key: 123}\n", `"123" is not an environment variable's name`},
+		{"    header_env: {X-Key: null}\n", `"" is not an environment variable's name`},
+		{"    header_env: {X-Key: [V]}\n", "endpoints file"},
+		{"    header_env: {X-Key: true}\n", "environment variable true (the value of header X-Key"},
+	} {
+		file := filepath.Join(dir, strconv.Itoa(k)+".yaml")
+		os.WriteFile(file, []byte("endpoints:\n  - name: a\n    base_url: http://x/v1\n"+tc.body), 0o644)
+		_, err := endpoints.Resolve(endpoints.Flags{File: file, Name: "a"}, env(map[string]string{"V": "v-0123456789"}))
+		if !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v, want one bad-input line with %q", tc.body, err, tc.want)
+		}
+	}
+}

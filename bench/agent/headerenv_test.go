@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/bench"
+	"github.com/glmbench/glmbench/endpoints"
 )
 
 // A plan names the variables an agent reads its headers' values from, and
@@ -50,5 +52,19 @@ func TestAnAgentReadsOnlyTheHeaderVariablesItWasAllowed(t *testing.T) {
 		if h.Get("Api-Key") != azureKey || h.Get("X-Leak") != "" {
 			t.Errorf("allowed plan sends %v", h)
 		}
+	}
+}
+
+// The truth: a plan without --header-env headers carries no header_env
+// at all (what an endpoint without them gives CheckOptions' caller), so
+// only a run that needs it depends on protocol 4's field.
+func TestAPlanWithoutHeaderEnvCarriesNone(t *testing.T) {
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: "http://127.0.0.1:1/v1"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(Prepare{BaseURL: ep.BaseURL, HeaderEnv: ep.HeaderEnv()})
+	if strings.Contains(string(b), "header_env") {
+		t.Errorf("the plan carries %s", b)
 	}
 }
