@@ -243,10 +243,21 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	ep := &Endpoint{Name: entry.Name, BaseURL: base, Model: entry.Model, APIKeyEnv: keyEnv, Trust: trust}
 	ep.apiKey = strings.TrimSpace(getenv(keyEnv))
 	if mustHaveKey && ep.apiKey == "" {
-		return nil, badinput.Errorf("environment variable %s (the API key) is empty or unset", keyEnv)
+		return nil, badinput.Errorf("environment variable %s (the API key) is empty or unset", shownVar(keyEnv))
 	}
 	if err := ep.addHeaders(f, entry, getenv); err != nil {
 		return nil, err
+	}
+	if slices.ContainsFunc(ep.headers, func(h header) bool { return h.name == "Authorization" }) {
+		// The header replaces the key's "Authorization: Bearer KEY".
+		if mustHaveKey {
+			where := "--" + f.Prefix + "api-key-env " + keyEnv
+			if !f.APIKeyEnvSet {
+				where = "api_key_env " + keyEnv + " in " + f.File
+			}
+			return nil, badinput.Errorf("an Authorization header and an API key (%s) would both be sent as Authorization: give one", where)
+		}
+		ep.apiKey = "" // the default variable, read unasked: not sent
 	}
 	return ep, nil
 }
@@ -255,7 +266,9 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 // replaces an earlier: the file's headers, its header_env, --header, then
 // --header-env. A variable a header is read from must be set and not
 // empty, as --api-key-env's must; an error names the variable, never a
-// value.
+// value. One header in two forms of one place (a file entry's headers and
+// header_env, --header and --header-env) is refused: which was meant is
+// not known (pflag keeps no order between two flags).
 func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) string) error {
 	for _, k := range slices.Sorted(maps.Keys(entry.Headers)) {
 		if err := e.addHeader(k, entry.Headers[k], ""); err != nil {
@@ -264,11 +277,11 @@ func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) stri
 	}
 	fromEnv := func(name, env, where string) error {
 		if !envName.MatchString(env) {
-			return badinput.Errorf("%s: header %s: %q is not an environment variable's name", where, name, env)
+			return badinput.Errorf("%s: header %s: %s is not an environment variable's name (give NAME=VAR, VAR the variable that holds the value)", where, name, strconv.Quote(clipped(env)))
 		}
 		v := strings.TrimSpace(getenv(env))
 		if v == "" {
-			return badinput.Errorf("environment variable %s (the value of header %s, %s) is empty or unset", env, name, where)
+			return badinput.Errorf("environment variable %s (the value of header %s, %s) is empty or unset", shownVar(env), name, where)
 		}
 		return e.addHeader(name, v, env)
 	}
@@ -280,7 +293,7 @@ func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) stri
 	for _, kv := range f.Headers {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return badinput.Errorf("--header %q: want NAME=VALUE", redactHeaderArg(kv))
+			return badinput.Errorf("--%sheader %q: want NAME=VALUE", f.Prefix, redactHeaderArg(kv))
 		}
 		if err := e.addHeader(strings.TrimSpace(k), v, ""); err != nil {
 			return err
@@ -289,18 +302,93 @@ func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) stri
 	for _, kv := range f.HeaderEnv {
 		k, env, ok := strings.Cut(kv, "=")
 		if !ok {
-			return badinput.Errorf("--%sheader-env %q: want NAME=VAR, the header's name and the environment variable holding its value", f.Prefix, kv)
+			return badinput.Errorf("--%sheader-env %s: want NAME=VAR, the header's name and the environment variable holding its value", f.Prefix, strconv.Quote(clipped(kv)))
 		}
 		if err := fromEnv(strings.TrimSpace(k), strings.TrimSpace(env), "--"+f.Prefix+"header-env"); err != nil {
 			return err
 		}
 	}
+	inFile := "endpoints file " + f.File + ": endpoint " + strconv.Quote(entry.Name) + ": "
+	if err := givenOnce(inFile, headerSource{"headers", slices.Collect(maps.Keys(entry.Headers)), false}, headerSource{"header_env", slices.Collect(maps.Keys(entry.HeaderEnv)), false}); err != nil {
+		return err
+	}
+	return givenOnce("", headerSource{"--" + f.Prefix + "header", flagNames(f.Headers), true}, headerSource{"--" + f.Prefix + "header-env", flagNames(f.HeaderEnv), true})
+}
+
+// headerSource is one place headers are given: an endpoints file's map
+// (where two spellings of one name are two keys, in no order) or a
+// repeatable flag (ordered: a later one of a name replaces an earlier).
+type headerSource struct {
+	where   string
+	names   []string
+	ordered bool
+}
+
+// givenOnce refuses a header given in both sources of one place, or twice
+// in a map, in any letter case (HTTP's names are not case-sensitive).
+// The names have been checked (addHeader): they are tokens, no secret.
+func givenOnce(prefix string, a, b headerSource) error {
+	first := map[string]string{}
+	for _, s := range []headerSource{a, b} {
+		mine := map[string]bool{}
+		for _, n := range slices.Sorted(slices.Values(s.names)) {
+			c := http.CanonicalHeaderKey(strings.TrimSpace(n))
+			if mine[c] && !s.ordered {
+				return badinput.Errorf("%sheader %s is given twice in %s (header names are not case-sensitive): give it once", prefix, c, s.where)
+			}
+			if w, ok := first[c]; ok {
+				return badinput.Errorf("%sheader %s is given by both %s and %s: give it once", prefix, c, w, s.where)
+			}
+			mine[c] = true
+		}
+		for c := range mine {
+			first[c] = s.where
+		}
+	}
 	return nil
+}
+
+// flagNames are the header names of NAME=... flag values.
+func flagNames(kvs []string) []string {
+	var names []string
+	for _, kv := range kvs {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 // envName is what an environment variable's name may be (POSIX's portable
 // set): a typo such as a value pasted for the name is refused.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// shownVar is a variable's name as an error may quote it: whole when it
+// looks like one (OPENAI_API_KEY), else clipped. The flag that takes a
+// variable's name is where a secret gets pasted by mistake, and a key can
+// be a valid name (an Azure key is 32 hex digits, a GitHub token ghp_ and
+// 36 letters and digits): a part of 16 characters or more with a digit in
+// it is taken for a key.
+func shownVar(name string) string {
+	if !envName.MatchString(name) {
+		return strconv.Quote(clipped(name))
+	}
+	for _, part := range strings.Split(name, "_") {
+		if len(part) >= 16 && strings.ContainsAny(part, "0123456789") {
+			return strconv.Quote(clipped(name))
+		}
+	}
+	return name
+}
+
+// clipped is s as an error may quote what could be a secret: its first
+// four characters and "…" when it is longer than eight.
+func clipped(s string) string {
+	if r := []rune(s); len(r) > 8 {
+		return string(r[:4]) + "…"
+	}
+	return s
+}
 
 // resolveTrust is the endpoint's TLS trust: the flags' when --ca-cert or
 // --insecure is given (the pair is one setting, so --insecure overrides a
@@ -374,16 +462,33 @@ func redactHeaderArg(kv string) string {
 }
 
 func (e *Endpoint) addHeader(name, value, env string) error {
-	if name == "" || strings.ContainsAny(name, " \t\r\n:") {
-		return badinput.Errorf("header name %q is not a valid HTTP header name", name)
+	if i := strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }); name == "" || i >= 0 {
+		// Only the part before the first character that is not a
+		// token's: a curl-style "Authorization: Bearer TOKEN=="
+		// splits at the token's "=", and the rest is the token.
+		shown := name
+		if i >= 0 {
+			shown = name[:i] + "…"
+		}
+		return badinput.Errorf("header name %q is not a valid HTTP header name (give NAME=VALUE)", shown)
 	}
 	if strings.ContainsAny(value, "\r\n") {
 		return badinput.Errorf("header %s: value holds a line break", name)
+	}
+	if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		// net/http would refuse every request that carries it.
+		return badinput.Errorf("header %s: value holds a control character", name)
 	}
 	name = http.CanonicalHeaderKey(name)
 	e.headers = slices.DeleteFunc(e.headers, func(h header) bool { return h.name == name })
 	e.headers = append(e.headers, header{name, value, env})
 	return nil
+}
+
+// isTokenChar reports whether r may be in an HTTP header name (RFC 9110's
+// tchar): net/http refuses a request with any other.
+func isTokenChar(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }
 
 // checkBaseURL validates a base URL and trims its trailing slash.

@@ -14,11 +14,11 @@ import (
 // An Azure OpenAI key goes in an api-key header, a Cloudflare Access pair in
 // two more: --header-env NAME=VAR reads each value from the environment, so
 // that none is in the command line. The truth: the request carries each
-// variable's value under its header's name, a later setting of a name
-// replaces an earlier (the file's header, then its header_env, then
-// --header, then --header-env), the values are secrets (redacted, never in
-// String), and HeaderEnv names the variables, for agents, while
-// LiteralHeaderNames names only the headers given as they are.
+// variable's value under its header's name, a flag replaces the file's
+// header of that name (in any letter case), the values are secrets
+// (redacted, never in String), and HeaderEnv names the variables, for
+// agents, while LiteralHeaderNames names only the headers given as they
+// are.
 func TestHeaderEnvReadsEachValueFromTheEnvironment(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "endpoints.yaml")
@@ -29,11 +29,11 @@ func TestHeaderEnvReadsEachValueFromTheEnvironment(t *testing.T) {
       X-Org: org-123
       Api-Key: from-the-file
     header_env:
-      api-key: AZURE_OPENAI_API_KEY
+      CF-Access-Client-Id: CF_ID
 `), 0o644)
 	vars := env(map[string]string{"AZURE_OPENAI_API_KEY": "azure-secret-0123456789", "CF_ID": "cf-id-0123456789", "CF_SECRET": "cf-secret-0123456789"})
-	ep, err := endpoints.Resolve(endpoints.Flags{File: file, Name: "azure", Headers: []string{"CF-Access-Client-Id=literal-id"},
-		HeaderEnv: []string{"CF-Access-Client-Id=CF_ID", "CF-Access-Client-Secret = CF_SECRET"}}, vars)
+	ep, err := endpoints.Resolve(endpoints.Flags{File: file, Name: "azure",
+		HeaderEnv: []string{"api-key=AZURE_OPENAI_API_KEY", "CF-Access-Client-Secret = CF_SECRET"}}, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestHeaderEnvRefusesWhatItCannotRead(t *testing.T) {
 	}{
 		{endpoints.Flags{Endpoint: "http://h/v1", HeaderEnv: []string{"api-key=NOPE"}}, "environment variable NOPE (the value of header api-key, --header-env) is empty or unset"},
 		{endpoints.Flags{Endpoint: "http://h/v1", HeaderEnv: []string{"api-key=EMPTY"}}, "environment variable EMPTY"},
-		{endpoints.Flags{Endpoint: "http://h/v1", HeaderEnv: []string{"api-key=sk-live-0123"}}, `"sk-live-0123" is not an environment variable's name`},
+		{endpoints.Flags{Endpoint: "http://h/v1", HeaderEnv: []string{"api-key=sk-live-0123"}}, `"sk-l…" is not an environment variable's name`},
 		{endpoints.Flags{Endpoint: "http://h/v1", HeaderEnv: []string{"api-key"}}, "want NAME=VAR"},
 		{endpoints.Flags{Endpoint: "http://h/v1", HeaderEnv: []string{"bad name=SET"}}, "not a valid HTTP header name"},
 		{endpoints.Flags{Endpoint: "http://h/v1", Prefix: "reference-", HeaderEnv: []string{"x"}}, "--reference-header-env"},

@@ -42,8 +42,11 @@
 // own environment (ServerOptions.APIKeyEnv, through ServerOptions.Getenv);
 // the plan carries the endpoint's base URL and model only. An extra header
 // read from the environment (--header-env NAME=VAR) travels as its name and
-// VAR's name, and each agent reads VAR from its own environment; an extra
-// header given with its value (--header) is refused by CheckOptions.
+// VAR's name, and each agent reads VAR from its own environment, if its
+// operator allowed it (glmbench agent --header-env-allow VAR: a plan could
+// otherwise have an agent send any of its variables to an endpoint of the
+// plan's choosing); an extra header given with its value (--header) is
+// refused by CheckOptions.
 //
 // Nor do files. An https endpoint's certificate is verified on each agent
 // against the agent's own trust (glmbench agent --ca-cert FILE,

@@ -41,6 +41,11 @@ type ServerOptions struct {
 	APIKeyEnv string
 	// Getenv reads the agent's environment (os.Getenv when nil).
 	Getenv func(string) string
+	// HeaderEnvAllow are the variables a plan's header may be read from
+	// (--header-env-allow): a plan naming another is refused, else anyone
+	// who reaches the agent could have it send any of its variables
+	// (AWS_SECRET_ACCESS_KEY) to an endpoint of their choosing.
+	HeaderEnvAllow []string
 	// Trust is how the agent verifies an https endpoint's certificate (its
 	// --ca-cert), and the client certificate it sends one that asks (its
 	// --client-cert, --client-key); a plan's Insecure turns verification
@@ -156,6 +161,9 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	}
 	f := endpoints.Flags{Endpoint: p.BaseURL, Model: p.Model, APIKeyEnv: s.opts.APIKeyEnv, APIKeyEnvSet: s.opts.APIKeyEnv != ""}
 	for _, name := range slices.Sorted(maps.Keys(p.HeaderEnv)) {
+		if env := p.HeaderEnv[name]; !slices.Contains(s.opts.HeaderEnvAllow, env) {
+			return nil, badinput.Errorf("agent %s: the plan reads header %q from the environment variable %q, which this agent was not allowed to read: start it with --header-env-allow %s", s.opts.Name, name, env, env)
+		}
 		f.HeaderEnv = append(f.HeaderEnv, name+"="+p.HeaderEnv[name])
 	}
 	ep, err := endpoints.Resolve(f, s.opts.Getenv)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,9 @@ type Options struct {
 	// client certificate this agent sends an endpoint that asks for one
 	// (mTLS); a key does not travel either.
 	ClientCert, ClientKey string
+	// HeaderEnvAllow is --header-env-allow: the variables a coordinator's
+	// --header-env may have this agent read a header's value from.
+	HeaderEnvAllow []string
 }
 
 // NewCmdAgent binds agent's flags. runF replaces the run function in tests.
@@ -55,9 +59,12 @@ own environment (--api-key-env): no secret travels over the wire. Nor does
 a file: an endpoint behind a private CA is verified against the agent's own
 --ca-cert, and one that asks for a client certificate (mTLS) gets the
 agent's own --client-cert and --client-key (the coordinator's --insecure
-does travel, and the agent says so).`,
+does travel, and the agent says so). A coordinator's --header-env NAME=VAR
+header is read here from VAR, if VAR is among --header-env-allow: a plan
+names the variable, and any other would go to the plan's endpoint.`,
 		Example: `  glmbench agent --listen :9400
-  OPENAI_API_KEY=... glmbench agent --listen 0.0.0.0:9400 --api-key-env OPENAI_API_KEY`,
+  OPENAI_API_KEY=... glmbench agent --listen 0.0.0.0:9400 --api-key-env OPENAI_API_KEY
+  AZURE_KEY=... glmbench agent --listen 0.0.0.0:9400 --header-env-allow AZURE_KEY`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -72,6 +79,7 @@ does travel, and the agent says so).`,
 	fl.StringVar(&o.CACert, "ca-cert", "", "PEM file of CA certificates to trust beside the system's, for an https endpoint behind a private CA")
 	fl.StringVar(&o.ClientCert, "client-cert", "", "PEM file of the client certificate for an endpoint that asks for one (mTLS), with --client-key")
 	fl.StringVar(&o.ClientKey, "client-key", "", "PEM file of --client-cert's private key")
+	fl.StringSliceVar(&o.HeaderEnvAllow, "header-env-allow", nil, "environment variables a coordinator's --header-env NAME=VAR may read here for a header's value (comma-separated, repeatable); a plan naming another is refused")
 	fl.StringVar(&o.Name, "name", "", "the agent's name in the report (default: agent-$JOB_COMPLETION_INDEX on Kubernetes, else the host name)")
 	return cmd
 }
@@ -91,6 +99,9 @@ func (o *Options) name() string {
 	return "agent"
 }
 
+// envName is what an environment variable's name may be.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // Run serves the agent protocol until ctx ends (Ctrl-C, SIGTERM).
 func Run(ctx context.Context, o *Options) error {
 	if ctx == nil {
@@ -103,11 +114,16 @@ func Run(ctx context.Context, o *Options) error {
 	if trust, err = trust.WithClient(o.ClientCert, o.ClientKey, "--client-cert and --client-key"); err != nil {
 		return err
 	}
+	for _, v := range o.HeaderEnvAllow {
+		if !envName.MatchString(v) {
+			return badinput.Errorf("--header-env-allow %q: want environment variables' names, comma-separated", v)
+		}
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return badinput.Errorf("--listen %s: %v", o.Listen, err)
 	}
-	srv := agent.NewServer(agent.ServerOptions{Name: o.name(), APIKeyEnv: o.APIKeyEnv, Getenv: o.F.Getenv, Trust: trust, ErrOut: o.F.IO.ErrOut})
+	srv := agent.NewServer(agent.ServerOptions{Name: o.name(), APIKeyEnv: o.APIKeyEnv, Getenv: o.F.Getenv, Trust: trust, ErrOut: o.F.IO.ErrOut, HeaderEnvAllow: o.HeaderEnvAllow})
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: agent %s listening on %s\n", o.name(), ln.Addr())
 	done := make(chan error, 1)

@@ -42,12 +42,13 @@ func apiKeyGate(t *testing.T) (base string, lacking *atomic.Int64) {
 	return gw.URL + "/v1", lacking
 }
 
-// agentsWith starts agents whose environments are envs, each wrapped so
+// agentsWith starts agents whose environments are envs, each allowed to
+// read allow for a header's value (--header-env-allow) and wrapped so
 // that what reaches it is kept in seen.
-func agentsWith(t *testing.T, seen *bytes.Buffer, envs ...map[string]string) []string {
+func agentsWith(t *testing.T, seen *bytes.Buffer, allow []string, envs ...map[string]string) []string {
 	var addrs []string
 	for k, env := range envs {
-		h := agent.NewServer(agent.ServerOptions{Name: "a" + string(rune('0'+k)), Getenv: func(v string) string { return env[v] }}).Handler()
+		h := agent.NewServer(agent.ServerOptions{Name: "a" + string(rune('0'+k)), Getenv: func(v string) string { return env[v] }, HeaderEnvAllow: allow}).Handler()
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			seen.Write(b)
@@ -64,15 +65,17 @@ func agentsWith(t *testing.T, seen *bytes.Buffer, envs ...map[string]string) []s
 // variable's name, each agent reads the value from its own environment.
 // The truth: every request the gateway saw carried the key (none lacked
 // it), all 6 complete, no byte sent to an agent holds the key, and the
-// report has the header's name only. An agent without the variable refuses
-// the plan naming it, and a --header given with its value is refused
-// before any request, pointing at --header-env.
+// report has the header's name only. An agent without the variable, or not
+// allowed to read it (--header-env-allow), refuses the plan naming it, and
+// a --header given with its value is refused before any request, pointing
+// at --header-env.
 func TestHeaderEnvTravelsToAgentsAsAVariableName(t *testing.T) {
 	t.Parallel()
 	base, lacking := apiKeyGate(t)
 	env := map[string]string{"AZURE_KEY": azureKey}
 	var seen bytes.Buffer
-	addrs := agentsWith(t, &seen, env, env)
+	allow := []string{"AZURE_KEY"}
+	addrs := agentsWith(t, &seen, allow, env, env)
 	dir := t.TempDir()
 	f, _, errOut := cmdutil.TestFactory(context.Background(), env)
 	err := cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header-env", "api-key=AZURE_KEY",
@@ -97,12 +100,22 @@ func TestHeaderEnvTravelsToAgentsAsAVariableName(t *testing.T) {
 
 	// An agent lost in its prepare leaves its requests not sent, the phase
 	// degraded, as any lost agent does.
-	bare := agentsWith(t, &seen, env, map[string]string{})
+	bare := agentsWith(t, &seen, allow, env, map[string]string{})
 	f, _, errOut = cmdutil.TestFactory(context.Background(), env)
 	err = cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header-env", "api-key=AZURE_KEY",
 		"--agents", strings.Join(bare, ","), "--out", t.TempDir())
 	if err != nil || !strings.Contains(errOut.String(), "400 Bad Request: environment variable AZURE_KEY (the value of header Api-Key, --header-env) is empty or unset") {
 		t.Errorf("an agent without the variable: %v\n%s\nwant the phase degraded, the variable named", err, errOut.String())
+	}
+
+	// An agent whose operator did not allow the variable: the same.
+	barred := agentsWith(t, &seen, allow, env)
+	barred = append(barred, agentsWith(t, &seen, nil, env)...)
+	f, _, errOut = cmdutil.TestFactory(context.Background(), env)
+	err = cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header-env", "api-key=AZURE_KEY",
+		"--agents", strings.Join(barred, ","), "--out", t.TempDir())
+	if err != nil || !strings.Contains(errOut.String(), `"AZURE_KEY", which this agent was not allowed to read: start it with --header-env-allow AZURE_KEY`) || strings.Contains(errOut.String(), azureKey) {
+		t.Errorf("an agent not allowed the variable: %v\n%s\nwant the phase degraded, the flag named", err, errOut.String())
 	}
 
 	code, stderr := execute(t, context.Background(), "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header", "api-key="+azureKey,

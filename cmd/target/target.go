@@ -131,7 +131,7 @@ func addEndpointFlags(cmd *cobra.Command, f *endpoints.Flags) {
 	fl.StringVar(&f.Model, "model", "", "model id (default: the first that /v1/models lists)")
 	fl.StringVar(&f.APIKeyEnv, "api-key-env", endpoints.DefaultAPIKeyEnv, "environment variable holding the API key")
 	fl.StringArrayVar(&f.Headers, "header", nil, "extra request header K=V (repeatable; values never appear in output)")
-	fl.StringArrayVar(&f.HeaderEnv, "header-env", nil, "extra request header K=VAR whose value is read from the environment variable VAR, so it is in no command line (repeatable; agents read VAR from their own environment)")
+	fl.StringArrayVar(&f.HeaderEnv, "header-env", nil, "extra request header K=VAR whose value is read from the environment variable VAR, so it is in no command line (repeatable; agents read VAR from their own environment, if started with --header-env-allow VAR)")
 	fl.StringVar(&f.File, "endpoints", "", "YAML file of endpoints: endpoints: [{name, base_url, model, api_key_env, headers, header_env, ca_cert, insecure, client_cert, client_key}]")
 	fl.StringVar(&f.Name, "name", "", "which endpoint of --endpoints to use")
 	fl.StringVar(&f.CACert, "ca-cert", "", "PEM file of CA certificates to trust beside the system's (an endpoint behind a private CA)")
