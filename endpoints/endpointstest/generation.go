@@ -796,70 +796,16 @@ func (p *Personality) completionText(g *genRequest, a answer) (string, any) {
 }
 
 func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *genRequest, id string, promptN int, a answer) {
-	now := time.Now().Unix()
-	id, obj := "chatcmpl-"+id, "chat.completion.chunk"
+	cw := &chunkWriter{p: p, g: g, w: w, rc: http.NewResponseController(w), id: "chatcmpl-" + id, obj: "chat.completion.chunk", now: time.Now().Unix()}
 	if !g.chat {
-		id, obj = "cmpl-"+id, "text_completion"
+		cw.id, cw.obj = "cmpl-"+id, "text_completion"
 	}
 	if !g.sentHeader {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
 	}
-	rc := http.NewResponseController(w)
-	sent := 0
-	send := func(v map[string]any) {
-		v["id"], v["object"], v["created"], v["model"] = id, obj, now, p.Opts.Model
-		if p.Kind == OpenAI && g.usage {
-			// With include_usage every chunk carries "usage": null but the last.
-			if _, ok := v["usage"]; !ok {
-				v["usage"] = nil
-			}
-		}
-		if cs, _ := v["choices"].([]any); p.Kind == OpenAI && g.chat && len(cs) > 0 {
-			// A delta chunk carries random characters that pad its length
-			// (stream_options.include_obfuscation, on by default: OpenAI's
-			// API reference), a key no client should read.
-			sent++
-			v["obfuscation"] = "Zx9qL2vR7mKp3TfW"[:1+sent*7%16]
-		}
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		rc.Flush()
-	}
-	choice := func(delta map[string]any, finish any) map[string]any {
-		c := map[string]any{"index": 0, "finish_reason": finish}
-		if g.chat {
-			if _, ok := delta["reasoning_content"]; p.Kind == SGLang && !ok && g.tool == "" {
-				// SGLang's msgspec StreamDelta writes reasoning_content
-				// even when there is none: null (srt/entrypoints/openai/
-				// sse_utils.py), a key that must not count as reasoning.
-				delta["reasoning_content"] = nil
-			}
-			c["delta"] = delta
-			c["logprobs"] = nil
-		} else {
-			// A completions chunk's text is a string, "" on the finish
-			// chunk (llama.cpp's to_json_oaicompat; vLLM and SGLang).
-			text, _ := delta["content"].(string)
-			c["text"] = text
-			c["logprobs"] = nil
-		}
-		return c
-	}
-	if g.chat {
-		switch {
-		case p.Kind == LlamaCpp && p.Opts.LlamaRoleChunk:
-			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": nil}, nil)}})
-		case p.Kind == LlamaCpp:
-			// No role chunk (issue 12).
-		case p.Kind == OpenAI && g.tool != "":
-			// A tool call's first chunk carries the role (toolDelta).
-		case p.Kind == OpenAI:
-			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)}})
-		default:
-			// vLLM and SGLang open with a role chunk of empty content.
-			send(map[string]any{"choices": []any{choice(map[string]any{"role": "assistant", "content": ""}, nil)}})
-		}
+	if delta := p.roleDelta(g); delta != nil {
+		cw.send(map[string]any{"choices": []any{cw.choice(delta, nil)}})
 	}
 	if !sleep(r, p.Opts.TTFT+time.Duration(a.hidden)*p.Opts.Gap) {
 		return
@@ -873,48 +819,130 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 		}
 		delta := map[string]any{"content": t.Text}
 		if g.tool != "" {
-			delta = p.toolDelta(g, id, i, t.Text, i == lastSent(a.toks) && a.finish != "length")
+			delta = p.toolDelta(g, cw.id, i, t.Text, i == lastSent(a.toks) && a.finish != "length")
 		}
-		c := choice(delta, nil)
+		c := cw.choice(delta, nil)
 		if g.chat && g.logprobs {
 			c["logprobs"] = map[string]any{"content": chatLogprobs([]genToken{t})}
 		}
-		send(map[string]any{"choices": []any{c}})
+		cw.send(map[string]any{"choices": []any{c}})
 	}
+	cw.end(promptN, a)
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	cw.rc.Flush()
+}
+
+// roleDelta is the delta of the chunk a chat stream opens with, nil for
+// none.
+func (p *Personality) roleDelta(g *genRequest) map[string]any {
+	switch {
+	case !g.chat:
+		return nil
+	case p.Kind == LlamaCpp && p.Opts.LlamaRoleChunk:
+		return map[string]any{"role": "assistant", "content": nil}
+	case p.Kind == LlamaCpp:
+		return nil // no role chunk (issue 12)
+	case p.Kind == OpenAI && g.tool != "":
+		return nil // a tool call's first chunk carries the role (toolDelta)
+	case p.Kind == OpenAI:
+		return map[string]any{"role": "assistant", "content": "", "refusal": nil}
+	}
+	// vLLM and SGLang open with a role chunk of empty content.
+	return map[string]any{"role": "assistant", "content": ""}
+}
+
+// chunkWriter writes one stream's chunks in its server's shape.
+type chunkWriter struct {
+	p       *Personality
+	g       *genRequest
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	id, obj string
+	now     int64
+	// deltas counts the delta chunks sent (OpenAI's obfuscation).
+	deltas int
+}
+
+// send writes v as one chunk, with the stream's id, object, created and model.
+func (cw *chunkWriter) send(v map[string]any) {
+	p, g := cw.p, cw.g
+	v["id"], v["object"], v["created"], v["model"] = cw.id, cw.obj, cw.now, p.Opts.Model
+	if p.Kind == OpenAI && g.usage {
+		// With include_usage every chunk carries "usage": null but the last.
+		if _, ok := v["usage"]; !ok {
+			v["usage"] = nil
+		}
+	}
+	if cs, _ := v["choices"].([]any); p.Kind == OpenAI && g.chat && len(cs) > 0 {
+		// A delta chunk carries random characters that pad its length
+		// (stream_options.include_obfuscation, on by default: OpenAI's
+		// API reference), a key no client should read.
+		cw.deltas++
+		v["obfuscation"] = "Zx9qL2vR7mKp3TfW"[:1+cw.deltas*7%16]
+	}
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(cw.w, "data: %s\n\n", b)
+	cw.rc.Flush()
+}
+
+// choice is a chunk's choice 0: a chat delta, or a completion's text.
+func (cw *chunkWriter) choice(delta map[string]any, finish any) map[string]any {
+	c := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
+	if !cw.g.chat {
+		// A completions chunk's text is a string, "" on the finish chunk
+		// (llama.cpp's to_json_oaicompat; vLLM and SGLang).
+		text, _ := delta["content"].(string)
+		c["text"] = text
+		return c
+	}
+	if _, ok := delta["reasoning_content"]; cw.p.Kind == SGLang && !ok && cw.g.tool == "" {
+		// SGLang's msgspec StreamDelta writes reasoning_content even when
+		// there is none: null (srt/entrypoints/openai/sse_utils.py), a key
+		// that must not count as reasoning.
+		delta["reasoning_content"] = nil
+	}
+	c["delta"] = delta
+	return c
+}
+
+// end writes the finish chunk and the usage, where and when the server
+// sends them.
+func (cw *chunkWriter) end(promptN int, a answer) {
+	p, g := cw.p, cw.g
 	finish := a.finish
 	if g.tool != "" {
 		finish = p.toolFinish(g, a.finish)
 	}
-	fin := map[string]any{"choices": []any{choice(map[string]any{}, finish)}}
+	fin := map[string]any{"choices": []any{cw.choice(map[string]any{}, finish)}}
 	usage := p.usageOf(promptN, a.n, a.hidden)
-	if p.Kind == LlamaCpp {
-		switch {
-		case p.Opts.LlamaUsageAsked && g.chat && g.usage:
-			send(fin)
-			send(map[string]any{"choices": []any{}, "usage": usage, "timings": timings(promptN, a.n)})
-		case p.Opts.LlamaUsageAsked && g.chat:
-			fin["timings"] = timings(promptN, a.n)
-			send(fin)
-		case p.Opts.LlamaUsageChunk && g.chat:
-			// b6497+: a usage chunk of its own, with timings, include_usage or not.
-			send(fin)
-			send(map[string]any{"choices": []any{}, "usage": usage, "timings": timings(promptN, a.n)})
-		default:
-			// Usage and timings on the finish chunk (issue 12; a b6097
-			// trace), as every version sends a completions stream's final
-			// chunk, include_usage or not (server-task.cpp
-			// to_json_oaicompat: text "", finish_reason, usage, timings).
-			fin["usage"], fin["timings"] = usage, timings(promptN, a.n)
-			send(fin)
-		}
-	} else {
-		send(fin)
+	own := map[string]any{"choices": []any{}, "usage": usage}
+	if p.Kind != LlamaCpp {
+		cw.send(fin)
 		if g.usage {
-			send(map[string]any{"choices": []any{}, "usage": usage})
+			cw.send(own)
 		}
+		return
 	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	rc.Flush()
+	own["timings"] = timings(promptN, a.n)
+	switch {
+	case p.Opts.LlamaUsageAsked && g.chat && g.usage:
+		cw.send(fin)
+		cw.send(own)
+	case p.Opts.LlamaUsageAsked && g.chat:
+		fin["timings"] = own["timings"]
+		cw.send(fin)
+	case p.Opts.LlamaUsageChunk && g.chat:
+		// b6497+: a usage chunk of its own, with timings, include_usage or not.
+		cw.send(fin)
+		cw.send(own)
+	default:
+		// Usage and timings on the finish chunk (issue 12; a b6097 trace),
+		// as every version sends a completions stream's final chunk,
+		// include_usage or not (server-task.cpp to_json_oaicompat: text "",
+		// finish_reason, usage, timings).
+		fin["usage"], fin["timings"] = usage, own["timings"]
+		cw.send(fin)
+	}
 }
 
 // toolDelta is the delta of a tool call's token i (text): the first names
