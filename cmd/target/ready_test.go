@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -405,5 +406,22 @@ func TestNoSuchHostIsNoServerStarting(t *testing.T) {
 	err := &url.Error{Op: "Get", URL: "http://glm-serevr:8000/v1/models", Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "glm-serevr", IsNotFound: true}}}
 	if !noSuchHost(err) || noSuchHost(errors.New("dial tcp 127.0.0.1:1: connect: connection refused")) {
 		t.Errorf("noSuchHost: a wrapped not-found DNS error is one, a refused connection is not")
+	}
+}
+
+// A 401 where the credential is a header's (Azure's api-key through
+// --header-env) names the headers sent, by name, beside the key's variable.
+func TestARefusalNamesTheHeadersSent(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{APIKey: "sk-right-0123456789"})
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), HeaderEnv: []string{"api-key=AZ"}}, func(v string) string {
+		return map[string]string{"AZ": "azure-value-0123456789"}[v]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = resolveModel(context.Background(), ep, time.Second, io.Discard)
+	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "and the headers sent (Api-Key)") || strings.Contains(err.Error(), "azure-value") {
+		t.Errorf("%v: want the header named, not its value", err)
 	}
 }

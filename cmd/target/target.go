@@ -183,6 +183,11 @@ func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 		if ep.HasKey() {
 			key = "check the key in $" + ep.APIKeyEnv
 		}
+		if names := ep.HeaderNames(); len(names) > 0 {
+			// Azure's api-key, a gateway's X-Api-Key: the credential may
+			// be a header's.
+			key += ", and the headers sent (" + strings.Join(names, ", ") + ")"
+		}
 		return badinput.Errorf("the endpoint refused the credentials (HTTP %d): %s", status, key)
 	case starting(status) && waiting:
 		return &notReady{why: fmt.Sprintf("GET /models answered HTTP %d", status)}
