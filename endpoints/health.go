@@ -2,12 +2,12 @@ package endpoints
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/glmbench/glmbench/internal/text"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // Health asks the server's readiness route, GET /health beside the /v1 API
@@ -60,42 +60,26 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return resp.StatusCode, "", nil
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, healthBody+1))
-	more := len(b) > healthBody
+	msg = c.ep.Redact(summary.ErrorMessage(c.readRedacted(resp, healthBody)))
+	return resp.StatusCode, text.Clip(msg, 120, "…"), nil
+}
+
+// readRedacted reads at most limit bytes of resp's body with every secret
+// of the endpoint redacted, before anything can cut it (a message cut
+// inside a secret keeps its start, which no redaction finds afterwards);
+// with the body past limit, a tail that spells a secret's start goes too.
+// For a body that is only ever shown, never parsed as a 2xx answer.
+func (c *Client) readRedacted(resp *http.Response, limit int) []byte {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	more := len(b) > limit
 	if more {
-		b = b[:healthBody]
+		b = b[:limit]
 	}
-	// Redacted before any cut (what was read, then 120 bytes of the
-	// message): a cut inside a secret keeps its start, which no redaction
-	// finds afterwards; with more, a tail that spells a secret's start goes
-	// too.
 	if ss := c.ep.secretsToFind().all; len(ss.secrets) > 0 {
 		b, _ = ss.redact(b, more)
 	}
-	msg = c.ep.Redact(healthMessage(b))
-	return resp.StatusCode, text.Clip(msg, 120, "…"), nil
+	return b
 }
 
 // healthBody is how much of a /health answer other than 200 is read.
 const healthBody = 4 << 10
-
-// healthMessage is an error answer's message in one line, uncut: the
-// OpenAI-shaped error's message, a flat one's, or else the body's text.
-func healthMessage(b []byte) string {
-	var shaped struct {
-		Error json.RawMessage `json:"error"`
-		Msg   string          `json:"message"`
-	}
-	if json.Unmarshal(b, &shaped) == nil {
-		var inner struct {
-			Msg string `json:"message"`
-		}
-		switch {
-		case json.Unmarshal(shaped.Error, &inner) == nil && inner.Msg != "":
-			return text.OneLine(inner.Msg)
-		case shaped.Msg != "":
-			return text.OneLine(shaped.Msg)
-		}
-	}
-	return text.OneLine(string(b))
-}
