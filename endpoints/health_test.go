@@ -46,10 +46,10 @@ func TestAHealthMessageCutInASecretKeepsNoPart(t *testing.T) {
 // headers (a gateway's routing or its own credential) but no API key.
 func TestHealthSendsNoAPIKey(t *testing.T) {
 	t.Parallel()
-	var auth, token string
+	seen := make(chan [2]string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
-			auth, token = r.Header.Get("Authorization"), r.Header.Get("X-Gateway-Token")
+			seen <- [2]string{r.Header.Get("Authorization"), r.Header.Get("X-Gateway-Token")}
 		}
 	}))
 	defer srv.Close()
@@ -57,7 +57,8 @@ func TestHealthSendsNoAPIKey(t *testing.T) {
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("status %d, err %v", status, err)
 	}
-	if auth != "" || token != "gw-token-0123456789" {
+	h := <-seen
+	if auth, token := h[0], h[1]; auth != "" || token != "gw-token-0123456789" {
 		t.Errorf("Authorization %q, X-Gateway-Token %q: want none, and the header", auth, token)
 	}
 }
