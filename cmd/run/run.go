@@ -76,6 +76,10 @@ type Options struct {
 	// phases (POST /start_profile before the first, /stop_profile after
 	// the last; profile.go).
 	Profile bool
+	// profileStartWait and profileStopWait bound the profiler's calls
+	// after the connect timeout (0: profileStartTimeout,
+	// profileStopTimeout); tests shorten them.
+	profileStartWait, profileStopWait time.Duration
 
 	slos           slo.Set
 	workloadSource string
@@ -329,15 +333,19 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	// Once: after the report is whole on disk, or on any way out.
+	defer stopProfile()
 	totals, records, err := o.runPhases(ctx, tg, bo, jobs, rep)
-	stopProfile()
 	if err != nil {
 		return err
 	}
+	// The report is written before the stop, which may wait minutes on
+	// the server's trace: a second Ctrl-C then loses nothing.
 	rep.Interrupted = ctx.Err() != nil
 	if err := tg.WriteReport(o.F, rep, records); err != nil {
 		return err
 	}
+	stopProfile()
 	tg.WriteServerPlots(o.F.IO.ErrOut)
 	if err := o.writeSummary(rep, tg.Out); err != nil {
 		return err
