@@ -51,6 +51,12 @@ const profileNotFound = "the server has no profiler routes: vLLM serves them onl
 	`(--profiler-config '{"profiler": "torch", "torch_profiler_dir": DIR}' from v0.13, VLLM_TORCH_PROFILER_DIR=DIR before); ` +
 	"SGLang always has them; glmbench serve needs --profile-dir DIR; llama.cpp and hosted APIs have none"
 
+// profileUnauthorized says why a key that the API takes can be refused on
+// the profiler routes, for a 401 or 403.
+const profileUnauthorized = "the profiler routes refused the endpoint's key: SGLang started with --admin-api-key takes only that key on them " +
+	"(its --api-key is refused there), so they work only when the key glmbench sends is the admin key, " +
+	"which SGLang's API routes take only when it runs without --api-key (they are open then)"
+
 // maxProfileBody bounds a profiler route's answer read into memory.
 const maxProfileBody = 64 << 10
 
@@ -119,8 +125,11 @@ func (e *ProfileError) Error() string {
 	if e.Message != "" {
 		s += " (" + e.Message + ")"
 	}
-	if e.Status == http.StatusNotFound {
+	switch e.Status {
+	case http.StatusNotFound:
 		s += ": " + profileNotFound
+	case http.StatusUnauthorized, http.StatusForbidden:
+		s += ": " + profileUnauthorized
 	}
 	return s
 }
