@@ -179,3 +179,26 @@ func TestAStartWithoutAnAnswerIsStoppedAndARefusedOneIsNot(t *testing.T) {
 
 // errOutOf is what the command wrote to its stderr.
 func errOutOf(o *Options) string { return o.F.IO.ErrOut.(interface{ String() string }).String() }
+
+// A Ctrl-C while the stop waits on the server ends the wait (the run was
+// not interrupted before, so this is the first), and the warning says the
+// server may still be writing its trace.
+func TestACtrlCDuringTheStopEndsTheWait(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	interrupt := func(w http.ResponseWriter, r *http.Request) {
+		cancel(cmdutil.ErrInterrupted)
+		<-r.Context().Done()
+	}
+	_, srv := profileServer(t, nil, interrupt)
+	o, tg := profileOptions(t, srv, 0, 0)
+	stop, err := o.startProfile(ctx, tg, &schema.Report{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop() // would wait the default 10 minutes without the Ctrl-C
+	if stderr := errOutOf(o); !strings.Contains(stderr, "interrupted while waiting for the server's profiler to stop; it may still be writing its trace") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
