@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/glmbench/glmbench/internal/text"
 )
@@ -169,5 +170,21 @@ func profileAnswer(b []byte) ProfileAnswer {
 			msg = flat
 		}
 	}
-	return ProfileAnswer{Message: text.Clip(text.OneLine(strings.ToValidUTF8(msg, "?")), BodyLimit, "…"), File: text.OneLine(v.File)}
+	return ProfileAnswer{Message: shown(msg, BodyLimit), File: shown(v.File, maxProfileFile)}
+}
+
+// maxProfileFile bounds the file a profiler's answer names: PATH_MAX.
+const maxProfileFile = 4096
+
+// shown is a server's text as a line of stderr may hold it: valid UTF-8
+// on one line, a control character (a terminal escape) as "?", at most n
+// bytes.
+func shown(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	return text.Clip(text.OneLine(s), n, "…")
 }

@@ -202,3 +202,22 @@ func TestACtrlCDuringTheStopEndsTheWait(t *testing.T) {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 }
+
+// A server's answer naming a "file" is shown quoted and clipped: a hostile
+// one can put no terminal escape on stderr, nor a line of 64 KiB.
+func TestAServersFileIsShownQuotedAndClipped(t *testing.T) {
+	t.Parallel()
+	hostile := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"message":"Start profiling.","file":"\u001b[2J/tmp/` + strings.Repeat("x", 60000) + `"}`))
+	}
+	_, srv := profileServer(t, hostile, nil)
+	o, tg := profileOptions(t, srv, 0, 0)
+	if _, err := o.startProfile(context.Background(), tg, &schema.Report{}); err != nil {
+		t.Fatal(err)
+	}
+	stderr := errOutOf(o)
+	if strings.ContainsRune(stderr, 0x1b) || len(stderr) > 6000 {
+		t.Errorf("stderr of %d bytes, escape %v:\n%.300s", len(stderr), strings.ContainsRune(stderr, 0x1b), stderr)
+	}
+}
