@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -219,5 +221,57 @@ func TestAServersFileIsShownQuotedAndClipped(t *testing.T) {
 	stderr := errOutOf(o)
 	if strings.ContainsRune(stderr, 0x1b) || len(stderr) > 6000 {
 		t.Errorf("stderr of %d bytes, escape %v:\n%.300s", len(stderr), strings.ContainsRune(stderr, 0x1b), stderr)
+	}
+}
+
+// A report that cannot be written (its folder turned into a file once
+// the profiler started) ends the run with an error, and the profiler is
+// stopped all the same.
+func TestAFailedReportWriteStillStopsTheProfiler(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	breakOut := func(w http.ResponseWriter, r *http.Request) {
+		os.RemoveAll(out)
+		os.WriteFile(out, []byte("not a folder"), 0o644)
+		w.Write([]byte("Start profiling.\n"))
+	}
+	p, srv := profileServer(t, breakOut, nil)
+	code, stderr := execute(t, context.Background(), "--endpoint", srv.URL+"/v1", "--model", p.Opts.Model, "--phase", "p=2/32/4", "--no-metrics", "--profile", "--out", out)
+	if code == 0 || !strings.Contains(stderr, "writing the report") {
+		t.Fatalf("exit %d, want a failure writing the report\n%s", code, stderr)
+	}
+	if calls := p.ProfileCalls(); len(calls) != 2 || calls[1].Route != "POST /stop_profile" {
+		t.Errorf("profile calls %+v, want a start and a stop", calls)
+	}
+}
+
+// A phase ended by --phase-cap (its requests hang) is followed by the stop,
+// after the report says the phase was capped.
+func TestAPhaseCapStillStopsTheProfiler(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
+	done := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/chat/completions" && len(p.ProfileCalls()) > 0 {
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		p.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer hang.Close()
+	defer close(done)
+	dir := t.TempDir()
+	code, stderr := execute(t, context.Background(), "--endpoint", hang.URL+"/v1", "--model", p.Opts.Model, "--phase", "p=2/32/4", "--no-metrics", "--profile", "--phase-cap", "200ms", "--out", dir)
+	if code == 130 || code == 2 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if calls := p.ProfileCalls(); len(calls) != 2 || calls[1].Route != "POST /stop_profile" {
+		t.Errorf("profile calls %+v, want a start and a stop", calls)
+	}
+	if in, err := reports.Load(dir); err != nil || len(in.Report.Phases) != 1 {
+		t.Errorf("report: %v", err)
 	}
 }
