@@ -105,7 +105,7 @@ func (p *profiling) stop(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(base, p.o.ConnectTimeout+wait)
 	defer cancel()
 	if !p.builtin {
-		fmt.Fprintln(errOut, "glmbench: --profile: stopping the server's profiler (vLLM answers once its trace is written, which can take minutes)")
+		fmt.Fprintln(errOut, "glmbench: --profile: stopping the server's profiler (vLLM answers once its trace is written, which can take minutes; Ctrl-C ends the wait, not the writing)")
 	}
 	ans, err := p.c.StopProfile(sctx)
 	switch {
