@@ -61,21 +61,28 @@ func (o *Options) startProfile(ctx context.Context, tg *target.Target, rep *sche
 	p := &profiling{o: o, ep: tg.Endpoint, builtin: tg.ProfileBuiltin(tg.Out)}
 	p.tr = endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: o.ConnectTimeout, Trust: p.ep.Trust})
 	p.c = endpoints.NewClient(p.ep, p.tr)
-	sctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout+orDefault(o.profileStartWait, profileStartTimeout))
+	wait := o.ConnectTimeout + orDefault(o.profileStartWait, profileStartTimeout)
+	sctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	ans, err := p.c.StartProfile(sctx)
 	if err != nil {
+		note := ""
 		if !answered(err) {
 			// The start may have reached the server: stop it all the same,
 			// quietly, as the start's error is what the run ends with.
 			p.once.Do(func() { p.cleanup(ctx) })
+			note = "POST /stop_profile was sent in case the profiler started"
+			if sctx.Err() != nil {
+				note = fmt.Sprintf("no answer within %s; %s", wait, note)
+			}
+			note = " (" + note + ")"
 		}
 		p.tr.Close()
 		if errors.Is(context.Cause(ctx), cmdutil.ErrInterrupted) {
 			return nil, &cmdutil.ExitError{Code: cmdutil.ExitInterrupted,
 				Err: errors.New("interrupted while starting the server's profiler, before any load was sent: nothing was measured, so no report was written")}
 		}
-		return nil, badinput.Errorf("--profile: %s", p.ep.Redact(err.Error()))
+		return nil, badinput.Errorf("--profile: %s%s", p.ep.Redact(err.Error()), note)
 	}
 	rep.Options.Profile = true
 	fmt.Fprintln(o.F.IO.ErrOut, profileWhere(p.builtin, ans))

@@ -175,6 +175,9 @@ func TestAStartWithoutAnAnswerIsStoppedAndARefusedOneIsNot(t *testing.T) {
 			if len(calls) != tc.calls || tc.calls == 2 && calls[1].Route != "POST /stop_profile" {
 				t.Errorf("profile calls %+v, want %d", calls, tc.calls)
 			}
+			if said := strings.Contains(err.Error(), "no answer within 1.05s; POST /stop_profile was sent in case the profiler started"); said != (tc.calls == 2) {
+				t.Errorf("error %q: says the start got no answer and was stopped: %v, want %v", err, said, tc.calls == 2)
+			}
 		})
 	}
 }
