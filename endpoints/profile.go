@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/glmbench/glmbench/internal/text"
 )
@@ -50,6 +51,12 @@ type ProfileAnswer struct {
 const profileNotFound = "the server has no profiler routes: vLLM serves them only when started with its profiler configured " +
 	`(--profiler-config '{"profiler": "torch", "torch_profiler_dir": DIR}' from v0.13, VLLM_TORCH_PROFILER_DIR=DIR before); ` +
 	"SGLang always has them; glmbench serve needs --profile-dir DIR; llama.cpp and hosted APIs have none"
+
+// profileUnauthorized says why a key that the API takes can be refused on
+// the profiler routes, for a 401 or 403.
+const profileUnauthorized = "the profiler routes refused the endpoint's key: SGLang started with --admin-api-key takes only that key on them " +
+	"(its --api-key is refused there), so they work only when the key glmbench sends is the admin key, " +
+	"which SGLang's API routes take only when it runs without --api-key (they are open then)"
 
 // maxProfileBody bounds a profiler route's answer read into memory.
 const maxProfileBody = 64 << 10
@@ -119,8 +126,11 @@ func (e *ProfileError) Error() string {
 	if e.Message != "" {
 		s += " (" + e.Message + ")"
 	}
-	if e.Status == http.StatusNotFound {
+	switch e.Status {
+	case http.StatusNotFound:
 		s += ": " + profileNotFound
+	case http.StatusUnauthorized, http.StatusForbidden:
+		s += ": " + profileUnauthorized
 	}
 	return s
 }
@@ -160,5 +170,21 @@ func profileAnswer(b []byte) ProfileAnswer {
 			msg = flat
 		}
 	}
-	return ProfileAnswer{Message: text.Clip(text.OneLine(strings.ToValidUTF8(msg, "?")), BodyLimit, "…"), File: text.OneLine(v.File)}
+	return ProfileAnswer{Message: shown(msg, BodyLimit), File: shown(v.File, maxProfileFile)}
+}
+
+// maxProfileFile bounds the file a profiler's answer names: PATH_MAX.
+const maxProfileFile = 4096
+
+// shown is a server's text as a line of stderr may hold it: valid UTF-8
+// on one line, a control character (a terminal escape) as "?", at most n
+// bytes.
+func shown(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	return text.Clip(text.OneLine(s), n, "…")
 }

@@ -93,3 +93,23 @@ func TestProfileErrorsAreRedactedAndRedirectsNotFollowed(t *testing.T) {
 		t.Fatalf("stop: %v (followed %v)", err, followed)
 	}
 }
+
+// SGLang started with --admin-api-key takes only that key on its
+// profiler routes (ADMIN_OPTIONAL in srt/utils/auth.py): the API key is
+// answered 401 {"error": "Unauthorized"}. The error says so and names the
+// flag, with the key itself redacted.
+func TestProfileUnauthorizedNamesSGLangsAdminKey(t *testing.T) {
+	t.Parallel()
+	const key = "sk-api-key-0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":"Unauthorized"}`)
+	}))
+	defer srv.Close()
+	c := profileClient(t, srv.URL+"/v1", key, "")
+	_, err := c.StartProfile(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "HTTP 401 (Unauthorized)") || !strings.Contains(err.Error(), "--admin-api-key") || strings.Contains(err.Error(), key) {
+		t.Fatalf("start: %v; want the 401 and SGLang's --admin-api-key named", err)
+	}
+}

@@ -181,9 +181,11 @@ func TestProfileErrorCarriesNoSecret(t *testing.T) {
 	}
 }
 
-// On the built-in engine (no --endpoint) the engine's CPU profile of the
-// phase is left in --out: a non-empty gzip-compressed pprof file, named on
-// stderr.
+// On the built-in engine (no --endpoint) the CPU profile of the phase is
+// left in --out: a non-empty gzip-compressed pprof file, named on stderr
+// as the whole process's, the client's load generation included (the
+// engine runs in the client's process, and Go's CPU profiler is the
+// process's).
 func TestProfileOnTheBuiltinEngineLeavesACPUProfileInOut(t *testing.T) {
 	// Not parallel: the profile takes the process's one CPU profiler.
 	dir := t.TempDir()
@@ -199,7 +201,8 @@ func TestProfileOnTheBuiltinEngineLeavesACPUProfileInOut(t *testing.T) {
 	if err != nil || len(data) < 2 || !bytes.Equal(data[:2], []byte{0x1f, 0x8b}) {
 		t.Fatalf("%s: %d bytes, err %v; want a gzip pprof file", files[0], len(data), err)
 	}
-	if !strings.Contains(stderr, "the built-in engine writes a CPU profile of the phases to "+files[0]) {
+	if !strings.Contains(stderr, "writing a CPU profile of this glmbench process during the phases to "+files[0]) ||
+		!strings.Contains(stderr, "the client's own load generation is in it too") {
 		t.Errorf("stderr does not name %s:\n%s", files[0], stderr)
 	}
 }

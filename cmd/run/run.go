@@ -76,6 +76,10 @@ type Options struct {
 	// phases (POST /start_profile before the first, /stop_profile after
 	// the last; profile.go).
 	Profile bool
+	// profileStartWait and profileStopWait bound the profiler's calls
+	// after the connect timeout (0: profileStartTimeout,
+	// profileStopTimeout); tests shorten them.
+	profileStartWait, profileStopWait time.Duration
 
 	slos           slo.Set
 	workloadSource string
@@ -139,8 +143,11 @@ vllm bench serve --profile and SGLang's bench_serving.py --profile run it:
 POST /start_profile at the server's root after calibration, before the first
 phase's load, and POST /stop_profile after the last phase (on Ctrl-C too).
 vLLM has the routes only when started with its profiler configured, SGLang
-always; the built-in engine writes a Go CPU profile into --out. A start that
-fails exits 2 before any load; a stop that fails is a warning.
+always; with the built-in engine a Go CPU profile of the glmbench process (the
+engine and the client both: they share it) goes into --out. A start that fails
+exits 2 before any load; a stop that fails is a warning. The report is written
+before the stop, which waits up to 10 minutes (vLLM answers once its trace is
+written); a Ctrl-C ends the wait.
 
 When the run ends, stdout gets a summary (--summary): on a terminal (auto,
 the default) or with compact, a plain-text table of the columns that matter,
@@ -182,7 +189,7 @@ has everything.`,
 	o.Agents.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "run a workload file's phases (YAML), or a built-in example: "+strings.Join(workload.Names(), ", "))
 	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL, text, or parquet as the Hugging Face Hub serves it) for the workload's dataset phases; alone, one dataset phase of all its items")
-	fl.BoolVar(&o.Profile, "profile", false, "run the server's own profiler around the phases: POST /start_profile after calibration, /stop_profile after the last phase (vLLM with its profiler configured, SGLang, the built-in engine: a CPU profile in --out)")
+	fl.BoolVar(&o.Profile, "profile", false, "run the server's own profiler around the phases: POST /start_profile after calibration, /stop_profile after the last phase (vLLM with its profiler configured, SGLang, the built-in engine: a CPU profile of the whole process, client included, in --out)")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
 	return cmd
 }
@@ -329,15 +336,19 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	// Once: after the report is whole on disk, or on any way out.
+	defer stopProfile()
 	totals, records, err := o.runPhases(ctx, tg, bo, jobs, rep)
-	stopProfile()
 	if err != nil {
 		return err
 	}
+	// The report is written before the stop, which may wait minutes on
+	// the server's trace: a second Ctrl-C then loses nothing.
 	rep.Interrupted = ctx.Err() != nil
 	if err := tg.WriteReport(o.F, rep, records); err != nil {
 		return err
 	}
+	stopProfile()
 	tg.WriteServerPlots(o.F.IO.ErrOut)
 	if err := o.writeSummary(rep, tg.Out); err != nil {
 		return err

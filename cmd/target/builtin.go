@@ -35,8 +35,9 @@ func (b *Builtin) Stop(ctx context.Context) error { return b.Engine.Shutdown(ctx
 
 // ProfileBuiltin points the built-in engine's profiler routes
 // (/start_profile, /stop_profile) at dir, the command's folder once it is
-// named, so that run --profile leaves the engine's CPU profile beside the
-// report; false when the target is no built-in engine.
+// named, so that run --profile leaves the CPU profile beside the report:
+// the process's, which holds the client's load generation beside the
+// engine; false when the target is no built-in engine.
 func (t *Target) ProfileBuiltin(dir string) bool {
 	if t.builtin == nil {
 		return false

@@ -52,6 +52,13 @@ func (s *Server) handleStartProfile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("Route %s %s not found: the profiler is off (start the server with a profile directory, glmbench serve --profile-dir DIR).", r.Method, r.URL.Path))
 		return
 	}
+	if s.shuttingDown() {
+		// Checked under p.mu: Shutdown marks the server closing before it
+		// stops the profile (under p.mu too), so a start either comes
+		// before that stop or sees the mark; none outlives the server.
+		writeError(w, unavailable(msgShuttingDown))
+		return
+	}
 	if p.file != nil {
 		writeError(w, conflict("A profile is already being written to %s; POST /stop_profile first.", p.file.Name()))
 		return

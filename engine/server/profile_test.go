@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The profiler tests take the process's one CPU profiler, so none of them
@@ -129,5 +132,86 @@ func TestAHeadStartsNoProfile(t *testing.T) {
 	}
 	if code, _, _ := e.do(context.Background(), http.MethodHead, "/health", nil); code != http.StatusOK {
 		t.Errorf("HEAD /health: %d, want 200", code)
+	}
+}
+
+// profilerFree reports whether the process's CPU profiler is free: no
+// profile was left running.
+func profilerFree(t *testing.T) bool {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		return false
+	}
+	pprof.StopCPUProfile()
+	return true
+}
+
+// Once shutdown began a start is 503 and starts nothing: Shutdown has
+// already finished any profile, and no one would stop a later one, whose
+// file would stay empty and the process's profiler taken.
+func TestAStartAfterShutdownIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, envConfig{opts: Options{ProfileDir: dir}})
+	if err := e.srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, _, b := e.post("/start_profile", nil)
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("start after shutdown: %d %s, want 503", code, b)
+	}
+	if !profilerFree(t) {
+		e.post("/stop_profile", nil)
+		t.Fatal("a profile was left running after shutdown")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("%d files in the profile directory, want none", len(entries))
+	}
+}
+
+// Starts and stops racing a shutdown (go test -race): no start sent
+// after Shutdown returned succeeds, none is left running, and every file
+// written is a whole gzip pprof file.
+func TestStartsAndStopsRacingShutdownLeaveNoProfileRunning(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, envConfig{opts: Options{ProfileDir: dir}})
+	var wg sync.WaitGroup
+	var down atomic.Bool
+	late := make(chan int, 1000)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 200; n++ {
+				after := down.Load()
+				if code, _, _ := e.post("/start_profile", nil); after && code == http.StatusOK {
+					late <- code
+				}
+				if !after {
+					e.post("/stop_profile", nil)
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := e.srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	wg.Wait()
+	close(late)
+	if n := len(late); n > 0 {
+		t.Errorf("%d starts sent after the shutdown succeeded", n)
+	}
+	if !profilerFree(t) {
+		e.post("/stop_profile", nil)
+		t.Fatal("a profile was left running after shutdown")
+	}
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Errorf("%s: %d bytes, err %v; want a whole gzip pprof file", f.Name(), len(data), err)
+		}
 	}
 }
