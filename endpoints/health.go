@@ -61,7 +61,7 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		return resp.StatusCode, "", nil
 	}
 	msg = c.ep.Redact(summary.ErrorMessage(c.readRedacted(resp, healthBody)))
-	return resp.StatusCode, text.Clip(msg, 120, "…"), nil
+	return resp.StatusCode, text.Shown(msg, 120), nil
 }
 
 // readRedacted reads at most limit bytes of resp's body with every secret

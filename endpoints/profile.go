@@ -1,17 +1,15 @@
 package endpoints
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"unicode"
 
 	"github.com/glmbench/glmbench/internal/text"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // The server's own profiler, as the peer benchmarks drive it around their
@@ -96,16 +94,8 @@ func (c *Client) profileCall(ctx context.Context, path string) (ProfileAnswer, e
 	if msg := compressed(resp); msg != "" {
 		return ProfileAnswer{}, fmt.Errorf("%s: %w", where, &UnreadableError{Status: resp.StatusCode, Msg: msg})
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxProfileBody+1))
-	more := len(raw) > maxProfileBody
-	if more {
-		raw = raw[:maxProfileBody]
-	}
 	// Every secret, whatever the status: the text is only ever shown.
-	if ss := c.ep.secretsToFind().all; len(ss.secrets) > 0 {
-		raw, _ = ss.redact(raw, more)
-	}
-	ans := profileAnswer(raw)
+	ans := profileAnswer(c.readRedacted(resp, maxProfileBody))
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return ProfileAnswer{}, &ProfileError{Status: resp.StatusCode, Where: where, Message: ans.Message}
 	}
@@ -148,43 +138,12 @@ func IsProfileNotFound(err error) bool {
 // "file"}, or else the text itself, in one line of at most 200 bytes.
 func profileAnswer(b []byte) ProfileAnswer {
 	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-		File    string          `json:"file"`
+		File string `json:"file"`
 	}
-	msg := string(bytes.TrimSpace(b))
-	if json.Unmarshal(b, &v) == nil {
-		var nested struct {
-			Message string `json:"message"`
-		}
-		var flat string
-		switch {
-		case json.Unmarshal(v.Error, &nested) == nil && nested.Message != "":
-			msg = nested.Message
-		case json.Unmarshal(v.Error, &flat) == nil && flat != "":
-			msg = flat
-		case v.Message != "":
-			msg = v.Message
-		case json.Unmarshal(v.Detail, &flat) == nil && flat != "":
-			msg = flat
-		}
-	}
-	return ProfileAnswer{Message: shown(msg, BodyLimit), File: shown(v.File, maxProfileFile)}
+	_ = json.Unmarshal(b, &v)
+	return ProfileAnswer{Message: text.Shown(summary.ErrorMessage(b), BodyLimit), File: text.Shown(v.File, maxProfileFile)}
 }
 
 // maxProfileFile bounds the file a profiler's answer names: PATH_MAX.
 const maxProfileFile = 4096
 
-// shown is a server's text as a line of stderr may hold it: valid UTF-8
-// on one line, a control character (a terminal escape) as "?", at most n
-// bytes.
-func shown(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' {
-			return '?'
-		}
-		return r
-	}, strings.ToValidUTF8(s, "?"))
-	return text.Clip(text.OneLine(s), n, "…")
-}

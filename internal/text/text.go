@@ -7,6 +7,7 @@ package text
 import (
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -42,4 +43,17 @@ func Thousands(n int) string {
 		return "-" + s
 	}
 	return s
+}
+
+// Shown is a server's text as one line of a terminal may hold it: valid
+// UTF-8 (an invalid byte as "?"), folded onto one line, a control
+// character (a terminal escape) as "?", cut to at most n bytes.
+func Shown(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	return Clip(OneLine(s), n, "…")
 }

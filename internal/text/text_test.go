@@ -60,3 +60,14 @@ func TestThousandsSeparatesEveryThreeDigits(t *testing.T) {
 		}
 	}
 }
+
+// A server's text shown on a terminal: an escape sequence's ESC and an
+// invalid byte become "?", line breaks fold, the cut keeps whole runes.
+func TestShownLeavesNoTerminalEscape(t *testing.T) {
+	if got := Shown("\x1b[31mred\x1b[0m\nnext \xff é", 100); got != "?[31mred?[0m next ? é" {
+		t.Errorf("got %q", got)
+	}
+	if got := Shown("ééé", 3); got != "é…" {
+		t.Errorf("cut: got %q", got)
+	}
+}
