@@ -146,4 +146,3 @@ func profileAnswer(b []byte) ProfileAnswer {
 
 // maxProfileFile bounds the file a profiler's answer names: PATH_MAX.
 const maxProfileFile = 4096
-
