@@ -253,19 +253,7 @@ func TestAFailedReportWriteStillStopsTheProfiler(t *testing.T) {
 func TestAPhaseCapStillStopsTheProfiler(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
-	done := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/chat/completions" && len(p.ProfileCalls()) > 0 {
-			select {
-			case <-r.Context().Done():
-			case <-done:
-			}
-			return
-		}
-		p.Config.Handler.ServeHTTP(w, r)
-	}))
-	defer hang.Close()
-	defer close(done)
+	hang := hangOnceProfiled(t, p, nil)
 	dir := t.TempDir()
 	code, stderr := execute(t, context.Background(), "--endpoint", hang.URL+"/v1", "--model", p.Opts.Model, "--phase", "p=2/32/4", "--no-metrics", "--profile", "--phase-cap", "200ms", "--out", dir)
 	if code == 130 || code == 2 {

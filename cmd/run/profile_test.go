@@ -118,20 +118,7 @@ func TestProfileIsStoppedOnInterrupt(t *testing.T) {
 	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	done := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/chat/completions" && len(p.ProfileCalls()) > 0 {
-			cancel(cmdutil.ErrInterrupted)
-			select {
-			case <-r.Context().Done():
-			case <-done:
-			}
-			return
-		}
-		p.Config.Handler.ServeHTTP(w, r)
-	}))
-	defer hang.Close()
-	defer close(done)
+	hang := hangOnceProfiled(t, p, func() { cancel(cmdutil.ErrInterrupted) })
 	code, stderr := execute(t, ctx, "--endpoint", hang.URL+"/v1", "--model", p.Opts.Model, "--phase", "p=4/32/4", "--no-metrics", "--profile", "--out", t.TempDir())
 	if code != 130 {
 		t.Fatalf("exit %d, want 130\n%s", code, stderr)
@@ -255,4 +242,28 @@ func TestAFailedStopIsAWarning(t *testing.T) {
 	if in, err := reports.Load(dir); err != nil || !in.Report.Options.Profile {
 		t.Errorf("report: %v", err)
 	}
+}
+
+// hangOnceProfiled serves p's routes, but holds every chat request that
+// comes once the profiler started (the load, not the probes) until its
+// client goes or the test ends, calling onHang first (nil: nothing).
+func hangOnceProfiled(t *testing.T, p *endpointstest.Personality, onHang func()) *httptest.Server {
+	t.Helper()
+	done := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/chat/completions" && len(p.ProfileCalls()) > 0 {
+			if onHang != nil {
+				onHang()
+			}
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		p.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(done) })
+	return hang
 }
