@@ -113,20 +113,19 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 	}
 	start := time.Now()
 	once := &onceLines{w: warn}
-	said := ""
 	// The first look has its own limit, as without the flag; the later
 	// ones end with the wait, so a server that takes the connection and
 	// never answers does not keep it a look's limit past its end.
 	bounded, cancel := context.WithDeadline(ctx, start.Add(wait))
 	defer cancel()
 	lookCtx := ctx
-	last := ""
+	last := "" // the last look's reason, said on warn
 	for {
 		err := look(lookCtx, ep, connect, once, true)
 		lookCtx = bounded
 		var nr *notReady
 		if !errors.As(err, &nr) {
-			if err == nil && said != "" {
+			if err == nil && last != "" {
 				fmt.Fprintf(warn, "glmbench: %s is ready, after %s\n", ep, time.Since(start).Round(time.Second))
 			}
 			return err
@@ -135,15 +134,14 @@ func awaitReady(ctx context.Context, ep *endpoints.Endpoint, connect, wait time.
 			// The wait ended during this look: the last answer is the reason.
 			nr.why = last + " (then no answer before the wait ended)"
 		}
-		last = nr.why
 		left := wait - time.Since(start)
 		if left <= 0 {
-			return notReadyWithin(ep, wait, last)
+			return notReadyWithin(ep, wait, nr.why)
 		}
-		if nr.why != said {
+		if nr.why != last {
 			fmt.Fprintf(warn, "glmbench: waiting for %s to be ready (up to %s more): %s\n", ep, left.Round(time.Second), nr.why)
-			said = nr.why
 		}
+		last = nr.why
 		t := time.NewTimer(min(readyPoll, left))
 		select {
 		case <-ctx.Done():
