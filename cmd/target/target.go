@@ -204,8 +204,8 @@ func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 	if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded {
 		return cause // Ctrl-C: not the endpoint's answer
 	}
+	msg := text.OneLine(err.Error())
 	if _, answered := endpoints.Answered(err); !answered {
-		msg := text.OneLine(err.Error())
 		switch {
 		case plainToTLS(ep, err):
 			return badinput.Errorf("the endpoint %s is unreachable: %s (a TLS server's bytes: is it https://?)", ep, msg)
@@ -219,7 +219,7 @@ func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 		}
 		return badinput.Errorf("the endpoint %s is unreachable: %s%s", ep, msg, startingHint(0))
 	}
-	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, text.OneLine(err.Error()))
+	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, msg)
 }
 
 // modelsHint names the base to give when base itself ends in /models (a
