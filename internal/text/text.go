@@ -1,7 +1,8 @@
 // Package text holds the small string helpers every layer uses for what it
 // says to a person: folding a message onto one line, cutting it to a
-// length without splitting a character, writing a count with thousands
-// separators. It imports nothing of the project.
+// length without splitting a character, showing a server's text with no
+// terminal escape, writing a count with thousands separators. It imports
+// nothing of the project.
 package text
 
 import (
@@ -47,7 +48,8 @@ func Thousands(n int) string {
 
 // Shown is a server's text as one line of a terminal may hold it: valid
 // UTF-8 (an invalid byte as "?"), folded onto one line, a control
-// character (a terminal escape) as "?", cut to at most n bytes.
+// character (a terminal escape) as "?", cut as Clip cuts it: at most n
+// bytes, then "…" when something was cut.
 func Shown(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' {
