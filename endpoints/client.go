@@ -1002,20 +1002,11 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept-Encoding", "identity")
-	c.ep.Apply(req.Header)
-	resp, err := c.http.Do(req)
+	resp, err := c.sendJSON(req)
 	if err != nil {
-		return nil, errors.New(c.ep.Redact(transportError(err)))
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return nil, &RedirectError{Status: resp.StatusCode, Origin: locationOrigin(resp)}
-	}
-	if msg := compressed(resp); msg != "" {
-		return nil, &UnreadableError{Status: resp.StatusCode, Msg: msg}
-	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		return nil, fmt.Errorf("reading answer: %s", c.ep.Redact(err.Error()))
@@ -1032,6 +1023,30 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 		b, _ = ss.redact(b, len(b) == maxResponse)
 	}
 	return &Response{Status: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After"), Body: b}, nil
+}
+
+// sendJSON sends req, a JSON body, with the endpoint's key and headers
+// and an uncompressed answer asked for. Its error is a request that got no
+// answer (redacted), a redirect, never followed (a *RedirectError), or an
+// answer it cannot read (a compressed body: an *UnreadableError); else the
+// caller closes the answer's body.
+func (c *Client) sendJSON(req *http.Request) (*http.Response, error) {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept-Encoding", "identity")
+	c.ep.Apply(req.Header)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, errors.New(c.ep.Redact(transportError(err)))
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		resp.Body.Close()
+		return nil, &RedirectError{Status: resp.StatusCode, Origin: locationOrigin(resp)}
+	}
+	if msg := compressed(resp); msg != "" {
+		resp.Body.Close()
+		return nil, &UnreadableError{Status: resp.StatusCode, Msg: msg}
+	}
+	return resp, nil
 }
 
 // Usage is the OpenAI usage object.

@@ -72,28 +72,19 @@ func (c *Client) StopProfile(ctx context.Context) (ProfileAnswer, error) {
 	return c.profileCall(ctx, "/stop_profile")
 }
 
-// profileCall POSTs {} to path at the server's root; it never follows a
-// redirect (NewClient's http.Client), and no error text carries a secret.
+// profileCall POSTs {} to path at the server's root, as Post does (sendJSON:
+// a redirect is never followed), and no error text carries a secret.
 func (c *Client) profileCall(ctx context.Context, path string) (ProfileAnswer, error) {
 	where := "POST " + RedactURL(c.root()) + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.root()+path, strings.NewReader("{}"))
 	if err != nil {
 		return ProfileAnswer{}, fmt.Errorf("%s: %s", where, c.ep.Redact(err.Error()))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept-Encoding", "identity")
-	c.ep.Apply(req.Header)
-	resp, err := c.http.Do(req)
+	resp, err := c.sendJSON(req)
 	if err != nil {
-		return ProfileAnswer{}, fmt.Errorf("%s: %s", where, c.ep.Redact(transportError(err)))
+		return ProfileAnswer{}, fmt.Errorf("%s: %w", where, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return ProfileAnswer{}, fmt.Errorf("%s: %w", where, &RedirectError{Status: resp.StatusCode, Origin: locationOrigin(resp)})
-	}
-	if msg := compressed(resp); msg != "" {
-		return ProfileAnswer{}, fmt.Errorf("%s: %w", where, &UnreadableError{Status: resp.StatusCode, Msg: msg})
-	}
 	// Every secret, whatever the status: the text is only ever shown.
 	ans := profileAnswer(c.readRedacted(resp, maxProfileBody))
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
