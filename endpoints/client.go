@@ -85,9 +85,7 @@ type headerTransport struct {
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	for _, kv := range h.ep.headers {
-		r.Header.Set(kv.name, kv.value)
-	}
+	h.ep.applyHeaders(r.Header)
 	r.Header.Set("Accept-Encoding", "identity")
 	resp, err := h.rt.RoundTrip(r)
 	if err == nil {

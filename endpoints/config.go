@@ -104,6 +104,11 @@ func (e *Endpoint) Apply(h http.Header) {
 	if e.apiKey != "" {
 		h.Set("Authorization", "Bearer "+e.apiKey)
 	}
+	e.applyHeaders(h)
+}
+
+// applyHeaders sets the extra headers alone, without the API key.
+func (e *Endpoint) applyHeaders(h http.Header) {
 	for _, kv := range e.headers {
 		h.Set(kv.name, kv.value)
 	}

@@ -48,9 +48,7 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		return 0, "", err
 	}
 	req.Header.Set("Accept-Encoding", "identity")
-	for _, kv := range c.ep.headers {
-		req.Header.Set(kv.name, kv.value)
-	}
+	c.ep.applyHeaders(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, "", err
