@@ -18,7 +18,8 @@ func CalibrateWorkload(ctx context.Context, errOut io.Writer, bo *bench.Options,
 }
 
 // Calibrate runs bench.Prepare for the load commands (run, sweep), after
-// saying on errOut what it calibrates (what) and printing its warnings. A
+// saying on errOut what it calibrates (what) and the load to come
+// (loadSize), and prints its warnings. A
 // Ctrl-C during it exits 130 with no report, as nothing was measured yet;
 // its other errors are redacted of the endpoint's secrets.
 func Calibrate(ctx context.Context, errOut io.Writer, bo *bench.Options, specs []bench.Spec, what string) ([]bench.Plan, error) {
@@ -47,11 +48,10 @@ func calibrate[P any](ctx context.Context, errOut io.Writer, bo *bench.Options, 
 }
 
 // loadSize says, before any request (on calibrate's line), how much the
-// phases will send: their
-// requests and, at most, their prompt and output tokens, which a hosted
-// API bills (the fixed phases are 1,458 requests, 7,872,768 prompt and
-// 1,086,720 output tokens). "" for a single request (sweep's shape, whose
-// load is its duration's).
+// phases will send: their requests and, at most, their prompt and output
+// tokens, which a hosted API bills (the fixed phases are 1,458 requests,
+// 7,872,768 prompt and 1,086,720 output tokens). "" for a single request
+// (sweep's shape, whose load is its duration's).
 func loadSize(specs []bench.Spec) string {
 	var n, in, out int
 	for _, s := range specs {
