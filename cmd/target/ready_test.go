@@ -33,6 +33,29 @@ func await(t *testing.T, ctx context.Context, url, key string, wait time.Duratio
 	return ep, awaitReady(ctx, ep, time.Second, wait, warn)
 }
 
+// vllmProxy is a reverse proxy to a vLLM fake started with opts: the
+// server behind a gateway, a late listener or an echo of the tests.
+func vllmProxy(t *testing.T, opts endpointstest.Options) http.Handler {
+	t.Helper()
+	target, err := url.Parse(endpointstest.Start(t, endpointstest.VLLM, opts).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httputil.NewSingleHostReverseProxy(target)
+}
+
+// closedAddr is a loopback address that nothing listens on: a port taken
+// and let go.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // llama.cpp answers /v1/models at once while it loads its model, and 503
 // "Loading model" on /health and every other route. The truth: the fake is
 // ready after its third 503 on /health, so --wait-ready looks exactly
@@ -100,13 +123,8 @@ func TestWithoutWaitReadyALoadingServerIsAWarning(t *testing.T) {
 // is waiting; the wait returns with the model, having named the refusal.
 func TestWaitReadyWaitsForAPortThatIsNotListeningYet(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{Model: "org/late-7b"})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	proxy := vllmProxy(t, endpointstest.Options{Model: "org/late-7b"})
+	addr := closedAddr(t)
 	var warn syncbuf.Buffer
 	done := make(chan error, 1)
 	var ep *endpoints.Endpoint
@@ -126,8 +144,7 @@ func TestWaitReadyWaitsForAPortThatIsNotListeningYet(t *testing.T) {
 	if err != nil {
 		t.Skipf("the port was taken meanwhile: %v", err)
 	}
-	target, _ := url.Parse(p.URL)
-	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target)}
+	srv := &http.Server{Handler: proxy}
 	go srv.Serve(late)
 	defer srv.Close()
 	if err := <-done; err != nil {
@@ -159,9 +176,7 @@ func startingGateway(t *testing.T, n int64, next http.Handler) (*httptest.Server
 // fourth look), and without it is said with the hint, at once.
 func TestAGateways503OnModelsIsWaitedOn(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-	target, _ := url.Parse(p.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy := vllmProxy(t, endpointstest.Options{})
 	gw, asked := startingGateway(t, 3, proxy)
 	var warn syncbuf.Buffer
 	if _, err := await(t, context.Background(), gw.URL+"/v1", "", time.Minute, &warn); err != nil {
@@ -204,14 +219,8 @@ func TestWaitReadyDoesNotWaitOnARefusal(t *testing.T) {
 // flag, its value and the last reason.
 func TestWaitReadyEndsWithTheLastReason(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	var warn syncbuf.Buffer
-	_, err = await(t, context.Background(), "http://"+addr+"/v1", "", 50*time.Millisecond, &warn)
+	_, err := await(t, context.Background(), "http://"+closedAddr(t)+"/v1", "", 50*time.Millisecond, &warn)
 	if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "was not ready within --wait-ready 50ms: ") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("%v: want bad input naming the wait and the refusal", err)
 	}
@@ -241,9 +250,7 @@ func TestCtrlCEndsTheWait(t *testing.T) {
 // is not sent to /health at all.
 func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-	target, _ := url.Parse(p.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy := vllmProxy(t, endpointstest.Options{})
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -273,9 +280,7 @@ func TestAHealthMessageNeverShowsTheKey(t *testing.T) {
 // /health never answers before the interrupt, so nothing said it is ready.
 func TestCtrlCDuringHealthIsTheInterrupt(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-	target, _ := url.Parse(p.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy := vllmProxy(t, endpointstest.Options{})
 	asked := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
@@ -307,9 +312,7 @@ func TestCtrlCDuringHealthIsTheInterrupt(t *testing.T) {
 // fifth look is ready, and without it the 521 is said with the hint.
 func TestCloudflaresOriginDownIsWaitedOn(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
-	target, _ := url.Parse(p.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy := vllmProxy(t, endpointstest.Options{})
 	codes := []int{521, 522, 523, 530}
 	var asked atomic.Int64
 	cf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
