@@ -295,6 +295,7 @@ func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) stri
 			return err
 		}
 	}
+	var byHeader, byHeaderEnv []string // the flags' header names
 	for _, kv := range f.Headers {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -303,6 +304,7 @@ func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) stri
 		if err := e.addHeader(strings.TrimSpace(k), v, ""); err != nil {
 			return err
 		}
+		byHeader = append(byHeader, k)
 	}
 	for _, kv := range f.HeaderEnv {
 		k, env, ok := strings.Cut(kv, "=")
@@ -312,12 +314,13 @@ func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) stri
 		if err := fromEnv(strings.TrimSpace(k), strings.TrimSpace(env), "--"+f.Prefix+"header-env"); err != nil {
 			return err
 		}
+		byHeaderEnv = append(byHeaderEnv, k)
 	}
 	inFile := "endpoints file " + f.File + ": endpoint " + strconv.Quote(entry.Name) + ": "
 	if err := givenOnce(inFile, headerSource{"headers", slices.Collect(maps.Keys(entry.Headers)), false}, headerSource{"header_env", slices.Collect(maps.Keys(entry.HeaderEnv)), false}); err != nil {
 		return err
 	}
-	return givenOnce("", headerSource{"--" + f.Prefix + "header", flagNames(f.Headers), true}, headerSource{"--" + f.Prefix + "header-env", flagNames(f.HeaderEnv), true})
+	return givenOnce("", headerSource{"--" + f.Prefix + "header", byHeader, true}, headerSource{"--" + f.Prefix + "header-env", byHeaderEnv, true})
 }
 
 // headerSource is one place headers are given: an endpoints file's map
@@ -351,17 +354,6 @@ func givenOnce(prefix string, a, b headerSource) error {
 		}
 	}
 	return nil
-}
-
-// flagNames are the header names of NAME=... flag values.
-func flagNames(kvs []string) []string {
-	var names []string
-	for _, kv := range kvs {
-		if k, _, ok := strings.Cut(kv, "="); ok {
-			names = append(names, k)
-		}
-	}
-	return names
 }
 
 // envName is what an environment variable's name may be (POSIX's portable
