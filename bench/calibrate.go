@@ -191,8 +191,9 @@ var errProbeLimit = errors.New("calibration probe ran past its time limit")
 // it: vLLM's "'max_tokens' or 'max_completion_tokens' is too large" (to
 // 2025) and "max_completion_tokens=M cannot be greater than
 // max_model_len=L" (2026, vllm/renderers/params.py), SGLang's
-// "max_completion_tokens is too large: M." (with --context-length). A field --extra-body added is named as such where the
-// answer names it. Only a 400 (OpenAI, vLLM, SGLang, llama.cpp) or a 422
+// "max_completion_tokens is too large: M." (with --context-length). A
+// field --extra-body added is named as such where the answer names it.
+// Only a 400 (OpenAI, vLLM, SGLang, llama.cpp) or a 422
 // (Mistral, FastAPI) refuses a field: a 401, 403 or 429 says who may ask
 // or how often, and its "user ci" names no field. "" for any other answer.
 func (s Shape) refusedField(stream bool, status int, msg string) string {

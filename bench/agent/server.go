@@ -161,10 +161,11 @@ func (s *Server) options(p Prepare) (*prepared, error) {
 	}
 	f := endpoints.Flags{Endpoint: p.BaseURL, Model: p.Model, APIKeyEnv: s.opts.APIKeyEnv, APIKeyEnvSet: s.opts.APIKeyEnv != ""}
 	for _, name := range slices.Sorted(maps.Keys(p.HeaderEnv)) {
-		if env := p.HeaderEnv[name]; !slices.Contains(s.opts.HeaderEnvAllow, env) {
+		env := p.HeaderEnv[name]
+		if !slices.Contains(s.opts.HeaderEnvAllow, env) {
 			return nil, badinput.Errorf("agent %s: the plan reads header %q from the environment variable %q, which this agent was not allowed to read: start it with --header-env-allow %s", s.opts.Name, name, env, env)
 		}
-		f.HeaderEnv = append(f.HeaderEnv, name+"="+p.HeaderEnv[name])
+		f.HeaderEnv = append(f.HeaderEnv, name+"="+env)
 	}
 	ep, err := endpoints.Resolve(f, s.opts.Getenv)
 	if err != nil {

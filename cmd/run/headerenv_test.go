@@ -76,10 +76,16 @@ func TestHeaderEnvTravelsToAgentsAsAVariableName(t *testing.T) {
 	var seen bytes.Buffer
 	allow := []string{"AZURE_KEY"}
 	addrs := agentsWith(t, &seen, allow, env, env)
+	// viaAgents runs the phase through agents with --header-env, its
+	// report in dir.
+	viaAgents := func(agents []string, dir string) (*cmdutil.SyncBuffer, error) {
+		f, _, errOut := cmdutil.TestFactory(context.Background(), env)
+		err := cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header-env", "api-key=AZURE_KEY",
+			"--agents", strings.Join(agents, ","), "--out", dir)
+		return errOut, err
+	}
 	dir := t.TempDir()
-	f, _, errOut := cmdutil.TestFactory(context.Background(), env)
-	err := cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header-env", "api-key=AZURE_KEY",
-		"--agents", strings.Join(addrs, ","), "--out", dir)
+	errOut, err := viaAgents(addrs, dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
@@ -101,9 +107,7 @@ func TestHeaderEnvTravelsToAgentsAsAVariableName(t *testing.T) {
 	// An agent lost in its prepare leaves its requests not sent, the phase
 	// degraded, as any lost agent does.
 	bare := agentsWith(t, &seen, allow, env, map[string]string{})
-	f, _, errOut = cmdutil.TestFactory(context.Background(), env)
-	err = cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header-env", "api-key=AZURE_KEY",
-		"--agents", strings.Join(bare, ","), "--out", t.TempDir())
+	errOut, err = viaAgents(bare, t.TempDir())
 	if err != nil || !strings.Contains(errOut.String(), "400 Bad Request: environment variable AZURE_KEY (the value of header Api-Key, --header-env) is empty or unset") {
 		t.Errorf("an agent without the variable: %v\n%s\nwant the phase degraded, the variable named", err, errOut.String())
 	}
@@ -111,9 +115,7 @@ func TestHeaderEnvTravelsToAgentsAsAVariableName(t *testing.T) {
 	// An agent whose operator did not allow the variable: the same.
 	barred := agentsWith(t, &seen, allow, env)
 	barred = append(barred, agentsWith(t, &seen, nil, env)...)
-	f, _, errOut = cmdutil.TestFactory(context.Background(), env)
-	err = cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=6/32/4", "--no-metrics", "--header-env", "api-key=AZURE_KEY",
-		"--agents", strings.Join(barred, ","), "--out", t.TempDir())
+	errOut, err = viaAgents(barred, t.TempDir())
 	if err != nil || !strings.Contains(errOut.String(), `"AZURE_KEY", which this agent was not allowed to read: start it with --header-env-allow AZURE_KEY`) || strings.Contains(errOut.String(), azureKey) {
 		t.Errorf("an agent not allowed the variable: %v\n%s\nwant the phase degraded, the flag named", err, errOut.String())
 	}

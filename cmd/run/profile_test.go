@@ -224,16 +224,10 @@ func TestProfileIsStoppedWhenEveryRequestFails(t *testing.T) {
 // A stop that fails is a warning: the run exits 0 with its report.
 func TestAFailedStopIsAWarning(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/stop_profile" {
-			w.WriteHeader(http.StatusInternalServerError)
-			w.Write([]byte("trace writer crashed"))
-			return
-		}
-		p.Config.Handler.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
+	p, srv := profileServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte("trace writer crashed"))
+	})
 	dir := t.TempDir()
 	code, stderr := execute(t, context.Background(), "--endpoint", srv.URL+"/v1", "--model", p.Opts.Model, "--phase", "p=2/32/4", "--no-metrics", "--profile", "--out", dir)
 	if code != 0 || !strings.Contains(stderr, "glmbench: warning: --profile: stopping the server's profiler: POST "+srv.URL+"/stop_profile: HTTP 500 (trace writer crashed)") {

@@ -1054,9 +1054,8 @@ func (p *Personality) toolCallID(id string) string {
 // "stop" for a named one; SGLang says "tool_calls" for a call the engine
 // stopped and the engine's reason otherwise ("length" for one max_tokens
 // cut: serving_chat.py, has_tool_calls and finish_reason_type == "stop");
-// llama.cpp says "length" when max_tokens
-// ended it and "tool_calls" at the end of generation (server-task.cpp
-// to_json_oaicompat_chat).
+// llama.cpp says "length" when max_tokens ended it and "tool_calls" at
+// the end of generation (server-task.cpp to_json_oaicompat_chat).
 func (p *Personality) toolFinish(g *genRequest, finish string) string {
 	switch {
 	case p.Kind == LlamaCpp && finish == "length":

@@ -30,12 +30,9 @@ func (p *Personality) profileRoute(path string) bool {
 
 // profile answers a profiler route and records the call.
 func (p *Personality) profile(w http.ResponseWriter, r *http.Request) {
-	if p.Kind == VLLM && r.Method != http.MethodPost {
-		// FastAPI's answer to a method the route lacks.
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"detail": "Method Not Allowed"})
-		return
-	}
-	if p.Kind == SGLang && r.Method != http.MethodPost && r.Method != http.MethodGet {
+	if r.Method != http.MethodPost && (p.Kind == VLLM || r.Method != http.MethodGet) {
+		// FastAPI's answer to a method the route lacks: vLLM's take POST,
+		// SGLang's GET or POST.
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"detail": "Method Not Allowed"})
 		return
 	}

@@ -49,7 +49,7 @@ func (s *Server) handleStartProfile(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dir == "" {
-		writeError(w, notFound("Route %s %s not found: the profiler is off (start the server with a profile directory, glmbench serve --profile-dir DIR).", r.Method, r.URL.Path))
+		writeError(w, profilerOff(r))
 		return
 	}
 	if s.shuttingDown() {
@@ -89,7 +89,7 @@ func (s *Server) handleStopProfile(w http.ResponseWriter, r *http.Request) {
 	name, err := s.prof.stop()
 	switch {
 	case errors.Is(err, errNoProfile) && s.profileOff():
-		writeError(w, notFound("Route %s %s not found: the profiler is off (start the server with a profile directory, glmbench serve --profile-dir DIR).", r.Method, r.URL.Path))
+		writeError(w, profilerOff(r))
 	case errors.Is(err, errNoProfile):
 		writeError(w, badRequest("", "No profile is running; POST /start_profile first."))
 	case err != nil:
@@ -97,6 +97,11 @@ func (s *Server) handleStopProfile(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, profileAnswer{Message: "Profile written.", File: name})
 	}
+}
+
+// profilerOff is the 404 of a profiler route with no directory set.
+func profilerOff(r *http.Request) *apiError {
+	return notFound("Route %s %s not found: the profiler is off (start the server with a profile directory, glmbench serve --profile-dir DIR).", r.Method, r.URL.Path)
 }
 
 func (s *Server) profileOff() bool {
