@@ -248,7 +248,7 @@ func Resolve(f Flags, getenv func(string) string) (*Endpoint, error) {
 	ep := &Endpoint{Name: entry.Name, BaseURL: base, Model: entry.Model, APIKeyEnv: keyEnv, Trust: trust}
 	ep.apiKey = strings.TrimSpace(getenv(keyEnv))
 	if mustHaveKey && ep.apiKey == "" {
-		return nil, badinput.Errorf("environment variable %s (the API key) is empty or unset", shownVar(keyEnv))
+		return nil, badinput.Errorf("environment variable %s (the API key) is empty or unset", ShownVar(keyEnv))
 	}
 	if err := ep.addHeaders(f, entry, getenv); err != nil {
 		return nil, err
@@ -286,7 +286,7 @@ func (e *Endpoint) addHeaders(f Flags, entry fileEntry, getenv func(string) stri
 		}
 		v := strings.TrimSpace(getenv(env))
 		if v == "" {
-			return badinput.Errorf("environment variable %s (the value of header %s, %s) is empty or unset", shownVar(env), name, where)
+			return badinput.Errorf("environment variable %s (the value of header %s, %s) is empty or unset", ShownVar(env), name, where)
 		}
 		return e.addHeader(name, v, env)
 	}
@@ -356,17 +356,21 @@ func givenOnce(prefix string, a, b headerSource) error {
 	return nil
 }
 
+// IsEnvName reports whether name may be an environment variable's (see
+// envName).
+func IsEnvName(name string) bool { return envName.MatchString(name) }
+
 // envName is what an environment variable's name may be (POSIX's portable
 // set): a typo such as a value pasted for the name is refused.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// shownVar is a variable's name as an error may quote it: whole when it
+// ShownVar is a variable's name as an error may quote it: whole when it
 // looks like one (OPENAI_API_KEY), else clipped. The flag that takes a
 // variable's name is where a secret gets pasted by mistake, and a key can
 // be a valid name (an Azure key is 32 hex digits, a GitHub token ghp_ and
 // 36 letters and digits): a part of 16 characters or more with a digit in
 // it is taken for a key.
-func shownVar(name string) string {
+func ShownVar(name string) string {
 	if !envName.MatchString(name) {
 		return strconv.Quote(clipped(name))
 	}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,9 +98,6 @@ func (o *Options) name() string {
 	return "agent"
 }
 
-// envName is what an environment variable's name may be.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // Run serves the agent protocol until ctx ends (Ctrl-C, SIGTERM).
 func Run(ctx context.Context, o *Options) error {
 	if ctx == nil {
@@ -115,8 +111,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	for _, v := range o.HeaderEnvAllow {
-		if !envName.MatchString(v) {
-			return badinput.Errorf("--header-env-allow %q: want environment variables' names, comma-separated", v)
+		if !endpoints.IsEnvName(v) {
+			// Quoted as endpoints quotes a name: a secret pasted for one is clipped.
+			return badinput.Errorf("--header-env-allow %s: want environment variables' names, comma-separated", endpoints.ShownVar(v))
 		}
 	}
 	ln, err := net.Listen("tcp", o.Listen)
