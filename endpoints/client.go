@@ -158,12 +158,17 @@ type UnreadableError struct {
 func (e *UnreadableError) Error() string { return e.Msg }
 
 // Answered reports whether err is an answer the endpoint gave that the
-// client will not use (a redirect, an unreadable body), as against no
-// answer at all: sending the request again would get the same.
+// client will not use (a redirect, an unreadable body, a profiler route's
+// status), as against no answer at all: sending the request again would
+// get the same.
 func Answered(err error) (status int, ok bool) {
 	var re *RedirectError
 	if errors.As(err, &re) {
 		return re.Status, true
+	}
+	var pe *ProfileError
+	if errors.As(err, &pe) {
+		return pe.Status, true
 	}
 	var ue *UnreadableError
 	if errors.As(err, &ue) {

@@ -92,10 +92,8 @@ func (o *Options) startProfile(ctx context.Context, tg *target.Target, rep *sche
 // answered reports whether a profiler call's error is the server's answer
 // (a status, a redirect, an unreadable body) rather than none at all.
 func answered(err error) bool {
-	var pe *endpoints.ProfileError
-	var re *endpoints.RedirectError
-	var ue *endpoints.UnreadableError
-	return errors.As(err, &pe) || errors.As(err, &re) || errors.As(err, &ue)
+	_, ok := endpoints.Answered(err)
+	return ok
 }
 
 // stop sends /stop_profile and says how it went. A run already
