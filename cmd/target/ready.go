@@ -63,6 +63,16 @@ func plainToTLS(ep *endpoints.Endpoint, err error) bool {
 	return strings.HasPrefix(ep.BaseURL, "http:") && strings.Contains(err.Error(), "malformed HTTP response")
 }
 
+// ended is ctx's cause when it ended other than by its own deadline (a
+// Ctrl-C, the caller's end), nil otherwise: an error a look got then is
+// not the endpoint's answer.
+func ended(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != context.DeadlineExceeded {
+		return cause
+	}
+	return nil
+}
+
 // noSuchHost reports whether err is a host name that did not resolve.
 func noSuchHost(err error) bool {
 	var dns *net.DNSError
@@ -83,7 +93,7 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
 	defer tr.Close()
 	status, msg, err := endpoints.NewClient(ep, tr).Health(ctx)
-	if cause := context.Cause(ctx); err != nil && cause != nil && cause != context.DeadlineExceeded {
+	if cause := ended(ctx); err != nil && cause != nil {
 		return cause // Ctrl-C while asking: no verdict that it is ready
 	}
 	if err != nil || status != http.StatusServiceUnavailable {

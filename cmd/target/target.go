@@ -201,7 +201,7 @@ func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 	if msg, ok := ep.TLSFailure(err); ok {
 		return badinput.Errorf("the endpoint %s: %s", ep, msg)
 	}
-	if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded {
+	if cause := ended(ctx); cause != nil {
 		return cause // Ctrl-C: not the endpoint's answer
 	}
 	msg := text.OneLine(err.Error())
