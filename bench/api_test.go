@@ -141,7 +141,7 @@ func TestSharedPrefixOnCompletionsSendsTheTranscriptAndTheRadixCacheStillServesT
 	o.Shape.API = endpoints.APICompletions
 	o.MaxConcurrency = 1
 	ph := workload.Phase{Name: "sp", Kind: workload.SharedPrefix, Groups: 2, PrefixTokens: 400, QuestionTokens: 40}
-	plan, run := runWork(t, o, ph, sharedPrefixReqs(2, 4, 400, 40, 2))
+	plan, run := runWork(t, o, ph, sharedPrefixReqs(2, 4, 400, 40, 8)) // 8 output tokens: see TestSharedPrefixRequestsAfterTheFirstOfTheirGroupFindTheSystemPromptCached
 	truth, _ := radixTruth(t, plan, 64)
 	for i, r := range run.Records {
 		msgs := plan.messages(i)

@@ -159,7 +159,10 @@ func TestSharedPrefixRequestsAfterTheFirstOfTheirGroupFindTheSystemPromptCached(
 	o := workOptions(t)
 	o.MaxConcurrency = 1 // one at a time: each finds every earlier one cached
 	ph := workload.Phase{Name: "chat", Kind: workload.SharedPrefix, Groups: 2, PrefixTokens: 400, QuestionTokens: 40}
-	plan, run := runWork(t, o, ph, sharedPrefixReqs(2, 4, 400, 40, 2))
+	// 8 output tokens, not 2: the random-weight model's detokenizer holds
+	// back a token that ends inside a UTF-8 character, and two such tokens
+	// made a stream of no content event (empty) once in a CI run.
+	plan, run := runWork(t, o, ph, sharedPrefixReqs(2, 4, 400, 40, 8))
 	truth, shared := radixTruth(t, plan, 64)
 	for i, r := range run.Records {
 		got := cachedOf(t, &r)
