@@ -83,7 +83,7 @@ func agents(t testing.TB, w *wire, offsets ...time.Duration) ([]*httptest.Server
 		srvs = append(srvs, srv)
 		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
 	}
-	conns, err := Dial(context.Background(), addrs)
+	conns, err := Dial(context.Background(), addrs, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,11 +226,11 @@ func TestDialNamesTheUnreachableAgent(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	dead := strings.TrimPrefix(srv.URL, "http://")
 	srv.Close()
-	_, err := Dial(context.Background(), []string{conns[0].Addr, dead})
+	_, err := Dial(context.Background(), []string{conns[0].Addr, dead}, "")
 	if err == nil || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("Dial with a dead agent: %v, want an error naming %s", err, dead)
 	}
-	if _, err := Dial(context.Background(), []string{"http://x:1/"}); err == nil {
+	if _, err := Dial(context.Background(), []string{"http://x:1/"}, ""); err == nil {
 		t.Fatal("Dial took a URL for host:port")
 	}
 }

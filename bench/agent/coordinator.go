@@ -20,6 +20,7 @@ import (
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/serverside"
 )
@@ -43,15 +44,23 @@ type Conn struct {
 	Addr   string
 	base   string
 	client *http.Client
-	// proto and instance are what the agent's last pong said.
-	proto    int
-	instance string
+	// token is sent with every request (Authorization: Bearer), where the
+	// coordinator has one.
+	token string
+	// proto, instance and tokenRequired are what the agent's last pong
+	// said.
+	proto         int
+	instance      string
+	tokenRequired bool
 }
 
 // Dial checks that every agent answers a ping and returns a Conn to each,
-// in order. An address that is malformed or does not answer gives a bad
-// input error naming it.
-func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
+// in order; token (the coordinator's --agents-token-env value, or "") goes
+// with every request. An address that is malformed or does not answer, an
+// agent that refuses the token, asks for one the coordinator does not
+// have, or was started without one the coordinator has, gives a bad input
+// error naming it, before any load.
+func Dial(ctx context.Context, addrs []string, token string) ([]*Conn, error) {
 	if len(addrs) == 0 {
 		return nil, badinput.Errorf("no agents given")
 	}
@@ -62,15 +71,27 @@ func Dial(ctx context.Context, addrs []string) ([]*Conn, error) {
 		if a == "" || strings.Contains(a, "/") {
 			return nil, badinput.Errorf("agent %q: want host:port", a)
 		}
-		c := &Conn{Addr: a, base: "http://" + a, client: &http.Client{}}
+		c := &Conn{Addr: a, base: "http://" + a, client: &http.Client{}, token: token}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, _, err := c.ping(pctx)
 		cancel()
-		if err != nil {
+		var refused *refusedError
+		switch {
+		case errors.As(err, &refused):
+			return nil, badinput.Errorf("agent %s: %s", a, refused.msg)
+		case err != nil:
 			return nil, badinput.Errorf("agent %s is unreachable: %v", a, err)
 		}
 		if c.proto != Proto {
 			return nil, badinput.Errorf("agent %s speaks agent protocol %d, this glmbench %d: run the same glmbench version on both", a, c.proto, Proto)
+		}
+		switch {
+		case c.tokenRequired && token == "":
+			return nil, badinput.Errorf("agent %s asks for a token (it was started with --token-env): give --agents-token-env the variable that holds it", a)
+		case !c.tokenRequired && token != "":
+			// It would take load from anyone: the coordinator's operator
+			// asked for agents that do not.
+			return nil, badinput.Errorf("agent %s takes no token (it was started without --token-env), so anyone who reaches it can use it: start it with --token-env, or run without --agents-token-env", a)
 		}
 		if c.instance != "" {
 			if other, dup := seen[c.instance]; dup {
@@ -107,22 +128,23 @@ func (c *Conn) ping(ctx context.Context) (offset, rtt time.Duration, err error) 
 	if err != nil {
 		return 0, 0, err
 	}
+	c.authorize(req)
 	t0 := time.Now()
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
+	if err := answerError(RoutePing, resp); err != nil {
+		return 0, 0, err
+	}
 	var p Pong
 	err = json.NewDecoder(resp.Body).Decode(&p)
 	t1 := time.Now()
 	if err != nil {
 		return 0, 0, fmt.Errorf("ping: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("ping: %s", resp.Status)
-	}
-	c.proto, c.instance = p.Proto, p.Instance
+	c.proto, c.instance, c.tokenRequired = p.Proto, p.Instance, p.TokenRequired
 	rtt = t1.Sub(t0)
 	mid := t0.Add(rtt / 2)
 	return time.Unix(0, p.Now).Sub(mid), rtt, nil
@@ -156,16 +178,43 @@ func (c *Conn) post(ctx context.Context, route string, body any) (*http.Response
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	c.authorize(req)
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if err := answerError(route, resp); err != nil {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s: %s: %s", route, resp.Status, strings.TrimSpace(string(msg)))
+		return nil, err
 	}
 	return resp, nil
+}
+
+// authorize puts the coordinator's token on req, where it has one.
+func (c *Conn) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+}
+
+// refusedError is an agent's 401: the token was wrong or missing. msg is
+// the agent's one line (which never quotes the token).
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string { return e.msg }
+
+// answerError is nil for a 200 or 204, a *refusedError for a 401, else
+// the route, the status and the start of the agent's text.
+func answerError(route string, resp *http.Response) error {
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg := text.Shown(string(b), 512)
+	if resp.StatusCode == http.StatusUnauthorized {
+		return &refusedError{msg: fmt.Sprintf("%s: %s", route, msg)}
+	}
+	return fmt.Errorf("%s: %s: %s", route, resp.Status, msg)
 }
 
 // Shares splits a --max-concurrency of c among n agents: c/n each, the

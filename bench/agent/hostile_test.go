@@ -31,7 +31,7 @@ func hungAgent(t *testing.T) *Conn {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")})
+	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestAStartOfAnotherCoordinatorsPrepareIsRefused(t *testing.T) {
 func TestDialRefusesOneAgentTwiceAndAnotherProtocol(t *testing.T) {
 	srvs, conns := agents(t, nil, 0)
 	port := srvs[0].URL[strings.LastIndexByte(srvs[0].URL, ':')+1:]
-	_, err := Dial(context.Background(), []string{conns[0].Addr, "localhost:" + port})
+	_, err := Dial(context.Background(), []string{conns[0].Addr, "localhost:" + port}, "")
 	if err == nil || !strings.Contains(err.Error(), "same agent") {
 		t.Fatalf("Dial of one agent twice: %v, want it refused as the same agent", err)
 	}
@@ -156,7 +156,7 @@ func TestDialRefusesOneAgentTwiceAndAnotherProtocol(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]any{"name": "old", "now_unix_nano": time.Now().UnixNano()})
 	}))
 	t.Cleanup(old.Close)
-	_, err = Dial(context.Background(), []string{strings.TrimPrefix(old.URL, "http://")})
+	_, err = Dial(context.Background(), []string{strings.TrimPrefix(old.URL, "http://")}, "")
 	if err == nil || !strings.Contains(err.Error(), "protocol") {
 		t.Fatalf("Dial of an agent without a protocol version: %v, want it refused", err)
 	}
@@ -285,7 +285,7 @@ func TestAnAgentCancelledLocallyStreamsItsRecordsBack(t *testing.T) {
 	s := NewServer(ServerOptions{Name: "a", Getenv: func(string) string { return "" }})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")})
+	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestAPrepareSlowerThanItsTimeoutButWithinTheConnectTimeoutIsWaitedFor(t *te
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")})
+	conns, err := Dial(context.Background(), []string{strings.TrimPrefix(srv.URL, "http://")}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,16 @@
 // plan's choosing); an extra header given with its value (--header) is
 // refused by CheckOptions.
 //
+// The routes that make an agent send load (prepare, start, cancel) want
+// the token an agent was started with (glmbench agent --token-env VAR;
+// ServerOptions.Token), as "Authorization: Bearer <token>", where it has
+// one: else anyone who reaches the agent's port could have it send load,
+// with its API key, to an endpoint of their choosing. A ping carrying a
+// token has it checked, so a coordinator learns of a wrong one before any
+// load; one carrying none is answered (a Kubernetes readiness probe's), and
+// its pong says whether the agent asks for a token. A wrong or missing
+// token is 401, and the token is never written anywhere.
+//
 // Nor do files. An https endpoint's certificate is verified on each agent
 // against the agent's own trust (glmbench agent --ca-cert FILE,
 // ServerOptions.Trust), since the coordinator's CA file is a path on its
@@ -86,8 +96,10 @@ const (
 // the plan the coordinator's --insecure (Prepare.Insecure), which one
 // would ignore, verifying what the coordinator was told not to. 4: the
 // plan carries --header-env's headers (Prepare.HeaderEnv), which an agent
-// of protocol 3 would not send.
-const Proto = 4
+// of protocol 3 would not send. 5: pongs say whether the agent asks for
+// a token (Pong.TokenRequired), which a coordinator of protocol 4 would
+// not send.
+const Proto = 5
 
 // Pong is the answer to a ping.
 type Pong struct {
@@ -99,6 +111,10 @@ type Pong struct {
 	// dual-stack Service's IPv4 and IPv6) for what they are.
 	Proto    int    `json:"proto"`
 	Instance string `json:"instance"`
+	// TokenRequired says the agent was started with --token-env: every
+	// route but an unauthenticated ping (a readiness probe's) then wants
+	// "Authorization: Bearer <token>".
+	TokenRequired bool `json:"token_required,omitempty"`
 }
 
 // Prepare is the phase plan a coordinator sends an agent.

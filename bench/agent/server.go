@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -46,6 +47,10 @@ type ServerOptions struct {
 	// who reaches the agent could have it send any of its variables
 	// (AWS_SECRET_ACCESS_KEY) to an endpoint of their choosing.
 	HeaderEnvAllow []string
+	// Token is the value of the agent's --token-env variable: when set,
+	// prepare, start and cancel want "Authorization: Bearer <Token>"
+	// (see the package doc).
+	Token string
 	// Trust is how the agent verifies an https endpoint's certificate (its
 	// --ca-cert), and the client certificate it sends one that asks (its
 	// --client-cert, --client-key); a plan's Insecure turns verification
@@ -101,17 +106,54 @@ func NewServer(opts ServerOptions) *Server {
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), instance: randomID()}
 	s.mux.HandleFunc("GET "+RoutePing, s.ping)
-	s.mux.HandleFunc("POST "+RoutePrepare, s.prepare)
-	s.mux.HandleFunc("POST "+RouteStart, s.start)
-	s.mux.HandleFunc("POST "+RouteCancel, s.cancelPhase)
+	s.mux.HandleFunc("POST "+RoutePrepare, s.withToken(s.prepare))
+	s.mux.HandleFunc("POST "+RouteStart, s.withToken(s.start))
+	s.mux.HandleFunc("POST "+RouteCancel, s.withToken(s.cancelPhase))
 	return s
+}
+
+// withToken answers 401, before h reads anything, a request without the
+// agent's token, where it has one.
+func (s *Server) withToken(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Token != "" && !s.tokenGiven(r) {
+			unauthorized(w, r)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// tokenGiven says whether r carries the agent's token. The comparison
+// takes the same time wherever the two differ.
+func (s *Server) tokenGiven(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
+}
+
+// unauthorized is the 401 for a wrong or missing token; it quotes
+// neither.
+func unauthorized(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="glmbench agent"`)
+	msg := "this agent asks for a token: give glmbench run --agents-token-env the variable holding the agent's --token-env value"
+	if r.Header.Get("Authorization") != "" {
+		msg = "this agent refused the token: it is not the one the agent was started with (--token-env)"
+	}
+	http.Error(w, msg, http.StatusUnauthorized)
 }
 
 // Handler serves the agent's routes (see the package doc).
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// ping answers anyone (a readiness probe carries no token), but checks a
+// token it is given, so a coordinator learns of a wrong one before any
+// load.
 func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, Pong{Name: s.opts.Name, Now: s.opts.Now().UnixNano(), Proto: Proto, Instance: s.instance})
+	if s.opts.Token != "" && r.Header.Get("Authorization") != "" && !s.tokenGiven(r) {
+		unauthorized(w, r)
+		return
+	}
+	writeJSON(w, Pong{Name: s.opts.Name, Now: s.opts.Now().UnixNano(), Proto: Proto, Instance: s.instance, TokenRequired: s.opts.Token != ""})
 }
 
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request) {

@@ -28,7 +28,7 @@ func tlsAgents(t *testing.T, trusts ...endpoints.Trust) ([]*Conn, []*syncbuf.Buf
 		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
 		errs = append(errs, errOut)
 	}
-	conns, err := Dial(context.Background(), addrs)
+	conns, err := Dial(context.Background(), addrs, "")
 	if err != nil {
 		t.Fatal(err)
 	}

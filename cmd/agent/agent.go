@@ -39,6 +39,9 @@ type Options struct {
 	// HeaderEnvAllow is --header-env-allow: the variables a coordinator's
 	// --header-env may have this agent read a header's value from.
 	HeaderEnvAllow []string
+	// TokenEnv is --token-env: the variable holding the token a
+	// coordinator must give (see bench/agent's package doc).
+	TokenEnv string
 }
 
 // NewCmdAgent binds agent's flags. runF replaces the run function in tests.
@@ -60,10 +63,16 @@ a file: an endpoint behind a private CA is verified against the agent's own
 agent's own --client-cert and --client-key (the coordinator's --insecure
 does travel, and the agent says so). A coordinator's --header-env NAME=VAR
 header is read here from VAR, if VAR is among --header-env-allow: a plan
-names the variable, and any other would go to the plan's endpoint.`,
+names the variable, and any other would go to the plan's endpoint.
+
+Anyone who reaches the agent's port can have it send load, with its key, to
+an endpoint of their choosing, unless it is started with --token-env VAR:
+then only a coordinator given the same token (run --agents-token-env) can.
+The agent warns when it listens beyond loopback without one.`,
 		Example: `  glmbench agent --listen :9400
   OPENAI_API_KEY=... glmbench agent --listen 0.0.0.0:9400 --api-key-env OPENAI_API_KEY
-  AZURE_KEY=... glmbench agent --listen 0.0.0.0:9400 --header-env-allow AZURE_KEY`,
+  AZURE_KEY=... glmbench agent --listen 0.0.0.0:9400 --header-env-allow AZURE_KEY
+  GLMBENCH_AGENT_TOKEN=$(openssl rand -hex 16) glmbench agent --token-env GLMBENCH_AGENT_TOKEN`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -79,6 +88,7 @@ names the variable, and any other would go to the plan's endpoint.`,
 	fl.StringVar(&o.ClientCert, "client-cert", "", "PEM file of the client certificate for an endpoint that asks for one (mTLS), with --client-key")
 	fl.StringVar(&o.ClientKey, "client-key", "", "PEM file of --client-cert's private key")
 	fl.StringSliceVar(&o.HeaderEnvAllow, "header-env-allow", nil, "environment variables a coordinator's --header-env NAME=VAR may read here for a header's value (comma-separated, repeatable); a plan naming another is refused")
+	fl.StringVar(&o.TokenEnv, "token-env", "", "environment variable holding the token a coordinator must give (run --agents-token-env); without it, anyone who reaches --listen can use this agent")
 	fl.StringVar(&o.Name, "name", "", "the agent's name in the report (default: agent-$JOB_COMPLETION_INDEX on Kubernetes, else the host name)")
 	return cmd
 }
@@ -96,6 +106,13 @@ func (o *Options) name() string {
 		return h
 	}
 	return "agent"
+}
+
+// loopback says whether a listener's address is reachable from this host
+// only.
+func loopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }
 
 // Run serves the agent protocol until ctx ends (Ctrl-C, SIGTERM).
@@ -116,13 +133,22 @@ func Run(ctx context.Context, o *Options) error {
 			return badinput.Errorf("--header-env-allow %s: want environment variables' names, comma-separated", endpoints.ShownVar(v))
 		}
 	}
+	var token string
+	if o.TokenEnv != "" {
+		if token, err = agent.ReadToken("--token-env", o.TokenEnv, o.F.Getenv); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return badinput.Errorf("--listen %s: %v", o.Listen, err)
 	}
-	srv := agent.NewServer(agent.ServerOptions{Name: o.name(), APIKeyEnv: o.APIKeyEnv, Getenv: o.F.Getenv, Trust: trust, ErrOut: o.F.IO.ErrOut, HeaderEnvAllow: o.HeaderEnvAllow})
+	srv := agent.NewServer(agent.ServerOptions{Name: o.name(), APIKeyEnv: o.APIKeyEnv, Getenv: o.F.Getenv, Trust: trust, ErrOut: o.F.IO.ErrOut, HeaderEnvAllow: o.HeaderEnvAllow, Token: token})
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.F.IO.ErrOut, "glmbench: agent %s listening on %s\n", o.name(), ln.Addr())
+	if token == "" && !loopback(ln.Addr()) {
+		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: no --token-env: anyone who reaches %s can have this agent send load, with its API key, to any endpoint\n", ln.Addr())
+	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {

@@ -50,7 +50,7 @@ func TestAnAgentStoppedMidPhaseHandsItsRecordsBack(t *testing.T) {
 	if m == nil {
 		t.Fatalf("stderr %q: no address", errOut.String())
 	}
-	conns, err := agent.Dial(context.Background(), []string{m[1]})
+	conns, err := agent.Dial(context.Background(), []string{m[1]}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

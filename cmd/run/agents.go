@@ -30,7 +30,11 @@ type AgentFlags struct {
 	Port  int // 0: defaultAgentPort
 	// Wait bounds how long --agents-dns waits for Count agents to be ready.
 	Wait time.Duration
+	// TokenEnv is --agents-token-env: the variable holding the token the
+	// agents were started with (their --token-env).
+	TokenEnv string
 
+	token string // TokenEnv's value, read by validate
 	conns []*agent.Conn
 }
 
@@ -40,14 +44,16 @@ func (a *AgentFlags) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&a.DNS, "agents-dns", "", "coordinate the agents behind this DNS name (a Kubernetes headless Service), --agents-count of them")
 	fl.IntVar(&a.Count, "agents-count", 0, "how many agents --agents-dns must find")
 	fl.IntVar(&a.Port, "agents-port", defaultAgentPort, "the agents' port under --agents-dns")
+	fl.StringVar(&a.TokenEnv, "agents-token-env", "", "environment variable holding the token the agents were started with (glmbench agent --token-env)")
 	fl.DurationVar(&a.Wait, "agents-wait", 2*time.Minute, "how long --agents-dns waits for --agents-count agents to be ready")
 }
 
 // given says whether the run is distributed.
 func (a *AgentFlags) given() bool { return len(a.Addrs) > 0 || a.DNS != "" }
 
-// validate checks the agent flags, before anything is sent.
-func (a *AgentFlags) validate() error {
+// validate checks the agent flags, and reads --agents-token-env's token
+// through getenv, before anything is sent.
+func (a *AgentFlags) validate(getenv func(string) string) error {
 	switch {
 	case len(a.Addrs) > 0 && a.DNS != "":
 		return badinput.Errorf("--agents and --agents-dns: give one")
@@ -57,6 +63,12 @@ func (a *AgentFlags) validate() error {
 		return badinput.Errorf("--agents-count goes with --agents-dns")
 	case a.Port < 0 || a.Port > 65535:
 		return badinput.Errorf("--agents-port must be a port, 1 to 65535")
+	case a.TokenEnv != "" && !a.given():
+		return badinput.Errorf("--agents-token-env goes with --agents or --agents-dns")
+	case a.TokenEnv != "":
+		var err error
+		a.token, err = agent.ReadToken("--agents-token-env", a.TokenEnv, getenv)
+		return err
 	}
 	return nil
 }
@@ -75,7 +87,7 @@ func (a *AgentFlags) dial(ctx context.Context, bo *bench.Options, say func(strin
 			return err
 		}
 	}
-	conns, err := agent.Dial(ctx, addrs)
+	conns, err := agent.Dial(ctx, addrs, a.token)
 	if err != nil {
 		return err
 	}

@@ -235,7 +235,7 @@ func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if err := o.Agents.validate(); err != nil {
+	if err := o.Agents.validate(o.F.Getenv); err != nil {
 		return nil, nil, err
 	}
 	if o.Agents.given() && o.workloadGiven() {

@@ -529,3 +529,28 @@ func TestGlmbenchBinaryDoesNotLinkKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// The truth: the agents ask for a token and the coordinator gives one,
+// each from a variable of its own container that is read from the same key
+// of the same Secret, so the two are the same token and no manifest holds
+// it.
+func TestAgentsAndCoordinatorShareATokenFromTheSecret(t *testing.T) {
+	m := load(t)
+	ref := func(j *batchv1.Job, flag string) string {
+		c := j.Spec.Template.Spec.Containers[0]
+		name, ok := flagValue(containerArgs(c), flag)
+		if !ok {
+			t.Fatalf("%s: no %s", j.Name, flag)
+		}
+		for _, e := range c.Env {
+			if e.Name == name && e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				return e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		t.Fatalf("%s: %s %s names no variable read from a secretKeyRef", j.Name, flag, name)
+		return ""
+	}
+	if a, c := ref(m.agents, "--token-env"), ref(m.coordinator, "--agents-token-env"); a != c {
+		t.Errorf("the agents' token is %s, the coordinator's %s: want the same key", a, c)
+	}
+}

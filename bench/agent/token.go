@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// MinTokenLen is the shortest token an agent or a coordinator takes: it
+// guards an API key, so a guessable one is refused (`openssl rand -hex 16`
+// makes one of 32).
+const MinTokenLen = 16
+
+// ReadToken reads the agent token from the environment variable name,
+// for the flag that named it (--token-env, --agents-token-env). The value's
+// surrounding white space is dropped on both sides (a Kubernetes Secret
+// made with --from-file keeps the file's last newline). A name that is no
+// variable's, an unset or empty variable, a value shorter than
+// MinTokenLen, or one with a control character or space inside, is bad
+// input; no error quotes the value.
+func ReadToken(flag, name string, getenv func(string) string) (string, error) {
+	if !endpoints.IsEnvName(name) {
+		return "", badinput.Errorf("%s %s: want the name of the environment variable that holds the token", flag, endpoints.ShownVar(name))
+	}
+	tok := strings.TrimSpace(getenv(name))
+	switch {
+	case tok == "":
+		return "", badinput.Errorf("%s %s: the variable is unset or empty", flag, name)
+	case len(tok) < MinTokenLen:
+		return "", badinput.Errorf("%s %s: the token has %d characters, fewer than %d (openssl rand -hex 16 makes one)", flag, name, len(tok), MinTokenLen)
+	case strings.ContainsFunc(tok, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
+		return "", badinput.Errorf("%s %s: the token has a space or control character in it, which an HTTP header cannot carry", flag, name)
+	}
+	return tok, nil
+}

@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/cmd/cmdtest"
+	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/internal/badinput"
+)
+
+// listen starts the agent with args and returns its stderr once it says
+// where it listens; the agent stops when the test ends.
+func listen(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f, _, errOut := cmdutil.TestFactory(ctx, env)
+	done := make(chan error, 1)
+	go func() { done <- cmdtest.Execute(f, NewCmdAgent, args...) }()
+	t.Cleanup(func() { cancel(); <-done })
+	at := regexp.MustCompile(`listening on \S+\n`)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if at.MatchString(errOut.String()) {
+			time.Sleep(20 * time.Millisecond) // the warning, if any, follows at once
+			return errOut.String()
+		}
+	}
+	t.Fatalf("stderr %q: the agent never said where it listens", errOut.String())
+	return ""
+}
+
+// The truth: an agent listening beyond loopback without --token-env warns
+// that anyone who reaches it can use it; on loopback, or with a token, it
+// does not. The warning never holds the token.
+func TestAnAgentWithoutATokenWarnsWhenOthersCanReachIt(t *testing.T) {
+	const token = "tok-0123456789abcdef0123456789abcdef"
+	env := map[string]string{"GLMBENCH_AGENT_TOKEN": token}
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"--listen", ":0"}, true},
+		{[]string{"--listen", "127.0.0.1:0"}, false},
+		{[]string{"--listen", ":0", "--token-env", "GLMBENCH_AGENT_TOKEN"}, false},
+	} {
+		errOut := listen(t, env, tc.args...)
+		if got := strings.Contains(errOut, "warning: no --token-env"); got != tc.warn {
+			t.Errorf("%v: stderr %q; warned %v, want %v", tc.args, errOut, got, tc.warn)
+		}
+		if strings.Contains(errOut, token) {
+			t.Errorf("%v: stderr holds the token", tc.args)
+		}
+	}
+}
+
+// The truth: --token-env naming an unset variable exits 2 before the agent
+// listens.
+func TestAnAgentsUnsetTokenVariableIsBadInput(t *testing.T) {
+	f, _, errOut := cmdutil.TestFactory(context.Background(), nil)
+	err := cmdtest.Execute(f, NewCmdAgent, "--listen", "127.0.0.1:0", "--token-env", "GLMBENCH_AGENT_TOKEN")
+	if !badinput.Is(err) || !strings.Contains(err.Error(), "GLMBENCH_AGENT_TOKEN") || strings.Contains(errOut.String(), "listening") {
+		t.Fatalf("err %v, stderr %q; want bad input naming the variable, and no listener", err, errOut.String())
+	}
+}
