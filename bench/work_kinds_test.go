@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,29 +339,54 @@ func TestATracePhaseSendsEachRequestAtItsScaledTimestamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
+	// The reference, measured in the same run: how late a plain timer
+	// fires on this machine while the phase runs. A send may be that late
+	// too; more would be the harness's own fault.
+	stop := make(chan struct{})
+	slack := make(chan time.Duration)
+	go func() { slack <- timerSlack(stop) }()
 	run := RunWorkPhase(context.Background(), o, plans[0])
+	close(stop)
+	tol := 0.002 + (<-slack).Seconds()
 	late := 0
 	for i, r := range run.Records {
 		// The truth: (timestamp − the first) ms × 0.5. The plan holds it
-		// exactly; the send itself within 2 ms, unless the machine held the
-		// client back, which its send lag then says.
+		// exactly; the send itself within 2 ms plus the machine's timer
+		// slack (tol), the lag it then records.
 		want := float64(ms[i]-ms[0]) * 0.5e-3
 		planned := r.SendOffset - r.SendLag
 		if !r.Completed() || math.Abs(planned-want) > 1e-4 {
 			t.Errorf("request %d: planned at %.4f s, its scaled timestamp is %.4f s (%+v)", i, planned, want, r)
 		}
-		if r.SendOffset < want-0.002 || r.SendOffset > want+0.002 {
+		if r.SendOffset < want-0.002 || r.SendOffset > want+tol {
 			late++
-			t.Logf("request %d: sent at %.4f s, %.1f ms from its scaled timestamp %.4f s (send lag %.1f ms)", i, r.SendOffset, (r.SendOffset-want)*1e3, want, r.SendLag*1e3)
-			if r.SendOffset > want+0.020 {
+			t.Logf("request %d: sent at %.4f s, %.1f ms from its scaled timestamp %.4f s (send lag %.1f ms, tolerance %.1f ms)", i, r.SendOffset, (r.SendOffset-want)*1e3, want, r.SendLag*1e3, tol*1e3)
+			if r.SendOffset > want+tol+0.020 {
 				t.Errorf("request %d: sent %.1f ms after its scaled timestamp", i, (r.SendOffset-want)*1e3)
 			}
 		}
 	}
-	// On a shared machine under a full test run a send may slip by a few
-	// ms; most are within 2 ms.
 	if late > len(ms)/4 {
-		t.Errorf("%d of %d requests sent more than 2 ms from their scaled timestamps", late, len(ms))
+		t.Errorf("%d of %d requests sent more than %.1f ms (2 ms and this machine's timer slack) from their scaled timestamps", late, len(ms), tol*1e3)
+	}
+}
+
+// timerSlack sets 1 ms timers one after another until stop closes, and
+// returns the most any fired late: the machine's own scheduling delay
+// while the phase ran, the reference a timed send is judged beside.
+func timerSlack(stop <-chan struct{}) time.Duration {
+	var late []time.Duration
+	for {
+		t0 := time.Now()
+		select {
+		case <-stop:
+			if len(late) == 0 {
+				return 0
+			}
+			return slices.Max(late)
+		case <-time.After(time.Millisecond):
+			late = append(late, time.Since(t0)-time.Millisecond)
+		}
 	}
 }
 
