@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -221,8 +222,10 @@ func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 	if o.ProbeTimeout < 0 {
 		return nil, nil, badinput.Errorf("--probe-timeout must not be negative")
 	}
-	if o.RequestRate < 0 {
-		return nil, nil, badinput.Errorf("--request-rate must not be negative")
+	if o.RequestRate < 0 || math.IsNaN(o.RequestRate) || math.IsInf(o.RequestRate, 0) {
+		// pflag parses "NaN" and "Inf" as numbers; either reached the report
+		// and failed its write, after the load.
+		return nil, nil, badinput.Errorf("--request-rate must be a number of requests per second, 0 or more, not %v", o.RequestRate)
 	}
 	if o.MaxConcurrency < 0 {
 		return nil, nil, badinput.Errorf("--max-concurrency must not be negative")

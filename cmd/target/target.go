@@ -79,6 +79,12 @@ func OpenEndpoint(ctx context.Context, f *cmdutil.Factory, flags endpoints.Flags
 		// The built-in engine serves plain HTTP on loopback: nothing to verify.
 		return nil, badinput.Errorf("--%sca-cert, --%sinsecure and --%sclient-cert are for an https %s: the built-in engine serves plain HTTP", flags.Prefix, flags.Prefix, flags.Prefix, flag)
 	}
+	if !flags.Given() && (len(flags.Headers) > 0 || len(flags.HeaderEnv) > 0 || flags.APIKeyEnvSet) {
+		// The built-in engine asks for no key and reads no header: a flag
+		// meant for an endpoint whose --endpoint went missing would
+		// otherwise be dropped without a word.
+		return nil, badinput.Errorf("--%sheader, --%sheader-env and --%sapi-key-env are for an %s: the built-in engine takes no key or header", flags.Prefix, flags.Prefix, flags.Prefix, flag)
+	}
 	if !flags.Given() {
 		o := engine.DefaultOptions()
 		o.Version = f.Version

@@ -144,8 +144,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("schedule_policy %q: want fcfs or lpm", c.SchedulePolicy)
 	case c.MaxRunningRequests < 1 || c.MaxQueuedRequests < 0 || c.StreamInterval < 1:
 		return fmt.Errorf("max_running_requests, max_queued_requests and stream_interval must be positive")
-	case c.ScheduleConservativeness <= 0:
-		return fmt.Errorf("schedule_conservativeness must be positive")
+	case !(c.ScheduleConservativeness > 0) || math.IsInf(c.ScheduleConservativeness, 1):
+		// NaN fails every comparison: the negated test refuses it.
+		return fmt.Errorf("schedule_conservativeness must be a positive number, not %v", c.ScheduleConservativeness)
 	}
 	return c.validateSpec()
 }
