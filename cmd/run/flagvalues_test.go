@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,5 +43,23 @@ func TestEndpointOnlyFlagsWithoutAnEndpointAreRefused(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "the built-in engine takes no key or header") || strings.Contains(stderr, "using the built-in engine") {
 			t.Errorf("%v: exit %d, stderr %q; want 2 before the engine starts", args, code, stderr)
 		}
+	}
+}
+
+// The truth: a --out that is a file is refused, exit 2, before the
+// endpoint sees any request.
+func TestAnOutThatIsAFileIsRefusedBeforeAnyLoad(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
+	file := filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--phase", "p=2/32/2", "--out", file)
+	if code != 2 || !strings.Contains(stderr, "is a file, not a folder") {
+		t.Errorf("exit %d, stderr %q; want 2 saying --out is a file", code, stderr)
+	}
+	if n := p.Requests("POST /v1/chat/completions"); n != 0 {
+		t.Errorf("the endpoint got %d generation requests; want none", n)
 	}
 }

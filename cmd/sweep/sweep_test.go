@@ -122,12 +122,14 @@ func TestASweepWritesItsCapacityTableAndPlots(t *testing.T) {
 func TestASweepWhoseReportCannotBeWrittenStopsAtOnce(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t, enginetest.Sim(sim.CostModel{StepOverhead: time.Millisecond}))
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
+	// The folder can be written (the check before any load passes), but
+	// report.json cannot: a folder stands in its place.
+	out := t.TempDir()
+	if err := os.Mkdir(filepath.Join(out, reports.ReportJSON), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr := execute(t, "--endpoint", e.BaseURL(), "--shape", "32/8", "--concurrency", "1,2,3,4,5,6",
-		"--warmup", "0s", "--duration", "300ms", "--out", filepath.Join(file, "out"))
+		"--warmup", "0s", "--duration", "300ms", "--out", out)
 	if code != cmdutil.ExitFailed || !strings.Contains(stderr, "writing the report to") {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 saying the report could not be written", code, stderr)
 	}

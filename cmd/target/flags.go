@@ -210,9 +210,11 @@ func (s *Flags) Open(ctx context.Context, f *cmdutil.Factory) (*Target, error) {
 	t.Started = f.Now()
 	if !s.Section {
 		t.Label, t.Out = t.output(c.Label, c.Out)
-		return t, nil
+	} else if t.Label, t.Out, err = t.sectionOutput(c.Label, c.Out); err != nil {
+		t.Close()
+		return nil, err
 	}
-	if t.Label, t.Out, err = t.sectionOutput(c.Label, c.Out); err != nil {
+	if err := checkWritable(t.Out); err != nil {
 		t.Close()
 		return nil, err
 	}
