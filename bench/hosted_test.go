@@ -2,10 +2,16 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
@@ -158,5 +164,57 @@ func TestACalibrationProbeMeetingAnthropicsOverloadTriesAgain(t *testing.T) {
 			t.Errorf("%s: %d probes sent, want 3", c.name, sent.Load())
 		}
 		srv.Close()
+	}
+}
+
+// thinkingServer answers chat as a model that thinks think tokens before
+// its answer, within max_tokens, streaming none of it and counting it in
+// completion_tokens_details.reasoning_tokens, with usage on the finish
+// chunk (Gemini 2.5's thinking counts in its output cap; whether its
+// OpenAI-compatible route reports reasoning_tokens is unverified).
+func thinkingServer(t *testing.T, think int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+			MaxTokens int  `json:"max_tokens"`
+			Stream    bool `json:"stream"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || !req.Stream || len(req.Messages) != 1 {
+			http.Error(w, `{"error":{"message":"not served"}}`, http.StatusNotFound)
+			return
+		}
+		prompt := 10 + (len(req.Messages[0].Content)+3)/4
+		hidden := min(think, req.MaxTokens)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n")
+		for range req.MaxTokens - hidden {
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" a\"}}]}\n\n")
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d,\"completion_tokens_details\":{\"reasoning_tokens\":%d}}}\n\ndata: [DONE]\n\n",
+			prompt, req.MaxTokens, prompt+req.MaxTokens, hidden)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A model whose hidden thinking counts in max_tokens (Gemini 2.5) can
+// spend a small OUT before any content: the shape probe's empty stream is
+// said as that, from the usage's own reasoning_tokens, with what to change;
+// an OUT with room for an answer runs.
+func TestAThinkingModelsCapSpentBeforeAnyContentIsSaidSo(t *testing.T) {
+	t.Parallel()
+	srv := thinkingServer(t, 24)
+	ep := resolve(t, srv.URL+"/v1", "gemini-2.5-flash")
+	o := &Options{Endpoint: ep, Shape: Shape{Model: "gemini-2.5-flash"},
+		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
+	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 16}})
+	if err == nil || !strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "the usage counts 16 reasoning tokens of 16 and no content") || !strings.Contains(err.Error(), "a larger OUT") {
+		t.Fatalf("%v: want the empty shape probe said as a cap spent on hidden reasoning", err)
+	}
+	if _, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 64, Out: 40}}); err != nil {
+		t.Fatal(err)
 	}
 }
