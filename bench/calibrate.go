@@ -104,6 +104,10 @@ type prober struct {
 
 var errNoUsage = errors.New("no usage reported")
 
+// statusOverloaded is Anthropic's 529 (overloaded_error): its API is
+// overloaded for all its users, and the request may be sent again.
+const statusOverloaded = 529
+
 // tokens returns usage.prompt_tokens for a prompt with chars of filler.
 func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 	return p.count(ctx, p.userMessage(p.fill.Text(chars)))
@@ -127,7 +131,9 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 			return 0, res.Cancelled
 		}
 		// A probe is not load: a busy endpoint gets two more chances.
-		if (res.Class == schema.RateLimited || res.Class == schema.QueueFull) && attempt < 2 {
+		// Anthropic's API answers its overload with 529 overloaded_error,
+		// busy as a 503 is (an http_5xx in the load).
+		if (res.Class == schema.RateLimited || res.Class == schema.QueueFull || res.Status == statusOverloaded) && attempt < 2 {
 			sleepCtx(ctx, retryWait(res.RetryAfter))
 			continue
 		}
@@ -251,6 +257,10 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// OpenAI's reasoning models think first, streaming nothing, within
 		// max_completion_tokens: one that uses it up ends with no content.
 		pe.Msg += "; a reasoning model's hidden reasoning counts in max_completion_tokens and can spend it all before any content: a larger OUT leaves room for an answer"
+	} else if res.Class == schema.Empty && res.ReasoningTokens > 0 {
+		// Gemini 2.5 thinks within its output cap, max_tokens, streaming
+		// none of it; the usage says how much it spent.
+		pe.Msg += fmt.Sprintf("; the usage counts %d reasoning tokens of %d and no content: the model's hidden reasoning counts in max_tokens and spent it before any answer: a larger OUT leaves room for one (or an --extra-body field that turns its thinking down, such as reasoning_effort)", res.ReasoningTokens, res.CompletionTokens)
 	}
 	if res.Class == schema.Empty && slices.ContainsFunc(endpoints.ExtraFields(p.shape.Extra), func(k string) bool { return k == "tools" || k == "functions" }) {
 		// A tool call's name and arguments are content events (see

@@ -19,6 +19,7 @@ import (
 	"github.com/glmbench/glmbench/internal/rxstamp"
 	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // BodyLimit is how many bytes of a failed response's body a record keeps.
@@ -222,6 +223,23 @@ func HTTPStatus(err error) int {
 		return re.HTTPStatusCode
 	}
 	return 0
+}
+
+// AnswerMessage returns the server's own message in an error from go-openai
+// that carries an answer (HTTPStatus non-zero), on one line and clipped:
+// an OpenAI error's message, or summary.ErrorMessage of a body go-openai
+// could not read (Google's array-shaped errors, vLLM's {"error": "…"});
+// "" for none. ListModels has redacted both.
+func AnswerMessage(err error) string {
+	var re *openai.RequestError
+	if errors.As(err, &re) && len(re.Body) > 0 {
+		return text.Clip(summary.ErrorMessage(re.Body), 160, "…")
+	}
+	var ae *openai.APIError
+	if errors.As(err, &ae) {
+		return text.Clip(text.OneLine(ae.Message), 160, "…")
+	}
+	return ""
 }
 
 // Message is one chat message.

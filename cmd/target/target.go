@@ -199,10 +199,10 @@ func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 		return &notReady{why: fmt.Sprintf("GET /models answered HTTP %d", status)}
 	case status != 0 && ep.Model != "":
 		// Some providers have no /models; with --model given that is fine.
-		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d%s; using --model %s%s\n", status, modelsHint(ep.BaseURL), ep.Model, startingHint(status))
+		fmt.Fprintf(warn, "glmbench: warning: GET /models answered HTTP %d%s; using --model %s%s%s\n", status, modelsHint(ep.BaseURL), ep.Model, startingHint(status), said(err))
 		return nil
 	case status != 0:
-		return badinput.Errorf("GET %s/models answered HTTP %d%s; pass --model%s", ep.BaseURL, status, modelsHint(ep.BaseURL), startingHint(status))
+		return badinput.Errorf("GET %s/models answered HTTP %d%s; pass --model%s%s", ep.BaseURL, status, modelsHint(ep.BaseURL), startingHint(status), said(err))
 	}
 	if msg, ok := ep.TLSFailure(err); ok {
 		return badinput.Errorf("the endpoint %s: %s", ep, msg)
@@ -226,6 +226,16 @@ func listModels(ctx context.Context, ep *endpoints.Endpoint, connect time.Durati
 		return badinput.Errorf("the endpoint %s is unreachable: %s%s", ep, msg, startingHint(0))
 	}
 	return badinput.Errorf("the endpoint %s is unreachable: %s", ep, msg)
+}
+
+// said is "; the endpoint says: " and the server's own message in err, ""
+// for none: Google's APIs answer a key they do not know with 400 "API key
+// not valid. …", not 401, and the message says what to fix.
+func said(err error) string {
+	if msg := endpoints.AnswerMessage(err); msg != "" {
+		return "; the endpoint says: " + msg
+	}
+	return ""
 }
 
 // modelsHint names the base to give when base itself ends in /models (a

@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/montanaflynn/stats"
 
@@ -171,12 +172,27 @@ func first(s string, n int) string { return text.Clip(s, n, "") }
 
 // ErrorMessage extracts the human message from an error body, on one line:
 // the "message" of an OpenAI-shaped error (or a top-level "message"/"detail"),
-// else the text.
+// of Anthropic's {"type": "error", "error": {...}}, or of the first element
+// of Google's array ([{"error": {...}}], Gemini's OpenAI-compatible route);
+// of a body cut short (a record keeps its first 200 bytes), the first
+// "message" string, to where the cut fell; else the text.
 func ErrorMessage(body []byte) string {
 	return text.OneLine(errorText(body))
 }
 
 func errorText(body []byte) string {
+	var list []json.RawMessage
+	if json.Unmarshal(body, &list) == nil && len(list) > 0 {
+		if msg := errorText(list[0]); msg != string(list[0]) {
+			return msg
+		}
+		return strings.ToValidUTF8(string(body), "?")
+	}
+	if !json.Valid(body) {
+		if msg, ok := cutMessage(body); ok {
+			return msg
+		}
+	}
 	var v struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
@@ -201,6 +217,55 @@ func errorText(body []byte) string {
 		}
 	}
 	return strings.ToValidUTF8(string(body), "?")
+}
+
+// cutMessage is the first "message" string of a JSON body that is not
+// whole (cut short), decoded as far as it goes; false when body does not
+// start as JSON or holds no such string.
+func cutMessage(body []byte) (string, bool) {
+	s := strings.TrimSpace(string(body))
+	if s == "" || s[0] != '{' && s[0] != '[' {
+		return "", false
+	}
+	key := strings.Index(s, `"message"`)
+	if key < 0 {
+		return "", false
+	}
+	rest := strings.TrimLeft(s[key+len(`"message"`):], " \t\r\n")
+	rest, ok := strings.CutPrefix(rest, ":")
+	if !ok {
+		return "", false
+	}
+	rest, ok = strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), `"`)
+	if !ok {
+		return "", false
+	}
+	end := len(rest)
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '\\' {
+			i++
+			continue
+		}
+		if rest[i] == '"' {
+			end = i
+			break
+		}
+	}
+	raw := rest[:end]
+	for k := 0; end == len(rest) && k < 3 && !utf8.ValidString(raw); k++ {
+		raw = raw[:len(raw)-1] // a character the cut split
+	}
+	var msg string
+	err := json.Unmarshal([]byte(`"`+raw+`"`), &msg)
+	if i := strings.LastIndexByte(raw, '\\'); err != nil && i >= 0 && i >= len(raw)-6 {
+		// The cut fell inside an escape (a lone backslash, a partial
+		// \uXXXX): what came before it.
+		err = json.Unmarshal([]byte(`"`+raw[:i]+`"`), &msg)
+	}
+	if err != nil || msg == "" {
+		return "", false
+	}
+	return msg, true
 }
 
 // Percentile is the p-th percentile of xs by PercentileMethod (the one every
