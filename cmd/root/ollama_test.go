@@ -1,0 +1,146 @@
+package root
+
+// End-to-end runs of glmbench against the ollama personality of
+// endpoints/endpointstest: `ollama serve` as its sources describe it
+// (docs/SERVERS.md). Each test states what a first run against Ollama must
+// get right.
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// A warm Ollama states the context its requests get only in GET /api/ps
+// (context_length of the loaded model): the pre-flight reads it there and
+// refuses a phase past it before any probe.
+func TestRunAgainstAWarmOllamaRefusesAPhasePastItsContextBeforeAnyProbe(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{Loaded: true}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2040/16", "--out", dir)
+	wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,040+16", "2,048", "/api/ps")
+	if n := p.Requests("POST /v1/chat/completions"); n != 0 {
+		t.Errorf("%d chat requests reached the server; the stated context refuses the phase before any", n)
+	}
+}
+
+// A cold Ollama (its model not loaded yet) states no context anywhere, and
+// truncates a prompt past num_ctx (4,096 by default) instead of refusing
+// it, counting what it kept: calibration sees the count stop following the
+// filler and names about where, before any load.
+func TestRunAgainstAColdOllamaFindsWhereItTruncates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		whole bool
+	}{{"2026 builds: the cut keeps half the window", false}, {"the 2025 runner: the cut keeps the window", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{WholeWindow: tc.whole}})
+			base, log := v1Only(t, p)
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "long=2/4000/16", "--out", dir)
+			wantExit2InOneLine(t, code, stderr, dir, "phase long", "4,000")
+			m := truncatesAt.FindStringSubmatch(lastLine(stderr))
+			if m == nil {
+				t.Fatalf("the line does not say where the endpoint truncates: %s", lastLine(stderr))
+			}
+			// Counts follow the prompt up to num_ctx, 2,048.
+			if at, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", "")); at < 2048-20 || at > 2048 {
+				t.Errorf("truncation named at %d tokens; num_ctx is 2,048", at)
+			}
+			if probes, load := log.counts(); load != 0 || probes == 0 {
+				t.Errorf("%d probes and %d load requests reached the server; want probes only", probes, load)
+			}
+		})
+	}
+}
+
+// Ollama drops ignore_eos (no field of its request struct): a model that
+// stops at its EOS ends a request before OUT. The run still completes, n
+// comes from usage, and the report counts every such request as
+// short_output rather than taking max_tokens for the count.
+func TestRunAgainstOllamaCountsRequestsThatEndedAtEOS(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{EOSAfter: 3})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, recs, _ := readReport(t, dir)
+	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Short != 4 || ph.Errors != 0 {
+		t.Errorf("phase %+v; want 4 completed, all 4 short", ph)
+	}
+	for _, r := range recs {
+		if r.N != 3 || r.NSource != schema.NFromUsage || r.Finish != "stop" {
+			t.Errorf("record %d: n %d from %q, finish %q; want 3 from usage, stop", r.I, r.N, r.NSource, r.Finish)
+		}
+	}
+	// ignore_eos was sent (it is the default), and dropped by the server.
+	for i, f := range p.BodyFields() {
+		if string(f["ignore_eos"]) != "true" {
+			t.Errorf("request %d: ignore_eos %s", i, f["ignore_eos"])
+		}
+	}
+}
+
+// The other routes run against Ollama too: the completions API (whose
+// stream writes usage {0, 0, 0} on every chunk before the real one), a
+// thinking model (its reasoning streamed as delta.reasoning), and a model
+// that loads on the first request. Each phase completes with n from usage.
+func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts endpointstest.Options
+		args []string
+	}{
+		{"the chat route", endpointstest.Options{}, nil},
+		{"the completions route", endpointstest.Options{}, []string{"--api", "completions"}},
+		{"a thinking model", endpointstest.Options{Ollama: endpointstest.OllamaOptions{Thinking: 3}}, nil},
+		{"a model loaded by the first request", endpointstest.Options{Ollama: endpointstest.OllamaOptions{Load: 300 * time.Millisecond}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, tc.opts)
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, append([]string{"run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			rep, recs, _ := readReport(t, dir)
+			if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 || ph.Short != 0 || ph.BadUsage != 0 {
+				t.Errorf("phase %+v", ph)
+			}
+			for _, r := range recs {
+				if r.N != 8 || r.NSource != schema.NFromUsage {
+					t.Errorf("record %d: n %d from %q; want 8 from usage", r.I, r.N, r.NSource)
+				}
+			}
+		})
+	}
+}
+
+// Past OLLAMA_NUM_PARALLEL generating and OLLAMA_MAX_QUEUE waiting, Ollama
+// answers 503 "server busy": run counts those as queue_full, and the
+// requests within the limit complete.
+func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{TTFT: 200 * time.Millisecond, Ollama: endpointstest.OllamaOptions{NumParallel: 1, MaxQueue: 2}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, _, _ := readReport(t, dir)
+	ph := rep.Phases[0]
+	if refused := ph.ByClass[schema.QueueFull]; refused == 0 || ph.Completed < 3 || ph.Completed+refused != 16 || ph.Errors != refused {
+		t.Errorf("phase: %d completed, errors by class %v; want only queue_full refusals", ph.Completed, ph.ByClass)
+	}
+}
