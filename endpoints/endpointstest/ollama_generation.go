@@ -36,9 +36,10 @@ func (p *Personality) ollamaGenerate(w http.ResponseWriter, r *http.Request, bod
 	promptN := p.ollamaKept(g.promptN)
 	g.samp.nonce = uint64(seq)
 	a := p.answer(g, p.ollamaBudget(g, promptN), g.samp)
-	// The middleware's id: "chatcmpl-" and rand.Intn(999), so two
-	// answers may share one.
-	id := fmt.Sprint(seq % 999)
+	// The middleware's id: "chatcmpl-" and rand.Intn(999), so answers
+	// share ids by chance (32 at once: about 2 in 5 times); the fake draws
+	// it from the request's number, the same every run.
+	id := fmt.Sprint(mix(hash64("ollama id"), uint64(seq)) % 999)
 	if g.stream {
 		p.ollamaStream(w, r, g, id, promptN, a)
 		return

@@ -3,6 +3,7 @@ package endpointstest
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,26 @@ func TestOllamaServesChatLogprobsButNotCompletions(t *testing.T) {
 	v = post(t, old.BaseURL()+"/chat/completions", chatBody("llama3.2", "hi", 3, "logprobs", true)).json(t)
 	if _, has := choice0(v)["logprobs"]; has {
 		t.Errorf("a build before logprobs answered them: %v", v)
+	}
+}
+
+func TestOllamaDrawsAnswerIDsFromNineHundredNinetyNine(t *testing.T) {
+	p := Start(t, Ollama, Options{})
+	seen := map[string]int{}
+	repeats := 0
+	for i := range 100 {
+		id, _ := post(t, p.BaseURL()+"/chat/completions", chatBody("llama3.2", "hi", 1)).json(t)["id"].(string)
+		n, err := strconv.Atoi(strings.TrimPrefix(id, "chatcmpl-"))
+		if !strings.HasPrefix(id, "chatcmpl-") || err != nil || n < 0 || n >= 999 {
+			t.Fatalf("request %d: id %q; want chatcmpl- and 0 to 998", i, id)
+		}
+		if seen[id]++; seen[id] > 1 {
+			repeats++
+		}
+	}
+	// 100 draws of 999 repeat with probability 1 − e^(−100·99/2/999) ≈ 99%;
+	// the fake's draw is fixed, and repeats.
+	if repeats == 0 {
+		t.Error("100 answers, no id repeated")
 	}
 }
