@@ -1,6 +1,13 @@
 package conform
 
 import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -29,5 +36,55 @@ func TestAgainstOllamaADroppedIgnoreEOSFailsMaxTokensAlone(t *testing.T) {
 	}
 	if r := res["concurrent-streams"]; r.Status != string(Pass) || !strings.Contains(r.Detail, "without ignore_eos, which max-tokens found not honoured") {
 		t.Errorf("concurrent-streams: %s %q; want a pass judged without ignore_eos", r.Status, r.Detail)
+	}
+}
+
+// sameIDs puts p behind a proxy that gives every answer the id
+// "chatcmpl-7": Ollama's ids (rand.Intn(999)) as they fall when two of 32
+// concurrent streams draw the same number, every time.
+func sameIDs(t *testing.T, p *endpointstest.Personality) string {
+	t.Helper()
+	u, _ := url.Parse(p.URL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.ModifyResponse = func(r *http.Response) error {
+		pr, pw := io.Pipe()
+		body := r.Body
+		go func() {
+			sc := bufio.NewScanner(body)
+			sc.Buffer(nil, 1<<24)
+			for sc.Scan() {
+				line := ollamaID.ReplaceAllString(sc.Text(), `"id":"chatcmpl-7"`)
+				if _, err := io.WriteString(pw, line+"\n"); err != nil {
+					break
+				}
+			}
+			body.Close()
+			pw.Close()
+		}()
+		r.Body = pr
+		r.ContentLength = -1
+		r.Header.Del("Content-Length")
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+var ollamaID = regexp.MustCompile(`"id":"chatcmpl-[0-9]+"`)
+
+// Streams that share an id but each count their own prompt have not
+// crossed: concurrent-streams passes, saying the ids repeat. Before, it
+// failed "streams 0 and 1 share the id", as it would against Ollama about
+// 2 times in 5.
+func TestConcurrentStreamsTellsRepeatedIDsFromCrossedStreams(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{})
+	cfg := testConfig(sameIDs(t, p), p.Opts.Model)
+	cfg.Only = []string{"concurrent-streams"}
+	res := run(t, cfg)
+	if r := res["concurrent-streams"]; r.Status != string(Pass) || !strings.Contains(r.Detail, "31 share theirs with another stream") {
+		t.Errorf("concurrent-streams: %s %q; want a pass naming the 31 repeats", r.Status, r.Detail)
 	}
 }
