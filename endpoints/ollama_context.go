@@ -27,7 +27,7 @@ func (c *Client) ollamaContext(ctx context.Context) (n int, source string) {
 	want := ollamaTagged(c.ep.Model)
 	for _, m := range ps.Models {
 		if (c.ep.Model == "" || ollamaTagged(m.Name) == want || ollamaTagged(m.Model) == want) && m.ContextLength != nil && stated(*m.ContextLength) {
-			return int(*m.ContextLength), "context_length in GET /api/ps"
+			return int(*m.ContextLength), "context_length in GET /api/ps; OLLAMA_CONTEXT_LENGTH sets it"
 		}
 	}
 	return 0, ""

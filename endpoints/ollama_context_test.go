@@ -41,7 +41,7 @@ func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
 		t.Parallel()
 		p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 8192, Ollama: endpointstest.OllamaOptions{Loaded: true}})
 		for _, model := range []string{"llama3.2", "llama3.2:latest", ""} {
-			if n, source := contextOf(t, p.BaseURL(), model); n != 8192 || source != "context_length in GET /api/ps" {
+			if n, source := contextOf(t, p.BaseURL(), model); n != 8192 || source != "context_length in GET /api/ps; OLLAMA_CONTEXT_LENGTH sets it" {
 				t.Errorf("model %q: %d from %q; want 8192 from /api/ps", model, n, source)
 			}
 		}

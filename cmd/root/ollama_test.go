@@ -144,3 +144,40 @@ func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
 		t.Errorf("phase: %d completed, errors by class %v; want only queue_full refusals", ph.Completed, ph.ByClass)
 	}
 }
+
+// Ollama has no echo (ppl has no route), answers chat logprobs (current
+// builds) but none on /v1/completions: long-ppl is scored by chat
+// logprobs and MMLU by the chat answer's top_logprobs; a build before
+// logprobs leaves MMLU its greedy answer and long-ppl nothing. Each says so.
+func TestEvalsAgainstOllamaTakeTheRoutesItServes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		opts       endpointstest.Options
+		longPPL    string // its method when scored, "" when unsupported
+		mmlu       string
+		unsupports []string
+	}{
+		{"a current build", endpointstest.Options{}, "chat-logprobs", "chat-top-logprobs", []string{"ppl"}},
+		{"a build before logprobs", endpointstest.Options{Ollama: endpointstest.OllamaOptions{NoLogprobs: true}}, "", "chat-greedy", []string{"ppl", "long-ppl"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, tc.opts)
+			_, got, stderr := evalsOf(t, p.BaseURL())
+			if tc.longPPL != "" {
+				wantScoredBy(t, got, "long-ppl", tc.longPPL)
+			}
+			wantScoredBy(t, got, "mmlu", tc.mmlu)
+			wantScoredBy(t, got, "triviaqa", "generate")
+			for _, name := range tc.unsupports {
+				if e := got[name]; e.Status != "unsupported" || e.Failure == nil || e.Failure.Kind != "logprobs_missing" {
+					t.Errorf("%s: %+v; want unsupported, logprobs_missing", name, e)
+				}
+			}
+			if t.Failed() {
+				t.Log(stderr)
+			}
+		})
+	}
+}
