@@ -181,3 +181,15 @@ func TestEvalsAgainstOllamaTakeTheRoutesItServes(t *testing.T) {
 		})
 	}
 }
+
+// Ollama loads a model on its first request and sends nothing until it is
+// loaded, which can take minutes for a large one: a first probe that runs
+// past its limit says that a first request may be loading the model, and
+// how to give it time.
+func TestAProbeThatOutwaitsOllamasLoadSaysTheModelMayBeLoading(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Ollama: endpointstest.OllamaOptions{Load: time.Minute}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=2/64/8", "--probe-timeout", "300ms", "--out", dir)
+	wantExit2InOneLine(t, code, stderr, dir, "calibration probe", "300ms", "--probe-timeout", "loading its model")
+}
