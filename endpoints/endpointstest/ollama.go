@@ -150,13 +150,23 @@ func (p *Personality) serveOllama(w http.ResponseWriter, r *http.Request, body [
 		p.ollamaGenerate(w, r, body, true)
 	case path == "/v1/completions" && r.Method == http.MethodPost:
 		p.ollamaGenerate(w, r, body, false)
+	case ollamaRoutes[path]:
+		// A known route by another method: gin's 405, as GenerateRoutes
+		// sets HandleMethodNotAllowed.
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(405)
+		io.WriteString(w, "405 method not allowed")
 	default:
-		// gin's default 404 (no route; HandleMethodNotAllowed is off).
+		// gin's default 404: no /health, /metrics or /props.
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(404)
 		io.WriteString(w, "404 page not found")
 	}
 }
+
+// ollamaRoutes are the fake's routes (server/routes.go GenerateRoutes has
+// more, none of which glmbench asks).
+var ollamaRoutes = set("/", "/api/version", "/api/tags", "/api/ps", "/api/show", "/v1/models", "/v1/chat/completions", "/v1/completions")
 
 // ollamaName is a model name with Ollama's default tag: "llama3.2" is
 // "llama3.2:latest".

@@ -23,6 +23,9 @@ func TestOllamaAnswersItsRootAndNoReadinessRoute(t *testing.T) {
 			t.Errorf("GET %s: %d %q (%s); want gin's text 404", path, r.status, r.body, r.header.Get("Content-Type"))
 		}
 	}
+	if r := get(t, p.BaseURL()+"/chat/completions"); r.status != 405 || string(r.body) != "405 method not allowed" {
+		t.Errorf("GET /v1/chat/completions: %d %q; want gin's 405", r.status, r.body)
+	}
 	if v := get(t, p.URL+"/api/version").json(t); v["version"] == "" {
 		t.Errorf("version %v", v)
 	}
