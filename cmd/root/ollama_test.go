@@ -193,3 +193,32 @@ func TestAProbeThatOutwaitsOllamasLoadSaysTheModelMayBeLoading(t *testing.T) {
 	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=2/64/8", "--probe-timeout", "300ms", "--out", dir)
 	wantExit2InOneLine(t, code, stderr, dir, "calibration probe", "300ms", "--probe-timeout", "loading its model")
 }
+
+// Builds with cached_tokens (ollama/ollama PR #17943) report what their
+// slots' caches served: run's prefix-cache section reads it for a
+// shared-prefix workload; an older build reports none, and run says so.
+func TestRunReadsOllamasCachedTokensWhereItsBuildSendsThem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		reported bool
+	}{{"a build that reports cached_tokens", true}, {"an older build", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 8192, Ollama: endpointstest.OllamaOptions{NumParallel: 4, CachedTokens: tc.reported}})
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--workload", "shared-prefix", "--out", dir)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			rep, _, _ := readReport(t, dir)
+			c := rep.Phases[0].Cache
+			if c == nil {
+				t.Fatalf("no cache block: %+v", rep.Phases[0])
+			}
+			if got := c.HitRate != nil && *c.HitRate > 0; got != tc.reported {
+				t.Errorf("hit rate %v; want one above 0: %v", c.HitRate, tc.reported)
+			}
+		})
+	}
+}

@@ -71,6 +71,13 @@ type OllamaOptions struct {
 	// NoLogprobs stands for builds before logprobs support (late 2025):
 	// logprobs and top_logprobs are dropped like any unknown field.
 	NoLogprobs bool
+	// CachedTokens stands for builds with ollama/ollama PR #17943 (August
+	// 2026): usage carries prompt_tokens_details.cached_tokens, the prompt's
+	// tokens its llama-server runner found in a slot's cache (the fake:
+	// the longest prefix shared with one of the last NumParallel prompts,
+	// at most all but the last token), prompt_tokens still the whole count.
+	// Without it, no cached count (issue #8008).
+	CachedTokens bool
 	// TrainedContext is the model's trained context, /api/show's
 	// model_info "<arch>.context_length" (default 131072), which is not the
 	// context a request gets.
@@ -87,6 +94,9 @@ type ollamaState struct {
 	ready  chan struct{} // closed once the model is loaded
 	loaded bool          // under Personality.mu
 	slots  chan struct{} // NumParallel
+	// recent are the last NumParallel prompts' pieces (under
+	// Personality.mu): what the runner's slots hold (CachedTokens).
+	recent [][]string
 }
 
 // ol returns the personality's Ollama state, made on first use.

@@ -34,6 +34,7 @@ func (p *Personality) ollamaGenerate(w http.ResponseWriter, r *http.Request, bod
 	}
 	defer func() { <-st.slots }()
 	promptN := p.ollamaKept(g.promptN)
+	cached := p.ollamaCached(st, g, promptN)
 	g.samp.nonce = uint64(seq)
 	a := p.answer(g, p.ollamaBudget(g, promptN), g.samp)
 	// The middleware's id: "chatcmpl-" and rand.Intn(999), so answers
@@ -41,13 +42,48 @@ func (p *Personality) ollamaGenerate(w http.ResponseWriter, r *http.Request, bod
 	// it from the request's number, the same every run.
 	id := fmt.Sprint(mix(hash64("ollama id"), uint64(seq)) % 999)
 	if g.stream {
-		p.ollamaStream(w, r, g, id, promptN, a)
+		p.ollamaStream(w, r, g, id, p.ollamaUsage(promptN, a.n, cached), a)
 		return
 	}
 	if !sleep(r, p.Opts.TTFT+time.Duration(max(a.n-1, 0))*p.Opts.Gap) {
 		return
 	}
-	p.ollamaWhole(w, g, id, promptN, a)
+	p.ollamaWhole(w, g, id, p.ollamaUsage(promptN, a.n, cached), a)
+}
+
+// ollamaUsage is an answer's usage: prompt_eval_count (what was kept of
+// the prompt) and eval_count, and with CachedTokens the cached part.
+func (p *Personality) ollamaUsage(promptN, completion, cached int) map[string]any {
+	u := p.usageOf(promptN, completion, 0)
+	if p.Opts.Ollama.CachedTokens {
+		u["prompt_tokens_details"] = map[string]any{"cached_tokens": cached}
+	}
+	return u
+}
+
+// ollamaCached is how many of a prompt's promptN tokens a slot's cache
+// holds: its longest common prefix with one of the recent prompts, all but
+// the last token at most; the prompt then takes the place of the oldest.
+func (p *Personality) ollamaCached(st *ollamaState, g *genRequest, promptN int) int {
+	pieces := g.pieces
+	if g.chat {
+		pieces = Pieces(g.prompt)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := 0
+	for _, r := range st.recent {
+		n := 0
+		for n < len(r) && n < len(pieces) && r[n] == pieces[n] {
+			n++
+		}
+		best = max(best, n)
+	}
+	st.recent = append(st.recent, pieces)
+	if len(st.recent) > p.Opts.Ollama.NumParallel {
+		st.recent = st.recent[1:]
+	}
+	return min(best, max(promptN-1, 0))
 }
 
 // ollamaParse reads a body as Ollama's middleware and handler do; a
@@ -184,7 +220,7 @@ func (p *Personality) ollamaThought(g *genRequest, a answer) int {
 // CompleteWriter do: a chunk per token, each chat delta with role
 // "assistant", the finish chunk with content "", then, asked, a usage
 // chunk with choices []. Nothing is written before the first token.
-func (p *Personality) ollamaStream(w http.ResponseWriter, r *http.Request, g *genRequest, id string, promptN int, a answer) {
+func (p *Personality) ollamaStream(w http.ResponseWriter, r *http.Request, g *genRequest, id string, usage map[string]any, a answer) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	now := time.Now().Unix()
@@ -220,7 +256,7 @@ func (p *Personality) ollamaStream(w http.ResponseWriter, r *http.Request, g *ge
 	}
 	send([]any{p.ollamaChoice(g, "", false, nil, a.finish)}, zero)
 	if g.usage {
-		send([]any{}, p.usageOf(promptN, a.n, 0))
+		send([]any{}, usage)
 	}
 	io.WriteString(w, "data: [DONE]\n\n")
 	rc.Flush()
@@ -246,8 +282,8 @@ func (p *Personality) ollamaChoice(g *genRequest, text string, thought bool, tok
 }
 
 // ollamaWhole writes a whole answer (ToChatCompletion, ToCompletion).
-func (p *Personality) ollamaWhole(w http.ResponseWriter, g *genRequest, id string, promptN int, a answer) {
-	resp := map[string]any{"created": time.Now().Unix(), "model": p.Opts.Model, "system_fingerprint": "fp_ollama", "usage": p.usageOf(promptN, a.n, 0)}
+func (p *Personality) ollamaWhole(w http.ResponseWriter, g *genRequest, id string, usage map[string]any, a answer) {
+	resp := map[string]any{"created": time.Now().Unix(), "model": p.Opts.Model, "system_fingerprint": "fp_ollama", "usage": usage}
 	if !g.chat {
 		resp["id"], resp["object"] = "cmpl-"+id, "text_completion"
 		resp["choices"] = []any{map[string]any{"text": joinText(a.toks), "index": 0, "finish_reason": a.finish}}

@@ -313,3 +313,30 @@ func TestOllamaDrawsAnswerIDsFromNineHundredNinetyNine(t *testing.T) {
 		t.Error("100 answers, no id repeated")
 	}
 }
+
+func TestOllamaReportsCachedTokensWhereItsBuildDoes(t *testing.T) {
+	p := Start(t, Ollama, Options{Ollama: OllamaOptions{CachedTokens: true}})
+	cached := func(content string) (prompt, cached float64) {
+		t.Helper()
+		u := post(t, p.BaseURL()+"/chat/completions", chatBody("llama3.2", content, 1)).json(t)["usage"].(map[string]any)
+		d, _ := u["prompt_tokens_details"].(map[string]any)
+		return num(u["prompt_tokens"]), num(d["cached_tokens"])
+	}
+	shared := filler(10) + " "
+	if P, c := cached(shared + "first"); c != 0 || P != float64(ChatPromptTokens([]string{shared + "first"})) {
+		t.Errorf("a first prompt: %v cached of %v; want 0", c, P)
+	}
+	// The shared part is 10 pieces of "abcd" (filler) and then " first" or
+	// " other": 10 tokens in common.
+	if _, c := cached(shared + "other"); c != 10 {
+		t.Errorf("a prompt sharing 10 tokens with the last: %v cached, want 10", c)
+	}
+	again := shared + "other"
+	if P, c := cached(again); c != float64(len(Pieces(again))) || c >= P {
+		t.Errorf("the same prompt again: %v cached of %v; want its %d pieces, below the whole", c, P, len(Pieces(again)))
+	}
+	plain := Start(t, Ollama, Options{})
+	if u := post(t, plain.BaseURL()+"/chat/completions", chatBody("llama3.2", "hi", 1)).json(t)["usage"].(map[string]any); u["prompt_tokens_details"] != nil {
+		t.Errorf("a build before PR #17943 sent %v", u)
+	}
+}
