@@ -35,10 +35,12 @@ import (
 //     whatever the status: 404 for a model not pulled, 503 "server busy"
 //     past OLLAMA_MAX_QUEUE;
 //   - the first request waits for the model to load, with no byte sent;
+//   - answer ids are "chatcmpl-" and rand.Intn(999): they repeat;
 //   - no /health, no /metrics, no API key: GET / says "Ollama is running",
-//     unknown routes get gin's 404 "404 page not found" (text/plain), and
-//     the context a request gets is stated only by GET /api/ps, for a model
-//     that is loaded (context_length).
+//     unknown routes get gin's 404 "404 page not found" (text/plain), a
+//     known one by another method 405, and the context a request gets is
+//     stated only by GET /api/ps, for a model that is loaded
+//     (context_length).
 
 // OllamaOptions are the ollama personality's own settings (Options.Ollama).
 // Zero values take the defaults named.
