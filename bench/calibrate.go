@@ -71,7 +71,7 @@ func (e *ProbeError) Error() string {
 	case e.Limit > 0 && e.Class == schema.Stalled:
 		return fmt.Sprintf("%s went silent during the %s for its limit of %s (%s: %s; --stall-timeout sets it)", where, e.What, e.Limit, e.Class, e.Msg)
 	case e.Limit > 0 && (e.Class == schema.TTFTTimeout || e.Class == schema.TotalTimeout):
-		hint := "; --probe-timeout sets the limit, for a server that is only slow"
+		hint := "; --probe-timeout sets the limit, for a server that is only slow or, on a first request, loading its model (Ollama loads it then)"
 		if e.Runaway {
 			hint = ": it does not honour max_tokens"
 		}

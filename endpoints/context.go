@@ -68,6 +68,9 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 	if c.getJSON(ctx, c.root()+"/props", &props) == nil && props.Settings != nil && props.Settings.NCtx != nil && stated(*props.Settings.NCtx) {
 		return int(*props.Settings.NCtx), "n_ctx per slot in GET /props", nil
 	}
+	if n, source := c.ollamaContext(ctx); n > 0 {
+		return n, source, nil
+	}
 	return 0, "", ctx.Err()
 }
 

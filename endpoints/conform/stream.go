@@ -256,6 +256,10 @@ func checkMaxTokens(ctx context.Context, s *suite) outcome {
 	switch {
 	case u == nil:
 		return skip("no chunk of the stream carries usage, so there is no count to hold max_tokens against (stream-usage says why)").butProvided()
+	case u.CompletionTokens < maxTokens && st.finish() == "stop":
+		// The model stopped at its EOS: Ollama drops ignore_eos, as any
+		// field its request struct lacks.
+		return fail("max_tokens %d with ignore_eos gave usage.completion_tokens %d, finish_reason \"stop\": the server does not honour ignore_eos, so run's requests can end before OUT (short_output counts them)", maxTokens, u.CompletionTokens).butProvided()
 	case u.CompletionTokens != maxTokens:
 		return fail("max_tokens %d with ignore_eos gave usage.completion_tokens %d (finish_reason %q)", maxTokens, u.CompletionTokens, st.finish()).butProvided()
 	case st.finish() != "length":
@@ -308,7 +312,7 @@ func checkConcurrentStreams(ctx context.Context, s *suite) outcome {
 		}()
 	}
 	wg.Wait()
-	full := 0
+	full, shared := 0, 0
 	var bad []string
 	owner := map[string]int{}
 	for i, st := range got {
@@ -342,8 +346,13 @@ func checkConcurrentStreams(ctx context.Context, s *suite) outcome {
 			full++
 		}
 		for id := range ids {
-			if j, dup := owner[id]; dup {
+			// Ollama draws its ids at random below 999 (chatcmpl-N), so 32
+			// streams share one about 2 times in 5: streams whose own
+			// prompt counts tell them apart have not crossed.
+			if j, dup := owner[id]; dup && alone[j] == alone[i] {
 				bad = append(bad, fmt.Sprintf("streams %d and %d share the id %s", j, i, id))
+			} else if dup {
+				shared++
 			}
 			owner[id] = i
 		}
@@ -351,11 +360,15 @@ func checkConcurrentStreams(ctx context.Context, s *suite) outcome {
 	if len(bad) > 0 {
 		return fail("%d of %d streams went wrong; first: %s", len(bad), concurrentStreams, bad[0])
 	}
-	if !eos {
-		return pass("%d streams at once, each with an id of its own and its own prompt's count; %s, %d ran to their own max_tokens and the others stopped before it",
-			concurrentStreams, note, full)
+	idNote := "an id of its own"
+	if shared > 0 {
+		idNote = fmt.Sprintf("one id (%d share theirs with another stream: the server's ids repeat)", shared)
 	}
-	return pass("%d streams at once, each with an id of its own, its own prompt's count and its own max_tokens", concurrentStreams)
+	if !eos {
+		return pass("%d streams at once, each with %s and its own prompt's count; %s, %d ran to their own max_tokens and the others stopped before it",
+			concurrentStreams, idNote, note, full)
+	}
+	return pass("%d streams at once, each with %s, its own prompt's count and its own max_tokens", concurrentStreams, idNote)
 }
 
 // hangUpSettle is how long the disconnect check waits after hanging up.

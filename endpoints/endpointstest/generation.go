@@ -166,7 +166,7 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 				map[string]any{"param": "max_tokens", "code": "unsupported_parameter"}}
 		}
 	}
-	if p.Kind != LlamaCpp && p.Kind != SGLang && model != p.Opts.Model {
+	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && model != p.Opts.Model {
 		// vLLM: 404 "The model `X` does not exist." (serving_engine
 		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
 		// (single model) answer whatever the model field says.

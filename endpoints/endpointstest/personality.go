@@ -26,10 +26,11 @@ const (
 	SGLang   = "sglang"
 	OpenAI   = "openai"
 	Gateway  = "gateway"
+	Ollama   = "ollama"
 )
 
 // Names lists the personalities.
-func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway} }
+func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama} }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
 // context; it changed across versions.
@@ -166,6 +167,8 @@ type Options struct {
 	// name, each later token a fragment of its arguments, streamed in the
 	// server's shape (see toolDelta), usage counting every token.
 	ToolCalls bool
+	// Ollama holds the ollama personality's own settings (ollama.go).
+	Ollama OllamaOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -194,6 +197,8 @@ type Personality struct {
 	loadingAsked int
 	// whileLoading counts the requests other than /health answered while loading.
 	whileLoading int
+	// ollama is the ollama personality's model state (ollama.go).
+	ollama *ollamaState
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -211,7 +216,7 @@ func Start(t testing.TB, name string, o Options) *Personality {
 // NewPersonality starts the personality name; the caller closes it.
 func NewPersonality(name string, o Options) (*Personality, error) {
 	switch name {
-	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway:
+	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama:
 	default:
 		return nil, fmt.Errorf("no personality %q (have %s)", name, strings.Join(Names(), ", "))
 	}
@@ -229,7 +234,7 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	}
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
-			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct"}[name]
+			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest"}[name]
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
@@ -330,6 +335,10 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if p.Kind == Ollama {
+		p.serveOllama(w, r, body)
+		return
+	}
 	if p.loading(w, r) {
 		return
 	}

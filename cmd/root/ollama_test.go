@@ -1,0 +1,224 @@
+package root
+
+// End-to-end runs of glmbench against the ollama personality of
+// endpoints/endpointstest: `ollama serve` as its sources describe it
+// (docs/SERVERS.md). Each test states what a first run against Ollama must
+// get right.
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// A warm Ollama states the context its requests get only in GET /api/ps
+// (context_length of the loaded model): the pre-flight reads it there and
+// refuses a phase past it before any probe.
+func TestRunAgainstAWarmOllamaRefusesAPhasePastItsContextBeforeAnyProbe(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{Loaded: true}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2040/16", "--out", dir)
+	wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,040+16", "2,048", "/api/ps")
+	if n := p.Requests("POST /v1/chat/completions"); n != 0 {
+		t.Errorf("%d chat requests reached the server; the stated context refuses the phase before any", n)
+	}
+}
+
+// A cold Ollama (its model not loaded yet) states no context anywhere, and
+// truncates a prompt past num_ctx (4,096 by default) instead of refusing
+// it, counting what it kept: calibration sees the count stop following the
+// filler and names about where, before any load.
+func TestRunAgainstAColdOllamaFindsWhereItTruncates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		whole bool
+	}{{"2026 builds: the cut keeps half the window", false}, {"the 2025 runner: the cut keeps the window", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{WholeWindow: tc.whole}})
+			base, log := v1Only(t, p)
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "long=2/4000/16", "--out", dir)
+			wantExit2InOneLine(t, code, stderr, dir, "phase long", "4,000")
+			m := truncatesAt.FindStringSubmatch(lastLine(stderr))
+			if m == nil {
+				t.Fatalf("the line does not say where the endpoint truncates: %s", lastLine(stderr))
+			}
+			// Counts follow the prompt up to num_ctx, 2,048.
+			if at, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", "")); at < 2048-20 || at > 2048 {
+				t.Errorf("truncation named at %d tokens; num_ctx is 2,048", at)
+			}
+			if probes, load := log.counts(); load != 0 || probes == 0 {
+				t.Errorf("%d probes and %d load requests reached the server; want probes only", probes, load)
+			}
+		})
+	}
+}
+
+// Ollama drops ignore_eos (no field of its request struct): a model that
+// stops at its EOS ends a request before OUT. The run still completes, n
+// comes from usage, and the report counts every such request as
+// short_output rather than taking max_tokens for the count.
+func TestRunAgainstOllamaCountsRequestsThatEndedAtEOS(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{EOSAfter: 3})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, recs, _ := readReport(t, dir)
+	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Short != 4 || ph.Errors != 0 {
+		t.Errorf("phase %+v; want 4 completed, all 4 short", ph)
+	}
+	for _, r := range recs {
+		if r.N != 3 || r.NSource != schema.NFromUsage || r.Finish != "stop" {
+			t.Errorf("record %d: n %d from %q, finish %q; want 3 from usage, stop", r.I, r.N, r.NSource, r.Finish)
+		}
+	}
+	// ignore_eos was sent (it is the default), and dropped by the server.
+	for i, f := range p.BodyFields() {
+		if string(f["ignore_eos"]) != "true" {
+			t.Errorf("request %d: ignore_eos %s", i, f["ignore_eos"])
+		}
+	}
+}
+
+// The other routes run against Ollama too: the completions API (whose
+// stream writes usage {0, 0, 0} on every chunk before the real one), a
+// thinking model (its reasoning streamed as delta.reasoning), and a model
+// that loads on the first request. Each phase completes with n from usage.
+func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts endpointstest.Options
+		args []string
+	}{
+		{"the chat route", endpointstest.Options{}, nil},
+		{"the completions route", endpointstest.Options{}, []string{"--api", "completions"}},
+		{"a thinking model", endpointstest.Options{Ollama: endpointstest.OllamaOptions{Thinking: 3}}, nil},
+		{"a model loaded by the first request", endpointstest.Options{Ollama: endpointstest.OllamaOptions{Load: 300 * time.Millisecond}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, tc.opts)
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, append([]string{"run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			rep, recs, _ := readReport(t, dir)
+			if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 || ph.Short != 0 || ph.BadUsage != 0 {
+				t.Errorf("phase %+v", ph)
+			}
+			for _, r := range recs {
+				if r.N != 8 || r.NSource != schema.NFromUsage {
+					t.Errorf("record %d: n %d from %q; want 8 from usage", r.I, r.N, r.NSource)
+				}
+			}
+		})
+	}
+}
+
+// Past OLLAMA_NUM_PARALLEL generating and OLLAMA_MAX_QUEUE waiting, Ollama
+// answers 503 "server busy": run counts those as queue_full, and the
+// requests within the limit complete.
+func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{TTFT: 200 * time.Millisecond, Ollama: endpointstest.OllamaOptions{NumParallel: 1, MaxQueue: 2}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, _, _ := readReport(t, dir)
+	ph := rep.Phases[0]
+	if refused := ph.ByClass[schema.QueueFull]; refused == 0 || ph.Completed < 3 || ph.Completed+refused != 16 || ph.Errors != refused {
+		t.Errorf("phase: %d completed, errors by class %v; want only queue_full refusals", ph.Completed, ph.ByClass)
+	}
+}
+
+// Ollama has no echo (ppl has no route), answers chat logprobs (current
+// builds) but none on /v1/completions: long-ppl is scored by chat
+// logprobs and MMLU by the chat answer's top_logprobs; a build before
+// logprobs leaves MMLU its greedy answer and long-ppl nothing. Each says so.
+func TestEvalsAgainstOllamaTakeTheRoutesItServes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		opts       endpointstest.Options
+		longPPL    string // its method when scored, "" when unsupported
+		mmlu       string
+		unsupports []string
+	}{
+		{"a current build", endpointstest.Options{}, "chat-logprobs", "chat-top-logprobs", []string{"ppl"}},
+		{"a build before logprobs", endpointstest.Options{Ollama: endpointstest.OllamaOptions{NoLogprobs: true}}, "", "chat-greedy", []string{"ppl", "long-ppl"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, tc.opts)
+			_, got, stderr := evalsOf(t, p.BaseURL())
+			if tc.longPPL != "" {
+				wantScoredBy(t, got, "long-ppl", tc.longPPL)
+			}
+			wantScoredBy(t, got, "mmlu", tc.mmlu)
+			wantScoredBy(t, got, "triviaqa", "generate")
+			for _, name := range tc.unsupports {
+				if e := got[name]; e.Status != "unsupported" || e.Failure == nil || e.Failure.Kind != "logprobs_missing" {
+					t.Errorf("%s: %+v; want unsupported, logprobs_missing", name, e)
+				}
+			}
+			if t.Failed() {
+				t.Log(stderr)
+			}
+		})
+	}
+}
+
+// Ollama loads a model on its first request and sends nothing until it is
+// loaded, which can take minutes for a large one: a first probe that runs
+// past its limit says that a first request may be loading the model, and
+// how to give it time.
+func TestAProbeThatOutwaitsOllamasLoadSaysTheModelMayBeLoading(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Ollama: endpointstest.OllamaOptions{Load: time.Minute}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=2/64/8", "--probe-timeout", "300ms", "--out", dir)
+	wantExit2InOneLine(t, code, stderr, dir, "calibration probe", "300ms", "--probe-timeout", "loading its model")
+}
+
+// Builds with cached_tokens (ollama/ollama PR #17943) report what their
+// slots' caches served: run's prefix-cache section reads it for a
+// shared-prefix workload; an older build reports none, and run says so.
+func TestRunReadsOllamasCachedTokensWhereItsBuildSendsThem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		reported bool
+	}{{"a build that reports cached_tokens", true}, {"an older build", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 8192, Ollama: endpointstest.OllamaOptions{NumParallel: 4, CachedTokens: tc.reported}})
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--workload", "shared-prefix", "--out", dir)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			rep, _, _ := readReport(t, dir)
+			c := rep.Phases[0].Cache
+			if c == nil {
+				t.Fatalf("no cache block: %+v", rep.Phases[0])
+			}
+			if got := c.HitRate != nil && *c.HitRate > 0; got != tc.reported {
+				t.Errorf("hit rate %v; want one above 0: %v", c.HitRate, tc.reported)
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+package endpoints
+
+import (
+	"context"
+	"strings"
+)
+
+// ollamaContext is the context one request gets on an Ollama server: GET
+// /api/ps beside the API base lists the loaded models, each with the
+// context_length it was loaded with (num_ctx: OLLAMA_CONTEXT_LENGTH, a
+// Modelfile's, or the default; `ollama ps` shows it as CONTEXT, per
+// docs/context-length.mdx). A model not loaded yet is not listed, and
+// builds before the field leave it out: 0 then, as for any other answer.
+// /api/show's model_info "<arch>.context_length" is the trained context,
+// not this one, and is not read.
+func (c *Client) ollamaContext(ctx context.Context) (n int, source string) {
+	var ps struct {
+		Models []struct {
+			Name          string `json:"name"`
+			Model         string `json:"model"`
+			ContextLength *int64 `json:"context_length"`
+		} `json:"models"`
+	}
+	if c.getJSON(ctx, c.root()+"/api/ps", &ps) != nil {
+		return 0, ""
+	}
+	want := ollamaTagged(c.ep.Model)
+	for _, m := range ps.Models {
+		if (c.ep.Model == "" || ollamaTagged(m.Name) == want || ollamaTagged(m.Model) == want) && m.ContextLength != nil && stated(*m.ContextLength) {
+			return int(*m.ContextLength), "context_length in GET /api/ps; OLLAMA_CONTEXT_LENGTH sets it"
+		}
+	}
+	return 0, ""
+}
+
+// ollamaTagged is an Ollama model name with its default tag: "llama3.2"
+// names "llama3.2:latest".
+func ollamaTagged(name string) string {
+	if name == "" || strings.Contains(name[strings.LastIndex(name, "/")+1:], ":") {
+		return name
+	}
+	return name + ":latest"
+}

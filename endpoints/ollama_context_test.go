@@ -1,0 +1,68 @@
+package endpoints_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
+)
+
+// ginNotFound is Ollama's answer to an unknown route (gin's default).
+func ginNotFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(404)
+	io.WriteString(w, "404 page not found")
+}
+
+// Ollama states the context its requests get (num_ctx, from
+// OLLAMA_CONTEXT_LENGTH, a Modelfile or its VRAM-based default) only in
+// GET /api/ps, for a model that is loaded; /v1/models has no context and
+// /api/show's model_info only the trained one.
+func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
+	t.Parallel()
+	contextOf := func(t *testing.T, base, model string) (int, string) {
+		t.Helper()
+		ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: base, Model: model}, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
+		defer tr.Close()
+		n, source, err := endpoints.NewClient(ep, tr).ContextLength(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, source
+	}
+	t.Run("a loaded model's context_length, its name with or without the default tag", func(t *testing.T) {
+		t.Parallel()
+		p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 8192, Ollama: endpointstest.OllamaOptions{Loaded: true}})
+		for _, model := range []string{"llama3.2", "llama3.2:latest", ""} {
+			if n, source := contextOf(t, p.BaseURL(), model); n != 8192 || source != "context_length in GET /api/ps; OLLAMA_CONTEXT_LENGTH sets it" {
+				t.Errorf("model %q: %d from %q; want 8192 from /api/ps", model, n, source)
+			}
+		}
+	})
+	t.Run("a model not loaded yet states none (the trained context is not it)", func(t *testing.T) {
+		t.Parallel()
+		p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 8192})
+		if n, source := contextOf(t, p.BaseURL(), "llama3.2"); n != 0 {
+			t.Errorf("%d from %q; want none", n, source)
+		}
+	})
+	for _, tc := range []struct{ name, ps string }{
+		{"another model loaded", `{"models":[{"name":"mistral:latest","model":"mistral:latest","size":1,"context_length":32768}]}`},
+		{"a build whose /api/ps has no context_length", `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":1,"size_vram":1}]}`},
+	} {
+		t.Run(tc.name+" states none", func(t *testing.T) {
+			t.Parallel()
+			srv := infoServer{map[string]string{"/api/ps": tc.ps, "/v1/models": `{"object":"list","data":[{"id":"llama3.2:latest","object":"model","created":1,"owned_by":"library"}]}`}, ginNotFound}
+			if n, source := contextOf(t, srv.start(t)+"/v1", "llama3.2"); n != 0 {
+				t.Errorf("%d from %q; want none", n, source)
+			}
+		})
+	}
+}
