@@ -88,6 +88,16 @@ func TestRunAgainstOllamaCountsRequestsThatEndedAtEOS(t *testing.T) {
 			t.Errorf("request %d: ignore_eos %s", i, f["ignore_eos"])
 		}
 	}
+	// stderr says so: the phase line counts them, and a warning names
+	// the dropped field.
+	if !strings.Contains(stderr, "4 short of their max_tokens (short_output)") || !strings.Contains(stderr, "phase x: 4 of 4 completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent") {
+		t.Errorf("stderr does not say the requests stopped early though ignore_eos was sent:\n%s", stderr)
+	}
+	// With --ignore-eos=false an early stop is what was asked: no warning.
+	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", t.TempDir(), "--ignore-eos=false")
+	if code != 0 || strings.Contains(stderr, "though ignore_eos was sent") {
+		t.Errorf("--ignore-eos=false: exit %d, stderr:\n%s\nwant 0 and no warning", code, stderr)
+	}
 }
 
 // The other routes run against Ollama too: the completions API (whose

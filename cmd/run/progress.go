@@ -73,6 +73,9 @@ func phaseLine(r *schema.PhaseResult) string {
 		sort.Strings(parts)
 		s += ", errors: " + strings.Join(parts, ", ")
 	}
+	if r.Short > 0 {
+		s += fmt.Sprintf(", %d short of their max_tokens (short_output)", r.Short)
+	}
 	if r.Cancelled > 0 || r.NotSent > 0 {
 		s += fmt.Sprintf(", cancelled %d, not sent %d", r.Cancelled, r.NotSent)
 	}
@@ -85,4 +88,23 @@ func phaseLine(r *schema.PhaseResult) string {
 		s += fmt.Sprintf(", usage unusable in %d (n counted from events)", r.BadUsage)
 	}
 	return s
+}
+
+// stoppedEarly counts the completed requests of a phase that ended with
+// finish_reason "stop" before their max_tokens: with ignore_eos sent, each
+// is a model's EOS the server let through, since it dropped the field
+// (Ollama, OpenAI and most hosted APIs do). A "length" finish short of
+// max_tokens is a cap of the server's own, not counted.
+func stoppedEarly(r *schema.PhaseResult, recs []schema.Record) int {
+	n := 0
+	for _, rec := range recs {
+		asked := r.OutputLen
+		if rec.MaxTokens > 0 {
+			asked = rec.MaxTokens
+		}
+		if rec.Completed() && rec.Finish == "stop" && rec.N < asked {
+			n++
+		}
+	}
+	return n
 }
