@@ -24,7 +24,9 @@ const maxContext = 1 << 40
 //   - GET /get_server_info beside the API base: context_length (SGLang; null
 //     there unless --context-length was given);
 //   - GET /props beside the API base: default_generation_settings.n_ctx, the
-//     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096).
+//     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096);
+//   - GET /info beside the API base: max_total_tokens (Hugging Face TGI),
+//     see tgiContext.
 //
 // A missing route, another status or an unknown shape means "not stated":
 // n is 0 and err nil. err is only ctx's end.
@@ -68,7 +70,38 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 	if c.getJSON(ctx, c.root()+"/props", &props) == nil && props.Settings != nil && props.Settings.NCtx != nil && stated(*props.Settings.NCtx) {
 		return int(*props.Settings.NCtx), "n_ctx per slot in GET /props", nil
 	}
+	if n, source := c.tgiContext(ctx); n > 0 {
+		return n, source, nil
+	}
 	return 0, "", ctx.Err()
+}
+
+// tgiContext reads Hugging Face TGI's GET /info: max_total_tokens bounds a
+// request's prompt plus max_new_tokens, and is the n returned. TGI also
+// refuses a prompt alone past max_input_tokens (max_input_length before
+// 2.0), which by default is max_total_tokens-1 but may be set lower; a
+// number that bounds IN alone cannot be told as a bound on IN+OUT, so it
+// goes into source, where a refusal quotes it, when it is stated and below
+// max_total_tokens-1 (router/src/lib.rs Info, validation.rs). 0 when /info
+// states no max_total_tokens.
+func (c *Client) tgiContext(ctx context.Context) (n int, source string) {
+	var info struct {
+		MaxTotal    *int64 `json:"max_total_tokens"`
+		MaxInput    *int64 `json:"max_input_tokens"`
+		MaxInputOld *int64 `json:"max_input_length"`
+	}
+	if c.getJSON(ctx, c.root()+"/info", &info) != nil || info.MaxTotal == nil || !stated(*info.MaxTotal) {
+		return 0, ""
+	}
+	source = "max_total_tokens in GET /info"
+	in := info.MaxInput
+	if in == nil {
+		in = info.MaxInputOld
+	}
+	if in != nil && stated(*in) && *in < *info.MaxTotal-1 {
+		source += fmt.Sprintf(", which bounds the prompt alone at max_input_tokens %d", *in)
+	}
+	return int(*info.MaxTotal), source
 }
 
 func stated(n int64) bool { return n > 0 && n < maxContext }

@@ -26,10 +26,11 @@ const (
 	SGLang   = "sglang"
 	OpenAI   = "openai"
 	Gateway  = "gateway"
+	TGI      = "tgi"
 )
 
 // Names lists the personalities.
-func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway} }
+func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, TGI} }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
 // context; it changed across versions.
@@ -166,6 +167,9 @@ type Options struct {
 	// name, each later token a fragment of its arguments, streamed in the
 	// server's shape (see toolDelta), usage counting every token.
 	ToolCalls bool
+	// TGI configures the tgi personality (tgi.go); Context is its
+	// --max-total-tokens.
+	TGI TGIOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -211,7 +215,7 @@ func Start(t testing.TB, name string, o Options) *Personality {
 // NewPersonality starts the personality name; the caller closes it.
 func NewPersonality(name string, o Options) (*Personality, error) {
 	switch name {
-	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway:
+	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, TGI:
 	default:
 		return nil, fmt.Errorf("no personality %q (have %s)", name, strings.Join(Names(), ", "))
 	}
@@ -229,7 +233,8 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	}
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
-			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct"}[name]
+			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct",
+			TGI: "meta-llama/Llama-3.1-8B-Instruct"}[name]
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
@@ -330,6 +335,10 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if p.Kind == TGI {
+		p.serveTGI(w, r, body)
+		return
+	}
 	if p.loading(w, r) {
 		return
 	}
