@@ -150,9 +150,24 @@ func tgiFail(w http.ResponseWriter, stream bool, status int, msg, typ string) {
 
 // tgiGenerate answers /v1/chat/completions and /v1/completions.
 func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
+	var f struct {
+		Prompt json.RawMessage `json:"prompt"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil {
+		// axum's Json rejection: 400 for a body that is no JSON, plain text.
+		http.Error(w, "Failed to parse the request body as JSON: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var prompts []string
+	if !chat && len(f.Prompt) > 0 && f.Prompt[0] == '[' && json.Unmarshal(f.Prompt, &prompts) != nil {
+		// lib.rs Prompt: a string or a list of strings (a batch, which
+		// this fake does not serve), never token ids.
+		http.Error(w, "Failed to deserialize the JSON body into the target type: prompt: data did not match any variant of untagged enum PromptDeserializer", http.StatusUnprocessableEntity)
+		return
+	}
 	g, ref := p.parse(body, chat)
 	if ref != nil {
-		// A body that does not deserialize: axum's 422, plain text.
+		// JSON that does not deserialize: axum's 422, plain text.
 		http.Error(w, "Failed to deserialize the JSON body into the target type: "+ref.msg, http.StatusUnprocessableEntity)
 		return
 	}

@@ -248,3 +248,14 @@ func TestTGITokenizesInputsIntoTokensWithOffsets(t *testing.T) {
 		t.Errorf("no inputs: %d, want 422", r.status)
 	}
 }
+
+func TestTGIRefusesTokenIDPromptsAndBodiesThatAreNoJSONAsAxumDoes(t *testing.T) {
+	t.Parallel()
+	p := Start(t, TGI, Options{})
+	if r := post(t, p.BaseURL()+"/completions", map[string]any{"model": "x", "prompt": []int{1, 2, 3}, "max_tokens": 2}); r.status != 422 || !strings.Contains(string(r.body), "PromptDeserializer") {
+		t.Errorf("token ids: %d %s; want 422 naming the prompt's enum", r.status, r.body)
+	}
+	if r := post(t, p.BaseURL()+"/chat/completions", `{"messages": [`); r.status != 400 || !strings.HasPrefix(string(r.body), "Failed to parse the request body as JSON") {
+		t.Errorf("no JSON: %d %s; want 400", r.status, r.body)
+	}
+}
