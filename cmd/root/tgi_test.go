@@ -67,6 +67,12 @@ func TestRunCountsTGIsOverloadedStreamsAsRateLimited(t *testing.T) {
 	if limited == 0 || ph.Completed < 2 || ph.Completed+limited != 16 || ph.Errors != limited {
 		t.Fatalf("phase: %d completed, errors by class %v; want only rate_limited refusals", ph.Completed, ph.ByClass)
 	}
+	// TGI's own count (tgi_request_success) is of the answers in full: at
+	// least the phase's (a calibration probe the client left after its
+	// first token may be counted inside the phase too).
+	if sv := ph.Server; sv == nil || sv.Source != "tgi" || sv.Requests == nil || *sv.Requests < float64(ph.Completed) || sv.PromptTokens == nil {
+		t.Errorf("server side %+v; want tgi's count of at least %d requests, and prompt tokens", sv, ph.Completed)
+	}
 	for _, r := range recs {
 		if r.Class == schema.RateLimited && !strings.Contains(r.Detail, "overloaded") {
 			t.Errorf("record %d: detail %q does not say overloaded", r.I, r.Detail)

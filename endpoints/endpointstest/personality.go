@@ -198,6 +198,8 @@ type Personality struct {
 	loadingAsked int
 	// whileLoading counts the requests other than /health answered while loading.
 	whileLoading int
+	// tgi counts what TGI's /metrics reports (tgi.go).
+	tgi tgiCounters
 }
 
 // Start starts the personality name (one of Names) and closes it when the

@@ -99,15 +99,42 @@ func (p *Personality) tgiInfo(w http.ResponseWriter) {
 	writeJSON(w, 200, info)
 }
 
+// tgiCounters are the fake's account of what TGI's router counts: requests
+// received, requests answered in full, and those answers' prompt and
+// generated tokens.
+type tgiCounters struct {
+	received, succeeded, prompt, generated int
+}
+
 // tgiMetrics is /metrics, always served, in the names of
-// endpoints/scrape/testdata/tgi.prom.
+// endpoints/scrape/testdata/tgi.prom: counters without _total (the Rust
+// exporter's way), per-request token histograms (one +Inf bucket here).
 func (p *Personality) tgiMetrics(w http.ResponseWriter) {
 	p.mu.Lock()
-	running, total := p.inflight, len(p.prompts)
+	running, c := p.inflight, p.tgi
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintf(w, "# TYPE tgi_request_count counter\ntgi_request_count %d\n# TYPE tgi_queue_size gauge\ntgi_queue_size 0\n"+
-		"# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size %d\n", total, running)
+	fmt.Fprintf(w, "# TYPE tgi_request_count counter\ntgi_request_count %d\n# TYPE tgi_request_success counter\ntgi_request_success %d\n"+
+		"# TYPE tgi_queue_size gauge\ntgi_queue_size 0\n# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size %d\n", c.received, c.succeeded, running)
+	for _, h := range []struct {
+		name string
+		sum  int
+	}{{"tgi_request_input_length", c.prompt}, {"tgi_request_generated_tokens", c.generated}} {
+		fmt.Fprintf(w, "# TYPE %[1]s histogram\n%[1]s_bucket{le=\"+Inf\"} %[2]d\n%[1]s_sum %[3]d\n%[1]s_count %[2]d\n", h.name, c.succeeded, h.sum)
+	}
+}
+
+// tgiCount adds one answer to the counters: received, and when it was
+// answered in full, succeeded with its tokens.
+func (p *Personality) tgiCount(ok bool, prompt, generated int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tgi.received++
+	if ok {
+		p.tgi.succeeded++
+		p.tgi.prompt += prompt
+		p.tgi.generated += generated
+	}
 }
 
 // tgiTokenize is POST /tokenize: a GenerateRequest in ({"inputs"}), a
@@ -180,6 +207,7 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 		p.mu.Lock()
 		p.prompts = append(p.prompts, g.promptN)
 		p.mu.Unlock()
+		p.tgiCount(false, 0, 0)
 		tgiFail(w, g.stream, ref.status, ref.msg, "validation")
 		return
 	}
@@ -188,6 +216,7 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 		p.mu.Unlock()
 		// infer/mod.rs: try_acquire_owned on the max_concurrent_requests
 		// semaphore fails: InferError::Overloaded, 429.
+		p.tgiCount(false, 0, 0)
 		tgiFail(w, g.stream, http.StatusTooManyRequests, "Model is overloaded", "overloaded")
 		return
 	}
@@ -205,12 +234,18 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 	a := p.answer(g, budget, g.samp)
 	a.finish = tgiFinish(a.finish, chat || !g.stream)
 	if g.stream {
-		p.tgiStream(w, r, g, promptN, a)
+		if !p.tgiStream(w, r, g, promptN, a) {
+			p.tgiCount(false, 0, 0)
+		}
 		return
 	}
 	if !sleep(r, p.Opts.TTFT+time.Duration(max(a.n-1, 0))*p.Opts.Gap) {
+		p.tgiCount(false, 0, 0)
 		return
 	}
+	// Counted before the answer goes, as the router records its
+	// metrics before it answers.
+	p.tgiCount(true, promptN, a.n)
 	p.tgiWhole(w, g, promptN, a)
 }
 
@@ -293,8 +328,10 @@ func tgiChoice(g *genRequest, text string, finish any, lp any) map[string]any {
 // carrying the finish reason. A chat stream sends usage only when
 // include_usage asks, in a chunk of its own with choices [] (chat.rs
 // ChatState::push); a completions stream's last chunk always carries
-// usage (server.rs completions: CompletionFinal). [DONE] ends both.
-func (p *Personality) tgiStream(w http.ResponseWriter, r *http.Request, g *genRequest, promptN int, a answer) {
+// usage (server.rs completions: CompletionFinal). [DONE] ends both. It
+// counts the answer before [DONE] and reports whether the stream was sent
+// to its end (not the client gone).
+func (p *Personality) tgiStream(w http.ResponseWriter, r *http.Request, g *genRequest, promptN int, a answer) bool {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	rc := http.NewResponseController(w)
@@ -304,12 +341,12 @@ func (p *Personality) tgiStream(w http.ResponseWriter, r *http.Request, g *genRe
 		rc.Flush()
 	}
 	if !sleep(r, p.Opts.TTFT) {
-		return
+		return false
 	}
 	usage := map[string]any{"prompt_tokens": promptN, "completion_tokens": a.n, "total_tokens": promptN + a.n}
 	for i, t := range a.toks {
 		if i > 0 && !sleep(r, p.Opts.Gap) {
-			return
+			return false
 		}
 		var finish, lp any
 		if i == len(a.toks)-1 {
@@ -327,8 +364,10 @@ func (p *Personality) tgiStream(w http.ResponseWriter, r *http.Request, g *genRe
 	if g.chat && g.usage {
 		send(p.tgiChunk(g, []any{}, usage))
 	}
+	p.tgiCount(true, promptN, a.n)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	rc.Flush()
+	return true
 }
 
 // tgiWhole is a whole answer: id "", one choice, usage.

@@ -259,3 +259,20 @@ func TestTGIRefusesTokenIDPromptsAndBodiesThatAreNoJSONAsAxumDoes(t *testing.T) 
 		t.Errorf("no JSON: %d %s; want 400", r.status, r.body)
 	}
 }
+
+func TestTGIMetricsCountWhatItAnsweredInTheScrapesNames(t *testing.T) {
+	t.Parallel()
+	p := Start(t, TGI, Options{Context: 64})
+	post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "the cat sat", 5))
+	post(t, p.BaseURL()+"/completions", map[string]any{"model": "x", "prompt": "the cat", "max_tokens": 3, "stream": true})
+	post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 500)) // a 422
+	prompt := ChatPromptTokens([]string{"the cat sat"}) + 2
+	body := string(get(t, p.URL+"/metrics").body)
+	for _, want := range []string{"tgi_request_count 3\n", "tgi_request_success 2\n",
+		fmt.Sprintf("tgi_request_input_length_sum %d\n", prompt), "tgi_request_input_length_count 2\n",
+		"tgi_request_generated_tokens_sum 8\n", "tgi_batch_current_size 0\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}
