@@ -84,7 +84,9 @@ func TestRunCountsTGIsOverloadedStreamsAsRateLimited(t *testing.T) {
 // documented deviations: id "" on every answer (so 32 streams share one),
 // errors as {"error": "...", "error_type"} (a string, no object), axum's
 // plain-text 400 for a body that is no JSON, n and the model field ignored,
-// no logprobs on /v1/completions, a prompt of token ids refused (422).
+// no logprobs on /v1/completions, a prompt of token ids refused (422), and
+// finish_reason "stop_sequence" for a stop string (FinishReason::format
+// maps only the EOS token to "stop").
 func TestConformAgainstTGIFailsItsDocumentedDeviationsOnly(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TGI, endpointstest.Options{})
@@ -93,19 +95,22 @@ func TestConformAgainstTGIFailsItsDocumentedDeviationsOnly(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
 	}
 	fails := map[string]bool{"chat": true, "completions-echo": true, "prompt-token-ids": true, "bad-request": true,
-		"context-overflow": true, "unknown-model": true, "n": true, "concurrent-streams": true}
+		"context-overflow": true, "unknown-model": true, "n": true, "concurrent-streams": true, "stop": true}
 	for id, c := range got {
 		if (c.Status == "fail") != fails[id] {
 			t.Errorf("%s: %s (%s); want fail %v", id, c.Status, c.Detail, fails[id])
 		}
 	}
-	for _, id := range []string{"stream", "stream-usage", "max-tokens", "stop", "seed", "logprobs", "go-openai", "disconnect"} {
+	for _, id := range []string{"stream", "stream-usage", "max-tokens", "seed", "logprobs", "go-openai", "disconnect"} {
 		if got[id].Status != "pass" {
 			t.Errorf("%s: %+v; want pass", id, got[id])
 		}
 	}
 	if c := got["context-overflow"]; !strings.Contains(c.Detail, "HTTP 422") {
 		t.Errorf("context-overflow: %s; want TGI's 422 named", c.Detail)
+	}
+	if c := got["stop"]; !strings.Contains(c.Detail, `"stop_sequence"`) {
+		t.Errorf("stop: %s; want stop_sequence named", c.Detail)
 	}
 }
 

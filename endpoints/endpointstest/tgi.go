@@ -232,7 +232,7 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 	}()
 	g.samp.nonce = uint64(seq)
 	a := p.answer(g, budget, g.samp)
-	a.finish = tgiFinish(a.finish, chat || !g.stream)
+	a.finish = tgiFinish(a.finish, p.stoppedBySequence(g, budget, a), chat || !g.stream)
 	if g.stream {
 		if !p.tgiStream(w, r, g, promptN, a) {
 			p.tgiCount(false, 0, 0)
@@ -249,20 +249,34 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 	p.tgiWhole(w, g, promptN, a)
 }
 
-// tgiFinish is a finish reason as TGI writes it: FinishReason::format(true)
-// says "stop" for the end-of-sequence token and keeps "length" and
-// "stop_sequence"; a completions stream's last chunk uses to_string, so
-// "eos_token" there (server.rs completions; lib.rs FinishReason).
-func tgiFinish(fakes string, useStop bool) string {
+// tgiFinish is a finish reason as TGI writes it, the fake's being fakes
+// ("stop" for an EOS or a stop string, which bySequence tells apart):
+// FinishReason::format(true) says "stop" for the end-of-sequence token and
+// keeps "length" and "stop_sequence"; a completions stream's last chunk
+// uses to_string, so "eos_token" there (server.rs completions; lib.rs
+// FinishReason).
+func tgiFinish(fakes string, bySequence, useStop bool) string {
 	switch {
 	case fakes == "length":
 		return "length"
-	case fakes == "stop" && useStop:
-		// The fake's "stop" is an EOS (EOSAfter) or a stop string; TGI
-		// tells them apart, the fake's model does not: an EOS it is.
+	case bySequence:
+		return "stop_sequence"
+	case useStop:
 		return "stop"
 	}
 	return "eos_token"
+}
+
+// stoppedBySequence says whether a, an answer to g, ended at one of its
+// stop strings: the same answer without them has more text (a stop string
+// is cut from the text with what follows it).
+func (p *Personality) stoppedBySequence(g *genRequest, budget int64, a answer) bool {
+	if a.finish != "stop" || len(g.stop) == 0 {
+		return false
+	}
+	free := *g
+	free.stop = nil
+	return len(joinText(p.answer(&free, budget, g.samp).toks)) > len(joinText(a.toks))
 }
 
 // checkTGI is validation.rs validate and validate_input: the prompt is

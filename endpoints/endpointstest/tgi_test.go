@@ -276,3 +276,18 @@ func TestTGIMetricsCountWhatItAnsweredInTheScrapesNames(t *testing.T) {
 		}
 	}
 }
+
+func TestTGISaysStopSequenceForAStopString(t *testing.T) {
+	t.Parallel()
+	p := Start(t, TGI, Options{})
+	// The greedy answer without a stop string, to pick one from its middle.
+	free := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "the cat", 12, "temperature", 0)).json(t)
+	text := choice0(free)["message"].(map[string]any)["content"].(string)
+	words := strings.Fields(text)
+	stop := " " + words[len(words)/2]
+	v := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "the cat", 12, "temperature", 0, "stop", []string{stop})).json(t)
+	got := choice0(v)["message"].(map[string]any)["content"].(string)
+	if choice0(v)["finish_reason"] != "stop_sequence" || got != text[:strings.Index(text, stop)] {
+		t.Errorf("stop %q: %q, finish_reason %v; want %q and stop_sequence", stop, got, choice0(v)["finish_reason"], text[:strings.Index(text, stop)])
+	}
+}
