@@ -78,30 +78,54 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 
 // tgiContext reads Hugging Face TGI's GET /info: max_total_tokens bounds a
 // request's prompt plus max_new_tokens, and is the n returned. TGI also
-// refuses a prompt alone past max_input_tokens (max_input_length before
-// 2.0), which by default is max_total_tokens-1 but may be set lower; a
-// number that bounds IN alone cannot be told as a bound on IN+OUT, so it
-// goes into source, where a refusal quotes it, when it is stated and below
-// max_total_tokens-1 (router/src/lib.rs Info, validation.rs). 0 when /info
-// states no max_total_tokens.
+// refuses a prompt alone past max_input_tokens (PromptLimit), which by
+// default is max_total_tokens-1 but may be set lower; then source names it
+// too, so that a refusal quotes both (router/src/lib.rs Info,
+// validation.rs). 0 when /info states no max_total_tokens.
 func (c *Client) tgiContext(ctx context.Context) (n int, source string) {
+	total, input := c.tgiInfo(ctx)
+	if total == 0 {
+		return 0, ""
+	}
+	source = "max_total_tokens in GET /info"
+	if input > 0 {
+		source += fmt.Sprintf(", which bounds the prompt alone at max_input_tokens %d", input)
+	}
+	return total, source
+}
+
+// PromptLimit returns the longest prompt alone (in tokens) one request may
+// have on this endpoint, where the server states one that IN+OUT within
+// ContextLength does not already keep, and where it was read: TGI's
+// max_input_tokens in GET /info beside the API base (max_input_length
+// before 2.0), when it is below max_total_tokens-1. 0 when not stated.
+func (c *Client) PromptLimit(ctx context.Context) (n int, source string) {
+	if _, input := c.tgiInfo(ctx); input > 0 {
+		return input, "max_input_tokens in GET /info"
+	}
+	return 0, ""
+}
+
+// tgiInfo is TGI's max_total_tokens in GET /info, and its max_input_tokens
+// (max_input_length before 2.0) where that is stated below
+// max_total_tokens-1; 0 for what is not stated.
+func (c *Client) tgiInfo(ctx context.Context) (total, input int) {
 	var info struct {
 		MaxTotal    *int64 `json:"max_total_tokens"`
 		MaxInput    *int64 `json:"max_input_tokens"`
 		MaxInputOld *int64 `json:"max_input_length"`
 	}
 	if c.getJSON(ctx, c.root()+"/info", &info) != nil || info.MaxTotal == nil || !stated(*info.MaxTotal) {
-		return 0, ""
+		return 0, 0
 	}
-	source = "max_total_tokens in GET /info"
 	in := info.MaxInput
 	if in == nil {
 		in = info.MaxInputOld
 	}
 	if in != nil && stated(*in) && *in < *info.MaxTotal-1 {
-		source += fmt.Sprintf(", which bounds the prompt alone at max_input_tokens %d", *in)
+		input = int(*in)
 	}
-	return int(*info.MaxTotal), source
+	return int(*info.MaxTotal), input
 }
 
 func stated(n int64) bool { return n > 0 && n < maxContext }

@@ -3,6 +3,7 @@ package endpoints_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints"
@@ -41,9 +42,15 @@ func TestContextLengthReadsTGIsInfo(t *testing.T) {
 			}
 			tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
 			defer tr.Close()
-			n, source, err := endpoints.NewClient(ep, tr).ContextLength(context.Background())
+			c := endpoints.NewClient(ep, tr)
+			n, source, err := c.ContextLength(context.Background())
 			if err != nil || n != tc.want || source != tc.source {
 				t.Fatalf("got %d from %q (err %v), want %d from %q", n, source, err, tc.want, tc.source)
+			}
+			// The prompt's own bound is stated where the source names it.
+			in, inSource := c.PromptLimit(context.Background())
+			if named := strings.Contains(tc.source, "max_input_tokens 1024"); named != (in == 1024 && inSource == "max_input_tokens in GET /info") || !named && in != 0 {
+				t.Errorf("PromptLimit %d from %q; want 1024 from max_input_tokens exactly when the source names it", in, inSource)
 			}
 		})
 	}
