@@ -605,11 +605,28 @@ func preflight(ctx context.Context, o *Options, client *endpoints.Client, specs 
 		over = append(over, s.Name)
 	}
 	if first == nil {
-		return nil
+		return promptFit(qctx, client, specs)
 	}
 	s := *first
 	return badinput.Errorf("phase %s: IN+OUT is %s+%s = %s tokens, more than the endpoint's context of %s tokens (%s)%s",
 		s.Name, count(s.In), count(s.Out), count(s.In+s.Out), count(n), source, fitHint(specs, over, fit, n))
+}
+
+// promptFit checks each phase's IN against the longest prompt the server
+// states apart from its context (TGI's max_input_tokens, which may be well
+// below max_total_tokens: every request of a longer prompt is refused).
+func promptFit(ctx context.Context, client *endpoints.Client, specs []Spec) error {
+	n, source := client.PromptLimit(ctx)
+	if n <= 0 {
+		return nil
+	}
+	for _, s := range specs {
+		if s.In > n {
+			return badinput.Errorf("phase %s: IN is %s tokens, more than the endpoint's longest prompt of %s tokens (%s); keep each phase's IN within %s",
+				s.Name, count(s.In), count(n), source, count(n))
+		}
+	}
+	return nil
 }
 
 // fitHint ends preflight's refusal with what to run instead: the fixed

@@ -85,7 +85,8 @@ type Chunk struct {
 	Error bool
 	// ErrorCode is the error's numeric "code" (or "status"), 0 when none.
 	ErrorCode int
-	// ErrorType is the error's "type", aliasing the input.
+	// ErrorType is the error's "type" (TGI: the top-level "error_type"),
+	// aliasing the input.
 	ErrorType []byte
 }
 
@@ -149,6 +150,9 @@ func ParseChunk(b []byte, c *Chunk) error {
 			// Top-level error fields of {"object": "error", ...}: keep them in
 			// case this turns out to be one.
 			return s.errorField(key, c)
+		case "error_type":
+			// TGI's {"error": "...", "error_type": "overloaded"}.
+			return s.errorField([]byte("type"), c)
 		}
 		return s.skip()
 	})

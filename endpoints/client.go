@@ -971,10 +971,14 @@ func ClassifyStatus(status int) schema.Class {
 
 // classifyErrorEvent classes an error event inside a 200 stream. SGLang sends
 // queue overflow this way once streaming has begun: code 503, type
-// SERVICE_UNAVAILABLE.
+// SERVICE_UNAVAILABLE; TGI its overload, error_type "overloaded".
 func classifyErrorEvent(c *Chunk) (schema.Class, string) {
 	if c.ErrorCode == http.StatusServiceUnavailable || string(c.ErrorType) == "SERVICE_UNAVAILABLE" {
 		return schema.QueueFull, "error event with code 503 inside a 200 stream"
+	}
+	if string(c.ErrorType) == "overloaded" {
+		// TGI past --max-concurrent-requests: its 429 "Model is overloaded".
+		return schema.RateLimited, "error event of type overloaded inside a 200 stream"
 	}
 	if c.ErrorCode != 0 {
 		return schema.StreamError, fmt.Sprintf("error event with code %d inside a 200 stream", c.ErrorCode)

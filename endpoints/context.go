@@ -24,7 +24,9 @@ const maxContext = 1 << 40
 //   - GET /get_server_info beside the API base: context_length (SGLang; null
 //     there unless --context-length was given);
 //   - GET /props beside the API base: default_generation_settings.n_ctx, the
-//     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096).
+//     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096);
+//   - GET /info beside the API base: max_total_tokens (Hugging Face TGI),
+//     see tgiContext.
 //
 // A missing route, another status or an unknown shape means "not stated":
 // n is 0 and err nil. err is only ctx's end.
@@ -71,7 +73,62 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 	if n, source := c.ollamaContext(ctx); n > 0 {
 		return n, source, nil
 	}
+	if n, source := c.tgiContext(ctx); n > 0 {
+		return n, source, nil
+	}
 	return 0, "", ctx.Err()
+}
+
+// tgiContext reads Hugging Face TGI's GET /info: max_total_tokens bounds a
+// request's prompt plus max_new_tokens, and is the n returned. TGI also
+// refuses a prompt alone past max_input_tokens (PromptLimit), which by
+// default is max_total_tokens-1 but may be set lower; then source names it
+// too, so that a refusal quotes both (router/src/lib.rs Info,
+// validation.rs). 0 when /info states no max_total_tokens.
+func (c *Client) tgiContext(ctx context.Context) (n int, source string) {
+	total, input := c.tgiInfo(ctx)
+	if total == 0 {
+		return 0, ""
+	}
+	source = "max_total_tokens in GET /info"
+	if input > 0 {
+		source += fmt.Sprintf(", which bounds the prompt alone at max_input_tokens %d", input)
+	}
+	return total, source
+}
+
+// PromptLimit returns the longest prompt alone (in tokens) one request may
+// have on this endpoint, where the server states one that IN+OUT within
+// ContextLength does not already keep, and where it was read: TGI's
+// max_input_tokens in GET /info beside the API base (max_input_length
+// before 2.0), when it is below max_total_tokens-1. 0 when not stated.
+func (c *Client) PromptLimit(ctx context.Context) (n int, source string) {
+	if _, input := c.tgiInfo(ctx); input > 0 {
+		return input, "max_input_tokens in GET /info"
+	}
+	return 0, ""
+}
+
+// tgiInfo is TGI's max_total_tokens in GET /info, and its max_input_tokens
+// (max_input_length before 2.0) where that is stated below
+// max_total_tokens-1; 0 for what is not stated.
+func (c *Client) tgiInfo(ctx context.Context) (total, input int) {
+	var info struct {
+		MaxTotal    *int64 `json:"max_total_tokens"`
+		MaxInput    *int64 `json:"max_input_tokens"`
+		MaxInputOld *int64 `json:"max_input_length"`
+	}
+	if c.getJSON(ctx, c.root()+"/info", &info) != nil || info.MaxTotal == nil || !stated(*info.MaxTotal) {
+		return 0, 0
+	}
+	in := info.MaxInput
+	if in == nil {
+		in = info.MaxInputOld
+	}
+	if in != nil && stated(*in) && *in < *info.MaxTotal-1 {
+		input = int(*in)
+	}
+	return int(*info.MaxTotal), input
 }
 
 func stated(n int64) bool { return n > 0 && n < maxContext }

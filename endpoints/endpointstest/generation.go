@@ -97,7 +97,8 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 		return nil, ref
 	}
 	mct := f.MaxCompletionTokens
-	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens {
+	// TGI's ChatRequest has max_tokens alone (lib.rs), unknown fields ignored.
+	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens || p.Kind == TGI {
 		mct = nil
 	}
 	if ref := g.readMaxTokens(f.MaxTokens, mct); ref != nil {
@@ -166,7 +167,7 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 				map[string]any{"param": "max_tokens", "code": "unsupported_parameter"}}
 		}
 	}
-	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && model != p.Opts.Model {
+	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && p.Kind != TGI && model != p.Opts.Model {
 		// vLLM: 404 "The model `X` does not exist." (serving_engine
 		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
 		// (single model) answer whatever the model field says.

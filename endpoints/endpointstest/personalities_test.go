@@ -879,7 +879,7 @@ func TestPersonalitiesListenOnLoopbackOnly(t *testing.T) {
 }
 
 func TestStartRefusesAnUnknownName(t *testing.T) {
-	if _, err := NewPersonality("tgi", Options{}); err == nil || !strings.Contains(err.Error(), "llama.cpp, vllm, sglang, openai, gateway") {
+	if _, err := NewPersonality("triton", Options{}); err == nil || !strings.Contains(err.Error(), "llama.cpp, vllm, sglang, openai, gateway") {
 		t.Fatalf("err %v", err)
 	}
 }

@@ -27,10 +27,11 @@ const (
 	OpenAI   = "openai"
 	Gateway  = "gateway"
 	Ollama   = "ollama"
+	TGI      = "tgi"
 )
 
 // Names lists the personalities.
-func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama} }
+func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI} }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
 // context; it changed across versions.
@@ -169,6 +170,9 @@ type Options struct {
 	ToolCalls bool
 	// Ollama holds the ollama personality's own settings (ollama.go).
 	Ollama OllamaOptions
+	// TGI configures the tgi personality (tgi.go); Context is its
+	// --max-total-tokens.
+	TGI TGIOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -199,6 +203,8 @@ type Personality struct {
 	whileLoading int
 	// ollama is the ollama personality's model state (ollama.go).
 	ollama *ollamaState
+	// tgi counts what TGI's /metrics reports (tgi.go).
+	tgi tgiCounters
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -216,7 +222,7 @@ func Start(t testing.TB, name string, o Options) *Personality {
 // NewPersonality starts the personality name; the caller closes it.
 func NewPersonality(name string, o Options) (*Personality, error) {
 	switch name {
-	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama:
+	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI:
 	default:
 		return nil, fmt.Errorf("no personality %q (have %s)", name, strings.Join(Names(), ", "))
 	}
@@ -234,7 +240,8 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	}
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
-			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest"}[name]
+			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
+			TGI: "meta-llama/Llama-3.1-8B-Instruct"}[name]
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
@@ -337,6 +344,10 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 
 	if p.Kind == Ollama {
 		p.serveOllama(w, r, body)
+		return
+	}
+	if p.Kind == TGI {
+		p.serveTGI(w, r, body)
 		return
 	}
 	if p.loading(w, r) {

@@ -1,0 +1,31 @@
+package endpoints
+
+import (
+	"testing"
+
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// TGI answers a stream it cannot take with a 200 whose one event is its
+// ErrorResponse, {"error": "...", "error_type": "..."} (router/src/server.rs:
+// the concurrency permit and the validation are taken inside the stream):
+// "overloaded" is its 429 Model is overloaded, a rate limit like the 429 a
+// whole answer gets; "validation" is a refusal of this request.
+func TestATGIErrorEventIsClassedByItsErrorType(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want schema.Class
+	}{
+		{`{"error":"Model is overloaded","error_type":"overloaded"}`, schema.RateLimited},
+		{`{"error":"Input validation error: ` + "`inputs`" + ` must have less than 1024 tokens. Given: 1501","error_type":"validation"}`, schema.StreamError},
+	} {
+		var c Chunk
+		if err := ParseChunk([]byte(tc.in), &c); err != nil || !c.Error {
+			t.Fatalf("%s: error %v, Error %v", tc.in, err, c.Error)
+		}
+		if got, detail := classifyErrorEvent(&c); got != tc.want {
+			t.Errorf("%s: class %s (%s), want %s", tc.in, got, detail, tc.want)
+		}
+	}
+}
