@@ -25,6 +25,8 @@ const maxContext = 1 << 40
 //     there unless --context-length was given);
 //   - GET /props beside the API base: default_generation_settings.n_ctx, the
 //     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096);
+//   - GET /api/ps beside the API base: the loaded model's context_length
+//     (Ollama; a model is not listed until a request has loaded it);
 //   - GET /info beside the API base: max_total_tokens (Hugging Face TGI),
 //     see tgiContext.
 //
