@@ -202,6 +202,12 @@ func (t *mmluTally) metrics() map[string]float64 {
 // false}}, and chat-greedy gives it Config.ReasoningTokens to answer in
 // (mmluByChatGreedy).
 //
+// The logprob routes ask the top MMLUTopLogprobs (completions) or
+// chatTopLogprobs (chat); a server refusing that many with a stated maximum
+// of at least four (TGI's --max-top-n-tokens, 5 by default; vLLM's
+// --max-logprobs) is asked that maximum instead, by every question
+// (sender.postOK, mmluTop), and the result's failure detail says so.
+//
 // A route is left for the next when it lacks what MMLU needs (routeLacks).
 // The route is chosen on the first question, which must be answered; after
 // it, a question that gets no answer (no letter among the top logprobs or

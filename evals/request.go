@@ -153,9 +153,9 @@ func (s sender) postOK(ctx context.Context, path string, body map[string]any) (*
 // route: /completions' logprobs, chat's top_logprobs.
 var topLogprobsField = map[string]string{"/completions": "logprobs", "/chat/completions": "top_logprobs"}
 
-// MinTopLogprobs is the fewest top logprobs worth asking for under a
+// minTopLogprobs is the fewest top logprobs worth asking for under a
 // server's cap: MMLU's four letters must fit among them.
-const MinTopLogprobs = 4
+const minTopLogprobs = 4
 
 // topLogprobsRefusal matches an error message refusing a count of top
 // logprobs and stating the most allowed: Hugging Face TGI's 422
@@ -168,7 +168,7 @@ var topLogprobsRefusal = regexp.MustCompile(`(?is)\b(?:top_logprobs|top_n_tokens
 
 // topLogprobsCap returns the field and the cap to ask again with when resp,
 // the answer to body on path, is a 400 or 422 refusing body's count of top
-// logprobs with a stated maximum below it and at least MinTopLogprobs; n
+// logprobs with a stated maximum below it and at least minTopLogprobs; n
 // is 0 otherwise (no retry: the refusal stands, as any other).
 func topLogprobsCap(path string, body map[string]any, resp *endpoints.Response) (field string, n int) {
 	field = topLogprobsField[path]
@@ -181,7 +181,7 @@ func topLogprobsCap(path string, body map[string]any, resp *endpoints.Response) 
 		return field, 0
 	}
 	n, err := strconv.Atoi(m[1])
-	if err != nil || n < MinTopLogprobs || n >= asked {
+	if err != nil || n < minTopLogprobs || n >= asked {
 		return field, 0
 	}
 	return field, n

@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // vllmLogprobs400 is vLLM's refusal of more top logprobs than
@@ -140,4 +141,22 @@ func TestMMLUAgainstTGIIsScoredByTheTopFiveChatLogprobs(t *testing.T) {
 	if want := float64(right) / float64(n); res.Metrics["acc"] != want || res.N != n {
 		t.Errorf("acc %v of %d, want %v of %d", res.Metrics["acc"], res.N, want, n)
 	}
+}
+
+// Whatever the answer, a cap to ask again with is one the message states,
+// at least four and below what was asked; anything else asks nothing again.
+func FuzzTopLogprobsCap(f *testing.F) {
+	f.Add(400, 20, vllmLogprobs400(20, 5))
+	f.Add(422, 20, `{"error": "Input validation error: `+"`top_n_tokens`"+` must be >= 0 and <= 5. Given: 20"}`)
+	f.Add(400, 5, `{"error": {"message": "logprobs <= 99999999999999999999"}}`)
+	f.Add(400, 20, `{"error": "top_logprobs <= \\u0038"}`)
+	f.Fuzz(func(t *testing.T, status, asked int, body string) {
+		field, n := topLogprobsCap("/chat/completions", map[string]any{"top_logprobs": asked}, &endpoints.Response{Status: status, Body: []byte(body)})
+		if field != "top_logprobs" {
+			t.Fatalf("field %q", field)
+		}
+		if n != 0 && (n < minTopLogprobs || n >= asked || (status != 400 && status != 422) || !strings.Contains(summary.ErrorMessage([]byte(body)), itoa(n))) {
+			t.Fatalf("cap %d for HTTP %d asking %d: %s", n, status, asked, body)
+		}
+	})
 }
