@@ -149,7 +149,7 @@ func FuzzTopLogprobsCap(f *testing.F) {
 	f.Add(400, 20, vllmLogprobs400(20, 5))
 	f.Add(422, 20, `{"error": "Input validation error: `+"`top_n_tokens`"+` must be >= 0 and <= 5. Given: 20"}`)
 	f.Add(400, 5, `{"error": {"message": "logprobs <= 99999999999999999999"}}`)
-	f.Add(400, 20, `{"error": "top_logprobs <= \\u0038"}`)
+	f.Add(400, 20, `{"error": "top_logprobs <= \u0038"}`)
 	f.Fuzz(func(t *testing.T, status, asked int, body string) {
 		field, n := topLogprobsCap("/chat/completions", map[string]any{"top_logprobs": asked}, &endpoints.Response{Status: status, Body: []byte(body)})
 		if field != "top_logprobs" {
