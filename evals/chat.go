@@ -26,7 +26,9 @@ import (
 
 // chatTopLogprobs is how many top logprobs a chat request asks for: 20 is
 // OpenAI's chat limit, vLLM's default max_logprobs and llama.cpp's default
-// when logprobs is true and top_logprobs absent.
+// when logprobs is true and top_logprobs absent. A server that caps it lower
+// and says so (TGI's --max-top-n-tokens, 5 by default; vLLM's
+// --max-logprobs) is asked its cap instead (sender.postOK, mmluTop).
 const chatTopLogprobs = 20
 
 // chatCompletion is the body of a non-streamed /v1/chat/completions answer.

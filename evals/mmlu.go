@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -201,6 +202,12 @@ func (t *mmluTally) metrics() map[string]float64 {
 // false}}, and chat-greedy gives it Config.ReasoningTokens to answer in
 // (mmluByChatGreedy).
 //
+// The logprob routes ask the top MMLUTopLogprobs (completions) or
+// chatTopLogprobs (chat); a server refusing that many with a stated maximum
+// of at least four (TGI's --max-top-n-tokens, 5 by default; vLLM's
+// --max-logprobs) is asked that maximum instead, by every question
+// (sender.postOK, mmluTop), and the result's failure detail says so.
+//
 // A route is left for the next when it lacks what MMLU needs (routeLacks).
 // The route is chosen on the first question, which must be answered; after
 // it, a question that gets no answer (no letter among the top logprobs or
@@ -232,13 +239,14 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) (schema.EvalResult, []sc
 		return noScore(name, MethodEcho, newFailure(BadResponse, 0, nil, nil, "no question to score")), nil
 	}
 	routes := []route[[4]float64]{{method: MethodEcho, ask: r.mmluByEcho}}
+	tops := map[string]*mmluTop{MethodTopLogprobs: {want: MMLUTopLogprobs}, MethodChatTopLogprobs: {want: chatTopLogprobs}}
 	if echoFail != nil {
 		// A copy: choosing the route says what each route tried in its detail.
 		ef := *echoFail
 		echoFail = &ef
 		routes = []route[[4]float64]{
-			{method: MethodTopLogprobs, ask: r.mmluByTopLogprobs},
-			{method: MethodChatTopLogprobs, ask: r.mmluByChatTopLogprobs},
+			{method: MethodTopLogprobs, ask: r.mmluByTopLogprobs(tops[MethodTopLogprobs])},
+			{method: MethodChatTopLogprobs, ask: r.mmluByChatTopLogprobs(tops[MethodChatTopLogprobs])},
 			{method: MethodChatGreedy, ask: r.mmluByChatGreedy},
 		}
 	}
@@ -253,7 +261,10 @@ func mmlu(ctx context.Context, r *Runner, set *MMLUSet) (schema.EvalResult, []sc
 		return noScore(name, rt.method, f), nil
 	case 2*a.noAnswer > len(items) && echoFail != nil:
 		// Most questions got no answer: no accuracy is made of the rest.
-		return noScore(name, rt.method, r.mmluNoAnswer(rt.method, len(items), &a, echoFail)), nil
+		return noScore(name, rt.method, r.mmluNoAnswer(rt.method, tops[rt.method].ask(), len(items), &a, echoFail)), nil
+	}
+	if t := tops[rt.method]; t != nil && t.ask() < t.want {
+		echoFail.Detail = joinDetail(echoFail.Detail, fmt.Sprintf("%s asked the top %d logprobs, the server's stated maximum, having been refused %d", rt.method, t.ask(), t.want))
 	}
 	metrics := a.tally.metrics()
 	metrics[NoAnswerMetric] = float64(a.noAnswer)
@@ -339,15 +350,15 @@ func (r *Runner) mmluScore(ctx context.Context, a *mmluAnswers, method string, i
 	return nil
 }
 
-// mmluNoAnswer is the failure of a fallback (method) that gave no answer
-// to most of n questions, the count in its detail: the last reasoning-only
-// answer's where most were reasoning only (a thinking model out of
-// budget), else echoFail's.
-func (r *Runner) mmluNoAnswer(method string, n int, a *mmluAnswers, echoFail *schema.EvalFailure) *schema.EvalFailure {
-	where := fmt.Sprintf("among the top %d tokens", MMLUTopLogprobs)
+// mmluNoAnswer is the failure of a fallback (method, asking the top top
+// logprobs where it asks any) that gave no answer to most of n questions,
+// the count in its detail: the last reasoning-only answer's where most were
+// reasoning only (a thinking model out of budget), else echoFail's.
+func (r *Runner) mmluNoAnswer(method string, top, n int, a *mmluAnswers, echoFail *schema.EvalFailure) *schema.EvalFailure {
+	where := fmt.Sprintf("among the top %d tokens", top)
 	switch method {
 	case MethodChatTopLogprobs:
-		where = fmt.Sprintf("among the top %d first tokens of the chat answer nor in its greedy answer", chatTopLogprobs)
+		where = fmt.Sprintf("among the top %d first tokens of the chat answer nor in its greedy answer", top)
 	case MethodChatGreedy:
 		where = "in the greedy chat answer"
 	}
@@ -403,15 +414,50 @@ func (r *Runner) mmluByEcho(ctx context.Context, i int, prompt string) (_ [4]flo
 	return out, nil, nil
 }
 
-// mmluByTopLogprobs returns the four letters' logprobs as the first
-// generated token after prompt.
-func (r *Runner) mmluByTopLogprobs(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
+// mmluTop is how many top logprobs one of MMLU's logprob routes asks for:
+// want, until a server refuses it stating a lower maximum (sender.postOK
+// asks that one again), then that maximum, for every later question.
+type mmluTop struct {
+	want int
+	// capped is the server's stated maximum (0: none met).
+	capped atomic.Int64
+}
+
+// ask is the count to ask for.
+func (t *mmluTop) ask() int {
+	if t == nil {
+		return 0
+	}
+	if n := t.capped.Load(); n > 0 {
+		return int(n)
+	}
+	return t.want
+}
+
+// sent notes the count req asked for field, once answered: below ask, it is
+// the server's cap.
+func (t *mmluTop) sent(req map[string]any, field string) {
+	if n, _ := req[field].(int); n > 0 && n < t.ask() {
+		t.capped.Store(int64(n))
+	}
+}
+
+// mmluByTopLogprobs asks the four letters' logprobs as the first generated
+// token after prompt, the top top.ask() of them.
+func (r *Runner) mmluByTopLogprobs(top *mmluTop) asker[[4]float64] {
+	return func(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure, *schema.EvalFailure) {
+		return r.mmluTopLogprobs(ctx, i, prompt, top)
+	}
+}
+
+func (r *Runner) mmluTopLogprobs(ctx context.Context, i int, prompt string, top *mmluTop) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
 	var out [4]float64
-	req := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": MMLUTopLogprobs}
+	req := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": top.ask()}
 	resp, c, f := r.sender(i).complete(ctx, req)
 	if f != nil {
 		return out, nil, f
 	}
+	top.sent(req, "logprobs")
 	lp := c.Choices[0].Logprobs
 	if lp == nil || len(lp.TopLogprobs) == 0 || lp.TopLogprobs[len(lp.TopLogprobs)-1] == nil {
 		return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the generated token")
@@ -424,8 +470,8 @@ func (r *Runner) mmluByTopLogprobs(ctx context.Context, i int, prompt string) (_
 // "(B) 4" or "The answer is B", not for an essay.
 const mmluGreedyTokens = 16
 
-// mmluByChatTopLogprobs returns the four letters' logprobs as the first
-// token of a greedy chat answer to prompt. Only an answer whose first token
+// mmluByChatTopLogprobs asks the four letters' logprobs as the first
+// token of a greedy chat answer to prompt, the top top.ask() of them. Only an answer whose first token
 // is its content's is read: one with reasoning (a thinking model: vLLM,
 // SGLang and llama.cpp put it in reasoning_content, some gateways in
 // reasoning, a server that splits nothing leaves "<think>" in content:
@@ -435,13 +481,20 @@ const mmluGreedyTokens = 16
 // That answer is unanswered, LogprobsMissing: on the question that chooses
 // the route, MMLU moves to chat-greedy, which reads the content; on a later
 // one, that question alone is asked by chat-greedy.
-func (r *Runner) mmluByChatTopLogprobs(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
+func (r *Runner) mmluByChatTopLogprobs(top *mmluTop) asker[[4]float64] {
+	return func(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure, *schema.EvalFailure) {
+		return r.mmluChatTopLogprobs(ctx, i, prompt, top)
+	}
+}
+
+func (r *Runner) mmluChatTopLogprobs(ctx context.Context, i int, prompt string, top *mmluTop) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
 	var out [4]float64
-	req := chatRequest(r.model, prompt, map[string]any{"max_tokens": 1, "temperature": 0, "logprobs": true, "top_logprobs": chatTopLogprobs})
+	req := chatRequest(r.model, prompt, map[string]any{"max_tokens": 1, "temperature": 0, "logprobs": true, "top_logprobs": top.ask()})
 	resp, c, f := r.sender(i).chat(ctx, req)
 	if f != nil {
 		return out, nil, f
 	}
+	top.sent(req, "top_logprobs")
 	lp := c.Choices[0].Logprobs
 	if lp == nil || len(lp.Content) == 0 || len(lp.Content[0].TopLogprobs) == 0 {
 		return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the chat answer's first token")

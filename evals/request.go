@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -122,15 +123,68 @@ func (s sender) post(ctx context.Context, path string, body map[string]any) (*en
 // postOK sends body to path and returns a 200 answer; any other status is
 // an HTTPError failure (httpFailure). Use it for requests that are not
 // echo requests: those class their error statuses by classifyEchoStatus.
+//
+// A request that asks for more top logprobs than the server allows, refused
+// with the maximum stated (topLogprobsCap), is sent once more asking that
+// maximum, set in body in place: the caller reads what was asked from it.
 func (s sender) postOK(ctx context.Context, path string, body map[string]any) (*endpoints.Response, *schema.EvalFailure) {
 	resp, f := s.post(ctx, path, body)
 	if f != nil {
 		return nil, f
 	}
+	again := ""
+	if field, n := topLogprobsCap(path, body, resp); n > 0 {
+		again = fmt.Sprintf("asked again with %s %d after %s", field, n, s.statusLine(resp))
+		body[field] = n
+		if resp, f = s.post(ctx, path, body); f != nil {
+			f.Detail = joinDetail(f.Detail, again)
+			return nil, f
+		}
+	}
 	if resp.Status != http.StatusOK {
-		return nil, s.httpFailure(resp, body)
+		f = s.httpFailure(resp, body)
+		f.Detail = joinDetail(f.Detail, again)
+		return nil, f
 	}
 	return resp, nil
+}
+
+// topLogprobsField is the body field that asks a count of top logprobs, by
+// route: /completions' logprobs, chat's top_logprobs.
+var topLogprobsField = map[string]string{"/completions": "logprobs", "/chat/completions": "top_logprobs"}
+
+// minTopLogprobs is the fewest top logprobs worth asking for under a
+// server's cap: MMLU's four letters must fit among them.
+const minTopLogprobs = 4
+
+// topLogprobsRefusal matches an error message refusing a count of top
+// logprobs and stating the most allowed: Hugging Face TGI's 422
+// "`top_n_tokens` must be >= 0 and <= 5. Given: 20" (router/src/validation.rs),
+// vLLM's 400 "Requested sample logprobs of 20, which is greater than max
+// allowed: 5" (--max-logprobs; sampling_params.py, newer builds add
+// " (parameter=logprobs, value=20)"), OpenAI's 400 "Invalid 'top_logprobs':
+// integer above maximum value. Expected a value <= 20, but got 25 instead."
+var topLogprobsRefusal = regexp.MustCompile(`(?is)\b(?:top_logprobs|top_n_tokens|logprobs)\b.*?(?:<=|max(?:imum)? allowed:?)\s*(\d+)`)
+
+// topLogprobsCap returns the field and the cap to ask again with when resp,
+// the answer to body on path, is a 400 or 422 refusing body's count of top
+// logprobs with a stated maximum below it and at least minTopLogprobs; n
+// is 0 otherwise (no retry: the refusal stands, as any other).
+func topLogprobsCap(path string, body map[string]any, resp *endpoints.Response) (field string, n int) {
+	field = topLogprobsField[path]
+	asked, ok := body[field].(int)
+	if !ok || (resp.Status != http.StatusBadRequest && resp.Status != http.StatusUnprocessableEntity) {
+		return field, 0
+	}
+	m := topLogprobsRefusal.FindStringSubmatch(summary.ErrorMessage(resp.Body))
+	if m == nil {
+		return field, 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < minTopLogprobs || n >= asked {
+		return field, 0
+	}
+	return field, n
 }
 
 // complete sends a non-echo /completions request and returns its 200

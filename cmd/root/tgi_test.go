@@ -126,18 +126,19 @@ func TestConformAgainstTGIFailsItsDocumentedDeviationsOnly(t *testing.T) {
 
 // eval against TGI: no logprobs on /v1/completions, so ppl is unsupported
 // and long-ppl is scored from chat logprobs; MMLU's top_logprobs 20 is past
-// TGI's --max-top-n-tokens (5), so it is scored by the greedy letter.
+// TGI's --max-top-n-tokens (5), whose 422 states the cap, so MMLU asks the
+// top 5 again and is scored by chat-top-logprobs, the cap said in its detail.
 func TestEvalAgainstTGITakesTheChatRoutes(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TGI, endpointstest.Options{})
-	_, got, stderr := evalsOf(t, p.BaseURL())
+	_, got, _ := evalsOf(t, p.BaseURL())
 	if e := got["ppl"]; e.Status != "unsupported" {
 		t.Errorf("ppl: %+v; want unsupported", e)
 	}
 	wantScoredBy(t, got, "long-ppl", "chat-logprobs")
-	wantScoredBy(t, got, "mmlu", "chat-greedy")
+	wantScoredBy(t, got, "mmlu", "chat-top-logprobs")
 	wantScoredBy(t, got, "triviaqa", "generate")
-	if !strings.Contains(stderr, "`top_n_tokens` must be >= 0 and <= 5. Given: 20") {
-		t.Errorf("stderr does not name TGI's top_n_tokens bound:\n%s", stderr)
+	if f := got["mmlu"].Failure; f == nil || !strings.Contains(f.Detail, "chat-top-logprobs asked the top 5 logprobs") {
+		t.Errorf("mmlu: %+v; want the top-5 cap in its detail", f)
 	}
 }

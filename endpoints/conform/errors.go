@@ -58,20 +58,27 @@ func checkModels(ctx context.Context, s *suite) outcome {
 	return fail("%s is not among the %d listed: %s", s.cfg.Endpoint.Model, len(ids), s.redact().clip(strings.Join(ids, ", "), 120))
 }
 
-// contextLength is the model's context length as /models gives it, 0 when
-// it gives none.
-func (s *suite) contextLength(ctx context.Context) int {
-	l, p := s.models(ctx)
-	if p != "" || l.Data == nil {
-		return 0
-	}
-	n := 0
-	for _, m := range *l.Data {
-		if m.ID == s.cfg.Endpoint.Model {
-			n = max(m.MaxModelLen, m.ContextLength)
+// contextLength is the model's context length and where it was read:
+// /models' max_model_len or context_length, else where the server states
+// it beside the API (endpoints.Client.ContextLength: SGLang's
+// /get_server_info, llama.cpp's /props, Ollama's /api/ps, TGI's /info); 0
+// when none does.
+func (s *suite) contextLength(ctx context.Context) (int, string) {
+	if l, p := s.models(ctx); p == "" && l.Data != nil {
+		for _, m := range *l.Data {
+			if m.ID != s.cfg.Endpoint.Model {
+				continue
+			}
+			switch {
+			case m.MaxModelLen > 0 && m.MaxModelLen >= m.ContextLength:
+				return m.MaxModelLen, "max_model_len in GET /models"
+			case m.ContextLength > 0:
+				return m.ContextLength, "context_length in GET /models"
+			}
 		}
 	}
-	return n
+	n, source, _ := s.client.ContextLength(ctx)
+	return n, source
 }
 
 func checkBadRequest(ctx context.Context, s *suite) outcome {
@@ -104,30 +111,39 @@ func checkContextOverflow(ctx context.Context, s *suite) outcome {
 		body map[string]any
 	}
 	probes := []probe{{fmt.Sprintf("max_tokens %d", overflowTokens), s.chatBody(storyPrompt, overflowTokens, nil)}}
-	n := s.contextLength(ctx)
+	n, source := s.contextLength(ctx)
 	if n > 0 {
 		// " x" is at least one token in every tokenizer, so this prompt
 		// is longer than the context whatever the vocabulary.
 		words := n + 64
-		probes = append(probes, probe{fmt.Sprintf("a prompt of %d words (context %d)", words, n),
+		probes = append(probes, probe{fmt.Sprintf("a prompt of %d words (context %d, %s)", words, n, source),
 			s.chatBody(strings.Repeat(" x", words), 1, nil)})
 	}
+	// Every probe is sent, so that a failure says how each was answered
+	// (llama.cpp accepts max_tokens past the context but may refuse the
+	// overlong prompt).
 	var msg string
+	var faults []string
 	for _, p := range probes {
 		a := s.post(ctx, "/chat/completions", p.body)
 		if a.ok() {
-			return fail("%s: answered 200: the request was accepted past the context", p.what)
+			faults = append(faults, p.what+": answered 200: the request was accepted past the context")
+			continue
 		}
 		m, problem := refusal(a)
 		if problem != "" {
-			return fail("%s: %s", p.what, problem)
+			faults = append(faults, p.what+": "+problem)
+			continue
 		}
 		msg = m
 	}
-	if n == 0 {
-		return pass("a 4xx for max_tokens %d: %s (/models gives no context length, so no overlong prompt was sent)", overflowTokens, msg)
+	if len(faults) > 0 {
+		return fail("%s", strings.Join(faults, "; "))
 	}
-	return pass("a 4xx for max_tokens %d and for a prompt past the context of %d: %s", overflowTokens, n, msg)
+	if n == 0 {
+		return pass("a 4xx for max_tokens %d: %s (no route states the context length, so no overlong prompt was sent)", overflowTokens, msg)
+	}
+	return pass("a 4xx for max_tokens %d and for a prompt past the context of %d (%s): %s", overflowTokens, n, source, msg)
 }
 
 func checkUnknownModel(ctx context.Context, s *suite) outcome {
