@@ -35,3 +35,22 @@ func ReadToken(flag, name string, getenv func(string) string) (string, error) {
 	}
 	return tok, nil
 }
+
+// answerWindow is how much of a failed answer's text the coordinator reads
+// (beside 6 bytes a character of the token, its longest escaped form)
+// before it redacts the token and quotes the first 512 bytes: a token that
+// starts within it is found whole, so no prefix of one survives the cut.
+const answerWindow = 64 << 10
+
+// tokenSecrets is an endpoint whose one secret is token, for its redaction
+// (endpoints.Endpoint.RedactBytes finds a secret written back raw, in any
+// letter case, JSON-escaped or percent-encoded); nil, which redacts
+// nothing, for no token.
+func tokenSecrets(token string) (*endpoints.Endpoint, error) {
+	if token == "" {
+		return nil, nil
+	}
+	const v = "GLMBENCH_AGENT_TOKEN"
+	return endpoints.Resolve(endpoints.Flags{Endpoint: "http://agent.invalid/v1", APIKeyEnv: v, APIKeyEnvSet: true},
+		func(string) string { return token })
+}
