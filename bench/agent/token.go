@@ -24,14 +24,17 @@ func ReadToken(flag, name string, getenv func(string) string) (string, error) {
 	if !endpoints.IsEnvName(name) {
 		return "", badinput.Errorf("%s %s: want the name of the environment variable that holds the token", flag, endpoints.ShownVar(name))
 	}
+	// The name is quoted as ShownVar quotes one: a token pasted for it
+	// (--token-env "$TOKEN") is a valid name when it starts with a letter.
+	shown := endpoints.ShownVar(name)
 	tok := strings.TrimSpace(getenv(name))
 	switch {
 	case tok == "":
-		return "", badinput.Errorf("%s %s: the variable is unset or empty", flag, name)
+		return "", badinput.Errorf("%s %s: the variable is unset or empty", flag, shown)
 	case len(tok) < MinTokenLen:
-		return "", badinput.Errorf("%s %s: the token has %d characters, fewer than %d (openssl rand -hex 16 makes one)", flag, name, len(tok), MinTokenLen)
+		return "", badinput.Errorf("%s %s: the token has %d characters, fewer than %d (openssl rand -hex 16 makes one)", flag, shown, len(tok), MinTokenLen)
 	case strings.ContainsFunc(tok, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
-		return "", badinput.Errorf("%s %s: the token has a space or control character in it, which an HTTP header cannot carry", flag, name)
+		return "", badinput.Errorf("%s %s: the token has a space or control character in it, which an HTTP header cannot carry", flag, shown)
 	}
 	return tok, nil
 }
