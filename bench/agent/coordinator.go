@@ -45,8 +45,10 @@ type Conn struct {
 	base   string
 	client *http.Client
 	// token is sent with every request (Authorization: Bearer), where the
-	// coordinator has one.
+	// coordinator has one; hide holds it as the one secret to redact from
+	// any text of an answer that is quoted (nil: none).
 	token string
+	hide  *endpoints.Endpoint
 	// proto, instance and tokenRequired are what the agent's last pong
 	// said.
 	proto         int
@@ -66,12 +68,16 @@ func Dial(ctx context.Context, addrs []string, token string) ([]*Conn, error) {
 	}
 	conns := make([]*Conn, len(addrs))
 	seen := map[string]string{}
+	hide, err := tokenSecrets(token)
+	if err != nil {
+		return nil, err
+	}
 	for k, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" || strings.Contains(a, "/") {
 			return nil, badinput.Errorf("agent %q: want host:port", a)
 		}
-		c := &Conn{Addr: a, base: "http://" + a, client: &http.Client{}, token: token}
+		c := &Conn{Addr: a, base: "http://" + a, client: &http.Client{}, token: token, hide: hide}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, _, err := c.ping(pctx)
 		cancel()
@@ -135,7 +141,7 @@ func (c *Conn) ping(ctx context.Context) (offset, rtt time.Duration, err error) 
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
-	if err := answerError(RoutePing, resp); err != nil {
+	if err := c.answerError(RoutePing, resp); err != nil {
 		return 0, 0, err
 	}
 	var p Pong
@@ -183,7 +189,7 @@ func (c *Conn) post(ctx context.Context, route string, body any) (*http.Response
 	if err != nil {
 		return nil, err
 	}
-	if err := answerError(route, resp); err != nil {
+	if err := c.answerError(route, resp); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
@@ -204,13 +210,17 @@ type refusedError struct{ msg string }
 func (e *refusedError) Error() string { return e.msg }
 
 // answerError is nil for a 200 or 204, a *refusedError for a 401, else
-// the route, the status and the start of the agent's text.
-func answerError(route string, resp *http.Response) error {
+// the route, the status and the start of the agent's text. The text is
+// read far past what is quoted and has the token redacted before the cut:
+// what answers at an agent's address (a proxy's error page, a debugging
+// server) may write the request's Authorization header back, and the text
+// goes to stderr or, as a lost agent's reason, into the report.
+func (c *Conn) answerError(route string, resp *http.Response) error {
 	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	msg := text.Shown(string(b), 512)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, answerWindow+6*int64(len(c.token))))
+	msg := text.Shown(string(c.hide.RedactBytes(b)), 512)
 	if resp.StatusCode == http.StatusUnauthorized {
 		return &refusedError{msg: fmt.Sprintf("%s: %s", route, msg)}
 	}

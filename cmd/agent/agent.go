@@ -4,12 +4,14 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -108,6 +110,20 @@ func (o *Options) name() string {
 	return "agent"
 }
 
+// checkTokenIsNoKey refuses a token that holds the agent's API key (from
+// --api-key-env, else the default variable): every coordinator sends the
+// token, in plain HTTP, on every request, and the key never travels
+// otherwise. A key of fewer than 8 characters (a placeholder such as
+// "none") counts only as the whole token.
+func (o *Options) checkTokenIsNoKey(token string) error {
+	keyEnv := cmp.Or(o.APIKeyEnv, endpoints.DefaultAPIKeyEnv)
+	key := strings.TrimSpace(o.F.Getenv(keyEnv))
+	if key == "" || key != token && (len(key) < 8 || !strings.Contains(token, key)) {
+		return nil
+	}
+	return badinput.Errorf("--token-env %s holds the API key (%s): every coordinator would send it over the wire to this agent, and the key never travels otherwise: give the agent a token of its own (openssl rand -hex 16)", endpoints.ShownVar(o.TokenEnv), endpoints.ShownVar(keyEnv))
+}
+
 // loopback says whether a listener's address is reachable from this host
 // only.
 func loopback(a net.Addr) bool {
@@ -136,6 +152,9 @@ func Run(ctx context.Context, o *Options) error {
 	var token string
 	if o.TokenEnv != "" {
 		if token, err = agent.ReadToken("--token-env", o.TokenEnv, o.F.Getenv); err != nil {
+			return err
+		}
+		if err := o.checkTokenIsNoKey(token); err != nil {
 			return err
 		}
 	}

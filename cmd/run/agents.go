@@ -14,6 +14,7 @@ import (
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/bench/agent"
+	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 )
 
@@ -75,10 +76,16 @@ func (a *AgentFlags) validate(getenv func(string) string) error {
 
 // dial finds the agents (resolving --agents-dns until Count answer, in a
 // fixed order so indexes are the same on every try) and checks that each
-// answers a ping, before any load: an unreachable agent is bad input.
+// answers a ping, before any load: an unreachable agent is bad input, as
+// is a token that holds one of the endpoint's secrets.
 func (a *AgentFlags) dial(ctx context.Context, bo *bench.Options, say func(string)) error {
 	if err := agent.CheckOptions(bo); err != nil {
 		return err
+	}
+	if a.token != "" && bo.Endpoint.Redact(a.token) != a.token {
+		// The token travels, in plain HTTP, to every agent; the key must
+		// not (each agent reads its own).
+		return badinput.Errorf("--agents-token-env %s holds the endpoint's API key or one of its header values, which would go over the wire to every agent: give the agents a token of their own (openssl rand -hex 16)", endpoints.ShownVar(a.TokenEnv))
 	}
 	addrs := a.Addrs
 	if a.DNS != "" {
