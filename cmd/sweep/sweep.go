@@ -194,8 +194,10 @@ func (o *Options) validate() (*plan, error) {
 		return nil, badinput.Errorf("--max-points must be at least 1")
 	case !(o.Resolution > 0 && o.Resolution < 1):
 		return nil, badinput.Errorf("--resolution must be in (0, 1), not %g", o.Resolution)
-	case !(o.Start > 0) || integer && o.Start != float64(int(o.Start)):
-		return nil, badinput.Errorf("--start must be a positive load (a whole number for a concurrency), not %g", o.Start)
+	case !(o.Start > 0) || o.Start > maxLoad || integer && o.Start != float64(int(o.Start)):
+		// > maxLoad also refuses +Inf, which ran the load and then failed
+		// the report's write.
+		return nil, badinput.Errorf("--start must be a positive load up to %g (a whole number for a concurrency), not %g", float64(maxLoad), o.Start)
 	case o.TTFTTimeout < 0, o.ProbeTimeout < 0:
 		return nil, badinput.Errorf("--ttft-timeout and --probe-timeout must not be negative")
 	}
@@ -232,7 +234,7 @@ func parseLoads(s string, integer bool) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(v > 0) || v > 1e6 || integer && v != float64(int(v)) {
+		if err != nil || !(v > 0) || v > maxLoad || integer && v != float64(int(v)) {
 			what := "positive numbers"
 			if integer {
 				what = "whole numbers from 1"
@@ -243,6 +245,9 @@ func parseLoads(s string, integer bool) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// maxLoad bounds a load sweep measures: a concurrency or a rate per second.
+const maxLoad = 1e6
 
 // Run is the sweep command's work: it checks the flags, opens the endpoint,
 // calibrates the shape, measures the points and writes the report after

@@ -58,6 +58,8 @@ func TestBadFlagsExitTwoInOneLineBeforeAnyLoad(t *testing.T) {
 		{[]string{"--duration", "0s"}, "--duration"},
 		{[]string{"--max-points", "0"}, "--max-points"},
 		{[]string{"--start", "1.5"}, "--start"},
+		{[]string{"--request-rate", "auto", "--start", "Inf"}, "--start"},
+		{[]string{"--start", "2e6"}, "--start"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
 		{[]string{"--api", "bogus"}, "--api must be chat or completions"},
 	} {

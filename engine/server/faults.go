@@ -59,7 +59,7 @@ var faultKinds = []struct {
 	{"stall", "stall=F", "that share (0-1) of streams stop sending after their first token",
 		"a share from 0 to 1", func(f *Faults, v string, _ bool) bool {
 			share, err := strconv.ParseFloat(v, 64)
-			if err != nil || share < 0 || share > 1 {
+			if err != nil || !(share >= 0 && share <= 1) { // NaN fails both
 				return false
 			}
 			f.Stall = share

@@ -126,7 +126,7 @@ func TestParseFault(t *testing.T) {
 	if f.Echo != "ignored" || f.Stall != 0.5 || !f.DropDone || !f.NoUsage || f.RateLimit != 3 {
 		t.Fatalf("%s %v %v %v %d", f.Echo, f.Stall, f.DropDone, f.NoUsage, f.RateLimit)
 	}
-	for _, bad := range []string{"echo", "echo=404", "stall=2", "stall=x", "drop-done=1", "rate-limit=0", "explode"} {
+	for _, bad := range []string{"echo", "echo=404", "stall=2", "stall=x", "stall=NaN", "drop-done=1", "rate-limit=0", "explode"} {
 		if err := ParseFault(bad, &f); err == nil {
 			t.Fatalf("%s accepted", bad)
 		}
