@@ -174,8 +174,8 @@ func first(s string, n int) string { return text.Clip(s, n, "") }
 // the "message" of an OpenAI-shaped error (or a top-level "message"/"detail"),
 // of Anthropic's {"type": "error", "error": {...}}, or of the first element
 // of Google's array ([{"error": {...}}], Gemini's OpenAI-compatible route);
-// of a body cut short (a record keeps its first 200 bytes), the first
-// "message" string, to where the cut fell; else the text.
+// of a body cut short (a record keeps its first 200 bytes: recordCut), the
+// first "message" string, to where the cut fell; else the text.
 func ErrorMessage(body []byte) string {
 	return text.OneLine(errorText(body))
 }
@@ -188,7 +188,7 @@ func errorText(body []byte) string {
 		}
 		return strings.ToValidUTF8(string(body), "?")
 	}
-	if !json.Valid(body) {
+	if len(body) <= recordCut && !json.Valid(body) {
 		if msg, ok := cutMessage(body); ok {
 			return msg
 		}
@@ -218,6 +218,16 @@ func errorText(body []byte) string {
 	}
 	return strings.ToValidUTF8(string(body), "?")
 }
+
+// recordCut is the most bytes of an error body a record keeps
+// (endpoints.BodyLimit), redacted before the cut so that a secret across it
+// is "***" whole. Only a body this short is read as cut (cutMessage): a
+// longer one that is not whole JSON was cut elsewhere, maybe before any
+// redaction (conform keeps the first 4 KiB of a refused stream), and a
+// message read to that cut could end in the first bytes of a key, which no
+// later redaction knows for a secret; its text is given as it is, which
+// callers clip from its start.
+const recordCut = 200
 
 // cutMessage is the first "message" string of a JSON body that is not
 // whole (cut short), decoded as far as it goes; false when body does not
