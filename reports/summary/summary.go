@@ -182,7 +182,10 @@ func ErrorMessage(body []byte) string {
 
 func errorText(body []byte) string {
 	var list []json.RawMessage
-	if json.Unmarshal(body, &list) == nil && len(list) > 0 {
+	// Google's shape is one array of objects: an array in an array is not
+	// read again, level by level (a hostile body nested thousands deep
+	// would be parsed once per level).
+	if json.Unmarshal(body, &list) == nil && len(list) > 0 && list[0][0] == '{' {
 		if msg := errorText(list[0]); msg != string(list[0]) {
 			return msg
 		}
