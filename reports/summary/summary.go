@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/montanaflynn/stats"
@@ -153,9 +154,9 @@ func ErrorKind(rec *schema.Record) string {
 	case rec.Class == schema.Redirect:
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(strings.TrimPrefix(rec.Detail, "a "), 60))
 	case rec.Status != 0 && rec.Status != 200:
-		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(ErrorMessage([]byte(rec.Body)), 60))
+		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(noControl(ErrorMessage([]byte(rec.Body))), 60))
 	case (rec.Class == schema.QueueFull || rec.Class == schema.StreamError) && FromErrorEvent(rec.Detail):
-		return fmt.Sprintf("stream error event: %s", first(ErrorMessage([]byte(rec.Body)), 60))
+		return fmt.Sprintf("stream error event: %s", first(noControl(ErrorMessage([]byte(rec.Body))), 60))
 	}
 	return fmt.Sprintf("%s: %s", rec.Class, first(rec.Detail, 60))
 }
@@ -169,6 +170,18 @@ func FromErrorEvent(detail string) bool {
 }
 
 func first(s string, n int) string { return text.Clip(s, n, "") }
+
+// noControl is s with each control character shown as "?": a server's
+// message goes into the report's markdown, where an ESC (decoded from its
+// JSON's \u001b) would start a terminal escape sequence when shown.
+func noControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
+}
 
 // ErrorMessage extracts the human message from an error body, on one line:
 // the "message" of an OpenAI-shaped error (or a top-level "message"/"detail"),
