@@ -226,18 +226,20 @@ func HTTPStatus(err error) int {
 }
 
 // AnswerMessage returns the server's own message in an error from go-openai
-// that carries an answer (HTTPStatus non-zero), on one line and clipped:
+// that carries an answer (HTTPStatus non-zero), on one line, clipped and
+// with every control character shown as "?" (text.Shown: the message goes
+// to a terminal, where a server's ESC would start an escape sequence):
 // an OpenAI error's message, or summary.ErrorMessage of a body go-openai
 // could not read (Google's array-shaped errors, vLLM's {"error": "…"});
 // "" for none. ListModels has redacted both.
 func AnswerMessage(err error) string {
 	var re *openai.RequestError
 	if errors.As(err, &re) && len(re.Body) > 0 {
-		return text.Clip(summary.ErrorMessage(re.Body), 160, "…")
+		return text.Shown(summary.ErrorMessage(re.Body), 160)
 	}
 	var ae *openai.APIError
 	if errors.As(err, &ae) {
-		return text.Clip(text.OneLine(ae.Message), 160, "…")
+		return text.Shown(ae.Message, 160)
 	}
 	return ""
 }

@@ -259,6 +259,7 @@ func checkMaxTokens(ctx context.Context, s *suite) outcome {
 	case u.CompletionTokens < maxTokens && st.finish() == "stop":
 		// The model stopped at its EOS: Ollama drops ignore_eos, as any
 		// field its request struct lacks.
+		s.eosDropped = true
 		return fail("max_tokens %d with ignore_eos gave usage.completion_tokens %d, finish_reason \"stop\": the server does not honour ignore_eos, so run's requests can end before OUT (short_output counts them)", maxTokens, u.CompletionTokens).butProvided()
 	case u.CompletionTokens != maxTokens:
 		return fail("max_tokens %d with ignore_eos gave usage.completion_tokens %d (finish_reason %q)", maxTokens, u.CompletionTokens, st.finish()).butProvided()

@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/montanaflynn/stats"
@@ -153,9 +154,9 @@ func ErrorKind(rec *schema.Record) string {
 	case rec.Class == schema.Redirect:
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(strings.TrimPrefix(rec.Detail, "a "), 60))
 	case rec.Status != 0 && rec.Status != 200:
-		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(ErrorMessage([]byte(rec.Body)), 60))
+		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(noControl(ErrorMessage([]byte(rec.Body))), 60))
 	case (rec.Class == schema.QueueFull || rec.Class == schema.StreamError) && FromErrorEvent(rec.Detail):
-		return fmt.Sprintf("stream error event: %s", first(ErrorMessage([]byte(rec.Body)), 60))
+		return fmt.Sprintf("stream error event: %s", first(noControl(ErrorMessage([]byte(rec.Body))), 60))
 	}
 	return fmt.Sprintf("%s: %s", rec.Class, first(rec.Detail, 60))
 }
@@ -170,25 +171,40 @@ func FromErrorEvent(detail string) bool {
 
 func first(s string, n int) string { return text.Clip(s, n, "") }
 
+// noControl is s with each control character shown as "?": a server's
+// message goes into the report's markdown, where an ESC (decoded from its
+// JSON's \u001b) would start a terminal escape sequence when shown.
+func noControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
 // ErrorMessage extracts the human message from an error body, on one line:
 // the "message" of an OpenAI-shaped error (or a top-level "message"/"detail"),
 // of Anthropic's {"type": "error", "error": {...}}, or of the first element
 // of Google's array ([{"error": {...}}], Gemini's OpenAI-compatible route);
-// of a body cut short (a record keeps its first 200 bytes), the first
-// "message" string, to where the cut fell; else the text.
+// of a body cut short (a record keeps its first 200 bytes: recordCut), the
+// first "message" string, to where the cut fell; else the text.
 func ErrorMessage(body []byte) string {
 	return text.OneLine(errorText(body))
 }
 
 func errorText(body []byte) string {
 	var list []json.RawMessage
-	if json.Unmarshal(body, &list) == nil && len(list) > 0 {
+	// Google's shape is one array of objects: an array in an array is not
+	// read again, level by level (a hostile body nested thousands deep
+	// would be parsed once per level).
+	if json.Unmarshal(body, &list) == nil && len(list) > 0 && list[0][0] == '{' {
 		if msg := errorText(list[0]); msg != string(list[0]) {
 			return msg
 		}
 		return strings.ToValidUTF8(string(body), "?")
 	}
-	if !json.Valid(body) {
+	if len(body) <= recordCut && !json.Valid(body) {
 		if msg, ok := cutMessage(body); ok {
 			return msg
 		}
@@ -218,6 +234,16 @@ func errorText(body []byte) string {
 	}
 	return strings.ToValidUTF8(string(body), "?")
 }
+
+// recordCut is the most bytes of an error body a record keeps
+// (endpoints.BodyLimit), redacted before the cut so that a secret across it
+// is "***" whole. Only a body this short is read as cut (cutMessage): a
+// longer one that is not whole JSON was cut elsewhere, maybe before any
+// redaction (conform keeps the first 4 KiB of a refused stream), and a
+// message read to that cut could end in the first bytes of a key, which no
+// later redaction knows for a secret; its text is given as it is, which
+// callers clip from its start.
+const recordCut = 200
 
 // cutMessage is the first "message" string of a JSON body that is not
 // whole (cut short), decoded as far as it goes; false when body does not
