@@ -58,16 +58,16 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return resp.StatusCode, "", nil
 	}
-	msg = c.ep.Redact(summary.ErrorMessage(c.readRedacted(resp, healthBody)))
+	msg = c.ep.Redact(summary.ErrorMessage(c.ReadRedacted(resp, healthBody)))
 	return resp.StatusCode, text.Shown(msg, 120), nil
 }
 
-// readRedacted reads at most limit bytes of resp's body with every secret
+// ReadRedacted reads at most limit bytes of resp's body with every secret
 // of the endpoint redacted, before anything can cut it (a message cut
 // inside a secret keeps its start, which no redaction finds afterwards);
 // with the body past limit, a tail that spells a secret's start goes too.
 // For a body that is only ever shown, never parsed as a 2xx answer.
-func (c *Client) readRedacted(resp *http.Response, limit int) []byte {
+func (c *Client) ReadRedacted(resp *http.Response, limit int) []byte {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	more := len(b) > limit
 	if more {

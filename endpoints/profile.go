@@ -86,7 +86,7 @@ func (c *Client) profileCall(ctx context.Context, path string) (ProfileAnswer, e
 	}
 	defer resp.Body.Close()
 	// Every secret, whatever the status: the text is only ever shown.
-	ans := profileAnswer(c.readRedacted(resp, maxProfileBody))
+	ans := profileAnswer(c.ReadRedacted(resp, maxProfileBody))
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		return ProfileAnswer{}, &ProfileError{Status: resp.StatusCode, Where: where, Message: ans.Message}
 	}

@@ -1,6 +1,9 @@
 package conform
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -27,5 +30,28 @@ func TestAMessageCutInsideTheKeyAtTheReadLimitShowsNoPrefix(t *testing.T) {
 	// What is quoted is the server's text, from its start.
 	if !strings.HasPrefix(got, `HTTP 401: {"detail":"xxx`) {
 		t.Errorf("statusLine = %q: not the server's text", got)
+	}
+}
+
+// The truth: a refused stream's body is redacted as it is read, before the
+// readLimit cut, so the body kept holds no start of the key even where the
+// key straddles the cut (it used to be read raw and cut, leaving the key's
+// first bytes for every later use to guard against).
+func TestARefusedStreamsBodyIsRedactedBeforeItsCut(t *testing.T) {
+	t.Parallel()
+	// "Bearer " is 7 bytes: the key itself starts 10 bytes before the cut.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, pad(readLimit-17)+r.Header.Get("Authorization")+" and more")
+	}))
+	defer srv.Close()
+	cfg := testConfig(srv.URL+"/v1", "m")
+	cfg.Endpoint = straddleEndpoint(t, srv.URL+"/v1")
+	s, done := newSuite(cfg)
+	defer done()
+	st := s.stream(t.Context(), map[string]any{"model": "m", "stream": true, "max_tokens": 1}, nil)
+	if len(st.body) == 0 || strings.Contains(string(st.body), straddleKey[:7]) {
+		t.Fatalf("kept body (%d bytes) ends %q: want it read, with no start of the key", len(st.body), st.body[max(0, len(st.body)-40):])
 	}
 }

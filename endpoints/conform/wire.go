@@ -700,7 +700,8 @@ func (s *suite) stream(ctx context.Context, body map[string]any, hangUp func(*st
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		st.body, _ = io.ReadAll(io.LimitReader(resp.Body, readLimit))
+		// Redacted before it is cut, so no start of a key survives the cut.
+		st.body = s.client.ReadRedacted(resp, readLimit)
 		return st
 	}
 	if call.hangsUp() {
