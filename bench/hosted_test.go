@@ -13,41 +13,9 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/endpoints/endpointstest/hosted"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
-)
-
-// Hosted providers' answers, as their users quote them (see
-// /work/research-hosted.md, and docs/SERVERS.md "Hosted OpenAI-compatible
-// APIs").
-const (
-	// Gemini's OpenAI-compatible route refuses a field it does not know
-	// with Google's array-shaped error (bytedance/deer-flow#1515 for
-	// "thinking"; the same wording for any name).
-	geminiUnknownIgnoreEOS = `[{
-  "error": {
-    "code": 400,
-    "message": "Invalid JSON payload received. Unknown name \"ignore_eos\": Cannot find field.",
-    "status": "INVALID_ARGUMENT",
-    "details": [
-      {
-        "@type": "type.googleapis.com/google.rpc.BadRequest",
-        "fieldViolations": [
-          {
-            "description": "Invalid JSON payload received. Unknown name \"ignore_eos\": Cannot find field."
-          }
-        ]
-      }
-    ]
-  }
-}
-]`
-	// Gemini's quota (n4ze3m/page-assist#406, on /v1beta/openai/chat/completions).
-	geminiQuota = "[{\n  \"error\": {\n    \"code\": 429,\n    \"message\": \"Resource has been exhausted (e.g. check quota).\",\n    \"status\": \"RESOURCE_EXHAUSTED\"\n  }\n}\n]"
-	// Groq refuses a property it does not know (fanenr/chatbot#21 for "store").
-	groqUnknownIgnoreEOS = `{"error":{"message":"property 'ignore_eos' is unsupported, did you mean 'stop'?","type":"invalid_request_error"}}`
-	// Anthropic's API overloaded for everyone: 529 overloaded_error.
-	anthropicOverloaded = `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`
 )
 
 // A provider that refuses ignore_eos in its own words (Gemini's array,
@@ -58,8 +26,8 @@ const (
 func TestAHostedProviderRefusingIgnoreEOSNamesItsSentenceAndTheSwitch(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, body, sentence string }{
-		{"Gemini", geminiUnknownIgnoreEOS, `HTTP 400: Invalid JSON payload received. Unknown name "ignore_eos": Cannot find field.`},
-		{"Groq", groqUnknownIgnoreEOS, `HTTP 400: property 'ignore_eos' is unsupported, did you mean 'stop'?`},
+		{"Gemini", hosted.GeminiUnknownIgnoreEOS, `HTTP 400: Invalid JSON payload received. Unknown name "ignore_eos": Cannot find field.`},
+		{"Groq", hosted.GroqUnknownIgnoreEOS, `HTTP 400: property 'ignore_eos' is unsupported, did you mean 'stop'?`},
 	} {
 		var refused atomic.Int64
 		srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
@@ -106,8 +74,8 @@ func TestAHostedProvidersBusyAnswersAreKeptApartWithTheirMessage(t *testing.T) {
 		class  schema.Class
 		kind   string
 	}{
-		{"Gemini's quota", 429, geminiQuota, schema.RateLimited, "HTTP 429: Resource has been exhausted (e.g. check quota)."},
-		{"Anthropic's overload", 529, anthropicOverloaded, schema.HTTP5xx, "HTTP 529: Overloaded"},
+		{"Gemini's quota", 429, hosted.GeminiQuota, schema.RateLimited, "HTTP 429: Resource has been exhausted (e.g. check quota)."},
+		{"Anthropic's overload", 529, hosted.AnthropicOverloaded, schema.HTTP5xx, "HTTP 529: Overloaded"},
 	} {
 		srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
 			if r.I%2 == 1 {
@@ -148,7 +116,7 @@ func TestACalibrationProbeMeetingAnthropicsOverloadTriesAgain(t *testing.T) {
 		var sent atomic.Int64
 		srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
 			if sent.Add(1) <= c.overload {
-				return endpointstest.Behavior{Fail: endpointstest.Status, Status: 529, Body: anthropicOverloaded, RetryAfter: "1"}
+				return endpointstest.Behavior{Fail: endpointstest.Status, Status: 529, Body: hosted.AnthropicOverloaded, RetryAfter: "1"}
 			}
 			return endpointstest.Behavior{}
 		})

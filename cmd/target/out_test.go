@@ -34,3 +34,33 @@ func TestCheckWritableRefusesAFileAndLeavesNoTrace(t *testing.T) {
 		t.Errorf("%s holds %d entries after the checks; want only the file", dir, len(ents))
 	}
 }
+
+// The truth: a --out that is, or lies under, a link to nothing (a share
+// not mounted, a folder since deleted) cannot take the report: the write's
+// MkdirAll finds the link and fails ("file exists"), after the load. It is
+// bad input naming the link before any load, as a file there is; a link to
+// a folder is taken, through the link.
+func TestCheckWritableRefusesALinkToNothing(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "results")
+	if err := os.Symlink(filepath.Join(dir, "gone"), link); err != nil {
+		t.Skip(err)
+	}
+	for _, out := range []string{link, filepath.Join(link, "run1")} {
+		err := checkWritable(out)
+		if !badinput.Is(err) || !strings.Contains(err.Error(), "results is a link to") {
+			t.Errorf("--out %s: %v; want bad input saying results is a link to nothing", out, err)
+		}
+		if mkErr := os.MkdirAll(out, 0o755); mkErr == nil {
+			t.Fatalf("MkdirAll(%s) took the link: the premise is wrong", out)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "gone"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{link, filepath.Join(link, "run1")} {
+		if err := checkWritable(out); err != nil {
+			t.Errorf("--out %s through a link to a folder: %v; want it taken", out, err)
+		}
+	}
+}

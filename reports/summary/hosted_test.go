@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/glmbench/glmbench/endpoints/endpointstest/hosted"
 	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -18,37 +19,16 @@ import (
 func TestErrorMessageReadsHostedProvidersShapes(t *testing.T) {
 	t.Parallel()
 	const (
-		geminiField = `[{
-  "error": {
-    "code": 400,
-    "message": "Invalid JSON payload received. Unknown name \"ignore_eos\": Cannot find field.",
-    "status": "INVALID_ARGUMENT",
-    "details": [
-      {
-        "@type": "type.googleapis.com/google.rpc.BadRequest",
-        "fieldViolations": [
-          {
-            "description": "Invalid JSON payload received. Unknown name \"ignore_eos\": Cannot find field."
-          }
-        ]
-      }
-    ]
-  }
-}
-]`
-		geminiQuota   = "[{\n  \"error\": {\n    \"code\": 429,\n    \"message\": \"Resource has been exhausted (e.g. check quota).\",\n    \"status\": \"RESOURCE_EXHAUSTED\"\n  }\n}\n]"
-		anthropic529  = `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`
 		anthropic429  = `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`
-		groqField     = `{"error":{"message":"property 'ignore_eos' is unsupported, did you mean 'stop'?","type":"invalid_request_error"}}`
 		geminiContext = `[{"error":{"code":400,"message":"The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`
 	)
 	for _, c := range []struct{ name, body, want string }{
-		{"Gemini's unknown field, an array", geminiField, `Invalid JSON payload received. Unknown name "ignore_eos": Cannot find field.`},
-		{"Gemini's quota, an array", geminiQuota, "Resource has been exhausted (e.g. check quota)."},
+		{"Gemini's unknown field, an array", hosted.GeminiUnknownIgnoreEOS, `Invalid JSON payload received. Unknown name "ignore_eos": Cannot find field.`},
+		{"Gemini's quota, an array", hosted.GeminiQuota, "Resource has been exhausted (e.g. check quota)."},
 		{"Gemini's context, an array", geminiContext, "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576)."},
-		{"Anthropic's 529", anthropic529, "Overloaded"},
+		{"Anthropic's 529", hosted.AnthropicOverloaded, "Overloaded"},
 		{"Anthropic's 429", anthropic429, "Number of request tokens has exceeded your per-minute rate limit"},
-		{"Groq's unknown field", groqField, "property 'ignore_eos' is unsupported, did you mean 'stop'?"},
+		{"Groq's unknown field", hosted.GroqUnknownIgnoreEOS, "property 'ignore_eos' is unsupported, did you mean 'stop'?"},
 		{"an empty array", `[]`, `[]`},
 		{"an array of text", `["x"]`, `["x"]`},
 	} {
