@@ -98,13 +98,16 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 	}
 	mct := f.MaxCompletionTokens
 	// TGI's ChatRequest has max_tokens alone (lib.rs), unknown fields ignored.
-	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens || p.Kind == TGI {
+	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens || p.Kind == TGI || p.Kind == LMStudio {
 		mct = nil
 	}
 	if ref := g.readMaxTokens(f.MaxTokens, mct); ref != nil {
 		return nil, ref
 	}
 	g.readOptions(&f)
+	if p.Kind == LMStudio {
+		g.lmstudioRead()
+	}
 	if chat {
 		g.tool, g.choice = p.readTools(&f)
 	}
@@ -167,7 +170,11 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 				map[string]any{"param": "max_tokens", "code": "unsupported_parameter"}}
 		}
 	}
-	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && p.Kind != TGI && model != p.Opts.Model {
+	if p.Kind == LMStudio && !p.lmstudioModelOK(model) {
+		// Unverified wording and status.
+		return &refusal{404, "Model \"" + model + "\" not found. Load it first, or turn on Just-in-Time model loading.", nil}
+	}
+	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && p.Kind != TGI && p.Kind != LMStudio && model != p.Opts.Model {
 		// vLLM: 404 "The model `X` does not exist." (serving_engine
 		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
 		// (single model) answer whatever the model field says.
@@ -294,6 +301,8 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 		return p.checkVLLM(g)
 	case SGLang:
 		return p.checkSGLang(g)
+	case LMStudio:
+		return p.checkLMStudio(g)
 	default: // OpenAI
 		return p.checkOpenAI(g)
 	}

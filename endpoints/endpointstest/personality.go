@@ -28,10 +28,13 @@ const (
 	Gateway  = "gateway"
 	Ollama   = "ollama"
 	TGI      = "tgi"
+	LMStudio = "lmstudio"
 )
 
 // Names lists the personalities.
-func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI} }
+func Names() []string {
+	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio}
+}
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
 // context; it changed across versions.
@@ -173,6 +176,9 @@ type Options struct {
 	// TGI configures the tgi personality (tgi.go); Context is its
 	// --max-total-tokens.
 	TGI TGIOptions
+	// LMStudio configures the lmstudio personality (lmstudio.go); Context
+	// is the context its model was loaded with.
+	LMStudio LMStudioOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -222,7 +228,7 @@ func Start(t testing.TB, name string, o Options) *Personality {
 // NewPersonality starts the personality name; the caller closes it.
 func NewPersonality(name string, o Options) (*Personality, error) {
 	switch name {
-	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI:
+	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio:
 	default:
 		return nil, fmt.Errorf("no personality %q (have %s)", name, strings.Join(Names(), ", "))
 	}
@@ -241,7 +247,7 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
-			TGI: "meta-llama/Llama-3.1-8B-Instruct"}[name]
+			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct"}[name]
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
@@ -350,6 +356,10 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		p.serveTGI(w, r, body)
 		return
 	}
+	if p.Kind == LMStudio {
+		p.serveLMStudio(w, r, body)
+		return
+	}
 	if p.loading(w, r) {
 		return
 	}
@@ -399,6 +409,9 @@ func (p *Personality) fail(w http.ResponseWriter, status int, msg string, extra 
 // errorBody is an error object as this server writes it.
 func (p *Personality) errorBody(status int, msg string, extra map[string]any) map[string]any {
 	switch p.Kind {
+	case LMStudio:
+		// {"error": "..."}, a string (lmstudio.go).
+		return map[string]any{"error": msg}
 	case LlamaCpp:
 		// {"error":{"code","message","type"}}, the status equal to code
 		// (tools/server/server-common.cpp format_error_response; error types
