@@ -1068,7 +1068,7 @@ func (p *Personality) toolCallID(id string) string {
 // the end of generation (server-task.cpp to_json_oaicompat_chat).
 func (p *Personality) toolFinish(g *genRequest, finish string) string {
 	switch {
-	case p.Kind == LlamaCpp && finish == "length":
+	case (p.Kind == LlamaCpp || p.Kind == LMStudio) && finish == "length":
 		return "length"
 	case p.Kind == VLLM || p.Kind == Gateway:
 		if g.choice == "auto" || g.choice == "required" && finish == "stop" {

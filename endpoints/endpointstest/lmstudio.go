@@ -152,7 +152,11 @@ func (p *Personality) lmstudioModelOK(model string) bool {
 // stream, stop, presence_penalty, frequency_penalty, logit_bias,
 // repeat_penalty, seed) have no max_completion_tokens, stream_options or
 // ignore_eos; others are ignored, not refused. A stream has no usage
-// whatever stream_options asks (issue #713).
+// whatever stream_options asks (issue #713); logprobs are accepted and not
+// answered (lmstudio-ai/lms#60, open since 0.3.5: "no error are thrown when
+// logprobs=True is passed"), on /v1/completions too (unverified there), and
+// echo is not read (not among the fields).
 func (g *genRequest) lmstudioRead() {
 	g.usage, g.ignoreEOS = false, false
+	g.logprobs, g.topK, g.compLP, g.echo = false, 0, false, false
 }

@@ -133,3 +133,16 @@ func TestLMStudioServesTheLoadedModelAndWithJITADownloadedOne(t *testing.T) {
 		}
 	}
 }
+
+func TestLMStudioAcceptsLogprobsAndEchoButAnswersNeither(t *testing.T) {
+	p := Start(t, LMStudio, Options{})
+	c := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 3, "logprobs", true, "top_logprobs", 5))
+	if c.status != 200 || choice0(c.json(t))["logprobs"] != nil {
+		t.Errorf("chat with logprobs: %d %s; want 200 with logprobs null", c.status, c.body)
+	}
+	r := post(t, p.BaseURL()+"/completions", map[string]any{"model": p.Opts.Model, "prompt": "the cat sat", "max_tokens": 3, "logprobs": 1, "echo": true})
+	ch := choice0(r.json(t))
+	if r.status != 200 || ch["logprobs"] != nil || strings.HasPrefix(ch["text"].(string), "the cat sat") {
+		t.Errorf("completions with echo and logprobs: %d %s; want 200, no logprobs, no echo", r.status, r.body)
+	}
+}
