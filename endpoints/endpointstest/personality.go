@@ -179,6 +179,8 @@ type Options struct {
 	// LMStudio configures the lmstudio personality (lmstudio.go); Context
 	// is the context its model was loaded with.
 	LMStudio LMStudioOptions
+	// LiteLLM makes the gateway a LiteLLM proxy in front of vLLM (litellm.go).
+	LiteLLM LiteLLMOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -211,6 +213,8 @@ type Personality struct {
 	ollama *ollamaState
 	// tgi counts what TGI's /metrics reports (tgi.go).
 	tgi tgiCounters
+	// litellm counts the LiteLLM proxy's own work (litellm.go).
+	litellm litellmCounters
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -363,6 +367,9 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 	if p.loading(w, r) {
 		return
 	}
+	if p.Kind == Gateway && p.Opts.LiteLLM.On && p.serveLiteLLM(w, r) {
+		return
+	}
 	if !p.authorized(w, r) {
 		return
 	}
@@ -408,6 +415,9 @@ func (p *Personality) fail(w http.ResponseWriter, status int, msg string, extra 
 
 // errorBody is an error object as this server writes it.
 func (p *Personality) errorBody(status int, msg string, extra map[string]any) map[string]any {
+	if p.Kind == Gateway && p.Opts.LiteLLM.On {
+		return litellmError(status, litellmMessage(status, msg), extra)
+	}
 	switch p.Kind {
 	case LMStudio:
 		// {"error": "..."}, a string (lmstudio.go).
@@ -493,6 +503,11 @@ func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if got == "Bearer "+p.Opts.APIKey {
 		return true
 	}
+	if p.Kind == Gateway && p.Opts.LiteLLM.On {
+		// user_api_key_auth (wording unverified): the key is not echoed.
+		p.fail(w, 401, "Authentication Error, Invalid proxy server token passed. Received API Key = ****, Key Hash (Token) = none. Unable to find token in cache or `LiteLLM_VerificationTokenTable`", nil)
+		return false
+	}
 	if p.Kind == SGLang && (strings.HasPrefix(r.URL.Path, "/health") || strings.HasPrefix(r.URL.Path, "/metrics")) {
 		// SGLang's add_api_key_middleware lets paths starting /health or
 		// /metrics through (sglang/srt/utils.py).
@@ -542,8 +557,12 @@ func (p *Personality) models(w http.ResponseWriter) {
 			"max_model_len": p.Opts.Context, "permission": []any{map[string]any{"id": "modelperm-0", "object": "model_permission",
 				"created": now, "allow_sampling": true, "allow_logprobs": true, "allow_view": true, "organization": "*", "is_blocking": false}}}
 		if p.Kind == Gateway {
-			// A gateway lists its own catalogue: no context length field.
+			// A gateway lists its own catalogue: no context length field
+			// (LiteLLM: its model_list's names, owned_by "openai").
 			card = map[string]any{"id": m, "object": "model", "created": now, "owned_by": "gateway"}
+			if p.Opts.LiteLLM.On {
+				card["owned_by"], card["created"] = "openai", 1677610602
+			}
 		}
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{card}})
 	case SGLang:
