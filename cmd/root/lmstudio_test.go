@@ -29,6 +29,22 @@ func TestRunAgainstLMStudioRefusesAPhasePastTheLoadedContextBeforeAnyProbe(t *te
 	}
 }
 
+// Where /api/v1/models is out of reach (a proxy passing /v1 alone), LM
+// Studio 0.4 answers a streamed prompt past the loaded context with a 200
+// whose one event is "event: error" (issue #2322): the first calibration
+// probe fails with LM Studio's message, and the load is not sent.
+func TestRunAgainstLMStudioBehindAProxySaysItsStreamedOverflow(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.LMStudio, endpointstest.Options{Context: 2048})
+	base, log := v1Only(t, p)
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "long=2/2100/16", "--out", dir)
+	wantExit2InOneLine(t, code, stderr, dir, "phase long", "calibration probe", "stream_error", "Input does not fit in context length", "only supports 2048 tokens")
+	if probes, load := log.counts(); load != 0 || probes == 0 {
+		t.Errorf("%d probes and %d load requests reached the server; want probes only", probes, load)
+	}
+}
+
 // LM Studio's stream carries no usage, stream_options or not (issue #713),
 // and it reads max_tokens alone of the caps: a run completes with n counted
 // from the stream's events, each request asked max_tokens.
@@ -83,33 +99,35 @@ func TestRunAgainstLMStudioCountsRequestsThatEndedAtEOS(t *testing.T) {
 }
 
 // conform against LM Studio fails its documented deviations only: no usage
-// in a stream (stream-usage, and so the checks that need it skip), errors
-// as {"error": "..."} (a string, no object: bad-request, unknown-model), a
+// in a stream (stream-usage, and so the checks that need it skip), a
 // max_tokens past the context accepted (context-overflow: it generates
 // until the context is full), and logprobs accepted but never answered
-// (logprobs, completions-echo). A tool call the fake's max_tokens cuts is a
-// skip, as on llama.cpp.
+// (logprobs, completions-echo); before 0.4 also its errors, {"error": "..."}
+// (a string, no object: bad-request, unknown-model). A tool call the fake's
+// max_tokens cuts is a skip, as on llama.cpp.
 func TestConformAgainstLMStudioFailsItsDocumentedDeviationsOnly(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.LMStudio, endpointstest.Options{})
-	code, got, stderr := checks(t, p.BaseURL())
-	if code != 1 {
-		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
-	}
-	fails := map[string]bool{"stream-usage": true, "bad-request": true, "context-overflow": true, "unknown-model": true,
-		"logprobs": true, "completions-echo": true}
-	for id, c := range got {
-		if (c.Status == "fail") != fails[id] {
-			t.Errorf("%s: %s (%s); want fail %v", id, c.Status, c.Detail, fails[id])
+	for _, before04 := range []bool{false, true} {
+		p := endpointstest.Start(t, endpointstest.LMStudio, endpointstest.Options{LMStudio: endpointstest.LMStudioOptions{Before04: before04}})
+		code, got, stderr := checks(t, p.BaseURL())
+		if code != 1 {
+			t.Fatalf("before 0.4 %v: exit %d, want 1; stderr:\n%s", before04, code, stderr)
 		}
-	}
-	for _, id := range []string{"chat", "usage", "stream", "stop", "seed", "n", "disconnect"} {
-		if got[id].Status != "pass" {
-			t.Errorf("%s: %+v; want pass", id, got[id])
+		fails := map[string]bool{"stream-usage": true, "context-overflow": true, "logprobs": true, "completions-echo": true,
+			"bad-request": before04, "unknown-model": before04}
+		for id, c := range got {
+			if (c.Status == "fail") != fails[id] {
+				t.Errorf("before 0.4 %v: %s: %s (%s); want fail %v", before04, id, c.Status, c.Detail, fails[id])
+			}
 		}
-	}
-	if c := got["bad-request"]; !strings.Contains(c.Detail, `no "error" object`) {
-		t.Errorf("bad-request: %s; want the string error named", c.Detail)
+		for _, id := range []string{"chat", "usage", "stream", "stop", "seed", "n", "disconnect"} {
+			if got[id].Status != "pass" {
+				t.Errorf("before 0.4 %v: %s: %+v; want pass", before04, id, got[id])
+			}
+		}
+		if c := got["bad-request"]; before04 && !strings.Contains(c.Detail, `no "error" object`) {
+			t.Errorf("bad-request: %s; want the string error named", c.Detail)
+		}
 	}
 }
 

@@ -564,6 +564,9 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		p.mu.Lock()
 		p.prompts = append(p.prompts, g.promptN)
 		p.mu.Unlock()
+		if p.Kind == LMStudio && g.stream && p.lmstudioStreamError(w, ref) {
+			return
+		}
 		p.fail(w, ref.status, ref.msg, ref.extra)
 		return
 	}

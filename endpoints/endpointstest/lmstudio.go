@@ -1,6 +1,7 @@
 package endpointstest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,10 +13,13 @@ import (
 // routes and the payload fields read), 1_developer/2_rest/endpoints.mdx
 // (GET /api/v0/models), 1_developer/2_rest/list.md (GET /api/v1/models,
 // 0.4.0+), and lmstudio-ai/lmstudio-bug-tracker issues #713 (no usage in a
-// stream, stream_options ignored, 0.3.8), #237, #546 (a prompt past the
-// loaded context: "Trying to keep the first N tokens when context the
-// overflows...", a 400). Options.Context is the context the model was
-// loaded with (lms load --context-length); LMStudioOptions the rest.
+// stream, stream_options ignored, 0.3.8), #237, #546 (0.3.x: a prompt past
+// the loaded context is a 400 "Trying to keep the first N tokens when
+// context the overflows..."), #2322 (0.4.21: streamed, it is a 200
+// text/event-stream whose one event is "event: error" with {"error":
+// {"message": "Input does not fit in context length. ..."}, "message"}).
+// Options.Context is the context the model was loaded with (lms load
+// --context-length); LMStudioOptions the rest.
 
 // LMStudioOptions configure the lmstudio personality. Zero values take the
 // defaults named.
@@ -29,8 +33,14 @@ type LMStudioOptions struct {
 	// naming one loads it (models.md). The fake has one more downloaded,
 	// not loaded model, JITModel.
 	JIT bool
-	// NoRESTv1 answers /api/v1/models 404, as builds before 0.4.0 do.
-	NoRESTv1 bool
+	// Before04 answers as builds before 0.4.0: no /api/v1/models (404),
+	// errors {"error": "..."} (a string, as clients quote it from 0.3.x),
+	// and a prompt past the loaded context a 400 "Trying to keep the first
+	// N tokens..." streamed or not. Without it, errors are {"error":
+	// {"message"}, "message"} (the shape #2322 quotes; for the errors
+	// other than the stream's overflow, unverified) and an overflowing
+	// stream is #2322's 200 with one error event.
+	Before04 bool
 }
 
 // JITModel is the downloaded, not loaded model the lmstudio personality
@@ -54,7 +64,7 @@ func (p *Personality) serveLMStudio(w http.ResponseWriter, r *http.Request, body
 	case "GET /api/v0/models":
 		p.lmstudioV0Models(w)
 	case "GET /api/v1/models":
-		if p.Opts.LMStudio.NoRESTv1 {
+		if p.Opts.LMStudio.Before04 {
 			p.lmstudioUnknown(w, r)
 			return
 		}
@@ -125,8 +135,11 @@ func (p *Personality) lmstudioV1Models(w http.ResponseWriter) {
 // absent or -1 generates until the context is full.
 func (p *Personality) checkLMStudio(g *genRequest) (promptN int, budget int64, ref *refusal) {
 	P, L := g.promptN, p.Opts.Context
-	if P >= L {
+	switch {
+	case P >= L && p.Opts.LMStudio.Before04:
 		return 0, 0, &refusal{400, fmt.Sprintf("Trying to keep the first %d tokens when context the overflows. However, the model is loaded with context length of only %d tokens, which is not enough. Try to load the model with a larger context length, or provide a shorter input", P, L), nil}
+	case P >= L:
+		return 0, 0, &refusal{400, fmt.Sprintf("Input does not fit in context length. The input has %d tokens, but the context length only supports %d tokens.", P, L), nil}
 	}
 	M := g.maxTokens
 	if !g.hasMax || M < 0 {
@@ -159,4 +172,27 @@ func (p *Personality) lmstudioModelOK(model string) bool {
 func (g *genRequest) lmstudioRead() {
 	g.usage, g.ignoreEOS = false, false
 	g.logprobs, g.topK, g.compLP, g.echo = false, 0, false, false
+}
+
+// lmstudioError is an error body as LM Studio writes it (see Before04).
+func (p *Personality) lmstudioError(msg string) map[string]any {
+	if p.Opts.LMStudio.Before04 {
+		return map[string]any{"error": msg}
+	}
+	return map[string]any{"error": map[string]any{"message": msg}, "message": msg}
+}
+
+// lmstudioStreamError answers a stream the check refused as 0.4.x does
+// (#2322): 200, text/event-stream, one "event: error" whose data is the
+// error body, and no [DONE]. False before 0.4, whose refusal is the 400.
+func (p *Personality) lmstudioStreamError(w http.ResponseWriter, ref *refusal) bool {
+	if p.Opts.LMStudio.Before04 {
+		return false
+	}
+	b, _ := json.Marshal(p.lmstudioError(ref.msg))
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Powered-By", "Express")
+	w.WriteHeader(200)
+	fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+	return true
 }

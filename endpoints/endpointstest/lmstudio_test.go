@@ -31,7 +31,7 @@ func TestLMStudioListsModelsWithoutContextOnV1AndTheLoadedContextOnAPIV1(t *test
 	if m["key"] != p.Opts.Model || num(inst["config"].(map[string]any)["context_length"]) != 4096 {
 		t.Errorf("/api/v1/models %v; want the loaded instance's context_length 4096", m)
 	}
-	old := Start(t, LMStudio, Options{LMStudio: LMStudioOptions{NoRESTv1: true}})
+	old := Start(t, LMStudio, Options{LMStudio: LMStudioOptions{Before04: true}})
 	if r := get(t, old.URL+"/api/v1/models"); r.status != 404 {
 		t.Errorf("/api/v1/models before 0.4.0: %d %s", r.status, r.body)
 	}
@@ -39,9 +39,14 @@ func TestLMStudioListsModelsWithoutContextOnV1AndTheLoadedContextOnAPIV1(t *test
 
 func TestLMStudioHasNoHealthRouteAndNamesTheRouteItDoesNotServe(t *testing.T) {
 	p := Start(t, LMStudio, Options{})
+	want := "Unexpected endpoint or method. (GET /health)"
 	r := get(t, p.URL+"/health")
-	if v := r.json(t); r.status != 404 || v["error"] != "Unexpected endpoint or method. (GET /health)" {
+	if v := r.json(t); r.status != 404 || v["message"] != want || v["error"].(map[string]any)["message"] != want {
 		t.Errorf("/health: %d %s", r.status, r.body)
+	}
+	old := Start(t, LMStudio, Options{LMStudio: LMStudioOptions{Before04: true}})
+	if r := get(t, old.URL+"/health"); r.status != 404 || r.json(t)["error"] != want {
+		t.Errorf("/health before 0.4: %d %s; want the message as a string", r.status, r.body)
 	}
 }
 
@@ -107,14 +112,28 @@ func TestLMStudioReadsMaxTokensNotMaxCompletionTokensNorIgnoreEOS(t *testing.T) 
 }
 
 func TestLMStudioRefusesAPromptPastTheLoadedContextInItsOwnWords(t *testing.T) {
-	p := Start(t, LMStudio, Options{Context: 256})
 	content := filler(300)
-	P := ChatPromptTokens([]string{content})
+	P := strconv.Itoa(ChatPromptTokens([]string{content}))
+	old := Start(t, LMStudio, Options{Context: 256, LMStudio: LMStudioOptions{Before04: true}})
+	want := "Trying to keep the first " + P + " tokens when context the overflows. However, the model is loaded with context length of only 256 tokens"
+	for _, stream := range []bool{false, true} {
+		r := post(t, old.BaseURL()+"/chat/completions", chatBody(old.Opts.Model, content, 4, "stream", stream))
+		if msg, _ := r.json(t)["error"].(string); r.status != 400 || !strings.HasPrefix(msg, want) {
+			t.Errorf("before 0.4, stream %v: %d %s; want 400 {\"error\": %q...}", stream, r.status, r.body, want)
+		}
+	}
+	p := Start(t, LMStudio, Options{Context: 256})
+	want = "Input does not fit in context length. The input has " + P + " tokens, but the context length only supports 256 tokens."
 	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, content, 4))
-	msg, _ := r.json(t)["error"].(string)
-	want := "Trying to keep the first " + strconv.Itoa(P) + " tokens when context the overflows. However, the model is loaded with context length of only 256 tokens"
-	if r.status != 400 || !strings.HasPrefix(msg, want) {
-		t.Errorf("%d %s; want 400 {\"error\": %q...}", r.status, r.body, want)
+	if v := r.json(t); r.status != 400 || v["message"] != want || v["error"].(map[string]any)["message"] != want {
+		t.Errorf("0.4, whole: %d %s; want 400 with %q", r.status, r.body, want)
+	}
+	// Streamed, 0.4.21 answers 200 and one error event, no [DONE] (#2322).
+	r = post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, content, 4, "stream", true))
+	lines := strings.Split(strings.TrimSpace(string(r.body)), "\n")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || len(lines) != 2 ||
+		lines[0] != "event: error" || !strings.Contains(lines[1], `"message":"`+want+`"`) {
+		t.Errorf("0.4, streamed: %d %q; want 200 with one error event", r.status, r.body)
 	}
 }
 

@@ -420,8 +420,7 @@ func (p *Personality) errorBody(status int, msg string, extra map[string]any) ma
 	}
 	switch p.Kind {
 	case LMStudio:
-		// {"error": "..."}, a string (lmstudio.go).
-		return map[string]any{"error": msg}
+		return p.lmstudioError(msg)
 	case LlamaCpp:
 		// {"error":{"code","message","type"}}, the status equal to code
 		// (tools/server/server-common.cpp format_error_response; error types
