@@ -130,9 +130,11 @@ func (p *Personality) lmstudioV1Models(w http.ResponseWriter) {
 }
 
 // checkLMStudio is LM Studio's check: a prompt of at least the loaded
-// context is refused in the words of issues #237 and #546 (the boundary,
-// and whether the check counts the output, are unverified); max_tokens
-// absent or -1 generates until the context is full.
+// context is refused in the words of issue #2322 (0.4), or of #237 and #546
+// before 0.4 (the boundary, and whether the check counts the output, are
+// unverified); max_tokens absent or -1, or past what the context leaves,
+// generates until the context is full (unverified: a model whose runtime
+// supports "mid-generation context overflow" may go on, issue #1251).
 func (p *Personality) checkLMStudio(g *genRequest) (promptN int, budget int64, ref *refusal) {
 	P, L := g.promptN, p.Opts.Context
 	switch {
