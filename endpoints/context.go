@@ -28,7 +28,9 @@ const maxContext = 1 << 40
 //   - GET /api/ps beside the API base: the loaded model's context_length
 //     (Ollama; a model is not listed until a request has loaded it);
 //   - GET /info beside the API base: max_total_tokens (Hugging Face TGI),
-//     see tgiContext.
+//     see tgiContext;
+//   - GET /api/v1/models beside the API base: the loaded instance's
+//     context_length (LM Studio 0.4.0+), see lmstudioContext.
 //
 // A missing route, another status or an unknown shape means "not stated":
 // n is 0 and err nil. err is only ctx's end.
@@ -78,7 +80,43 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 	if n, source := c.tgiContext(ctx); n > 0 {
 		return n, source, nil
 	}
+	if n, source := c.lmstudioContext(ctx); n > 0 {
+		return n, source, nil
+	}
 	return 0, "", ctx.Err()
+}
+
+// lmstudioContext reads LM Studio's GET /api/v1/models (0.4.0+,
+// lmstudio-ai/docs 1_developer/2_rest/list.md): the context a model was
+// loaded with is its loaded_instances[].config.context_length, the instance
+// named by the model field (its id, or the model's key). max_context_length
+// there and in /api/v0/models is the model's own maximum, which a request
+// past the loaded context does not get ("the model is loaded with context
+// length of only N tokens"), so it is not read. 0 when no loaded instance
+// of the model states one (a model JIT loading has not loaded yet).
+func (c *Client) lmstudioContext(ctx context.Context) (n int, source string) {
+	var list struct {
+		Models []struct {
+			Key       string `json:"key"`
+			Instances []struct {
+				ID     string `json:"id"`
+				Config struct {
+					ContextLength *int64 `json:"context_length"`
+				} `json:"config"`
+			} `json:"loaded_instances"`
+		} `json:"models"`
+	}
+	if c.getJSON(ctx, c.root()+"/api/v1/models", &list) != nil {
+		return 0, ""
+	}
+	for _, m := range list.Models {
+		for _, in := range m.Instances {
+			if (in.ID == c.ep.Model || m.Key == c.ep.Model || c.ep.Model == "") && in.Config.ContextLength != nil && stated(*in.Config.ContextLength) {
+				return int(*in.Config.ContextLength), "context_length of the loaded instance in GET /api/v1/models"
+			}
+		}
+	}
+	return 0, ""
 }
 
 // tgiContext reads Hugging Face TGI's GET /info: max_total_tokens bounds a

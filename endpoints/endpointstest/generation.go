@@ -98,13 +98,16 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 	}
 	mct := f.MaxCompletionTokens
 	// TGI's ChatRequest has max_tokens alone (lib.rs), unknown fields ignored.
-	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens || p.Kind == TGI {
+	if p.Kind == LlamaCpp && p.Opts.LlamaNoMaxCompletionTokens || p.Kind == TGI || p.Kind == LMStudio {
 		mct = nil
 	}
 	if ref := g.readMaxTokens(f.MaxTokens, mct); ref != nil {
 		return nil, ref
 	}
 	g.readOptions(&f)
+	if p.Kind == LMStudio {
+		g.lmstudioRead()
+	}
 	if chat {
 		g.tool, g.choice = p.readTools(&f)
 	}
@@ -167,10 +170,19 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 				map[string]any{"param": "max_tokens", "code": "unsupported_parameter"}}
 		}
 	}
-	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && p.Kind != TGI && model != p.Opts.Model {
+	if p.Kind == LMStudio && !p.lmstudioModelOK(model) {
+		// Unverified wording and status.
+		return &refusal{404, "Model \"" + model + "\" not found. Load it first, or turn on Just-in-Time model loading.", nil}
+	}
+	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && p.Kind != TGI && p.Kind != LMStudio && model != p.Opts.Model {
 		// vLLM: 404 "The model `X` does not exist." (serving_engine
 		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
 		// (single model) answer whatever the model field says.
+		if p.Kind == Gateway && p.Opts.LiteLLM.On {
+			// The router's refusal of a name outside its model_list: a 400
+			// (wording as widely quoted; unverified for every version).
+			return &refusal{400, "Invalid model name passed in model=" + model + ". Call `/v1/models` to view available models for your key.", map[string]any{"param": "model"}}
+		}
 		if p.Kind == OpenAI || p.Kind == Gateway {
 			return &refusal{404, "The model `" + model + "` does not exist or you do not have access to it.", nil}
 		}
@@ -294,6 +306,8 @@ func (p *Personality) check(g *genRequest) (promptN int, budget int64, ref *refu
 		return p.checkVLLM(g)
 	case SGLang:
 		return p.checkSGLang(g)
+	case LMStudio:
+		return p.checkLMStudio(g)
 	default: // OpenAI
 		return p.checkOpenAI(g)
 	}
@@ -472,6 +486,10 @@ func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(
 		p.recent = p.recent[cut:]
 		if o.Concurrency > 0 && p.inflight >= o.Concurrency || o.RPM > 0 && len(p.recent) >= o.RPM {
 			p.mu.Unlock()
+			if o.LiteLLM.On {
+				p.litellmLimited(w)
+				return nil, 0, false
+			}
 			// OpenAI's 429: type "requests", code rate_limit_exceeded, and
 			// the x-ratelimit-* headers (platform.openai.com/docs/guides/rate-limits).
 			h := w.Header()
@@ -520,7 +538,7 @@ func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(
 const maxN = 16
 
 func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
-	if !chat && (p.Kind == OpenAI || p.Kind == Gateway) {
+	if !chat && (p.Kind == OpenAI || p.Kind == Gateway && !p.Opts.LiteLLM.On) {
 		if p.Kind == OpenAI {
 			// Chat models on the legacy route: 404, param "model" (widely
 			// reported, e.g. sashabaranov/go-openai#126).
@@ -546,6 +564,9 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		p.mu.Lock()
 		p.prompts = append(p.prompts, g.promptN)
 		p.mu.Unlock()
+		if p.Kind == LMStudio && g.stream && p.lmstudioStreamError(w, ref) {
+			return
+		}
 		p.fail(w, ref.status, ref.msg, ref.extra)
 		return
 	}
@@ -554,7 +575,7 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		return
 	}
 	defer release()
-	if !p.hang(w, r, g, seq) {
+	if !p.hang(w, r, g, seq) || !p.litellmRetry(w, r, seq) {
 		return
 	}
 	// Seeded and temperature-0 answers are the same every time; unseeded
@@ -1059,7 +1080,7 @@ func (p *Personality) toolCallID(id string) string {
 // the end of generation (server-task.cpp to_json_oaicompat_chat).
 func (p *Personality) toolFinish(g *genRequest, finish string) string {
 	switch {
-	case p.Kind == LlamaCpp && finish == "length":
+	case (p.Kind == LlamaCpp || p.Kind == LMStudio) && finish == "length":
 		return "length"
 	case p.Kind == VLLM || p.Kind == Gateway:
 		if g.choice == "auto" || g.choice == "required" && finish == "stop" {

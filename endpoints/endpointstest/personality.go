@@ -28,10 +28,13 @@ const (
 	Gateway  = "gateway"
 	Ollama   = "ollama"
 	TGI      = "tgi"
+	LMStudio = "lmstudio"
 )
 
 // Names lists the personalities.
-func Names() []string { return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI} }
+func Names() []string {
+	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio}
+}
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
 // context; it changed across versions.
@@ -173,6 +176,11 @@ type Options struct {
 	// TGI configures the tgi personality (tgi.go); Context is its
 	// --max-total-tokens.
 	TGI TGIOptions
+	// LMStudio configures the lmstudio personality (lmstudio.go); Context
+	// is the context its model was loaded with.
+	LMStudio LMStudioOptions
+	// LiteLLM makes the gateway a LiteLLM proxy in front of vLLM (litellm.go).
+	LiteLLM LiteLLMOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -205,6 +213,8 @@ type Personality struct {
 	ollama *ollamaState
 	// tgi counts what TGI's /metrics reports (tgi.go).
 	tgi tgiCounters
+	// litellm counts the LiteLLM proxy's own work (litellm.go).
+	litellm litellmCounters
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -222,7 +232,7 @@ func Start(t testing.TB, name string, o Options) *Personality {
 // NewPersonality starts the personality name; the caller closes it.
 func NewPersonality(name string, o Options) (*Personality, error) {
 	switch name {
-	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI:
+	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio:
 	default:
 		return nil, fmt.Errorf("no personality %q (have %s)", name, strings.Join(Names(), ", "))
 	}
@@ -241,7 +251,7 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
-			TGI: "meta-llama/Llama-3.1-8B-Instruct"}[name]
+			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct"}[name]
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
@@ -350,7 +360,14 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		p.serveTGI(w, r, body)
 		return
 	}
+	if p.Kind == LMStudio {
+		p.serveLMStudio(w, r, body)
+		return
+	}
 	if p.loading(w, r) {
+		return
+	}
+	if p.Kind == Gateway && p.Opts.LiteLLM.On && p.serveLiteLLM(w, r) {
 		return
 	}
 	if !p.authorized(w, r) {
@@ -398,7 +415,12 @@ func (p *Personality) fail(w http.ResponseWriter, status int, msg string, extra 
 
 // errorBody is an error object as this server writes it.
 func (p *Personality) errorBody(status int, msg string, extra map[string]any) map[string]any {
+	if p.Kind == Gateway && p.Opts.LiteLLM.On {
+		return litellmError(status, litellmMessage(status, msg), extra)
+	}
 	switch p.Kind {
+	case LMStudio:
+		return p.lmstudioError(msg)
 	case LlamaCpp:
 		// {"error":{"code","message","type"}}, the status equal to code
 		// (tools/server/server-common.cpp format_error_response; error types
@@ -480,6 +502,11 @@ func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if got == "Bearer "+p.Opts.APIKey {
 		return true
 	}
+	if p.Kind == Gateway && p.Opts.LiteLLM.On {
+		// user_api_key_auth (wording unverified): the key is not echoed.
+		p.fail(w, 401, "Authentication Error, Invalid proxy server token passed. Received API Key = ****, Key Hash (Token) = none. Unable to find token in cache or `LiteLLM_VerificationTokenTable`", nil)
+		return false
+	}
 	if p.Kind == SGLang && (strings.HasPrefix(r.URL.Path, "/health") || strings.HasPrefix(r.URL.Path, "/metrics")) {
 		// SGLang's add_api_key_middleware lets paths starting /health or
 		// /metrics through (sglang/srt/utils.py).
@@ -529,8 +556,12 @@ func (p *Personality) models(w http.ResponseWriter) {
 			"max_model_len": p.Opts.Context, "permission": []any{map[string]any{"id": "modelperm-0", "object": "model_permission",
 				"created": now, "allow_sampling": true, "allow_logprobs": true, "allow_view": true, "organization": "*", "is_blocking": false}}}
 		if p.Kind == Gateway {
-			// A gateway lists its own catalogue: no context length field.
+			// A gateway lists its own catalogue: no context length field
+			// (LiteLLM: its model_list's names, owned_by "openai").
 			card = map[string]any{"id": m, "object": "model", "created": now, "owned_by": "gateway"}
+			if p.Opts.LiteLLM.On {
+				card["owned_by"], card["created"] = "openai", 1677610602
+			}
 		}
 		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{card}})
 	case SGLang:
