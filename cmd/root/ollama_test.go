@@ -139,7 +139,9 @@ func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
 
 // Past OLLAMA_NUM_PARALLEL generating and OLLAMA_MAX_QUEUE waiting, Ollama
 // answers 503 "server busy": run counts those as queue_full, and the
-// requests within the limit complete.
+// requests within the limit complete: 1 + 2 of the burst, or 2 while the
+// shape probe cut at its first token still holds its slot (the fake frees
+// it once it sees the client gone, which a loaded machine can delay).
 func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{TTFT: 200 * time.Millisecond, Ollama: endpointstest.OllamaOptions{NumParallel: 1, MaxQueue: 2}})
@@ -150,7 +152,7 @@ func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
 	}
 	rep, _, _ := readReport(t, dir)
 	ph := rep.Phases[0]
-	if refused := ph.ByClass[schema.QueueFull]; refused == 0 || ph.Completed < 3 || ph.Completed+refused != 16 || ph.Errors != refused {
+	if refused := ph.ByClass[schema.QueueFull]; refused == 0 || ph.Completed < 2 || ph.Completed > 3 || ph.Completed+refused != 16 || ph.Errors != refused {
 		t.Errorf("phase: %d completed, errors by class %v; want only queue_full refusals", ph.Completed, ph.ByClass)
 	}
 }
