@@ -214,7 +214,7 @@ func TestEveryErrorClassIsCountedExactly(t *testing.T) {
 		t.Errorf("error_rate = %v", got)
 	}
 	// The successes of the same phase are still measured.
-	if r.TTFTMed == nil || r.TPOTMed == nil || r.LatMed == nil || r.OutTput <= 0 || r.InTput <= 0 {
+	if r.TTFTMed == nil || r.TPOTMed == nil || r.LatMed == nil || r.OutTput <= 0 || r.InTput == nil || *r.InTput <= 0 {
 		t.Errorf("completed requests not measured: %+v", r)
 	}
 	for _, rec := range run.Records {

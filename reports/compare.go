@@ -77,7 +77,7 @@ type PhaseCell struct {
 	// Status is complete only when every run's phase was.
 	Status  string   `json:"status"`
 	OutTput float64  `json:"out_tput"`
-	InTput  float64  `json:"in_tput"`
+	InTput  *float64 `json:"in_tput"`
 	TTFTMed *float64 `json:"ttft_med"`
 	TTFTP99 *float64 `json:"ttft_p99"`
 	TPOTMed *float64 `json:"tpot_med"`
@@ -488,7 +488,8 @@ func (p *PhaseCell) shape() [3]int { return [3]int{p.BatchSize, p.InputLen, p.Ou
 func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 	var c *PhaseCell
 	var src string
-	var out, in []float64
+	var out []float64
+	var in []*float64
 	var ttftMed, ttftP99, tpotMed, tpotP99 []*float64
 	var hit, expected []*float64
 	cache := &CacheCell{}
@@ -552,7 +553,7 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 	if c.Asked > 0 {
 		c.ErrorRate = float64(c.Errors) / float64(c.Asked)
 	}
-	c.OutTput, c.InTput = stat.Mean(out, nil), stat.Mean(in, nil)
+	c.OutTput, c.InTput = stat.Mean(out, nil), meanOpt(in)
 	c.TTFTMed, c.TTFTP99 = meanOpt(ttftMed), meanOpt(ttftP99)
 	c.TPOTMed, c.TPOTP99 = meanOpt(tpotMed), meanOpt(tpotP99)
 	if telling {

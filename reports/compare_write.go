@@ -226,7 +226,7 @@ func phaseLines(c *PhaseCell, rowShape [3]int) []string {
 		out += " (" + SignedPct(*c.OutTputChange) + ")"
 	}
 	lines := []string{
-		out + " · in " + num(c.InTput, 1) + " tok/s",
+		out + " · in " + opt(c.InTput, 1, 1) + " tok/s",
 		"TTFT med " + opt(c.TTFTMed, 1, 3) + " · p99 " + opt(c.TTFTP99, 1, 3) + " s",
 		"TPOT med " + opt(c.TPOTMed, 1e3, 2) + " · p99 " + opt(c.TPOTP99, 1e3, 2) + " ms",
 	}

@@ -75,7 +75,7 @@ func ParseLegacy(path string, data []byte) (*schema.Report, error) {
 			Phase: *row.Phase, BatchSize: row.BatchSize, InputLen: row.InputLen, OutputLen: row.OutputLen,
 			Completed: row.Completed, Errors: row.Errors, WallSec: row.WallSec,
 			LatMed: row.LatMed, LatP99: row.LatP99, TTFTMed: row.TTFTMed, TTFTP99: row.TTFTP99, TPOTMed: row.TPOTMed,
-			InTput: row.InTput, OutTput: row.OutTput, ErrorKinds: row.ErrorKinds,
+			InTput: &row.InTput, OutTput: row.OutTput, ErrorKinds: row.ErrorKinds,
 			ByClass: map[schema.Class]int{}, Status: schema.StatusComplete,
 		}
 		if ph.ErrorKinds == nil {

@@ -46,12 +46,12 @@ func srv(v *float64, scale float64, prec int) string {
 
 // clientTokens is the client's sum of a per-second figure over the phase
 // (in_tput × wall_sec: Σ usage.prompt_tokens of completed requests), nil
-// without a wall time.
-func clientTokens(perSec, wall float64) *float64 {
-	if wall <= 0 {
+// without the figure or a wall time.
+func clientTokens(perSec *float64, wall float64) *float64 {
+	if perSec == nil || wall <= 0 {
 		return nil
 	}
-	v := math.Round(perSec * wall)
+	v := math.Round(*perSec * wall)
 	return &v
 }
 
@@ -135,7 +135,7 @@ func (p *printer) serverTable(r *schema.Report) {
 				}
 				done := float64(ph.Completed)
 				add(ph.Phase, serverSource(s), pair(s.Requests, &done),
-					pair(s.PromptTokens, clientTokens(ph.InTput, ph.WallSec)), pair(s.GenerationTokens, clientTokens(ph.OutTput, ph.WallSec)),
+					pair(s.PromptTokens, clientTokens(ph.InTput, ph.WallSec)), pair(s.GenerationTokens, clientTokens(&ph.OutTput, ph.WallSec)),
 					opt(ph.TTFTMed, 1e3, 1), srv(s.TTFTP50, 1e3, 1), ttftGap(ph), srv(s.TTFTP99, 1e3, 1),
 					srv(s.ITLP50, 1e3, 2), opt(ph.ITLMed, 1e3, 2), srv(s.E2EP50, 1, 3), opt(ph.LatMed, 1, 3),
 					srv(s.RunningMax, 1, 0), srv(s.QueuedMax, 1, 0), srvPct(s.KVUsageMax),

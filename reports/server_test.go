@@ -20,7 +20,7 @@ import (
 // accept length come from its counters: 1/4 and 1 + 300/100.
 func scrapes(ph *schema.PhaseResult, source string) []schema.MetricsSample {
 	n := float64(ph.Completed)
-	prompt, gen := math.Round(ph.InTput*ph.WallSec), math.Round(ph.OutTput*ph.WallSec)
+	prompt, gen := math.Round(*ph.InTput*ph.WallSec), math.Round(ph.OutTput*ph.WallSec)
 	le := []float64{0.02, 0.04, 0.06, 0.08}
 	vals := func(k float64, running, queued, kv float64) map[string]float64 {
 		return map[string]float64{
@@ -223,7 +223,7 @@ func TestReportMDSetsTheServersFiguresBesideTheClients(t *testing.T) {
 		t.Fatalf("no column %q in %q", col, head)
 		return ""
 	}
-	prompt, gen := math.Round(ph.InTput*ph.WallSec), math.Round(ph.OutTput*ph.WallSec)
+	prompt, gen := math.Round(*ph.InTput*ph.WallSec), math.Round(ph.OutTput*ph.WallSec)
 	for col, want := range map[string]string{
 		"source":          "glmbench (4 scrapes)",
 		"requests":        "64 / 64",

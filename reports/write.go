@@ -351,7 +351,7 @@ func (p *printer) phaseTables(r *schema.Report) {
 		func(add func(...string)) {
 			for _, ph := range r.Phases {
 				add(ph.Phase, fmt.Sprintf("%d/%d/%d", ph.BatchSize, ph.InputLen, ph.OutputLen), ph.Status,
-					fmt.Sprintf("%d/%d", ph.Completed, ph.BatchSize), num(ph.WallSec, 2), num(ph.OutTput, 1), num(ph.InTput, 1),
+					fmt.Sprintf("%d/%d", ph.Completed, ph.BatchSize), num(ph.WallSec, 2), num(ph.OutTput, 1), opt(ph.InTput, 1, 1),
 					opt(ph.TTFTMed, 1, 3), opt(ph.TTFTP99, 1, 3), opt(ph.TPOTMed, 1e3, 2), opt(ph.TPOTP99, 1e3, 2), opt(ph.ITLP99, 1e3, 2),
 					opt(ph.LatMed, 1, 3), opt(ph.LatP99, 1, 3), opt(ph.TokensPerEvent, 1, 2), opt(ph.PromptTokensMean, 1, 0))
 			}

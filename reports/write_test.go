@@ -35,13 +35,13 @@ func sampleReport() *schema.Report {
 			{
 				Phase: "single", BatchSize: 1, InputLen: 256, OutputLen: 256, Completed: 1, WallSec: 2.5,
 				LatMed: f(2.5), LatP99: f(2.5), TTFTMed: f(0.05), TTFTP99: f(0.05), TPOTMed: f(0.0096), TPOTP99: f(0.0096),
-				ITLP99: f(0.011), InTput: 102.4, OutTput: 102.4, TokensPerEvent: f(1), PromptTokensMean: f(256),
+				ITLP99: f(0.011), InTput: f(102.4), OutTput: 102.4, TokensPerEvent: f(1), PromptTokensMean: f(256),
 				ErrorKinds: map[string]int{}, ByClass: map[schema.Class]int{}, Status: schema.StatusComplete,
 				MalformedEvents: 3, MalformedRequests: 1, BadUsage: 1,
 			},
 			{
 				Phase: "decode_medium", BatchSize: 512, InputLen: 256, OutputLen: 256, Completed: 0, Errors: 500, WallSec: 61.5,
-				InTput: 0, OutTput: 0, ErrorRate: 500.0 / 512, Status: schema.StatusCapped, Cancelled: 12,
+				InTput: f(0), OutTput: 0, ErrorRate: 500.0 / 512, Status: schema.StatusCapped, Cancelled: 12,
 				ErrorKinds: map[string]int{"HTTP 429: Rate limit | reached": 400, "stalled: no bytes within the stall timeout": 100},
 				ByClass:    map[schema.Class]int{schema.RateLimited: 400, schema.Stalled: 100},
 			},

@@ -23,7 +23,7 @@ func writeReport(t *testing.T, label string, outTput float64, batch int) string 
 	t.Helper()
 	phase := func(name string, n int, out float64) schema.PhaseResult {
 		return schema.PhaseResult{Phase: name, BatchSize: n, InputLen: 256, OutputLen: 256, Completed: n, WallSec: 1,
-			TTFTMed: fp(0.05), TTFTP99: fp(0.08), TPOTMed: fp(0.01), OutTput: out, InTput: out,
+			TTFTMed: fp(0.05), TTFTP99: fp(0.08), TPOTMed: fp(0.01), OutTput: out, InTput: fp(out),
 			ErrorKinds: map[string]int{}, ByClass: map[schema.Class]int{}, Status: schema.StatusComplete}
 	}
 	r := &schema.Report{Schema: schema.ReportSchema, Label: label,

@@ -21,7 +21,7 @@ func writeReport(t *testing.T, label string, outTput float64, withRecords bool) 
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), label)
 	ph := schema.PhaseResult{Phase: "single", BatchSize: 1, InputLen: 8, OutputLen: 4, Completed: 1, WallSec: 1,
-		TTFTMed: fp(0.05), TTFTP99: fp(0.05), TPOTMed: fp(0.01), OutTput: outTput, InTput: 8,
+		TTFTMed: fp(0.05), TTFTP99: fp(0.05), TPOTMed: fp(0.01), OutTput: outTput, InTput: fp(8),
 		ErrorKinds: map[string]int{}, ByClass: map[schema.Class]int{}, Status: schema.StatusComplete}
 	r := &schema.Report{Schema: schema.ReportSchema, Label: label, Phases: []schema.PhaseResult{ph}}
 	var recs []schema.Record

@@ -30,7 +30,7 @@ var Formulas = []Formula{
 	{"itl", "every gap between consecutive content events, pooled over completed requests"},
 	{"lat", "end of stream ([DONE], or EOF after a finish reason) − t0"},
 	{"n", "usage.completion_tokens when it is a sound count; without usage, or with usage that is not (bad_usage), the number of content events (n_source: events)"},
-	{"in_tput", "Σ usage.prompt_tokens of completed requests / wall_sec"},
+	{"in_tput", "Σ usage.prompt_tokens of completed requests / wall_sec; null when completed requests' usage counted no prompt (a stream without usage: n is then counted from events, a prompt cannot be)"},
 	{"out_tput", "Σ n of completed requests / wall_sec"},
 	{"wall_sec", "first send of the phase → its last completion"},
 	{"error_rate", "errors / batch_size; batch_size = completed + errors + cancelled_at_cap + not_sent"},
@@ -274,7 +274,7 @@ type PhaseResult struct {
 	TTFTMed    *float64       `json:"ttft_med"`
 	TTFTP99    *float64       `json:"ttft_p99"`
 	TPOTMed    *float64       `json:"tpot_med"`
-	InTput     float64        `json:"in_tput"`
+	InTput     *float64       `json:"in_tput"`
 	OutTput    float64        `json:"out_tput"`
 	ErrorKinds map[string]int `json:"error_kinds"`
 

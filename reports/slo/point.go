@@ -47,7 +47,7 @@ func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record
 	// Throughput is the window's: what its requests carried per second of
 	// it. (summary.Phase's wall_sec runs to the last request's end, past
 	// the window.)
-	var inTok, outTok int
+	var inTok, outTok, prompted, done int
 	var perUser []float64
 	for i := range measured {
 		rec := &measured[i]
@@ -57,7 +57,11 @@ func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record
 		if !rec.Completed() {
 			continue
 		}
+		done++
 		inTok += rec.Prompt
+		if rec.Prompt > 0 {
+			prompted++
+		}
 		outTok += rec.N
 		if v, ok := rec.TPOT(); ok && v > 0 {
 			perUser = append(perUser, 1/v)
@@ -66,10 +70,10 @@ func Point(n int, load float64, spec schema.PhaseResult, records []schema.Record
 	ph.WallSec = w.Duration
 	ph.MaxSendLag = maxLag
 	if w.Duration > 0 {
-		ph.InTput = float64(inTok) / w.Duration
 		ph.OutTput = float64(outTok) / w.Duration
 		p.RequestsPerSec = float64(ph.Completed) / w.Duration
 	}
+	ph.InTput = summary.InTput(inTok, prompted, done, w.Duration)
 	p.OutTputPerUser = summary.Percentile(perUser, 50)
 	set.Apply(&ph, measured, w.Duration)
 	p.WindowSLOs, _ = set.WindowHeld(&ph)

@@ -35,7 +35,7 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 		Status: status,
 	}
 	var lat, ttft, tpot, itl []float64
-	var inTok, outTok, events int
+	var inTok, outTok, events, prompted int
 	firstSend, lastDone := math.Inf(1), math.Inf(-1)
 	lastEnd := math.Inf(-1)
 	for i := range records {
@@ -81,6 +81,9 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 			r.Long++
 		}
 		inTok += rec.Prompt
+		if rec.Prompt > 0 {
+			prompted++
+		}
 		outTok += rec.N
 		events += len(rec.Events)
 		if rec.TEnd != nil {
@@ -104,17 +107,17 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 		r.WallSec = lastEnd - firstSend
 	}
 	if r.WallSec > 0 {
-		r.InTput = float64(inTok) / r.WallSec
 		r.OutTput = float64(outTok) / r.WallSec
 	}
+	r.InTput = InTput(inTok, prompted, r.Completed, r.WallSec)
 	if r.BatchSize > 0 {
 		r.ErrorRate = float64(r.Errors) / float64(r.BatchSize)
 	}
 	if events > 0 {
 		r.TokensPerEvent = ptr(float64(outTok) / float64(events))
 	}
-	if r.Completed > 0 {
-		r.PromptTokensMean = ptr(float64(inTok) / float64(r.Completed))
+	if prompted > 0 {
+		r.PromptTokensMean = ptr(float64(inTok) / float64(prompted))
 	}
 	d := dist(lat)
 	r.LatMean, r.LatMed, r.LatP90, r.LatP99, r.LatP999 = d.mean, d.p50, d.p90, d.p99, d.p999
@@ -126,6 +129,21 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 	r.ITLMean, r.ITLMed, r.ITLP90, r.ITLP99, r.ITLP999 = d.mean, d.p50, d.p90, d.p99, d.p999
 	r.Cache, r.PromptDrift = CacheStats(records), PromptDrift(records)
 	return r
+}
+
+// InTput is the prompt tokens per second of a phase's completed requests:
+// inTok of them over wall seconds, prompted of completed having a prompt
+// count. With requests completed and none counted (a stream without
+// usage: n is counted from its events, a prompt cannot be) it is nil, not
+// 0; with none completed it is 0, as out_tput is.
+func InTput(inTok, prompted, completed int, wall float64) *float64 {
+	switch {
+	case completed > 0 && prompted == 0:
+		return nil
+	case wall > 0:
+		return ptr(float64(inTok) / wall)
+	}
+	return ptr(0.0)
 }
 
 type summary struct{ mean, p50, p90, p99, p999 *float64 }

@@ -52,7 +52,7 @@ func TestPhaseFollowsTheFormulas(t *testing.T) {
 		t.Fatalf("long %d short %d out_tput %v, want 1, 0, 50", long.Long, long.Short, long.OutTput)
 	}
 	// wall: first send (0) → last completion (0.2 + 0.8 = 1.0).
-	if math.Abs(r.WallSec-1.0) > 1e-12 || math.Abs(r.OutTput-9) > 1e-9 || math.Abs(r.InTput-100) > 1e-9 {
+	if math.Abs(r.WallSec-1.0) > 1e-12 || math.Abs(r.OutTput-9) > 1e-9 || r.InTput == nil || math.Abs(*r.InTput-100) > 1e-9 {
 		t.Fatalf("wall %v out %v in %v", r.WallSec, r.OutTput, r.InTput)
 	}
 	if math.Abs(r.ErrorRate-2.0/6) > 1e-12 {
@@ -86,5 +86,30 @@ func TestErrorMessageReadsCommonShapes(t *testing.T) {
 		if got := ErrorMessage([]byte(in)); got != want {
 			t.Errorf("ErrorMessage(%s) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The truth: a phase whose completed requests carry no prompt count (a
+// stream without usage, as LM Studio's: n is counted from events, a prompt
+// cannot be) has no in_tput and no prompt_tokens_mean (null, as any metric
+// over an empty sample), not 0; one with no request completed has in_tput
+// 0, as out_tput is; and the mean prompt is over the requests that
+// counted one (100, not 50 with an uncounted request beside it).
+func TestInTputIsNullWhenNoCompletedRequestCountedItsPrompt(t *testing.T) {
+	t.Parallel()
+	done := func(i int, prompt int) schema.Record {
+		return schema.Record{I: i, TFirst: fp(0.1), TLast: fp(0.5), TEnd: fp(1), Events: []float64{0.1, 0.5}, N: 2, NSource: schema.NFromEvents, Prompt: prompt}
+	}
+	none := Phase("p", 64, 2, []schema.Record{done(0, 0), done(1, 0)}, schema.StatusComplete)
+	if none.InTput != nil || none.PromptTokensMean != nil || none.OutTput != 4 {
+		t.Errorf("no prompt counted: in_tput %v, prompt_tokens_mean %v, out_tput %v; want null, null, 4", none.InTput, none.PromptTokensMean, none.OutTput)
+	}
+	some := Phase("p", 64, 2, []schema.Record{done(0, 100), done(1, 0)}, schema.StatusComplete)
+	if some.InTput == nil || *some.InTput != 100 || some.PromptTokensMean == nil || *some.PromptTokensMean != 100 {
+		t.Errorf("one prompt counted: in_tput %v, prompt_tokens_mean %v; want 100, 100", some.InTput, some.PromptTokensMean)
+	}
+	failed := Phase("p", 64, 2, []schema.Record{{I: 0, Class: schema.HTTP5xx, Status: 500, TEnd: fp(0.1)}}, schema.StatusComplete)
+	if failed.InTput == nil || *failed.InTput != 0 {
+		t.Errorf("none completed: in_tput %v; want 0", failed.InTput)
 	}
 }
