@@ -8,16 +8,23 @@ import (
 // ollamaContext is the context one request gets on an Ollama server: GET
 // /api/ps beside the API base lists the loaded models, each with the
 // context_length it was loaded with (num_ctx: OLLAMA_CONTEXT_LENGTH, a
-// Modelfile's, or the default; `ollama ps` shows it as CONTEXT, per
-// docs/context-length.mdx). A model not loaded yet is not listed, and
-// builds before the field leave it out: 0 then, as for any other answer.
-// /api/show's model_info "<arch>.context_length" is the trained context,
-// not this one, and is not read.
+// Modelfile's, or the default; `ollama ps` shows it as CONTEXT). It is one
+// request's (server/routes.go PsHandler: the runner's num_ctx; the runner
+// allocates num_ctx × OLLAMA_NUM_PARALLEL, llm/server.go). A model not
+// loaded yet is not listed, and builds before the field (PR #11331, July
+// 2025) leave it out: 0 then, as for any other answer. An MLX model
+// (details.format "safetensors", Model.IsMLX) is skipped: its runner
+// neither enforces nor truncates at that number (issue #18125), so it is no
+// limit. /api/show's model_info "<arch>.context_length" is the trained
+// context, not this one, and is not read.
 func (c *Client) ollamaContext(ctx context.Context) (n int, source string) {
 	var ps struct {
 		Models []struct {
-			Name          string `json:"name"`
-			Model         string `json:"model"`
+			Name    string `json:"name"`
+			Model   string `json:"model"`
+			Details struct {
+				Format string `json:"format"`
+			} `json:"details"`
 			ContextLength *int64 `json:"context_length"`
 		} `json:"models"`
 	}
@@ -26,6 +33,9 @@ func (c *Client) ollamaContext(ctx context.Context) (n int, source string) {
 	}
 	want := ollamaTagged(c.ep.Model)
 	for _, m := range ps.Models {
+		if m.Details.Format == "safetensors" {
+			continue
+		}
 		if (c.ep.Model == "" || ollamaTagged(m.Name) == want || ollamaTagged(m.Model) == want) && m.ContextLength != nil && stated(*m.ContextLength) {
 			return int(*m.ContextLength), "context_length in GET /api/ps; OLLAMA_CONTEXT_LENGTH sets it"
 		}

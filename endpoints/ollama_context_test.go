@@ -53,7 +53,20 @@ func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
 			t.Errorf("%d from %q; want none", n, source)
 		}
 	})
+	// An MLX model (format "safetensors", Ollama's MLX runner): /api/ps
+	// states the scheduler's num_ctx (ollama/ollama PR #16918) while the
+	// runner holds a prompt to the architecture's maximum and cuts none
+	// (issue #18125): the number is no limit, so none is stated and a phase
+	// past it is not refused.
+	t.Run("an MLX model's context_length, which its runner does not enforce, states none", func(t *testing.T) {
+		t.Parallel()
+		p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 4096, Ollama: endpointstest.OllamaOptions{Loaded: true, MLX: true}})
+		if n, source := contextOf(t, p.BaseURL(), "llama3.2"); n != 0 {
+			t.Errorf("%d from %q; want none", n, source)
+		}
+	})
 	for _, tc := range []struct{ name, ps string }{
+		{"an MLX model's soft size", `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":1,"details":{"format":"safetensors"},"context_length":4096}]}`},
 		{"another model loaded", `{"models":[{"name":"mistral:latest","model":"mistral:latest","size":1,"context_length":32768}]}`},
 		{"a build whose /api/ps has no context_length", `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":1,"size_vram":1}]}`},
 	} {
