@@ -1,7 +1,12 @@
 package endpoints
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
 	"strings"
 )
 
@@ -16,7 +21,7 @@ import (
 // (details.format "safetensors", Model.IsMLX) is skipped: its runner
 // neither enforces nor truncates at that number (issue #18125), so it is no
 // limit. /api/show's model_info "<arch>.context_length" is the trained
-// context, not this one, and is not read.
+// context: not this one, but its cap (ollamaTrained).
 func (c *Client) ollamaContext(ctx context.Context) (n int, source string) {
 	var ps struct {
 		Models []struct {
@@ -37,10 +42,48 @@ func (c *Client) ollamaContext(ctx context.Context) (n int, source string) {
 			continue
 		}
 		if (c.ep.Model == "" || ollamaTagged(m.Name) == want || ollamaTagged(m.Model) == want) && m.ContextLength != nil && stated(*m.ContextLength) {
-			return int(*m.ContextLength), "context_length in GET /api/ps; OLLAMA_CONTEXT_LENGTH sets it"
+			n := int(*m.ContextLength)
+			if trained := c.ollamaTrained(ctx, m.Name); trained > 0 && trained < n {
+				return trained, "context_length in GET /api/ps, capped at the trained context in POST /api/show; OLLAMA_CONTEXT_LENGTH sets it"
+			}
+			return n, "context_length in GET /api/ps; OLLAMA_CONTEXT_LENGTH sets it"
 		}
 	}
 	return 0, ""
+}
+
+// ollamaTrained is the model's trained context, POST /api/show's
+// model_info "<general.architecture>.context_length", to which the runner
+// caps num_ctx (llm/server.go NewLlamaServer); late-2025 builds' /api/ps
+// stated the num_ctx asked for, uncapped. 0 when not stated.
+func (c *Client) ollamaTrained(ctx context.Context, name string) int {
+	body, err := json.Marshal(map[string]string{"model": name})
+	if err != nil {
+		return 0
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.root()+"/api/show", bytes.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c.ep.Apply(req.Header)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var show struct {
+		ModelInfo map[string]any `json:"model_info"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxInfoBody)).Decode(&show) != nil {
+		return 0
+	}
+	arch, _ := show.ModelInfo["general.architecture"].(string)
+	n, _ := show.ModelInfo[arch+".context_length"].(float64)
+	if arch == "" || n != math.Trunc(n) || !stated(int64(n)) {
+		return 0
+	}
+	return int(n)
 }
 
 // ollamaTagged is an Ollama model name with its default tag: "llama3.2"

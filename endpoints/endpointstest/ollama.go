@@ -89,6 +89,12 @@ type OllamaOptions struct {
 	// The runner's refusal past the model's maximum is not modelled (its
 	// wording is unverified).
 	MLX bool
+	// PsRequested stands for late-2025 builds, whose /api/ps stated the
+	// num_ctx asked for (PsHandler: runnerRef.Options.NumCtx) rather than
+	// the runner's, which NewLlamaServer caps at TrainedContext (current
+	// builds: llama.ContextLength()). Either way a prompt is held to the
+	// capped one.
+	PsRequested bool
 	// TrainedContext is the model's trained context, /api/show's
 	// model_info "<arch>.context_length" (default 131072), which is not the
 	// context a request gets.
@@ -219,11 +225,22 @@ func (p *Personality) ollamaModel(ps bool) map[string]any {
 	m := map[string]any{"name": p.Opts.Model, "model": p.Opts.Model, "size": 2019393189, "digest": "a80c4f17acd55265feec403c7aef86be0c25983ab279d83f3bcd3abbcb5b8b72",
 		"details": map[string]any{"format": p.ollamaFormat(), "family": "llama", "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}}
 	if ps {
-		m["size_vram"], m["expires_at"], m["context_length"] = 2019393189, time.Now().Add(5*time.Minute).Format(time.RFC3339), p.Opts.Context
+		stated := p.ollamaNumCtx()
+		if p.Opts.Ollama.PsRequested {
+			stated = p.Opts.Context
+		}
+		m["size_vram"], m["expires_at"], m["context_length"] = 2019393189, time.Now().Add(5*time.Minute).Format(time.RFC3339), stated
 	} else {
 		m["modified_at"] = "2024-12-01T00:00:00Z"
 	}
 	return m
+}
+
+// ollamaNumCtx is the runner's num_ctx: Options.Context (num_ctx asked
+// for) capped at the trained context (llm/server.go NewLlamaServer).
+func (p *Personality) ollamaNumCtx() int {
+	p.ol()
+	return min(p.Opts.Context, p.Opts.Ollama.TrainedContext)
 }
 
 // ollamaFormat is the model's details.format: "safetensors" for an MLX

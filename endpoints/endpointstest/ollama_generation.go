@@ -189,7 +189,7 @@ const ollamaNumKeep = 4
 // prompt between that half and num_ctx too is unverified; the fake does
 // not.
 func (p *Personality) ollamaKept(P int) int {
-	L := p.Opts.Context
+	L := p.ollamaNumCtx()
 	if P <= L || p.Opts.Ollama.MLX {
 		return P
 	}
@@ -208,7 +208,7 @@ func (p *Personality) ollamaBudget(g *genRequest, promptN int) int64 {
 	if g.hasMax && g.maxTokens > 0 {
 		return g.maxTokens
 	}
-	return int64(max(p.Opts.Context-promptN, 1))
+	return int64(max(p.ollamaNumCtx()-promptN, 1))
 }
 
 // ollamaThought is how many of an answer's tokens are its reasoning.
