@@ -236,6 +236,24 @@ func TestOllamaServesAnMLXModelsPromptPastItsStatedContextWhole(t *testing.T) {
 	}
 }
 
+// A prompt within num_ctx is kept whole and max_tokens are generated past
+// num_ctx: the runner shifts its context (llamarunner processBatch:
+// ShiftCacheSlot when the cache is full and Shift, which routes.go sets
+// unless a request says no; 2026 builds bound an open request at ten
+// windows, llm/llama_server.go boundedNumPredict).
+func TestOllamaGeneratesPastNumCtxByShiftingItsContext(t *testing.T) {
+	p := Start(t, Ollama, Options{Context: 256})
+	content := filler(150)
+	P := ChatPromptTokens([]string{content})
+	if P > 256 || P+200 <= 256 {
+		t.Fatalf("a prompt of %d tokens and 200 more do not straddle num_ctx 256", P)
+	}
+	u := post(t, p.BaseURL()+"/chat/completions", chatBody("llama3.2", content, 200)).json(t)["usage"].(map[string]any)
+	if num(u["prompt_tokens"]) != float64(P) || num(u["completion_tokens"]) != 200 {
+		t.Errorf("usage %v; want the %d-token prompt whole and 200 generated", u, P)
+	}
+}
+
 func TestOllamaAnswers503PastItsQueue(t *testing.T) {
 	// A load that outlasts the test holds every request in the queue.
 	p := Start(t, Ollama, Options{Ollama: OllamaOptions{NumParallel: 1, MaxQueue: 2, Load: time.Hour}})
