@@ -53,7 +53,32 @@ func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
 			t.Errorf("%d from %q; want none", n, source)
 		}
 	})
+	// An MLX model (format "safetensors", Ollama's MLX runner): /api/ps
+	// states the scheduler's num_ctx (ollama/ollama PR #16918) while the
+	// runner holds a prompt to the architecture's maximum and cuts none
+	// (issue #18125): the number is no limit, so none is stated and a phase
+	// past it is not refused.
+	t.Run("an MLX model's context_length, which its runner does not enforce, states none", func(t *testing.T) {
+		t.Parallel()
+		p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 4096, Ollama: endpointstest.OllamaOptions{Loaded: true, MLX: true}})
+		if n, source := contextOf(t, p.BaseURL(), "llama3.2"); n != 0 {
+			t.Errorf("%d from %q; want none", n, source)
+		}
+	})
+	// The runner's num_ctx is the one asked for, capped at the trained
+	// context (llm/server.go NewLlamaServer); late-2025 builds' /api/ps
+	// said the one asked for (runnerRef.Options), so OLLAMA_CONTEXT_LENGTH
+	// 262144 on a model trained for 131072 read 262144. The trained context
+	// from POST /api/show caps it.
+	t.Run("a context_length past the trained context is capped at it", func(t *testing.T) {
+		t.Parallel()
+		p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 262144, Ollama: endpointstest.OllamaOptions{Loaded: true, PsRequested: true, TrainedContext: 131072}})
+		if n, source := contextOf(t, p.BaseURL(), "llama3.2"); n != 131072 || source != "context_length in GET /api/ps, capped at the trained context in POST /api/show; OLLAMA_CONTEXT_LENGTH sets it" {
+			t.Errorf("%d from %q; want 131072, the trained context", n, source)
+		}
+	})
 	for _, tc := range []struct{ name, ps string }{
+		{"an MLX model's soft size", `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":1,"details":{"format":"safetensors"},"context_length":4096}]}`},
 		{"another model loaded", `{"models":[{"name":"mistral:latest","model":"mistral:latest","size":1,"context_length":32768}]}`},
 		{"a build whose /api/ps has no context_length", `{"models":[{"name":"llama3.2:latest","model":"llama3.2:latest","size":1,"size_vram":1}]}`},
 	} {

@@ -32,8 +32,8 @@ import (
 //   - errors are {"error": {"message", "type", "param": null, "code":
 //     null}}; type is "invalid_request_error" for the middleware's own 400s
 //     and "api_error" for everything the handler answers (writeError),
-//     whatever the status: 404 for a model not pulled, 503 "server busy"
-//     past OLLAMA_MAX_QUEUE;
+//     whatever the status: 404 "model 'X' not found" for a model not
+//     pulled, 503 "server busy" past OLLAMA_MAX_QUEUE;
 //   - the first request waits for the model to load, with no byte sent;
 //   - answer ids are "chatcmpl-" and rand.Intn(999): they repeat;
 //   - no /health, no /metrics, no API key: GET / says "Ollama is running",
@@ -80,6 +80,21 @@ type OllamaOptions struct {
 	// at most all but the last token), prompt_tokens still the whole count.
 	// Without it, no cached count (issue #8008).
 	CachedTokens bool
+	// MLX makes the model an MLX one (a "-mlx" tag: details.format
+	// "safetensors", which is what Model.IsMLX tests, run by Ollama's MLX
+	// runner, 2026): /api/ps states Context, the scheduler's num_ctx (PR
+	// #16918), but the runner holds a prompt only to the model's maximum
+	// and cuts none (the chat handler sets truncate false for MLX models;
+	// issue #18125, open in 0.33): a prompt past Context is served whole.
+	// The runner's refusal past the model's maximum is not modelled (its
+	// wording is unverified).
+	MLX bool
+	// PsRequested stands for late-2025 builds, whose /api/ps stated the
+	// num_ctx asked for (PsHandler: runnerRef.Options.NumCtx) rather than
+	// the runner's, which NewLlamaServer caps at TrainedContext (current
+	// builds: llama.ContextLength()). Either way a prompt is held to the
+	// capped one.
+	PsRequested bool
 	// TrainedContext is the model's trained context, /api/show's
 	// model_info "<arch>.context_length" (default 131072), which is not the
 	// context a request gets.
@@ -208,13 +223,33 @@ func (p *Personality) ollamaCard(name string) map[string]any {
 // context_length is the context the loaded model's requests get.
 func (p *Personality) ollamaModel(ps bool) map[string]any {
 	m := map[string]any{"name": p.Opts.Model, "model": p.Opts.Model, "size": 2019393189, "digest": "a80c4f17acd55265feec403c7aef86be0c25983ab279d83f3bcd3abbcb5b8b72",
-		"details": map[string]any{"format": "gguf", "family": "llama", "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}}
+		"details": map[string]any{"format": p.ollamaFormat(), "family": "llama", "parameter_size": "3.2B", "quantization_level": "Q4_K_M"}}
 	if ps {
-		m["size_vram"], m["expires_at"], m["context_length"] = 2019393189, time.Now().Add(5*time.Minute).Format(time.RFC3339), p.Opts.Context
+		stated := p.ollamaNumCtx()
+		if p.Opts.Ollama.PsRequested {
+			stated = p.Opts.Context
+		}
+		m["size_vram"], m["expires_at"], m["context_length"] = 2019393189, time.Now().Add(5*time.Minute).Format(time.RFC3339), stated
 	} else {
 		m["modified_at"] = "2024-12-01T00:00:00Z"
 	}
 	return m
+}
+
+// ollamaNumCtx is the runner's num_ctx: Options.Context (num_ctx asked
+// for) capped at the trained context (llm/server.go NewLlamaServer).
+func (p *Personality) ollamaNumCtx() int {
+	p.ol()
+	return min(p.Opts.Context, p.Opts.Ollama.TrainedContext)
+}
+
+// ollamaFormat is the model's details.format: "safetensors" for an MLX
+// model, "gguf" for the rest.
+func (p *Personality) ollamaFormat() string {
+	if p.Opts.Ollama.MLX {
+		return "safetensors"
+	}
+	return "gguf"
 }
 
 // ollamaShow answers POST /api/show: model_info holds the trained context,
@@ -234,7 +269,7 @@ func (p *Personality) ollamaShow(w http.ResponseWriter, body []byte) {
 		return
 	}
 	writeJSON(w, 200, map[string]any{"parameters": "", "template": "{{ .Prompt }}", "capabilities": []any{"completion"},
-		"details":    map[string]any{"format": "gguf", "family": "llama"},
+		"details":    map[string]any{"format": p.ollamaFormat(), "family": "llama"},
 		"model_info": map[string]any{"general.architecture": "llama", "llama.context_length": p.Opts.Ollama.TrainedContext}})
 }
 

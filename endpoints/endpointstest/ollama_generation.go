@@ -109,8 +109,10 @@ func (p *Personality) ollamaParse(body []byte, chat bool) (*genRequest, *refusal
 		// []string and token ids).
 		return nil, &refusal{400, "json: cannot unmarshal array into Go struct field CompletionRequest.prompt of type string", nil}
 	case !p.ollamaServes(f.Model):
-		// server/routes.go handleScheduleError: os.ErrNotExist.
-		return nil, &refusal{404, fmt.Sprintf("model %q not found, try pulling it first", f.Model), nil}
+		// server/routes.go ChatHandler and GenerateHandler: GetModel's
+		// os.ErrNotExist, before the scheduler (whose handleScheduleError
+		// would say "try pulling it first") is asked.
+		return nil, &refusal{404, fmt.Sprintf("model '%s' not found", f.Model), nil}
 	}
 	g, ref := p.parse(body, chat)
 	if ref != nil {
@@ -182,12 +184,13 @@ const ollamaNumKeep = 4
 // ollamaKept is the prompt count Ollama reports for a prompt of P tokens:
 // P when it fits num_ctx; past it, the runner keeps the first num_keep
 // tokens and the end, num_ctx in all (WholeWindow) or num_keep +
-// (num_ctx − num_keep)/2 (2026 builds' logs). Whether 2026 builds cut a
+// (num_ctx − num_keep)/2 (2026 builds' logs). An MLX model's runner cuts
+// none (MLX). Whether 2026 builds cut a
 // prompt between that half and num_ctx too is unverified; the fake does
 // not.
 func (p *Personality) ollamaKept(P int) int {
-	L := p.Opts.Context
-	if P <= L {
+	L := p.ollamaNumCtx()
+	if P <= L || p.Opts.Ollama.MLX {
 		return P
 	}
 	keep := min(ollamaNumKeep, L-1)
@@ -205,7 +208,7 @@ func (p *Personality) ollamaBudget(g *genRequest, promptN int) int64 {
 	if g.hasMax && g.maxTokens > 0 {
 		return g.maxTokens
 	}
-	return int64(max(p.Opts.Context-promptN, 1))
+	return int64(max(p.ollamaNumCtx()-promptN, 1))
 }
 
 // ollamaThought is how many of an answer's tokens are its reasoning.

@@ -172,7 +172,11 @@ func TestOllamaErrorsSayApiErrorForWhatTheHandlerAnswers(t *testing.T) {
 		typ    string
 		msg    string
 	}{
-		{"a model not pulled", "/chat/completions", chatBody("mistral", "hi", 2), 404, "api_error", `model "mistral" not found, try pulling it first`},
+		// ChatHandler and GenerateHandler look the model up before the
+		// scheduler does (GetModel: os.ErrNotExist), so the scheduler's
+		// "try pulling it first" is not what a client gets.
+		{"a model not pulled", "/chat/completions", chatBody("mistral", "hi", 2), 404, "api_error", `model 'mistral' not found`},
+		{"a model not pulled, by completions", "/completions", map[string]any{"model": "mistral", "prompt": "hi"}, 404, "api_error", `model 'mistral' not found`},
 		{"no messages", "/chat/completions", map[string]any{"model": "llama3.2", "messages": []any{}}, 400, "invalid_request_error", "[] is too short - 'messages'"},
 		{"no JSON", "/chat/completions", "{", 400, "invalid_request_error", "unexpected end of JSON input"},
 		{"a prompt of token ids", "/completions", map[string]any{"model": "llama3.2", "prompt": []int{1, 2}}, 400, "invalid_request_error", "CompletionRequest.prompt of type string"},
@@ -209,6 +213,44 @@ func TestOllamaTruncatesAnOverlongPromptAndCountsWhatItKept(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An MLX model's /api/ps states num_ctx, but its runner cuts no prompt
+// (issue #18125): a prompt past it is counted whole, and /api/ps names
+// the format that says so.
+func TestOllamaServesAnMLXModelsPromptPastItsStatedContextWhole(t *testing.T) {
+	p := Start(t, Ollama, Options{Context: 256, Ollama: OllamaOptions{MLX: true}})
+	content := filler(1000)
+	P := ChatPromptTokens([]string{content})
+	if P <= 256 {
+		t.Fatalf("a prompt of %d tokens does not pass the context", P)
+	}
+	v := post(t, p.BaseURL()+"/chat/completions", chatBody("llama3.2", content, 2)).json(t)
+	if got := num(v["usage"].(map[string]any)["prompt_tokens"]); got != float64(P) {
+		t.Errorf("a prompt of %d tokens counted %v; want all of it", P, got)
+	}
+	m := get(t, p.URL+"/api/ps").json(t)["models"].([]any)[0].(map[string]any)
+	if num(m["context_length"]) != 256 || m["details"].(map[string]any)["format"] != "safetensors" {
+		t.Errorf("/api/ps %v; want context_length 256 and format safetensors", m)
+	}
+}
+
+// A prompt within num_ctx is kept whole and max_tokens are generated past
+// num_ctx: the runner shifts its context (llamarunner processBatch:
+// ShiftCacheSlot when the cache is full and Shift, which routes.go sets
+// unless a request says no; 2026 builds bound an open request at ten
+// windows, llm/llama_server.go boundedNumPredict).
+func TestOllamaGeneratesPastNumCtxByShiftingItsContext(t *testing.T) {
+	p := Start(t, Ollama, Options{Context: 256})
+	content := filler(150)
+	P := ChatPromptTokens([]string{content})
+	if P > 256 || P+200 <= 256 {
+		t.Fatalf("a prompt of %d tokens and 200 more do not straddle num_ctx 256", P)
+	}
+	u := post(t, p.BaseURL()+"/chat/completions", chatBody("llama3.2", content, 200)).json(t)["usage"].(map[string]any)
+	if num(u["prompt_tokens"]) != float64(P) || num(u["completion_tokens"]) != 200 {
+		t.Errorf("usage %v; want the %d-token prompt whole and 200 generated", u, P)
 	}
 }
 

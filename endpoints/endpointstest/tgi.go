@@ -279,24 +279,26 @@ func (p *Personality) stoppedBySequence(g *genRequest, budget int64, a answer) b
 	return len(joinText(p.answer(&free, budget, g.samp).toks)) > len(joinText(a.toks))
 }
 
-// checkTGI is validation.rs validate and validate_input: the prompt is
-// tokenized, max_new_tokens defaults (chat: all the total leaves; the
-// completions route: 100), then total > max_total_tokens, then prompt >
-// max_input_tokens, each a 422 "Input validation error: ...". No prompt is
+// checkTGI is validation.rs validate and validate_input: max_new_tokens 0,
+// then top_n_tokens past --max-top-n-tokens, then the prompt is tokenized,
+// max_new_tokens defaults (chat: all the total leaves, 3.x's auto
+// max_new_tokens, PR #2803; 2.x chat took 100; the completions route:
+// 100), then total > max_total_tokens, then prompt > max_input_tokens,
+// each a 422 "Input validation error: ...". No prompt is
 // truncated unless the request asks (truncate), which no OpenAI route does.
 func (p *Personality) checkTGI(g *genRequest) (promptN int, budget int64, ref *refusal) {
 	o := p.tgiOpts()
 	P, L := g.promptN, p.Opts.Context
-	if g.topK > tgiMaxTopN {
-		return 0, 0, &refusal{422, fmt.Sprintf("Input validation error: `top_n_tokens` must be >= 0 and <= %d. Given: %d", tgiMaxTopN, g.topK), nil}
-	}
 	M := g.maxTokens
 	switch {
-	case g.hasMax && M == 0:
-		return 0, 0, &refusal{422, "Input validation error: `max_new_tokens` must be strictly positive", nil}
 	case g.hasMax && (M < 0 || M > 1<<32-1):
 		// max_tokens is a u32: serde refuses the body (axum's 422).
 		return 0, 0, &refusal{422, fmt.Sprintf("Failed to deserialize the JSON body into the target type: max_tokens: invalid value: integer `%d`, expected u32", M), nil}
+	case g.hasMax && M == 0:
+		// validate: max_new_tokens == Some(0), checked before top_n_tokens.
+		return 0, 0, &refusal{422, "Input validation error: `max_new_tokens` must be strictly positive", nil}
+	case g.topK > tgiMaxTopN:
+		return 0, 0, &refusal{422, fmt.Sprintf("Input validation error: `top_n_tokens` must be >= 0 and <= %d. Given: %d", tgiMaxTopN, g.topK), nil}
 	case !g.hasMax && g.chat:
 		M = int64(max(L-P, 0))
 	case !g.hasMax:

@@ -155,6 +155,12 @@ func TestTGIRefusesPastItsLimitsWith422AndInAStreamWith200(t *testing.T) {
 		{"max_tokens 0", chatBody(p.Opts.Model, short, 0), "Input validation error: `max_new_tokens` must be strictly positive"},
 		{"top_logprobs past 5", chatBody(p.Opts.Model, short, 2, "logprobs", true, "top_logprobs", 6),
 			"Input validation error: `top_n_tokens` must be >= 0 and <= 5. Given: 6"},
+		// validate checks max_new_tokens == 0 before top_n_tokens, and both
+		// before the prompt is measured.
+		{"max_tokens 0 with top_logprobs past 5", chatBody(p.Opts.Model, long, 0, "logprobs", true, "top_logprobs", 6),
+			"Input validation error: `max_new_tokens` must be strictly positive"},
+		{"top_logprobs past 5 with a prompt past max_input_tokens", chatBody(p.Opts.Model, long, 16, "logprobs", true, "top_logprobs", 6),
+			"Input validation error: `top_n_tokens` must be >= 0 and <= 5. Given: 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := post(t, p.BaseURL()+"/chat/completions", tc.body)
