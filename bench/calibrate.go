@@ -580,8 +580,9 @@ func ProbeLimit(given time.Duration, in int) time.Duration {
 var errCalibrationBudget = errors.New("calibration budget spent")
 
 // preflight checks each phase's IN+OUT against the context the server
-// states, if it states one; a server that answers none of the questions
-// in time has stated nothing.
+// states, if it states one, then each IN against the longest prompt it
+// states apart from that; a server that answers none of the questions in
+// time has stated nothing.
 func preflight(ctx context.Context, o *Options, client *endpoints.Client, specs []Spec) error {
 	qctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout+10*time.Second)
 	defer cancel()
@@ -590,7 +591,9 @@ func preflight(ctx context.Context, o *Options, client *endpoints.Client, specs 
 		return context.Cause(ctx)
 	}
 	if n <= 0 {
-		return nil
+		// No bound on prompt plus output; maybe one on the prompt alone
+		// (Ollama's num_ctx, which its runner shifts past for output).
+		return promptFit(qctx, client, specs)
 	}
 	var over, fit []string
 	var first *Spec

@@ -25,12 +25,14 @@ const maxContext = 1 << 40
 //     there unless --context-length was given);
 //   - GET /props beside the API base: default_generation_settings.n_ctx, the
 //     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096);
-//   - GET /api/ps beside the API base: the loaded model's context_length
-//     (Ollama; a model is not listed until a request has loaded it);
 //   - GET /info beside the API base: max_total_tokens (Hugging Face TGI),
 //     see tgiContext;
 //   - GET /api/v1/models beside the API base: the loaded instance's
 //     context_length (LM Studio 0.4.0+), see lmstudioContext.
+//
+// Ollama's num_ctx (GET /api/ps) is no such bound: its runner shifts its
+// context and generates on past it, so only the prompt is held to it, and
+// PromptLimit states it.
 //
 // A missing route, another status or an unknown shape means "not stated":
 // n is 0 and err nil. err is only ctx's end.
@@ -73,9 +75,6 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 	}
 	if c.getJSON(ctx, c.root()+"/props", &props) == nil && props.Settings != nil && props.Settings.NCtx != nil && stated(*props.Settings.NCtx) {
 		return int(*props.Settings.NCtx), "n_ctx per slot in GET /props", nil
-	}
-	if n, source := c.ollamaContext(ctx); n > 0 {
-		return n, source, nil
 	}
 	if n, source := c.tgiContext(ctx); n > 0 {
 		return n, source, nil
@@ -141,12 +140,17 @@ func (c *Client) tgiContext(ctx context.Context) (n int, source string) {
 // have on this endpoint, where the server states one that IN+OUT within
 // ContextLength does not already keep, and where it was read: TGI's
 // max_input_tokens in GET /info beside the API base (max_input_length
-// before 2.0), when it is below max_total_tokens-1. 0 when not stated.
+// before 2.0), when it is below max_total_tokens-1, which it refuses past;
+// else a loaded Ollama model's num_ctx in GET /api/ps (ollamaContext),
+// past which Ollama cuts the prompt and answers 200. 0 when not stated.
 func (c *Client) PromptLimit(ctx context.Context) (n int, source string) {
 	if _, input := c.tgiInfo(ctx); input > 0 {
 		return input, "max_input_tokens in GET /info"
 	}
-	return 0, ""
+	if ctx.Err() != nil {
+		return 0, ""
+	}
+	return c.ollamaContext(ctx)
 }
 
 // tgiInfo is TGI's max_total_tokens in GET /info, and its max_input_tokens

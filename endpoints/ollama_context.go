@@ -10,7 +10,9 @@ import (
 	"strings"
 )
 
-// ollamaContext is the context one request gets on an Ollama server: GET
+// ollamaContext is the longest prompt one request keeps on an Ollama
+// server (past it the runner cuts the prompt; its output goes on past it,
+// the runner shifting its context, so it bounds no prompt plus output): GET
 // /api/ps beside the API base lists the loaded models, each with the
 // context_length it was loaded with (num_ctx: OLLAMA_CONTEXT_LENGTH, a
 // Modelfile's, or the default; `ollama ps` shows it as CONTEXT). It is one

@@ -20,7 +20,10 @@ func ginNotFound(w http.ResponseWriter) {
 // Ollama states the context its requests get (num_ctx, from
 // OLLAMA_CONTEXT_LENGTH, a Modelfile or its VRAM-based default) only in
 // GET /api/ps, for a model that is loaded; /v1/models has no context and
-// /api/show's model_info only the trained one.
+// /api/show's model_info only the trained one. num_ctx bounds the prompt
+// (one past it is cut), not prompt plus output: the runner shifts its
+// context and generates on (Shift, on unless a request says no), so it is
+// PromptLimit's, and ContextLength states none.
 func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
 	t.Parallel()
 	contextOf := func(t *testing.T, base, model string) (int, string) {
@@ -31,10 +34,11 @@ func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
 		}
 		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
 		defer tr.Close()
-		n, source, err := endpoints.NewClient(ep, tr).ContextLength(context.Background())
-		if err != nil {
-			t.Fatal(err)
+		c := endpoints.NewClient(ep, tr)
+		if total, source, err := c.ContextLength(context.Background()); err != nil || total != 0 {
+			t.Errorf("ContextLength %d from %q (%v); want none: Ollama bounds no prompt plus output", total, source, err)
 		}
+		n, source := c.PromptLimit(context.Background())
 		return n, source
 	}
 	t.Run("a loaded model's context_length, its name with or without the default tag", func(t *testing.T) {

@@ -16,16 +16,29 @@ import (
 )
 
 // A warm Ollama states the context its requests get only in GET /api/ps
-// (context_length of the loaded model): the pre-flight reads it there and
-// refuses a phase past it before any probe.
-func TestRunAgainstAWarmOllamaRefusesAPhasePastItsContextBeforeAnyProbe(t *testing.T) {
+// (context_length of the loaded model), and it bounds the prompt, not
+// prompt plus output: the runner shifts its context and generates on. The
+// pre-flight reads it there: a phase whose IN is past it is refused before
+// any probe, naming both numbers and the route; one whose IN+OUT alone is
+// past it runs to the end, as the real server serves it, every request
+// with all its 16 tokens.
+func TestRunAgainstAWarmOllamaRefusesAPromptPastItsContextBeforeAnyProbe(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{Loaded: true}})
 	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2040/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,040+16", "2,048", "/api/ps")
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2100/16", "--out", dir)
+	wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,100", "2,048", "/api/ps")
 	if n := p.Requests("POST /v1/chat/completions"); n != 0 {
 		t.Errorf("%d chat requests reached the server; the stated context refuses the phase before any", n)
+	}
+	dir = t.TempDir()
+	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "shift=2/2040/16", "--out", dir)
+	if code != 0 {
+		t.Fatalf("IN+OUT past num_ctx, IN within it: exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, _, _ := readReport(t, dir)
+	if ph := rep.Phases[0]; ph.Completed != 2 || ph.Short != 0 {
+		t.Errorf("phase %+v; want 2 completed, none short", ph)
 	}
 }
 

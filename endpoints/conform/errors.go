@@ -78,6 +78,11 @@ func (s *suite) contextLength(ctx context.Context) (int, string) {
 		}
 	}
 	n, source, _ := s.client.ContextLength(ctx)
+	if n == 0 && ctx.Err() == nil {
+		// A bound on the prompt alone (Ollama's num_ctx) still makes an
+		// overlong prompt: one past it must be refused, not cut.
+		n, source = s.client.PromptLimit(ctx)
+	}
 	return n, source
 }
 
