@@ -523,6 +523,12 @@ func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(
 			return nil, 0, false
 		}
 	}
+	return p.enterLocked(g), seq, true
+}
+
+// enterLocked counts g in flight and its prompt as arrived, and unlocks
+// p.mu, which the caller holds; the func it returns counts g out.
+func (p *Personality) enterLocked(g *genRequest) (release func()) {
 	p.inflight++
 	p.prompts = append(p.prompts, g.promptN)
 	p.mu.Unlock()
@@ -530,7 +536,7 @@ func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(
 		p.mu.Lock()
 		p.inflight--
 		p.mu.Unlock()
-	}, seq, true
+	}
 }
 
 // maxN is the most choices a personality generates for one request; a

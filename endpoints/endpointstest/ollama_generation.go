@@ -147,14 +147,7 @@ func (p *Personality) ollamaAdmit(w http.ResponseWriter, g *genRequest) (release
 		p.ollamaFail(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded", false)
 		return nil, 0, false
 	}
-	p.inflight++
-	p.prompts = append(p.prompts, g.promptN)
-	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		p.inflight--
-		p.mu.Unlock()
-	}, seq, true
+	return p.enterLocked(g), seq, true
 }
 
 // ollamaLoad waits for the model's load, which the first request starts;

@@ -220,16 +220,9 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 		tgiFail(w, g.stream, http.StatusTooManyRequests, "Model is overloaded", "overloaded")
 		return
 	}
-	p.inflight++
 	p.seq++
 	seq := p.seq
-	p.prompts = append(p.prompts, g.promptN)
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.inflight--
-		p.mu.Unlock()
-	}()
+	defer p.enterLocked(g)()
 	g.samp.nonce = uint64(seq)
 	a := p.answer(g, budget, g.samp)
 	a.finish = tgiFinish(a.finish, p.stoppedBySequence(g, budget, a), chat || !g.stream)
