@@ -74,30 +74,6 @@ func TestRunAgainstLMStudioCountsOutputFromEventsOnEachRoute(t *testing.T) {
 	}
 }
 
-// LM Studio does not read ignore_eos: a model that stops at its EOS ends
-// before OUT, and the report counts each such request short_output.
-func TestRunAgainstLMStudioCountsRequestsThatEndedAtEOS(t *testing.T) {
-	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.LMStudio, endpointstest.Options{EOSAfter: 3})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
-	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Short != 4 || ph.Errors != 0 {
-		t.Errorf("phase %+v; want 4 completed, all 4 short", ph)
-	}
-	for _, r := range recs {
-		if r.N != 3 || r.Finish != "stop" {
-			t.Errorf("record %d: n %d, finish %q; want 3, stop", r.I, r.N, r.Finish)
-		}
-	}
-	if !strings.Contains(stderr, "though ignore_eos was sent") {
-		t.Errorf("stderr does not say the requests stopped early though ignore_eos was sent:\n%s", stderr)
-	}
-}
-
 // conform against LM Studio fails its documented deviations only: no usage
 // in a stream (stream-usage, and so the checks that need it skip), a
 // max_tokens past the context accepted (context-overflow: it generates

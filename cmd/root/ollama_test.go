@@ -74,42 +74,49 @@ func TestRunAgainstAColdOllamaFindsWhereItTruncates(t *testing.T) {
 	}
 }
 
-// Ollama drops ignore_eos (no field of its request struct): a model that
-// stops at its EOS ends a request before OUT. The run still completes, n
-// comes from usage, and the report counts every such request as
-// short_output rather than taking max_tokens for the count.
-func TestRunAgainstOllamaCountsRequestsThatEndedAtEOS(t *testing.T) {
+// Ollama and LM Studio drop ignore_eos (it is no field of their request
+// structs): a model that stops at its EOS ends a request before OUT. The
+// run still completes, n comes from usage (Ollama) or from the events (LM
+// Studio's streams carry none), and the report counts every such request
+// as short_output rather than taking max_tokens for the count; stderr
+// counts them and warns that ignore_eos, which was sent, was dropped.
+// With --ignore-eos=false an early stop is what was asked: no warning.
+func TestRunAgainstServersDroppingIgnoreEOSCountsRequestsThatEndedAtEOS(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{EOSAfter: 3})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
-	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Short != 4 || ph.Errors != 0 {
-		t.Errorf("phase %+v; want 4 completed, all 4 short", ph)
-	}
-	for _, r := range recs {
-		if r.N != 3 || r.NSource != schema.NFromUsage || r.Finish != "stop" {
-			t.Errorf("record %d: n %d from %q, finish %q; want 3 from usage, stop", r.I, r.N, r.NSource, r.Finish)
-		}
-	}
-	// ignore_eos was sent (it is the default), and dropped by the server.
-	for i, f := range p.BodyFields() {
-		if string(f["ignore_eos"]) != "true" {
-			t.Errorf("request %d: ignore_eos %s", i, f["ignore_eos"])
-		}
-	}
-	// stderr says so: the phase line counts them, and a warning names
-	// the dropped field.
-	if !strings.Contains(stderr, "4 short of their max_tokens (short_output)") || !strings.Contains(stderr, "phase x: 4 of 4 completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent") {
-		t.Errorf("stderr does not say the requests stopped early though ignore_eos was sent:\n%s", stderr)
-	}
-	// With --ignore-eos=false an early stop is what was asked: no warning.
-	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", t.TempDir(), "--ignore-eos=false")
-	if code != 0 || strings.Contains(stderr, "though ignore_eos was sent") {
-		t.Errorf("--ignore-eos=false: exit %d, stderr:\n%s\nwant 0 and no warning", code, stderr)
+	for _, tc := range []struct {
+		name    string
+		nSource schema.NSource
+	}{{endpointstest.Ollama, schema.NFromUsage}, {endpointstest.LMStudio, schema.NFromEvents}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := endpointstest.Start(t, tc.name, endpointstest.Options{EOSAfter: 3})
+			dir := t.TempDir()
+			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			rep, recs, _ := readReport(t, dir)
+			if ph := rep.Phases[0]; ph.Completed != 4 || ph.Short != 4 || ph.Errors != 0 {
+				t.Errorf("phase %+v; want 4 completed, all 4 short", ph)
+			}
+			for _, r := range recs {
+				if r.N != 3 || r.NSource != tc.nSource || r.Finish != "stop" {
+					t.Errorf("record %d: n %d from %q, finish %q; want 3 from %s, stop", r.I, r.N, r.NSource, r.Finish, tc.nSource)
+				}
+			}
+			for i, f := range p.BodyFields() {
+				if string(f["ignore_eos"]) != "true" {
+					t.Errorf("request %d: ignore_eos %s", i, f["ignore_eos"])
+				}
+			}
+			if !strings.Contains(stderr, "4 short of their max_tokens (short_output)") || !strings.Contains(stderr, "phase x: 4 of 4 completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent") {
+				t.Errorf("stderr does not say the requests stopped early though ignore_eos was sent:\n%s", stderr)
+			}
+			code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", t.TempDir(), "--ignore-eos=false")
+			if code != 0 || strings.Contains(stderr, "though ignore_eos was sent") {
+				t.Errorf("--ignore-eos=false: exit %d, stderr:\n%s\nwant 0 and no warning", code, stderr)
+			}
+		})
 	}
 }
 
