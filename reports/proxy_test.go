@@ -45,7 +45,7 @@ func TestAPhaseCountsTheCompletedRequestsAProxyRetriedOrFellBackFor(t *testing.T
 	for _, want := range []string{
 		"### What the proxy did",
 		"- p: 3 of 10 completed requests were retried inside the proxy (proxy_retried)",
-		"- p: 1 of 10 completed requests were answered by a fallback model (proxy_fallback)",
+		"- p: 1 of 10 completed requests were answered by a fallback inside the proxy (proxy_fallback)",
 		"- **proxy_retried** = ",
 		"- **proxy_fallback** = ",
 	} {

@@ -412,8 +412,8 @@ func (p *printer) phaseTables(r *schema.Report) {
 
 // proxyFormulas define the proxy's counts, printed when a phase has one.
 var proxyFormulas = []schema.Formula{
-	{Metric: "proxy_retried", Formula: "completed requests whose answer said a proxy retried the backend (x-litellm-attempted-retries, or x-portkey-retry-attempt-count, > 0): their lat and ttft include the retries"},
-	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model (x-litellm-attempted-fallbacks > 0): another model served them"},
+	{Metric: "proxy_retried", Formula: "completed requests whose answer said a proxy retried the backend (proxy_retries > 0: x-litellm-attempted-retries + x-portkey-retry-attempt-count + (x-envoy-attempt-count − 1)): their lat and ttft include the retries"},
+	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model or provider (proxy_fallbacks > 0: x-litellm-attempted-fallbacks + cf-aig-step): another one than asked for served them"},
 }
 
 // hasProxy reports whether any phase of r counts a proxy's retry or fallback.
@@ -432,7 +432,7 @@ func (p *printer) proxyLines(r *schema.Report) {
 	var lines []string
 	for _, ph := range r.Phases {
 		if ph.ProxyFallback > 0 {
-			lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered by a fallback model (proxy_fallback): another model than the one asked for served them\n",
+			lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered by a fallback inside the proxy (proxy_fallback): another model or provider than the one asked for served them\n",
 				ph.Phase, ph.ProxyFallback, ph.Completed))
 		}
 		if ph.ProxyRetried > 0 {

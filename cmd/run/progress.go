@@ -98,11 +98,11 @@ func phaseLine(r *schema.PhaseResult) string {
 func proxyWarnings(r *schema.PhaseResult) []string {
 	var w []string
 	if r.ProxyFallback > 0 {
-		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were answered by a FALLBACK model inside the proxy (x-litellm-attempted-fallbacks): another model than the one asked for served them, so the phase did not measure the model asked for; remove the proxy's fallbacks to measure it",
+		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were answered by a FALLBACK inside the proxy (x-litellm-attempted-fallbacks or cf-aig-step): another model or provider than the one asked for served them, so the phase did not measure the model asked for; remove the proxy's fallbacks to measure it",
 			r.Phase, r.ProxyFallback, r.Completed))
 	}
 	if r.ProxyRetried > 0 {
-		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were retried inside the proxy (x-litellm-attempted-retries or x-portkey-retry-attempt-count): their latency includes the retries; set the proxy's num_retries to 0 to measure the server",
+		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were retried inside the proxy (x-litellm-attempted-retries, x-portkey-retry-attempt-count or x-envoy-attempt-count): their latency includes the retries; set the proxy's num_retries to 0 to measure the server",
 			r.Phase, r.ProxyRetried, r.Completed))
 	}
 	return w

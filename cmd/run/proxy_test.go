@@ -19,8 +19,8 @@ func TestRunWarnsOfAProxysRetriesAndFallbacksAndOnlyOfThem(t *testing.T) {
 	}
 	// A fallback is the louder warning, and comes first.
 	w = proxyWarnings(&schema.PhaseResult{Phase: "p", Completed: 8, ProxyRetried: 3, ProxyFallback: 2})
-	if len(w) != 2 || !strings.HasPrefix(w[0], "glmbench: warning: phase p: 2 of 8 completed requests were answered by a FALLBACK model") ||
-		!strings.Contains(w[0], "another model than the one asked for") || !strings.Contains(w[1], "3 of 8 completed requests were retried") {
+	if len(w) != 2 || !strings.HasPrefix(w[0], "glmbench: warning: phase p: 2 of 8 completed requests were answered by a FALLBACK inside the proxy") ||
+		!strings.Contains(w[0], "another model or provider than the one asked for") || !strings.Contains(w[1], "3 of 8 completed requests were retried") {
 		t.Errorf("2 fallbacks, 3 retried of 8: %q", w)
 	}
 }

@@ -179,14 +179,16 @@ type Record struct {
 	Class           Class  `json:"class,omitempty"`
 	Status          int    `json:"status,omitempty"`
 	RetryAfter      string `json:"retry_after,omitempty"`
-	// ProxyRetries is how many times a proxy in front of the server said it
-	// retried the backend before this answer (LiteLLM's
-	// x-litellm-attempted-retries, else Portkey's
-	// x-portkey-retry-attempt-count); ProxyFallbacks how many times it fell
-	// back to another model (x-litellm-attempted-fallbacks). Each retry
-	// and fallback is inside t_end: the client saw one slow answer. 0 (left
+	// ProxyRetries is how many times the proxies in front of the server
+	// said they retried the backend before this answer: LiteLLM's
+	// x-litellm-attempted-retries, Portkey's x-portkey-retry-attempt-count
+	// and Envoy's x-envoy-attempt-count less one, added up.
+	// ProxyFallbacks is how many times they fell back to another model or
+	// provider: LiteLLM's x-litellm-attempted-fallbacks and Cloudflare AI
+	// Gateway's cf-aig-step (0 the primary), added up. Each retry and
+	// fallback is inside t_end: the client saw one slow answer. 0 (left
 	// out) when the answer said nothing, or nothing that is a count from 0
-	// to 1000.
+	// to 1000 (endpoints.ProxyAttempts).
 	ProxyRetries   int `json:"proxy_retries,omitempty"`
 	ProxyFallbacks int `json:"proxy_fallbacks,omitempty"`
 	// Body is the first 200 bytes of the response body (or of the error
@@ -305,9 +307,9 @@ type PhaseResult struct {
 	// ProxyRetried counts completed requests whose answer said a proxy had
 	// retried the backend (proxy_retries > 0): their latency and TTFT
 	// include the failed attempts and the proxy's waits. ProxyFallback
-	// counts completed requests a proxy answered from a fallback model
-	// (proxy_fallbacks > 0): another model than the one asked for served
-	// them. Not errors; 0 (left out) when no answer said so.
+	// counts completed requests a proxy answered from a fallback
+	// (proxy_fallbacks > 0): another model or provider than the one asked
+	// for served them. Not errors; 0 (left out) when no answer said so.
 	ProxyRetried  int `json:"proxy_retried,omitempty"`
 	ProxyFallback int `json:"proxy_fallback,omitempty"`
 
