@@ -355,6 +355,10 @@ type StreamResult struct {
 	// Status is the HTTP status, 0 when no response came.
 	Status     int
 	RetryAfter string
+	// ProxyRetries and ProxyFallbacks are how many times a proxy in front
+	// of the server says it retried the backend, and fell back to another
+	// model, before this answer (ProxyAttempts); 0 when it says nothing.
+	ProxyRetries, ProxyFallbacks int
 	// Body holds up to BodyLimit bytes: of the response on failure, or of the
 	// error event inside a stream.
 	Body []byte
@@ -642,6 +646,45 @@ func (s *Stream) send(res *StreamResult) *http.Response {
 	return resp
 }
 
+// MaxProxyAttempts is the largest retry or fallback count ProxyAttempts
+// believes of one header; a larger one is no count a proxy made, and is
+// ignored.
+const MaxProxyAttempts = 1000
+
+// ProxyAttempts reads how many times the proxies in front of the server
+// retried the backend, and fell back to another model or provider, before
+// answering; each proxy's count adds, as each layer's attempts do.
+//   - LiteLLM's proxy says both: x-litellm-attempted-retries and
+//     x-litellm-attempted-fallbacks, integers (BerriAI/litellm docs,
+//     proxy/response_headers.md).
+//   - Portkey says its retries: x-portkey-retry-attempt-count, the first
+//     call not counted (Portkey's API reference, response schema).
+//   - Envoy says its upstream attempts when the virtual host sets
+//     include_attempt_count_in_response: x-envoy-attempt-count, "1" for
+//     the original request alone, one more per retry (Envoy's router
+//     filter docs), so its retries are the count less one.
+//   - Cloudflare's AI Gateway says which step of its fallback list served
+//     the answer: cf-aig-step, "0" the primary (Cloudflare's AI Gateway
+//     docs, configuration/fallbacks; 0-based as its users read it), so the
+//     step is the fallbacks taken.
+//
+// A value that is not a whole number from 0 to MaxProxyAttempts (from 1,
+// Envoy's) is ignored, as if absent.
+func ProxyAttempts(h http.Header) (retries, fallbacks int) {
+	count := func(name string) int {
+		n, err := strconv.Atoi(strings.TrimSpace(h.Get(name)))
+		if err != nil || n < 0 || n > MaxProxyAttempts {
+			return 0
+		}
+		return n
+	}
+	retries = count("x-litellm-attempted-retries") + count("x-portkey-retry-attempt-count")
+	if n := count("x-envoy-attempt-count"); n > 1 {
+		retries += n - 1
+	}
+	return retries, count("x-litellm-attempted-fallbacks") + count("cf-aig-step")
+}
+
 // settleNonStream records resp's status and reports whether resp is no
 // event stream to read (a redirect, a status other than 200, a compressed
 // body), in which case it has settled res.
@@ -649,6 +692,7 @@ func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
 	c := s.c
 	res.Status = resp.StatusCode
 	res.RetryAfter = resp.Header.Get("Retry-After")
+	res.ProxyRetries, res.ProxyFallbacks = ProxyAttempts(resp.Header)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// Its body is boilerplate that quotes the whole Location; only the
 		// origin is kept, in the detail.

@@ -318,6 +318,11 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
 		}
 	}
+	if hasProxy(r) {
+		for _, f := range proxyFormulas {
+			p.f("- **%s** = %s\n", f.Metric, f.Formula)
+		}
+	}
 	if hasServer(r) {
 		for _, f := range serverFormulas {
 			p.f("- **%s** = %s\n", f.Metric, f.Formula)
@@ -401,6 +406,42 @@ func (p *printer) phaseTables(r *schema.Report) {
 	}
 	if len(unusable) > 0 {
 		p.f("\n### What the endpoint sent that glmbench could not use\n\n%s", strings.Join(unusable, ""))
+	}
+	p.proxyLines(r)
+}
+
+// proxyFormulas define the proxy's counts, printed when a phase has one.
+var proxyFormulas = []schema.Formula{
+	{Metric: "proxy_retried", Formula: "completed requests whose answer said a proxy retried the backend (proxy_retries > 0: x-litellm-attempted-retries + x-portkey-retry-attempt-count + (x-envoy-attempt-count − 1)): their lat and ttft include the retries"},
+	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model or provider (proxy_fallbacks > 0: x-litellm-attempted-fallbacks + cf-aig-step): another one than asked for served them"},
+}
+
+// hasProxy reports whether any phase of r counts a proxy's retry or fallback.
+func hasProxy(r *schema.Report) bool {
+	for _, ph := range r.Phases {
+		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// proxyLines says, for each phase a proxy retried or fell back in, how many
+// completed requests it did so for; nothing when none.
+func (p *printer) proxyLines(r *schema.Report) {
+	var lines []string
+	for _, ph := range r.Phases {
+		if ph.ProxyFallback > 0 {
+			lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered by a fallback inside the proxy (proxy_fallback): another model or provider than the one asked for served them\n",
+				ph.Phase, ph.ProxyFallback, ph.Completed))
+		}
+		if ph.ProxyRetried > 0 {
+			lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were retried inside the proxy (proxy_retried): their latency includes the retries\n",
+				ph.Phase, ph.ProxyRetried, ph.Completed))
+		}
+	}
+	if len(lines) > 0 {
+		p.f("\n### What the proxy did\n\n%s", strings.Join(lines, ""))
 	}
 }
 

@@ -90,6 +90,24 @@ func phaseLine(r *schema.PhaseResult) string {
 	return s
 }
 
+// proxyWarnings are the warnings for a phase whose answers said a proxy in
+// front of the server retried the backend or fell back to another model:
+// the client saw one slow success where the server failed, so the phase's
+// latency is not the server's. A fallback comes first: another model
+// answered, which measures the wrong model, not only a slower one.
+func proxyWarnings(r *schema.PhaseResult) []string {
+	var w []string
+	if r.ProxyFallback > 0 {
+		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were answered by a FALLBACK inside the proxy (x-litellm-attempted-fallbacks or cf-aig-step): another model or provider than the one asked for served them, so the phase did not measure the model asked for; remove the proxy's fallbacks to measure it",
+			r.Phase, r.ProxyFallback, r.Completed))
+	}
+	if r.ProxyRetried > 0 {
+		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were retried inside the proxy (x-litellm-attempted-retries, x-portkey-retry-attempt-count or x-envoy-attempt-count): their latency includes the retries; set the proxy's num_retries to 0 to measure the server",
+			r.Phase, r.ProxyRetried, r.Completed))
+	}
+	return w
+}
+
 // stoppedEarly counts the completed requests of a phase that ended with
 // finish_reason "stop" before their max_tokens: with ignore_eos sent, each
 // is a model's EOS the server let through, since it dropped the field

@@ -179,6 +179,18 @@ type Record struct {
 	Class           Class  `json:"class,omitempty"`
 	Status          int    `json:"status,omitempty"`
 	RetryAfter      string `json:"retry_after,omitempty"`
+	// ProxyRetries is how many times the proxies in front of the server
+	// said they retried the backend before this answer: LiteLLM's
+	// x-litellm-attempted-retries, Portkey's x-portkey-retry-attempt-count
+	// and Envoy's x-envoy-attempt-count less one, added up.
+	// ProxyFallbacks is how many times they fell back to another model or
+	// provider: LiteLLM's x-litellm-attempted-fallbacks and Cloudflare AI
+	// Gateway's cf-aig-step (0 the primary), added up. Each retry and
+	// fallback is inside t_end: the client saw one slow answer. 0 (left
+	// out) when the answer said nothing, or nothing that is a count from 0
+	// to 1000 (endpoints.ProxyAttempts).
+	ProxyRetries   int `json:"proxy_retries,omitempty"`
+	ProxyFallbacks int `json:"proxy_fallbacks,omitempty"`
 	// Body is the first 200 bytes of the response body (or of the error
 	// event) on failure, with every secret of the endpoint redacted first.
 	Body string `json:"body,omitempty"`
@@ -292,6 +304,14 @@ type PhaseResult struct {
 	// provider counts its thinking in completion_tokens but not in
 	// max_tokens. Not an error; out_tput counts what was served.
 	Long int `json:"long_output"`
+	// ProxyRetried counts completed requests whose answer said a proxy had
+	// retried the backend (proxy_retries > 0): their latency and TTFT
+	// include the failed attempts and the proxy's waits. ProxyFallback
+	// counts completed requests a proxy answered from a fallback
+	// (proxy_fallbacks > 0): another model or provider than the one asked
+	// for served them. Not errors; 0 (left out) when no answer said so.
+	ProxyRetried  int `json:"proxy_retried,omitempty"`
+	ProxyFallback int `json:"proxy_fallback,omitempty"`
 
 	LatMean  *float64 `json:"lat_mean"`
 	LatP90   *float64 `json:"lat_p90"`

@@ -68,18 +68,7 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 			r.ErrorKinds[ErrorKind(rec)]++
 			continue
 		}
-		r.Completed++
-		r.NSources[rec.NSource]++
-		asked := out
-		if rec.MaxTokens > 0 { // a workload whose requests differ in max_tokens
-			asked = rec.MaxTokens
-		}
-		switch {
-		case rec.N < asked:
-			r.Short++
-		case rec.N > asked:
-			r.Long++
-		}
+		countCompleted(&r, rec, out)
 		inTok += rec.Prompt
 		if rec.Prompt > 0 {
 			prompted++
@@ -129,6 +118,30 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 	r.ITLMean, r.ITLMed, r.ITLP90, r.ITLP99, r.ITLP999 = d.mean, d.p50, d.p90, d.p99, d.p999
 	r.Cache, r.PromptDrift = CacheStats(records), PromptDrift(records)
 	return r
+}
+
+// countCompleted counts the completed record rec into r: Completed, its n
+// source, short or long of the out tokens asked (its own max_tokens when
+// it has one), and a proxy's retries and fallbacks.
+func countCompleted(r *schema.PhaseResult, rec *schema.Record, out int) {
+	r.Completed++
+	r.NSources[rec.NSource]++
+	asked := out
+	if rec.MaxTokens > 0 { // a workload whose requests differ in max_tokens
+		asked = rec.MaxTokens
+	}
+	switch {
+	case rec.N < asked:
+		r.Short++
+	case rec.N > asked:
+		r.Long++
+	}
+	if rec.ProxyRetries > 0 {
+		r.ProxyRetried++
+	}
+	if rec.ProxyFallbacks > 0 {
+		r.ProxyFallback++
+	}
 }
 
 // InTput is the prompt tokens per second of a phase's completed requests:
