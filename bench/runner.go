@@ -654,6 +654,7 @@ func record(name string, out, i int, start, planned time.Time, queued time.Durat
 		rec.CachedTokens = ptr(res.CachedTokens)
 	}
 	rec.ReasoningEvents, rec.ToolCallEvents = res.ReasoningEvents, res.ToolCallEvents
+	rec.ProxyRetries, rec.ProxyFallbacks = res.ProxyRetries, res.ProxyFallbacks
 	if res.Usage {
 		rec.N, rec.NSource = res.CompletionTokens, schema.NFromUsage
 		rec.ReasoningTokens = res.ReasoningTokens
