@@ -60,7 +60,10 @@ func TestRunAgainstTGIRefusesAPhasePastItsLimitsBeforeLoad(t *testing.T) {
 // TGI takes its --max-concurrent-requests permit inside the stream: a
 // streamed request past it gets a 200 whose one event is {"error": "Model is
 // overloaded", "error_type": "overloaded"}. run counts those as rate
-// limited, as it counts the 429 a whole answer gets.
+// limited, as it counts the 429 a whole answer gets. Of the burst, 2
+// complete, or 1 while the shape probe cut at its first token still holds
+// its permit (the fake frees it once it sees the client gone, which a
+// loaded machine can delay).
 func TestRunCountsTGIsOverloadedStreamsAsRateLimited(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TGI, endpointstest.Options{TTFT: 200 * time.Millisecond, TGI: endpointstest.TGIOptions{MaxConcurrent: 2}})
@@ -72,7 +75,7 @@ func TestRunCountsTGIsOverloadedStreamsAsRateLimited(t *testing.T) {
 	rep, recs, _ := readReport(t, dir)
 	ph := rep.Phases[0]
 	limited := ph.ByClass[schema.RateLimited]
-	if limited == 0 || ph.Completed < 2 || ph.Completed+limited != 16 || ph.Errors != limited {
+	if limited == 0 || ph.Completed < 1 || ph.Completed > 2 || ph.Completed+limited != 16 || ph.Errors != limited {
 		t.Fatalf("phase: %d completed, errors by class %v; want only rate_limited refusals", ph.Completed, ph.ByClass)
 	}
 	// TGI's own count (tgi_request_success) is of the answers in full: at
