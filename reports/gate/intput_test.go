@@ -46,3 +46,34 @@ func TestANullInTputFailsTheLineAndSaysWhichSideLacksIt(t *testing.T) {
 		}
 	}
 }
+
+// A run among several whose phase lacks in_tput leaves the mean to the
+// others, and the line says how many runs lacked it, so a build whose
+// usage went missing in one run of three is not compared in silence.
+func TestALineSaysHowManyOfASidesRunsLackedTheMetric(t *testing.T) {
+	t.Parallel()
+	ths, err := threshold.ParseAll([]string{"decode_medium.in_tput > -5%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []*schema.Report{inTputReport("main", f(1000))}
+	cur := []*schema.Report{inTputReport("pr", f(990)), inTputReport("pr", nil), inTputReport("pr", f(1010))}
+	res, err := Evaluate(base, cur, ths, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.Lines[0]
+	if *l.Current != 1000 || l.CurrentLacking != 1 || l.BaselineLacking != 0 {
+		t.Fatalf("current %v, lacking %d current and %d baseline runs; want the mean 1000 of the two runs with it, 1 and 0", *l.Current, l.CurrentLacking, l.BaselineLacking)
+	}
+	if want := "in_tput missing in 1 of 3 current runs"; !strings.Contains(l.Text(), want) {
+		t.Errorf("%q lacks %q", l.Text(), want)
+	}
+	res, err = Evaluate(base, cur[:1], ths, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := res.Lines[0]; strings.Contains(l.Text(), "missing") || l.CurrentLacking != 0 {
+		t.Errorf("a run with the metric: %q, lacking %d; want nothing said missing", l.Text(), l.CurrentLacking)
+	}
+}
