@@ -668,21 +668,29 @@ const MaxProxyAttempts = 1000
 //     docs, configuration/fallbacks; 0-based as its users read it), so the
 //     step is the fallbacks taken.
 //
-// A value that is not a whole number from 0 to MaxProxyAttempts (from 1,
-// Envoy's) is ignored, as if absent.
+// Every value of a header counts, each line and each element of a
+// comma-joined list (one per layer: a backend's passed through, the
+// proxy's), so a "0" before the proxy's own count hides nothing. An element
+// that is not a whole number from 0 to MaxProxyAttempts (from 1, Envoy's)
+// is ignored, as if absent, and each header's total is held to
+// MaxProxyAttempts.
 func ProxyAttempts(h http.Header) (retries, fallbacks int) {
-	count := func(name string) int {
-		n, err := strconv.Atoi(strings.TrimSpace(h.Get(name)))
-		if err != nil || n < 0 || n > MaxProxyAttempts {
-			return 0
+	// count sums name's elements, less from each (Envoy's original attempt).
+	count := func(name string, less int) int {
+		total := 0
+		for _, line := range h.Values(name) {
+			for el := range strings.SplitSeq(line, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(el))
+				if err != nil || n < less || n > MaxProxyAttempts {
+					continue
+				}
+				total = min(total+n-less, MaxProxyAttempts)
+			}
 		}
-		return n
+		return total
 	}
-	retries = count("x-litellm-attempted-retries") + count("x-portkey-retry-attempt-count")
-	if n := count("x-envoy-attempt-count"); n > 1 {
-		retries += n - 1
-	}
-	return retries, count("x-litellm-attempted-fallbacks") + count("cf-aig-step")
+	retries = count("x-litellm-attempted-retries", 0) + count("x-portkey-retry-attempt-count", 0) + count("x-envoy-attempt-count", 1)
+	return retries, count("x-litellm-attempted-fallbacks", 0) + count("cf-aig-step", 0)
 }
 
 // settleNonStream records resp's status and reports whether resp is no

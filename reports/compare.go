@@ -78,10 +78,13 @@ type PhaseCell struct {
 	Status  string   `json:"status"`
 	OutTput float64  `json:"out_tput"`
 	InTput  *float64 `json:"in_tput"`
-	TTFTMed *float64 `json:"ttft_med"`
-	TTFTP99 *float64 `json:"ttft_p99"`
-	TPOTMed *float64 `json:"tpot_med"`
-	TPOTP99 *float64 `json:"tpot_p99"`
+	// InTputLacking counts the runs whose in_tput is null (a stream without
+	// usage counted no prompt), left out of InTput's mean.
+	InTputLacking int      `json:"in_tput_lacking,omitempty"`
+	TTFTMed       *float64 `json:"ttft_med"`
+	TTFTP99       *float64 `json:"ttft_p99"`
+	TPOTMed       *float64 `json:"tpot_med"`
+	TPOTP99       *float64 `json:"tpot_p99"`
 	// OutTputChange is the change of out_tput in percent against the first
 	// column that ran this phase with the same shape; null in that column.
 	OutTputChange *float64 `json:"out_tput_change_pct"`
@@ -523,6 +526,9 @@ func mergePhase(label, name string, runs []*Input) (*PhaseCell, error) {
 			c.Status = ph.Status
 		}
 		out, in = append(out, ph.OutTput), append(in, ph.InTput)
+		if ph.InTput == nil {
+			c.InTputLacking++
+		}
 		ttftMed, ttftP99 = append(ttftMed, ph.TTFTMed), append(ttftP99, ph.TTFTP99)
 		tpotMed, tpotP99 = append(tpotMed, ph.TPOTMed), append(tpotP99, ph.TPOTP99)
 		if ph.Workload != "" {

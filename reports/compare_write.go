@@ -226,7 +226,7 @@ func phaseLines(c *PhaseCell, rowShape [3]int) []string {
 		out += " (" + SignedPct(*c.OutTputChange) + ")"
 	}
 	lines := []string{
-		out + " · in " + opt(c.InTput, 1, 1) + " tok/s",
+		out + " · in " + opt(c.InTput, 1, 1) + " tok/s" + lackingText(c),
 		"TTFT med " + opt(c.TTFTMed, 1, 3) + " · p99 " + opt(c.TTFTP99, 1, 3) + " s",
 		"TPOT med " + opt(c.TPOTMed, 1e3, 2) + " · p99 " + opt(c.TPOTP99, 1e3, 2) + " ms",
 	}
@@ -374,4 +374,13 @@ func SignedPct(v float64) string {
 		s = "+" + s
 	}
 	return s + "%"
+}
+
+// lackingText says how many of a cell's runs had no in_tput, when some did
+// and some did not; "" otherwise.
+func lackingText(c *PhaseCell) string {
+	if c.InTputLacking == 0 || c.InTput == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (none in %d of %d runs)", c.InTputLacking, c.Runs)
 }

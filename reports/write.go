@@ -297,6 +297,7 @@ func WriteMarkdown(w io.Writer, r *schema.Report) error {
 	}
 	p.phaseTables(r)
 	p.sweepTables(r)
+	p.sweepProxyLines(r)
 	if len(r.Evals) > 0 {
 		p.f("\n## Evals\n\n")
 		p.evalTables(r.Evals)
@@ -341,6 +342,7 @@ func WriteSummary(w io.Writer, r *schema.Report) error {
 	p := &printer{w: w}
 	p.phaseTables(r)
 	p.sweepTables(r)
+	p.sweepProxyLines(r)
 	return p.err
 }
 
@@ -416,11 +418,19 @@ var proxyFormulas = []schema.Formula{
 	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model or provider (proxy_fallbacks > 0: x-litellm-attempted-fallbacks + cf-aig-step): another one than asked for served them"},
 }
 
-// hasProxy reports whether any phase of r counts a proxy's retry or fallback.
+// hasProxy reports whether any phase or sweep point of r counts a proxy's
+// retry or fallback.
 func hasProxy(r *schema.Report) bool {
 	for _, ph := range r.Phases {
 		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 {
 			return true
+		}
+	}
+	for _, s := range r.Sweeps {
+		for _, pt := range s.Points {
+			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 {
+				return true
+			}
 		}
 	}
 	return false
@@ -430,16 +440,41 @@ func hasProxy(r *schema.Report) bool {
 // completed requests it did so for; nothing when none.
 func (p *printer) proxyLines(r *schema.Report) {
 	var lines []string
-	for _, ph := range r.Phases {
-		if ph.ProxyFallback > 0 {
-			lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered by a fallback inside the proxy (proxy_fallback): another model or provider than the one asked for served them\n",
-				ph.Phase, ph.ProxyFallback, ph.Completed))
-		}
-		if ph.ProxyRetried > 0 {
-			lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were retried inside the proxy (proxy_retried): their latency includes the retries\n",
-				ph.Phase, ph.ProxyRetried, ph.Completed))
+	for i := range r.Phases {
+		lines = append(lines, proxyText(r.Phases[i].Phase, &r.Phases[i])...)
+	}
+	p.proxySection(lines)
+}
+
+// sweepProxyLines says the same for each sweep point, where a proxy's
+// retries weigh most: its TTFT and TPOT percentiles decide the capacity.
+func (p *printer) sweepProxyLines(r *schema.Report) {
+	var lines []string
+	for _, s := range r.Sweeps {
+		for _, pt := range sortedPoints(&s) {
+			lines = append(lines, proxyText(fmt.Sprintf("sweep %s at %s %s", s.Name, s.Mode, LoadString(pt.Load)), &pt.PhaseResult)...)
 		}
 	}
+	p.proxySection(lines)
+}
+
+// proxyText is what a proxy did in ph, named name: a line for its
+// fallbacks, then one for its retries, each when it made any.
+func proxyText(name string, ph *schema.PhaseResult) []string {
+	var lines []string
+	if ph.ProxyFallback > 0 {
+		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered by a fallback inside the proxy (proxy_fallback): another model or provider than the one asked for served them\n",
+			name, ph.ProxyFallback, ph.Completed))
+	}
+	if ph.ProxyRetried > 0 {
+		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were retried inside the proxy (proxy_retried): their latency includes the retries\n",
+			name, ph.ProxyRetried, ph.Completed))
+	}
+	return lines
+}
+
+// proxySection writes lines under their heading; nothing when none.
+func (p *printer) proxySection(lines []string) {
 	if len(lines) > 0 {
 		p.f("\n### What the proxy did\n\n%s", strings.Join(lines, ""))
 	}

@@ -101,6 +101,11 @@ type Line struct {
 	// Missing says which side lacked the metric ("baseline", "current",
 	// "both"), or which phase or eval none had.
 	Missing string `json:"missing,omitempty"`
+	// BaselineLacking and CurrentLacking count each side's runs that had
+	// the phase, eval or sweep but not the metric (a null in_tput: a
+	// stream without usage), left out of the mean; the line says so.
+	BaselineLacking int `json:"baseline_lacking,omitempty"`
+	CurrentLacking  int `json:"current_lacking,omitempty"`
 	// BaselineMethods and CurrentMethods are, for an eval metric, the
 	// distinct methods (EvalResult.Method) of the runs behind each side's
 	// values, in the order first met.
@@ -233,32 +238,9 @@ func decide(t threshold.Threshold, scope string, k metricKind, baseline, current
 	resolved := t
 	resolved.Scope = scope
 	c := Line{Threshold: t, Expr: resolved.String(), Scope: scope, Metric: t.Metric}
-	values := func(rs []*schema.Report) (out []float64, methods []string) {
-		for _, r := range rs {
-			var v *float64
-			switch k {
-			case phase:
-				if ph := reports.FindPhase(r, scope); ph != nil {
-					v = reports.PhaseValue(ph, t.Metric)
-				}
-			case sweep:
-				v = reports.SweepValue(r, scope, t.Metric)
-			case eval:
-				if v = reports.EvalValue(r, scope, t.Metric); v != nil {
-					if m := evalMethod(r, scope); !slices.Contains(methods, m) {
-						methods = append(methods, m)
-					}
-				}
-			}
-			if v != nil {
-				out = append(out, *v)
-			}
-		}
-		return out, methods
-	}
-	c.CurrentRuns, c.CurrentMethods = values(current)
+	c.CurrentRuns, c.CurrentMethods, c.CurrentLacking = sideValues(current, k, scope, t.Metric)
 	if t.Relative {
-		c.BaselineRuns, c.BaselineMethods = values(baseline)
+		c.BaselineRuns, c.BaselineMethods, c.BaselineLacking = sideValues(baseline, k, scope, t.Metric)
 	}
 	c.MethodMismatch = methodMismatch(c.BaselineMethods, c.CurrentMethods)
 	switch {
@@ -311,6 +293,38 @@ func decide(t threshold.Threshold, scope string, k metricKind, baseline, current
 	c.CI = &[2]float64{lo, hi}
 	c.Passed = !t.CrossedOver(lo, hi)
 	return c
+}
+
+// sideValues are metric's values of scope over one side's runs rs, the
+// distinct methods behind an eval metric's, and how many runs had the
+// scope but not the metric.
+func sideValues(rs []*schema.Report, k metricKind, scope, metric string) (out []float64, methods []string, lacking int) {
+	for _, r := range rs {
+		var v *float64
+		has := false
+		switch k {
+		case phase:
+			if ph := reports.FindPhase(r, scope); ph != nil {
+				has, v = true, reports.PhaseValue(ph, metric)
+			}
+		case sweep:
+			has, v = reports.FindSweep(r, scope) != nil, reports.SweepValue(r, scope, metric)
+		case eval:
+			has = reports.FindEval(r, scope) != nil
+			if v = reports.EvalValue(r, scope, metric); v != nil {
+				if m := evalMethod(r, scope); !slices.Contains(methods, m) {
+					methods = append(methods, m)
+				}
+			}
+		}
+		switch {
+		case v != nil:
+			out = append(out, *v)
+		case has:
+			lacking++
+		}
+	}
+	return out, methods, lacking
 }
 
 // pairedChange is the paired change of eval's metric from the baseline's

@@ -62,6 +62,12 @@ func (c *Line) Note() string {
 			parts = append(parts, fmt.Sprintf("95%% CI of the mean %s to %s", val(c.CI[0]), val(c.CI[1])))
 		}
 	}
+	if c.BaselineLacking > 0 {
+		parts = append(parts, fmt.Sprintf("%s missing in %d of %s", c.Metric, c.BaselineLacking, reports.Plural(c.BaselineLacking+len(c.BaselineRuns), "baseline run")))
+	}
+	if c.CurrentLacking > 0 {
+		parts = append(parts, fmt.Sprintf("%s missing in %d of %s", c.Metric, c.CurrentLacking, reports.Plural(c.CurrentLacking+len(c.CurrentRuns), "current run")))
+	}
 	switch {
 	case c.Change != nil && (len(c.CurrentRuns) > 1 || len(c.BaselineRuns) > 1):
 		parts = append(parts, fmt.Sprintf("means of %s vs %s", reports.Plural(len(c.BaselineRuns), "baseline run"), reports.Plural(len(c.CurrentRuns), "current run")))
