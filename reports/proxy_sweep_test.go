@@ -40,3 +40,19 @@ func TestReportMdSaysWhatTheProxyDidAtASweepPoint(t *testing.T) {
 		t.Errorf("report.md names the point the proxy did nothing at:\n%s", md.String())
 	}
 }
+
+// The truth: sweep's terminal summary names the same point as report.md,
+// so a sweep through a retrying proxy does not print its capacity alone.
+func TestTheSweepSummarySaysWhatTheProxyDid(t *testing.T) {
+	t.Parallel()
+	ph := summary.Phase("s", 8, 4, proxyRecords(), schema.StatusComplete)
+	r := &schema.Report{Sweeps: []schema.SweepResult{{Name: "s", InputLen: 8, OutputLen: 4, Mode: schema.SweepConcurrency,
+		Points: []schema.SweepPoint{{Point: 1, Load: 16, PhaseResult: ph}}}}}
+	var out bytes.Buffer
+	if err := reports.WriteSweepSummary(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "sweep s at concurrency 16: 3 of 10 completed requests were retried inside the proxy") {
+		t.Errorf("the sweep summary does not say what the proxy did:\n%s", out.String())
+	}
+}

@@ -113,6 +113,9 @@ func WriteSweepSummary(w io.Writer, r *schema.Report) error {
 		}
 		p.compactTable([]string{s.Mode, "started", "errors", "unfinished", "attainment", "goodput", "out tok/s", "tok/s/user", "TTFT p99", "TPOT p99 ms", "good"}, rows)
 	}
+	// The points a proxy retried or fell back in: their percentiles, and
+	// so the capacity, hold the proxy's waits.
+	p.sweepProxyLines(r)
 	return p.err
 }
 
