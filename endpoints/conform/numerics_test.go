@@ -55,8 +55,12 @@ var nowhere = departure{lpAt: -1, tokAt: -1}
 // letter, then two digits from the prompt and the position), each with 5
 // candidates of dyadic logprobs (exact in JSON), as depart says for each
 // request: given the how-manieth request of its prompt it is (from 0) and
-// whether another request was in flight meanwhile. A request waits up to
-// loadWait for company, so a burst's requests see each other.
+// whether another request was in flight meanwhile. Every request is held
+// for loadWait, watching for company, so a burst's requests see each
+// other: one the machine schedules late, after the others were sent, still
+// finds them in flight (a request answered at the first sight of company
+// let 63 others finish before a late one arrived, and it then looked
+// alone). Requests sent one after another never overlap.
 type numericsFake struct {
 	// plain answers carry no logprobs, plainLoaded those under load;
 	// refuse refuses logprobs with a 400.
@@ -99,9 +103,9 @@ func (f *numericsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.inFlight++
 	f.mu.Unlock()
 	loaded := false
-	for deadline := time.Now().Add(loadWait); !loaded && time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(loadWait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		f.mu.Lock()
-		loaded = f.inFlight > 1
+		loaded = loaded || f.inFlight > 1
 		f.mu.Unlock()
 	}
 	defer func() { f.mu.Lock(); f.inFlight--; f.mu.Unlock() }()
