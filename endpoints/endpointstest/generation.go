@@ -3,6 +3,7 @@ package endpointstest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -513,10 +514,7 @@ func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(
 			// SGLang rejects at admission with "The request queue is full.":
 			// 503 for a JSON request, a 503 error event on a 200 stream.
 			if g.stream {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(200)
-				b, _ := json.Marshal(map[string]any{"error": p.errorBody(503, "The request queue is full.", nil)})
-				fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+				streamRefusal(w, map[string]any{"error": p.errorBody(503, "The request queue is full.", nil)})
 				return nil, 0, false
 			}
 			p.fail(w, 503, "The request queue is full.", nil)
@@ -856,8 +854,29 @@ func (p *Personality) streamAnswer(w http.ResponseWriter, r *http.Request, g *ge
 		cw.send(map[string]any{"choices": []any{c}})
 	}
 	cw.end(promptN, a)
+	sseDone(w, cw.rc)
+}
+
+// sseData writes v as one server-sent event's data and flushes it.
+func sseData(w io.Writer, rc *http.ResponseController, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	rc.Flush()
+}
+
+// sseDone ends a stream with data: [DONE] and flushes it.
+func sseDone(w io.Writer, rc *http.ResponseController) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
-	cw.rc.Flush()
+	rc.Flush()
+}
+
+// streamRefusal answers a refused stream as a 200 whose one event is body,
+// then [DONE].
+func streamRefusal(w http.ResponseWriter, body any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	b, _ := json.Marshal(body)
+	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
 }
 
 // roleDelta is the delta of the chunk a chat stream opens with, nil for
@@ -908,9 +927,7 @@ func (cw *chunkWriter) send(v map[string]any) {
 		cw.deltas++
 		v["obfuscation"] = "Zx9qL2vR7mKp3TfW"[:1+cw.deltas*7%16]
 	}
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(cw.w, "data: %s\n\n", b)
-	cw.rc.Flush()
+	sseData(cw.w, cw.rc, v)
 }
 
 // choice is a chunk's choice 0: a chat delta, or a completion's text.

@@ -3,7 +3,6 @@ package endpointstest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 )
@@ -234,9 +233,7 @@ func (p *Personality) ollamaStream(w http.ResponseWriter, r *http.Request, g *ge
 		if usage != nil {
 			v["usage"] = usage
 		}
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		rc.Flush()
+		sseData(w, rc, v)
 	}
 	if !sleep(r, p.Opts.TTFT) {
 		return
@@ -254,8 +251,7 @@ func (p *Personality) ollamaStream(w http.ResponseWriter, r *http.Request, g *ge
 	if g.usage {
 		send([]any{}, usage)
 	}
-	io.WriteString(w, "data: [DONE]\n\n")
-	rc.Flush()
+	sseDone(w, rc)
 }
 
 // ollamaChoice is a chunk's choice: a chat delta (role on every one; a

@@ -165,14 +165,11 @@ func (p *Personality) tgiTokenize(w http.ResponseWriter, body []byte) {
 // Event::from(err); TGI issue 2749, huggingface_hub PR 2558).
 func tgiFail(w http.ResponseWriter, stream bool, status int, msg, typ string) {
 	body := map[string]any{"error": msg, "error_type": typ}
-	if !stream {
-		writeJSON(w, status, body)
+	if stream {
+		streamRefusal(w, body)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(200)
-	b, _ := json.Marshal(body)
-	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", b)
+	writeJSON(w, status, body)
 }
 
 // tgiGenerate answers /v1/chat/completions and /v1/completions.
@@ -344,11 +341,6 @@ func (p *Personality) tgiStream(w http.ResponseWriter, r *http.Request, g *genRe
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	rc := http.NewResponseController(w)
-	send := func(v map[string]any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		rc.Flush()
-	}
 	if !sleep(r, p.Opts.TTFT) {
 		return false
 	}
@@ -368,14 +360,13 @@ func (p *Personality) tgiStream(w http.ResponseWriter, r *http.Request, g *genRe
 		if !g.chat && finish != nil {
 			c["usage"] = usage
 		}
-		send(c)
+		sseData(w, rc, c)
 	}
 	if g.chat && g.usage {
-		send(p.tgiChunk(g, []any{}, usage))
+		sseData(w, rc, p.tgiChunk(g, []any{}, usage))
 	}
 	p.tgiCount(true, promptN, a.n)
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	rc.Flush()
+	sseDone(w, rc)
 	return true
 }
 
