@@ -179,7 +179,7 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 		// vLLM: 404 "The model `X` does not exist." (serving_engine
 		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
 		// (single model) answer whatever the model field says.
-		if p.Kind == Gateway && p.Opts.LiteLLM.On {
+		if p.liteLLM() {
 			// The router's refusal of a name outside its model_list: a 400
 			// (wording as widely quoted; unverified for every version).
 			return &refusal{400, "Invalid model name passed in model=" + model + ". Call `/v1/models` to view available models for your key.", map[string]any{"param": "model"}}
@@ -487,7 +487,7 @@ func (p *Personality) admit(w http.ResponseWriter, g *genRequest) (release func(
 		p.recent = p.recent[cut:]
 		if o.Concurrency > 0 && p.inflight >= o.Concurrency || o.RPM > 0 && len(p.recent) >= o.RPM {
 			p.mu.Unlock()
-			if o.LiteLLM.On {
+			if p.liteLLM() {
 				p.litellmLimited(w)
 				return nil, 0, false
 			}
@@ -542,7 +542,7 @@ func (p *Personality) enterLocked(g *genRequest) (release func()) {
 const maxN = 16
 
 func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
-	if !chat && (p.Kind == OpenAI || p.Kind == Gateway && !p.Opts.LiteLLM.On) {
+	if !chat && (p.Kind == OpenAI || p.Kind == Gateway && !p.liteLLM()) {
 		if p.Kind == OpenAI {
 			// Chat models on the legacy route: 404, param "model" (widely
 			// reported, e.g. sashabaranov/go-openai#126).

@@ -39,6 +39,10 @@ type LiteLLMOptions struct {
 	RetryDelay          time.Duration
 }
 
+// liteLLM says whether p answers as a LiteLLM proxy: the gateway with
+// LiteLLMOptions.On.
+func (p *Personality) liteLLM() bool { return p.Kind == Gateway && p.Opts.LiteLLM.On }
+
 // litellmVersion is the version the fake says it is.
 const litellmVersion = "1.74.3"
 
@@ -129,10 +133,10 @@ func (p *Personality) litellmLimited(w http.ResponseWriter) {
 // attempts (LiteLLMOptions.Retries), and says how many on the answer;
 // false when the client left.
 func (p *Personality) litellmRetry(w http.ResponseWriter, r *http.Request, seq int) bool {
-	o := p.Opts.LiteLLM
-	if p.Kind != Gateway || !o.On {
+	if !p.liteLLM() {
 		return true
 	}
+	o := p.Opts.LiteLLM
 	n := o.Retries
 	if o.RetryEvery > 1 && (seq-1)%o.RetryEvery != 0 {
 		n = 0

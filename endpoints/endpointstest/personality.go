@@ -367,7 +367,7 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 	if p.loading(w, r) {
 		return
 	}
-	if p.Kind == Gateway && p.Opts.LiteLLM.On && p.serveLiteLLM(w, r) {
+	if p.liteLLM() && p.serveLiteLLM(w, r) {
 		return
 	}
 	if !p.authorized(w, r) {
@@ -415,7 +415,7 @@ func (p *Personality) fail(w http.ResponseWriter, status int, msg string, extra 
 
 // errorBody is an error object as this server writes it.
 func (p *Personality) errorBody(status int, msg string, extra map[string]any) map[string]any {
-	if p.Kind == Gateway && p.Opts.LiteLLM.On {
+	if p.liteLLM() {
 		return litellmError(status, litellmMessage(status, msg), extra)
 	}
 	switch p.Kind {
@@ -502,7 +502,7 @@ func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if got == "Bearer "+p.Opts.APIKey {
 		return true
 	}
-	if p.Kind == Gateway && p.Opts.LiteLLM.On {
+	if p.liteLLM() {
 		// user_api_key_auth (wording unverified): the key is not echoed.
 		p.fail(w, 401, "Authentication Error, Invalid proxy server token passed. Received API Key = ****, Key Hash (Token) = none. Unable to find token in cache or `LiteLLM_VerificationTokenTable`", nil)
 		return false
@@ -559,7 +559,7 @@ func (p *Personality) models(w http.ResponseWriter) {
 			// A gateway lists its own catalogue: no context length field
 			// (LiteLLM: its model_list's names, owned_by "openai").
 			card = map[string]any{"id": m, "object": "model", "created": now, "owned_by": "gateway"}
-			if p.Opts.LiteLLM.On {
+			if p.liteLLM() {
 				card["owned_by"], card["created"] = "openai", 1677610602
 			}
 		}
