@@ -537,6 +537,20 @@ func (p *Personality) enterLocked(g *genRequest) (release func()) {
 	}
 }
 
+// notePrompt counts the prompt of g, which the server refused, as arrived.
+func (p *Personality) notePrompt(g *genRequest) {
+	p.mu.Lock()
+	p.prompts = append(p.prompts, g.promptN)
+	p.mu.Unlock()
+}
+
+// wholeWait waits as long as the server takes to generate a before it
+// answers it whole: TTFT, and Gap for each token after the first; false
+// when the client left.
+func (p *Personality) wholeWait(r *http.Request, a answer) bool {
+	return sleep(r, p.Opts.TTFT+time.Duration(max(a.n-1, 0))*p.Opts.Gap)
+}
+
 // maxN is the most choices a personality generates for one request; a
 // stream carries only the first.
 const maxN = 16
@@ -565,9 +579,7 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		ref = &refusal{400, fmt.Sprintf("n must be between 1 and %d", maxN), nil}
 	}
 	if ref != nil {
-		p.mu.Lock()
-		p.prompts = append(p.prompts, g.promptN)
-		p.mu.Unlock()
+		p.notePrompt(g)
 		if p.Kind == LMStudio && g.stream && p.lmstudioStreamError(w, ref) {
 			return
 		}
@@ -600,7 +612,7 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 		p.streamAnswer(w, r, g, id, promptN, choices[0])
 		return
 	}
-	if !sleep(r, p.Opts.TTFT+time.Duration(max(choices[0].n-1, 0))*p.Opts.Gap) {
+	if !p.wholeWait(r, choices[0]) {
 		return
 	}
 	p.wholeAnswer(w, g, id, promptN, choices)

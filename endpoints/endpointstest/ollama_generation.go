@@ -44,7 +44,7 @@ func (p *Personality) ollamaGenerate(w http.ResponseWriter, r *http.Request, bod
 		p.ollamaStream(w, r, g, id, p.ollamaUsage(promptN, a.n, cached), a)
 		return
 	}
-	if !sleep(r, p.Opts.TTFT+time.Duration(max(a.n-1, 0))*p.Opts.Gap) {
+	if !p.wholeWait(r, a) {
 		return
 	}
 	p.ollamaWhole(w, g, id, p.ollamaUsage(promptN, a.n, cached), a)

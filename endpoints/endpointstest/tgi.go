@@ -201,9 +201,7 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 	g.n, g.ignoreEOS = 1, false
 	promptN, budget, ref := p.checkTGI(g)
 	if ref != nil {
-		p.mu.Lock()
-		p.prompts = append(p.prompts, g.promptN)
-		p.mu.Unlock()
+		p.notePrompt(g)
 		p.tgiCount(false, 0, 0)
 		tgiFail(w, g.stream, ref.status, ref.msg, "validation")
 		return
@@ -229,7 +227,7 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 		}
 		return
 	}
-	if !sleep(r, p.Opts.TTFT+time.Duration(max(a.n-1, 0))*p.Opts.Gap) {
+	if !p.wholeWait(r, a) {
 		p.tgiCount(false, 0, 0)
 		return
 	}
@@ -344,7 +342,7 @@ func (p *Personality) tgiStream(w http.ResponseWriter, r *http.Request, g *genRe
 	if !sleep(r, p.Opts.TTFT) {
 		return false
 	}
-	usage := map[string]any{"prompt_tokens": promptN, "completion_tokens": a.n, "total_tokens": promptN + a.n}
+	usage := p.usageOf(promptN, a.n, 0)
 	for i, t := range a.toks {
 		if i > 0 && !sleep(r, p.Opts.Gap) {
 			return false
@@ -386,7 +384,7 @@ func (p *Personality) tgiWhole(w http.ResponseWriter, g *genRequest, promptN int
 	}
 	writeJSON(w, 200, map[string]any{"id": "", "object": obj, "created": time.Now().Unix(), "model": p.Opts.Model,
 		"system_fingerprint": "3.3.4-native", "choices": []any{c},
-		"usage": map[string]any{"prompt_tokens": promptN, "completion_tokens": a.n, "total_tokens": promptN + a.n}})
+		"usage": p.usageOf(promptN, a.n, 0)})
 }
 
 // tgiLogprobs is TGI's ChatCompletionLogprob list: token, logprob and
