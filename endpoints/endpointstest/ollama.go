@@ -169,7 +169,7 @@ func (p *Personality) serveOllama(w http.ResponseWriter, r *http.Request, body [
 	case strings.HasPrefix(path, "/v1/models/") && get:
 		name := strings.TrimPrefix(path, "/v1/models/")
 		if !p.ollamaServes(name) {
-			p.ollamaFail(w, 404, fmt.Sprintf("model '%s' not found", name), false)
+			p.ollamaFail(w, 404, fmt.Sprintf("model '%s' not found", name))
 			return
 		}
 		writeJSON(w, 200, p.ollamaCard(name))
@@ -273,12 +273,13 @@ func (p *Personality) ollamaShow(w http.ResponseWriter, body []byte) {
 		"model_info": map[string]any{"general.architecture": "llama", "llama.context_length": p.Opts.Ollama.TrainedContext}})
 }
 
-// ollamaFail answers an error through the OpenAI middleware: its own 400s
-// are invalid_request_error, everything the handler answered api_error
-// (writeError calls NewError with 500 whatever the status).
-func (p *Personality) ollamaFail(w http.ResponseWriter, status int, msg string, middleware bool) {
+// ollamaFail answers an error through the OpenAI middleware: its own
+// refusals, the 400s, are invalid_request_error, everything the handler
+// answered api_error (writeError calls NewError with 500 whatever the
+// status).
+func (p *Personality) ollamaFail(w http.ResponseWriter, status int, msg string) {
 	typ := "api_error"
-	if middleware {
+	if status == http.StatusBadRequest {
 		typ = "invalid_request_error"
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})

@@ -14,7 +14,7 @@ import (
 func (p *Personality) ollamaGenerate(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
 	g, ref := p.ollamaParse(body, chat)
 	if ref != nil {
-		p.ollamaFail(w, ref.status, ref.msg, ref.status == http.StatusBadRequest)
+		p.ollamaFail(w, ref.status, ref.msg)
 		return
 	}
 	release, seq, ok := p.ollamaAdmit(w, g)
@@ -143,7 +143,7 @@ func (p *Personality) ollamaAdmit(w http.ResponseWriter, g *genRequest) (release
 	if p.inflight >= o.NumParallel+o.MaxQueue {
 		p.mu.Unlock()
 		// server/sched.go ErrMaxQueue, answered 503 by handleScheduleError.
-		p.ollamaFail(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded", false)
+		p.ollamaFail(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded")
 		return nil, 0, false
 	}
 	return p.enterLocked(g), seq, true
