@@ -175,10 +175,11 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 		// Unverified wording and status.
 		return &refusal{404, "Model \"" + model + "\" not found. Load it first, or turn on Just-in-Time model loading.", nil}
 	}
-	if p.Kind != LlamaCpp && p.Kind != SGLang && p.Kind != Ollama && p.Kind != TGI && p.Kind != LMStudio && model != p.Opts.Model {
+	if (p.Kind == VLLM || p.Kind == OpenAI || p.Kind == Gateway) && model != p.Opts.Model {
 		// vLLM: 404 "The model `X` does not exist." (serving_engine
-		// _check_model); OpenAI: 404 model_not_found. llama.cpp and SGLang
-		// (single model) answer whatever the model field says.
+		// _check_model); OpenAI: 404 model_not_found. llama.cpp, SGLang and
+		// TGI (single model) answer whatever the model field says; Ollama
+		// checks it before parse (ollamaParse), LM Studio above.
 		if p.liteLLM() {
 			// The router's refusal of a name outside its model_list: a 400
 			// (wording as widely quoted; unverified for every version).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -231,9 +232,7 @@ func Start(t testing.TB, name string, o Options) *Personality {
 
 // NewPersonality starts the personality name; the caller closes it.
 func NewPersonality(name string, o Options) (*Personality, error) {
-	switch name {
-	case LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio:
-	default:
+	if !slices.Contains(Names(), name) {
 		return nil, fmt.Errorf("no personality %q (have %s)", name, strings.Join(Names(), ", "))
 	}
 	if o.Context <= 0 {
@@ -352,15 +351,14 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if p.Kind == Ollama {
+	switch p.Kind {
+	case Ollama:
 		p.serveOllama(w, r, body)
 		return
-	}
-	if p.Kind == TGI {
+	case TGI:
 		p.serveTGI(w, r, body)
 		return
-	}
-	if p.Kind == LMStudio {
+	case LMStudio:
 		p.serveLMStudio(w, r, body)
 		return
 	}
