@@ -106,13 +106,27 @@ func (p *Personality) parse(body []byte, chat bool) (*genRequest, *refusal) {
 		return nil, ref
 	}
 	g.readOptions(&f)
-	if p.Kind == LMStudio {
-		g.lmstudioRead()
-	}
+	p.dropUnread(g)
 	if chat {
 		g.tool, g.choice = p.readTools(&f)
 	}
 	return g, nil
+}
+
+// dropUnread drops the options of a parsed request that the server does
+// not read: fields its request struct lacks, which it ignores unrefused.
+func (p *Personality) dropUnread(g *genRequest) {
+	switch p.Kind {
+	case TGI:
+		// n is read and unused (lib.rs ChatRequest: "UNUSED"): one choice;
+		// ignore_eos is no field of its requests (serde ignores it): the
+		// model stops at its EOS.
+		g.n, g.ignoreEOS = 1, false
+	case Ollama:
+		p.ollamaUnread(g)
+	case LMStudio:
+		g.lmstudioRead()
+	}
 }
 
 // readTools is the function a chat request's model calls, "" for none,

@@ -118,11 +118,18 @@ func (p *Personality) ollamaParse(body []byte, chat bool) (*genRequest, *refusal
 		return nil, ref
 	}
 	// num_predict comes from max_tokens alone; ChatCompletionRequest has
-	// no max_completion_tokens, n, ignore_eos or echo.
+	// no max_completion_tokens.
 	g.maxTokens, g.hasMax = 0, false
 	if ref := g.readMaxTokens(f.MaxTokens, nil); ref != nil {
 		return nil, ref
 	}
+	return g, nil
+}
+
+// ollamaUnread drops what Ollama's request structs lack (parse's
+// dropUnread): n, ignore_eos, echo and return_tokens_as_token_ids, and
+// before logprobs support (NoLogprobs) logprobs.
+func (p *Personality) ollamaUnread(g *genRequest) {
 	g.n, g.ignoreEOS, g.echo, g.asIDs = 1, false, false, false
 	if p.Opts.Ollama.NoLogprobs {
 		g.logprobs, g.topK = false, 0
@@ -130,7 +137,6 @@ func (p *Personality) ollamaParse(body []byte, chat bool) (*genRequest, *refusal
 	// FromCompleteRequest reads logprobs N, but ToCompletion and
 	// ToCompleteChunk copy none into the answer (openai.go as read).
 	g.compLP = false
-	return g, nil
 }
 
 // ollamaAdmit queues the request, or answers 503 past NumParallel +

@@ -195,10 +195,6 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 		http.Error(w, "Failed to deserialize the JSON body into the target type: "+ref.msg, http.StatusUnprocessableEntity)
 		return
 	}
-	// n is read and unused (lib.rs ChatRequest: "UNUSED"): one choice;
-	// ignore_eos is no field of its requests (serde ignores it): the
-	// model stops at its EOS.
-	g.n, g.ignoreEOS = 1, false
 	promptN, budget, ref := p.checkTGI(g)
 	if ref != nil {
 		p.notePrompt(g)
