@@ -94,11 +94,11 @@ func (p *Personality) lmstudioModels() []string {
 	return []string{p.Opts.Model}
 }
 
-func (p *Personality) lmstudioMax() int {
-	if p.Opts.LMStudio.MaxContext > 0 {
-		return p.Opts.LMStudio.MaxContext
+// defaults fills in the zero values' defaults.
+func (o *LMStudioOptions) defaults() {
+	if o.MaxContext <= 0 {
+		o.MaxContext = 131072
 	}
-	return 131072
 }
 
 // lmstudioV0Models is GET /api/v0/models (endpoints.mdx): every downloaded
@@ -106,7 +106,7 @@ func (p *Personality) lmstudioMax() int {
 // context.
 func (p *Personality) lmstudioV0Models(w http.ResponseWriter) {
 	data := []any{map[string]any{"id": p.Opts.Model, "object": "model", "type": "llm", "publisher": "lmstudio-community",
-		"arch": "llama", "compatibility_type": "gguf", "quantization": "Q4_K_M", "state": "loaded", "max_context_length": p.lmstudioMax()}}
+		"arch": "llama", "compatibility_type": "gguf", "quantization": "Q4_K_M", "state": "loaded", "max_context_length": p.Opts.LMStudio.MaxContext}}
 	if p.Opts.LMStudio.JIT {
 		data = append(data, map[string]any{"id": JITModel, "object": "model", "type": "llm", "publisher": "lmstudio-community",
 			"arch": "qwen2", "compatibility_type": "gguf", "quantization": "Q4_K_M", "state": "not-loaded", "max_context_length": 32768})
@@ -121,7 +121,7 @@ func (p *Personality) lmstudioV1Models(w http.ResponseWriter) {
 	models := []any{map[string]any{"type": "llm", "publisher": "lmstudio-community", "key": p.Opts.Model, "display_name": p.Opts.Model,
 		"architecture": "llama", "quantization": map[string]any{"name": "Q4_K_M", "bits_per_weight": 4}, "size_bytes": 4920739232,
 		"params_string": "8B", "loaded_instances": []any{map[string]any{"id": p.Opts.Model, "config": map[string]any{"context_length": p.Opts.Context}}},
-		"max_context_length": p.lmstudioMax(), "format": "gguf"}}
+		"max_context_length": p.Opts.LMStudio.MaxContext, "format": "gguf"}}
 	if p.Opts.LMStudio.JIT {
 		models = append(models, map[string]any{"type": "llm", "publisher": "lmstudio-community", "key": JITModel, "display_name": JITModel,
 			"loaded_instances": []any{}, "max_context_length": 32768, "format": "gguf"})

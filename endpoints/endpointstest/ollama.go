@@ -116,33 +116,33 @@ type ollamaState struct {
 	recent [][]string
 }
 
-// ol returns the personality's Ollama state, made on first use.
-func (p *Personality) ol() *ollamaState {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ollama == nil {
-		o := &p.Opts.Ollama
-		if o.NumParallel <= 0 {
-			o.NumParallel = 1
-		}
-		if o.MaxQueue <= 0 {
-			o.MaxQueue = 512
-		}
-		if o.TrainedContext <= 0 {
-			o.TrainedContext = 131072
-		}
-		p.ollama = &ollamaState{ready: make(chan struct{}), slots: make(chan struct{}, o.NumParallel)}
-		if o.Loaded {
-			p.ollama.loaded = true
-			p.ollama.once.Do(func() { close(p.ollama.ready) })
-		}
+// defaults fills in the zero values' defaults.
+func (o *OllamaOptions) defaults() {
+	if o.NumParallel <= 0 {
+		o.NumParallel = 1
 	}
-	return p.ollama
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 512
+	}
+	if o.TrainedContext <= 0 {
+		o.TrainedContext = 131072
+	}
+}
+
+// newOllamaState is the model's state at start (o with its defaults):
+// loaded with Loaded, else waiting for the first request to load it.
+func newOllamaState(o OllamaOptions) *ollamaState {
+	st := &ollamaState{ready: make(chan struct{}), slots: make(chan struct{}, o.NumParallel)}
+	if o.Loaded {
+		st.loaded = true
+		st.once.Do(func() { close(st.ready) })
+	}
+	return st
 }
 
 // serveOllama answers every route as `ollama serve` does.
 func (p *Personality) serveOllama(w http.ResponseWriter, r *http.Request, body []byte) {
-	st := p.ol()
+	st := p.ollama
 	path, get := r.URL.Path, r.Method == http.MethodGet
 	switch {
 	case path == "/" && (get || r.Method == http.MethodHead):
@@ -239,7 +239,6 @@ func (p *Personality) ollamaModel(ps bool) map[string]any {
 // ollamaNumCtx is the runner's num_ctx: Options.Context (num_ctx asked
 // for) capped at the trained context (llm/server.go NewLlamaServer).
 func (p *Personality) ollamaNumCtx() int {
-	p.ol()
 	return min(p.Opts.Context, p.Opts.Ollama.TrainedContext)
 }
 

@@ -22,7 +22,7 @@ func (p *Personality) ollamaGenerate(w http.ResponseWriter, r *http.Request, bod
 		return
 	}
 	defer release()
-	st := p.ol()
+	st := p.ollama
 	if !p.ollamaLoad(r, st) {
 		return
 	}

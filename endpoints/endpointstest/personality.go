@@ -252,7 +252,19 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
 			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct"}[name]
 	}
+	// Each personality's own options, defaulted only where they are its.
+	switch name {
+	case Ollama:
+		o.Ollama.defaults()
+	case TGI:
+		o.TGI.defaults(o.Context)
+	case LMStudio:
+		o.LMStudio.defaults()
+	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
+	if name == Ollama {
+		p.ollama = newOllamaState(o.Ollama)
+	}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	return p, nil
 }

@@ -67,21 +67,19 @@ func (p *Personality) serveTGI(w http.ResponseWriter, r *http.Request, body []by
 	}
 }
 
-// tgiOpts is TGIOptions with its defaults filled in.
-func (p *Personality) tgiOpts() TGIOptions {
-	o := p.Opts.TGI
+// defaults fills in the zero values' defaults; context is --max-total-tokens.
+func (o *TGIOptions) defaults(context int) {
 	if o.MaxInput <= 0 {
-		o.MaxInput = p.Opts.Context - 1
+		o.MaxInput = context - 1
 	}
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = 128
 	}
-	return o
 }
 
 // tgiInfo is GET /info, lib.rs Info: the router's limits and the model id.
 func (p *Personality) tgiInfo(w http.ResponseWriter) {
-	o := p.tgiOpts()
+	o := p.Opts.TGI
 	info := map[string]any{"model_id": p.Opts.Model, "model_sha": nil, "model_pipeline_tag": "text-generation",
 		"max_concurrent_requests": o.MaxConcurrent, "max_best_of": 2, "max_stop_sequences": 4,
 		"max_input_tokens": o.MaxInput, "max_total_tokens": p.Opts.Context, "validation_workers": 2,
@@ -203,7 +201,7 @@ func (p *Personality) tgiGenerate(w http.ResponseWriter, r *http.Request, body [
 		return
 	}
 	p.mu.Lock()
-	if p.inflight >= p.tgiOpts().MaxConcurrent {
+	if p.inflight >= p.Opts.TGI.MaxConcurrent {
 		p.mu.Unlock()
 		// infer/mod.rs: try_acquire_owned on the max_concurrent_requests
 		// semaphore fails: InferError::Overloaded, 429.
@@ -271,7 +269,7 @@ func (p *Personality) stoppedBySequence(g *genRequest, budget int64, a answer) b
 // each a 422 "Input validation error: ...". No prompt is
 // truncated unless the request asks (truncate), which no OpenAI route does.
 func (p *Personality) checkTGI(g *genRequest) (promptN int, budget int64, ref *refusal) {
-	o := p.tgiOpts()
+	o := p.Opts.TGI
 	P, L := g.promptN, p.Opts.Context
 	M := g.maxTokens
 	switch {
