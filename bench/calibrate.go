@@ -616,8 +616,10 @@ func preflight(ctx context.Context, o *Options, client *endpoints.Client, specs 
 }
 
 // promptFit checks each phase's IN against the longest prompt the server
-// states apart from its context (TGI's max_input_tokens, which may be well
-// below max_total_tokens: every request of a longer prompt is refused).
+// states apart from its context (endpoints.Client.PromptLimit): TGI's
+// max_input_tokens, which may be well below max_total_tokens (every
+// request of a longer prompt is refused), or a loaded Ollama model's
+// num_ctx (a longer prompt is cut, and answered 200).
 func promptFit(ctx context.Context, client *endpoints.Client, specs []Spec) error {
 	n, source := client.PromptLimit(ctx)
 	if n <= 0 {

@@ -185,6 +185,13 @@ func (c *Client) getJSON(ctx context.Context, url string, v any) error {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
+	return c.doJSON(req, v)
+}
+
+// doJSON sends req with the endpoint's key and headers and decodes a 200
+// JSON answer into v; an error for anything else (no answer, another
+// status, no JSON).
+func (c *Client) doJSON(req *http.Request, v any) error {
 	c.ep.Apply(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {

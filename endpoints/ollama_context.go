@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -68,16 +67,10 @@ func (c *Client) ollamaTrained(ctx context.Context, name string) int {
 		return 0
 	}
 	req.Header.Set("Content-Type", "application/json")
-	c.ep.Apply(req.Header)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
 	var show struct {
 		ModelInfo map[string]any `json:"model_info"`
 	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxInfoBody)).Decode(&show) != nil {
+	if c.doJSON(req, &show) != nil {
 		return 0
 	}
 	arch, _ := show.ModelInfo["general.architecture"].(string)

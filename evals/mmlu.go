@@ -445,65 +445,57 @@ func (t *mmluTop) sent(req map[string]any, field string) {
 // mmluByTopLogprobs asks the four letters' logprobs as the first generated
 // token after prompt, the top top.ask() of them.
 func (r *Runner) mmluByTopLogprobs(top *mmluTop) asker[[4]float64] {
-	return func(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure, *schema.EvalFailure) {
-		return r.mmluTopLogprobs(ctx, i, prompt, top)
+	return func(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
+		var out [4]float64
+		req := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": top.ask()}
+		resp, c, f := r.sender(i).complete(ctx, req)
+		if f != nil {
+			return out, nil, f
+		}
+		top.sent(req, "logprobs")
+		lp := c.Choices[0].Logprobs
+		if lp == nil || len(lp.TopLogprobs) == 0 || lp.TopLogprobs[len(lp.TopLogprobs)-1] == nil {
+			return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the generated token")
+		}
+		// The last entry is the generated token's, whether or not the server echoed.
+		return LetterScores(lp.TopLogprobs[len(lp.TopLogprobs)-1]), nil, nil
 	}
-}
-
-func (r *Runner) mmluTopLogprobs(ctx context.Context, i int, prompt string, top *mmluTop) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
-	var out [4]float64
-	req := map[string]any{"model": r.model, "prompt": prompt, "max_tokens": 1, "temperature": 0, "logprobs": top.ask()}
-	resp, c, f := r.sender(i).complete(ctx, req)
-	if f != nil {
-		return out, nil, f
-	}
-	top.sent(req, "logprobs")
-	lp := c.Choices[0].Logprobs
-	if lp == nil || len(lp.TopLogprobs) == 0 || lp.TopLogprobs[len(lp.TopLogprobs)-1] == nil {
-		return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the generated token")
-	}
-	// The last entry is the generated token's, whether or not the server echoed.
-	return LetterScores(lp.TopLogprobs[len(lp.TopLogprobs)-1]), nil, nil
 }
 
 // mmluGreedyTokens bounds a greedy chat answer: enough for "B", "B.",
 // "(B) 4" or "The answer is B", not for an essay.
 const mmluGreedyTokens = 16
 
-// mmluByChatTopLogprobs asks the four letters' logprobs as the first
-// token of a greedy chat answer to prompt, the top top.ask() of them. Only an answer whose first token
-// is its content's is read: one with reasoning (a thinking model: vLLM,
-// SGLang and llama.cpp put it in reasoning_content, some gateways in
-// reasoning, a server that splits nothing leaves "<think>" in content:
-// splitThink) or with no content starts with the reasoning or a blank, and
-// the top logprobs of that token say nothing of the answer (a reasoning
-// that starts "A question…" would score the letter A for every question).
-// That answer is unanswered, LogprobsMissing: on the question that chooses
-// the route, MMLU moves to chat-greedy, which reads the content; on a later
-// one, that question alone is asked by chat-greedy.
+// mmluByChatTopLogprobs asks the four letters' logprobs as the first token
+// of a greedy chat answer to prompt, the top top.ask() of them. Only an
+// answer whose first token is its content's is read: one with reasoning (a
+// thinking model: vLLM, SGLang and llama.cpp put it in reasoning_content,
+// some gateways in reasoning, a server that splits nothing leaves "<think>"
+// in content: splitThink) or with no content starts with the reasoning or a
+// blank, and the top logprobs of that token say nothing of the answer (a
+// reasoning that starts "A question…" would score the letter A for every
+// question). That answer is unanswered, LogprobsMissing: on the question
+// that chooses the route, MMLU moves to chat-greedy, which reads the
+// content; on a later one, that question alone is asked by chat-greedy.
 func (r *Runner) mmluByChatTopLogprobs(top *mmluTop) asker[[4]float64] {
-	return func(ctx context.Context, i int, prompt string) ([4]float64, *schema.EvalFailure, *schema.EvalFailure) {
-		return r.mmluChatTopLogprobs(ctx, i, prompt, top)
+	return func(ctx context.Context, i int, prompt string) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
+		var out [4]float64
+		req := chatRequest(r.model, prompt, map[string]any{"max_tokens": 1, "temperature": 0, "logprobs": true, "top_logprobs": top.ask()})
+		resp, c, f := r.sender(i).chat(ctx, req)
+		if f != nil {
+			return out, nil, f
+		}
+		top.sent(req, "top_logprobs")
+		lp := c.Choices[0].Logprobs
+		if lp == nil || len(lp.Content) == 0 || len(lp.Content[0].TopLogprobs) == 0 {
+			return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the chat answer's first token")
+		}
+		if c.reasoning() != "" || strings.TrimSpace(c.content()) == "" {
+			return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req),
+				"the chat answer's first token is reasoning or blank, not content (a thinking model): its top_logprobs are not the answer's"), nil
+		}
+		return LetterScores(lp.Content[0].Top()), nil, nil
 	}
-}
-
-func (r *Runner) mmluChatTopLogprobs(ctx context.Context, i int, prompt string, top *mmluTop) (_ [4]float64, unanswered, _ *schema.EvalFailure) {
-	var out [4]float64
-	req := chatRequest(r.model, prompt, map[string]any{"max_tokens": 1, "temperature": 0, "logprobs": true, "top_logprobs": top.ask()})
-	resp, c, f := r.sender(i).chat(ctx, req)
-	if f != nil {
-		return out, nil, f
-	}
-	top.sent(req, "top_logprobs")
-	lp := c.Choices[0].Logprobs
-	if lp == nil || len(lp.Content) == 0 || len(lp.Content[0].TopLogprobs) == 0 {
-		return out, nil, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req), "no top_logprobs for the chat answer's first token")
-	}
-	if c.reasoning() != "" || strings.TrimSpace(c.content()) == "" {
-		return out, newFailure(LogprobsMissing, resp.Status, resp.Body, shape(req),
-			"the chat answer's first token is reasoning or blank, not content (a thinking model): its top_logprobs are not the answer's"), nil
-	}
-	return LetterScores(lp.Content[0].Top()), nil, nil
 }
 
 // mmluByChatGreedy scores the letter a greedy chat answer to prompt names

@@ -9,6 +9,7 @@ import (
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/reports/schema"
+	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // startProgress shows the phase in flight on stderr, with the event rate
@@ -115,12 +116,9 @@ func proxyWarnings(r *schema.PhaseResult) []string {
 // max_tokens is a cap of the server's own, not counted.
 func stoppedEarly(r *schema.PhaseResult, recs []schema.Record) int {
 	n := 0
-	for _, rec := range recs {
-		asked := r.OutputLen
-		if rec.MaxTokens > 0 {
-			asked = rec.MaxTokens
-		}
-		if rec.Completed() && rec.Finish == "stop" && rec.N < asked {
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Completed() && rec.Finish == "stop" && rec.N < summary.Asked(rec, r.OutputLen) {
 			n++
 		}
 	}

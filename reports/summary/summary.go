@@ -126,10 +126,7 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 func countCompleted(r *schema.PhaseResult, rec *schema.Record, out int) {
 	r.Completed++
 	r.NSources[rec.NSource]++
-	asked := out
-	if rec.MaxTokens > 0 { // a workload whose requests differ in max_tokens
-		asked = rec.MaxTokens
-	}
+	asked := Asked(rec, out)
 	switch {
 	case rec.N < asked:
 		r.Short++
@@ -142,6 +139,16 @@ func countCompleted(r *schema.PhaseResult, rec *schema.Record, out int) {
 	if rec.ProxyFallbacks > 0 {
 		r.ProxyFallback++
 	}
+}
+
+// Asked is the out tokens rec asked for: its own max_tokens where it has
+// one (a workload whose requests differ in max_tokens), else the phase's
+// out.
+func Asked(rec *schema.Record, out int) int {
+	if rec.MaxTokens > 0 {
+		return rec.MaxTokens
+	}
+	return out
 }
 
 // InTput is the prompt tokens per second of a phase's completed requests:
