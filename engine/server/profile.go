@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +25,30 @@ type profiler struct {
 	mu   sync.Mutex
 	dir  string
 	file *os.File // nil: none running
+	// out is what runtime/pprof writes to: file, keeping the first write
+	// error, which pprof itself drops (a disk that filled up during the
+	// profile would otherwise give a cut profile called written).
+	out *firstErrWriter
+}
+
+// profileSink is what a profile's bytes go through on their way to its
+// file: the file itself; a test makes the writes fail.
+var profileSink = func(f *os.File) io.Writer { return f }
+
+// firstErrWriter writes to w and keeps the first error a write returned;
+// after it, writes are dropped and fail with it.
+type firstErrWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *firstErrWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // SetProfileDir turns the profiler routes on, writing to dir ("" turns
@@ -73,7 +98,8 @@ func (s *Server) handleStartProfile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Message: "Cannot create the profile: " + err.Error()})
 		return
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	out := &firstErrWriter{w: profileSink(f)}
+	if err := pprof.StartCPUProfile(out); err != nil {
 		// The process's CPU profiler is taken: GLMBENCH_CPUPROFILE, or
 		// another profile of the same process.
 		f.Close()
@@ -81,7 +107,7 @@ func (s *Server) handleStartProfile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, conflict("The process's CPU profiler is already in use (%s); no profile was started.", err.Error()))
 		return
 	}
-	p.file = f
+	p.file, p.out = f, out
 	writeJSON(w, http.StatusOK, profileAnswer{Message: "Start profiling.", File: name})
 }
 
@@ -119,9 +145,12 @@ func (p *profiler) stop() (string, error) {
 	if p.file == nil {
 		return "", errNoProfile
 	}
-	pprof.StopCPUProfile()
+	pprof.StopCPUProfile() // flushes to p.out before it returns
 	name, err := p.file.Name(), p.file.Close()
-	p.file = nil
+	if p.out.err != nil {
+		err = p.out.err
+	}
+	p.file, p.out = nil, nil
 	return name, err
 }
 

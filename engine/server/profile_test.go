@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -77,6 +79,49 @@ func TestProfilerWritesOneCPUProfileInItsOwnDirectory(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the profile directory holds %d files, want 1", len(entries))
 	}
+}
+
+// A profile whose writes fail (a disk that filled up while it ran) is not
+// called written: runtime/pprof drops its writer's errors, and Close of a
+// file cut short succeeds, so the stop must answer 500 naming the write's
+// error, which the test's sink returns from the first write after the stop
+// is asked for (pprof writes the profile's bulk then).
+func TestAProfileWhoseWritesFailIsNotCalledWritten(t *testing.T) {
+	var full atomic.Bool
+	errFull := errors.New("no space left on device (the test's)")
+	defer func(sink func(*os.File) io.Writer) { profileSink = sink }(profileSink)
+	profileSink = func(f *os.File) io.Writer { return failingWhen{f, &full, errFull} }
+	e := newEnv(t, envConfig{opts: Options{ProfileDir: t.TempDir()}})
+	if code, _, b := e.post("/start_profile", nil); code != http.StatusOK {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	full.Store(true)
+	code, _, b := e.post("/stop_profile", nil)
+	if code != http.StatusInternalServerError || !strings.Contains(errorOf(t, b).Message, errFull.Error()) {
+		t.Fatalf("stop after failed writes: %d %s, want 500 naming %q", code, b, errFull)
+	}
+	// The profiler is free again: the next profile is written.
+	full.Store(false)
+	if code, _, b := e.post("/start_profile", nil); code != http.StatusOK {
+		t.Fatalf("start after the failed profile: %d %s", code, b)
+	}
+	if code, _, b := e.post("/stop_profile", nil); code != http.StatusOK {
+		t.Fatalf("stop of a profile written whole: %d %s, want 200", code, b)
+	}
+}
+
+// failingWhen writes to w until *fail, then fails every write with err.
+type failingWhen struct {
+	w    io.Writer
+	fail *atomic.Bool
+	err  error
+}
+
+func (f failingWhen) Write(p []byte) (int, error) {
+	if f.fail.Load() {
+		return 0, f.err
+	}
+	return f.w.Write(p)
 }
 
 // A process whose CPU profiler is already taken (GLMBENCH_CPUPROFILE) gets
