@@ -102,6 +102,8 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 	why := "GET /health answered HTTP 503"
 	if msg != "" {
 		why += " (" + msg + ")"
+	} else {
+		why += bare503
 	}
 	if waiting {
 		return &notReady{why: why}
@@ -109,6 +111,13 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 	fmt.Fprintf(warn, "glmbench: warning: %s: the server says it is not ready yet; --wait-ready 10m waits for it\n", why)
 	return nil
 }
+
+// bare503 is what a bare 503 on /health may mean: SGLang answers so before
+// its warm-up request has run (python/sglang/srt/entrypoints/http_server.py),
+// and vLLM only once its engine has died, EngineDeadError
+// (vllm/entrypoints/serve/instrumentator/health.py; while its engine loads
+// it does not listen at all), which only a restart mends.
+const bare503 = " with no body (SGLang before its warm-up; vLLM only once its engine has died, which only a restart mends)"
 
 // awaitReady is resolveModel for --wait-ready wait: while the endpoint
 // answers as a server still starting, it says why on warn (each new reason

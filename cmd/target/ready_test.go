@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -84,7 +85,8 @@ func TestWaitReadyWaitsForLlamaCppToLoadItsModel(t *testing.T) {
 }
 
 // SGLang answers /health 503 with no body until its warm-up request has
-// run; the wait says the status alone.
+// run; the wait says the status and what a bare 503 may mean (vLLM's dead
+// engine answers the same).
 func TestWaitReadyWaitsForSGLangsWarmUp(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLang, endpointstest.Options{LoadingChecks: 2})
@@ -95,7 +97,7 @@ func TestWaitReadyWaitsForSGLangsWarmUp(t *testing.T) {
 	if health, _ := p.LoadingAnswers(); health != 2 {
 		t.Errorf("/health answered 503 %d times: want 2 (ready on the third)", health)
 	}
-	if out := warn.String(); !strings.Contains(out, "GET /health answered HTTP 503\n") {
+	if out := warn.String(); !strings.Contains(out, "GET /health answered HTTP 503"+bare503+"\n") {
 		t.Errorf("said %q: want the bare 503 named", out)
 	}
 }
@@ -114,6 +116,32 @@ func TestWithoutWaitReadyALoadingServerIsAWarning(t *testing.T) {
 		t.Errorf("/health asked %d times: want 1", health)
 	}
 	if out := warn.String(); !strings.Contains(out, "warning: GET /health answered HTTP 503 (Loading model): the server says it is not ready yet; --wait-ready 10m waits for it") {
+		t.Errorf("said %q", out)
+	}
+}
+
+// A vLLM whose engine died still serves /v1/models, and answers /health a
+// bare 503 (EngineDeadError), as SGLang does while warming up: without
+// --wait-ready the warning says what either means, so a user does not wait on
+// a server that only a restart mends.
+func TestABare503OnHealthSaysItMayBeADeadVLLMEngine(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":4096}]}`)
+		case "/health":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	var warn syncbuf.Buffer
+	if _, err := await(t, context.Background(), srv.URL+"/v1", "", 0, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if out := warn.String(); !strings.Contains(out, "warning: GET /health answered HTTP 503 with no body (SGLang before its warm-up; vLLM only once its engine has died, which only a restart mends)") {
 		t.Errorf("said %q", out)
 	}
 }
