@@ -1110,9 +1110,15 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 // answer it cannot read (a compressed body: an *UnreadableError); else the
 // caller closes the answer's body.
 func (c *Client) sendJSON(req *http.Request) (*http.Response, error) {
+	return c.sendJSONWith(req, c.ep.Apply)
+}
+
+// sendJSONWith is sendJSON with apply setting the credentials: the
+// endpoint's Apply, or its ApplyAdmin on an admin route.
+func (c *Client) sendJSONWith(req *http.Request, apply func(http.Header)) (*http.Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept-Encoding", "identity")
-	c.ep.Apply(req.Header)
+	apply(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, errors.New(c.ep.Redact(transportError(err)))

@@ -44,6 +44,10 @@ type Endpoint struct {
 
 	apiKey  string
 	headers []header
+	// adminKey is the key sent on the server's admin routes (its
+	// profiler's) in place of apiKey: SGLang's --admin-api-key, the only
+	// key those routes take when it is set; "" sends apiKey there too.
+	adminKey string
 	// bodySecrets are the values --extra-body sends under a credential's
 	// name (HideExtraSecrets).
 	bodySecrets []string
@@ -59,7 +63,7 @@ type header struct{ name, value, env string }
 // At returns a copy of the endpoint with another base URL (a route beside
 // the API base, such as the server root's /tokenize), its secrets kept.
 func (e *Endpoint) At(baseURL string) *Endpoint {
-	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, Trust: e.Trust, apiKey: e.apiKey, headers: e.headers, bodySecrets: e.bodySecrets}
+	return &Endpoint{Name: e.Name, BaseURL: baseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv, Builtin: e.Builtin, Trust: e.Trust, apiKey: e.apiKey, headers: e.headers, adminKey: e.adminKey, bodySecrets: e.bodySecrets}
 }
 
 // HeaderEnv maps each extra header whose value was read from the
@@ -107,6 +111,22 @@ func (e *Endpoint) Apply(h http.Header) {
 	e.applyHeaders(h)
 }
 
+// SetAdminKey makes key the one sent on the server's admin routes (the
+// profiler's, ApplyAdmin) and a secret like the API key. The caller sets it
+// before the endpoint is shared.
+func (e *Endpoint) SetAdminKey(key string) { e.adminKey = key }
+
+// ApplyAdmin sets an admin route's authorization and extra headers: Apply's,
+// with the admin key (SetAdminKey) as the bearer token where one is set. It
+// replaces an Authorization header given as an extra header too: on these
+// routes the admin key is what was asked for.
+func (e *Endpoint) ApplyAdmin(h http.Header) {
+	e.Apply(h)
+	if e.adminKey != "" {
+		h.Set("Authorization", "Bearer "+e.adminKey)
+	}
+}
+
 // applyHeaders sets the extra headers alone, without the API key.
 func (e *Endpoint) applyHeaders(h http.Header) {
 	for _, kv := range e.headers {
@@ -116,7 +136,7 @@ func (e *Endpoint) applyHeaders(h http.Header) {
 
 // secrets lists the endpoint's secret values, unfiltered (see secretsToFind).
 func (e *Endpoint) secrets() []string {
-	out := []string{e.apiKey}
+	out := []string{e.apiKey, e.adminKey}
 	for _, h := range e.headers {
 		out = append(out, h.value)
 	}

@@ -34,7 +34,9 @@ import (
 //
 // glmbench sends {} (every server above takes it: vLLM reads no body,
 // SGLang's defaults are its own configuration) with the endpoint's key
-// and headers, as every request to the endpoint carries them.
+// and headers, as every request to the endpoint carries them, or with its
+// admin key in the key's place where one was given (run
+// --admin-api-key-env: SGLang's --admin-api-key).
 
 // ProfileAnswer is a profiler route's 2xx answer.
 type ProfileAnswer struct {
@@ -52,9 +54,8 @@ const profileNotFound = "the server has no profiler routes: vLLM serves them onl
 
 // profileUnauthorized says why a key that the API takes can be refused on
 // the profiler routes, for a 401 or 403.
-const profileUnauthorized = "the profiler routes refused the endpoint's key: SGLang started with --admin-api-key takes only that key on them " +
-	"(its --api-key is refused there), so they work only when the key glmbench sends is the admin key, " +
-	"which SGLang's API routes take only when it runs without --api-key (they are open then)"
+const profileUnauthorized = "the profiler routes refused the key sent: SGLang started with --admin-api-key takes only that key on them " +
+	"(its --api-key is refused there): give it with --admin-api-key-env VAR"
 
 // maxProfileBody bounds a profiler route's answer read into memory.
 const maxProfileBody = 64 << 10
@@ -80,7 +81,7 @@ func (c *Client) profileCall(ctx context.Context, path string) (ProfileAnswer, e
 	if err != nil {
 		return ProfileAnswer{}, fmt.Errorf("%s: %s", where, c.ep.Redact(err.Error()))
 	}
-	resp, err := c.sendJSON(req)
+	resp, err := c.sendJSONWith(req, c.ep.ApplyAdmin)
 	if err != nil {
 		return ProfileAnswer{}, fmt.Errorf("%s: %w", where, err)
 	}

@@ -113,3 +113,33 @@ func TestProfileUnauthorizedNamesSGLangsAdminKey(t *testing.T) {
 		t.Fatalf("start: %v; want the 401 and SGLang's --admin-api-key named", err)
 	}
 }
+
+// An admin key (SetAdminKey) goes on the profiler routes in the API key's
+// place, and is a secret like it: a server that echoes it back has it
+// redacted, and the API key is not sent there. The truth is the
+// Authorization the route received.
+func TestProfileSendsTheAdminKeyAndRedactsIt(t *testing.T) {
+	t.Parallel()
+	const key, admin = "sk-api-key-0123456789abcdef", "sk-admin-key-fedcba9876543210"
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `{"detail": "refused `+got+`"}`)
+	}))
+	defer srv.Close()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, env(map[string]string{endpoints.DefaultAPIKeyEnv: key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.SetAdminKey(admin)
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
+	defer tr.Close()
+	_, err = endpoints.NewClient(ep, tr).StartProfile(context.Background())
+	if got != "Bearer "+admin {
+		t.Errorf("the route received the %d-byte Authorization %q…, want the admin key's", len(got), got[:min(len(got), 10)])
+	}
+	if err == nil || !strings.Contains(err.Error(), "HTTP 403 (refused Bearer ***)") || strings.Contains(err.Error(), admin[:12]) {
+		t.Errorf("start: %v; want the echoed admin key redacted", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,6 +60,11 @@ func (o *Options) startProfile(ctx context.Context, tg *target.Target, rep *sche
 		return func() {}, nil
 	}
 	p := &profiling{o: o, ep: tg.Endpoint, builtin: tg.ProfileBuiltin(tg.Out)}
+	if o.adminKey != "" {
+		// A copy: the load's endpoint neither sends nor needs the admin key.
+		p.ep = tg.Endpoint.At(tg.Endpoint.BaseURL)
+		p.ep.SetAdminKey(o.adminKey)
+	}
 	p.tr = endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: o.ConnectTimeout, Trust: p.ep.Trust})
 	p.c = endpoints.NewClient(p.ep, p.tr)
 	wait := o.ConnectTimeout + orDefault(o.profileStartWait, profileStartTimeout)
@@ -87,6 +93,26 @@ func (o *Options) startProfile(ctx context.Context, tg *target.Target, rep *sche
 	rep.Options.Profile = true
 	fmt.Fprintln(o.F.IO.ErrOut, profileWhere(p.builtin, ans))
 	return func() { p.once.Do(func() { p.stop(ctx) }) }, nil
+}
+
+// readAdminKey checks --admin-api-key-env and reads its key: it goes with
+// --profile and an endpoint (the built-in engine takes no key), and its
+// variable must hold one.
+func (o *Options) readAdminKey() error {
+	if o.AdminKeyEnv == "" {
+		return nil
+	}
+	switch {
+	case !o.Profile:
+		return badinput.Errorf("--admin-api-key-env is the key of --profile's routes; it goes with --profile")
+	case !o.Endpoint.Given():
+		return badinput.Errorf("--admin-api-key-env goes with --endpoint or --endpoints: the built-in engine takes no key")
+	}
+	o.adminKey = strings.TrimSpace(o.F.Getenv(o.AdminKeyEnv))
+	if o.adminKey == "" {
+		return badinput.Errorf("environment variable %s (--admin-api-key-env, the admin key) is empty or unset", endpoints.ShownVar(o.AdminKeyEnv))
+	}
+	return nil
 }
 
 // answered reports whether a profiler call's error is the server's answer

@@ -77,6 +77,11 @@ type Options struct {
 	// phases (POST /start_profile before the first, /stop_profile after
 	// the last; profile.go).
 	Profile bool
+	// AdminKeyEnv is --admin-api-key-env: the variable holding the key
+	// --profile's routes are sent in the API key's place (SGLang's
+	// --admin-api-key); adminKey is its value, read by validate.
+	AdminKeyEnv string
+	adminKey    string
 	// profileStartWait and profileStopWait bound the profiler's calls
 	// after the connect timeout (0: profileStartTimeout,
 	// profileStopTimeout); tests shorten them.
@@ -190,6 +195,7 @@ has everything.`,
 	o.Agents.AddFlags(fl)
 	fl.StringVar(&o.Workload, "workload", "", "run a workload file's phases (YAML), or a built-in example: "+strings.Join(workload.Names(), ", "))
 	fl.StringVar(&o.Dataset, "dataset", "", "a data set (ShareGPT JSON, JSONL, text, or parquet as the Hugging Face Hub serves it) for the workload's dataset phases; alone, one dataset phase of all its items")
+	fl.StringVar(&o.AdminKeyEnv, "admin-api-key-env", "", "environment variable holding the key --profile sends on /start_profile and /stop_profile in the API key's place (SGLang started with --admin-api-key takes only that key there)")
 	fl.BoolVar(&o.Profile, "profile", false, "run the server's own profiler around the phases: POST /start_profile after calibration, /stop_profile after the last phase (vLLM with its profiler configured, SGLang, the built-in engine: a CPU profile of the whole process, client included, in --out)")
 	fl.StringVar(&o.Summary, "summary", SummaryAuto, "what stdout gets at the end: auto (compact on a terminal, else full), full (report.md's Markdown tables) or compact")
 	return cmd
@@ -239,6 +245,9 @@ func (o *Options) validate() ([]bench.Spec, []bench.WorkPhase, error) {
 		return nil, nil, err
 	}
 	if err := o.Agents.validate(o.F.Getenv); err != nil {
+		return nil, nil, err
+	}
+	if err := o.readAdminKey(); err != nil {
 		return nil, nil, err
 	}
 	if o.Agents.given() && o.workloadGiven() {

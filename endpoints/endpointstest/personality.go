@@ -136,6 +136,9 @@ type Options struct {
 	HiddenReasoning int
 	// APIKey, when set, is required as "Authorization: Bearer KEY".
 	APIKey string
+	// AdminAPIKey is SGLang's --admin-api-key: when set, its profiler
+	// routes take only it (see sglangAdmin).
+	AdminAPIKey string
 	// Concurrency and RPM are the gateway's limiters: past Concurrency
 	// requests in flight, or RPM requests in the last minute, a 429 with
 	// Retry-After (default "1") and x-ratelimit-* headers.
@@ -487,6 +490,9 @@ func (p *Personality) notFound(w http.ResponseWriter, r *http.Request) {
 // authorized checks the API key where one is set, answering 401 as the
 // server does.
 func (p *Personality) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if p.Kind == SGLang && p.Opts.AdminAPIKey != "" && p.profileRoute(r.URL.Path) {
+		return p.sglangAdmin(w, r)
+	}
 	if p.Opts.APIKey == "" {
 		return true
 	}

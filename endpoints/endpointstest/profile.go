@@ -28,6 +28,19 @@ func (p *Personality) profileRoute(path string) bool {
 	return p.Kind == SGLang || p.Kind == VLLM && p.Opts.VLLMProfiler
 }
 
+// sglangAdmin is SGLang's check of a route marked ADMIN_OPTIONAL (its
+// profiler's) when it runs with --admin-api-key: only that key opens it,
+// its --api-key does not, and a refusal is 401 {"error": "Unauthorized"}
+// (python/sglang/srt/utils/auth.py, decide_request_auth). Its other
+// routes take --api-key alone, or are open without one.
+func (p *Personality) sglangAdmin(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Authorization") == "Bearer "+p.Opts.AdminAPIKey {
+		return true
+	}
+	writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "Unauthorized"})
+	return false
+}
+
 // profile answers a profiler route and records the call.
 func (p *Personality) profile(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost && (p.Kind == VLLM || r.Method != http.MethodGet) {
