@@ -655,6 +655,7 @@ func record(name string, out, i int, start, planned time.Time, queued time.Durat
 	}
 	rec.ReasoningEvents, rec.ToolCallEvents = res.ReasoningEvents, res.ToolCallEvents
 	rec.ProxyRetries, rec.ProxyFallbacks = res.ProxyRetries, res.ProxyFallbacks
+	rec.ModelAnswered = res.OtherModel
 	if res.Usage {
 		rec.N, rec.NSource = res.CompletionTokens, schema.NFromUsage
 		rec.ReasoningTokens = res.ReasoningTokens

@@ -88,6 +88,11 @@ type Chunk struct {
 	// ErrorType is the error's "type" (TGI: the top-level "error_type"),
 	// aliasing the input.
 	ErrorType []byte
+	// Model is the top-level "model" string as it stands between its
+	// quotes, aliasing the input (nil when absent or not a string);
+	// ModelEscaped is true when it holds an escape, to be decoded.
+	Model        []byte
+	ModelEscaped bool
 }
 
 // ErrBadJSON is returned by ParseChunk for input that is not one JSON object
@@ -133,6 +138,14 @@ func ParseChunk(b []byte, c *Chunk) error {
 				return s.skip()
 			}
 			return s.object(func(k []byte) error { return s.errorField(k, c) })
+		case "model":
+			c.Model, c.ModelEscaped = nil, false
+			if s.peek() != '"' {
+				return s.skip()
+			}
+			v, esc, err := s.str()
+			c.Model, c.ModelEscaped = v, esc
+			return err
 		case "object":
 			v, _, err := s.strOrSkip()
 			topIsErrorObject = string(v) == "error"

@@ -3,6 +3,7 @@ package endpoints
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -401,6 +402,13 @@ type StreamResult struct {
 	Malformed int
 	Finish    string
 	Done      bool
+	// Model is the model the stream's chunks name (the first "model" that
+	// is a non-empty string): the one asked for, a dated snapshot of it
+	// (OpenAI's gpt-4o-2024-08-06 for gpt-4o), the name the server serves
+	// it under, or a proxy's fallback (OpenRouter names one only there).
+	// "" when no chunk named one. OtherModel is Model where it is not the
+	// endpoint's model (SameModel), "" otherwise.
+	Model, OtherModel string
 	// Class is the error class of a failed request; empty when it completed
 	// or was cancelled from outside.
 	Class schema.Class
@@ -756,9 +764,34 @@ func (s *Stream) readStream(resp *http.Response, res *StreamResult, live *atomic
 		wd.drainDeadline(time.Second)
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 	}
+	if !SameModel(s.c.ep.Model, res.Model) {
+		res.OtherModel = res.Model
+	}
 	checkUsage(res, s.lim.MaxTokens)
 	s.classifyEnd(readErr, cap, res)
 }
+
+// chunkModel is c's model decoded, at most maxModelName bytes of it (a
+// model's name, not a body; a longer one is cut on a rune's start). The
+// model asked for, what nearly every stream names, is ep's own string: a
+// stream costs no allocation for it.
+func chunkModel(c *Chunk, ep *Endpoint) string {
+	if ep != nil && !c.ModelEscaped && string(c.Model) == ep.Model {
+		return ep.Model
+	}
+	m := string(c.Model)
+	if c.ModelEscaped {
+		var v string
+		if json.Unmarshal(append(append([]byte{'"'}, c.Model...), '"'), &v) != nil {
+			return ""
+		}
+		m = v
+	}
+	return text.Shown(m, maxModelName)
+}
+
+// maxModelName bounds the model name a record keeps.
+const maxModelName = 256
 
 // classifyEnd classifies a 200 stream read to its end by how it ended:
 // readErr is the read error that ended it (nil at [DONE] or EOF), cap holds
@@ -924,6 +957,9 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 		}
 		if len(ch.Finish) > 0 && res.Finish != string(ch.Finish) {
 			res.Finish = string(ch.Finish)
+		}
+		if res.Model == "" && len(ch.Model) > 0 {
+			res.Model = chunkModel(&ch, ep)
 		}
 		if ch.Usage {
 			res.Usage, res.BadUsage = ch.BadUsage == nil, ""

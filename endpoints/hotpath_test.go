@@ -25,10 +25,16 @@ func sglangStream(n int) []byte {
 }
 
 // readAllocs is readEvents' allocations per read of stream, into a result
-// reused each time; t fails when a read is cut short or ok says its result
-// is wrong.
+// reused each time, for an endpoint asking for glm-5, the model the
+// streams name; t fails when a read is cut short, ok says its result is
+// wrong, or the model a stream names is not read.
 func readAllocs(t *testing.T, stream []byte, ok func(*StreamResult) bool) float64 {
 	t.Helper()
+	ep := &Endpoint{Model: "glm-5"}
+	model := ""
+	if bytes.Contains(stream, []byte(`"model":"glm-5"`)) {
+		model = "glm-5"
+	}
 	rd := sse.NewReader(nil)
 	res := &StreamResult{Events: make([]time.Duration, 0, 300)}
 	src := bytes.NewReader(stream)
@@ -37,7 +43,7 @@ func readAllocs(t *testing.T, stream []byte, ok func(*StreamResult) bool) float6
 		rd.Reset(src)
 		res.Reset()
 		res.T0 = time.Now()
-		if _, over := readEvents(rd, res, nil, false, 0, nil, nil); over || !ok(res) {
+		if _, over := readEvents(rd, res, nil, false, 0, ep, nil); over || !ok(res) || res.Model != model {
 			t.Fatalf("%+v", res)
 		}
 	})

@@ -416,19 +416,20 @@ func (p *printer) phaseTables(r *schema.Report) {
 var proxyFormulas = []schema.Formula{
 	{Metric: "proxy_retried", Formula: "completed requests whose answer said a proxy retried the backend (proxy_retries > 0: x-litellm-attempted-retries + x-portkey-retry-attempt-count + (x-envoy-attempt-count − 1)): their lat and ttft include the retries"},
 	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model or provider (proxy_fallbacks > 0: x-litellm-attempted-fallbacks + cf-aig-step): another one than asked for served them"},
+	{Metric: "other_model", Formula: "completed requests whose stream named another model than asked (model_answered: neither it nor a dated or tagged version of it): a proxy's fallback, or a name the server serves the model under"},
 }
 
 // hasProxy reports whether any phase or sweep point of r counts a proxy's
-// retry or fallback.
+// retry or fallback, or an answer as another model.
 func hasProxy(r *schema.Report) bool {
 	for _, ph := range r.Phases {
-		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 {
+		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 || ph.OtherModel > 0 {
 			return true
 		}
 	}
 	for _, s := range r.Sweeps {
 		for _, pt := range s.Points {
-			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 {
+			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 || pt.OtherModel > 0 {
 				return true
 			}
 		}
@@ -469,6 +470,10 @@ func proxyText(name string, ph *schema.PhaseResult) []string {
 	if ph.ProxyRetried > 0 {
 		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were retried inside the proxy (proxy_retried): their latency includes the retries\n",
 			name, ph.ProxyRetried, ph.Completed))
+	}
+	if ph.OtherModel > 0 {
+		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered as another model than asked (other_model; each record's model_answered names it)\n",
+			name, ph.OtherModel, ph.Completed))
 	}
 	return lines
 }

@@ -191,6 +191,12 @@ type Record struct {
 	// to 1000 (endpoints.ProxyAttempts).
 	ProxyRetries   int `json:"proxy_retries,omitempty"`
 	ProxyFallbacks int `json:"proxy_fallbacks,omitempty"`
+	// ModelAnswered is the model the stream's chunks named where it is not
+	// the model asked for nor a dated or tagged version of it
+	// (endpoints.SameModel): a proxy's fallback (OpenRouter names one only
+	// there), or a name the server serves the model under (an Azure
+	// deployment, vLLM's first --served-model-name). Left out otherwise.
+	ModelAnswered string `json:"model_answered,omitempty"`
 	// Body is the first 200 bytes of the response body (or of the error
 	// event) on failure, with every secret of the endpoint redacted first.
 	Body string `json:"body,omitempty"`
@@ -312,6 +318,10 @@ type PhaseResult struct {
 	// for served them. Not errors; 0 (left out) when no answer said so.
 	ProxyRetried  int `json:"proxy_retried,omitempty"`
 	ProxyFallback int `json:"proxy_fallback,omitempty"`
+	// OtherModel counts completed requests whose stream named another
+	// model than the one asked for (model_answered). Not an error; 0 (left
+	// out) when none did.
+	OtherModel int `json:"other_model,omitempty"`
 
 	LatMean  *float64 `json:"lat_mean"`
 	LatP90   *float64 `json:"lat_p90"`
