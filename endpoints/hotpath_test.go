@@ -75,6 +75,7 @@ func BenchmarkReadEvents(b *testing.B) { benchReadEvents(b, sglangStream(1024), 
 // benchReadEvents reads stream, of n events, from memory as the client's
 // hot path does, once an iteration.
 func benchReadEvents(b *testing.B, stream []byte, n int) {
+	ep := &Endpoint{Model: "glm-5"} // the model the streams name, as a run asks
 	rd := sse.NewReader(nil)
 	res := &StreamResult{Events: make([]time.Duration, 0, n)}
 	src := bytes.NewReader(stream)
@@ -84,7 +85,7 @@ func benchReadEvents(b *testing.B, stream []byte, n int) {
 		rd.Reset(src)
 		res.Reset()
 		res.T0 = time.Now()
-		readEvents(rd, res, nil, false, 0, nil, nil)
+		readEvents(rd, res, nil, false, 0, ep, nil)
 		return len(res.Events)
 	})
 }
