@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
@@ -693,7 +694,7 @@ func arrivalOffsets(n int, rate float64, seed int64) []time.Duration {
 	var t float64
 	for i := 1; i < n; i++ {
 		t += gap()
-		out[i] = time.Duration(t * float64(time.Second))
+		out[i] = workload.Seconds(t)
 	}
 	return out
 }

@@ -388,6 +388,19 @@ func TestMaxConcurrencyBoundsRequestsInFlight(t *testing.T) {
 	}
 }
 
+// A rate so small its gaps pass time.Duration's range (pflag takes
+// --request-rate 1e-300) plans the later sends at the end of time, never
+// before the phase's start: a float64 past int64's range converted as it
+// is gave math.MinInt64 on amd64, every request sent at once, and a send
+// lag of 292 years.
+func TestATinyRequestRatePlansNoSendBeforeTheStart(t *testing.T) {
+	t.Parallel()
+	offs := arrivalOffsets(3, 1e-300, 1)
+	if offs[0] != 0 || offs[1] != math.MaxInt64 || offs[2] != math.MaxInt64 {
+		t.Errorf("offsets %v, want 0 then the longest duration twice", offs)
+	}
+}
+
 func TestRequestRateSpreadsSendsAsAPoissonProcess(t *testing.T) {
 	t.Parallel()
 	offs := arrivalOffsets(4000, 200, 1)

@@ -46,7 +46,7 @@ func Arrivals(a Arrival, n int, seed int64) []time.Duration {
 		y := 0.0
 		for i := 1; i < n; i++ {
 			y += r.ExpFloat64()
-			at[i] = seconds(inv(y))
+			at[i] = Seconds(inv(y))
 		}
 		return at
 	default:
@@ -55,7 +55,7 @@ func Arrivals(a Arrival, n int, seed int64) []time.Duration {
 	t := 0.0
 	for i := 1; i < n; i++ {
 		t += gap()
-		at[i] = seconds(t)
+		at[i] = Seconds(t)
 	}
 	return at
 }

@@ -135,7 +135,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &sec); err != nil || math.IsNaN(sec) || math.Abs(sec) > maxSeconds {
 		return fmt.Errorf("duration %s: want 500ms, 2s or a number of seconds", b)
 	}
-	*d = Duration(seconds(sec))
+	*d = Duration(Seconds(sec))
 	return nil
 }
 
@@ -151,9 +151,11 @@ func (d Duration) Std() time.Duration { return time.Duration(d) }
 // maxSeconds is the longest time.Duration, in seconds.
 const maxSeconds = float64(math.MaxInt64) / 1e9
 
-// seconds converts seconds to a Duration, saturating instead of
-// overflowing (a tiny rate's gaps, a huge time scale).
-func seconds(s float64) time.Duration {
+// Seconds converts seconds to a Duration, saturating instead of
+// overflowing (a tiny rate's gaps, a huge time scale): a float64 past
+// int64's range converts to whatever the machine gives (math.MinInt64 on
+// amd64, a send time before the phase's start).
+func Seconds(s float64) time.Duration {
 	switch {
 	case s >= maxSeconds:
 		return math.MaxInt64

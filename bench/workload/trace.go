@@ -71,7 +71,7 @@ func loadTrace(r io.Reader, name string, need int, unit, scale float64) ([]trace
 		}
 		prev = *l.Timestamp
 		out = append(out, traceEntry{
-			At:    seconds((*l.Timestamp - first) * unit * scale),
+			At:    Seconds((*l.Timestamp - first) * unit * scale),
 			Input: *l.InputLength, Output: *l.OutputLength, Line: n,
 		})
 		return need > 0 && len(out) == need, nil
