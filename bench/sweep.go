@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -195,7 +196,7 @@ func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
 			defer wg.Done()
 			pt.send(pt.pool.Client(k), planned)
 		}()
-		at = at.Add(time.Duration(gap() * float64(time.Second)))
+		at = at.Add(workload.Seconds(gap())) // saturating: a tiny rate's gap passes int64
 	}
 }
 

@@ -155,6 +155,26 @@ func TestARateSweepAgreesWithTheClosedLoopByLittlesLaw(t *testing.T) {
 	}
 }
 
+// A rate so small that its Poisson gaps pass time.Duration's range (1e-300
+// per second) sends one request at the window's start and no other: the
+// gap converted as it was wrapped negative, every later arrival planned in
+// the past, and the point flooded the endpoint (47,681 requests in a 2 s
+// window on the built-in engine). The truth: the requests the fake got.
+func TestATinyRateSendsNoFlood(t *testing.T) {
+	t.Parallel()
+	srv := endpointstest.New(nil)
+	defer srv.Close()
+	o := testOptions(t, srv, "cafe5e1d")
+	run := Sweep(context.Background(), o, plan(1, 16, 8), SweepOptions{
+		Mode: schema.SweepRate, Search: &Search{List: []float64{1e-300}}, Attainment: 0.99,
+		SLOs:     mustSLOs(t, "lat < 10s"),
+		Timeline: Timeline{Warmup: 100 * time.Millisecond, Duration: 500 * time.Millisecond, Drain: time.Second}, Slice: 500 * time.Millisecond,
+	})
+	if n := len(run.Records); n > 1 {
+		t.Fatalf("the point sent %d requests at 1e-300 per second, want at most the one at its start", n)
+	}
+}
+
 // Goodput counts failures as misses: a server that answers every fourth
 // request (by its prompt index) with 429 meets no SLO with those, so the
 // point's attainment is its completed share, about 3/4, and its goodput is
