@@ -62,6 +62,8 @@ func TestBadFlagsExitTwoInOneLineBeforeAnyLoad(t *testing.T) {
 		{[]string{"--start", "2e6"}, "--start"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout"},
 		{[]string{"--api", "bogus"}, "--api must be chat or completions"},
+		// 2·10⁹ slices ran the process out of memory before any load.
+		{[]string{"--slice", "1ns", "--duration", "2s"}, "--slice 1ns cuts the --duration 2s window into 2000000000 slices, more than 1000"},
 	} {
 		code, _, stderr := execute(t, append([]string{"--endpoint", "http://127.0.0.1:1/v1"}, tc.args...)...)
 		if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "127.0.0.1:1") {
