@@ -109,15 +109,20 @@ func checkList() string {
 	return b.String()
 }
 
+// maxProbeLimits is the largest burst --probe-limits sends: more streams
+// than any server queues, and as many as one client process holds open.
+const maxProbeLimits = 100_000
+
 // validate checks the flags that need no endpoint; it runs before anything is sent.
 func (o *Options) validate() error {
 	// The order conform always checked its limits in.
 	if err := o.shared().Validate("request-timeout", "stall-timeout", "connect-timeout"); err != nil {
 		return err
 	}
-	if o.ProbeLimits < 0 || o.ProbeLimits == 1 {
-		// One request cannot overflow anything.
-		return badinput.Errorf("--probe-limits must be 0 (off) or at least 2, got %d", o.ProbeLimits)
+	if o.ProbeLimits < 0 || o.ProbeLimits == 1 || o.ProbeLimits > maxProbeLimits {
+		// One request cannot overflow anything; a billion streams at once
+		// ran the process out of memory before the first was answered.
+		return badinput.Errorf("--probe-limits must be 0 (off) or from 2 to %d, got %d", maxProbeLimits, o.ProbeLimits)
 	}
 	if _, err := conform.Select(o.Only, o.ProbeLimits); err != nil {
 		return badinput.Errorf("--only: %v", err)

@@ -69,8 +69,10 @@ func TestBadInputExitsTwoBeforeAnyRequest(t *testing.T) {
 	}{
 		{[]string{"--only", "stream,nope"}, `no check "nope"`},
 		{[]string{"--only", "queue-overflow"}, "needs --probe-limits"},
-		{[]string{"--probe-limits", "1"}, "at least 2"},
-		{[]string{"--probe-limits", "-4"}, "at least 2"},
+		{[]string{"--probe-limits", "1"}, "from 2 to 100000, got 1"},
+		{[]string{"--probe-limits", "-4"}, "from 2 to 100000, got -4"},
+		// A billion streams at once ran the process out of memory.
+		{[]string{"--probe-limits", "1000000000"}, "from 2 to 100000, got 1000000000"},
 		{[]string{"--timeout", "0s"}, "--timeout must be positive"},
 		{[]string{"--stall-timeout", "-1s"}, "--stall-timeout must be positive"},
 	} {
