@@ -121,11 +121,33 @@ type routerState struct {
 type dynamoCounters struct {
 	requests                map[[3]string]int // by endpoint, request_type, status
 	inflight, queued        int
-	inTokens, outTokens     int
-	finished                int
-	ttftSum, durSum         float64
-	ttftCount, durCount     int
+	outTokens               int
+	ttft, dur, in, out      fakeHist
 	unavailable, overloaded int
+}
+
+// fakeHist is a histogram of a few fixed bounds.
+type fakeHist struct {
+	counts []int // per bound of the kind's bounds, then +Inf
+	sum    float64
+	n      int
+}
+
+// secondBounds and tokenBounds are the fake's bucket bounds.
+var (
+	secondBounds = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	tokenBounds  = []float64{16, 64, 256, 1024, 4096, 16384}
+)
+
+// observe counts v in h of bounds.
+func (h *fakeHist) observe(bounds []float64, v float64) {
+	if h.counts == nil {
+		h.counts = make([]int, len(bounds)+1)
+	}
+	i := sort.SearchFloat64s(bounds, v)
+	h.counts[i]++
+	h.sum += v
+	h.n++
 }
 
 // RouterCounts returns how many attempts the router sent to its workers,
@@ -231,6 +253,14 @@ func (p *Personality) serveRouter(w http.ResponseWriter, r *http.Request, body [
 	case "GET /liveness":
 		// Always alive while it listens (the body's wording is unverified).
 		plain(w, 200, "OK")
+	case "GET /readiness":
+		// router.rs readiness: ready while one worker is healthy.
+		total, healthy := len(p.router.workers), max(len(p.router.workers)-p.Opts.Router.Unhealthy, 0)
+		if healthy > 0 {
+			writeJSON(w, 200, map[string]any{"status": "ready", "healthy_workers": healthy, "total_workers": total})
+			return
+		}
+		writeJSON(w, 503, map[string]any{"status": "not_ready", "reason": "no healthy workers available", "total_workers": total})
 	case "GET /health_generate", "GET /get_server_info", "GET /v1/models", "GET /get_model_info":
 		p.sglangRouterFirstWorker(w, r)
 	default:
@@ -678,8 +708,7 @@ func (p *Personality) dynamoGenerate(w http.ResponseWriter, r *http.Request, bod
 	status := p.dynamoForward(w, r, rs.workers[i], body, start)
 	p.mu.Lock()
 	rs.dyn.inflight--
-	rs.dyn.durSum += time.Since(start).Seconds()
-	rs.dyn.durCount++
+	rs.dyn.dur.observe(secondBounds, time.Since(start).Seconds())
 	p.mu.Unlock()
 	p.dynamoCount(endpoint, typ, status)
 }
@@ -733,8 +762,7 @@ func (p *Personality) dynamoForward(w http.ResponseWriter, r *http.Request, work
 			if first {
 				first = false
 				p.mu.Lock()
-				rs.dyn.ttftSum += time.Since(start).Seconds()
-				rs.dyn.ttftCount++
+				rs.dyn.ttft.observe(secondBounds, time.Since(start).Seconds())
 				p.mu.Unlock()
 			}
 			w.Write(buf[:n])
@@ -747,9 +775,9 @@ func (p *Personality) dynamoForward(w http.ResponseWriter, r *http.Request, work
 	}
 	in, out := usageIn(tee.Bytes())
 	p.mu.Lock()
-	rs.dyn.inTokens += in
+	rs.dyn.in.observe(tokenBounds, float64(in))
+	rs.dyn.out.observe(tokenBounds, float64(out))
 	rs.dyn.outTokens += out
-	rs.dyn.finished++
 	p.mu.Unlock()
 	return "success"
 }
@@ -774,9 +802,9 @@ func usageIn(b []byte) (prompt, completion int) {
 
 // metricsDynamo is the frontend's /metrics: prometheus_names.rs
 // frontend_service under the default prefix dynamo_frontend (the tikv
-// prometheus crate's text). The fake's histograms have the +Inf bucket
-// alone; its token counts are the answers' usage (a stream's only when
-// it asked for it).
+// prometheus crate's text). The fake's histograms have bounds of its own;
+// its token counts are the answers' usage (a stream's only when it asked
+// for it).
 func (p *Personality) metricsDynamo(w http.ResponseWriter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -794,12 +822,19 @@ func (p *Personality) metricsDynamo(w http.ResponseWriter) {
 	fmt.Fprintf(w, "# TYPE dynamo_frontend_inflight_requests gauge\ndynamo_frontend_inflight_requests{model=%q} %d\n", m, d.inflight)
 	fmt.Fprintf(w, "# TYPE dynamo_frontend_queued_requests gauge\ndynamo_frontend_queued_requests{model=%q} %d\n", m, d.queued)
 	fmt.Fprintf(w, "# TYPE dynamo_frontend_output_tokens_total counter\ndynamo_frontend_output_tokens_total{model=%q} %d\n", m, d.outTokens)
-	hist := func(name string, sum float64, count int) {
-		fmt.Fprintf(w, "# TYPE %s histogram\n%s_bucket{model=%q,le=\"+Inf\"} %d\n%s_sum{model=%q} %g\n%s_count{model=%q} %d\n",
-			name, name, m, count, name, m, sum, name, m, count)
+	hist := func(name string, bounds []float64, h fakeHist) {
+		fmt.Fprintf(w, "# TYPE %s histogram\n", name)
+		c := 0
+		for i, le := range bounds {
+			if h.counts != nil {
+				c += h.counts[i]
+			}
+			fmt.Fprintf(w, "%s_bucket{model=%q,le=\"%g\"} %d\n", name, m, le, c)
+		}
+		fmt.Fprintf(w, "%s_bucket{model=%q,le=\"+Inf\"} %d\n%s_sum{model=%q} %g\n%s_count{model=%q} %d\n", name, m, h.n, name, m, h.sum, name, m, h.n)
 	}
-	hist("dynamo_frontend_time_to_first_token_seconds", d.ttftSum, d.ttftCount)
-	hist("dynamo_frontend_request_duration_seconds", d.durSum, d.durCount)
-	hist("dynamo_frontend_input_sequence_tokens", float64(d.inTokens), d.finished)
-	hist("dynamo_frontend_output_sequence_tokens", float64(d.outTokens), d.finished)
+	hist("dynamo_frontend_time_to_first_token_seconds", secondBounds, d.ttft)
+	hist("dynamo_frontend_request_duration_seconds", secondBounds, d.dur)
+	hist("dynamo_frontend_input_sequence_tokens", tokenBounds, d.in)
+	hist("dynamo_frontend_output_sequence_tokens", tokenBounds, d.out)
 }
