@@ -45,6 +45,30 @@ func TestRunThroughSGLangRouterCountsItsWorkersFullQueuesAsQueueFull(t *testing.
 	}
 }
 
+// sgl-router's own limiter (--max-concurrent-requests 2, --queue-size 1
+// here) answers 429 with no body and no Retry-After past both. The truth:
+// of a burst of 16 held 200 ms each, the 2 running and the 1 queued
+// complete and the 13 others are rate_limited, with no Retry-After kept.
+func TestRunThroughSGLangRouterCountsItsOwnLimitersRefusalsAsRateLimited(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{TTFT: 200 * time.Millisecond,
+		Router: endpointstest.RouterOptions{MaxConcurrent: 2, Queue: 1}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, recs, _ := readReport(t, dir)
+	if ph := rep.Phases[0]; ph.Completed != 3 || ph.ByClass[schema.RateLimited] != 13 || ph.Errors != 13 {
+		t.Fatalf("phase: %d completed, errors by class %v; want 3 and 13 rate_limited", ph.Completed, ph.ByClass)
+	}
+	for _, r := range recs {
+		if r.Class == schema.RateLimited && (r.Status != 429 || r.RetryAfter != "") {
+			t.Errorf("record %d: status %d, Retry-After %q", r.I, r.Status, r.RetryAfter)
+		}
+	}
+}
+
 // With both workers marked unhealthy sgl-router answers every generation
 // its own plain-text 503, after retrying it to five attempts inside. The
 // truth: run names that answer in one line before any load (the

@@ -218,3 +218,39 @@ func TestDynamoWithoutWorkersServesNoModel(t *testing.T) {
 		t.Errorf("%d %s", r.status, r.body)
 	}
 }
+
+// The truth: sgl-router's own limiter takes MaxConcurrent requests and
+// queues Queue more; one past both is answered 429 with no body and no
+// Retry-After, before any worker sees it.
+func TestSGLangRoutersOwnLimiterAnswers429WithNoBody(t *testing.T) {
+	p := Start(t, SGLangRouter, Options{TTFT: time.Minute, Router: RouterOptions{Workers: 1, MaxConcurrent: 1, Queue: 1}})
+	defer hold(t, p, 1)()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		b, _ := json.Marshal(chatBody(p.Opts.Model, "queued", 4))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.BaseURL()+"/chat/completions", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		p.mu.Lock()
+		q := p.router.queued
+		p.mu.Unlock()
+		if q == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never queued")
+		}
+	}
+	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "refused", 4))
+	if r.status != 429 || len(r.body) != 0 || r.header.Get("Retry-After") != "" {
+		t.Errorf("%d %q Retry-After %q; want 429, no body, none", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	if n := len(p.Workers()[0].PromptTokens()); n != 1 {
+		t.Errorf("the worker saw %d prompts; want the held one", n)
+	}
+}
