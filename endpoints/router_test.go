@@ -1,12 +1,16 @@
 package endpoints_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // routerClient is a client of p's API with its model.
@@ -54,5 +58,21 @@ func TestContextLengthThroughTheRouters(t *testing.T) {
 	}
 	if d.Requests("GET /get_server_info") != 1 || d.Requests(http.MethodGet+" /props") != 1 {
 		t.Errorf("dynamo was not asked the other routes")
+	}
+}
+
+// sgl-router sets Content-Type: text/event-stream on every answer to a
+// request that asked for a stream, a worker's JSON refusal too. The truth:
+// SGLang's 400 for an overlong prompt, so relabeled, is still read as the
+// 400 it is (http_4xx, SGLang's words in the body), not as a broken stream.
+func TestAStreamsRefusalRelabeledAnEventStreamByTheRouterIsItsStatus(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{Context: 64})
+	body, _ := json.Marshal(map[string]any{"model": p.Opts.Model, "stream": true, "max_tokens": 4,
+		"messages": []any{map[string]any{"role": "user", "content": strings.Repeat("word ", 200)}}})
+	var res endpoints.StreamResult
+	routerClient(t, p).StreamAPI(context.Background(), endpoints.APIChat, body, endpoints.StreamLimits{MaxTokens: 4, Total: 10 * time.Second}, nil, &res)
+	if res.Status != 400 || res.Class != schema.HTTP4xx || !strings.Contains(string(res.Body), "is longer than the model's context length") {
+		t.Errorf("status %d class %s body %q", res.Status, res.Class, res.Body)
 	}
 }
