@@ -111,7 +111,8 @@ func TestRunThroughSGLangRouterWithOneWorkerDownDoesNotWaitForIt(t *testing.T) {
 
 // sgl-router's metrics are on its exporter's own port: its API port's
 // /metrics is 404. The truth: by default run says there are no server
-// metrics there and goes on; with --metrics-url at the exporter, the
+// metrics there, names the exporter's default port for the router its
+// /health shows, and goes on; with --metrics-url at the exporter, the
 // report's server block is the router's (source sglang-router) with the
 // requests its workers answered.
 func TestRunThroughSGLangRouterReadsItsMetricsAtItsExporter(t *testing.T) {
@@ -121,6 +122,9 @@ func TestRunThroughSGLangRouterReadsItsMetricsAtItsExporter(t *testing.T) {
 	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
 	if code != 0 || !strings.Contains(stderr, "no server metrics at "+p.URL+"/metrics (metrics: HTTP 404") {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "sgl-router serves its metrics on its --prometheus-port (default 29000): --metrics-url http://127.0.0.1:29000/metrics") {
+		t.Errorf("stderr does not say where sgl-router's metrics are:\n%s", stderr)
 	}
 	if srv := reportJSON(t, dir).Phases[0].Server; srv != nil {
 		t.Errorf("a server block without metrics: %+v", srv)
