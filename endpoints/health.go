@@ -29,7 +29,12 @@ import (
 //     one-token generation got through (srt/entrypoints/http_server.py
 //     health_generate);
 //   - vLLM: its API server does not listen until the engine is up; then 200,
-//     or 503 once the engine has died (entrypoints/openai/api_server.py).
+//     or 503 once the engine has died (entrypoints/openai/api_server.py);
+//   - sgl-router (the SGLang Model Gateway): 503 "Unhealthy servers: [...]"
+//     as soon as one worker is down, while it routes to the others, so
+//     that answer is settled by its GET /readiness: 200 while a worker is
+//     healthy, else 503 {"status": "not_ready", "reason": ...}
+//     (sgl-router/src/routers/http/router.rs health and readiness).
 //
 // It sends the extra headers (a gateway in front may route or admit by
 // them) but not the API key: every server above serves /health without one
@@ -43,7 +48,16 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 	if !strings.HasSuffix(c.ep.BaseURL, "/v1") {
 		return 0, "", nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root()+"/health", nil)
+	status, msg, err = c.ready(ctx, "/health")
+	if err == nil && status == http.StatusServiceUnavailable && strings.HasPrefix(msg, "Unhealthy servers: ") {
+		return c.ready(ctx, "/readiness")
+	}
+	return status, msg, err
+}
+
+// ready asks the readiness route path beside the API base, as Health says.
+func (c *Client) ready(ctx context.Context, path string) (status int, msg string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root()+path, nil)
 	if err != nil {
 		return 0, "", err
 	}

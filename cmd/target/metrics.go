@@ -94,7 +94,7 @@ func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.
 	case err != nil && given:
 		return nil, "", badinput.Errorf("--metrics-url %s: %v", shown, err)
 	case err != nil:
-		return nil, fmt.Sprintf("glmbench: no server metrics at %s (%v); the report has no server block (--metrics-url names another, --no-metrics says nothing)", shown, err), nil
+		return nil, fmt.Sprintf("glmbench: no server metrics at %s (%v); the report has no server block (--metrics-url names another, --no-metrics says nothing)%s", shown, err, exporterHint(pctx, ep, url, err)), nil
 	}
 	return s, fmt.Sprintf("glmbench: scraping %s (%s series) every %s", shown, source, every), nil
 }

@@ -30,11 +30,14 @@ const (
 	Ollama   = "ollama"
 	TGI      = "tgi"
 	LMStudio = "lmstudio"
+	// SGLangRouter and Dynamo are routers in front of workers (router.go).
+	SGLangRouter = "sglang-router"
+	Dynamo       = "dynamo"
 )
 
 // Names lists the personalities.
 func Names() []string {
-	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio}
+	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, SGLangRouter, Dynamo}
 }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
@@ -185,6 +188,8 @@ type Options struct {
 	LMStudio LMStudioOptions
 	// LiteLLM makes the gateway a LiteLLM proxy in front of vLLM (litellm.go).
 	LiteLLM LiteLLMOptions
+	// Router configures the sglang-router and dynamo personalities (router.go).
+	Router RouterOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -219,6 +224,8 @@ type Personality struct {
 	tgi tgiCounters
 	// litellm counts the LiteLLM proxy's own work (litellm.go).
 	litellm litellmCounters
+	// router is a router's workers and counters (router.go).
+	router *routerState
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -253,7 +260,8 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
-			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct"}[name]
+			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct",
+			SGLangRouter: "meta-llama/Llama-3.1-8B-Instruct", Dynamo: "meta-llama/Llama-3.1-8B-Instruct"}[name]
 	}
 	// Each personality's own options, defaulted only where they are its.
 	switch name {
@@ -263,10 +271,17 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 		o.TGI.defaults(o.Context)
 	case LMStudio:
 		o.LMStudio.defaults()
+	case SGLangRouter, Dynamo:
+		o.Router.defaults(name)
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	if name == Ollama {
 		p.ollama = newOllamaState(o.Ollama)
+	}
+	if name == SGLangRouter || name == Dynamo {
+		if err := p.startRouter(); err != nil {
+			return nil, err
+		}
 	}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	return p, nil
@@ -310,11 +325,16 @@ func (p *Personality) AuthHeaders() []string {
 }
 
 // PromptTokens are the prompt counts of the generation requests received,
-// as counted before any truncation, in order.
+// as counted before any truncation, in order; a router's are its
+// workers', worker by worker.
 func (p *Personality) PromptTokens() []int {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]int(nil), p.prompts...)
+	out := append([]int(nil), p.prompts...)
+	p.mu.Unlock()
+	for _, wk := range p.Workers() {
+		out = append(out, wk.PromptTokens()...)
+	}
+	return out
 }
 
 // BodyFields are the top-level fields of each generation request's body
@@ -375,6 +395,9 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case LMStudio:
 		p.serveLMStudio(w, r, body)
+		return
+	case SGLangRouter, Dynamo:
+		p.serveRouter(w, r, body)
 		return
 	}
 	if p.loading(w, r) {

@@ -29,6 +29,11 @@ const (
 	LlamaCpp = "llamacpp"
 	TGI      = "tgi"
 	Glmbench = "glmbench"
+	// The routers in front of workers (router.go in endpointstest): their
+	// series are the router's view of the deployment.
+	SGLangRouter = "sglang-router"
+	SMG          = "smg"
+	Dynamo       = "dynamo"
 )
 
 // Servers lists the servers the table knows, each with the prefix of its
@@ -39,6 +44,9 @@ var Servers = []struct{ Name, Prefix string }{
 	{VLLM, "vllm:"},
 	{LlamaCpp, "llamacpp:"},
 	{TGI, "tgi_"},
+	{SGLangRouter, "sgl_router_"},
+	{SMG, "smg_"},
+	{Dynamo, "dynamo_frontend_"},
 }
 
 // Series is one row of the table: a server's series and the common name
@@ -83,6 +91,8 @@ const (
 	docLlama    = "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md (--metrics; tools/server/server-context.cpp)"
 	docTGI      = "https://huggingface.co/docs/text-generation-inference/reference/metrics"
 	docEngine   = "engine/server/metrics.go"
+	docRouter   = "https://github.com/sgl-project/sglang/blob/main/sgl-router/src/metrics.rs (exporter on --prometheus-port, default 29000, not the API port)"
+	docDynamo   = "https://github.com/ai-dynamo/dynamo/blob/main/lib/runtime/src/metrics/prometheus_names.rs (frontend_service; prefix DYN_METRICS_PREFIX, default dynamo_frontend)"
 )
 
 // Table is every known series, by server. SGLang's rows are repeated
@@ -143,7 +153,29 @@ var Table = slices.Concat(sglangRows(SGLang, "sglang:", docSGLang), []Series{
 	row(TGI, "tgi_request_generated_tokens", HistogramSum, schema.SrvGenerationTokens, docTGI, "the sum of a histogram of tokens per request"),
 	row(TGI, "tgi_request_mean_time_per_token_duration", Histogram, schema.SrvITL, docTGI, "one mean per request, not one observation per gap: its quantiles are of requests"),
 	row(TGI, "tgi_request_duration", Histogram, schema.SrvE2E, docTGI, ""),
-})
+}, routerRows())
+
+// routerRows are the series of the routers in front of workers. What they
+// count is the router's view of the deployment: its in-flight requests are
+// every worker's together, its TTFT includes its own routing.
+func routerRows() []Series {
+	const view = "; the router's view of the deployment"
+	return []Series{
+		row(SGLangRouter, "sgl_router_running_requests", Gauge, schema.SrvRunning, docRouter, "summed over workers: requests sent and not yet ended, kept under the cache_aware policy only"+view),
+		row(SGLangRouter, "sgl_router_requests_total", Counter, schema.SrvRequests, docRouter, "requests a worker answered 2xx, counted when the answer starts"+view),
+		row(SMG, "smg_worker_requests_active", Gauge, schema.SrvRunning, docRouter, "summed over workers"+view),
+		row(SMG, "smg_router_ttft_seconds", Histogram, schema.SrvTTFT, docRouter, "gRPC workers only"+view),
+		row(SMG, "smg_router_generation_duration_seconds", Histogram, schema.SrvE2E, docRouter, "gRPC workers only"+view),
+		row(Dynamo, "dynamo_frontend_inflight_requests", Gauge, schema.SrvRunning, docDynamo, "requests in flight to the workers"+view),
+		row(Dynamo, "dynamo_frontend_queued_requests", Gauge, schema.SrvQueued, docDynamo, "requests not yet given their first response"+view),
+		row(Dynamo, "dynamo_frontend_input_sequence_tokens", HistogramSum, schema.SrvPromptTokens, docDynamo, "the sum of a histogram of tokens per request"),
+		row(Dynamo, "dynamo_frontend_output_tokens_total", Counter, schema.SrvGenerationTokens, docDynamo, "counted as tokens stream"),
+		row(Dynamo, "dynamo_frontend_output_sequence_tokens", HistogramSum, schema.SrvGenerationTokens, docDynamo, "versions before output_tokens_total: the sum of a histogram of tokens per request"),
+		row(Dynamo, "dynamo_frontend_time_to_first_token_seconds", Histogram, schema.SrvTTFT, docDynamo, "from the frontend's receipt, tokenizing and routing included"+view),
+		row(Dynamo, "dynamo_frontend_inter_token_latency_seconds", Histogram, schema.SrvITL, docDynamo, "one observation per token gap (unverified)"),
+		row(Dynamo, "dynamo_frontend_request_duration_seconds", Histogram, schema.SrvE2E, docDynamo, ""+view),
+	}
+}
 
 // sglangRows are SGLang's series under prefix p, for server.
 func sglangRows(server, p, doc string) []Series {
