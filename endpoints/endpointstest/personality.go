@@ -30,11 +30,12 @@ const (
 	Ollama   = "ollama"
 	TGI      = "tgi"
 	LMStudio = "lmstudio"
+	TRTLLM   = "trtllm"
 )
 
 // Names lists the personalities.
 func Names() []string {
-	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio}
+	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, TRTLLM}
 }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
@@ -182,6 +183,9 @@ type Options struct {
 	LMStudio LMStudioOptions
 	// LiteLLM makes the gateway a LiteLLM proxy in front of vLLM (litellm.go).
 	LiteLLM LiteLLMOptions
+	// TRTLLM configures the trtllm personality (trtllm.go); Context is its
+	// max_seq_len.
+	TRTLLM TRTLLMOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -216,6 +220,8 @@ type Personality struct {
 	tgi tgiCounters
 	// litellm counts the LiteLLM proxy's own work (litellm.go).
 	litellm litellmCounters
+	// trtllm counts what trtllm-serve's metrics report (trtllm.go).
+	trtllm trtllmCounters
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -250,7 +256,7 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
-			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct"}[name]
+			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct", TRTLLM: "meta-llama/Llama-3.1-8B-Instruct"}[name]
 	}
 	// Each personality's own options, defaulted only where they are its.
 	switch name {
@@ -260,6 +266,8 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 		o.TGI.defaults(o.Context)
 	case LMStudio:
 		o.LMStudio.defaults()
+	case TRTLLM:
+		o.TRTLLM.defaults()
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	if name == Ollama {
@@ -373,6 +381,9 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 	case LMStudio:
 		p.serveLMStudio(w, r, body)
 		return
+	case TRTLLM:
+		p.serveTRTLLM(w, r, body)
+		return
 	}
 	if p.loading(w, r) {
 		return
@@ -444,16 +455,17 @@ func (p *Personality) errorBody(status int, msg string, extra map[string]any) ma
 			e[k] = v
 		}
 		return map[string]any{"error": e}
-	case VLLM, SGLang:
+	case VLLM, SGLang, TRTLLM:
 		// vLLM ≥ 0.10.1: {"error":{"message","type","param","code"}} (vllm
 		// PR #22099); before, and SGLang: flat {"object":"error","message",
-		// "type","param","code"} (sglang/srt/.../protocol.py ErrorResponse).
+		// "type","param","code"} (sglang/srt/.../protocol.py ErrorResponse;
+		// trtllm-serve's ErrorResponse alike, serve/openai_protocol.py).
 		typ := map[int]string{400: "BadRequestError", 404: "NotFoundError", 500: "InternalServerError", 503: "ServiceUnavailableError"}[status]
 		e := map[string]any{"message": msg, "type": typ, "param": nil, "code": status}
 		for k, v := range extra {
 			e[k] = v
 		}
-		if p.Kind == SGLang || p.Opts.VLLMFlatErrors {
+		if p.Kind == SGLang || p.Kind == TRTLLM || p.Opts.VLLMFlatErrors {
 			e["object"] = "error"
 			return e
 		}
