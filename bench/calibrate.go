@@ -140,8 +140,12 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 		break
 	}
 	// A request cut off by max_tokens 1 may end with no content event; only
-	// a real failure counts here.
-	if res.Class != "" && res.Class != schema.Empty {
+	// a real failure counts here. A stream cut before any content event
+	// says nothing of why (trtllm-serve drops the connection when its
+	// worker refuses a request after the 200): the whole request below
+	// asks, and its refusal says.
+	cutEarly := res.Class == schema.Truncated && len(res.Events) == 0
+	if res.Class != "" && res.Class != schema.Empty && !cutEarly {
 		return 0, p.fail("calibration probe (max_tokens 1)", &res)
 	}
 	if res.Usage && res.PromptTokens > 0 {
@@ -173,6 +177,10 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 		// parsing): redact all of them before the cut.
 		msg := summary.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
 		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg) + p.shape.refusedField(false, resp.Status, msg)}
+	}
+	if cutEarly {
+		// Answered whole but cut streamed: the load streams.
+		return 0, p.fail("calibration probe (max_tokens 1)", &res)
 	}
 	var v struct {
 		Usage *endpoints.Usage `json:"usage"`
