@@ -121,3 +121,22 @@ func TestEvalAgainstTRTLLMScoresWhatItsLogprobsAllow(t *testing.T) {
 		}
 	}
 }
+
+// trtllm-serve's /metrics answers JSON iteration statistics: run scrapes
+// nothing there and its one line says why, naming where the server keeps
+// its Prometheus series; the run itself completes.
+func TestRunAgainstTRTLLMSaysItsMetricsAreJSON(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "small=2/64/8", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "glmbench: no server metrics at "+p.URL+"/metrics (metrics: a JSON body, not a Prometheus exposition (trtllm-serve's /metrics is its iteration statistics as JSON; it serves Prometheus text at /prometheus/metrics") {
+		t.Errorf("stderr does not say the metrics are JSON:\n%s", stderr)
+	}
+	if rep, _, _ := readReport(t, dir); rep.Phases[0].Server != nil {
+		t.Errorf("a server block from a JSON /metrics: %+v", rep.Phases[0].Server)
+	}
+}
