@@ -68,6 +68,20 @@ func TestRunAgainstTRTLLMSaysWhenTheServerCutMaxTokens(t *testing.T) {
 	}
 }
 
+// trtllm-serve's request models forbid unknown fields: an --extra-body
+// field outside them (a typo, or another server's extension) is refused
+// by the first calibration probe, and run says in one line, before any
+// load, which --extra-body field it was, in either build's error shape.
+func TestRunAgainstTRTLLMNamesARefusedExtraBodyField(t *testing.T) {
+	t.Parallel()
+	for _, before := range []bool{false, true} {
+		p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{TRTLLM: endpointstest.TRTLLMOptions{Before2026: before}})
+		dir := t.TempDir()
+		code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "small=2/64/8", "--extra-body", `{"guided_json": {"type": "object"}}`, "--out", dir)
+		wantExit2InOneLine(t, code, stderr, dir, "HTTP 400", "'extra_forbidden', 'loc': ('body', 'guided_json')", "--extra-body adds guided_json")
+	}
+}
+
 // conform against trtllm-serve passes the streams, usage, limits and
 // sampling checks glmbench's run relies on, and fails its documented
 // deviations only: echo without prompt logprobs, errors of validation as
@@ -96,6 +110,13 @@ func TestConformAgainstTRTLLMFailsItsDocumentedDeviationsOnly(t *testing.T) {
 	}
 	if c := got["completions-echo"]; !strings.Contains(c.Detail, "only the generation was scored") {
 		t.Errorf("completions-echo: %s; want the missing prompt logprobs named", c.Detail)
+	}
+	// The 2025 builds refuse n > 1 on the PyTorch backend, in their flat
+	// ErrorResponse: n fails there, quoting it.
+	q := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{TRTLLM: endpointstest.TRTLLMOptions{Before2026: true}})
+	_, old, _ := checks(t, q.BaseURL(), "--only", "n")
+	if c := old["n"]; c.Status != "fail" || !strings.Contains(c.Detail, "Multiple response is not supported in PyTorch workflow") {
+		t.Errorf("n before 2026: %+v; want a fail quoting the refusal", c)
 	}
 }
 

@@ -37,6 +37,15 @@ type TRTLLMOptions struct {
 	// PerfMetrics is return_perf_metrics: /prometheus/metrics serves the
 	// MetricsCollector's trtllm_ series (else 404).
 	PerfMetrics bool
+	// Before2026 answers as the 2025 builds (1.0 to 1.2) do: a validation
+	// error is create_error_response's flat ErrorResponse, its message
+	// the repr of pydantic's list (NVIDIA/TensorRT-LLM#9709 quotes one
+	// from 1.2.0rc4), and n > 1 is refused on the PyTorch backend, 400
+	// "Multiple response is not supported in PyTorch workflow"
+	// (chat_utils.py check_multiple_response). Without it, a validation
+	// error is {"error": str(exc)} and n is served, as the 2026 source has
+	// it.
+	Before2026 bool
 }
 
 // defaults fills in the zero values' defaults.
@@ -148,10 +157,16 @@ func (p *Personality) trtllmCount(prompt, generated int) {
 // checked (checkTRTLLM), then the answer is generated.
 func (p *Personality) trtllmGenerate(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
 	if errs := trtllmValidate(body, chat); len(errs) > 0 {
-		// RequestValidationError's handler: 400 {"error": str(exc)}, the
-		// repr of pydantic's error list (the CherryHQ/cherry-studio#12450
-		// report quotes one).
-		writeJSON(w, 400, map[string]any{"error": "[" + strings.Join(errs, ", ") + "]"})
+		// RequestValidationError's handler: 400 with str(exc), the repr of
+		// pydantic's error list, as {"error": ...} (2026; the
+		// CherryHQ/cherry-studio#12450 report quotes one) or, before, as
+		// an ErrorResponse's message.
+		msg := "[" + strings.Join(errs, ", ") + "]"
+		if p.Opts.TRTLLM.Before2026 {
+			p.fail(w, 400, msg, nil)
+			return
+		}
+		writeJSON(w, 400, map[string]any{"error": msg})
 		return
 	}
 	g, ref := p.parse(body, chat)
@@ -167,6 +182,10 @@ func (p *Personality) trtllmGenerate(w http.ResponseWriter, r *http.Request, bod
 	g.tool, g.choice = "", ""
 	g.usage = trtllmIncludeUsage(body)
 	promptN, budget, ref, late := p.checkTRTLLM(g)
+	if g.n > 1 && p.Opts.TRTLLM.Before2026 {
+		// check_multiple_response, the first check of the handler.
+		ref, late = &refusal{400, "Multiple response is not supported in PyTorch workflow", nil}, false
+	}
 	if ref == nil && (g.n < 1 || g.n > maxN) {
 		ref = &refusal{400, fmt.Sprintf("n must be between 1 and %d", maxN), nil}
 	}

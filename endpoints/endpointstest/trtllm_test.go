@@ -52,6 +52,28 @@ func TestTRTLLMAcceptsGlmbenchsFieldsAndForbidsAnyOther(t *testing.T) {
 	}
 }
 
+// Builds before 2026 answer the same refusal as an ErrorResponse whose
+// message is pydantic's list (NVIDIA/TensorRT-LLM#9709, 1.2.0rc4), and
+// refuse n > 1 on the PyTorch backend; later ones serve n.
+func TestTRTLLMBefore2026RefusesInItsErrorResponseAndRefusesN(t *testing.T) {
+	p := Start(t, TRTLLM, Options{TRTLLM: TRTLLMOptions{Before2026: true}})
+	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 4, "guided_json", map[string]any{"type": "object"}))
+	v := r.json(t)
+	if r.status != 400 || v["object"] != "error" || v["type"] != "BadRequestError" ||
+		v["message"] != "[{'type': 'extra_forbidden', 'loc': ('body', 'guided_json'), 'msg': 'Extra inputs are not permitted', 'input': {'type': 'object'}}]" {
+		t.Errorf("extra field: %d %s", r.status, r.body)
+	}
+	r = post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 4, "n", 2))
+	if v := r.json(t); r.status != 400 || v["message"] != "Multiple response is not supported in PyTorch workflow" {
+		t.Errorf("n 2: %d %s", r.status, r.body)
+	}
+	q := Start(t, TRTLLM, Options{})
+	r = post(t, q.BaseURL()+"/chat/completions", chatBody(q.Opts.Model, "hi", 4, "n", 2))
+	if cs, _ := r.json(t)["choices"].([]any); r.status != 200 || len(cs) != 2 {
+		t.Errorf("n 2, 2026: %d %s", r.status, r.body)
+	}
+}
+
 // stream_options on an answer that is not streamed is refused by a
 // before-validator: one value_error naming the rule, on either route.
 func TestTRTLLMRefusesStreamOptionsWithoutStream(t *testing.T) {
