@@ -18,7 +18,9 @@ import (
 // OpenAIBaseModel with extra="forbid"), postprocess_handlers.py (chunk and
 // usage shapes) and llmapi/llm.py _check_arguments (the prompt check).
 // Options.Context is its max_seq_len (prompt plus output); TRTLLMOptions
-// the rest. It checks no API key: openai_server.py has no auth middleware.
+// the rest. It checks no API key: openai_server.py has no auth middleware
+// and trtllm-serve no --api-key (NVIDIA/TensorRT-LLM#9950, asked for in
+// December 2025, not planned in January 2026).
 
 // TRTLLMOptions configure the trtllm personality. Zero values take the
 // defaults named.
