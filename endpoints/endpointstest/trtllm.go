@@ -39,6 +39,12 @@ type TRTLLMOptions struct {
 	// PerfMetrics is return_perf_metrics: /prometheus/metrics serves the
 	// MetricsCollector's trtllm_ series (else 404).
 	PerfMetrics bool
+	// MaxTopLogprobs is sampling_params.py's MAX_TOP_LOGPROBS (0: no cap;
+	// its value is unverified): a chat top_logprobs or a completions
+	// logprobs past it is refused by the check_logprobs before-validator,
+	// "... must be less than or equal to N" (the wording around that
+	// phrase, which its tests match, is unverified).
+	MaxTopLogprobs int
 	// Before2026 answers as the 2025 builds (1.0 to 1.2) do: a validation
 	// error is create_error_response's flat ErrorResponse, its message
 	// the repr of pydantic's list (NVIDIA/TensorRT-LLM#9709 quotes one
@@ -158,7 +164,7 @@ func (p *Personality) trtllmCount(prompt, generated int) {
 // body is validated as pydantic does (trtllmValidate), then the prompt is
 // checked (checkTRTLLM), then the answer is generated.
 func (p *Personality) trtllmGenerate(w http.ResponseWriter, r *http.Request, body []byte, chat bool) {
-	if errs := trtllmValidate(body, chat); len(errs) > 0 {
+	if errs := trtllmValidate(body, chat, p.Opts.TRTLLM.MaxTopLogprobs); len(errs) > 0 {
 		// RequestValidationError's handler: 400 with str(exc), the repr of
 		// pydantic's error list, as {"error": ...} (2026; the
 		// CherryHQ/cherry-studio#12450 report quotes one) or, before, as
@@ -469,13 +475,14 @@ var (
 // RequestValidationError lists); none when the body is valid. A body that
 // is no JSON object is json_invalid. The model's before-validators run
 // first, the last defined first, and the first to raise is the only error
-// (value_error, loc ('body',)): chat's check_logprobs (top_logprobs
+// (value_error, loc ('body',)): check_logprobs (chat's top_logprobs or
+// completions' logprobs past maxTop, when it is not 0; chat's top_logprobs
 // without logprobs), then the stream_options check (stream_options without
 // stream: true; on the completions route, any truthy stream_options).
 // Then every field: each unknown one is extra_forbidden, a missing model,
 // messages or prompt is missing, a messages that is no list is list_type.
 // Python keeps the body's key order; these errors are in sorted key order.
-func trtllmValidate(body []byte, chat bool) []string {
+func trtllmValidate(body []byte, chat bool, maxTop int) []string {
 	var raw map[string]json.RawMessage
 	if json.Unmarshal(body, &raw) != nil || raw == nil {
 		return []string{"{'type': 'json_invalid', 'loc': ('body', 0), 'msg': 'JSON decode error', 'input': {}, 'ctx': {'error': 'Expecting value'}}"}
@@ -488,6 +495,14 @@ func trtllmValidate(body []byte, chat bool) []string {
 		v, ok := raw[k]
 		s := string(bytes.TrimSpace(v))
 		return ok && s != "null" && s != "false" && s != "0" && s != `""` && s != "{}" && s != "[]"
+	}
+	field := "logprobs"
+	if chat {
+		field = "top_logprobs"
+	}
+	var asked int
+	if maxTop > 0 && json.Unmarshal(raw[field], &asked) == nil && asked > maxTop {
+		return valueError(fmt.Sprintf("%s must be less than or equal to %d", field, maxTop))
 	}
 	if _, ok := raw["top_logprobs"]; chat && ok && string(raw["top_logprobs"]) != "null" && !truthy("logprobs") {
 		return valueError("logprobs must be true when using top_logprobs")
