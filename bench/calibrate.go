@@ -214,6 +214,7 @@ func (s Shape) refusedField(stream bool, status int, msg string) string {
 	if status != http.StatusBadRequest && status != http.StatusUnprocessableEntity {
 		return ""
 	}
+	msg = withoutPydanticInputs(msg)
 	var hints []string
 	if s.IgnoreEOS && strings.Contains(msg, "ignore_eos") {
 		hints = append(hints, "--ignore-eos=false leaves ignore_eos out")
@@ -236,6 +237,31 @@ func (s Shape) refusedField(stream bool, status int, msg string) string {
 		return ""
 	}
 	return "; the endpoint refuses a field: " + strings.Join(hints, ", ")
+}
+
+// withoutPydanticInputs is msg without the input of each error where msg
+// is the repr of pydantic's error list (trtllm-serve's 400s: "[{'type':
+// ..., 'loc': ('body', ...), 'msg': ..., 'input': ...}, ...]"): a
+// before-validator's value_error quotes the whole body as its input,
+// naming every field sent, and only its loc and msg say what was refused.
+func withoutPydanticInputs(msg string) string {
+	if !strings.Contains(msg, "'loc': (") {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, ", 'input': ")
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		b.WriteString(msg[:i])
+		j := strings.Index(msg[i:], "}, {'type': ")
+		if j < 0 {
+			return b.String()
+		}
+		msg = msg[i+j:]
+	}
 }
 
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {
