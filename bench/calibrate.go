@@ -140,8 +140,12 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 		break
 	}
 	// A request cut off by max_tokens 1 may end with no content event; only
-	// a real failure counts here.
-	if res.Class != "" && res.Class != schema.Empty {
+	// a real failure counts here. A stream cut before any content event
+	// says nothing of why (trtllm-serve drops the connection when its
+	// worker refuses a request after the 200): the whole request below
+	// asks, and its refusal says.
+	cutEarly := res.Class == schema.Truncated && len(res.Events) == 0
+	if res.Class != "" && res.Class != schema.Empty && !cutEarly {
 		return 0, p.fail("calibration probe (max_tokens 1)", &res)
 	}
 	if res.Usage && res.PromptTokens > 0 {
@@ -173,6 +177,10 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 		// parsing): redact all of them before the cut.
 		msg := summary.ErrorMessage(p.client.Endpoint().RedactBytes(resp.Body))
 		return 0, &ProbeError{Phase: p.phase, What: "calibration probe (non-streamed)", Status: resp.Status, Msg: short(msg) + p.shape.refusedField(false, resp.Status, msg)}
+	}
+	if cutEarly {
+		// Answered whole but cut streamed: the load streams.
+		return 0, p.fail("calibration probe (max_tokens 1)", &res)
 	}
 	var v struct {
 		Usage *endpoints.Usage `json:"usage"`
@@ -206,6 +214,7 @@ func (s Shape) refusedField(stream bool, status int, msg string) string {
 	if status != http.StatusBadRequest && status != http.StatusUnprocessableEntity {
 		return ""
 	}
+	msg = withoutPydanticInputs(msg)
 	var hints []string
 	if s.IgnoreEOS && strings.Contains(msg, "ignore_eos") {
 		hints = append(hints, "--ignore-eos=false leaves ignore_eos out")
@@ -228,6 +237,31 @@ func (s Shape) refusedField(stream bool, status int, msg string) string {
 		return ""
 	}
 	return "; the endpoint refuses a field: " + strings.Join(hints, ", ")
+}
+
+// withoutPydanticInputs is msg without the input of each error where msg
+// is the repr of pydantic's error list (trtllm-serve's 400s: "[{'type':
+// ..., 'loc': ('body', ...), 'msg': ..., 'input': ...}, ...]"): a
+// before-validator's value_error quotes the whole body as its input,
+// naming every field sent, and only its loc and msg say what was refused.
+func withoutPydanticInputs(msg string) string {
+	if !strings.Contains(msg, "'loc': (") {
+		return msg
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, ", 'input': ")
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		b.WriteString(msg[:i])
+		j := strings.Index(msg[i:], "}, {'type': ")
+		if j < 0 {
+			return b.String()
+		}
+		msg = msg[i+j:]
+	}
 }
 
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {

@@ -822,6 +822,12 @@ func (s *Stream) classifyEnd(readErr error, cap *prefix, res *StreamResult) {
 		res.Class = schema.StreamError
 		res.Detail = fmt.Sprintf("the endpoint sent more than %d bytes for max_tokens %d: a stream without end (%d content events)", BodyBound(s.lim.MaxTokens), s.lim.MaxTokens, len(res.Events))
 		res.Body = c.ep.ClipBody(cap.b, cap.more)
+	case len(res.Events) == 0 && readErr != nil:
+		// The body broke off before any content event: a server that
+		// failed after its 200 and dropped the connection (trtllm-serve's
+		// generator raising at its first result), not an empty answer.
+		res.Class, res.Detail = schema.Truncated, "stream cut before any content event: "+readErr.Error()
+		res.Body = c.ep.ClipBody(cap.b, cap.more)
 	case len(res.Events) == 0:
 		res.Class, res.Detail = schema.Empty, "200 with no content event"
 		if res.Malformed > 0 {

@@ -163,8 +163,10 @@ const minTopLogprobs = 4
 // vLLM's 400 "Requested sample logprobs of 20, which is greater than max
 // allowed: 5" (--max-logprobs; sampling_params.py, newer builds add
 // " (parameter=logprobs, value=20)"), OpenAI's 400 "Invalid 'top_logprobs':
-// integer above maximum value. Expected a value <= 20, but got 25 instead."
-var topLogprobsRefusal = regexp.MustCompile(`(?is)\b(?:top_logprobs|top_n_tokens|logprobs)\b.*?(?:<=|max(?:imum)? allowed:?)\s*(\d+)`)
+// integer above maximum value. Expected a value <= 20, but got 25 instead.",
+// trtllm-serve's 400 "... top_logprobs must be less than or equal to N"
+// inside pydantic's error list (sampling_params.py check_logprobs_limit).
+var topLogprobsRefusal = regexp.MustCompile(`(?is)\b(?:top_logprobs|top_n_tokens|logprobs)\b.*?(?:<=|max(?:imum)? allowed:?|less than or equal to)\s*(\d+)`)
 
 // topLogprobsCap returns the field and the cap to ask again with when resp,
 // the answer to body on path, is a 400 or 422 refusing body's count of top

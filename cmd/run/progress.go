@@ -109,6 +109,23 @@ func proxyWarnings(r *schema.PhaseResult) []string {
 	return w
 }
 
+// cutEarly counts the completed requests of a phase that ended with
+// finish_reason "length" before their max_tokens: a cap of the server's
+// own, below the one asked. A server whose context the prompt and
+// max_tokens pass cuts max_tokens to what is left (trtllm-serve, with only
+// a logged warning: base_worker.py _deduce_max_tokens), or stops when its
+// slot is full (llama.cpp).
+func cutEarly(r *schema.PhaseResult, recs []schema.Record) int {
+	n := 0
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Completed() && rec.Finish == "length" && rec.N < summary.Asked(rec, r.OutputLen) {
+			n++
+		}
+	}
+	return n
+}
+
 // stoppedEarly counts the completed requests of a phase that ended with
 // finish_reason "stop" before their max_tokens: with ignore_eos sent, each
 // is a model's EOS the server let through, since it dropped the field

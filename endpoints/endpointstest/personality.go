@@ -30,6 +30,7 @@ const (
 	Ollama   = "ollama"
 	TGI      = "tgi"
 	LMStudio = "lmstudio"
+	TRTLLM   = "trtllm"
 	// SGLangRouter and Dynamo are routers in front of workers (router.go).
 	SGLangRouter = "sglang-router"
 	Dynamo       = "dynamo"
@@ -37,7 +38,7 @@ const (
 
 // Names lists the personalities.
 func Names() []string {
-	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, SGLangRouter, Dynamo}
+	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, TRTLLM, SGLangRouter, Dynamo}
 }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
@@ -188,6 +189,9 @@ type Options struct {
 	LMStudio LMStudioOptions
 	// LiteLLM makes the gateway a LiteLLM proxy in front of vLLM (litellm.go).
 	LiteLLM LiteLLMOptions
+	// TRTLLM configures the trtllm personality (trtllm.go); Context is its
+	// max_seq_len.
+	TRTLLM TRTLLMOptions
 	// Router configures the sglang-router and dynamo personalities (router.go).
 	Router RouterOptions
 }
@@ -224,6 +228,8 @@ type Personality struct {
 	tgi tgiCounters
 	// litellm counts the LiteLLM proxy's own work (litellm.go).
 	litellm litellmCounters
+	// trtllm counts what trtllm-serve's metrics report (trtllm.go).
+	trtllm trtllmCounters
 	// router is a router's workers and counters (router.go).
 	router *routerState
 }
@@ -260,7 +266,7 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	if o.Model == "" {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
-			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct",
+			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct", TRTLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLangRouter: "meta-llama/Llama-3.1-8B-Instruct", Dynamo: "meta-llama/Llama-3.1-8B-Instruct"}[name]
 	}
 	// Each personality's own options, defaulted only where they are its.
@@ -271,6 +277,8 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 		o.TGI.defaults(o.Context)
 	case LMStudio:
 		o.LMStudio.defaults()
+	case TRTLLM:
+		o.TRTLLM.defaults()
 	case SGLangRouter, Dynamo:
 		o.Router.defaults(name)
 	}
@@ -399,6 +407,9 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 	case SGLangRouter, Dynamo:
 		p.serveRouter(w, r, body)
 		return
+	case TRTLLM:
+		p.serveTRTLLM(w, r, body)
+		return
 	}
 	if p.loading(w, r) {
 		return
@@ -470,16 +481,17 @@ func (p *Personality) errorBody(status int, msg string, extra map[string]any) ma
 			e[k] = v
 		}
 		return map[string]any{"error": e}
-	case VLLM, SGLang:
+	case VLLM, SGLang, TRTLLM:
 		// vLLM ≥ 0.10.1: {"error":{"message","type","param","code"}} (vllm
 		// PR #22099); before, and SGLang: flat {"object":"error","message",
-		// "type","param","code"} (sglang/srt/.../protocol.py ErrorResponse).
+		// "type","param","code"} (sglang/srt/.../protocol.py ErrorResponse;
+		// trtllm-serve's ErrorResponse alike, serve/openai_protocol.py).
 		typ := map[int]string{400: "BadRequestError", 404: "NotFoundError", 500: "InternalServerError", 503: "ServiceUnavailableError"}[status]
 		e := map[string]any{"message": msg, "type": typ, "param": nil, "code": status}
 		for k, v := range extra {
 			e[k] = v
 		}
-		if p.Kind == SGLang || p.Opts.VLLMFlatErrors {
+		if p.Kind == SGLang || p.Kind == TRTLLM || p.Opts.VLLMFlatErrors {
 			e["object"] = "error"
 			return e
 		}

@@ -76,6 +76,11 @@ func decode(body []byte, contentType string) (map[string]*dto.MetricFamily, erro
 	}
 	if contentType != "" {
 		media, _, err := mime.ParseMediaType(contentType)
+		if err == nil && media == "application/json" {
+			// trtllm-serve's /metrics (serve/openai_server.py
+			// get_iteration_stats).
+			return nil, errors.New("a JSON body, not a Prometheus exposition (trtllm-serve's /metrics is its iteration statistics as JSON; it serves Prometheus text at /prometheus/metrics, and only with return_perf_metrics)")
+		}
 		if err != nil || media != "text/plain" {
 			return nil, fmt.Errorf("not an exposition glmbench reads: Content-Type %q", text.Clip(contentType, 80, "…"))
 		}
