@@ -161,3 +161,24 @@ func TestRunAgainstTRTLLMSaysItsMetricsAreJSON(t *testing.T) {
 		t.Errorf("a server block from a JSON /metrics: %+v", rep.Phases[0].Server)
 	}
 }
+
+// With return_perf_metrics trtllm-serve serves its MetricsCollector's
+// series at /prometheus/metrics: run, finding JSON at /metrics, scrapes
+// there, and the phase's server block is trtllm's own count.
+func TestRunAgainstTRTLLMScrapesItsPrometheusMetrics(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{TRTLLM: endpointstest.TRTLLMOptions{PerfMetrics: true}})
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "small=4/64/8", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "glmbench: scraping "+p.URL+"/prometheus/metrics (trtllm series)") {
+		t.Errorf("stderr does not say it scrapes /prometheus/metrics:\n%s", stderr)
+	}
+	rep, _, _ := readReport(t, dir)
+	ph := rep.Phases[0]
+	if sv := ph.Server; sv == nil || sv.Source != "trtllm" || sv.Requests == nil || *sv.Requests != float64(ph.Completed) || sv.GenerationTokens == nil || *sv.GenerationTokens != float64(4*8) {
+		t.Errorf("server block %+v; want trtllm's count of the phase's %d requests and 32 generated tokens", ph.Server, ph.Completed)
+	}
+}

@@ -81,6 +81,15 @@ func (m *MetricsFlags) Open(ctx context.Context, ep *endpoints.Endpoint) (bench.
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	source, err := s.Probe(pctx)
+	if alt := scrape.FallbackURL(ep.BaseURL); err != nil && !given && alt != "" {
+		// trtllm-serve answers /metrics with JSON and keeps its series
+		// at /prometheus/metrics: scrape there when it has known ones.
+		fs := scrape.New(alt, scrapeClient(ep), header)
+		fs.Redact = ep.Redact
+		if fsource, ferr := fs.Probe(pctx); ferr == nil {
+			s, source, err, url = fs, fsource, nil, alt
+		}
+	}
 	shown := ep.Redact(endpoints.RedactURL(url))
 	every := m.Interval
 	if every == 0 {

@@ -44,6 +44,7 @@ var Servers = []struct{ Name, Prefix string }{
 	{VLLM, "vllm:"},
 	{LlamaCpp, "llamacpp:"},
 	{TGI, "tgi_"},
+	{TRTLLM, "trtllm_"},
 	{SGLangRouter, "sgl_router_"},
 	{SMG, "smg_"},
 	{Dynamo, "dynamo_frontend_"},
@@ -98,7 +99,7 @@ const (
 // Table is every known series, by server. SGLang's rows are repeated
 // under glmbench: (the built-in engine writes SGLang's names under its own
 // prefix), with the engine's own names after them.
-var Table = slices.Concat(sglangRows(SGLang, "sglang:", docSGLang), []Series{
+var Table = slices.Concat(sglangRows(SGLang, "sglang:", docSGLang), trtllmRows(), []Series{
 	// The engine's names that SGLang lacks, first so that they win over
 	// SGLang's rows for the same common name: its prefix cache's counters,
 	// counted at admission, under vLLM's names; and speculative counters
