@@ -71,9 +71,10 @@ const (
 	// max_tokens, an SSE line or a body past the client's bounds, a
 	// compressed body the request did not ask for.
 	StreamError Class = "stream_error"
-	// Truncated is a stream that ended with neither [DONE] nor a finish reason.
+	// Truncated is a stream that ended with neither [DONE] nor a finish
+	// reason, or broke off (a read error) before any content event.
 	Truncated Class = "truncated"
-	// Empty is a 200 answer that carried no content event.
+	// Empty is a 200 answer whose body ended cleanly with no content event.
 	Empty Class = "empty"
 	// Unclassified appears only in imported legacy files whose message fits no class.
 	Unclassified Class = "unclassified"
