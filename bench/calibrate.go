@@ -104,10 +104,6 @@ type prober struct {
 
 var errNoUsage = errors.New("no usage reported")
 
-// statusOverloaded is Anthropic's 529 (overloaded_error): its API is
-// overloaded for all its users, and the request may be sent again.
-const statusOverloaded = 529
-
 // tokens returns usage.prompt_tokens for a prompt with chars of filler.
 func (p *prober) tokens(ctx context.Context, chars int) (int, error) {
 	return p.count(ctx, p.userMessage(p.fill.Text(chars)))
@@ -130,10 +126,9 @@ func (p *prober) count(ctx context.Context, msgs []endpoints.Message) (int, erro
 		if res.Cancelled != nil {
 			return 0, res.Cancelled
 		}
-		// A probe is not load: a busy endpoint gets two more chances.
-		// Anthropic's API answers its overload with 529 overloaded_error,
-		// busy as a 503 is (an http_5xx in the load).
-		if (res.Class == schema.RateLimited || res.Class == schema.QueueFull || res.Status == statusOverloaded) && attempt < 2 {
+		// A probe is not load: a busy endpoint gets two more chances
+		// (queue_full includes a 529, Anthropic's and Dynamo's overload).
+		if (res.Class == schema.RateLimited || res.Class == schema.QueueFull) && attempt < 2 {
 			sleepCtx(ctx, retryWait(res.RetryAfter))
 			continue
 		}

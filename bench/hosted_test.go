@@ -62,7 +62,7 @@ func TestAHostedProviderRefusingIgnoreEOSNamesItsSentenceAndTheSwitch(t *testing
 
 // A provider's busy answers during the load are kept apart by what the
 // server said: Gemini's quota 429 is rate_limited, Anthropic's 529
-// overloaded_error is an http_5xx whose error_kinds key names
+// overloaded_error is queue_full (load shed, as a 503) whose error_kinds key names
 // "Overloaded"; each record keeps the status and Retry-After, and the key
 // quotes the server's message, not its JSON.
 func TestAHostedProvidersBusyAnswersAreKeptApartWithTheirMessage(t *testing.T) {
@@ -75,7 +75,7 @@ func TestAHostedProvidersBusyAnswersAreKeptApartWithTheirMessage(t *testing.T) {
 		kind   string
 	}{
 		{"Gemini's quota", 429, hosted.GeminiQuota, schema.RateLimited, "HTTP 429: Resource has been exhausted (e.g. check quota)."},
-		{"Anthropic's overload", 529, hosted.AnthropicOverloaded, schema.HTTP5xx, "HTTP 529: Overloaded"},
+		{"Anthropic's overload", 529, hosted.AnthropicOverloaded, schema.QueueFull, "HTTP 529: Overloaded"},
 	} {
 		srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {
 			if r.I%2 == 1 {

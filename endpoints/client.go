@@ -1047,12 +1047,17 @@ func RefusesRequest(status int) bool {
 	return status >= 400 && status < 500 && !NotThisRequest(status)
 }
 
-// ClassifyStatus maps a non-200 HTTP status to its error class.
+// ClassifyStatus maps a non-200 HTTP status to its error class: 429
+// rate_limited, 503 and 529 queue_full, any other 5xx http_5xx, 4xx
+// http_4xx, 3xx redirect.
 func ClassifyStatus(status int) schema.Class {
 	switch {
 	case status == http.StatusTooManyRequests:
 		return schema.RateLimited
-	case status == http.StatusServiceUnavailable:
+	case status == http.StatusServiceUnavailable, status == statusOverloaded:
+		// 529 is 503's meaning under another number: the server sheds load
+		// (Anthropic's overloaded_error, Dynamo's "Service temporarily
+		// overloaded"), not a fault of its own.
 		return schema.QueueFull
 	case status >= 500:
 		return schema.HTTP5xx
@@ -1064,6 +1069,11 @@ func ClassifyStatus(status int) schema.Class {
 	// 1xx/other 2xx: not a stream the client can read.
 	return schema.HTTP4xx
 }
+
+// statusOverloaded is the 529 of a server that sheds load: Anthropic's
+// API (overloaded_error) and NVIDIA Dynamo's frontend past its busy
+// threshold (lib/llm/src/http/service/error.rs).
+const statusOverloaded = 529
 
 // classifyErrorEvent classes an error event inside a 200 stream. SGLang sends
 // queue overflow this way once streaming has begun: code 503, type

@@ -141,8 +141,8 @@ func TestRunThroughSGLangRouterReadsItsMetricsAtItsExporter(t *testing.T) {
 }
 
 // Dynamo refuses past its busy threshold with 529 "Service temporarily
-// overloaded" (type "Overloaded"). The truth: run counts each as http_5xx
-// (DESIGN.md: queue_full is a 503), its kind naming Dynamo's words, and
+// overloaded" (type "Overloaded"). The truth: run counts each as queue_full
+// (load shed, as a 503 is), its kind naming Dynamo's words, and
 // the server block is the frontend's (dynamo_frontend_* on its API port).
 func TestRunThroughDynamoCountsItsOverloadAndReadsItsFrontendMetrics(t *testing.T) {
 	t.Parallel()
@@ -154,8 +154,8 @@ func TestRunThroughDynamoCountsItsOverloadAndReadsItsFrontendMetrics(t *testing.
 	}
 	rep, recs, _ := readReport(t, dir)
 	ph := rep.Phases[0]
-	if ph.Completed != 4 || ph.ByClass[schema.HTTP5xx] != 12 || ph.Errors != 12 {
-		t.Fatalf("phase: %d completed, errors by class %v; want 4 and 12 http_5xx", ph.Completed, ph.ByClass)
+	if ph.Completed != 4 || ph.ByClass[schema.QueueFull] != 12 || ph.Errors != 12 {
+		t.Fatalf("phase: %d completed, errors by class %v; want 4 and 12 queue_full", ph.Completed, ph.ByClass)
 	}
 	for _, r := range recs {
 		if r.Class != "" && r.Status != 529 {
