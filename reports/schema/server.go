@@ -39,7 +39,7 @@ type MetricsSample struct {
 	// When is "before", "during" or "after" the phase.
 	When string `json:"when"`
 	// Source is which server's series were read: sglang, vllm, llamacpp,
-	// tgi or glmbench.
+	// tgi, trtllm, sglang-router, smg, dynamo or glmbench (scrape.Servers).
 	Source string `json:"source,omitempty"`
 	// Values holds counters and gauges by common name; a name the server
 	// does not expose is absent.
