@@ -55,6 +55,14 @@ func TestErrorKindQuotesTheMessageOfACutBody(t *testing.T) {
 	if got, want := ErrorMessage([]byte(inside)), `Over "loaded`; got != want {
 		t.Errorf("ErrorMessage(%s) = %q, want %q", inside, got, want)
 	}
+	// trtllm-serve's pydantic refusal is one "error" string, the errors'
+	// repr, which quotes the whole request: cut, it is that string to the
+	// cut, not the raw JSON.
+	trt := `{"error": "[{'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, stream_options can only be set if stream is true', 'input': {'model': 'm', 'messages': [{'role': 'user', 'content': 'hello there, how are you today`
+	trt = trt[:200] // a record's cut
+	if got, want := ErrorMessage([]byte(trt)), trt[11:]; got != want {
+		t.Errorf("ErrorMessage(trtllm's cut refusal) = %q, want %q", got, want)
+	}
 	// Not JSON at all, or JSON with no message: the text, as before.
 	for _, s := range []string{`<html>429 Too Many Requests</html>`, `{"code": 503, "status": "UNAVAIL`} {
 		if got := ErrorMessage([]byte(s)); got != s {

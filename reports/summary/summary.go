@@ -288,18 +288,31 @@ func errorText(body []byte) string {
 const recordCut = 200
 
 // cutMessage is the first "message" string of a JSON body that is not
-// whole (cut short), decoded as far as it goes; false when body does not
-// start as JSON or holds no such string.
+// whole (cut short), decoded as far as it goes, else the first "error"
+// that is a string (trtllm-serve's {"error": "[{'type': …}]"}, TGI's);
+// false when body does not start as JSON or holds no such string.
 func cutMessage(body []byte) (string, bool) {
 	s := strings.TrimSpace(string(body))
 	if s == "" || s[0] != '{' && s[0] != '[' {
 		return "", false
 	}
-	key := strings.Index(s, `"message"`)
-	if key < 0 {
+	for _, key := range []string{`"message"`, `"error"`} {
+		if msg, ok := cutString(s, key); ok {
+			return msg, true
+		}
+	}
+	return "", false
+}
+
+// cutString is the string value of the first key in s, a JSON text that
+// may be cut short, decoded as far as it goes; false when that key's value
+// is not a string, or s has no such key.
+func cutString(s, key string) (string, bool) {
+	at := strings.Index(s, key)
+	if at < 0 {
 		return "", false
 	}
-	rest := strings.TrimLeft(s[key+len(`"message"`):], " \t\r\n")
+	rest := strings.TrimLeft(s[at+len(key):], " \t\r\n")
 	rest, ok := strings.CutPrefix(rest, ":")
 	if !ok {
 		return "", false
