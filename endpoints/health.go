@@ -34,7 +34,9 @@ import (
 //     as soon as one worker is down, while it routes to the others, so
 //     that answer is settled by its GET /readiness: 200 while a worker is
 //     healthy, else 503 {"status": "not_ready", "reason": ...}
-//     (sgl-router/src/routers/http/router.rs health and readiness).
+//     (sgl-router/src/routers/http/router.rs health and readiness). Any
+//     other answer there (a build or proxy without the route: sgl-router's
+//     sink handler's bare 404) settles nothing: /health's 503 stands.
 //
 // It sends the extra headers (a gateway in front may route or admit by
 // them) but not the API key: every server above serves /health without one
@@ -50,7 +52,10 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 	}
 	status, msg, err = c.ready(ctx, "/health")
 	if err == nil && status == http.StatusServiceUnavailable && strings.HasPrefix(msg, "Unhealthy servers: ") {
-		return c.ready(ctx, "/readiness")
+		rs, rmsg, rerr := c.ready(ctx, "/readiness")
+		if rerr == nil && (rs == http.StatusOK || rs == http.StatusServiceUnavailable) {
+			return rs, rmsg, nil
+		}
 	}
 	return status, msg, err
 }
