@@ -114,12 +114,14 @@ func proxyWarnings(r *schema.PhaseResult) []string {
 // own, below the one asked. A server whose context the prompt and
 // max_tokens pass cuts max_tokens to what is left (trtllm-serve, with only
 // a logged warning: base_worker.py _deduce_max_tokens), or stops when its
-// slot is full (llama.cpp).
+// slot is full (llama.cpp). Only an n of the server's own (usage) counts:
+// one counted from content events is short of the tokens wherever a chunk
+// carries several (SGLang's --stream-interval, speculative decoding).
 func cutEarly(r *schema.PhaseResult, recs []schema.Record) int {
 	n := 0
 	for i := range recs {
 		rec := &recs[i]
-		if rec.Completed() && rec.Finish == "length" && rec.N < summary.Asked(rec, r.OutputLen) {
+		if rec.Completed() && rec.Finish == "length" && rec.NSource == schema.NFromUsage && rec.N < summary.Asked(rec, r.OutputLen) {
 			n++
 		}
 	}
