@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,10 +236,13 @@ func (s Shape) refusedField(stream bool, status int, msg string) string {
 }
 
 // withoutPydanticInputs is msg without the input of each error where msg
-// is the repr of pydantic's error list (trtllm-serve's 400s: "[{'type':
-// ..., 'loc': ('body', ...), 'msg': ..., 'input': ...}, ...]"): a
+// holds pydantic's errors as Python reprs (trtllm-serve's 400s: the list
+// "[{'type': ..., 'loc': ('body', ...), 'msg': ..., 'input': ...}, ...]",
+// or FastAPI's "N validation errors:" with one error a line): a
 // before-validator's value_error quotes the whole body as its input,
 // naming every field sent, and only its loc and msg say what was refused.
+// An input ends where the next error starts (pydanticError), not at a
+// "{'type': " of its own: a quoted body's tools are {'type': 'function'}.
 func withoutPydanticInputs(msg string) string {
 	if !strings.Contains(msg, "'loc': (") {
 		return msg
@@ -251,13 +255,17 @@ func withoutPydanticInputs(msg string) string {
 			return b.String()
 		}
 		b.WriteString(msg[:i])
-		j := strings.Index(msg[i:], "}, {'type': ")
-		if j < 0 {
+		next := pydanticError.FindStringIndex(msg[i:])
+		if next == nil {
 			return b.String()
 		}
-		msg = msg[i+j:]
+		msg = msg[i+next[0]:]
 	}
 }
+
+// pydanticError is the start of one error of pydantic's in its repr: its
+// type, then its loc, a tuple.
+var pydanticError = regexp.MustCompile(`\{'type': '[a-z_]+', 'loc': \(`)
 
 func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	msg := res.Detail
