@@ -209,9 +209,17 @@ func (p *Personality) trtllmGenerate(w http.ResponseWriter, r *http.Request, bod
 	if ref != nil {
 		// The worker's refusal reaches a stream after its 200: the
 		// generator raises at its first anext and uvicorn drops the
-		// connection, the chunked body never ended.
+		// connection, the chunked body never ended. The 2026
+		// completion_generator catches it instead and says it in an
+		// error event and [DONE], and generator_wrapper adds its own
+		// [DONE] (serve/openai_server.py); the chat stream still drops.
 		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		w.WriteHeader(200)
+		if !g.chat && !p.Opts.TRTLLM.Before2026 {
+			ev, _ := json.Marshal(map[string]any{"error": map[string]any{"message": ref.msg, "type": "server_error", "code": nil, "param": nil}})
+			fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\ndata: [DONE]\n\n", ev)
+			return
+		}
 		http.NewResponseController(w).Flush()
 		panic(http.ErrAbortHandler)
 	}
