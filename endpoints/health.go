@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -37,6 +38,7 @@ import (
 //     (sgl-router/src/routers/http/router.rs health and readiness). Any
 //     other answer there (a build or proxy without the route: sgl-router's
 //     sink handler's bare 404) settles nothing: /health's 503 stands.
+//     Where /readiness is 503 too, the message holds both answers.
 //
 // It sends the extra headers (a gateway in front may route or admit by
 // them) but not the API key: every server above serves /health without one
@@ -53,11 +55,27 @@ func (c *Client) Health(ctx context.Context) (status int, msg string, err error)
 	status, msg, err = c.ready(ctx, "/health")
 	if err == nil && status == http.StatusServiceUnavailable && strings.HasPrefix(msg, "Unhealthy servers: ") {
 		rs, rmsg, rerr := c.ready(ctx, "/readiness")
-		if rerr == nil && (rs == http.StatusOK || rs == http.StatusServiceUnavailable) {
-			return rs, rmsg, nil
+		switch {
+		case rerr == nil && rs == http.StatusOK:
+			return rs, "", nil
+		case rerr == nil && rs == http.StatusServiceUnavailable:
+			// Both: which workers are down, and why it is not ready.
+			return rs, msg + "; GET /readiness: " + readinessReason(rmsg), nil
 		}
 	}
 	return status, msg, err
+}
+
+// readinessReason is the reason of sgl-router's /readiness 503 body
+// ({"status": "not_ready", "reason": ...}), else msg as it is.
+func readinessReason(msg string) string {
+	var v struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal([]byte(msg), &v) == nil && v.Reason != "" {
+		return v.Reason
+	}
+	return msg
 }
 
 // ready asks the readiness route path beside the API base, as Health says.

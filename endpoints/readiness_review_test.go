@@ -3,9 +3,11 @@ package endpoints_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
 // A /health that says "Unhealthy servers: [...]" is settled by /readiness
@@ -33,5 +35,23 @@ func TestHealthKeepsItsOwn503WhereTheRouterHasNoReadiness(t *testing.T) {
 	status, msg, err := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{})).Health(t.Context())
 	if err != nil || status != http.StatusServiceUnavailable || msg != body {
 		t.Errorf("Health = %d %q %v; want 503 %q", status, msg, err, body)
+	}
+}
+
+// Where /readiness confirms /health's 503, the message keeps both: which
+// workers /health names as down, and why /readiness is not ready. The
+// truth: with both of sgl-router's workers down, Health's message names
+// each worker's URL and quotes "no healthy workers available".
+func TestHealthNamesTheDownWorkersWhereTheRouterIsNotReady(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{Router: endpointstest.RouterOptions{Unhealthy: 2}})
+	status, msg, err := routerClient(t, p).Health(t.Context())
+	if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(msg, "no healthy workers available") {
+		t.Fatalf("Health = %d %q %v; want 503 quoting /readiness", status, msg, err)
+	}
+	for _, wk := range p.Workers() {
+		if !strings.Contains(msg, wk.URL) {
+			t.Errorf("message %q does not name worker %s", msg, wk.URL)
+		}
 	}
 }
