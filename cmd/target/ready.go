@@ -100,10 +100,13 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 		return nil
 	}
 	why := "GET /health answered HTTP 503"
-	if msg != "" {
-		why += " (" + msg + ")"
-	} else {
+	switch {
+	case msg == "":
 		why += bare503
+	case strings.HasPrefix(msg, trtllmUnavailable):
+		why += " (" + msg + "): trtllm-serve's executor has died, which only a restart mends"
+	default:
+		why += " (" + msg + ")"
 	}
 	if waiting {
 		return &notReady{why: why}
@@ -118,6 +121,11 @@ func look(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, wa
 // (vllm/entrypoints/serve/instrumentator/health.py; while its engine loads
 // it does not listen at all), which only a restart mends.
 const bare503 = " with no body (SGLang before its warm-up; vLLM only once its engine has died, which only a restart mends)"
+
+// trtllmUnavailable starts trtllm-serve's /health 503: its executor is
+// unhealthy (tensorrt_llm/serve/openai_server.py); while it loads its
+// model it does not listen.
+const trtllmUnavailable = "LLM is unavailable."
 
 // awaitReady is resolveModel for --wait-ready wait: while the endpoint
 // answers as a server still starting, it says why on warn (each new reason

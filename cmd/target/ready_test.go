@@ -146,6 +146,31 @@ func TestABare503OnHealthSaysItMayBeADeadVLLMEngine(t *testing.T) {
 	}
 }
 
+// trtllm-serve's /health 503 names its dead executor in its own words; the
+// warning says no wait mends it.
+func TestTRTLLMsUnavailableHealthSaysOnlyARestartMendsIt(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"tensorrt_llm"}]}`)
+		case "/health":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, "LLM is unavailable. Please check the server logs for more details.")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	var warn syncbuf.Buffer
+	if _, err := await(t, context.Background(), srv.URL+"/v1", "", 0, &warn); err != nil {
+		t.Fatal(err)
+	}
+	if out := warn.String(); !strings.Contains(out, "(LLM is unavailable. Please check the server logs for more details.): trtllm-serve's executor has died, which only a restart mends") {
+		t.Errorf("said %q", out)
+	}
+}
+
 // vLLM listens only once its engine is up. The truth: a port refused at
 // first, then served (by a proxy to vLLM's fake) once the wait has said it
 // is waiting; the wait returns with the model, having named the refusal.
