@@ -609,18 +609,7 @@ func (p *Personality) generation(w http.ResponseWriter, r *http.Request, body []
 	if !p.hang(w, r, g, seq) || !p.litellmRetry(w, r, seq) {
 		return
 	}
-	// Seeded and temperature-0 answers are the same every time; unseeded
-	// sampling varies between requests.
-	g.samp.nonce = uint64(seq)
-	choices := make([]answer, max(g.n, 1))
-	if g.stream {
-		choices = choices[:1]
-	}
-	for i := range choices {
-		s := g.samp
-		s.Choice = i
-		choices[i] = p.answer(g, budget, s)
-	}
+	choices := p.answers(g, budget, seq)
 	// Every answer has an id of its own.
 	id := fmt.Sprintf("%x%06x", time.Now().UnixNano(), seq)
 	if g.stream {
@@ -1143,4 +1132,21 @@ func (p *Personality) toolFinish(g *genRequest, finish string) string {
 		return finish
 	}
 	return "tool_calls"
+}
+
+// answers are request seq's choices: n of them (one for a stream), each
+// sampled as its own choice. Seeded and temperature-0 answers are the same
+// every time; unseeded sampling varies between requests.
+func (p *Personality) answers(g *genRequest, budget int64, seq int) []answer {
+	g.samp.nonce = uint64(seq)
+	choices := make([]answer, max(g.n, 1))
+	if g.stream {
+		choices = choices[:1]
+	}
+	for i := range choices {
+		s := g.samp
+		s.Choice = i
+		choices[i] = p.answer(g, budget, s)
+	}
+	return choices
 }

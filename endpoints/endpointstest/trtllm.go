@@ -223,16 +223,7 @@ func (p *Personality) trtllmGenerate(w http.ResponseWriter, r *http.Request, bod
 		http.NewResponseController(w).Flush()
 		panic(http.ErrAbortHandler)
 	}
-	g.samp.nonce = uint64(seq)
-	choices := make([]answer, max(g.n, 1))
-	if g.stream {
-		choices = choices[:1]
-	}
-	for i := range choices {
-		s := g.samp
-		s.Choice = i
-		choices[i] = p.answer(g, budget, s)
-	}
+	choices := p.answers(g, budget, seq)
 	id := fmt.Sprintf("%x%06x", time.Now().UnixNano(), seq)
 	if g.stream {
 		p.trtllmStream(w, r, g, id, promptN, choices[0], body)
