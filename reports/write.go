@@ -416,19 +416,20 @@ func (p *printer) phaseTables(r *schema.Report) {
 var proxyFormulas = []schema.Formula{
 	{Metric: "proxy_retried", Formula: "completed requests whose answer said a proxy retried the backend (proxy_retries > 0: x-litellm-attempted-retries + x-portkey-retry-attempt-count + (x-envoy-attempt-count − 1)): their lat and ttft include the retries"},
 	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model or provider (proxy_fallbacks > 0: x-litellm-attempted-fallbacks + cf-aig-step): another one than asked for served them"},
+	{Metric: "buffered", Formula: "completed requests whose content events arrived in blocks: 16 or more events, 8 or more per distinct arrival time (per read) on average, the last 20 ms or more after t0; their ttft is a proxy's buffer filling, their itl mostly 0"},
 }
 
 // hasProxy reports whether any phase or sweep point of r counts a proxy's
-// retry or fallback.
+// retry or fallback, or a buffered stream.
 func hasProxy(r *schema.Report) bool {
 	for _, ph := range r.Phases {
-		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 {
+		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 || ph.Buffered > 0 {
 			return true
 		}
 	}
 	for _, s := range r.Sweeps {
 		for _, pt := range s.Points {
-			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 {
+			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 || pt.Buffered > 0 {
 				return true
 			}
 		}
@@ -459,7 +460,8 @@ func (p *printer) sweepProxyLines(r *schema.Report) {
 }
 
 // proxyText is what a proxy did in ph, named name: a line for its
-// fallbacks, then one for its retries, each when it made any.
+// fallbacks, one for its retries, then one for the streams it buffered,
+// each when there are any.
 func proxyText(name string, ph *schema.PhaseResult) []string {
 	var lines []string
 	if ph.ProxyFallback > 0 {
@@ -469,6 +471,10 @@ func proxyText(name string, ph *schema.PhaseResult) []string {
 	if ph.ProxyRetried > 0 {
 		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were retried inside the proxy (proxy_retried): their latency includes the retries\n",
 			name, ph.ProxyRetried, ph.Completed))
+	}
+	if ph.Buffered > 0 {
+		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed streams arrived buffered (buffered), in blocks of many events, not one by one: something between glmbench and the server buffers the stream, so their TTFT and ITL are its buffering, not the server's (nginx: proxy_buffering off, or X-Accel-Buffering: no from upstream)\n",
+			name, ph.Buffered, ph.Completed))
 	}
 	return lines
 }

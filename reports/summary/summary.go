@@ -122,7 +122,8 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 
 // countCompleted counts the completed record rec into r: Completed, its n
 // source, short or long of the out tokens asked (its own max_tokens when
-// it has one), and a proxy's retries and fallbacks.
+// it has one), a proxy's retries and fallbacks, and whether it arrived
+// buffered.
 func countCompleted(r *schema.PhaseResult, rec *schema.Record, out int) {
 	r.Completed++
 	r.NSources[rec.NSource]++
@@ -138,6 +139,9 @@ func countCompleted(r *schema.PhaseResult, rec *schema.Record, out int) {
 	}
 	if rec.ProxyFallbacks > 0 {
 		r.ProxyFallback++
+	}
+	if Buffered(rec) {
+		r.Buffered++
 	}
 }
 

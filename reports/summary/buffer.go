@@ -1,0 +1,66 @@
+package summary
+
+import "github.com/glmbench/glmbench/reports/schema"
+
+// The rule that calls a stream buffered. A record dates each content event
+// by the kernel's receive time of the read that delivered it (rxstamp;
+// time.Now where no stamp is kept), so the events of one read share one
+// time exactly, and the distinct times of a record's events are the reads
+// that delivered them: its arrivals. A proxy that buffers the stream
+// (nginx with proxy_buffering on, its default, forwards a proxy_buffers
+// block of 4 or 8 KiB at a time; a gateway that holds the whole answer
+// forwards it once) delivers tens of chat chunks per arrival, or all of
+// them in one; a server streaming to glmbench directly delivers about one
+// (the built-in engine's decode_medium, 512 streams at once: at most 1.07
+// events per arrival on average, measured; each personality, a token a
+// millisecond: at most 1.07). A client that falls behind coalesces a few
+// events into one read now and then, not 8 on average over a whole
+// stream, and several tokens packed into one event (speculative decoding,
+// SGLang's stream_interval) are one event: they do not count.
+const (
+	// BufferedMinEvents is the fewest content events a stream needs to be
+	// judged: a short answer may fit one read of any server.
+	BufferedMinEvents = 16
+	// BufferedPerArrival is the mean content events per arrival from which
+	// a stream is buffered: a 4 KiB block holds 12 to 30 chat chunks of
+	// 130 to 330 bytes.
+	BufferedPerArrival = 8
+	// BufferedMinSpan is the seconds from t0 to the last content event
+	// below which a stream is not judged: a stream over that soon hides at
+	// most that long in any buffer, and a server that writes every token
+	// at once (a fake without a gap between tokens) is told from a
+	// buffering proxy by nothing in its times.
+	BufferedMinSpan = 0.02
+)
+
+// Arrivals counts the distinct times among events (seconds from t0, in
+// the order they came): the reads that delivered them.
+func Arrivals(events []float64) int {
+	if len(events) == 0 {
+		return 0
+	}
+	n := 1
+	for k := 1; k < len(events); k++ {
+		if events[k] != events[k-1] {
+			n++
+		}
+	}
+	return n
+}
+
+// BufferedEvents reports whether content events timed events (seconds
+// from t0) arrived buffered by the rule above: at least BufferedMinEvents
+// of them, at least BufferedPerArrival per arrival on average, the last
+// at least BufferedMinSpan after t0.
+func BufferedEvents(events []float64) bool {
+	n := len(events)
+	if n < BufferedMinEvents || events[n-1] < BufferedMinSpan {
+		return false
+	}
+	return n >= BufferedPerArrival*Arrivals(events)
+}
+
+// Buffered reports whether the record's content events arrived buffered
+// (BufferedEvents): its TTFT then is the time to fill a proxy's block, or
+// the whole answer, and its ITL mostly 0, neither of them the server's.
+func Buffered(rec *schema.Record) bool { return BufferedEvents(rec.Events) }
