@@ -1,0 +1,122 @@
+package conform
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/summary"
+)
+
+// The stream-incremental check asks for incrementalTokens tokens and hangs
+// up once incrementalEvents content events have come: 64 chat chunks are
+// about 14 KiB, more than three of nginx's 4 KiB proxy buffers, and a
+// trained model streams them in a second or two. The stream asks for many
+// more because a random-weight model (the built-in engine's) answers with
+// bytes that are seldom whole UTF-8 or tags, which a server holds back
+// until they are: of its first 256 tokens as few as 1 content event came
+// (measured), of 1024 never fewer than 200.
+const (
+	incrementalTokens = 1024
+	incrementalEvents = 64
+)
+
+// errEnough is the cause of the check's hang-up once it has the events it
+// judges.
+var errEnough = errors.New("enough content events")
+
+// checkStreamIncremental streams through the client glmbench run measures
+// with (its events dated by the kernel's receive time of the read that
+// delivered them) and judges the arrivals by run's rule
+// (summary.BufferedEvents): a stream whose events came in blocks of many,
+// or whole, was buffered between the server and glmbench, and run would
+// report that buffering as the server's TTFT and ITL.
+func checkStreamIncremental(ctx context.Context, s *suite) outcome {
+	eos, note := s.ignoreEOS()
+	extra := map[string]any{"temperature": 0}
+	if eos {
+		extra["ignore_eos"] = true
+	}
+	body, err := json.Marshal(s.streamBody(storyPrompt, incrementalTokens, extra))
+	if err != nil {
+		return fail("%v", err)
+	}
+	res := s.firstEvents(ctx, body)
+	if res.Class != "" {
+		return fail("the stream: %s (%s)", res.Detail, res.Class)
+	}
+	ev := make([]float64, len(res.Events))
+	for k, d := range res.Events {
+		ev[k] = d.Seconds()
+	}
+	n, reads := len(ev), summary.Arrivals(ev)
+	if n < summary.BufferedMinEvents {
+		return skip("only %d content events (%s): too few to tell a buffered stream, which needs %d", n, cmp.Or(note, "the stream ended before max_tokens"), summary.BufferedMinEvents)
+	}
+	switch {
+	case summary.BufferedEvents(ev):
+		return fail("%d content events arrived in %d reads (%s), the first %s and the last %s after the request: something between glmbench and the server buffers the stream, so glmbench run would report its buffering as the server's TTFT and ITL; nginx: proxy_buffering off, or X-Accel-Buffering: no from upstream",
+			n, reads, arrivalPattern(ev), msText(ev[0]), msText(ev[n-1]))
+	case ev[n-1] < summary.BufferedMinSpan:
+		return pass("%d content events in %d reads, all within %s of the request: too soon for a buffer to hide anything", n, reads, msText(ev[n-1]))
+	}
+	return pass("%d content events in %d reads from %s to %s after the request, %.2f events a read", n, reads, msText(ev[0]), msText(ev[n-1]), float64(n)/float64(reads))
+}
+
+// firstEvents streams the chat body as glmbench run does and hangs up
+// once incrementalEvents content events have come (or the stream ended):
+// its result holds every content event read by then.
+func (s *suite) firstEvents(ctx context.Context, body []byte) *endpoints.StreamResult {
+	hctx, hangUp := context.WithCancelCause(ctx)
+	defer hangUp(nil)
+	var live atomic.Int64
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if live.Load() >= incrementalEvents {
+					hangUp(errEnough)
+					return
+				}
+			}
+		}
+	}()
+	var res endpoints.StreamResult
+	lim := endpoints.StreamLimits{TTFT: s.cfg.Timeout, Stall: s.cfg.StallTimeout, Total: s.cfg.Timeout, MaxTokens: incrementalTokens}
+	s.client.StreamAPI(hctx, endpoints.APIChat, body, lim, &live, &res)
+	return &res
+}
+
+// arrivalPattern is the events of each read of ev (distinct times), as
+// "16 at 210 ms, 16 at 226 ms, …", at most eight reads named.
+func arrivalPattern(ev []float64) string {
+	var parts []string
+	for k := 0; k < len(ev); {
+		j := k
+		for j < len(ev) && ev[j] == ev[k] {
+			j++
+		}
+		if len(parts) == 8 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d at %s", j-k, msText(ev[k])))
+		k = j
+	}
+	return strings.Join(parts, ", ")
+}
+
+// msText is sec in milliseconds, for a detail.
+func msText(sec float64) string { return fmt.Sprintf("%.0f ms", sec*1e3) }
