@@ -313,11 +313,12 @@ type PhaseResult struct {
 	ProxyRetried  int `json:"proxy_retried,omitempty"`
 	ProxyFallback int `json:"proxy_fallback,omitempty"`
 	// Buffered counts completed requests whose content events arrived in
-	// blocks, not one by one (summary.Buffered: 16 events or more, 8 or
-	// more per read on average, the last 20 ms or more after t0): a proxy
-	// between glmbench and the server buffers the stream (nginx's
-	// proxy_buffering on), so their TTFT is the time to fill its buffer
-	// and their ITL mostly 0. 0 (left out) when none did.
+	// blocks, not one by one (summary.Buffered: 16 events or more, the
+	// last 20 ms or more after t0, at least half of the reads that
+	// delivered them 8 events or more each): something between glmbench
+	// and the server buffers the stream (nginx's proxy_buffering on), so
+	// their TTFT is the time to fill its buffer and their ITL mostly 0.
+	// 0 (left out) when none did.
 	Buffered int `json:"buffered,omitempty"`
 
 	LatMean  *float64 `json:"lat_mean"`

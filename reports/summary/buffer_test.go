@@ -19,6 +19,22 @@ func events(n, per int, start, gap float64) []float64 {
 	return ev
 }
 
+// split is n events read in alternate reads of a and b events, 10 ms
+// apart.
+func split(n, a, b int) []float64 {
+	ev := make([]float64, 0, n)
+	for read := 0; len(ev) < n; read++ {
+		size := a
+		if read%2 == 1 {
+			size = b
+		}
+		for range min(size, n-len(ev)) {
+			ev = append(ev, 0.1+float64(read)*0.01)
+		}
+	}
+	return ev
+}
+
 // Each stream's truth is how it was sent: one event per read, or a
 // proxy's blocks of many. Only the blocked ones are buffered.
 func TestAStreamIsBufferedWhenItsEventsCameInBlocks(t *testing.T) {
@@ -28,6 +44,18 @@ func TestAStreamIsBufferedWhenItsEventsCameInBlocks(t *testing.T) {
 		// Seven times, every eighth read, the client was late and got
 		// three events at once: 64 - 7×2 arrivals.
 		lateClient[k], lateClient[k+1] = lateClient[k+2], lateClient[k+2]
+	}
+	// 10 reads of 12 events and 20 of one, every third read the late one:
+	// 140 events in 30 reads, a mean of 4.7, a third of the reads blocks.
+	var lateThird []float64
+	for read := range 30 {
+		size := 1
+		if read%3 == 2 {
+			size = 12
+		}
+		for range size {
+			lateThird = append(lateThird, 0.1+float64(read)*0.005)
+		}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -40,7 +68,9 @@ func TestAStreamIsBufferedWhenItsEventsCameInBlocks(t *testing.T) {
 		{"nginx's 4 KiB blocks of 16 chat chunks arrive in 4 reads", events(64, 16, 0.4, 0.32), 4, true},
 		{"8 KiB blocks of 32 chunks arrive in 2 reads", events(64, 32, 0.7, 0.64), 2, true},
 		{"a client late now and then coalesces 3 events into one read", lateClient, 50, false},
-		{"blocks of 7 events are under 8 an arrival", events(70, 7, 0.1, 0.14), 10, false},
+		{"blocks of 7 events are under 8 a read", events(70, 7, 0.1, 0.14), 10, false},
+		{"blocks of 14 split in two reads, 14 and 2, are blocks in half the reads", split(64, 14, 2), 8, true},
+		{"a client late on a third of its reads, 12 events each, is not", lateThird, 30, false},
 		{"15 events in one read are too few to judge", events(15, 15, 0.3, 0), 1, false},
 		{"64 events at once 5 ms after t0 are too soon to judge", events(64, 64, 0.005, 0), 1, false},
 	} {
