@@ -14,7 +14,11 @@ func incremental(t *testing.T, base, model string) (status Status, detail string
 	t.Helper()
 	cfg := testConfig(base, model)
 	cfg.Only = []string{"stream-incremental"}
-	r := run(t, cfg)["stream-incremental"]
+	res := run(t, cfg)
+	if r := res["stream"]; r.Status != string(Pass) {
+		t.Logf("stream: %s %q", r.Status, r.Detail)
+	}
+	r := res["stream-incremental"]
 	return Status(r.Status), r.Detail
 }
 
