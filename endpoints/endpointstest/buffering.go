@@ -1,6 +1,7 @@
 package endpointstest
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -113,7 +114,15 @@ func Blocks(size, block int) int {
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer", "Content-Length"}
 
 func (b *Buffering) serve(w http.ResponseWriter, r *http.Request) {
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, b.upstream+r.URL.RequestURI(), r.Body)
+	// The request is read whole first, as nginx does by default
+	// (proxy_request_buffering on): the server may close a request's body
+	// once its handler answers, under a transport still sending it.
+	reqBody, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, b.upstream+r.URL.RequestURI(), bytes.NewReader(reqBody))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -122,7 +131,6 @@ func (b *Buffering) serve(w http.ResponseWriter, r *http.Request) {
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
 	}
-	out.ContentLength = r.ContentLength
 	resp, err := b.client.Do(out)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
