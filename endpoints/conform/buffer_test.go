@@ -36,10 +36,11 @@ func TestEveryPersonalityStreamsIncrementally(t *testing.T) {
 }
 
 // The truth: behind a proxy that buffers, vLLM's events (a token a
-// millisecond, chat chunks of about 240 bytes) reach the client a block
-// at a time: a 4 KiB block carries 16 or 17 of them, an 8 KiB one 33 or
-// 34, and the whole answer (1024 chunks, about 240 KiB) comes at once,
-// read 32 KiB (the SSE reader's buffer, 139 or 140 chunks) at a time. The check
+// millisecond, chat chunks of 230 to 330 bytes) reach the client a block
+// at a time: a 4 KiB block carries 13 or more of them, an 8 KiB one 26 or
+// more, so the 64 judged come in at most 5 and 3 reads; the whole answer
+// (1024 chunks) comes at once, read 32 KiB (the SSE reader's buffer, over
+// 64 chunks) at a time, so the 64 come in one. The check
 // fails, giving the reads and nginx's fix; with X-Accel-Buffering: no
 // from the upstream the same proxy forwards each event as it comes, and
 // the check passes.
@@ -50,12 +51,12 @@ func TestTheIncrementalCheckFailsBehindABufferingProxy(t *testing.T) {
 		name string
 		base string
 		want Status
-		// perRead is the fewest content events a read carries on average.
-		perRead int
+		// maxReads is the most reads the 64 judged events come in.
+		maxReads int
 	}{
-		{"4 KiB blocks", endpointstest.StartBuffering(t, p.URL, 4096).BaseURL(), Fail, 16},
-		{"8 KiB blocks", endpointstest.StartBuffering(t, p.URL, 8192).BaseURL(), Fail, 33},
-		{"the whole answer", endpointstest.StartBuffering(t, p.URL, endpointstest.BufferAll).BaseURL(), Fail, 100},
+		{"4 KiB blocks", endpointstest.StartBuffering(t, p.URL, 4096).BaseURL(), Fail, 5},
+		{"8 KiB blocks", endpointstest.StartBuffering(t, p.URL, 8192).BaseURL(), Fail, 3},
+		{"the whole answer", endpointstest.StartBuffering(t, p.URL, endpointstest.BufferAll).BaseURL(), Fail, 1},
 		{"4 KiB blocks, X-Accel-Buffering: no from upstream", endpointstest.StartBuffering(t, endpointstest.AccelNo(t, p.URL).URL, 4096).BaseURL(), Pass, 0},
 	} {
 		st, d := incremental(t, tc.base, p.Opts.Model)
@@ -67,8 +68,8 @@ func TestTheIncrementalCheckFailsBehindABufferingProxy(t *testing.T) {
 			continue
 		}
 		var n, reads int
-		if _, err := fmt.Sscanf(d, "%d content events arrived in %d reads", &n, &reads); err != nil || n < tc.perRead*reads {
-			t.Errorf("%s: %q: %d events in %d reads, want %d or more a read", tc.name, d, n, reads, tc.perRead)
+		if _, err := fmt.Sscanf(d, "%d content events arrived in %d read", &n, &reads); err != nil || n != 64 || reads > tc.maxReads {
+			t.Errorf("%s: %q: %d events in %d reads, want 64 in at most %d", tc.name, d, n, reads, tc.maxReads)
 		}
 		if !strings.Contains(d, "nginx: proxy_buffering off, or X-Accel-Buffering: no from upstream") {
 			t.Errorf("%s: %q does not name the fix", tc.name, d)
