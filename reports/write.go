@@ -416,7 +416,7 @@ func (p *printer) phaseTables(r *schema.Report) {
 var proxyFormulas = []schema.Formula{
 	{Metric: "proxy_retried", Formula: "completed requests whose answer said a proxy retried the backend (proxy_retries > 0: x-litellm-attempted-retries + x-portkey-retry-attempt-count + (x-envoy-attempt-count − 1)): their lat and ttft include the retries"},
 	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model or provider (proxy_fallbacks > 0: x-litellm-attempted-fallbacks + cf-aig-step): another one than asked for served them"},
-	{Metric: "buffered", Formula: "completed requests whose content events arrived in blocks: 16 or more events, the last 20 ms or more after t0, and at least half of the reads that delivered them (distinct arrival times) 8 events or more each; their ttft is a proxy's buffer filling, their itl mostly 0"},
+	{Metric: "buffered", Formula: "completed requests whose content events arrived in blocks: 16 or more events, the last 100 ms or more after t0, and at least half of the reads that delivered them (distinct arrival times) 8 events or more each; their ttft is a proxy's buffer filling, their itl mostly 0"},
 }
 
 // hasProxy reports whether any phase or sweep point of r counts a proxy's

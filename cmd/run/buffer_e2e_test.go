@@ -53,16 +53,17 @@ func bufferedRun(t *testing.T, base, model string, extra ...string) (schema.Phas
 	return rep.Phases[0], recs, errOut.String() + "\n" + string(md)
 }
 
-// The truth: vLLM streams a token a millisecond, each event flushed on its
-// own. Behind a proxy that holds the whole answer, each stream's 64 events
-// reach glmbench in one write (endpointstest.Blocks); behind nginx's 4 KiB
-// blocks, in Blocks(its bytes, 4096) writes, about 14 KiB in 4: 16 events
-// a write. Every request of both is buffered, and run warns with the fix.
-// With X-Accel-Buffering: no from the upstream the same proxy forwards each
+// The truth: vLLM streams a token every 2 ms, each event flushed on its
+// own (64 of them end past 100 ms, long enough to judge). Behind a proxy
+// that holds the whole answer, each stream's 64 events reach glmbench in
+// one write (endpointstest.Blocks); behind nginx's 4 KiB blocks, in
+// Blocks(its bytes, 4096) writes, about 14 KiB in 4: 16 events a write.
+// Every request of both is buffered, and run warns with the fix. With
+// X-Accel-Buffering: no from the upstream the same proxy forwards each
 // event as it comes, and direct there is no proxy: none is.
 func TestARunBehindABufferingProxySaysItsStreamsArrivedBuffered(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{Gap: time.Millisecond})
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{Gap: 2 * time.Millisecond})
 	for _, tc := range []struct {
 		name     string
 		base     string

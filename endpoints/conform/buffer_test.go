@@ -35,18 +35,18 @@ func TestEveryPersonalityStreamsIncrementally(t *testing.T) {
 	}
 }
 
-// The truth: behind a proxy that buffers, vLLM's events (a token a
-// millisecond, chat chunks of 230 to 330 bytes) reach the client a block
-// at a time: a 4 KiB block carries 13 or more of them, an 8 KiB one 26 or
-// more, so the 64 judged come in at most 5 and 3 reads; the whole answer
-// (1024 chunks) comes at once, read 32 KiB (the SSE reader's buffer, over
-// 64 chunks) at a time, so the 64 come in one. The check
-// fails, giving the reads and nginx's fix; with X-Accel-Buffering: no
-// from the upstream the same proxy forwards each event as it comes, and
+// The truth: behind a proxy that buffers, vLLM's events (a token every 2
+// ms, the 64 judged past 100 ms, chat chunks of 230 to 330 bytes) reach
+// the client a block at a time: a 4 KiB block carries 13 or more of them,
+// an 8 KiB one 26 or more, so the 64 judged come in at most 5 and 3 reads;
+// the whole answer (1024 chunks) comes at once, read 32 KiB (the SSE
+// reader's buffer, over 64 chunks) at a time, so the 64 come in one. The
+// check fails, giving the reads and nginx's fix; with X-Accel-Buffering:
+// no from the upstream the same proxy forwards each event as it comes, and
 // the check passes.
 func TestTheIncrementalCheckFailsBehindABufferingProxy(t *testing.T) {
 	t.Parallel()
-	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{Gap: time.Millisecond})
+	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{Gap: 2 * time.Millisecond})
 	for _, tc := range []struct {
 		name string
 		base string

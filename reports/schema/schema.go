@@ -314,7 +314,7 @@ type PhaseResult struct {
 	ProxyFallback int `json:"proxy_fallback,omitempty"`
 	// Buffered counts completed requests whose content events arrived in
 	// blocks, not one by one (summary.Buffered: 16 events or more, the
-	// last 20 ms or more after t0, at least half of the reads that
+	// last 100 ms or more after t0, at least half of the reads that
 	// delivered them 8 events or more each): something between glmbench
 	// and the server buffers the stream (nginx's proxy_buffering on), so
 	// their TTFT is the time to fill its buffer and their ITL mostly 0.
