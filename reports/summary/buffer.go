@@ -32,7 +32,8 @@ const (
 	// at once (a fake without a gap between tokens) is told from a
 	// buffering proxy by nothing in its times; under a loaded test run
 	// such a fake's whole stream came at once 21 ms after t0 (measured).
-	// A real server's 16 tokens take longer than 100 ms at 6 ms a token.
+	// At 100 ms it still judges 16 tokens of a server streaming 160 a
+	// second, and any longer stream of a faster one.
 	BufferedMinSpan = 0.1
 )
 
