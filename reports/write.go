@@ -417,19 +417,20 @@ var proxyFormulas = []schema.Formula{
 	{Metric: "proxy_retried", Formula: "completed requests whose answer said a proxy retried the backend (proxy_retries > 0: x-litellm-attempted-retries + x-portkey-retry-attempt-count + (x-envoy-attempt-count − 1)): their lat and ttft include the retries"},
 	{Metric: "proxy_fallback", Formula: "completed requests whose answer said a proxy fell back to another model or provider (proxy_fallbacks > 0: x-litellm-attempted-fallbacks + cf-aig-step): another one than asked for served them"},
 	{Metric: "other_model", Formula: "completed requests whose stream named another model than asked (model_answered: neither it nor a dated or tagged version of it): a proxy's fallback, or a name the server serves the model under"},
+	{Metric: "buffered", Formula: "completed requests whose content events arrived in blocks: 16 or more events, the last 100 ms or more after t0, and at least half of the reads that delivered them (distinct arrival times) 8 events or more each; their ttft is a proxy's buffer filling, their itl mostly 0"},
 }
 
 // hasProxy reports whether any phase or sweep point of r counts a proxy's
-// retry or fallback, or an answer as another model.
+// retry or fallback, an answer as another model, or a buffered stream.
 func hasProxy(r *schema.Report) bool {
 	for _, ph := range r.Phases {
-		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 || ph.OtherModel > 0 {
+		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 || ph.OtherModel > 0 || ph.Buffered > 0 {
 			return true
 		}
 	}
 	for _, s := range r.Sweeps {
 		for _, pt := range s.Points {
-			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 || pt.OtherModel > 0 {
+			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 || pt.OtherModel > 0 || pt.Buffered > 0 {
 				return true
 			}
 		}
@@ -460,7 +461,8 @@ func (p *printer) sweepProxyLines(r *schema.Report) {
 }
 
 // proxyText is what a proxy did in ph, named name: a line for its
-// fallbacks, then one for its retries, each when it made any.
+// fallbacks, one for its retries, then one for the streams it buffered,
+// each when there are any.
 func proxyText(name string, ph *schema.PhaseResult) []string {
 	var lines []string
 	if ph.ProxyFallback > 0 {
@@ -474,6 +476,10 @@ func proxyText(name string, ph *schema.PhaseResult) []string {
 	if ph.OtherModel > 0 {
 		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered as another model than asked (other_model; each record's model_answered names it)\n",
 			name, ph.OtherModel, ph.Completed))
+	}
+	if ph.Buffered > 0 {
+		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed streams arrived buffered (buffered), in blocks of many events, not one by one: something between glmbench and the server buffers the stream, so their TTFT and ITL are its buffering, not the server's (nginx: proxy_buffering off, or X-Accel-Buffering: no from upstream)\n",
+			name, ph.Buffered, ph.Completed))
 	}
 	return lines
 }

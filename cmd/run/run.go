@@ -470,6 +470,9 @@ func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Op
 		if w := otherModelWarning(&run.Result, run.Records, tg.Endpoint.Model); w != "" {
 			fmt.Fprintln(o.F.IO.ErrOut, w)
 		}
+		if w := bufferWarning(&run.Result); w != "" {
+			fmt.Fprintln(o.F.IO.ErrOut, w)
+		}
 		if n := stoppedEarly(&run.Result, run.Records); n > 0 && bo.Shape.IgnoreEOS {
 			fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s: %d of %d completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent: the server does not honour it, so the phase measured shorter answers than asked\n", run.Result.Phase, n, run.Result.Completed)
 		}

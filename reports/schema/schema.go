@@ -323,6 +323,14 @@ type PhaseResult struct {
 	// model than the one asked for (model_answered). Not an error; 0 (left
 	// out) when none did.
 	OtherModel int `json:"other_model,omitempty"`
+	// Buffered counts completed requests whose content events arrived in
+	// blocks, not one by one (summary.Buffered: 16 events or more, the
+	// last 100 ms or more after t0, at least half of the reads that
+	// delivered them 8 events or more each): something between glmbench
+	// and the server buffers the stream (nginx's proxy_buffering on), so
+	// their TTFT is the time to fill its buffer and their ITL mostly 0.
+	// 0 (left out) when none did.
+	Buffered int `json:"buffered,omitempty"`
 
 	LatMean  *float64 `json:"lat_mean"`
 	LatP90   *float64 `json:"lat_p90"`

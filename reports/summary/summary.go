@@ -122,8 +122,8 @@ func Phase(name string, in, out int, records []schema.Record, status string) sch
 
 // countCompleted counts the completed record rec into r: Completed, its n
 // source, short or long of the out tokens asked (its own max_tokens when
-// it has one), a proxy's retries and fallbacks, and answers named by
-// another model than the one asked.
+// it has one), a proxy's retries and fallbacks, answers named by another
+// model than the one asked, and whether it arrived buffered.
 func countCompleted(r *schema.PhaseResult, rec *schema.Record, out int) {
 	r.Completed++
 	r.NSources[rec.NSource]++
@@ -142,6 +142,9 @@ func countCompleted(r *schema.PhaseResult, rec *schema.Record, out int) {
 	}
 	if rec.ModelAnswered != "" {
 		r.OtherModel++
+	}
+	if Buffered(rec) {
+		r.Buffered++
 	}
 }
 
