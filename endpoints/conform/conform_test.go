@@ -161,6 +161,13 @@ var builtinSkips = map[string]string{
 	"queue-overflow":     "--probe-limits",
 }
 
+// engineEither are the checks the built-in engine passes or skips as the
+// machine's load decides, with what the skip says: stream-incremental
+// judges 16 or more content events (or 4 each in a read of its own), and
+// the engine's random-weight model, under a parallel test run's load,
+// packs its 1024 tokens into a handful of events.
+var engineEither = map[string]string{"stream-incremental": "too few to tell a buffered stream"}
+
 func TestTheBuiltInEnginePassesEveryCheckItCan(t *testing.T) {
 	t.Parallel()
 	e := startEngine(t, nil)
@@ -170,6 +177,9 @@ func TestTheBuiltInEnginePassesEveryCheckItCan(t *testing.T) {
 	}
 	for id, r := range res {
 		why, skipped := builtinSkips[id]
+		if either, ok := engineEither[id]; ok && r.Status == string(Skip) {
+			why, skipped = either, true
+		}
 		switch {
 		case skipped && (r.Status != string(Skip) || !strings.Contains(r.Detail, why)):
 			t.Errorf("%s: %s %q, want a skip saying %q", id, r.Status, r.Detail, why)
@@ -208,7 +218,7 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 		{fault: "stall=0.5", fail: map[string]string{"stream": "stream stalled after the first token"},
 			skip: map[string]string{"stream-usage": "needs stream", "max-tokens": "needs stream",
 				"concurrent-streams": "needs stream-usage", "disconnect": "needs stream", "go-openai": "needs stream-usage",
-				"tool-choice-stream": "needs stream"}},
+				"tool-choice-stream": "needs stream", "stream-incremental": "needs stream"}},
 		// Streams that end after their finish_reason without [DONE] are
 		// complete for glmbench run: only the strict shape fails.
 		{fault: "drop-done", fail: map[string]string{"stream": "without data: [DONE]"}},
@@ -237,6 +247,9 @@ func TestEachFaultFailsExactlyTheChecksOfWhatItBreaks(t *testing.T) {
 				wantFail, mustFail := tc.fail[c.ID]
 				wantSkip, mustSkip := tc.skip[c.ID]
 				if why, ok := tc.either[c.ID]; ok && r.Status == string(Skip) {
+					wantSkip, mustSkip = why, true
+				}
+				if why, ok := engineEither[c.ID]; ok && !mustFail && !mustSkip && r.Status == string(Skip) {
 					wantSkip, mustSkip = why, true
 				}
 				why, builtin := builtinSkips[c.ID]
