@@ -13,7 +13,7 @@ import (
 // figures are that model's. Each name is said with its count, most first,
 // at most maxNamed. Where every completed request named the one same model
 // it may be the name the server serves it under (an Azure deployment, a
-// vLLM alias) as well as a fallback for all; where only some did, a proxy
+// LiteLLM alias) as well as a fallback for all; where only some did, a proxy
 // answered those from another model (OpenRouter's fallbacks, named only in
 // the body's model).
 func otherModelWarning(r *schema.PhaseResult, recs []schema.Record, asked string) string {
@@ -45,7 +45,7 @@ func otherModelWarning(r *schema.PhaseResult, recs []schema.Record, asked string
 	}
 	why := "a proxy answered them from another model (OpenRouter names its fallback only there), so the phase mixes models"
 	if len(names) == 1 && r.OtherModel == r.Completed {
-		why = "the name the server serves it under (an Azure deployment, a vLLM --served-model-name alias), or a fallback for all of them"
+		why = "the name the server serves it under (an Azure deployment, a LiteLLM alias before 1.81.7, a llama-server whose --alias is not the model asked), or a fallback for all of them"
 	}
 	return fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were answered as another model than %q asked (%s): %s",
 		r.Phase, r.OtherModel, r.Completed, asked, strings.Join(said, ", "), why)

@@ -196,7 +196,8 @@ type Record struct {
 	// the model asked for nor a dated or tagged version of it
 	// (endpoints.SameModel): a proxy's fallback (OpenRouter names one only
 	// there), or a name the server serves the model under (an Azure
-	// deployment, vLLM's first --served-model-name). Left out otherwise.
+	// deployment, a LiteLLM alias, llama.cpp's own name; vLLM answers the
+	// name asked, a LoRA adapter's own). Left out otherwise.
 	ModelAnswered string `json:"model_answered,omitempty"`
 	// Body is the first 200 bytes of the response body (or of the error
 	// event) on failure, with every secret of the endpoint redacted first.
