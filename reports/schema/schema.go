@@ -46,8 +46,10 @@ type Class string
 const (
 	// RateLimited is an HTTP 429.
 	RateLimited Class = "rate_limited"
-	// QueueFull is an HTTP 503, or a 503 error event inside a 200 stream.
-	// SGLang answers queue overflow with 503 "The request queue is full.".
+	// QueueFull is an HTTP 503 or 529, or a 503 error event inside a 200
+	// stream. SGLang answers queue overflow with 503 "The request queue is
+	// full."; Anthropic's overloaded_error and Dynamo past its busy
+	// threshold are a 529.
 	QueueFull Class = "queue_full"
 	// HTTP5xx is any other 5xx status.
 	HTTP5xx Class = "http_5xx"
