@@ -57,6 +57,10 @@ const profileNotFound = "the server has no profiler routes: vLLM serves them onl
 const profileUnauthorized = "the profiler routes refused the key sent: SGLang started with --admin-api-key takes only that key on them " +
 	"(its --api-key is refused there): give it with --admin-api-key-env VAR"
 
+// profileAdminRefused is profileUnauthorized where the admin key was sent.
+const profileAdminRefused = "the profiler routes refused the admin key sent (--admin-api-key-env): " +
+	"it is not the server's --admin-api-key (SGLang), or what stands in front of the server takes another key there"
+
 // maxProfileBody bounds a profiler route's answer read into memory.
 const maxProfileBody = 64 << 10
 
@@ -89,7 +93,7 @@ func (c *Client) profileCall(ctx context.Context, path string) (ProfileAnswer, e
 	// Every secret, whatever the status: the text is only ever shown.
 	ans := profileAnswer(c.ReadRedacted(resp, maxProfileBody))
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return ProfileAnswer{}, &ProfileError{Status: resp.StatusCode, Where: where, Message: ans.Message}
+		return ProfileAnswer{}, &ProfileError{Status: resp.StatusCode, Where: where, Message: ans.Message, admin: c.ep.adminKey != ""}
 	}
 	return ans, nil
 }
@@ -101,6 +105,8 @@ type ProfileError struct {
 	Where string
 	// Message is the server's one-line message, redacted ("" for none).
 	Message string
+	// admin is true when the admin key was sent in the API key's place.
+	admin bool
 }
 
 func (e *ProfileError) Error() string {
@@ -112,6 +118,9 @@ func (e *ProfileError) Error() string {
 	case http.StatusNotFound:
 		s += ": " + profileNotFound
 	case http.StatusUnauthorized, http.StatusForbidden:
+		if e.admin {
+			return s + ": " + profileAdminRefused
+		}
 		s += ": " + profileUnauthorized
 	}
 	return s

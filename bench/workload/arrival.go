@@ -39,6 +39,13 @@ func Arrivals(a Arrival, n int, seed int64) []time.Duration {
 	case Gamma:
 		g := distuv.Gamma{Alpha: a.Burstiness, Beta: a.Rate * a.Burstiness, Src: r}
 		gap = g.Rand
+		if g.Beta == 0 {
+			// Rate·Burstiness underflowed (1e-200 each), which gonum's
+			// Gamma refuses with a panic: drawn at rate 1 and divided by
+			// each in turn, the gaps saturate (Seconds).
+			g.Beta = 1
+			gap = func() float64 { return g.Rand() / a.Rate / a.Burstiness }
+		}
 	case Constant:
 		gap = func() float64 { return 1 / a.Rate }
 	case Ramp:
@@ -64,7 +71,7 @@ func Arrivals(a Arrival, n int, seed int64) []time.Duration {
 // D = 2n/(r0+r1) seconds, so that Λ(D) = n, and constant at r1 after:
 // Λ(t) = r0·t + (r1−r0)·t²/(2D) up to D, n + r1·(t−D) after.
 func rampInverse(r0, r1 float64, n int) func(y float64) float64 {
-	d := 2 * float64(n) / (r0 + r1)
+	d := float64(n) / (r0/2 + r1/2) // 2n/(r0+r1), whose sum overflows at 1e308
 	a := (r1 - r0) / (2 * d)
 	return func(y float64) float64 {
 		switch {

@@ -154,10 +154,11 @@ const maxSeconds = float64(math.MaxInt64) / 1e9
 // Seconds converts seconds to a Duration, saturating instead of
 // overflowing (a tiny rate's gaps, a huge time scale): a float64 past
 // int64's range converts to whatever the machine gives (math.MinInt64 on
-// amd64, a send time before the phase's start).
+// amd64, a send time before the phase's start). NaN is no time at all:
+// the longest too, a send that never comes rather than one at once.
 func Seconds(s float64) time.Duration {
 	switch {
-	case s >= maxSeconds:
+	case s >= maxSeconds || math.IsNaN(s):
 		return math.MaxInt64
 	case s <= -maxSeconds:
 		return math.MinInt64

@@ -188,11 +188,11 @@ func (o *Options) validate() (*plan, error) {
 		return nil, badinput.Errorf("--warmup and --drain must not be negative")
 	case o.Slice <= 0:
 		return nil, badinput.Errorf("--slice must be positive")
-	case o.Duration/o.Slice > maxSlices:
+	case sliceCount(o.Duration, o.Slice) > maxSlices:
 		// Each slice is a row of every point in the report, with its own
 		// percentiles: --slice 1ns cut a 2 s window into 2·10⁹ of them and
 		// ran the process out of memory.
-		return nil, badinput.Errorf("--slice %s cuts the --duration %s window into %d slices, more than %d: give a longer --slice", o.Slice, o.Duration, o.Duration/o.Slice, maxSlices)
+		return nil, badinput.Errorf("--slice %s cuts the --duration %s window into %d slices, more than %d: give a longer --slice", o.Slice, o.Duration, sliceCount(o.Duration, o.Slice), maxSlices)
 	case !(o.Attainment > 0 && o.Attainment <= 1):
 		return nil, badinput.Errorf("--attainment must be in (0, 1], not %g", o.Attainment)
 	case o.MaxPoints < 1:
@@ -256,6 +256,16 @@ const maxLoad = 1e6
 
 // maxSlices is the most slices --slice may cut a window into.
 const maxSlices = 1000
+
+// sliceCount is how many slices of slice the report cuts a window of d into,
+// the last one short included (slo's cut); slice is positive.
+func sliceCount(d, slice time.Duration) time.Duration {
+	n := d / slice
+	if d%slice != 0 {
+		n++
+	}
+	return n
+}
 
 // Run is the sweep command's work: it checks the flags, opens the endpoint,
 // calibrates the shape, measures the points and writes the report after

@@ -46,8 +46,10 @@ type Class string
 const (
 	// RateLimited is an HTTP 429.
 	RateLimited Class = "rate_limited"
-	// QueueFull is an HTTP 503, or a 503 error event inside a 200 stream.
-	// SGLang answers queue overflow with 503 "The request queue is full.".
+	// QueueFull is an HTTP 503 or 529, or a 503 error event inside a 200
+	// stream. SGLang answers queue overflow with 503 "The request queue is
+	// full."; Anthropic's overloaded_error and Dynamo past its busy
+	// threshold are a 529.
 	QueueFull Class = "queue_full"
 	// HTTP5xx is any other 5xx status.
 	HTTP5xx Class = "http_5xx"
@@ -196,7 +198,8 @@ type Record struct {
 	// the model asked for nor a dated or tagged version of it
 	// (endpoints.SameModel): a proxy's fallback (OpenRouter names one only
 	// there), or a name the server serves the model under (an Azure
-	// deployment, vLLM's first --served-model-name). Left out otherwise.
+	// deployment, a LiteLLM alias, llama.cpp's own name; vLLM answers the
+	// name asked, a LoRA adapter's own). Left out otherwise.
 	ModelAnswered string `json:"model_answered,omitempty"`
 	// Body is the first 200 bytes of the response body (or of the error
 	// event) on failure, with every secret of the endpoint redacted first.
