@@ -1082,6 +1082,9 @@ func classifyErrorEvent(c *Chunk) (schema.Class, string) {
 	if c.ErrorCode == http.StatusServiceUnavailable || string(c.ErrorType) == "SERVICE_UNAVAILABLE" {
 		return schema.QueueFull, "error event with code 503 inside a 200 stream"
 	}
+	if c.ErrorCode == statusOverloaded {
+		return schema.QueueFull, "error event with code 529 inside a 200 stream"
+	}
 	if string(c.ErrorType) == "overloaded" {
 		// TGI past --max-concurrent-requests: its 429 "Model is overloaded".
 		return schema.RateLimited, "error event of type overloaded inside a 200 stream"

@@ -29,3 +29,26 @@ func TestATGIErrorEventIsClassedByItsErrorType(t *testing.T) {
 		}
 	}
 }
+
+// An error event whose code is 503 (SGLang's full queue) or 529 (a server
+// shedding load, as Anthropic's overloaded_error) is queue_full inside a
+// stream as it is as a status; another code is a stream_error.
+func TestABusyErrorEventIsQueueFullAsItsStatusIs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want schema.Class
+	}{
+		{`{"error":{"message":"The request queue is full.","type":"SERVICE_UNAVAILABLE","code":503}}`, schema.QueueFull},
+		{`{"error":{"message":"Overloaded","type":"overloaded_error","code":529}}`, schema.QueueFull},
+		{`{"error":{"message":"boom","type":"server_error","code":500}}`, schema.StreamError},
+	} {
+		var c Chunk
+		if err := ParseChunk([]byte(tc.in), &c); err != nil || !c.Error {
+			t.Fatalf("%s: error %v, Error %v", tc.in, err, c.Error)
+		}
+		if got, detail := classifyErrorEvent(&c); got != tc.want {
+			t.Errorf("%s: class %s (%s), want %s", tc.in, got, detail, tc.want)
+		}
+	}
+}

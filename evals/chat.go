@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"sort"
 	"strings"
 	"unicode"
@@ -270,7 +269,8 @@ func routeLacks(f *schema.EvalFailure) bool {
 		return true
 	case HTTPError:
 		st := f.HTTPStatus
-		return st >= 400 && !endpoints.NotThisRequest(st) && st != http.StatusServiceUnavailable
+		// A busy server (503, 529: queue_full) lacks no route.
+		return st >= 400 && !endpoints.NotThisRequest(st) && endpoints.ClassifyStatus(st) != schema.QueueFull
 	}
 	return false
 }

@@ -108,7 +108,7 @@ func ClassifyLegacy(msg string) schema.Class {
 	switch {
 	case strings.HasPrefix(msg, "HTTP 429"):
 		return schema.RateLimited
-	case strings.HasPrefix(msg, "HTTP 503"):
+	case strings.HasPrefix(msg, "HTTP 503"), strings.HasPrefix(msg, "HTTP 529"):
 		return schema.QueueFull
 	case strings.HasPrefix(msg, "HTTP 5"):
 		return schema.HTTP5xx

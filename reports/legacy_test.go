@@ -62,6 +62,7 @@ func TestClassifyLegacyMessagesByPrefix(t *testing.T) {
 	for msg, want := range map[string]schema.Class{
 		"HTTP 429: Too Many Requests":               schema.RateLimited,
 		"HTTP 503: The request queue is full.":      schema.QueueFull,
+		"HTTP 529: Overloaded":                      schema.QueueFull, // load shed, as a 503
 		"HTTP 500: Internal Server Error":           schema.HTTP5xx,
 		"HTTP 504":                                  schema.HTTP5xx,
 		"HTTP 404: not found":                       schema.HTTP4xx,

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // The checks of numerics: the same temperature-0 request answered the same
@@ -249,7 +249,11 @@ func parting(whose, u string, tokenAt int, delta float64, byText bool) string {
 // notNow reports whether a refused the request for now (429, 503), as a
 // server past its capacity does, rather than failed it.
 func notNow(a *answer) bool {
-	return a != nil && a.err == nil && (a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable)
+	if a == nil || a.err != nil {
+		return false
+	}
+	c := endpoints.ClassifyStatus(a.Status) // 429, 503 or 529: busy
+	return c == schema.RateLimited || c == schema.QueueFull
 }
 
 func checkDeterminism(ctx context.Context, s *suite) outcome {
