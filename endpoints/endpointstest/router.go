@@ -59,6 +59,25 @@ type RouterOptions struct {
 	// MaxConcurrent a request waits in the queue, past both it is answered
 	// 429 with no body.
 	MaxConcurrent, Queue int
+	// QueueTimeout is how long a request may wait in that queue
+	// (--queue-timeout-secs, default 60 s); past it the request is
+	// answered 408 (middleware.rs QueueProcessor), with no body.
+	QueueTimeout time.Duration
+	// Admission makes the limiter answer as the newer SGLang Model
+	// Gateway's does (lightseekorg/smg model_gateway/src/middleware.rs
+	// shed_response, routers/error.rs create_error): its refusals carry
+	// the OpenAI error body, its code in X-SMG-Error-Code, and Retry-After
+	// (the value the fake's own, 1): queue full 429 admission_queue_full
+	// "admission queue is at capacity", queue timeout 408
+	// admission_queue_timeout "timed out waiting for an admission slot".
+	// (Its newest middleware answers the timeout 503 with the same code.)
+	Admission bool
+	// FailEvery is a worker-side fault of the fake's own: every
+	// FailEvery-th attempt the router sends to a worker is answered 500
+	// by that worker, a status sgl-router retries, so the run's requests
+	// succeed on a later attempt and only its retries counter says so
+	// (0: no fault).
+	FailEvery int
 	// Busy is Dynamo's busy threshold, as requests in flight on the
 	// frontend: past it every worker is busy and a request is refused 529
 	// "Service temporarily overloaded" (0: never).
@@ -88,6 +107,9 @@ func (o *RouterOptions) defaults(name string) {
 	if o.Queue <= 0 {
 		o.Queue = 100
 	}
+	if o.QueueTimeout <= 0 {
+		o.QueueTimeout = 60 * time.Second
+	}
 }
 
 // routerState is a router's workers and what it counts.
@@ -112,7 +134,9 @@ type routerState struct {
 	// type, exhausted the requests that used up their retries.
 	attempts, retries          int
 	routed, retried, exhausted map[string]int
-	errs                       map[[2]string]int
+	// retryAt is when each retry was sent.
+	retryAt []time.Time
+	errs    map[[2]string]int
 	// Dynamo's frontend counters (metricsDynamo).
 	dyn dynamoCounters
 }
@@ -159,6 +183,23 @@ func (p *Personality) RouterCounts() (attempts, retries int) {
 		return 0, 0
 	}
 	return p.router.attempts, p.router.retries
+}
+
+// RouterRetriesBetween counts the router's retries sent after from and
+// not after to.
+func (p *Personality) RouterRetriesBetween(from, to time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.router == nil {
+		return 0
+	}
+	n := 0
+	for _, t := range p.router.retryAt {
+		if t.After(from) && !t.After(to) {
+			n++
+		}
+	}
+	return n
 }
 
 // Workers are the personalities behind a router (nil for any other).
@@ -398,10 +439,9 @@ func (p *Personality) sglangRouterGenerate(w http.ResponseWriter, r *http.Reques
 		w.WriteHeader(401)
 		return
 	}
-	release, ok := p.sglangRouterToken(r)
-	if !ok {
-		// middleware.rs: "Request queue is full, returning 429", no body.
-		w.WriteHeader(429)
+	release, refused := p.sglangRouterToken(r)
+	if refused != 0 {
+		p.sglangRouterShed(w, refused, o.Admission)
 		return
 	}
 	defer release()
@@ -436,20 +476,20 @@ func (p *Personality) sglangRouterGenerate(w http.ResponseWriter, r *http.Reques
 }
 
 // sglangRouterToken takes one of the limiter's tokens, waiting in its
-// queue while there is room; false when the queue is full too (or the
-// client left).
-func (p *Personality) sglangRouterToken(r *http.Request) (release func(), ok bool) {
+// queue while there is room, up to QueueTimeout; refused is 429 when the
+// queue is full too, 408 when the wait timed out, -1 when the client left.
+func (p *Personality) sglangRouterToken(r *http.Request) (release func(), refused int) {
 	rs := p.router
 	release = func() { <-rs.tokens }
 	select {
 	case rs.tokens <- struct{}{}:
-		return release, true
+		return release, 0
 	default:
 	}
 	p.mu.Lock()
 	if rs.queued >= p.Opts.Router.Queue {
 		p.mu.Unlock()
-		return nil, false
+		return nil, 429
 	}
 	rs.queued++
 	p.mu.Unlock()
@@ -458,12 +498,37 @@ func (p *Personality) sglangRouterToken(r *http.Request) (release func(), ok boo
 		rs.queued--
 		p.mu.Unlock()
 	}()
+	timer := time.NewTimer(p.Opts.Router.QueueTimeout)
+	defer timer.Stop()
 	select {
 	case rs.tokens <- struct{}{}:
-		return release, true
+		return release, 0
+	case <-timer.C:
+		return nil, 408
 	case <-r.Context().Done():
-		return nil, false
+		return nil, -1
 	}
+}
+
+// sglangRouterShed answers a request the limiter refused with status: with
+// no body (middleware.rs: "Request queue is full, returning 429"; the
+// queue processor's bare 408), or, admission, as the newer gateway's
+// shed_response does.
+func (p *Personality) sglangRouterShed(w http.ResponseWriter, status int, admission bool) {
+	if status < 0 {
+		return
+	}
+	if !admission {
+		w.WriteHeader(status)
+		return
+	}
+	code, msg := "admission_queue_full", "admission queue is at capacity"
+	if status == 408 {
+		code, msg = "admission_queue_timeout", "timed out waiting for an admission slot"
+	}
+	w.Header().Set("X-SMG-Error-Code", code)
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, status, map[string]any{"error": map[string]any{"type": http.StatusText(status), "code": code, "message": msg, "param": nil}})
 }
 
 // retryableStatus is core/retry.rs is_retryable_status.
@@ -487,6 +552,7 @@ func (p *Personality) sglangRouterAttempt(r *http.Request, route string, body []
 	if attempt > 0 {
 		rs.retries++
 		rs.retried[route]++
+		rs.retryAt = append(rs.retryAt, now)
 	}
 	if len(avail) == 0 {
 		rs.errs[[2]string{route, "no_available_workers"}]++
@@ -498,11 +564,20 @@ func (p *Personality) sglangRouterAttempt(r *http.Request, route string, body []
 	rs.next = (i + 1) % len(rs.workers)
 	rs.attempts++
 	rs.running[i]++
+	fault := p.Opts.Router.FailEvery > 0 && rs.attempts%p.Opts.Router.FailEvery == 0
 	p.mu.Unlock()
-	req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, rs.workers[i].URL+route, bytes.NewReader(body))
-	copyHeaders(req.Header, r.Header)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := rs.client.Do(req)
+	var resp *http.Response
+	var err error
+	if fault {
+		// The worker's fault, as the fake's own plain 500.
+		resp = &http.Response{StatusCode: 500, Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}},
+			Body: io.NopCloser(strings.NewReader("Internal Server Error"))}
+	} else {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, rs.workers[i].URL+route, bytes.NewReader(body))
+		copyHeaders(req.Header, r.Header)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = rs.client.Do(req)
+	}
 	if err != nil {
 		resp = &http.Response{StatusCode: 500, Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}},
 			Body: io.NopCloser(strings.NewReader("Request failed: " + err.Error()))}

@@ -12,8 +12,9 @@ import (
 // names, types and labels of their sources: sgl-router's metrics.rs, the
 // SGLang Model Gateway's smg_* layer, Dynamo's prometheus_names.rs) map to
 // exactly the values written: the router's own view of the deployment
-// (its in-flight and queued requests, its TTFT), summed over workers, and
-// nothing of what the table does not read (retries, worker health,
+// (its in-flight and queued requests, its TTFT), summed over workers, its
+// retries summed over routes (sgl_router_) or worker type and endpoint
+// (smg_), and nothing of what the table does not read (worker health,
 // requests counted with their errors, sgl-router's duration to the
 // answer's start).
 var routerCases = []struct {
@@ -31,9 +32,9 @@ var routerCases = []struct {
 	{"an older dynamo without output_tokens_total: generation tokens are the per-request histogram's sum", "dynamo_old.prom", Dynamo,
 		map[string]float64{schema.SrvRunning: 3, schema.SrvGenerationTokens: 1024}, nil},
 	{"sgl-router: running summed over its workers, requests its workers answered", "sglang_router.prom", SGLangRouter,
-		map[string]float64{schema.SrvRunning: 12, schema.SrvRequests: 100}, nil},
+		map[string]float64{schema.SrvRunning: 12, schema.SrvRequests: 100, schema.SrvRetries: 12}, nil},
 	{"the SGLang Model Gateway's smg_ names: active per worker summed, gRPC TTFT and duration", "smg.prom", SMG,
-		map[string]float64{schema.SrvRunning: 10},
+		map[string]float64{schema.SrvRunning: 10, schema.SrvRetries: 2},
 		map[string]schema.Histogram{
 			schema.SrvTTFT: {LE: []float64{0.1}, Counts: []float64{20}, Sum: 7.5, Count: 50},
 			schema.SrvE2E:  {LE: []float64{1}, Counts: []float64{10}, Sum: 120, Count: 50},

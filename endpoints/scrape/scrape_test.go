@@ -204,7 +204,7 @@ func TestRedactHookRunsAfterTheHeaderRedaction(t *testing.T) {
 func TestTheTableNamesOnlyCommonNamesAndKnownServers(t *testing.T) {
 	common := map[string]bool{}
 	for _, n := range []string{schema.SrvRequests, schema.SrvPromptTokens, schema.SrvGenerationTokens, schema.SrvPreemptions,
-		schema.SrvPrefixQueried, schema.SrvPrefixHit, schema.SrvSpecSteps, schema.SrvSpecDrafted, schema.SrvSpecAccepted,
+		schema.SrvPrefixQueried, schema.SrvPrefixHit, schema.SrvSpecSteps, schema.SrvSpecDrafted, schema.SrvSpecAccepted, schema.SrvRetries,
 		schema.SrvRunning, schema.SrvQueued, schema.SrvKVUsage, schema.SrvCacheHitRate, schema.SrvAcceptLength,
 		schema.SrvTTFT, schema.SrvITL, schema.SrvE2E} {
 		common[n] = true

@@ -164,6 +164,8 @@ func routerRows() []Series {
 	return []Series{
 		row(SGLangRouter, "sgl_router_running_requests", Gauge, schema.SrvRunning, docRouter, "summed over workers: requests sent and not yet ended, kept under the cache_aware policy only"+view),
 		row(SGLangRouter, "sgl_router_requests_total", Counter, schema.SrvRequests, docRouter, "requests a worker answered 2xx, counted when the answer starts"+view),
+		row(SGLangRouter, "sgl_router_retries_total", Counter, schema.SrvRetries, docRouter, "summed over route: attempts sent again after a retryable answer, hidden from the client"),
+		row(SMG, "smg_worker_retries_total", Counter, schema.SrvRetries, docRouter, "summed over worker_type and endpoint: one per backoff (PD mode counts a retry under both prefill and decode)"),
 		row(SMG, "smg_worker_requests_active", Gauge, schema.SrvRunning, docRouter, "summed over workers"+view),
 		row(SMG, "smg_router_ttft_seconds", Histogram, schema.SrvTTFT, docRouter, "gRPC workers only"+view),
 		row(SMG, "smg_router_generation_duration_seconds", Histogram, schema.SrvE2E, docRouter, "gRPC workers only"+view),

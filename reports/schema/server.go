@@ -15,6 +15,7 @@ const (
 	SrvSpecSteps        = "spec_steps"        // speculative verify steps (drafts), per request
 	SrvSpecDrafted      = "spec_drafted"      // draft tokens proposed
 	SrvSpecAccepted     = "spec_accepted"     // draft tokens accepted
+	SrvRetries          = "retries"           // attempts a router sent again after a retryable answer
 	// Gauges.
 	SrvRunning      = "running"        // requests running
 	SrvQueued       = "queued"         // requests waiting
@@ -75,6 +76,11 @@ type ServerStats struct {
 	PromptTokens     *float64 `json:"prompt_tokens"`
 	GenerationTokens *float64 `json:"generation_tokens"`
 	Preemptions      *float64 `json:"preemptions"`
+	// Retries is the attempts a router in front of the workers sent again
+	// after a retryable answer (sgl-router's 408, 429 and 5xx): its
+	// client saw one slower answer for each request retried. Absent for a
+	// server that does not retry.
+	Retries *float64 `json:"retries,omitempty"`
 
 	TTFTP50 *float64 `json:"ttft_p50"`
 	TTFTP99 *float64 `json:"ttft_p99"`

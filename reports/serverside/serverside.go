@@ -53,7 +53,8 @@ func Group(samples []schema.MetricsSample) (keys []Key, groups map[Key][]schema.
 //
 //   - counters (requests, prompt and generation tokens, preemptions): the
 //     last answered scrape's value minus the first's, over the scrapes that
-//     have the series; nil with fewer than two. A counter that went down
+//     have the series; nil with fewer than two. A router's retries count 0
+//     in a scrape without them (lazyDelta). A counter that went down
 //     between two scrapes means the server restarted: every counter and
 //     histogram figure is then nil, and the note says which went down;
 //   - gauges (running, queued, KV usage): the maximum and mean over the
@@ -118,6 +119,9 @@ func Stats(samples []schema.MetricsSample) *schema.ServerStats {
 	st.PromptTokens = delta(schema.SrvPromptTokens)
 	st.GenerationTokens = delta(schema.SrvGenerationTokens)
 	st.Preemptions = delta(schema.SrvPreemptions)
+	if reset == "" {
+		st.Retries = lazyDelta(ok, schema.SrvRetries)
+	}
 
 	st.RunningMax, st.RunningMean = gauge(ok, schema.SrvRunning, false)
 	st.QueuedMax, st.QueuedMean = gauge(ok, schema.SrvQueued, false)
@@ -191,6 +195,7 @@ func source(ok []schema.MetricsSample, notes *[]string) string {
 var counters = []string{
 	schema.SrvRequests, schema.SrvPromptTokens, schema.SrvGenerationTokens, schema.SrvPreemptions,
 	schema.SrvPrefixQueried, schema.SrvPrefixHit, schema.SrvSpecSteps, schema.SrvSpecDrafted, schema.SrvSpecAccepted,
+	schema.SrvRetries,
 }
 
 // resetNote says which counter or histogram count first went down between
@@ -254,6 +259,28 @@ func counterDelta(ok []schema.MetricsSample, name string) *float64 {
 		return nil
 	}
 	return ptr(last - first)
+}
+
+// lazyDelta is counterDelta for a counter the server writes only once it
+// has counted one (sgl-router's retries: the metrics crate exports a
+// series from its first increment): an answered scrape without it counts
+// 0, so a phase whose first retry came after its first scrape counts it.
+// It is nil where no scrape has the series, with fewer than two scrapes,
+// or where it went down between two scrapes (a restart).
+func lazyDelta(ok []schema.MetricsSample, name string) *float64 {
+	have, prev := false, 0.0
+	for _, s := range ok {
+		v, found := value(s, name)
+		if v < prev {
+			return nil
+		}
+		have, prev = have || found, v
+	}
+	if !have || len(ok) < 2 {
+		return nil
+	}
+	first, _ := value(ok[0], name)
+	return ptr(prev - first)
 }
 
 // gauge is the maximum and mean of name over the samples taken during the
