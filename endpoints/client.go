@@ -720,8 +720,7 @@ func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.window)+1))
 		res.End = time.Since(res.T0)
 		res.Body = c.ep.ClipBody(b, false)
-		res.Class = ClassifyStatus(resp.StatusCode)
-		res.Detail = fmt.Sprintf("HTTP %d", resp.StatusCode)
+		res.Class, res.Detail = classifyRefusal(resp.StatusCode, b)
 		c.overrideByCause(s.ctx, s.parent, res)
 		return true
 	}
@@ -1068,6 +1067,40 @@ func ClassifyStatus(status int) schema.Class {
 	}
 	// 1xx/other 2xx: not a stream the client can read.
 	return schema.HTTP4xx
+}
+
+// classifyRefusal is ClassifyStatus of a non-200 answer and its detail,
+// read with its body where the status alone is ambiguous: a 408 whose
+// error code is admission_queue_timeout is the SGLang Model Gateway
+// shedding a request that waited in its admission queue past
+// --queue-timeout-secs (model_gateway/src/middleware.rs shed_response), so
+// queue_full as a 503; any other 408 (nginx's client_body_timeout, the
+// older router's bare one) stays http_4xx.
+func classifyRefusal(status int, body []byte) (schema.Class, string) {
+	detail := fmt.Sprintf("HTTP %d", status)
+	if status == http.StatusRequestTimeout && errorCode(body) == admissionQueueTimeout {
+		return schema.QueueFull, detail + " " + admissionQueueTimeout
+	}
+	return ClassifyStatus(status), detail
+}
+
+// admissionQueueTimeout is the SGLang Model Gateway's error code for a
+// request its admission queue held past its timeout.
+const admissionQueueTimeout = "admission_queue_timeout"
+
+// errorCode is the string code of an OpenAI-shaped error body
+// ({"error": {"code": "..."}}), or "" where it has none.
+func errorCode(body []byte) string {
+	var v struct {
+		Error struct {
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	var code string
+	if json.Unmarshal(body, &v) != nil || json.Unmarshal(v.Error.Code, &code) != nil {
+		return ""
+	}
+	return code
 }
 
 // statusOverloaded is the 529 of a server that sheds load: Anthropic's

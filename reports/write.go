@@ -473,6 +473,10 @@ func proxyText(name string, ph *schema.PhaseResult) []string {
 		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were retried inside the proxy (proxy_retried): their latency includes the retries\n",
 			name, ph.ProxyRetried, ph.Completed))
 	}
+	if ph.Server != nil && ph.Server.Retries != nil && *ph.Server.Retries > 0 {
+		lines = append(lines, fmt.Sprintf("- %s: the router in front of the workers retried %g attempts inside (the server block's retries, from %s's counter): the retried requests' latency includes the failed attempts and the backoff\n",
+			name, *ph.Server.Retries, ph.Server.Source))
+	}
 	if ph.OtherModel > 0 {
 		lines = append(lines, fmt.Sprintf("- %s: %d of %d completed requests were answered as another model than asked (other_model; each record's model_answered names it)\n",
 			name, ph.OtherModel, ph.Completed))

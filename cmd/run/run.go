@@ -467,6 +467,9 @@ func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Op
 		for _, w := range proxyWarnings(&run.Result) {
 			fmt.Fprintln(o.F.IO.ErrOut, w)
 		}
+		if w := routerRetriesWarning(&run.Result); w != "" {
+			fmt.Fprintln(o.F.IO.ErrOut, w)
+		}
 		if w := otherModelWarning(&run.Result, run.Records, tg.Endpoint.Model); w != "" {
 			fmt.Fprintln(o.F.IO.ErrOut, w)
 		}
