@@ -461,8 +461,8 @@ func (p *printer) sweepProxyLines(r *schema.Report) {
 }
 
 // proxyText is what a proxy did in ph, named name: a line for its
-// fallbacks, one for its retries, then one for the streams it buffered,
-// each when there are any.
+// fallbacks, one for its retries, one for a router's retries (the server
+// block's), then one for the streams it buffered, each when there are any.
 func proxyText(name string, ph *schema.PhaseResult) []string {
 	var lines []string
 	if ph.ProxyFallback > 0 {
