@@ -20,6 +20,7 @@ type genRequest struct {
 	promptN   int      // usage.prompt_tokens before truncation
 	maxTokens int64    // requested (max_completion_tokens, else max_tokens)
 	hasMax    bool     // maxTokens was given
+	maxName   string   // the field that gave maxTokens
 	stream    bool
 	usage     bool // stream_options.include_usage
 	ignoreEOS bool
@@ -251,9 +252,9 @@ func (p *Personality) readPrompt(g *genRequest, prompt json.RawMessage) *refusal
 // readMaxTokens sets the requested maximum: max_completion_tokens, else
 // max_tokens, when either is given and not null.
 func (g *genRequest) readMaxTokens(maxTokens, maxCompletionTokens json.RawMessage) *refusal {
-	mt := maxTokens
+	mt, name := maxTokens, "max_tokens"
 	if len(maxCompletionTokens) > 0 && string(maxCompletionTokens) != "null" {
-		mt = maxCompletionTokens
+		mt, name = maxCompletionTokens, "max_completion_tokens"
 	}
 	if len(mt) == 0 || string(mt) == "null" {
 		return nil
@@ -268,7 +269,7 @@ func (g *genRequest) readMaxTokens(maxTokens, maxCompletionTokens json.RawMessag
 		}
 		n = int64(x)
 	}
-	g.maxTokens, g.hasMax = n, true
+	g.maxTokens, g.hasMax, g.maxName = n, true, name
 	return nil
 }
 
@@ -416,6 +417,9 @@ func (p *Personality) checkVLLM(g *genRequest) (promptN int, budget int64, ref *
 		// _validate_logprobs).
 		return 0, 0, &refusal{400, fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
 	}
+	if !o.VLLMFlatErrors && !o.VLLMBefore018 {
+		return p.checkVLLMRenderer(g)
+	}
 	if P > L {
 		// vllm/entrypoints/openai/serving_engine.py (_validate_input).
 		if o.VLLMFlatErrors {
@@ -431,6 +435,39 @@ func (p *Personality) checkVLLM(g *genRequest) (promptN int, budget int64, ref *
 			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", L, uint64(P)+uint64(M), P, M), nil}
 		}
 		return 0, 0, &refusal{400, fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", M, L, P, M, L, P), nil}
+	}
+	return P, M, nil
+}
+
+// checkVLLMRenderer is the context check of vLLM 0.18 and later, done by
+// its renderer while it tokenizes (vllm/renderers/params.py TokenizeParams:
+// __post_init__ and _token_len_check; the "(parameter=..., value=...)"
+// suffix is VLLMValidationError's, vllm/exceptions.py, and its parameter is
+// the error's param). The output budget is the cap asked for, 0 when none
+// was, so a request without one fits while its prompt does. A cap past the
+// context is refused by itself, named by the field that carried it. A
+// prompt is tokenized to at most L - M + 1 tokens, so the refusal of one
+// that does not fit beside the cap counts that many, "at least", never the
+// prompt's own length (as seen on the wire in 2026, e.g. "you requested
+// 4096 output tokens and your prompt contains at least 28673 input tokens"
+// for L 32768).
+func (p *Personality) checkVLLMRenderer(g *genRequest) (promptN int, budget int64, ref *refusal) {
+	P, L := g.promptN, p.Opts.Context
+	var M int64
+	if g.hasMax {
+		M = g.maxTokens
+	}
+	if M > int64(L) {
+		return 0, 0, &refusal{400, fmt.Sprintf("%s=%d cannot be greater than max_model_len=max_total_tokens=%d. Please request fewer output tokens. (parameter=%s, value=%d)", g.maxName, M, L, g.maxName, M),
+			map[string]any{"param": g.maxName}}
+	}
+	if int64(P) > int64(L)-M {
+		n := int64(L) - M + 1
+		return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains at least %d input tokens, for a total of at least %d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)", L, M, n, n+M, n),
+			map[string]any{"param": "input_tokens"}}
+	}
+	if !g.hasMax {
+		M = int64(L - P)
 	}
 	return P, M, nil
 }

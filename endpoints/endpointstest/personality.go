@@ -109,6 +109,13 @@ type Options struct {
 	// VLLMFlatErrors answers errors in vLLM's flat shape before v0.10.1
 	// ({"object":"error","message",...}; vllm PR #22099 nested them).
 	VLLMFlatErrors bool
+	// VLLMBefore018 answers a context overflow in the words of vLLM
+	// 0.10.1 to 0.17 (vllm/entrypoints/openai/serving_engine.py
+	// _validate_input: "'max_tokens' or 'max_completion_tokens' is too
+	// large: M. ..." and "... However, your request has P input tokens.");
+	// without it (and without VLLMFlatErrors) the renderer's words of 0.18
+	// and later (checkVLLMRenderer).
+	VLLMBefore018 bool
 	// SGLangTokenize serves /tokenize and /v1/tokenize on SGLang (newer versions).
 	SGLangTokenize bool
 	// SGLangContextArg reports Context as /get_server_info's context_length
