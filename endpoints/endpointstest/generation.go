@@ -414,8 +414,14 @@ func (p *Personality) checkVLLM(g *genRequest) (promptN int, budget int64, ref *
 	}
 	if g.topK > 20 {
 		// --max-logprobs defaults to 20 (vllm/v1/engine/processor.py
-		// _validate_logprobs).
-		return 0, 0, &refusal{400, fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
+		// _validate_logprobs; now vllm/sampling_params.py, a
+		// VLLMValidationError whose parameter, "logprobs", is the param and
+		// is written after the message with the value, vllm/exceptions.py).
+		msg := fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: 20", g.topK)
+		if o.VLLMFlatErrors || o.VLLMBefore018 {
+			return 0, 0, &refusal{400, msg, nil}
+		}
+		return 0, 0, &refusal{400, fmt.Sprintf("%s (parameter=logprobs, value=%d)", msg, g.topK), map[string]any{"param": "logprobs"}}
 	}
 	if !o.VLLMFlatErrors && !o.VLLMBefore018 {
 		return p.checkVLLMRenderer(g)

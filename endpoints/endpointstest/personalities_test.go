@@ -224,10 +224,21 @@ func TestServersStateTheirContextWhereTheirSourcesSay(t *testing.T) {
 }
 
 func TestVLLMRefusesMoreTopLogprobsThanItsMaxInItsOwnWords(t *testing.T) {
-	p := Start(t, VLLM, Options{})
-	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 1, "logprobs", true, "top_logprobs", 21))
-	if r.status != 400 || errMessage(t, r) != "Requested sample logprobs of 21, which is greater than max allowed: 20" {
-		t.Fatalf("%d %s", r.status, r.body)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		msg  string
+	}{
+		{"0.18+: VLLMValidationError's suffix", Options{}, "Requested sample logprobs of 21, which is greater than max allowed: 20 (parameter=logprobs, value=21)"},
+		{"before 0.18", Options{VLLMBefore018: true}, "Requested sample logprobs of 21, which is greater than max allowed: 20"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Start(t, VLLM, tc.opts)
+			r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 1, "logprobs", true, "top_logprobs", 21))
+			if r.status != 400 || errMessage(t, r) != tc.msg {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+		})
 	}
 }
 
