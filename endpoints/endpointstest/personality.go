@@ -737,11 +737,16 @@ func (p *Personality) serverInfo(w http.ResponseWriter) {
 
 func (p *Personality) metrics(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
-	running, total := p.inflight, len(p.prompts)
+	running, total := p.inflight, 0
+	for _, n := range p.prompts {
+		total += n
+	}
 	p.mu.Unlock()
 	switch {
 	case p.Kind == VLLM:
-		// vLLM always serves /metrics (vllm: prefix).
+		// vLLM always serves /metrics (vllm: prefix); prompt_tokens_total
+		// counts prompt tokens, not requests (vllm/v1/metrics/loggers.py
+		// counter_prompt_tokens, "Number of prefill tokens processed").
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=%q} %d\n"+
 			"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=%q} 0\n"+
