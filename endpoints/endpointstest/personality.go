@@ -730,9 +730,26 @@ func (p *Personality) serverInfo(w http.ResponseWriter) {
 	if running == 0 {
 		running = 1024
 	}
-	writeJSON(w, 200, map[string]any{"model_path": p.Opts.Model, "served_model_name": p.Opts.Model, "context_length": ctx,
-		"api_key": key, "max_running_requests": running, "max_queued_requests": queued, "max_total_tokens": nil,
-		"max_total_num_tokens": 2328128, "max_req_input_len": p.Opts.Context - 5, "enable_metrics": p.Opts.Metrics, "version": "0.5.6"})
+	var admin any
+	if p.Opts.AdminAPIKey != "" {
+		admin = p.Opts.AdminAPIKey
+	}
+	args := func() map[string]any {
+		return map[string]any{"model_path": p.Opts.Model, "served_model_name": p.Opts.Model, "context_length": ctx,
+			"api_key": key, "admin_api_key": admin, "max_running_requests": running, "max_queued_requests": queued,
+			"max_total_tokens": nil, "enable_metrics": p.Opts.Metrics}
+	}
+	// Each scheduler's (DP rank's) internal state is the resolved server
+	// args again, api_key and admin_api_key in clear, with its throughput
+	// and memory (srt/managers/scheduler_components/internal_state.py
+	// get_internal_state, as the reference dump's four ranks are).
+	rank := args()
+	rank["last_gen_throughput"] = 0.0
+	rank["memory_usage"] = map[string]any{"weight": 15.0, "kvcache": 30.0, "token_capacity": 2328128, "graph": 1.5}
+	info := args()
+	info["status"], info["max_total_num_tokens"], info["max_req_input_len"] = "ready", 2328128, p.Opts.Context-5
+	info["internal_states"], info["version"] = []any{rank}, "0.5.6"
+	writeJSON(w, 200, info)
 }
 
 func (p *Personality) metrics(w http.ResponseWriter, r *http.Request) {
