@@ -758,9 +758,16 @@ func bytesOf(s string) []int {
 // no breakdown.
 func (p *Personality) usageOf(prompt, completion, reasoning int) map[string]any {
 	u := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-	if p.Kind == OpenAI {
+	switch p.Kind {
+	case OpenAI:
 		u["completion_tokens_details"] = map[string]any{"reasoning_tokens": reasoning, "audio_tokens": 0,
 			"accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+	case SGLang:
+		// UsageInfo dumped whole (srt/entrypoints/openai/protocol.py):
+		// prompt_tokens_details null without --enable-cache-report, and
+		// reasoning_tokens beside completion_tokens, 0 for a model that
+		// does not reason.
+		u["prompt_tokens_details"], u["reasoning_tokens"] = nil, reasoning
 	}
 	return u
 }
