@@ -186,6 +186,14 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 				map[string]any{"param": "max_tokens", "code": "unsupported_parameter"}}
 		}
 	}
+	if p.Kind == VLLM && truthy(raw["stream_options"]) && !truthy(raw["stream"]) {
+		// ChatCompletionRequest's and CompletionRequest's
+		// validate_stream_options (chat_completion/protocol.py,
+		// completion/protocol.py): Python truthiness, so {} passes. The
+		// text is the VLLMValidationError's; the framing pydantic's
+		// validation error gives it is unverified.
+		return &refusal{400, "Stream options can only be defined when `stream=True`. (parameter=stream_options)", map[string]any{"param": "stream_options"}}
+	}
 	if p.Kind == LMStudio && !p.lmstudioModelOK(model) {
 		// Unverified wording and status.
 		return &refusal{404, "Model \"" + model + "\" not found. Load it first, or turn on Just-in-Time model loading.", nil}
@@ -206,6 +214,30 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 		return &refusal{404, "The model `" + model + "` does not exist.", nil}
 	}
 	return nil
+}
+
+// truthy is Python's truth of a JSON value: absent, null, false, 0, "",
+// [] and {} are false.
+func truthy(v json.RawMessage) bool {
+	var x any
+	if len(v) == 0 || json.Unmarshal(v, &x) != nil {
+		return false
+	}
+	switch y := x.(type) {
+	case nil:
+		return false
+	case bool:
+		return y
+	case float64:
+		return y != 0
+	case string:
+		return y != ""
+	case []any:
+		return len(y) > 0
+	case map[string]any:
+		return len(y) > 0
+	}
+	return true
 }
 
 // readMessages sets the prompt and its count from the chat messages.
