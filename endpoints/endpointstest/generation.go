@@ -20,6 +20,7 @@ type genRequest struct {
 	promptN   int      // usage.prompt_tokens before truncation
 	maxTokens int64    // requested (max_completion_tokens, else max_tokens)
 	hasMax    bool     // maxTokens was given
+	maxName   string   // the field that gave maxTokens
 	stream    bool
 	usage     bool // stream_options.include_usage
 	ignoreEOS bool
@@ -185,6 +186,14 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 				map[string]any{"param": "max_tokens", "code": "unsupported_parameter"}}
 		}
 	}
+	if p.Kind == VLLM && truthy(raw["stream_options"]) && !truthy(raw["stream"]) {
+		// ChatCompletionRequest's and CompletionRequest's
+		// validate_stream_options (chat_completion/protocol.py,
+		// completion/protocol.py): Python truthiness, so {} passes. The
+		// text is the VLLMValidationError's; the framing pydantic's
+		// validation error gives it is unverified.
+		return &refusal{400, "Stream options can only be defined when `stream=True`. (parameter=stream_options)", map[string]any{"param": "stream_options"}}
+	}
 	if p.Kind == LMStudio && !p.lmstudioModelOK(model) {
 		// Unverified wording and status.
 		return &refusal{404, "Model \"" + model + "\" not found. Load it first, or turn on Just-in-Time model loading.", nil}
@@ -205,6 +214,30 @@ func (p *Personality) checkFields(raw map[string]json.RawMessage, model string, 
 		return &refusal{404, "The model `" + model + "` does not exist.", nil}
 	}
 	return nil
+}
+
+// truthy is Python's truth of a JSON value: absent, null, false, 0, "",
+// [] and {} are false.
+func truthy(v json.RawMessage) bool {
+	var x any
+	if len(v) == 0 || json.Unmarshal(v, &x) != nil {
+		return false
+	}
+	switch y := x.(type) {
+	case nil:
+		return false
+	case bool:
+		return y
+	case float64:
+		return y != 0
+	case string:
+		return y != ""
+	case []any:
+		return len(y) > 0
+	case map[string]any:
+		return len(y) > 0
+	}
+	return true
 }
 
 // readMessages sets the prompt and its count from the chat messages.
@@ -251,9 +284,9 @@ func (p *Personality) readPrompt(g *genRequest, prompt json.RawMessage) *refusal
 // readMaxTokens sets the requested maximum: max_completion_tokens, else
 // max_tokens, when either is given and not null.
 func (g *genRequest) readMaxTokens(maxTokens, maxCompletionTokens json.RawMessage) *refusal {
-	mt := maxTokens
+	mt, name := maxTokens, "max_tokens"
 	if len(maxCompletionTokens) > 0 && string(maxCompletionTokens) != "null" {
-		mt = maxCompletionTokens
+		mt, name = maxCompletionTokens, "max_completion_tokens"
 	}
 	if len(mt) == 0 || string(mt) == "null" {
 		return nil
@@ -268,7 +301,7 @@ func (g *genRequest) readMaxTokens(maxTokens, maxCompletionTokens json.RawMessag
 		}
 		n = int64(x)
 	}
-	g.maxTokens, g.hasMax = n, true
+	g.maxTokens, g.hasMax, g.maxName = n, true, name
 	return nil
 }
 
@@ -413,8 +446,17 @@ func (p *Personality) checkVLLM(g *genRequest) (promptN int, budget int64, ref *
 	}
 	if g.topK > 20 {
 		// --max-logprobs defaults to 20 (vllm/v1/engine/processor.py
-		// _validate_logprobs).
-		return 0, 0, &refusal{400, fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: 20", g.topK), nil}
+		// _validate_logprobs; now vllm/sampling_params.py, a
+		// VLLMValidationError whose parameter, "logprobs", is the param and
+		// is written after the message with the value, vllm/exceptions.py).
+		msg := fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: 20", g.topK)
+		if o.VLLMFlatErrors || o.VLLMBefore018 {
+			return 0, 0, &refusal{400, msg, nil}
+		}
+		return 0, 0, &refusal{400, fmt.Sprintf("%s (parameter=logprobs, value=%d)", msg, g.topK), map[string]any{"param": "logprobs"}}
+	}
+	if !o.VLLMFlatErrors && !o.VLLMBefore018 {
+		return p.checkVLLMRenderer(g)
 	}
 	if P > L {
 		// vllm/entrypoints/openai/serving_engine.py (_validate_input).
@@ -431,6 +473,39 @@ func (p *Personality) checkVLLM(g *genRequest) (promptN int, budget int64, ref *
 			return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.", L, uint64(P)+uint64(M), P, M), nil}
 		}
 		return 0, 0, &refusal{400, fmt.Sprintf("'max_tokens' or 'max_completion_tokens' is too large: %d. This model's maximum context length is %d tokens and your request has %d input tokens (%d > %d - %d).", M, L, P, M, L, P), nil}
+	}
+	return P, M, nil
+}
+
+// checkVLLMRenderer is the context check of vLLM 0.18 and later, done by
+// its renderer while it tokenizes (vllm/renderers/params.py TokenizeParams:
+// __post_init__ and _token_len_check; the "(parameter=..., value=...)"
+// suffix is VLLMValidationError's, vllm/exceptions.py, and its parameter is
+// the error's param). The output budget is the cap asked for, 0 when none
+// was, so a request without one fits while its prompt does. A cap past the
+// context is refused by itself, named by the field that carried it. A
+// prompt is tokenized to at most L - M + 1 tokens, so the refusal of one
+// that does not fit beside the cap counts that many, "at least", never the
+// prompt's own length (as seen on the wire in 2026, e.g. "you requested
+// 4096 output tokens and your prompt contains at least 28673 input tokens"
+// for L 32768).
+func (p *Personality) checkVLLMRenderer(g *genRequest) (promptN int, budget int64, ref *refusal) {
+	P, L := g.promptN, p.Opts.Context
+	var M int64
+	if g.hasMax {
+		M = g.maxTokens
+	}
+	if M > int64(L) {
+		return 0, 0, &refusal{400, fmt.Sprintf("%s=%d cannot be greater than max_model_len=max_total_tokens=%d. Please request fewer output tokens. (parameter=%s, value=%d)", g.maxName, M, L, g.maxName, M),
+			map[string]any{"param": g.maxName}}
+	}
+	if int64(P) > int64(L)-M {
+		n := int64(L) - M + 1
+		return 0, 0, &refusal{400, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains at least %d input tokens, for a total of at least %d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)", L, M, n, n+M, n),
+			map[string]any{"param": "input_tokens"}}
+	}
+	if !g.hasMax {
+		M = int64(L - P)
 	}
 	return P, M, nil
 }
@@ -715,9 +790,16 @@ func bytesOf(s string) []int {
 // no breakdown.
 func (p *Personality) usageOf(prompt, completion, reasoning int) map[string]any {
 	u := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-	if p.Kind == OpenAI {
+	switch p.Kind {
+	case OpenAI:
 		u["completion_tokens_details"] = map[string]any{"reasoning_tokens": reasoning, "audio_tokens": 0,
 			"accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+	case SGLang:
+		// UsageInfo dumped whole (srt/entrypoints/openai/protocol.py):
+		// prompt_tokens_details null without --enable-cache-report, and
+		// reasoning_tokens beside completion_tokens, 0 for a model that
+		// does not reason.
+		u["prompt_tokens_details"], u["reasoning_tokens"] = nil, reasoning
 	}
 	return u
 }

@@ -224,10 +224,21 @@ func TestServersStateTheirContextWhereTheirSourcesSay(t *testing.T) {
 }
 
 func TestVLLMRefusesMoreTopLogprobsThanItsMaxInItsOwnWords(t *testing.T) {
-	p := Start(t, VLLM, Options{})
-	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 1, "logprobs", true, "top_logprobs", 21))
-	if r.status != 400 || errMessage(t, r) != "Requested sample logprobs of 21, which is greater than max allowed: 20" {
-		t.Fatalf("%d %s", r.status, r.body)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		msg  string
+	}{
+		{"0.18+: VLLMValidationError's suffix", Options{}, "Requested sample logprobs of 21, which is greater than max allowed: 20 (parameter=logprobs, value=21)"},
+		{"before 0.18", Options{VLLMBefore018: true}, "Requested sample logprobs of 21, which is greater than max allowed: 20"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Start(t, VLLM, tc.opts)
+			r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 1, "logprobs", true, "top_logprobs", 21))
+			if r.status != 400 || errMessage(t, r) != tc.msg {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+		})
 	}
 }
 
@@ -389,7 +400,11 @@ func TestAnOverlongPromptIsAnsweredAsEachServerWordsIt(t *testing.T) {
 			map[string]any{"type": "exceed_context_size_error", "n_prompt_tokens": float64(P), "n_ctx": float64(L), "code": float64(400)}},
 		{"llama.cpp 2026", LlamaCpp, Options{LlamaOverflow: LlamaRejectCounts}, 400, "request (5007 tokens) exceeds the available context size (4096 tokens), try increasing it",
 			map[string]any{"type": "exceed_context_size_error"}},
-		{"vLLM", VLLM, Options{}, 400, "This model's maximum context length is 4096 tokens. However, your request has 5007 input tokens. Please reduce the length of the input messages.",
+		// 0.18+: the prompt is tokenized to at most 4096 - 4 + 1 = 4093
+		// tokens, so the count is that bound, not the prompt's 5007.
+		{"vLLM", VLLM, Options{}, 400, "This model's maximum context length is 4096 tokens. However, you requested 4 output tokens and your prompt contains at least 4093 input tokens, for a total of at least 4097 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=4093)",
+			map[string]any{"type": "BadRequestError", "code": float64(400), "param": "input_tokens"}},
+		{"vLLM 0.10.1 to 0.17", VLLM, Options{VLLMBefore018: true}, 400, "This model's maximum context length is 4096 tokens. However, your request has 5007 input tokens. Please reduce the length of the input messages.",
 			map[string]any{"type": "BadRequestError", "code": float64(400)}},
 		{"vLLM before 0.10.1", VLLM, Options{VLLMFlatErrors: true}, 400, "This model's maximum context length is 4096 tokens. However, you requested 5007 tokens in the messages, Please reduce the length of the messages.", nil},
 		{"SGLang", SGLang, Options{}, 400, "The input (5007 tokens) is longer than the model's context length (4096 tokens).", map[string]any{"object": "error"}},
@@ -459,7 +474,8 @@ func TestAHugeMaxTokensIsAnsweredAsEachServerDoes(t *testing.T) {
 		msg        string
 		completion float64
 	}{
-		{"vLLM", VLLM, Options{}, 400, "'max_tokens' or 'max_completion_tokens' is too large: 9223372036854775807. This model's maximum context length is 4096 tokens and your request has 8 input tokens (9223372036854775807 > 4096 - 8).", 0},
+		{"vLLM", VLLM, Options{}, 400, "max_tokens=9223372036854775807 cannot be greater than max_model_len=max_total_tokens=4096. Please request fewer output tokens. (parameter=max_tokens, value=9223372036854775807)", 0},
+		{"vLLM 0.10.1 to 0.17", VLLM, Options{VLLMBefore018: true}, 400, "'max_tokens' or 'max_completion_tokens' is too large: 9223372036854775807. This model's maximum context length is 4096 tokens and your request has 8 input tokens (9223372036854775807 > 4096 - 8).", 0},
 		{"SGLang", SGLang, Options{}, 400, "Requested token count exceeds the model's maximum context length of 4096 tokens. You requested a total of 9223372036854775815 tokens: 8 tokens from the input messages and 9223372036854775807 tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", 0},
 		{"OpenAI", OpenAI, Options{}, 400, "max_tokens is too large: 9223372036854775807. This model supports at most 16384 completion tokens, whereas you provided 9223372036854775807.", 0},
 		{"llama.cpp stops at the slot's end", LlamaCpp, Options{Context: 64, LlamaOverflow: LlamaRejectCounts}, 200, "", 64 - 8},

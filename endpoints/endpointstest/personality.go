@@ -109,6 +109,13 @@ type Options struct {
 	// VLLMFlatErrors answers errors in vLLM's flat shape before v0.10.1
 	// ({"object":"error","message",...}; vllm PR #22099 nested them).
 	VLLMFlatErrors bool
+	// VLLMBefore018 answers a context overflow in the words of vLLM
+	// 0.10.1 to 0.17 (vllm/entrypoints/openai/serving_engine.py
+	// _validate_input: "'max_tokens' or 'max_completion_tokens' is too
+	// large: M. ..." and "... However, your request has P input tokens.");
+	// without it (and without VLLMFlatErrors) the renderer's words of 0.18
+	// and later (checkVLLMRenderer).
+	VLLMBefore018 bool
 	// SGLangTokenize serves /tokenize and /v1/tokenize on SGLang (newer versions).
 	SGLangTokenize bool
 	// SGLangContextArg reports Context as /get_server_info's context_length
@@ -723,18 +730,40 @@ func (p *Personality) serverInfo(w http.ResponseWriter) {
 	if running == 0 {
 		running = 1024
 	}
-	writeJSON(w, 200, map[string]any{"model_path": p.Opts.Model, "served_model_name": p.Opts.Model, "context_length": ctx,
-		"api_key": key, "max_running_requests": running, "max_queued_requests": queued, "max_total_tokens": nil,
-		"max_total_num_tokens": 2328128, "max_req_input_len": p.Opts.Context - 5, "enable_metrics": p.Opts.Metrics, "version": "0.5.6"})
+	var admin any
+	if p.Opts.AdminAPIKey != "" {
+		admin = p.Opts.AdminAPIKey
+	}
+	args := func() map[string]any {
+		return map[string]any{"model_path": p.Opts.Model, "served_model_name": p.Opts.Model, "context_length": ctx,
+			"api_key": key, "admin_api_key": admin, "max_running_requests": running, "max_queued_requests": queued,
+			"max_total_tokens": nil, "enable_metrics": p.Opts.Metrics}
+	}
+	// Each scheduler's (DP rank's) internal state is the resolved server
+	// args again, api_key and admin_api_key in clear, with its throughput
+	// and memory (srt/managers/scheduler_components/internal_state.py
+	// get_internal_state, as the reference dump's four ranks are).
+	rank := args()
+	rank["last_gen_throughput"] = 0.0
+	rank["memory_usage"] = map[string]any{"weight": 15.0, "kvcache": 30.0, "token_capacity": 2328128, "graph": 1.5}
+	info := args()
+	info["status"], info["max_total_num_tokens"], info["max_req_input_len"] = "ready", 2328128, p.Opts.Context-5
+	info["internal_states"], info["version"] = []any{rank}, "0.5.6"
+	writeJSON(w, 200, info)
 }
 
 func (p *Personality) metrics(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
-	running, total := p.inflight, len(p.prompts)
+	running, total := p.inflight, 0
+	for _, n := range p.prompts {
+		total += n
+	}
 	p.mu.Unlock()
 	switch {
 	case p.Kind == VLLM:
-		// vLLM always serves /metrics (vllm: prefix).
+		// vLLM always serves /metrics (vllm: prefix); prompt_tokens_total
+		// counts prompt tokens, not requests (vllm/v1/metrics/loggers.py
+		// counter_prompt_tokens, "Number of prefill tokens processed").
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=%q} %d\n"+
 			"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=%q} 0\n"+
