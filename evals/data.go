@@ -485,7 +485,7 @@ func ParseMMLUCSV(name string, r io.Reader) ([]MMLUQuestion, error) {
 
 // readCSV calls row for each record with the line it starts on.
 func readCSV(name string, r io.Reader, row func(line int, rec []string) error) error {
-	cr := csv.NewReader(bufio.NewReader(r))
+	cr := csv.NewReader(bufio.NewReader(&lineCap{r: r}))
 	cr.FieldsPerRecord = -1
 	for {
 		rec, err := cr.Read()
@@ -509,6 +509,35 @@ func readCSV(name string, r io.Reader, row func(line int, rec []string) error) e
 			return err
 		}
 	}
+}
+
+// maxCSVLine is the most bytes of one CSV line: an MMLU question with its
+// four choices is a few KiB, so 4 MiB refuses only a file with no line
+// breaks (/dev/zero, a binary file), which encoding/csv would otherwise
+// gather into one record until out of memory.
+const maxCSVLine = 4 << 20
+
+// errCSVLine is lineCap's error for a line past maxCSVLine.
+var errCSVLine = fmt.Errorf("a line over %d MiB: not a CSV file", maxCSVLine>>20)
+
+// lineCap passes r through, failing once a line runs past maxCSVLine.
+type lineCap struct {
+	r   io.Reader
+	run int // bytes since the last line break
+}
+
+func (c *lineCap) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for _, b := range p[:n] {
+		c.run++
+		if b == '\n' {
+			c.run = 0
+		}
+		if c.run > maxCSVLine {
+			return 0, errCSVLine
+		}
+	}
+	return n, err
 }
 
 // answerIndex reads an answer letter A–D (or a digit 0–3).

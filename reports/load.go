@@ -63,7 +63,7 @@ func Load(path string) (*Input, error) {
 	if st.IsDir() {
 		file = filepath.Join(path, ReportJSON)
 	}
-	data, err := os.ReadFile(file)
+	data, err := readReportFile(file)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, badinput.Errorf("%s: folder holds no %s", path, ReportJSON)
@@ -98,6 +98,33 @@ func Load(path string) (*Input, error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// MaxReportFile is the most bytes of a report.json read: per-request
+// records are in requests.jsonl, beside it, so a report of every phase with
+// its time series is well under 16 MiB, and 256 MiB leaves room for any
+// real one while /dev/zero or a weights file given by mistake is refused
+// in one line instead of read whole until out of memory.
+const MaxReportFile = 256 << 20
+
+// errReportTooBig is readReportFile's error for a file past MaxReportFile.
+var errReportTooBig = fmt.Errorf("over %d MiB, not a report.json", MaxReportFile>>20)
+
+// readReportFile reads path up to MaxReportFile; a pipe is read as a file is.
+func readReportFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxReportFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxReportFile {
+		return nil, errReportTooBig
+	}
+	return b, nil
 }
 
 // readSidecar reads the file at path, one of the JSONL files beside a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,11 +23,35 @@ import (
 // error is bad input in one line naming the file, and the phase and field
 // where there is one.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSpec(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, filepath.Dir(path))
+}
+
+// maxSpecFile is the most bytes of a workload file read: the longest
+// example is about 2 KiB, and a trace's requests are in its own file, so
+// 16 MiB leaves room for any hand-written or generated file while /dev/zero
+// or a data set given as --workload by mistake is refused, not read whole.
+const maxSpecFile = 16 << 20
+
+// readSpec reads path up to maxSpecFile; a pipe (--workload <(gen)) is read
+// as a file is.
+func readSpec(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, badinput.Errorf("workload %s: %s", path, text.OneLine(errors.Unwrap(err).Error()))
 	}
-	return Parse(path, data, filepath.Dir(path))
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSpecFile+1))
+	if err != nil {
+		return nil, badinput.Errorf("workload %s: %s", path, text.OneLine(errors.Unwrap(err).Error()))
+	}
+	if len(data) > maxSpecFile {
+		return nil, badinput.Errorf("workload %s: over %d MiB, not a workload file", path, maxSpecFile>>20)
+	}
+	return data, nil
 }
 
 // Parse reads and checks a workload file's bytes; source names it in

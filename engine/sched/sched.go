@@ -129,6 +129,13 @@ func (c *Config) specDefaults() {
 // verifies that many tokens per request.
 const maxSpecSteps = 32
 
+// MaxPoolTokens bounds max_total_tokens: 268 M tokens, about 28 times the
+// largest pool the engine sizes by itself (9.5 M) and 4 times the simulated
+// executor's default (64 M), so any pool a real user sets fits, while a
+// typo such as 9e18 is refused in one line instead of panicking in the
+// page table's allocation (page ids are int32) or running out of memory.
+const MaxPoolTokens = 1 << 28
+
 // Validate checks a config after Defaults.
 func (c *Config) Validate() error {
 	switch {
@@ -140,6 +147,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max_prefill_tokens must be positive")
 	case c.MaxTotalTokens < c.PageSize:
 		return fmt.Errorf("max_total_tokens %d holds no page of %d", c.MaxTotalTokens, c.PageSize)
+	case c.MaxTotalTokens > MaxPoolTokens:
+		return fmt.Errorf("max_total_tokens %d: want at most %d (268 M tokens)", c.MaxTotalTokens, MaxPoolTokens)
 	case c.SchedulePolicy != "fcfs" && c.SchedulePolicy != "lpm":
 		return fmt.Errorf("schedule_policy %q: want fcfs or lpm", c.SchedulePolicy)
 	case c.MaxRunningRequests < 1 || c.MaxQueuedRequests < 0 || c.StreamInterval < 1:

@@ -3,6 +3,7 @@ package threshold
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -82,7 +83,7 @@ func ParseFile(data []byte) ([]Threshold, error) {
 
 // ReadFile reads and parses a threshold file; errors name the file.
 func ReadFile(path string) ([]Threshold, error) {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path)
 	if err != nil {
 		return nil, err
 	}
@@ -91,4 +92,26 @@ func ReadFile(path string) ([]Threshold, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ts, nil
+}
+
+// maxThresholdFile is the most bytes of a threshold file read: a file of a
+// thousand thresholds is under 64 KiB, so 16 MiB refuses only /dev/zero or a
+// report given by mistake, which would otherwise be read whole.
+const maxThresholdFile = 16 << 20
+
+// readBounded reads path up to maxThresholdFile; a pipe is read as a file is.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxThresholdFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxThresholdFile {
+		return nil, fmt.Errorf("%s: over %d MiB, not a threshold file", path, maxThresholdFile>>20)
+	}
+	return b, nil
 }
