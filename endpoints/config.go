@@ -6,8 +6,6 @@ package endpoints
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/boundedfile"
 	"github.com/glmbench/glmbench/internal/text"
 )
 
@@ -589,7 +588,7 @@ func RedactURL(raw string) string {
 }
 
 func loadEntry(path, name string) (fileEntry, error) {
-	b, err := readEndpointsFile(path)
+	b, err := boundedfile.Read(path, maxEndpointsFile, "an endpoints file")
 	if err != nil {
 		return fileEntry{}, badinput.Errorf("endpoints file: %v", err)
 	}
@@ -627,20 +626,3 @@ func loadEntry(path, name string) (fileEntry, error) {
 // maxEndpointsFile is the most bytes of an endpoints file read: a file of a thousand endpoints is under 1 MiB, so /dev/zero or a wrong
 // path is refused in one line instead of read whole until out of memory.
 const maxEndpointsFile = 16 << 20
-
-// readEndpointsFile reads path up to maxEndpointsFile; a pipe is read as a file is.
-func readEndpointsFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxEndpointsFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxEndpointsFile {
-		return nil, fmt.Errorf("%s: over %d MiB, not an endpoints file", path, maxEndpointsFile>>20)
-	}
-	return b, nil
-}

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -28,6 +27,7 @@ import (
 	"github.com/glmbench/glmbench/engine/server"
 	"github.com/glmbench/glmbench/engine/sim"
 	"github.com/glmbench/glmbench/engine/tokenizer"
+	"github.com/glmbench/glmbench/internal/boundedfile"
 	"github.com/glmbench/glmbench/internal/rxstamp"
 	"github.com/glmbench/glmbench/internal/text"
 	"github.com/glmbench/glmbench/kernels"
@@ -560,7 +560,7 @@ func (e *Engine) Wait() error {
 // /get_server_info) into opts: the keys the engine understands are applied,
 // and the others are returned by name, sorted, for the caller to report.
 func ApplyServerConfig(path string, opts *Options) (ignored []string, err error) {
-	b, err := readServerConfig(path)
+	b, err := boundedfile.Read(path, maxServerConfigFile, "an SGLang server-args file")
 	if err != nil {
 		return nil, err
 	}
@@ -603,20 +603,3 @@ func ApplyServerConfig(path string, opts *Options) (ignored []string, err error)
 // maxServerConfigFile is the most bytes of an SGLang server-args file read: SGLang's /get_server_info answer is a few KiB, so /dev/zero or a wrong
 // path is refused in one line instead of read whole until out of memory.
 const maxServerConfigFile = 16 << 20
-
-// readServerConfig reads path up to maxServerConfigFile; a pipe is read as a file is.
-func readServerConfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxServerConfigFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxServerConfigFile {
-		return nil, fmt.Errorf("%s: over %d MiB, not an SGLang server-args file", path, maxServerConfigFile>>20)
-	}
-	return b, nil
-}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/boundedfile"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/serverside"
 	"github.com/glmbench/glmbench/reports/slo"
@@ -63,8 +64,12 @@ func Load(path string) (*Input, error) {
 	if st.IsDir() {
 		file = filepath.Join(path, ReportJSON)
 	}
-	data, err := readReportFile(file)
+	data, err := boundedfile.Read(file, MaxReportFile, "a report.json")
+	var big *boundedfile.TooBigError
 	if err != nil {
+		if errors.As(err, &big) {
+			return nil, badinput.Errorf("%s", big)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, badinput.Errorf("%s: folder holds no %s", path, ReportJSON)
 		}
@@ -106,26 +111,6 @@ func Load(path string) (*Input, error) {
 // real one while /dev/zero or a weights file given by mistake is refused
 // in one line instead of read whole until out of memory.
 const MaxReportFile = 256 << 20
-
-// errReportTooBig is readReportFile's error for a file past MaxReportFile.
-var errReportTooBig = fmt.Errorf("over %d MiB, not a report.json", MaxReportFile>>20)
-
-// readReportFile reads path up to MaxReportFile; a pipe is read as a file is.
-func readReportFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxReportFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxReportFile {
-		return nil, errReportTooBig
-	}
-	return b, nil
-}
 
 // readSidecar reads the file at path, one of the JSONL files beside a
 // report.json, with read. A missing file is not an error: found is false.

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/boundedfile"
 	"github.com/glmbench/glmbench/internal/text"
 )
 
@@ -36,20 +35,15 @@ func Load(path string) (*File, error) {
 // or a data set given as --workload by mistake is refused, not read whole.
 const maxSpecFile = 16 << 20
 
-// readSpec reads path up to maxSpecFile; a pipe (--workload <(gen)) is read
-// as a file is.
+// readSpec reads path up to maxSpecFile, every error bad input naming it.
 func readSpec(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := boundedfile.Read(path, maxSpecFile, "a workload file")
+	var big *boundedfile.TooBigError
+	switch {
+	case errors.As(err, &big):
+		return nil, badinput.Errorf("workload %s", big)
+	case err != nil:
 		return nil, badinput.Errorf("workload %s: %s", path, text.OneLine(errors.Unwrap(err).Error()))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSpecFile+1))
-	if err != nil {
-		return nil, badinput.Errorf("workload %s: %s", path, text.OneLine(errors.Unwrap(err).Error()))
-	}
-	if len(data) > maxSpecFile {
-		return nil, badinput.Errorf("workload %s: over %d MiB, not a workload file", path, maxSpecFile>>20)
 	}
 	return data, nil
 }

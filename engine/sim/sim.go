@@ -9,12 +9,11 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"time"
 
 	"github.com/glmbench/glmbench/engine/model"
+	"github.com/glmbench/glmbench/internal/boundedfile"
 	"github.com/glmbench/glmbench/kernels"
 )
 
@@ -42,7 +41,7 @@ var DefaultCost = CostModel{
 // DefaultCost's values.
 func ReadCost(path string) (CostModel, error) {
 	c := DefaultCost
-	b, err := readCostFile(path)
+	b, err := boundedfile.Read(path, maxCostFile, "a cost model file")
 	if err != nil {
 		return c, err
 	}
@@ -250,20 +249,3 @@ func (e *Executor) Forward(seqs []model.Seq) *model.Output {
 // maxCostFile is the most bytes of a cost model file read: the file holds four durations, so /dev/zero or a wrong
 // path is refused in one line instead of read whole until out of memory.
 const maxCostFile = 16 << 20
-
-// readCostFile reads path up to maxCostFile; a pipe is read as a file is.
-func readCostFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCostFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxCostFile {
-		return nil, fmt.Errorf("%s: over %d MiB, not a cost model file", path, maxCostFile>>20)
-	}
-	return b, nil
-}

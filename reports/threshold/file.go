@@ -3,12 +3,11 @@ package threshold
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/glmbench/glmbench/internal/boundedfile"
 	"github.com/glmbench/glmbench/internal/text"
 )
 
@@ -83,7 +82,7 @@ func ParseFile(data []byte) ([]Threshold, error) {
 
 // ReadFile reads and parses a threshold file; errors name the file.
 func ReadFile(path string) ([]Threshold, error) {
-	b, err := readBounded(path)
+	b, err := boundedfile.Read(path, maxThresholdFile, "a threshold file")
 	if err != nil {
 		return nil, err
 	}
@@ -98,20 +97,3 @@ func ReadFile(path string) ([]Threshold, error) {
 // thousand thresholds is under 64 KiB, so 16 MiB refuses only /dev/zero or a
 // report given by mistake, which would otherwise be read whole.
 const maxThresholdFile = 16 << 20
-
-// readBounded reads path up to maxThresholdFile; a pipe is read as a file is.
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxThresholdFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxThresholdFile {
-		return nil, fmt.Errorf("%s: over %d MiB, not a threshold file", path, maxThresholdFile>>20)
-	}
-	return b, nil
-}
