@@ -121,11 +121,12 @@ func TestProfileUnauthorizedNamesSGLangsAdminKey(t *testing.T) {
 func TestProfileSendsTheAdminKeyAndRedactsIt(t *testing.T) {
 	t.Parallel()
 	const key, admin = "sk-api-key-0123456789abcdef", "sk-admin-key-fedcba9876543210"
-	var got string
+	sent := make(chan string, 1) // the handler's goroutine to the test's
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.Header.Get("Authorization")
+		auth := r.Header.Get("Authorization")
+		sent <- auth
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, `{"detail": "refused `+got+`"}`)
+		io.WriteString(w, `{"detail": "refused `+auth+`"}`)
 	}))
 	defer srv.Close()
 	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, env(map[string]string{endpoints.DefaultAPIKeyEnv: key}))
@@ -136,6 +137,7 @@ func TestProfileSendsTheAdminKeyAndRedactsIt(t *testing.T) {
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
 	defer tr.Close()
 	_, err = endpoints.NewClient(ep, tr).StartProfile(context.Background())
+	got := <-sent
 	if got != "Bearer "+admin {
 		t.Errorf("the route received the %d-byte Authorization %q…, want the admin key's", len(got), got[:min(len(got), 10)])
 	}
