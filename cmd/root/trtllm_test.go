@@ -178,7 +178,15 @@ func TestRunAgainstTRTLLMScrapesItsPrometheusMetrics(t *testing.T) {
 	}
 	rep, _, _ := readReport(t, dir)
 	ph := rep.Phases[0]
-	if sv := ph.Server; sv == nil || sv.Source != "trtllm" || sv.Requests == nil || *sv.Requests != float64(ph.Completed) || sv.GenerationTokens == nil || *sv.GenerationTokens != float64(4*8) {
-		t.Errorf("server block %+v; want trtllm's count of the phase's %d requests and 32 generated tokens", ph.Server, ph.Completed)
+	sv := ph.Server
+	if sv == nil || sv.Source != "trtllm" || sv.Requests == nil || sv.GenerationTokens == nil {
+		t.Fatalf("server block %+v; want trtllm's", sv)
+	}
+	// The phase's 4 requests of 8 tokens each; and maybe the shape probe
+	// too: the client hangs it up after its first token, and the fake, as
+	// a server that has not yet seen the hang-up, may finish and count it
+	// after the phase's first scrape (1 run in 20 here).
+	if n := *sv.Requests; (n != float64(ph.Completed) && n != float64(ph.Completed+1)) || *sv.GenerationTokens != 8*n {
+		t.Errorf("server block: %g requests, %g generated tokens; want trtllm's count of the phase's %d requests (and perhaps the shape probe), 8 tokens each", n, *sv.GenerationTokens, ph.Completed)
 	}
 }
