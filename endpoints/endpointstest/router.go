@@ -614,17 +614,22 @@ func (p *Personality) sglangRouterRelay(w http.ResponseWriter, resp *http.Respon
 		w.Header().Set("Content-Type", "text/event-stream")
 	}
 	w.WriteHeader(resp.StatusCode)
-	relayBody(w, resp.Body, nil)
+	relayBody(w, resp.Body, nil, nil)
 }
 
 // relayBody copies body to w, flushing after each read, and into tee
-// where it is not nil.
-func relayBody(w http.ResponseWriter, body io.Reader, tee *bytes.Buffer) {
+// where it is not nil; first, where it is not nil, is called at the first
+// bytes read, before they are written.
+func relayBody(w http.ResponseWriter, body io.Reader, tee *bytes.Buffer, first func()) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
+			if first != nil {
+				first()
+				first = nil
+			}
 			w.Write(buf[:n])
 			rc.Flush()
 			if tee != nil {
@@ -828,26 +833,11 @@ func (p *Personality) dynamoForward(w http.ResponseWriter, r *http.Request, work
 	copyHeaders(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	var tee bytes.Buffer
-	first := true
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			if first {
-				first = false
-				p.mu.Lock()
-				rs.dyn.ttft.observe(secondBounds, time.Since(start).Seconds())
-				p.mu.Unlock()
-			}
-			w.Write(buf[:n])
-			rc.Flush()
-			tee.Write(buf[:n])
-		}
-		if rerr != nil {
-			break
-		}
-	}
+	relayBody(w, resp.Body, &tee, func() {
+		p.mu.Lock()
+		rs.dyn.ttft.observe(secondBounds, time.Since(start).Seconds())
+		p.mu.Unlock()
+	})
 	in, out := usageIn(tee.Bytes())
 	p.mu.Lock()
 	rs.dyn.in.observe(tokenBounds, float64(in))
