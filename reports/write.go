@@ -423,14 +423,14 @@ var proxyFormulas = []schema.Formula{
 // hasProxy reports whether any phase or sweep point of r counts a proxy's
 // retry or fallback, an answer as another model, or a buffered stream.
 func hasProxy(r *schema.Report) bool {
-	for _, ph := range r.Phases {
-		if ph.ProxyRetried > 0 || ph.ProxyFallback > 0 || ph.OtherModel > 0 || ph.Buffered > 0 {
+	for i := range r.Phases {
+		if proxyCounted(&r.Phases[i]) {
 			return true
 		}
 	}
 	for _, s := range r.Sweeps {
-		for _, pt := range s.Points {
-			if pt.ProxyRetried > 0 || pt.ProxyFallback > 0 || pt.OtherModel > 0 || pt.Buffered > 0 {
+		for i := range s.Points {
+			if proxyCounted(&s.Points[i].PhaseResult) {
 				return true
 			}
 		}
@@ -438,8 +438,13 @@ func hasProxy(r *schema.Report) bool {
 	return false
 }
 
-// proxyLines says, for each phase a proxy retried or fell back in, how many
-// completed requests it did so for; nothing when none.
+// proxyCounted reports whether ph counts any of proxyFormulas' metrics.
+func proxyCounted(ph *schema.PhaseResult) bool {
+	return ph.ProxyRetried > 0 || ph.ProxyFallback > 0 || ph.OtherModel > 0 || ph.Buffered > 0
+}
+
+// proxyLines says, for each phase, what proxyText finds in it; nothing
+// when it finds nothing in any.
 func (p *printer) proxyLines(r *schema.Report) {
 	var lines []string
 	for i := range r.Phases {
@@ -462,7 +467,8 @@ func (p *printer) sweepProxyLines(r *schema.Report) {
 
 // proxyText is what a proxy did in ph, named name: a line for its
 // fallbacks, one for its retries, one for a router's retries (the server
-// block's), then one for the streams it buffered, each when there are any.
+// block's), one for the answers as another model, then one for the streams
+// it buffered, each when there are any.
 func proxyText(name string, ph *schema.PhaseResult) []string {
 	var lines []string
 	if ph.ProxyFallback > 0 {

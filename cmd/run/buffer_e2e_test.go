@@ -12,6 +12,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -34,23 +35,22 @@ func bufferedRun(t *testing.T, base, model string, extra ...string) (schema.Phas
 	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Phases) != 1 {
 		t.Fatalf("report.json: %v, %d phases", err, len(rep.Phases))
 	}
-	jl, err := os.ReadFile(filepath.Join(out, "requests.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []schema.Record
-	for _, line := range strings.Split(strings.TrimSpace(string(jl)), "\n") {
-		var rec schema.Record
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, rec)
-	}
+	recs := readRecords(t, out)
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep.Phases[0], recs, errOut.String() + "\n" + string(md)
+}
+
+// readRecords is the requests.jsonl a run wrote in dir.
+func readRecords(t *testing.T, dir string) []schema.Record {
+	t.Helper()
+	recs, err := reports.ReadRecords(strings.NewReader(cmdtest.ReadFile(t, dir, reports.RecordsJSONL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 // The truth: vLLM streams a token every 2 ms, each event flushed on its

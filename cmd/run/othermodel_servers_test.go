@@ -1,12 +1,10 @@
 package run
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
-	"github.com/glmbench/glmbench/reports"
 )
 
 // No server glmbench knows, nor its own engine, is said to answer as
@@ -27,15 +25,7 @@ func TestNoKnownServerAnswersAsAnotherModel(t *testing.T) {
 					args = append(args, "--ignore-eos=false") // OpenAI refuses the field
 				}
 			}
-			dir := t.TempDir()
-			code, stderr := execute(t, context.Background(), append(args, "--out", dir)...)
-			if code != 0 {
-				t.Fatalf("exit %d\n%s", code, stderr)
-			}
-			in, err := reports.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in, stderr := runSaying(t, t.TempDir(), args...)
 			ph := in.Report.Phases[0]
 			if ph.Completed == 0 || ph.OtherModel != 0 || strings.Contains(stderr, "another model") {
 				t.Errorf("completed %d, other_model %d; want some completed, none other\n%s", ph.Completed, ph.OtherModel, stderr)

@@ -3,7 +3,6 @@ package run
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -77,14 +76,7 @@ func TestAnswersNamedByAnotherModelAreCountedAndSaid(t *testing.T) {
 				as = p.Opts.Model + "-2025-06-01"
 			}
 			dir := t.TempDir()
-			code, stderr := execute(t, context.Background(), "--endpoint", renamingProxy(t, p, as), "--phase", "p=6/32/4", "--no-metrics", "--out", dir)
-			if code != 0 {
-				t.Fatalf("exit %d\n%s", code, stderr)
-			}
-			in, err := reports.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in, stderr := runSaying(t, dir, "--endpoint", renamingProxy(t, p, as), "--phase", "p=6/32/4", "--no-metrics")
 			ph := in.Report.Phases[0]
 			named := 0
 			for _, rec := range in.Records {

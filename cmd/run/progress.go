@@ -109,6 +109,26 @@ func proxyWarnings(r *schema.PhaseResult) []string {
 	return w
 }
 
+// phaseWarnings are the warnings for a finished phase, in the order they
+// are shown: a proxy's fallbacks and retries, a router's retries, another
+// model answering, buffered streams, answers stopped before max_tokens
+// though ignore_eos was sent, and answers the server cut short.
+func phaseWarnings(r *schema.PhaseResult, recs []schema.Record, model string, ignoreEOS bool) []string {
+	w := proxyWarnings(r)
+	for _, s := range []string{routerRetriesWarning(r), otherModelWarning(r, recs, model), bufferWarning(r)} {
+		if s != "" {
+			w = append(w, s)
+		}
+	}
+	if n := stoppedEarly(r, recs); n > 0 && ignoreEOS {
+		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent: the server does not honour it, so the phase measured shorter answers than asked", r.Phase, n, r.Completed))
+	}
+	if n := cutEarly(r, recs); n > 0 {
+		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests ended at finish_reason length before their max_tokens: the server cut max_tokens, as one does whose context the prompt and max_tokens pass (trtllm-serve cuts it to max_seq_len minus the prompt, llama.cpp stops when its slot is full), so the phase measured shorter answers than asked; a smaller IN+OUT fits", r.Phase, n, r.Completed))
+	}
+	return w
+}
+
 // cutEarly counts the completed requests of a phase that ended with
 // finish_reason "length" before their max_tokens: a cap of the server's
 // own, below the one asked. A server whose context the prompt and
@@ -118,14 +138,9 @@ func proxyWarnings(r *schema.PhaseResult) []string {
 // one counted from content events is short of the tokens wherever a chunk
 // carries several (SGLang's --stream-interval, speculative decoding).
 func cutEarly(r *schema.PhaseResult, recs []schema.Record) int {
-	n := 0
-	for i := range recs {
-		rec := &recs[i]
-		if rec.Completed() && rec.Finish == "length" && rec.NSource == schema.NFromUsage && rec.N < summary.Asked(rec, r.OutputLen) {
-			n++
-		}
-	}
-	return n
+	return endedShort(r, recs, func(rec *schema.Record) bool {
+		return rec.Finish == "length" && rec.NSource == schema.NFromUsage
+	})
 }
 
 // stoppedEarly counts the completed requests of a phase that ended with
@@ -134,10 +149,16 @@ func cutEarly(r *schema.PhaseResult, recs []schema.Record) int {
 // (Ollama, OpenAI and most hosted APIs do). A "length" finish short of
 // max_tokens is a cap of the server's own, not counted.
 func stoppedEarly(r *schema.PhaseResult, recs []schema.Record) int {
+	return endedShort(r, recs, func(rec *schema.Record) bool { return rec.Finish == "stop" })
+}
+
+// endedShort counts the completed records of a phase that end as ends
+// says, with fewer tokens than they asked for (summary.Asked).
+func endedShort(r *schema.PhaseResult, recs []schema.Record, ends func(*schema.Record) bool) int {
 	n := 0
 	for i := range recs {
 		rec := &recs[i]
-		if rec.Completed() && rec.Finish == "stop" && rec.N < summary.Asked(rec, r.OutputLen) {
+		if rec.Completed() && ends(rec) && rec.N < summary.Asked(rec, r.OutputLen) {
 			n++
 		}
 	}

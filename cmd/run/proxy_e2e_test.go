@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
-	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // The truth: the fake LiteLLM retries every second backend request twice
@@ -31,16 +29,8 @@ func TestARunThroughARetryingLiteLLMProxySaysWhichRequestsItRetried(t *testing.T
 	if code := cmdutil.ExitCode(err); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	jl, err := os.ReadFile(filepath.Join(out, "requests.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	retried := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(jl)), "\n") {
-		var rec schema.Record
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range readRecords(t, out) {
 		if rec.ProxyRetries != 0 && rec.ProxyRetries != 2 {
 			t.Errorf("request %d: proxy_retries %d; the proxy retries 2 or 0 times", rec.I, rec.ProxyRetries)
 		}

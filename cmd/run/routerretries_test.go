@@ -1,7 +1,6 @@
 package run
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -29,15 +28,8 @@ func TestRunThroughSGLangRouterCountsItsHiddenRetries(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{Router: endpointstest.RouterOptions{FailEvery: 3, Backoff: time.Millisecond}})
 	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "p=12/32/4",
+	in, stderr := runSaying(t, dir, "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--phase", "p=12/32/4",
 		"--probe-timeout", "10s", "--metrics-url", p.MetricsURL(), "--metrics-interval", "100ms")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ph := in.Report.Phases[0]
 	if ph.Completed != 12 || ph.Errors != 0 {
 		t.Fatalf("phase: %d completed, errors %v; want all 12 completed", ph.Completed, ph.ByClass)
@@ -84,16 +76,8 @@ func TestRunCountsTheGatewaysAdmissionQueueTimeoutAsQueueFull(t *testing.T) {
 	}{{true, schema.QueueFull}, {false, schema.HTTP4xx}} {
 		p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{TTFT: 300 * time.Millisecond,
 			Router: endpointstest.RouterOptions{MaxConcurrent: 1, Queue: 1, QueueTimeout: 100 * time.Millisecond, Admission: tc.admission}})
-		dir := t.TempDir()
-		code, stderr := execute(t, context.Background(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--out", dir, "--phase", "burst=4/64/4",
+		in := runOK(t, t.TempDir(), "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--phase", "burst=4/64/4",
 			"--probe-timeout", "10s", "--no-metrics")
-		if code != 0 {
-			t.Fatalf("exit %d\n%s", code, stderr)
-		}
-		in, err := reports.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
 		ph := in.Report.Phases[0]
 		if ph.Completed != 1 || ph.ByClass[tc.class] != 1 || ph.ByClass[schema.RateLimited] != 2 {
 			t.Errorf("admission %v: %d completed, errors by class %v; want 1, 1 %s and 2 rate_limited", tc.admission, ph.Completed, ph.ByClass, tc.class)

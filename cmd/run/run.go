@@ -464,23 +464,8 @@ func (o *Options) runPhases(ctx context.Context, tg *target.Target, bo *bench.Op
 		totals.Add(&run)
 		rep.Client = totals.Client
 		fmt.Fprintln(o.F.IO.ErrOut, phaseLine(&run.Result))
-		for _, w := range proxyWarnings(&run.Result) {
+		for _, w := range phaseWarnings(&run.Result, run.Records, tg.Endpoint.Model, bo.Shape.IgnoreEOS) {
 			fmt.Fprintln(o.F.IO.ErrOut, w)
-		}
-		if w := routerRetriesWarning(&run.Result); w != "" {
-			fmt.Fprintln(o.F.IO.ErrOut, w)
-		}
-		if w := otherModelWarning(&run.Result, run.Records, tg.Endpoint.Model); w != "" {
-			fmt.Fprintln(o.F.IO.ErrOut, w)
-		}
-		if w := bufferWarning(&run.Result); w != "" {
-			fmt.Fprintln(o.F.IO.ErrOut, w)
-		}
-		if n := stoppedEarly(&run.Result, run.Records); n > 0 && bo.Shape.IgnoreEOS {
-			fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s: %d of %d completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent: the server does not honour it, so the phase measured shorter answers than asked\n", run.Result.Phase, n, run.Result.Completed)
-		}
-		if n := cutEarly(&run.Result, run.Records); n > 0 {
-			fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s: %d of %d completed requests ended at finish_reason length before their max_tokens: the server cut max_tokens, as one does whose context the prompt and max_tokens pass (trtllm-serve cuts it to max_seq_len minus the prompt, llama.cpp stops when its slot is full), so the phase measured shorter answers than asked; a smaller IN+OUT fits\n", run.Result.Phase, n, run.Result.Completed)
 		}
 		if err := agent.Lost(run.Result); err != nil {
 			fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s degraded: %v\n", run.Result.Phase, err)

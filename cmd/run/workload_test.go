@@ -97,14 +97,22 @@ func TestBadWorkloadInputExitsTwoInOneLineBeforeAnyRequest(t *testing.T) {
 // returns what it wrote.
 func runOK(t *testing.T, dir string, args ...string) *reports.Input {
 	t.Helper()
-	if code, stderr := execute(t, context.Background(), append(args, "--out", dir)...); code != 0 {
+	in, _ := runSaying(t, dir, args...)
+	return in
+}
+
+// runSaying is runOK that returns the run's stderr too.
+func runSaying(t *testing.T, dir string, args ...string) (*reports.Input, string) {
+	t.Helper()
+	code, stderr := execute(t, context.Background(), append(args, "--out", dir)...)
+	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in
+	return in, stderr
 }
 
 // runEngine runs `glmbench run ARGS --out DIR` against e, fails t unless it

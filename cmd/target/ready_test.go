@@ -126,22 +126,8 @@ func TestWithoutWaitReadyALoadingServerIsAWarning(t *testing.T) {
 // a server that only a restart mends.
 func TestABare503OnHealthSaysItMayBeADeadVLLMEngine(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/v1/models":
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":4096}]}`)
-		case "/health":
-			w.WriteHeader(http.StatusServiceUnavailable)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
-	var warn syncbuf.Buffer
-	if _, err := await(t, context.Background(), srv.URL+"/v1", "", 0, &warn); err != nil {
-		t.Fatal(err)
-	}
-	if out := warn.String(); !strings.Contains(out, "warning: GET /health answered HTTP 503 with no body (SGLang before its warm-up; vLLM only once its engine has died, which only a restart mends)") {
+	models := `{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":4096}]}`
+	if out := unavailableWarning(t, models, ""); !strings.Contains(out, "warning: GET /health answered HTTP 503 with no body (SGLang before its warm-up; vLLM only once its engine has died, which only a restart mends)") {
 		t.Errorf("said %q", out)
 	}
 }
@@ -150,13 +136,23 @@ func TestABare503OnHealthSaysItMayBeADeadVLLMEngine(t *testing.T) {
 // warning says no wait mends it.
 func TestTRTLLMsUnavailableHealthSaysOnlyARestartMendsIt(t *testing.T) {
 	t.Parallel()
+	models := `{"object":"list","data":[{"id":"m","object":"model","owned_by":"tensorrt_llm"}]}`
+	if out := unavailableWarning(t, models, "LLM is unavailable. Please check the server logs for more details."); !strings.Contains(out, "(LLM is unavailable. Please check the server logs for more details.): trtllm-serve's executor has died, which only a restart mends") {
+		t.Errorf("said %q", out)
+	}
+}
+
+// unavailableWarning is what await, without --wait-ready, warns of a server
+// that lists models as /v1/models and answers /health 503 with body.
+func unavailableWarning(t *testing.T, models, body string) string {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/models":
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"tensorrt_llm"}]}`)
+			fmt.Fprint(w, models)
 		case "/health":
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprint(w, "LLM is unavailable. Please check the server logs for more details.")
+			fmt.Fprint(w, body)
 		default:
 			http.NotFound(w, r)
 		}
@@ -166,9 +162,7 @@ func TestTRTLLMsUnavailableHealthSaysOnlyARestartMendsIt(t *testing.T) {
 	if _, err := await(t, context.Background(), srv.URL+"/v1", "", 0, &warn); err != nil {
 		t.Fatal(err)
 	}
-	if out := warn.String(); !strings.Contains(out, "(LLM is unavailable. Please check the server logs for more details.): trtllm-serve's executor has died, which only a restart mends") {
-		t.Errorf("said %q", out)
-	}
+	return warn.String()
 }
 
 // vLLM listens only once its engine is up. The truth: a port refused at
