@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"errors"
+	"math"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,10 +178,68 @@ func (pt *point) loop(c *endpoints.Client, first time.Time) {
 		return
 	}
 	planned := first
+	var b refusalBackoff
 	for pt.ctx.Err() == nil {
-		pt.send(c, planned)
+		res := pt.send(c, planned)
 		planned = time.Now()
+		if pause := b.after(res, planned); pause > 0 {
+			planned = planned.Add(pause)
+			if !sleepCtx(pt.ctx, pause) {
+				return
+			}
+		}
 	}
+}
+
+// The pauses of a closed-loop user the server refused (refusalBackoff).
+const (
+	firstRefusalPause = 100 * time.Millisecond
+	maxDoubledPause   = 2 * time.Second
+	maxRefusalPause   = 10 * time.Second
+)
+
+// refusalBackoff is what a real client does after a refusal (the OpenAI
+// SDKs, LiteLLM, a browser): it waits before it asks again. A closed-loop
+// user whose request failed before its first token (a 429, a 503, a
+// connection refused) waits for the answer's Retry-After (at most
+// maxRefusalPause) or, without one, 100 ms doubling each refusal in a row
+// up to 2 s; any request that streamed content resets it. Without it a
+// refused user sends again at once, and a server refusing in a millisecond
+// gets thousands of requests a second from a handful of users: the sweep
+// would measure its own flood, not the load it names.
+type refusalBackoff struct{ last time.Duration }
+
+// after says how long to wait after res, which ended at now.
+func (b *refusalBackoff) after(res *endpoints.StreamResult, now time.Time) time.Duration {
+	if res.Class == "" || len(res.Events) > 0 {
+		b.last = 0
+		return 0
+	}
+	b.last = min(max(2*b.last, firstRefusalPause), maxDoubledPause)
+	if d, ok := retryAfter(res.RetryAfter, now); ok && d > 0 {
+		return min(d, maxRefusalPause)
+	}
+	return b.last
+}
+
+// retryAfter reads a Retry-After value: seconds (RFC 9110; a fraction is
+// taken too, as some gateways send one) or an HTTP date, as a wait from
+// now. ok is false when v is empty or neither.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if sec, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(sec) || sec < 0 {
+			return 0, false
+		}
+		return workload.Seconds(sec), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }
 
 // poisson sends requests at exponential gaps of mean 1/rate until the point
@@ -200,8 +261,9 @@ func (pt *point) poisson(wg *sync.WaitGroup, rate float64, seed int64) {
 	}
 }
 
-// send sends one request planned for planned and records it.
-func (pt *point) send(c *endpoints.Client, planned time.Time) {
+// send sends one request planned for planned, records it and returns
+// what came back.
+func (pt *point) send(c *endpoints.Client, planned time.Time) *endpoints.StreamResult {
 	i := int(pt.next.Add(1)-1) % ProbeIndex
 	lim, out := pt.lim, pt.out(i)
 	lim.MaxTokens = out
@@ -223,6 +285,7 @@ func (pt *point) send(c *endpoints.Client, planned time.Time) {
 		}
 	}
 	pt.mu.Unlock()
+	return res
 }
 
 // enter says where in the timeline a request starting now falls, and counts
