@@ -101,13 +101,7 @@ func (s *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
 	default:
 	}
 	time.Sleep(s.delay)
-	var req struct {
-		Messages []struct {
-			Content string `json:"content"`
-		} `json:"messages"`
-		MaxTokens int  `json:"max_tokens"`
-		Stream    bool `json:"stream"`
-	}
+	var req endpoints.ChatRequest
 	if json.Unmarshal(b, &req) != nil || len(req.Messages) == 0 {
 		w.WriteHeader(400)
 		io.WriteString(w, `{"error":{"code":400,"message":"bad json","type":"invalid_request_error"}}`)

@@ -143,13 +143,7 @@ func TestACalibrationProbeMeetingAnthropicsOverloadTriesAgain(t *testing.T) {
 func thinkingServer(t *testing.T, think int) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Content string `json:"content"`
-			} `json:"messages"`
-			MaxTokens int  `json:"max_tokens"`
-			Stream    bool `json:"stream"`
-		}
+		var req endpoints.ChatRequest
 		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || !req.Stream || len(req.Messages) != 1 {
 			http.Error(w, `{"error":{"message":"not served"}}`, http.StatusNotFound)
 			return

@@ -361,21 +361,8 @@ func TestMaxConcurrencyBoundsRequestsInFlight(t *testing.T) {
 		t.Fatalf("completed %d", run.Result.Completed)
 	}
 	// Requests in flight at once never exceed 3: check from the records' intervals.
-	type iv struct{ a, b float64 }
-	var ivs []iv
-	for _, rec := range run.Records {
-		ivs = append(ivs, iv{rec.SendOffset, rec.SendOffset + *rec.TEnd})
-	}
-	for _, x := range ivs {
-		over := 0
-		for _, y := range ivs {
-			if y.a <= x.a && x.a < y.b {
-				over++
-			}
-		}
-		if over > 3 {
-			t.Fatalf("%d requests in flight at %.3fs", over, x.a)
-		}
+	if n, at := peakInFlight(run.Records, 0); n > 3 {
+		t.Fatalf("%d requests in flight at %.3fs", n, at)
 	}
 	queued := 0
 	for _, rec := range run.Records {
@@ -386,6 +373,26 @@ func TestMaxConcurrencyBoundsRequestsInFlight(t *testing.T) {
 	if queued < 6 {
 		t.Errorf("only %d requests waited for a slot", queued)
 	}
+}
+
+// peakInFlight is the most records in flight at once, counted a moment
+// after (seconds) each one's send, and the send offset where it is first
+// reached; a record is in flight from its send to its end. Every record
+// must have ended (TEnd set).
+func peakInFlight(recs []schema.Record, after float64) (n int, at float64) {
+	for _, r := range recs {
+		t := r.SendOffset + after
+		in := 0
+		for _, u := range recs {
+			if u.SendOffset <= t && t < u.SendOffset+*u.TEnd {
+				in++
+			}
+		}
+		if in > n {
+			n, at = in, r.SendOffset
+		}
+	}
+	return n, at
 }
 
 // A rate so small its gaps pass time.Duration's range (pflag takes

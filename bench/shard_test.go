@@ -69,25 +69,14 @@ func TestAShardKeepsToItsShareOfMaxConcurrency(t *testing.T) {
 	if run.Result.Completed != 10 {
 		t.Fatalf("completed %d, want the shard's 10", run.Result.Completed)
 	}
-	type span struct{ a, b float64 }
-	var spans []span
 	for _, rec := range run.Records {
 		if rec.TEnd == nil || rec.Cancelled != "" || rec.NotSent || rec.Class != schema.Class("") {
 			t.Fatalf("request %d did not complete: %+v", rec.I, rec)
 		}
-		spans = append(spans, span{rec.SendOffset, rec.SendOffset + *rec.TEnd})
 	}
-	for _, s := range spans {
-		in := 0
-		for _, u := range spans {
-			// u in flight a hair after s began (ends and starts at one instant
-			// are a slot handed on).
-			if at := s.a + 1e-4; u.a <= at && at < u.b {
-				in++
-			}
-		}
-		if in > 3 {
-			t.Fatalf("%d requests in flight at %.4fs, the share is 3", in, s.a)
-		}
+	// Counted a hair after each send: an end and a start at one instant
+	// are a slot handed on.
+	if n, at := peakInFlight(run.Records, 1e-4); n > 3 {
+		t.Fatalf("%d requests in flight at %.4fs, the share is 3", n, at)
 	}
 }

@@ -251,18 +251,9 @@ func TestADataSetItemWithoutAUserMessageIsRefused(t *testing.T) {
 	srv := endpointstest.New(nil)
 	defer srv.Close()
 	o := testOptions(t, srv, "cafe0104")
-	path := filepath.Join(t.TempDir(), "d.jsonl")
-	data := `{"prompt": "hello there", "max_tokens": 3}` + "\n" + `{"messages": [{"role": "system", "content": "only a system prompt"}], "max_tokens": 3}` + "\n"
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ph := workload.Phase{Name: "d", Kind: workload.Dataset, Path: path, Format: "jsonl"}
-	reqs, err := ph.Expand(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
-	wantBadInput(t, err, "phase d: "+path+":2: no user message")
+	wp := jsonlPhase(t, `{"prompt": "hello there", "max_tokens": 3}`+"\n"+`{"messages": [{"role": "system", "content": "only a system prompt"}], "max_tokens": 3}`+"\n")
+	_, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{wp})
+	wantBadInput(t, err, "phase d: "+wp.Phase.Path+":2: no user message")
 }
 
 func TestADataSetPhaseSendsItsItemsUnderTheNonceWithAnswersSizedByTheCurve(t *testing.T) {
@@ -628,6 +619,22 @@ func TestAWorkloadPhaseWithoutRequestsIsRefusedBeforeAnyProbe(t *testing.T) {
 	if n := srv.Count(); n != 0 {
 		t.Errorf("%d chat requests sent for a phase refused", n)
 	}
+}
+
+// jsonlPhase is data set phase d of every item of data, written to a
+// JSONL file of its own.
+func jsonlPhase(t *testing.T, data string) WorkPhase {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ph := workload.Phase{Name: "d", Kind: workload.Dataset, Path: path, Format: "jsonl"}
+	reqs, err := ph.Expand(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return WorkPhase{Phase: ph, Reqs: reqs}
 }
 
 // mustPrepare is PrepareWorkload of phases over o for a test whose

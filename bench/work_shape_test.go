@@ -7,13 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/glmbench/glmbench/bench/workload"
+	"github.com/glmbench/glmbench/endpoints"
 )
 
 // newVLLMContext is a fake vLLM of a context of nCtx tokens that counts a
@@ -28,12 +27,7 @@ func newVLLMContext(t *testing.T, nCtx int, refused *atomic.Int64) *httptest.Ser
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":%d}]}`, nCtx)
 	})
 	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Content string `json:"content"`
-			} `json:"messages"`
-			MaxTokens int `json:"max_tokens"`
-		}
+		var req endpoints.ChatRequest
 		b, _ := io.ReadAll(r.Body)
 		if json.Unmarshal(b, &req) != nil {
 			w.WriteHeader(400)
@@ -71,7 +65,6 @@ func TestTheShapeProbeFindsTheDataSetItemThatOverflowsTheContext(t *testing.T) {
 	var refused atomic.Int64
 	srv := newVLLMContext(t, 4000, &refused)
 	o := llamaOptions(t, &llamaServer{Server: srv})
-	path := filepath.Join(t.TempDir(), "d.jsonl")
 	// Item 1: about 2,000 prompt tokens and 100 out, 2,100 in all (8,100
 	// bytes and tokens together); item 2: about 1,000 and 3,100, 4,100
 	// in all, past the context of 4,000 (7,100).
@@ -79,15 +72,7 @@ func TestTheShapeProbeFindsTheDataSetItemThatOverflowsTheContext(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"prompt": strings.TrimSpace(strings.Repeat("abc ", words)), "max_tokens": maxTokens})
 		return string(b) + "\n"
 	}
-	if err := os.WriteFile(path, []byte(line(2000, 100)+line(1000, 3100)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ph := workload.Phase{Name: "d", Kind: workload.Dataset, Path: path, Format: "jsonl"}
-	reqs, err := ph.Expand(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: ph, Reqs: reqs}})
+	_, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{jsonlPhase(t, line(2000, 100)+line(1000, 3100))})
 	if err == nil || !strings.Contains(err.Error(), "maximum context length is 4000") {
 		t.Fatalf("err = %v, want the server's refusal of item 2 (prompt and max_tokens past its context) before any load", err)
 	}

@@ -1,11 +1,9 @@
 package reports_test
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
-	"github.com/glmbench/glmbench/reports"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
@@ -36,23 +34,14 @@ func TestReportMDSaysWhichStreamsArrivedBuffered(t *testing.T) {
 	t.Parallel()
 	write := func(recs []schema.Record) string {
 		t.Helper()
-		rep := &schema.Report{Nonce: "n", Phases: []schema.PhaseResult{summary.Phase("p", 8, 32, recs, schema.StatusComplete)}}
-		var b bytes.Buffer
-		if err := reports.WriteMarkdown(&b, rep); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
+		return reportMD(t, &schema.Report{Nonce: "n", Phases: []schema.PhaseResult{summary.Phase("p", 8, 32, recs, schema.StatusComplete)}})
 	}
 	md := write(bufferRecords())
-	for _, want := range []string{
+	wantMD(t, md,
 		"- p: 2 of 4 completed streams arrived buffered (buffered), in blocks of many events",
 		"(nginx: proxy_buffering off, or X-Accel-Buffering: no from upstream)",
 		"- **buffered** = completed requests whose content events arrived in blocks",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("report.md lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	streamed := bufferRecords()
 	md = write([]schema.Record{streamed[0], streamed[2]})
 	if strings.Contains(md, "buffered") {

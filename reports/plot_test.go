@@ -27,19 +27,11 @@ func TestPlotsRenderAsPNGAndSVGOfTheExpectedSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, f := range files {
-		names = append(names, filepath.Base(f))
-	}
 	// The single phase had no errors, so it has no errors figure.
-	want := "single-ttft-cdf.png single-ttft-cdf.svg single-tpot-cdf.png single-tpot-cdf.svg " +
-		"single-out-tput-time.png single-out-tput-time.svg " +
-		"decode_medium-ttft-cdf.png decode_medium-ttft-cdf.svg decode_medium-tpot-cdf.png decode_medium-tpot-cdf.svg " +
-		"decode_medium-out-tput-time.png decode_medium-out-tput-time.svg decode_medium-errors-time.png decode_medium-errors-time.svg"
-	if got := strings.Join(names, " "); got != want {
-		t.Fatalf("wrote %s\nwant  %s", got, want)
-	}
-	checkFigures(t, files)
+	wantFigures(t, files, "single-ttft-cdf.png single-ttft-cdf.svg single-tpot-cdf.png single-tpot-cdf.svg "+
+		"single-out-tput-time.png single-out-tput-time.svg "+
+		"decode_medium-ttft-cdf.png decode_medium-ttft-cdf.svg decode_medium-tpot-cdf.png decode_medium-tpot-cdf.svg "+
+		"decode_medium-out-tput-time.png decode_medium-out-tput-time.svg decode_medium-errors-time.png decode_medium-errors-time.svg")
 	// SVG is byte-identical across renders, so a figure can be diffed.
 	again := t.TempDir()
 	if _, err := WritePlots(again, ins); err != nil {
@@ -63,6 +55,20 @@ func TestPlotsNeedRecords(t *testing.T) {
 	if !isBadInput(err) || !strings.Contains(err.Error(), "no records to plot") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// wantFigures fails t unless files are the figures want names (their base
+// names, space-separated, in order), each a whole figure (checkFigures).
+func wantFigures(t *testing.T, files []string, want string) {
+	t.Helper()
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("wrote %s\nwant  %s", got, want)
+	}
+	checkFigures(t, files)
 }
 
 // checkFigures fails t unless every file is a whole figure of the figure

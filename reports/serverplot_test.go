@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/reports/schema"
@@ -27,14 +26,7 @@ func TestServerPlotsAreWrittenPerPhaseAsPNGAndSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, f := range files {
-		names = append(names, filepath.Base(f))
-	}
-	if got, want := strings.Join(names, " "), "decode_medium-server.png decode_medium-server.svg sweep-p3-server.png sweep-p3-server.svg"; got != want {
-		t.Fatalf("wrote %s\nwant  %s", got, want)
-	}
-	checkFigures(t, files)
+	wantFigures(t, files, "decode_medium-server.png decode_medium-server.svg sweep-p3-server.png sweep-p3-server.svg")
 	full, _ := os.ReadFile(filepath.Join(dir, "decode_medium-server.svg"))
 	for _, want := range []string{"running", "queued", "KV cache usage", "KV cache in use (%)"} {
 		if !bytes.Contains(full, []byte(want)) {

@@ -107,6 +107,16 @@ func rawPost(t *testing.T, base, route string, body any) (int, string) {
 	return resp.StatusCode, sb.String()
 }
 
+// wholePrepare is the prepare of plan over o for an agent that runs all
+// of it (one shard of one), as a coordinator of one agent sends it.
+func wholePrepare(o *bench.Options, plan bench.Plan) Prepare {
+	return Prepare{
+		BaseURL: o.Endpoint.BaseURL, Model: o.Endpoint.Model, Shape: o.Shape, Spec: plan.Spec,
+		Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, Nonce: o.Nonce, Seed: o.Seed,
+		Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, Shard: bench.Shard{Count: 1},
+	}
+}
+
 // The truth: with two coordinators at one agent, the first one's start
 // after the second one's prepare is refused (409), not run with the
 // second one's plan; the second one's start runs its own.
@@ -114,11 +124,7 @@ func TestAStartOfAnotherCoordinatorsPrepareIsRefused(t *testing.T) {
 	o, plan := simRun(t, 2, time.Millisecond)
 	srvs, _ := agents(t, nil, 0)
 	base := srvs[0].URL
-	p := Prepare{
-		BaseURL: o.Endpoint.BaseURL, Model: o.Endpoint.Model, Shape: o.Shape, Spec: plan.Spec,
-		Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, Nonce: o.Nonce, Seed: o.Seed,
-		Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, Shard: bench.Shard{Count: 1},
-	}
+	p := wholePrepare(o, plan)
 	var first, second Ready
 	for _, r := range []*Ready{&first, &second} {
 		code, body := rawPost(t, base, RoutePrepare, p)
@@ -205,11 +211,7 @@ func TestAnAgentWhoseCoordinatorVanishesIsReadyForTheNext(t *testing.T) {
 	o, plan := simRun(t, 4, 30*time.Millisecond)
 	srvs, _ := agents(t, nil, 0)
 	base := srvs[0].URL
-	p := Prepare{
-		BaseURL: o.Endpoint.BaseURL, Model: o.Endpoint.Model, Shape: o.Shape, Spec: plan.Spec,
-		Chars: plan.Cal.Chars, PromptTokens: plan.Cal.PromptTokens, Nonce: o.Nonce, Seed: o.Seed,
-		Limits: o.Limits, ConnectTimeout: o.ConnectTimeout, Shard: bench.Shard{Count: 1},
-	}
+	p := wholePrepare(o, plan)
 	var ready Ready
 	code, body := rawPost(t, base, RoutePrepare, p)
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &ready) != nil {

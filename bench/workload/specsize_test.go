@@ -7,23 +7,16 @@ import (
 	"testing"
 
 	"github.com/glmbench/glmbench/internal/badinput"
+	"github.com/glmbench/glmbench/internal/boundedfile/boundedfiletest"
 )
 
 // A workload file past maxSpecFile (/dev/zero, a data set given as
 // --workload) is refused as bad input after reading at most one byte more
 // than the bound, not read whole into memory.
 func TestLoadRefusesAFileOverTheBound(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "huge.yaml")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A sparse file: its size costs no disk.
-	if err := f.Truncate(maxSpecFile + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	_, err = Load(path)
+	path := boundedfiletest.Sparse(t, filepath.Join(t.TempDir(), "huge.yaml"), maxSpecFile+1)
+	_, err := Load(path)
 	if !badinput.Is(err) {
 		t.Fatalf("Load(%d bytes) = %v, want a bad-input error", maxSpecFile+1, err)
 	}

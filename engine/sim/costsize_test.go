@@ -1,25 +1,18 @@
 package sim
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/glmbench/glmbench/internal/boundedfile/boundedfiletest"
 )
 
 // A file past maxCostFile (/dev/zero, a wrong path) is refused with the bound
 // in the error, not read whole into memory; a sparse file costs no disk.
 func TestFileOverTheBoundIsRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "huge")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(maxCostFile + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	_, err = ReadCost(path)
+	path := boundedfiletest.Sparse(t, filepath.Join(t.TempDir(), "huge"), maxCostFile+1)
+	_, err := ReadCost(path)
 	if err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
 		t.Fatalf("reading %d bytes: %v, want an over-16-MiB error", maxCostFile+1, err)
 	}

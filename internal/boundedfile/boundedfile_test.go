@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/glmbench/glmbench/internal/boundedfile/boundedfiletest"
 )
 
 // A file of exactly the bound is read whole; one byte more is a TooBigError
@@ -13,15 +15,7 @@ func TestReadTakesTheBoundAndRefusesOneByteMore(t *testing.T) {
 	const max = 1 << 20
 	dir := t.TempDir()
 	for _, size := range []int64{max, max + 1} {
-		path := filepath.Join(dir, "f")
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Truncate(size); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+		path := boundedfiletest.Sparse(t, filepath.Join(dir, "f"), size)
 		b, err := Read(path, max, "a small file")
 		var tb *TooBigError
 		switch {

@@ -5,20 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/glmbench/glmbench/internal/boundedfile/boundedfiletest"
 )
 
 // A threshold file past maxThresholdFile (/dev/zero, a report given by
 // mistake) is refused with the bound in the error, not read whole.
 func TestReadFileRefusesAFileOverTheBound(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "huge.yaml")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(maxThresholdFile + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	path := boundedfiletest.Sparse(t, filepath.Join(t.TempDir(), "huge.yaml"), maxThresholdFile+1)
 	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
 		t.Fatalf("ReadFile(%d bytes) = %v, want an over-16-MiB error", maxThresholdFile+1, err)
 	}
