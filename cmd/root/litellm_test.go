@@ -25,12 +25,8 @@ func liteLLM(t *testing.T, o endpointstest.Options) *endpointstest.Personality {
 func TestRunThroughLiteLLMNeverMakesItsHealthCallTheModels(t *testing.T) {
 	t.Parallel()
 	p := liteLLM(t, endpointstest.Options{APIKey: secretKey})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	if ph := reportJSON(t, dir).Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
+	rep, _, stderr := runReport(t, p.BaseURL(), "--phase", "x=4/64/8")
+	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
 		t.Errorf("phase %+v", ph)
 	}
 	if calls, _ := p.LiteLLMCounts(); p.Requests("GET /health") == 0 || calls != 0 {
@@ -47,12 +43,7 @@ func TestRunThroughLiteLLMNeverMakesItsHealthCallTheModels(t *testing.T) {
 func TestRunThroughLiteLLMCountsItsOwnLimitersRefusalsAsRateLimited(t *testing.T) {
 	t.Parallel()
 	p := liteLLM(t, endpointstest.Options{RPM: 6, RetryAfter: "37"})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=8/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "x=8/64/8")
 	ph := rep.Phases[0]
 	limited := ph.ByClass[schema.RateLimited]
 	if limited == 0 || ph.Completed == 0 || ph.Completed+limited != 8 || ph.Errors != limited {

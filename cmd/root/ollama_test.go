@@ -90,12 +90,7 @@ func TestRunAgainstServersDroppingIgnoreEOSCountsRequestsThatEndedAtEOS(t *testi
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, tc.name, endpointstest.Options{EOSAfter: 3})
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
-			if code != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-			}
-			rep, recs, _ := readReport(t, dir)
+			rep, recs, stderr := runReport(t, p.BaseURL(), "--phase", "x=4/64/8")
 			if ph := rep.Phases[0]; ph.Completed != 4 || ph.Short != 4 || ph.Errors != 0 {
 				t.Errorf("phase %+v; want 4 completed, all 4 short", ph)
 			}
@@ -112,7 +107,7 @@ func TestRunAgainstServersDroppingIgnoreEOSCountsRequestsThatEndedAtEOS(t *testi
 			if !strings.Contains(stderr, "4 short of their max_tokens (short_output)") || !strings.Contains(stderr, "phase x: 4 of 4 completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent") {
 				t.Errorf("stderr does not say the requests stopped early though ignore_eos was sent:\n%s", stderr)
 			}
-			code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", t.TempDir(), "--ignore-eos=false")
+			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", t.TempDir(), "--ignore-eos=false")
 			if code != 0 || strings.Contains(stderr, "though ignore_eos was sent") {
 				t.Errorf("--ignore-eos=false: exit %d, stderr:\n%s\nwant 0 and no warning", code, stderr)
 			}
@@ -139,12 +134,7 @@ func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.Ollama, tc.opts)
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, append([]string{"run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir}, tc.args...)...)
-			if code != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-			}
-			rep, recs, _ := readReport(t, dir)
+			rep, recs, _ := runReport(t, p.BaseURL(), append([]string{"--phase", "x=4/64/8"}, tc.args...)...)
 			if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 || ph.Short != 0 || ph.BadUsage != 0 {
 				t.Errorf("phase %+v", ph)
 			}
@@ -165,12 +155,7 @@ func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
 func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{TTFT: 200 * time.Millisecond, Ollama: endpointstest.OllamaOptions{NumParallel: 1, MaxQueue: 2}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, _, _ := readReport(t, dir)
+	rep, _, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	if refused := ph.ByClass[schema.QueueFull]; refused == 0 || ph.Completed < 2 || ph.Completed > 3 || ph.Completed+refused != 16 || ph.Errors != refused {
 		t.Errorf("phase: %d completed, errors by class %v; want only queue_full refusals", ph.Completed, ph.ByClass)
@@ -238,12 +223,7 @@ func TestRunReadsOllamasCachedTokensWhereItsBuildSendsThem(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 8192, Ollama: endpointstest.OllamaOptions{NumParallel: 4, CachedTokens: tc.reported}})
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--workload", "shared-prefix", "--out", dir)
-			if code != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-			}
-			rep, _, _ := readReport(t, dir)
+			rep, _, _ := runReport(t, p.BaseURL(), "--workload", "shared-prefix")
 			c := rep.Phases[0].Cache
 			if c == nil {
 				t.Fatalf("no cache block: %+v", rep.Phases[0])

@@ -45,6 +45,20 @@ func readReport(t *testing.T, dir string) (*schema.Report, []schema.Record, stri
 	return rep, recs, b + md
 }
 
+// runReport runs glmbench run against the endpoint at base with args and a
+// fresh --out, as executeBounded does; an exit but 0 fails t with stderr.
+// It returns the report, its records and stderr.
+func runReport(t *testing.T, base string, args ...string) (*schema.Report, []schema.Record, string) {
+	t.Helper()
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, append(append([]string{"run", "--endpoint", base}, args...), "--out", dir)...)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, recs, _ := readReport(t, dir)
+	return rep, recs, stderr
+}
+
 func TestRunWritesTheReportAndKeepsSecretsOut(t *testing.T) {
 	t.Parallel()
 	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {

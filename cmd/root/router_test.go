@@ -25,12 +25,7 @@ import (
 func TestRunThroughSGLangRouterCountsItsWorkersFullQueuesAsQueueFull(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{MaxRunning: 2, MaxQueued: 2, TTFT: 200 * time.Millisecond})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	if ph.Completed != 8 || ph.ByClass[schema.QueueFull] != 8 || ph.Errors != 8 {
 		t.Fatalf("phase: %d completed, errors by class %v; want 8 and 8 queue_full", ph.Completed, ph.ByClass)
@@ -53,12 +48,7 @@ func TestRunThroughSGLangRouterCountsItsOwnLimitersRefusalsAsRateLimited(t *test
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{TTFT: 200 * time.Millisecond,
 		Router: endpointstest.RouterOptions{MaxConcurrent: 2, Queue: 1}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	if ph := rep.Phases[0]; ph.Completed != 3 || ph.ByClass[schema.RateLimited] != 13 || ph.Errors != 13 {
 		t.Fatalf("phase: %d completed, errors by class %v; want 3 and 13 rate_limited", ph.Completed, ph.ByClass)
 	}
@@ -93,12 +83,8 @@ func TestRunThroughSGLangRouterWithNoHealthyWorkerSaysSoBeforeTheLoad(t *testing
 func TestRunThroughSGLangRouterWithOneWorkerDownDoesNotWaitForIt(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{Router: endpointstest.RouterOptions{Unhealthy: 1}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--wait-ready", "5s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	if ph := reportJSON(t, dir).Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
+	rep, _, stderr := runReport(t, p.BaseURL(), "--phase", "x=4/64/8", "--wait-ready", "5s")
+	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
 		t.Errorf("phase %+v", ph)
 	}
 	if strings.Contains(stderr, "not ready") || strings.Contains(stderr, "waiting for") {
@@ -129,12 +115,8 @@ func TestRunThroughSGLangRouterReadsItsMetricsAtItsExporter(t *testing.T) {
 	if srv := reportJSON(t, dir).Phases[0].Server; srv != nil {
 		t.Errorf("a server block without metrics: %+v", srv)
 	}
-	dir = t.TempDir()
-	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--metrics-url", p.MetricsURL(), "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	srv := reportJSON(t, dir).Phases[0].Server
+	rep, _, _ := runReport(t, p.BaseURL(), "--phase", "x=4/64/8", "--metrics-url", p.MetricsURL())
+	srv := rep.Phases[0].Server
 	if srv == nil || srv.Source != "sglang-router" || srv.Requests == nil || *srv.Requests != 4 || srv.RunningMax == nil {
 		t.Fatalf("server block %+v; want sglang-router's, 4 requests", srv)
 	}
@@ -147,12 +129,7 @@ func TestRunThroughSGLangRouterReadsItsMetricsAtItsExporter(t *testing.T) {
 func TestRunThroughDynamoCountsItsOverloadAndReadsItsFrontendMetrics(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Dynamo, endpointstest.Options{TTFT: 200 * time.Millisecond, Router: endpointstest.RouterOptions{Busy: 4}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	if ph.Completed != 4 || ph.ByClass[schema.QueueFull] != 12 || ph.Errors != 12 {
 		t.Fatalf("phase: %d completed, errors by class %v; want 4 and 12 queue_full", ph.Completed, ph.ByClass)

@@ -67,12 +67,7 @@ func TestRunAgainstTGIRefusesAPhasePastItsLimitsBeforeLoad(t *testing.T) {
 func TestRunCountsTGIsOverloadedStreamsAsRateLimited(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TGI, endpointstest.Options{TTFT: 200 * time.Millisecond, TGI: endpointstest.TGIOptions{MaxConcurrent: 2}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	limited := ph.ByClass[schema.RateLimited]
 	if limited == 0 || ph.Completed < 1 || ph.Completed > 2 || ph.Completed+limited != 16 || ph.Errors != limited {
