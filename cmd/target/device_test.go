@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/conform"
 	"github.com/glmbench/glmbench/cmd/eval"
@@ -101,19 +102,9 @@ func open(t *testing.T, device string) (*target.Target, string, error) {
 	return tg, stderr.String(), err
 }
 
-// noGPU skips a test of a machine without a GPU where one opens.
-func noGPU(t *testing.T) {
-	t.Helper()
-	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
-	if err == nil {
-		ops.Close()
-		t.Skip("a GPU opened: this checks a machine without one")
-	}
-}
-
 func TestTheBuiltinEngineOnCUDAWithoutAGPUFailsInOneLine(t *testing.T) {
 	t.Parallel()
-	noGPU(t)
+	cmdtest.NoGPU(t)
 	_, _, err := open(t, "cuda")
 	if !errors.Is(err, cudaexec.ErrNoDevice) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "starting the built-in engine: device cuda: ") {
 		t.Errorf("%v: want one line wrapping cudaexec.ErrNoDevice", err)
@@ -122,7 +113,7 @@ func TestTheBuiltinEngineOnCUDAWithoutAGPUFailsInOneLine(t *testing.T) {
 
 func TestTheBuiltinEngineOnAutoWithoutAGPUServesOnTheCPUAndSaysWhy(t *testing.T) {
 	t.Parallel()
-	noGPU(t)
+	cmdtest.NoGPU(t)
 	tg, stderr, err := open(t, "auto")
 	if err != nil {
 		t.Fatal(err)
