@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,14 +75,7 @@ func TestABadDeviceIsRefusedAlikeBeforeAnyRequest(t *testing.T) {
 		{[]string{"--device", "cpu"}, "--device picks what the built-in engine runs on: it does not apply with --endpoint"},
 	} {
 		for _, c := range commands {
-			f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-			cmd := c.real(f)
-			var out bytes.Buffer
-			cmd.SetOut(&out)
-			cmd.SetErr(&out)
-			cmd.SilenceErrors, cmd.SilenceUsage = true, true
-			cmd.SetArgs(append(append(append(append([]string{}, c.args...), endpoint...), "--out", t.TempDir()), tc.args...))
-			err := cmd.Execute()
+			err := c.execute(slices.Concat(endpoint, []string{"--out", t.TempDir()}, tc.args)...)
 			if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || err == nil || err.Error() != tc.want {
 				t.Errorf("%s %v: %v, want exit 2 saying %q", c.name, tc.args, err, tc.want)
 			}

@@ -3,6 +3,7 @@ package target_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,20 @@ func byName(t *testing.T, name string) command {
 	}
 	t.Fatalf("no command %s", name)
 	return command{}
+}
+
+// execute runs c as the CLI builds it, silenced, with c.args then args,
+// and returns its error (what it printed is dropped).
+func (c command) execute(args ...string) error {
+	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
+	cmd := c.real(f)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	all := append([]string{}, c.args...) // never nil: cobra would read os.Args
+	cmd.SetArgs(append(all, args...))
+	return cmd.Execute()
 }
 
 // parse runs c with args and returns what the shared flags parsed into,
@@ -188,15 +203,7 @@ func TestSharedLimitsAreCheckedAlikeBeforeAnyRequest(t *testing.T) {
 		{"conform", []string{"--timeout", "0s", "--stall-timeout", "0s"}, "--timeout must be positive"},
 		{"conform", []string{"--connect-timeout", "-1s", "--timeout", "0s"}, "--timeout must be positive"},
 	} {
-		c := byName(t, tc.command)
-		f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-		cmd := c.real(f)
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		cmd.SetArgs(append(append(append([]string{}, c.args...), endpoint...), tc.args...))
-		err := cmd.Execute()
+		err := byName(t, tc.command).execute(slices.Concat(endpoint, tc.args)...)
 		if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || err == nil || err.Error() != tc.want {
 			t.Errorf("%s %v: %v, want exit 2 saying %q", tc.command, tc.args, err, tc.want)
 		}
