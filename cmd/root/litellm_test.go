@@ -49,11 +49,7 @@ func TestRunThroughLiteLLMCountsItsOwnLimitersRefusalsAsRateLimited(t *testing.T
 	if limited == 0 || ph.Completed == 0 || ph.Completed+limited != 8 || ph.Errors != limited {
 		t.Fatalf("phase: %d completed, errors by class %v; want only rate_limited refusals", ph.Completed, ph.ByClass)
 	}
-	for _, r := range recs {
-		if r.Class == schema.RateLimited && (r.Status != 429 || r.RetryAfter != "37") {
-			t.Errorf("record %d: status %d, Retry-After %q; want 429 and 37", r.I, r.Status, r.RetryAfter)
-		}
-	}
+	wantRateLimitedAs429(t, recs, "37")
 }
 
 // Through LiteLLM no route states vLLM's context (its /v1/models is its own

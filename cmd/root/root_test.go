@@ -59,6 +59,17 @@ func runReport(t *testing.T, base string, args ...string) (*schema.Report, []sch
 	return rep, recs, stderr
 }
 
+// wantRateLimitedAs429 fails t unless every rate_limited record is an HTTP
+// 429 that kept retryAfter as its Retry-After ("": none was sent).
+func wantRateLimitedAs429(t *testing.T, recs []schema.Record, retryAfter string) {
+	t.Helper()
+	for _, r := range recs {
+		if r.Class == schema.RateLimited && (r.Status != 429 || r.RetryAfter != retryAfter) {
+			t.Errorf("record %d: status %d, Retry-After %q; want 429 and %q", r.I, r.Status, r.RetryAfter, retryAfter)
+		}
+	}
+}
+
 func TestRunWritesTheReportAndKeepsSecretsOut(t *testing.T) {
 	t.Parallel()
 	srv := endpointstest.New(func(r endpointstest.Request) endpointstest.Behavior {

@@ -52,11 +52,7 @@ func TestRunThroughSGLangRouterCountsItsOwnLimitersRefusalsAsRateLimited(t *test
 	if ph := rep.Phases[0]; ph.Completed != 3 || ph.ByClass[schema.RateLimited] != 13 || ph.Errors != 13 {
 		t.Fatalf("phase: %d completed, errors by class %v; want 3 and 13 rate_limited", ph.Completed, ph.ByClass)
 	}
-	for _, r := range recs {
-		if r.Class == schema.RateLimited && (r.Status != 429 || r.RetryAfter != "") {
-			t.Errorf("record %d: status %d, Retry-After %q", r.I, r.Status, r.RetryAfter)
-		}
-	}
+	wantRateLimitedAs429(t, recs, "")
 }
 
 // With both workers marked unhealthy sgl-router answers every generation
