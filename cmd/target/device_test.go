@@ -75,7 +75,7 @@ func TestABadDeviceIsRefusedAlikeBeforeAnyRequest(t *testing.T) {
 		{[]string{"--device", "cpu"}, "--device picks what the built-in engine runs on: it does not apply with --endpoint"},
 	} {
 		for _, c := range commands {
-			err := c.execute(slices.Concat(endpoint, []string{"--out", t.TempDir()}, tc.args)...)
+			err, _ := execReal(t, c.real, slices.Concat(c.args, endpoint, []string{"--out", t.TempDir()}, tc.args)...)
 			if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || err == nil || err.Error() != tc.want {
 				t.Errorf("%s %v: %v, want exit 2 saying %q", c.name, tc.args, err, tc.want)
 			}

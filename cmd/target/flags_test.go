@@ -87,18 +87,19 @@ func byName(t *testing.T, name string) command {
 	return command{}
 }
 
-// execute runs c as the CLI builds it, silenced, with c.args then args,
-// and returns its error (what it printed is dropped).
-func (c command) execute(args ...string) error {
-	f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-	cmd := c.real(f)
+// execReal runs the command as the CLI builds it and returns its error and
+// what it wrote on stderr.
+func execReal(t *testing.T, build func(*cmdutil.Factory) *cobra.Command, args ...string) (error, string) {
+	t.Helper()
+	f, _, errOut := cmdutil.TestFactory(context.Background(), nil)
+	cmd := build(f)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	all := append([]string{}, c.args...) // never nil: cobra would read os.Args
-	cmd.SetArgs(append(all, args...))
-	return cmd.Execute()
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return err, errOut.String() + out.String()
 }
 
 // parse runs c with args and returns what the shared flags parsed into,
@@ -203,7 +204,8 @@ func TestSharedLimitsAreCheckedAlikeBeforeAnyRequest(t *testing.T) {
 		{"conform", []string{"--timeout", "0s", "--stall-timeout", "0s"}, "--timeout must be positive"},
 		{"conform", []string{"--connect-timeout", "-1s", "--timeout", "0s"}, "--timeout must be positive"},
 	} {
-		err := byName(t, tc.command).execute(slices.Concat(endpoint, tc.args)...)
+		c := byName(t, tc.command)
+		err, _ := execReal(t, c.real, slices.Concat(c.args, endpoint, tc.args)...)
 		if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || err == nil || err.Error() != tc.want {
 			t.Errorf("%s %v: %v, want exit 2 saying %q", tc.command, tc.args, err, tc.want)
 		}
