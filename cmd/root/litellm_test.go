@@ -59,14 +59,8 @@ func TestRunThroughLiteLLMCountsItsOwnLimitersRefusalsAsRateLimited(t *testing.T
 func TestRunThroughLiteLLMRefusesAnOverlongPhaseAtItsFirstProbe(t *testing.T) {
 	t.Parallel()
 	p := liteLLM(t, endpointstest.Options{Context: 2048})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2100/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "refuses a prompt of about", "2,100", "litellm.BadRequestError", "maximum context length is 2048 tokens")
-	for i, f := range p.BodyFields() {
-		if string(f["max_tokens"]) != "1" {
-			t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-		}
-	}
+	runRefused(t, p.BaseURL(), []string{"--phase", "long=2/2100/16"}, "phase long", "refuses a prompt of about", "2,100", "litellm.BadRequestError", "maximum context length is 2048 tokens")
+	wantOnlyProbes(t, p.BodyFields())
 }
 
 // conform through LiteLLM passes what vLLM behind it passes: its errors

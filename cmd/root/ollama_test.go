@@ -25,18 +25,13 @@ import (
 func TestRunAgainstAWarmOllamaRefusesAPromptPastItsContextBeforeAnyProbe(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{Loaded: true}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2100/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,100", "2,048", "/api/ps")
+	runRefused(t, p.BaseURL(), []string{"--phase", "long=2/2100/16"}, "phase long", "2,100", "2,048", "/api/ps")
 	if n := p.Requests("POST /v1/chat/completions"); n != 0 {
 		t.Errorf("%d chat requests reached the server; the stated context refuses the phase before any", n)
 	}
-	dir = t.TempDir()
-	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "shift=2/2040/16", "--out", dir)
-	if code != 0 {
-		t.Fatalf("IN+OUT past num_ctx, IN within it: exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, _, _ := readReport(t, dir)
+	// IN+OUT past num_ctx, IN within it: Ollama shifts its context, and
+	// the phase runs.
+	rep, _, _ := runReport(t, p.BaseURL(), "--phase", "shift=2/2040/16")
 	if ph := rep.Phases[0]; ph.Completed != 2 || ph.Short != 0 {
 		t.Errorf("phase %+v; want 2 completed, none short", ph)
 	}
@@ -56,9 +51,7 @@ func TestRunAgainstAColdOllamaFindsWhereItTruncates(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{WholeWindow: tc.whole}})
 			base, log := v1Only(t, p)
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "long=2/4000/16", "--out", dir)
-			wantExit2InOneLine(t, code, stderr, dir, "phase long", "4,000")
+			stderr := runRefused(t, base, []string{"--phase", "long=2/4000/16"}, "phase long", "4,000")
 			m := truncatesAt.FindStringSubmatch(lastLine(stderr))
 			if m == nil {
 				t.Fatalf("the line does not say where the endpoint truncates: %s", lastLine(stderr))
@@ -206,9 +199,7 @@ func TestEvalsAgainstOllamaTakeTheRoutesItServes(t *testing.T) {
 func TestAProbeThatOutwaitsOllamasLoadSaysTheModelMayBeLoading(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Ollama: endpointstest.OllamaOptions{Load: time.Minute}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=2/64/8", "--probe-timeout", "300ms", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "calibration probe", "300ms", "--probe-timeout", "loading its model")
+	runRefused(t, p.BaseURL(), []string{"--phase", "x=2/64/8", "--probe-timeout", "300ms"}, "calibration probe", "300ms", "--probe-timeout", "loading its model")
 }
 
 // Builds with cached_tokens (ollama/ollama PR #17943) report what their

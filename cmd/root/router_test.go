@@ -62,9 +62,7 @@ func TestRunThroughSGLangRouterCountsItsOwnLimitersRefusalsAsRateLimited(t *test
 func TestRunThroughSGLangRouterWithNoHealthyWorkerSaysSoBeforeTheLoad(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{Router: endpointstest.RouterOptions{Unhealthy: 2, Backoff: time.Millisecond}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--phase", "x=4/64/8", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase x", "HTTP 503", "No available workers (all circuits open or unhealthy)")
+	runRefused(t, p.BaseURL(), []string{"--model", p.Opts.Model, "--phase", "x=4/64/8"}, "phase x", "HTTP 503", "No available workers (all circuits open or unhealthy)")
 	for _, wk := range p.Workers() {
 		if n := wk.TotalRequests(); n != 0 {
 			t.Errorf("a worker got %d requests", n)
@@ -150,17 +148,9 @@ func TestRunThroughDynamoCountsItsOverloadAndReadsItsFrontendMetrics(t *testing.
 func TestRunThroughDynamoRefusesAnOverlongPhaseAtItsFirstProbe(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Dynamo, endpointstest.Options{Context: 2048})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2100/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "refuses a prompt of about", "2,100", "maximum context length is 2048 tokens")
-	for i, f := range p.BodyFields() {
-		if string(f["max_tokens"]) != "1" {
-			t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-		}
-	}
-	dir = t.TempDir()
-	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--model", "another/model", "--phase", "x=2/64/8", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase x", "HTTP 404: Model not found")
+	runRefused(t, p.BaseURL(), []string{"--phase", "long=2/2100/16"}, "phase long", "refuses a prompt of about", "2,100", "maximum context length is 2048 tokens")
+	wantOnlyProbes(t, p.BodyFields())
+	runRefused(t, p.BaseURL(), []string{"--model", "another/model", "--phase", "x=2/64/8"}, "phase x", "HTTP 404: Model not found")
 }
 
 // conform through sgl-router finds what it finds against SGLang behind

@@ -40,19 +40,13 @@ func TestRunAgainstTGIRefusesAPhasePastItsLimitsBeforeLoad(t *testing.T) {
 			if tc.probes {
 				base, _ = v1Only(t, p)
 			}
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", tc.phase, "--out", dir)
-			wantExit2InOneLine(t, code, stderr, dir, tc.want...)
+			runRefused(t, base, []string{"--phase", tc.phase}, tc.want...)
 			// Calibration probes ask for max_tokens 1; the load would ask 16.
 			fields := p.BodyFields()
 			if (len(fields) == 0) == tc.probes {
 				t.Errorf("%d generation requests reached the server; want probes: %v", len(fields), tc.probes)
 			}
-			for i, f := range fields {
-				if string(f["max_tokens"]) != "1" {
-					t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-				}
-			}
+			wantOnlyProbes(t, fields)
 		})
 	}
 }

@@ -32,14 +32,8 @@ func TestRunAgainstTRTLLMRefusesAPhasePastItsLimitsInItsWords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.TRTLLM, tc.opts)
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", tc.phase, "--out", dir)
-			wantExit2InOneLine(t, code, stderr, dir, tc.want...)
-			for i, f := range p.BodyFields() {
-				if string(f["max_tokens"]) != "1" {
-					t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-				}
-			}
+			runRefused(t, p.BaseURL(), []string{"--phase", tc.phase}, tc.want...)
+			wantOnlyProbes(t, p.BodyFields())
 		})
 	}
 }
@@ -71,9 +65,7 @@ func TestRunAgainstTRTLLMNamesARefusedExtraBodyField(t *testing.T) {
 	t.Parallel()
 	for _, before := range []bool{false, true} {
 		p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{TRTLLM: endpointstest.TRTLLMOptions{Before2026: before}})
-		dir := t.TempDir()
-		code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "small=2/64/8", "--extra-body", `{"guided_json": {"type": "object"}}`, "--out", dir)
-		wantExit2InOneLine(t, code, stderr, dir, "HTTP 400", "'extra_forbidden', 'loc': ('body', 'guided_json')", "--extra-body adds guided_json")
+		runRefused(t, p.BaseURL(), []string{"--phase", "small=2/64/8", "--extra-body", `{"guided_json": {"type": "object"}}`}, "HTTP 400", "'extra_forbidden', 'loc': ('body', 'guided_json')", "--extra-body adds guided_json")
 	}
 }
 
