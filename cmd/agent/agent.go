@@ -77,10 +77,7 @@ The agent warns when it listens beyond loopback without one.`,
   GLMBENCH_AGENT_TOKEN=$(openssl rand -hex 16) glmbench agent --token-env GLMBENCH_AGENT_TOKEN`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(o)
-			}
-			return Run(cmd.Context(), o)
+			return cmdutil.Dispatch(cmd, o, runF, Run)
 		},
 	}
 	fl := cmd.Flags()

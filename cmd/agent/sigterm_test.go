@@ -2,14 +2,11 @@ package agent
 
 import (
 	"context"
-	"regexp"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/bench/agent"
-	"github.com/glmbench/glmbench/cmd/cmdtest"
-	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/engine/sim"
@@ -37,37 +34,18 @@ func TestAnAgentStoppedMidPhaseHandsItsRecordsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	f, _, errOut := cmdutil.TestFactory(ctx, nil)
-	done := make(chan error, 1)
-	go func() { done <- cmdtest.Execute(f, NewCmdAgent, "--listen", "127.0.0.1:0") }()
-	addr := regexp.MustCompile(`listening on (\S+)`)
-	var m []string
-	for deadline := time.Now().Add(5 * time.Second); m == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		m = addr.FindStringSubmatch(errOut.String())
-	}
-	if m == nil {
-		t.Fatalf("stderr %q: no address", errOut.String())
-	}
-	conns, err := agent.Dial(context.Background(), []string{m[1]}, "")
+	a := startAgent(t, nil, "--listen", "127.0.0.1:0")
+	conns, err := agent.Dial(context.Background(), []string{a.addr}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() {
 		time.Sleep(agent.StartLead + 400*time.Millisecond)
-		stop()
+		a.stop()
 	}()
 	run := agent.RunPhase(context.Background(), o, plans[0], conns)
 	if r := run.Result; r.Status != schema.StatusInterrupted || len(run.Records) != 6 || r.Agents[0].Lost != "" {
 		t.Fatalf("status %s, %d records, lost %q; want interrupted, 6, not lost", r.Status, len(run.Records), r.Agents[0].Lost)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the agent ended with %v, want nil", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the agent did not stop")
-	}
+	a.waitStopped(t)
 }

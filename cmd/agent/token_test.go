@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,20 +15,10 @@ import (
 // where it listens; the agent stops when the test ends.
 func listen(t *testing.T, env map[string]string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	f, _, errOut := cmdutil.TestFactory(ctx, env)
-	done := make(chan error, 1)
-	go func() { done <- cmdtest.Execute(f, NewCmdAgent, args...) }()
-	t.Cleanup(func() { cancel(); <-done })
-	at := regexp.MustCompile(`listening on \S+\n`)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if at.MatchString(errOut.String()) {
-			time.Sleep(20 * time.Millisecond) // the warning, if any, follows at once
-			return errOut.String()
-		}
-	}
-	t.Fatalf("stderr %q: the agent never said where it listens", errOut.String())
-	return ""
+	a := startAgent(t, env, args...)
+	t.Cleanup(func() { a.stop(); <-a.done })
+	time.Sleep(20 * time.Millisecond) // the warning, if any, follows at once
+	return a.errOut.String()
 }
 
 // The truth: an agent listening beyond loopback without --token-env warns

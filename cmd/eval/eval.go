@@ -136,10 +136,7 @@ bad data set (said before any request), 130 interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Eval = args[0]
 			o.shared().Parsed()
-			if runF != nil {
-				return runF(o)
-			}
-			return Run(cmd.Context(), o)
+			return cmdutil.Dispatch(cmd, o, runF, Run)
 		},
 	}
 	fl := cmd.Flags()

@@ -25,12 +25,8 @@ func liteLLM(t *testing.T, o endpointstest.Options) *endpointstest.Personality {
 func TestRunThroughLiteLLMNeverMakesItsHealthCallTheModels(t *testing.T) {
 	t.Parallel()
 	p := liteLLM(t, endpointstest.Options{APIKey: secretKey})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	if ph := reportJSON(t, dir).Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
+	rep, _, stderr := runReport(t, p.BaseURL(), "--phase", "x=4/64/8")
+	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
 		t.Errorf("phase %+v", ph)
 	}
 	if calls, _ := p.LiteLLMCounts(); p.Requests("GET /health") == 0 || calls != 0 {
@@ -47,22 +43,13 @@ func TestRunThroughLiteLLMNeverMakesItsHealthCallTheModels(t *testing.T) {
 func TestRunThroughLiteLLMCountsItsOwnLimitersRefusalsAsRateLimited(t *testing.T) {
 	t.Parallel()
 	p := liteLLM(t, endpointstest.Options{RPM: 6, RetryAfter: "37"})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=8/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "x=8/64/8")
 	ph := rep.Phases[0]
 	limited := ph.ByClass[schema.RateLimited]
 	if limited == 0 || ph.Completed == 0 || ph.Completed+limited != 8 || ph.Errors != limited {
 		t.Fatalf("phase: %d completed, errors by class %v; want only rate_limited refusals", ph.Completed, ph.ByClass)
 	}
-	for _, r := range recs {
-		if r.Class == schema.RateLimited && (r.Status != 429 || r.RetryAfter != "37") {
-			t.Errorf("record %d: status %d, Retry-After %q; want 429 and 37", r.I, r.Status, r.RetryAfter)
-		}
-	}
+	wantRateLimitedAs429(t, recs, "37")
 }
 
 // Through LiteLLM no route states vLLM's context (its /v1/models is its own
@@ -72,14 +59,8 @@ func TestRunThroughLiteLLMCountsItsOwnLimitersRefusalsAsRateLimited(t *testing.T
 func TestRunThroughLiteLLMRefusesAnOverlongPhaseAtItsFirstProbe(t *testing.T) {
 	t.Parallel()
 	p := liteLLM(t, endpointstest.Options{Context: 2048})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2100/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "refuses a prompt of about", "2,100", "litellm.BadRequestError", "maximum context length is 2048 tokens")
-	for i, f := range p.BodyFields() {
-		if string(f["max_tokens"]) != "1" {
-			t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-		}
-	}
+	runRefused(t, p.BaseURL(), []string{"--phase", "long=2/2100/16"}, "phase long", "refuses a prompt of about", "2,100", "litellm.BadRequestError", "maximum context length is 2048 tokens")
+	wantOnlyProbes(t, p.BodyFields())
 }
 
 // conform through LiteLLM passes what vLLM behind it passes: its errors

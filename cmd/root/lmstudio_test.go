@@ -21,9 +21,7 @@ import (
 func TestRunAgainstLMStudioRefusesAPhasePastTheLoadedContextBeforeAnyProbe(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.LMStudio, endpointstest.Options{Context: 2048, LMStudio: endpointstest.LMStudioOptions{MaxContext: 131072}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2040/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,040+16", "2,048", "GET /api/v1/models")
+	runRefused(t, p.BaseURL(), []string{"--phase", "long=2/2040/16"}, "phase long", "2,040+16", "2,048", "GET /api/v1/models")
 	if n := p.Requests("POST /v1/chat/completions"); n != 0 {
 		t.Errorf("%d chat requests reached the server; the stated context refuses the phase before any", n)
 	}
@@ -37,9 +35,7 @@ func TestRunAgainstLMStudioBehindAProxySaysItsStreamedOverflow(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.LMStudio, endpointstest.Options{Context: 2048})
 	base, log := v1Only(t, p)
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "long=2/2100/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "calibration probe", "stream_error", "Input does not fit in context length", "only supports 2048 tokens")
+	runRefused(t, base, []string{"--phase", "long=2/2100/16"}, "phase long", "calibration probe", "stream_error", "Input does not fit in context length", "only supports 2048 tokens")
 	if probes, load := log.counts(); load != 0 || probes == 0 {
 		t.Errorf("%d probes and %d load requests reached the server; want probes only", probes, load)
 	}

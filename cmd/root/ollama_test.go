@@ -25,18 +25,13 @@ import (
 func TestRunAgainstAWarmOllamaRefusesAPromptPastItsContextBeforeAnyProbe(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{Loaded: true}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2100/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "2,100", "2,048", "/api/ps")
+	runRefused(t, p.BaseURL(), []string{"--phase", "long=2/2100/16"}, "phase long", "2,100", "2,048", "/api/ps")
 	if n := p.Requests("POST /v1/chat/completions"); n != 0 {
 		t.Errorf("%d chat requests reached the server; the stated context refuses the phase before any", n)
 	}
-	dir = t.TempDir()
-	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "shift=2/2040/16", "--out", dir)
-	if code != 0 {
-		t.Fatalf("IN+OUT past num_ctx, IN within it: exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, _, _ := readReport(t, dir)
+	// IN+OUT past num_ctx, IN within it: Ollama shifts its context, and
+	// the phase runs.
+	rep, _, _ := runReport(t, p.BaseURL(), "--phase", "shift=2/2040/16")
 	if ph := rep.Phases[0]; ph.Completed != 2 || ph.Short != 0 {
 		t.Errorf("phase %+v; want 2 completed, none short", ph)
 	}
@@ -56,9 +51,7 @@ func TestRunAgainstAColdOllamaFindsWhereItTruncates(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 2048, Ollama: endpointstest.OllamaOptions{WholeWindow: tc.whole}})
 			base, log := v1Only(t, p)
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "long=2/4000/16", "--out", dir)
-			wantExit2InOneLine(t, code, stderr, dir, "phase long", "4,000")
+			stderr := runRefused(t, base, []string{"--phase", "long=2/4000/16"}, "phase long", "4,000")
 			m := truncatesAt.FindStringSubmatch(lastLine(stderr))
 			if m == nil {
 				t.Fatalf("the line does not say where the endpoint truncates: %s", lastLine(stderr))
@@ -90,12 +83,7 @@ func TestRunAgainstServersDroppingIgnoreEOSCountsRequestsThatEndedAtEOS(t *testi
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, tc.name, endpointstest.Options{EOSAfter: 3})
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir)
-			if code != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-			}
-			rep, recs, _ := readReport(t, dir)
+			rep, recs, stderr := runReport(t, p.BaseURL(), "--phase", "x=4/64/8")
 			if ph := rep.Phases[0]; ph.Completed != 4 || ph.Short != 4 || ph.Errors != 0 {
 				t.Errorf("phase %+v; want 4 completed, all 4 short", ph)
 			}
@@ -112,7 +100,7 @@ func TestRunAgainstServersDroppingIgnoreEOSCountsRequestsThatEndedAtEOS(t *testi
 			if !strings.Contains(stderr, "4 short of their max_tokens (short_output)") || !strings.Contains(stderr, "phase x: 4 of 4 completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent") {
 				t.Errorf("stderr does not say the requests stopped early though ignore_eos was sent:\n%s", stderr)
 			}
-			code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", t.TempDir(), "--ignore-eos=false")
+			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", t.TempDir(), "--ignore-eos=false")
 			if code != 0 || strings.Contains(stderr, "though ignore_eos was sent") {
 				t.Errorf("--ignore-eos=false: exit %d, stderr:\n%s\nwant 0 and no warning", code, stderr)
 			}
@@ -139,12 +127,7 @@ func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.Ollama, tc.opts)
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, append([]string{"run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--out", dir}, tc.args...)...)
-			if code != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-			}
-			rep, recs, _ := readReport(t, dir)
+			rep, recs, _ := runReport(t, p.BaseURL(), append([]string{"--phase", "x=4/64/8"}, tc.args...)...)
 			if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 || ph.Short != 0 || ph.BadUsage != 0 {
 				t.Errorf("phase %+v", ph)
 			}
@@ -165,12 +148,7 @@ func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
 func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{TTFT: 200 * time.Millisecond, Ollama: endpointstest.OllamaOptions{NumParallel: 1, MaxQueue: 2}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, _, _ := readReport(t, dir)
+	rep, _, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	if refused := ph.ByClass[schema.QueueFull]; refused == 0 || ph.Completed < 2 || ph.Completed > 3 || ph.Completed+refused != 16 || ph.Errors != refused {
 		t.Errorf("phase: %d completed, errors by class %v; want only queue_full refusals", ph.Completed, ph.ByClass)
@@ -221,9 +199,7 @@ func TestEvalsAgainstOllamaTakeTheRoutesItServes(t *testing.T) {
 func TestAProbeThatOutwaitsOllamasLoadSaysTheModelMayBeLoading(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Ollama: endpointstest.OllamaOptions{Load: time.Minute}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=2/64/8", "--probe-timeout", "300ms", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "calibration probe", "300ms", "--probe-timeout", "loading its model")
+	runRefused(t, p.BaseURL(), []string{"--phase", "x=2/64/8", "--probe-timeout", "300ms"}, "calibration probe", "300ms", "--probe-timeout", "loading its model")
 }
 
 // Builds with cached_tokens (ollama/ollama PR #17943) report what their
@@ -238,12 +214,7 @@ func TestRunReadsOllamasCachedTokensWhereItsBuildSendsThem(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{Context: 8192, Ollama: endpointstest.OllamaOptions{NumParallel: 4, CachedTokens: tc.reported}})
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--workload", "shared-prefix", "--out", dir)
-			if code != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-			}
-			rep, _, _ := readReport(t, dir)
+			rep, _, _ := runReport(t, p.BaseURL(), "--workload", "shared-prefix")
 			c := rep.Phases[0].Cache
 			if c == nil {
 				t.Fatalf("no cache block: %+v", rep.Phases[0])

@@ -2,6 +2,7 @@ package root
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -43,6 +44,55 @@ func readReport(t *testing.T, dir string) (*schema.Report, []schema.Record, stri
 	}
 	md := cmdtest.ReadFile(t, dir, reports.ReportMD)
 	return rep, recs, b + md
+}
+
+// runReport runs glmbench run against the endpoint at base with args and a
+// fresh --out, as executeBounded does; an exit but 0 fails t with stderr.
+// It returns the report, its records and stderr.
+func runReport(t *testing.T, base string, args ...string) (*schema.Report, []schema.Record, string) {
+	t.Helper()
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, append(append([]string{"run", "--endpoint", base}, args...), "--out", dir)...)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, recs, _ := readReport(t, dir)
+	return rep, recs, stderr
+}
+
+// runRefused runs glmbench run against the endpoint at base with args and a
+// fresh --out, as executeBounded does, and fails t unless it exits 2 in
+// one line naming each of want, with no report (wantExit2InOneLine). It
+// returns stderr.
+func runRefused(t *testing.T, base string, args []string, want ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, append(append([]string{"run", "--endpoint", base}, args...), "--out", dir)...)
+	wantExit2InOneLine(t, code, stderr, dir, want...)
+	return stderr
+}
+
+// wantOnlyProbes fails t unless each generation request in fields (a
+// personality's BodyFields) asked max_tokens 1, as calibration probes do:
+// the load, which asks for OUT, was not sent.
+func wantOnlyProbes(t *testing.T, fields []map[string]json.RawMessage) {
+	t.Helper()
+	for i, f := range fields {
+		if string(f["max_tokens"]) != "1" {
+			t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
+		}
+	}
+}
+
+// wantRateLimitedAs429 fails t unless every rate_limited record is an HTTP
+// 429 that kept retryAfter as its Retry-After ("": none was sent).
+func wantRateLimitedAs429(t *testing.T, recs []schema.Record, retryAfter string) {
+	t.Helper()
+	for _, r := range recs {
+		if r.Class == schema.RateLimited && (r.Status != 429 || r.RetryAfter != retryAfter) {
+			t.Errorf("record %d: status %d, Retry-After %q; want 429 and %q", r.I, r.Status, r.RetryAfter, retryAfter)
+		}
+	}
 }
 
 func TestRunWritesTheReportAndKeepsSecretsOut(t *testing.T) {

@@ -25,12 +25,7 @@ import (
 func TestRunThroughSGLangRouterCountsItsWorkersFullQueuesAsQueueFull(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{MaxRunning: 2, MaxQueued: 2, TTFT: 200 * time.Millisecond})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	if ph.Completed != 8 || ph.ByClass[schema.QueueFull] != 8 || ph.Errors != 8 {
 		t.Fatalf("phase: %d completed, errors by class %v; want 8 and 8 queue_full", ph.Completed, ph.ByClass)
@@ -53,20 +48,11 @@ func TestRunThroughSGLangRouterCountsItsOwnLimitersRefusalsAsRateLimited(t *test
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{TTFT: 200 * time.Millisecond,
 		Router: endpointstest.RouterOptions{MaxConcurrent: 2, Queue: 1}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	if ph := rep.Phases[0]; ph.Completed != 3 || ph.ByClass[schema.RateLimited] != 13 || ph.Errors != 13 {
 		t.Fatalf("phase: %d completed, errors by class %v; want 3 and 13 rate_limited", ph.Completed, ph.ByClass)
 	}
-	for _, r := range recs {
-		if r.Class == schema.RateLimited && (r.Status != 429 || r.RetryAfter != "") {
-			t.Errorf("record %d: status %d, Retry-After %q", r.I, r.Status, r.RetryAfter)
-		}
-	}
+	wantRateLimitedAs429(t, recs, "")
 }
 
 // With both workers marked unhealthy sgl-router answers every generation
@@ -76,9 +62,7 @@ func TestRunThroughSGLangRouterCountsItsOwnLimitersRefusalsAsRateLimited(t *test
 func TestRunThroughSGLangRouterWithNoHealthyWorkerSaysSoBeforeTheLoad(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{Router: endpointstest.RouterOptions{Unhealthy: 2, Backoff: time.Millisecond}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--model", p.Opts.Model, "--phase", "x=4/64/8", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase x", "HTTP 503", "No available workers (all circuits open or unhealthy)")
+	runRefused(t, p.BaseURL(), []string{"--model", p.Opts.Model, "--phase", "x=4/64/8"}, "phase x", "HTTP 503", "No available workers (all circuits open or unhealthy)")
 	for _, wk := range p.Workers() {
 		if n := wk.TotalRequests(); n != 0 {
 			t.Errorf("a worker got %d requests", n)
@@ -93,12 +77,8 @@ func TestRunThroughSGLangRouterWithNoHealthyWorkerSaysSoBeforeTheLoad(t *testing
 func TestRunThroughSGLangRouterWithOneWorkerDownDoesNotWaitForIt(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.SGLangRouter, endpointstest.Options{Router: endpointstest.RouterOptions{Unhealthy: 1}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--wait-ready", "5s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	if ph := reportJSON(t, dir).Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
+	rep, _, stderr := runReport(t, p.BaseURL(), "--phase", "x=4/64/8", "--wait-ready", "5s")
+	if ph := rep.Phases[0]; ph.Completed != 4 || ph.Errors != 0 {
 		t.Errorf("phase %+v", ph)
 	}
 	if strings.Contains(stderr, "not ready") || strings.Contains(stderr, "waiting for") {
@@ -129,12 +109,8 @@ func TestRunThroughSGLangRouterReadsItsMetricsAtItsExporter(t *testing.T) {
 	if srv := reportJSON(t, dir).Phases[0].Server; srv != nil {
 		t.Errorf("a server block without metrics: %+v", srv)
 	}
-	dir = t.TempDir()
-	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "x=4/64/8", "--metrics-url", p.MetricsURL(), "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	srv := reportJSON(t, dir).Phases[0].Server
+	rep, _, _ := runReport(t, p.BaseURL(), "--phase", "x=4/64/8", "--metrics-url", p.MetricsURL())
+	srv := rep.Phases[0].Server
 	if srv == nil || srv.Source != "sglang-router" || srv.Requests == nil || *srv.Requests != 4 || srv.RunningMax == nil {
 		t.Fatalf("server block %+v; want sglang-router's, 4 requests", srv)
 	}
@@ -147,12 +123,7 @@ func TestRunThroughSGLangRouterReadsItsMetricsAtItsExporter(t *testing.T) {
 func TestRunThroughDynamoCountsItsOverloadAndReadsItsFrontendMetrics(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Dynamo, endpointstest.Options{TTFT: 200 * time.Millisecond, Router: endpointstest.RouterOptions{Busy: 4}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	if ph.Completed != 4 || ph.ByClass[schema.QueueFull] != 12 || ph.Errors != 12 {
 		t.Fatalf("phase: %d completed, errors by class %v; want 4 and 12 queue_full", ph.Completed, ph.ByClass)
@@ -177,17 +148,9 @@ func TestRunThroughDynamoCountsItsOverloadAndReadsItsFrontendMetrics(t *testing.
 func TestRunThroughDynamoRefusesAnOverlongPhaseAtItsFirstProbe(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Dynamo, endpointstest.Options{Context: 2048})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "long=2/2100/16", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase long", "refuses a prompt of about", "2,100", "maximum context length is 2048 tokens")
-	for i, f := range p.BodyFields() {
-		if string(f["max_tokens"]) != "1" {
-			t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-		}
-	}
-	dir = t.TempDir()
-	code, _, stderr = executeBounded(t, "run", "--endpoint", p.BaseURL(), "--model", "another/model", "--phase", "x=2/64/8", "--out", dir)
-	wantExit2InOneLine(t, code, stderr, dir, "phase x", "HTTP 404: Model not found")
+	runRefused(t, p.BaseURL(), []string{"--phase", "long=2/2100/16"}, "phase long", "refuses a prompt of about", "2,100", "maximum context length is 2048 tokens")
+	wantOnlyProbes(t, p.BodyFields())
+	runRefused(t, p.BaseURL(), []string{"--model", "another/model", "--phase", "x=2/64/8"}, "phase x", "HTTP 404: Model not found")
 }
 
 // conform through sgl-router finds what it finds against SGLang behind

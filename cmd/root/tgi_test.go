@@ -40,19 +40,13 @@ func TestRunAgainstTGIRefusesAPhasePastItsLimitsBeforeLoad(t *testing.T) {
 			if tc.probes {
 				base, _ = v1Only(t, p)
 			}
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", tc.phase, "--out", dir)
-			wantExit2InOneLine(t, code, stderr, dir, tc.want...)
+			runRefused(t, base, []string{"--phase", tc.phase}, tc.want...)
 			// Calibration probes ask for max_tokens 1; the load would ask 16.
 			fields := p.BodyFields()
 			if (len(fields) == 0) == tc.probes {
 				t.Errorf("%d generation requests reached the server; want probes: %v", len(fields), tc.probes)
 			}
-			for i, f := range fields {
-				if string(f["max_tokens"]) != "1" {
-					t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-				}
-			}
+			wantOnlyProbes(t, fields)
 		})
 	}
 }
@@ -67,12 +61,7 @@ func TestRunAgainstTGIRefusesAPhasePastItsLimitsBeforeLoad(t *testing.T) {
 func TestRunCountsTGIsOverloadedStreamsAsRateLimited(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TGI, endpointstest.Options{TTFT: 200 * time.Millisecond, TGI: endpointstest.TGIOptions{MaxConcurrent: 2}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, recs, _ := readReport(t, dir)
+	rep, recs, _ := runReport(t, p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s")
 	ph := rep.Phases[0]
 	limited := ph.ByClass[schema.RateLimited]
 	if limited == 0 || ph.Completed < 1 || ph.Completed > 2 || ph.Completed+limited != 16 || ph.Errors != limited {

@@ -17,9 +17,7 @@ func TestRunAgainstTRTLLMCompletionsRefusesAPhasePastMaxSeqLenInItsWords(t *test
 	t.Parallel()
 	for _, before := range []bool{false, true} {
 		p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{Context: 2048, TRTLLM: endpointstest.TRTLLMOptions{Before2026: before}})
-		dir := t.TempDir()
-		code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--api", "completions", "--phase", "full=2/2100/16", "--out", dir)
-		wantExit2InOneLine(t, code, stderr, dir, "phase full", "must be greater than 0", "max_seq_len (2048)")
+		runRefused(t, p.BaseURL(), []string{"--api", "completions", "--phase", "full=2/2100/16"}, "phase full", "must be greater than 0", "max_seq_len (2048)")
 		for i, f := range p.BodyFields() {
 			if string(f["max_tokens"]) != "1" {
 				t.Errorf("before 2026 %v: request %d asked max_tokens %s: the load was sent", before, i, f["max_tokens"])

@@ -32,14 +32,8 @@ func TestRunAgainstTRTLLMRefusesAPhasePastItsLimitsInItsWords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := endpointstest.Start(t, endpointstest.TRTLLM, tc.opts)
-			dir := t.TempDir()
-			code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", tc.phase, "--out", dir)
-			wantExit2InOneLine(t, code, stderr, dir, tc.want...)
-			for i, f := range p.BodyFields() {
-				if string(f["max_tokens"]) != "1" {
-					t.Errorf("request %d asked max_tokens %s: the load was sent", i, f["max_tokens"])
-				}
-			}
+			runRefused(t, p.BaseURL(), []string{"--phase", tc.phase}, tc.want...)
+			wantOnlyProbes(t, p.BodyFields())
 		})
 	}
 }
@@ -52,12 +46,7 @@ func TestRunAgainstTRTLLMRefusesAPhasePastItsLimitsInItsWords(t *testing.T) {
 func TestRunAgainstTRTLLMSaysWhenTheServerCutMaxTokens(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{Context: 2048})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "over=2/1900/400", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	_, recs, _ := readReport(t, dir)
+	_, recs, stderr := runReport(t, p.BaseURL(), "--phase", "over=2/1900/400")
 	for _, r := range recs {
 		if r.Finish != "length" || r.N != 2048-r.Prompt {
 			t.Errorf("record %d: %d tokens after %d prompt tokens, finish %q; want %d, length", r.I, r.N, r.Prompt, r.Finish, 2048-r.Prompt)
@@ -76,9 +65,7 @@ func TestRunAgainstTRTLLMNamesARefusedExtraBodyField(t *testing.T) {
 	t.Parallel()
 	for _, before := range []bool{false, true} {
 		p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{TRTLLM: endpointstest.TRTLLMOptions{Before2026: before}})
-		dir := t.TempDir()
-		code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "small=2/64/8", "--extra-body", `{"guided_json": {"type": "object"}}`, "--out", dir)
-		wantExit2InOneLine(t, code, stderr, dir, "HTTP 400", "'extra_forbidden', 'loc': ('body', 'guided_json')", "--extra-body adds guided_json")
+		runRefused(t, p.BaseURL(), []string{"--phase", "small=2/64/8", "--extra-body", `{"guided_json": {"type": "object"}}`}, "HTTP 400", "'extra_forbidden', 'loc': ('body', 'guided_json')", "--extra-body adds guided_json")
 	}
 }
 
@@ -149,15 +136,11 @@ func TestEvalAgainstTRTLLMScoresWhatItsLogprobsAllow(t *testing.T) {
 func TestRunAgainstTRTLLMSaysItsMetricsAreJSON(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "small=2/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
+	rep, _, stderr := runReport(t, p.BaseURL(), "--phase", "small=2/64/8")
 	if !strings.Contains(stderr, "glmbench: no server metrics at "+p.URL+"/metrics (metrics: a JSON body, not a Prometheus exposition (trtllm-serve's /metrics is its iteration statistics as JSON; it serves Prometheus text at /prometheus/metrics") {
 		t.Errorf("stderr does not say the metrics are JSON:\n%s", stderr)
 	}
-	if rep, _, _ := readReport(t, dir); rep.Phases[0].Server != nil {
+	if rep.Phases[0].Server != nil {
 		t.Errorf("a server block from a JSON /metrics: %+v", rep.Phases[0].Server)
 	}
 }
@@ -168,15 +151,10 @@ func TestRunAgainstTRTLLMSaysItsMetricsAreJSON(t *testing.T) {
 func TestRunAgainstTRTLLMScrapesItsPrometheusMetrics(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{TRTLLM: endpointstest.TRTLLMOptions{PerfMetrics: true}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "small=4/64/8", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
+	rep, _, stderr := runReport(t, p.BaseURL(), "--phase", "small=4/64/8")
 	if !strings.Contains(stderr, "glmbench: scraping "+p.URL+"/prometheus/metrics (trtllm series)") {
 		t.Errorf("stderr does not say it scrapes /prometheus/metrics:\n%s", stderr)
 	}
-	rep, _, _ := readReport(t, dir)
 	ph := rep.Phases[0]
 	sv := ph.Server
 	if sv == nil || sv.Source != "trtllm" || sv.Requests == nil || sv.GenerationTokens == nil {

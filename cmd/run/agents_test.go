@@ -43,17 +43,10 @@ func TestARunThroughTwoAgentsIsOneReport(t *testing.T) {
 	e := enginetest.Start(t, enginetest.Sim(sim.DefaultCost))
 	addrs := startAgents(t, "a0", "a1")
 	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), "--endpoint", e.BaseURL(), "--out", dir, "--phase", "p=10/32/4",
+	in, stderr := runSaying(t, dir, "--endpoint", e.BaseURL(), "--phase", "p=10/32/4",
 		"--agents", strings.Join(addrs, ","), "--max-concurrency", "4", "--metrics-interval", "100ms")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
 	if !strings.Contains(stderr, "coordinating 2 agents") {
 		t.Errorf("stderr does not say it coordinates the agents:\n%s", stderr)
-	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
 	}
 	ph := in.Report.Phases[0]
 	if ph.Completed != 10 || len(ph.Agents) != 2 {

@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,24 +23,32 @@ import (
 // azureKey is the api-key header's value in these tests.
 const azureKey = "azure-secret-0123456789abcdef"
 
-// apiKeyGate is vLLM's fake behind a gateway that wants Azure's api-key
-// header: 401 without it. It counts the requests that lacked it.
-func apiKeyGate(t *testing.T) (base string, lacking *atomic.Int64) {
+// vllmBehind is vLLM's fake behind a gateway whose gate answers every
+// request, passing to server what it lets through. It returns the
+// gateway's API base.
+func vllmBehind(t *testing.T, gate func(w http.ResponseWriter, r *http.Request, server http.Handler)) string {
 	p := endpointstest.Start(t, endpointstest.VLLM, endpointstest.Options{})
 	target, _ := url.Parse(p.URL)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.FlushInterval = -1
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gate(w, r, proxy) }))
+	t.Cleanup(gw.Close)
+	return gw.URL + "/v1"
+}
+
+// apiKeyGate is vLLM's fake behind a gateway that wants Azure's api-key
+// header: 401 without it. It counts the requests that lacked it.
+func apiKeyGate(t *testing.T) (base string, lacking *atomic.Int64) {
 	lacking = new(atomic.Int64)
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base = vllmBehind(t, func(w http.ResponseWriter, r *http.Request, server http.Handler) {
 		if r.Header.Get("Api-Key") != azureKey {
 			lacking.Add(1)
 			http.Error(w, `{"error": {"code": "401", "message": "Access denied due to invalid subscription key."}}`, http.StatusUnauthorized)
 			return
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(gw.Close)
-	return gw.URL + "/v1", lacking
+		server.ServeHTTP(w, r)
+	})
+	return base, lacking
 }
 
 // agentsWith starts agents whose environments are envs, each allowed to
@@ -124,5 +133,49 @@ func TestHeaderEnvTravelsToAgentsAsAVariableName(t *testing.T) {
 		"--agents", strings.Join(addrs, ","), "--out", t.TempDir())
 	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "give each as --header-env NAME=VAR") || strings.Contains(stderr, azureKey) {
 		t.Errorf("exit %d, stderr %q: want exit 2 pointing at --header-env", code, stderr)
+	}
+}
+
+// A gateway that quotes the header it refused, as some do ("invalid
+// subscription key 'KEY'"): the value read from the environment holds
+// spaces and quotes, and the gateway writes it back raw, JSON-escaped and
+// upper-cased, on every request of the phase (the calibration's two probes pass).
+// The truth: every request fails (none reaches the engine),
+// and neither the value nor its long word is in stderr, report.json,
+// report.md or requests.jsonl, in any of those forms.
+func TestAHeaderEnvValueAGatewayEchoesIsInNoOutput(t *testing.T) {
+	t.Parallel()
+	const value, word = `gw-key "quoted" 0123456789abcdef`, "0123456789abcdef"
+	var chats atomic.Int64
+	base := vllmBehind(t, func(w http.ResponseWriter, r *http.Request, server http.Handler) {
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") || chats.Add(1) <= 2 {
+			server.ServeHTTP(w, r) // the calibration's two probes pass
+			return
+		}
+		got := r.Header.Get("X-Api-Key")
+		quoted, _ := json.Marshal(got)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		msg, _ := json.Marshal("invalid key '" + got + "' (" + strings.ToUpper(got) + ", " + string(quoted) + ", word " + word + ")")
+		w.Write([]byte(`{"error":{"message":` + string(msg) + `}}`))
+	})
+	dir := t.TempDir()
+	f, _, errOut := cmdutil.TestFactory(context.Background(), map[string]string{"GW_KEY": value})
+	err := cmdtest.Execute(f, NewCmdRun, "--endpoint", base, "--phase", "p=3/16/4", "--no-metrics", "--header-env", "X-Api-Key=GW_KEY", "--out", dir)
+	in, lerr := reports.Load(dir)
+	if lerr != nil {
+		t.Fatalf("%v; %v\n%s", lerr, err, errOut.String())
+	}
+	if in.Report.Phases[0].Completed != 0 || len(in.Records) != 3 {
+		t.Fatalf("%d completed of %d records: want 0 of 3 (the gateway refuses every one)", in.Report.Phases[0].Completed, len(in.Records))
+	}
+	written := strings.ToLower(errOut.String() + cmdtest.ReadFile(t, dir, reports.ReportJSON) + cmdtest.ReadFile(t, dir, reports.ReportMD) + cmdtest.ReadFile(t, dir, reports.RecordsJSONL))
+	if !strings.Contains(written, "invalid key") {
+		t.Fatalf("the gateway's message is nowhere: the test checks nothing\n%s", written)
+	}
+	for _, s := range []string{word, `"quoted" 0123`, `\"quoted\"`} {
+		if strings.Contains(written, strings.ToLower(s)) {
+			t.Errorf("the output holds %q", s)
+		}
 	}
 }

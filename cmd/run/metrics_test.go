@@ -19,16 +19,9 @@ func TestARunScrapesTheEnginesMetricsIntoItsServerBlock(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t)
 	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), "--endpoint", e.BaseURL(), "--out", dir, "--phase", "p=4/32/8", "--metrics-interval", "100ms")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
+	in, stderr := runSaying(t, dir, "--endpoint", e.BaseURL(), "--phase", "p=4/32/8", "--metrics-interval", "100ms")
 	if !strings.Contains(stderr, "scraping http://127.0.0.1:") {
 		t.Errorf("stderr does not say it scrapes:\n%s", stderr)
-	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
 	}
 	ph := in.Report.Phases[0]
 	srv := ph.Server
@@ -58,22 +51,14 @@ func TestARunScrapesTheEnginesMetricsIntoItsServerBlock(t *testing.T) {
 func TestNoMetricsAndABadMetricsURL(t *testing.T) {
 	t.Parallel()
 	e := enginetest.Start(t)
-	dir := t.TempDir()
-	code, stderr := execute(t, context.Background(), "--endpoint", e.BaseURL(), "--out", dir, "--phase", "p=1/32/2", "--no-metrics")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := runOK(t, t.TempDir(), "--endpoint", e.BaseURL(), "--phase", "p=1/32/2", "--no-metrics")
 	if in.Report.Phases[0].Server != nil || in.Samples != nil {
 		t.Errorf("--no-metrics: server block %+v, %d samples", in.Report.Phases[0].Server, len(in.Samples))
 	}
 	// A --metrics-url that answers nothing is bad input, before any load:
 	// the user asked for it.
 	url, hits := cmdtest.CountingEndpoint(t)
-	code, stderr = execute(t, context.Background(), "--endpoint", url, "--out", t.TempDir(), "--phase", "p=1/32/2", "--metrics-url", "http://127.0.0.1:1/metrics")
+	code, stderr := execute(t, context.Background(), "--endpoint", url, "--out", t.TempDir(), "--phase", "p=1/32/2", "--metrics-url", "http://127.0.0.1:1/metrics")
 	if code != 2 || !strings.Contains(stderr, "--metrics-url") {
 		t.Fatalf("exit %d, stderr %q: want 2 naming --metrics-url", code, stderr)
 	}

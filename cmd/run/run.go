@@ -169,10 +169,7 @@ has everything.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.PhasesGiven = cmd.Flags().Changed("phases")
 			o.shared().Parsed()
-			if runF != nil {
-				return runF(o)
-			}
-			return Run(cmd.Context(), o)
+			return cmdutil.Dispatch(cmd, o, runF, Run)
 		},
 	}
 	fl := cmd.Flags()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports"
@@ -77,10 +78,7 @@ func TestARunAgainstAPrivateCAsEndpointNeedsItsCAOrInsecure(t *testing.T) {
 func TestACACertWithoutACertificateExitsTwoBeforeAnyDial(t *testing.T) {
 	t.Parallel()
 	_, srv, conns := endpointstest.StartTLS(t, endpointstest.VLLM, endpointstest.Options{}, nil)
-	bad := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(bad, []byte("# the CA goes here\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bad := cmdtest.WriteFile(t, "ca.pem", "# the CA goes here\n")
 	code, stderr := execute(t, context.Background(), "--endpoint", srv.URL+"/v1", "--ca-cert", bad, "--phase", "p=3/40/6", "--out", t.TempDir())
 	if code != cmdutil.ExitBadInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--ca-cert "+bad+": holds no PEM certificate") {
 		t.Fatalf("exit %d, stderr %q: want exit 2 in one line naming the file", code, stderr)

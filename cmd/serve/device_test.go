@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/cudaexec"
@@ -54,19 +55,9 @@ func TestABadDeviceIsRefusedBeforeTheServerStarts(t *testing.T) {
 	}
 }
 
-// noGPU skips the test where a GPU opens: it checks a machine without one.
-func noGPU(t *testing.T) {
-	t.Helper()
-	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
-	if err == nil {
-		ops.Close()
-		t.Skip("a GPU opened: this checks a machine without one")
-	}
-}
-
 func TestServeOnCUDAWithoutAGPUIsRefusedInOneLineBeforeListening(t *testing.T) {
 	t.Parallel()
-	noGPU(t)
+	cmdtest.NoGPU(t)
 	// wantRefusedBeforeStart's port -1 would say "listening on" had the
 	// device been passed.
 	wantRefusedBeforeStart(t, []string{"--device", "cuda"}, "device cuda: no CUDA device")
@@ -74,7 +65,7 @@ func TestServeOnCUDAWithoutAGPUIsRefusedInOneLineBeforeListening(t *testing.T) {
 
 func TestServeOnAutoWithoutAGPUServesOnTheCPUAndSaysWhy(t *testing.T) {
 	t.Parallel()
-	noGPU(t)
+	cmdtest.NoGPU(t)
 	var stdout, stderr cmdutil.SyncBuffer
 	stop := serveSim(t, &stdout, &stderr, "--executor", "model", "--device", "auto", "--max-total-tokens", "65536", "--ready-file", "-")
 	r := await(t, "stdout", stdout.String)

@@ -110,10 +110,7 @@ test harnesses against the failures real endpoints show:
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.flags = cmd.Flags()
-			if runF != nil {
-				return runF(o)
-			}
-			return Run(cmd.Context(), o)
+			return cmdutil.Dispatch(cmd, o, runF, Run)
 		},
 	}
 	o.bindFlags(cmd.Flags())

@@ -111,10 +111,7 @@ point.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.shared().Parsed()
 			o.ShapeGiven = cmd.Flags().Changed("shape")
-			if runF != nil {
-				return runF(o)
-			}
-			return Run(cmd.Context(), o)
+			return cmdutil.Dispatch(cmd, o, runF, Run)
 		},
 	}
 	fl := cmd.Flags()

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/conform"
 	"github.com/glmbench/glmbench/cmd/eval"
@@ -73,14 +75,7 @@ func TestABadDeviceIsRefusedAlikeBeforeAnyRequest(t *testing.T) {
 		{[]string{"--device", "cpu"}, "--device picks what the built-in engine runs on: it does not apply with --endpoint"},
 	} {
 		for _, c := range commands {
-			f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-			cmd := c.real(f)
-			var out bytes.Buffer
-			cmd.SetOut(&out)
-			cmd.SetErr(&out)
-			cmd.SilenceErrors, cmd.SilenceUsage = true, true
-			cmd.SetArgs(append(append(append(append([]string{}, c.args...), endpoint...), "--out", t.TempDir()), tc.args...))
-			err := cmd.Execute()
+			err, _ := execReal(t, c.real, slices.Concat(c.args, endpoint, []string{"--out", t.TempDir()}, tc.args)...)
 			if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || err == nil || err.Error() != tc.want {
 				t.Errorf("%s %v: %v, want exit 2 saying %q", c.name, tc.args, err, tc.want)
 			}
@@ -101,19 +96,9 @@ func open(t *testing.T, device string) (*target.Target, string, error) {
 	return tg, stderr.String(), err
 }
 
-// noGPU skips a test of a machine without a GPU where one opens.
-func noGPU(t *testing.T) {
-	t.Helper()
-	ops, err := cudaexec.OpenDevice(cudaexec.DeviceOptions{})
-	if err == nil {
-		ops.Close()
-		t.Skip("a GPU opened: this checks a machine without one")
-	}
-}
-
 func TestTheBuiltinEngineOnCUDAWithoutAGPUFailsInOneLine(t *testing.T) {
 	t.Parallel()
-	noGPU(t)
+	cmdtest.NoGPU(t)
 	_, _, err := open(t, "cuda")
 	if !errors.Is(err, cudaexec.ErrNoDevice) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "starting the built-in engine: device cuda: ") {
 		t.Errorf("%v: want one line wrapping cudaexec.ErrNoDevice", err)
@@ -122,7 +107,7 @@ func TestTheBuiltinEngineOnCUDAWithoutAGPUFailsInOneLine(t *testing.T) {
 
 func TestTheBuiltinEngineOnAutoWithoutAGPUServesOnTheCPUAndSaysWhy(t *testing.T) {
 	t.Parallel()
-	noGPU(t)
+	cmdtest.NoGPU(t)
 	tg, stderr, err := open(t, "auto")
 	if err != nil {
 		t.Fatal(err)

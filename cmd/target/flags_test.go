@@ -3,6 +3,7 @@ package target_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,21 @@ func byName(t *testing.T, name string) command {
 	}
 	t.Fatalf("no command %s", name)
 	return command{}
+}
+
+// execReal runs the command as the CLI builds it and returns its error and
+// what it wrote on stderr.
+func execReal(t *testing.T, build func(*cmdutil.Factory) *cobra.Command, args ...string) (error, string) {
+	t.Helper()
+	f, _, errOut := cmdutil.TestFactory(context.Background(), nil)
+	cmd := build(f)
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return err, errOut.String() + out.String()
 }
 
 // parse runs c with args and returns what the shared flags parsed into,
@@ -189,14 +205,7 @@ func TestSharedLimitsAreCheckedAlikeBeforeAnyRequest(t *testing.T) {
 		{"conform", []string{"--connect-timeout", "-1s", "--timeout", "0s"}, "--timeout must be positive"},
 	} {
 		c := byName(t, tc.command)
-		f, _, _ := cmdutil.TestFactory(context.Background(), nil)
-		cmd := c.real(f)
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		cmd.SetArgs(append(append(append([]string{}, c.args...), endpoint...), tc.args...))
-		err := cmd.Execute()
+		err, _ := execReal(t, c.real, slices.Concat(c.args, endpoint, tc.args)...)
 		if cmdutil.ExitCode(err) != cmdutil.ExitBadInput || err == nil || err.Error() != tc.want {
 			t.Errorf("%s %v: %v, want exit 2 saying %q", tc.command, tc.args, err, tc.want)
 		}

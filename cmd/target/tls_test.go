@@ -1,34 +1,16 @@
 package target_test
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/evalcompare"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
-
-// execReal runs the command as the CLI builds it and returns its error and
-// what it wrote on stderr.
-func execReal(t *testing.T, build func(*cmdutil.Factory) *cobra.Command, args ...string) (error, string) {
-	t.Helper()
-	f, _, errOut := cmdutil.TestFactory(context.Background(), nil)
-	cmd := build(f)
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return err, errOut.String() + out.String()
-}
 
 // Every command of the shared flags (run, sweep, eval, conform, eval
 // compare) says a private CA's certificate alike, since one place (the
@@ -39,10 +21,7 @@ func execReal(t *testing.T, build func(*cmdutil.Factory) *cobra.Command, args ..
 func TestEveryEndpointCommandSaysAnUntrustedCertificateAlike(t *testing.T) {
 	t.Parallel()
 	p, srv, conns := endpointstest.StartTLS(t, endpointstest.VLLM, endpointstest.Options{}, nil)
-	bad := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(bad, []byte("no PEM here\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bad := cmdtest.WriteFile(t, "ca.pem", "no PEM here\n")
 	all := append([]command(nil), commands...)
 	all = append(all, command{name: "eval compare", real: func(f *cmdutil.Factory) *cobra.Command { return evalcompare.NewCmdCompare(f, nil) }})
 	for _, c := range all {
