@@ -1,0 +1,84 @@
+package endpoints
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/glmbench/glmbench/reports/schema"
+)
+
+// Z.ai's API (api.z.ai, open.bigmodel.cn) answers most refusals with HTTP
+// 429 and says what it refuses in a business code, a string in
+// {"error": {"code", "message"}} (docs.z.ai/api-reference/api-code,
+// docs.bigmodel.cn/cn/api/api-code). A 429 there is a rate limit only for
+// some codes: an account in arrears or a plan's usage used up is no rate to
+// wait out, and an overloaded service sheds load as a 503 would.
+
+// zaiCode is what a Z.ai business code means for glmbench: its class and
+// its meaning in a few words.
+type zaiCode struct {
+	class   schema.Class
+	meaning string
+}
+
+// zaiCodes are the business codes that class otherwise than a plain 429
+// would, or that say more than it (the docs' meanings, shortened).
+var zaiCodes = map[int]zaiCode{
+	// Account errors (11xx): nothing a wait mends.
+	1110: {schema.HTTP4xx, "account inactive"},
+	1111: {schema.HTTP4xx, "account does not exist"},
+	1112: {schema.HTTP4xx, "account locked"},
+	1113: {schema.HTTP4xx, "account in arrears: insufficient balance or no resource package"},
+	1121: {schema.HTTP4xx, "account locked for violations"},
+	// Policy blocks (13xx): a rate, an overload, or a quota used up.
+	1302: {schema.RateLimited, "concurrency limit"},
+	1303: {schema.RateLimited, "request frequency limit"},
+	1304: {schema.HTTP4xx, "daily call limit reached"},
+	1305: {schema.QueueFull, "service overloaded (traffic limit)"},
+	1308: {schema.HTTP4xx, "usage limit reached until its reset"},
+	1309: {schema.HTTP4xx, "GLM Coding Plan expired"},
+	1310: {schema.HTTP4xx, "weekly or monthly usage limit reached until its reset"},
+	1311: {schema.HTTP4xx, "the plan does not include this model"},
+	1312: {schema.QueueFull, "model overloaded"},
+}
+
+// zaiRefusal is the class and detail of a 429 by its Z.ai business code;
+// ok is false for a body with no such code.
+func zaiRefusal(status int, body []byte) (class schema.Class, detail string, ok bool) {
+	if status != http.StatusTooManyRequests {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(errorCode(body))
+	zc, known := zaiCodes[n]
+	if err != nil || !known {
+		return "", "", false
+	}
+	detail = fmt.Sprintf("HTTP %d, Z.ai code %d (%s)", status, n, zc.meaning)
+	if zc.class == schema.HTTP4xx {
+		detail += ": not a rate limit, waiting will not lift it"
+	}
+	return zc.class, detail, true
+}
+
+// zaiErrorEvent is the class and detail of an error event inside a 200
+// stream by its Z.ai business code (1305 comes so); ok is false for any
+// other code.
+func zaiErrorEvent(code int) (class schema.Class, detail string, ok bool) {
+	zc, known := zaiCodes[code]
+	if !known {
+		return "", "", false
+	}
+	return zc.class, fmt.Sprintf("error event with Z.ai code %d (%s) inside a 200 stream", code, zc.meaning), true
+}
+
+// RefusalClass is the error class of a non-200 answer, read with its body
+// where the status alone is ambiguous: ClassifyStatus, but a 408 of the
+// SGLang Model Gateway's admission queue is queue_full, and a Z.ai 429 is
+// classed by its business code (an account or quota code http_4xx, an
+// overload queue_full). A caller that retries a 429 retries only what this
+// calls rate_limited or queue_full.
+func RefusalClass(status int, body []byte) schema.Class {
+	c, _ := classifyRefusal(status, body)
+	return c
+}
