@@ -3,7 +3,10 @@ package endpoints
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/glmbench/glmbench/reports/schema"
 )
@@ -81,4 +84,34 @@ func zaiErrorEvent(code int) (class schema.Class, detail string, ok bool) {
 func RefusalClass(status int, body []byte) schema.Class {
 	c, _ := classifyRefusal(status, body)
 	return c
+}
+
+// ZAIBases are the API base paths Z.ai documents: the general one and the
+// GLM Coding Plan's (docs.z.ai/api-reference/introduction; open.bigmodel.cn
+// serves the same paths).
+var ZAIBases = []string{"/api/paas/v4", "/api/coding/paas/v4"}
+
+// ZAIBase reports whether baseURL's path is one of ZAIBases: an endpoint
+// that speaks Z.ai's dialect (its thinking switch is
+// "thinking": {"type": "enabled" | "disabled"}, not a chat template's
+// kwargs), on Z.ai's hosts or on a proxy that keeps its paths.
+func ZAIBase(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	path := strings.TrimRight(u.Path, "/")
+	return slices.Contains(ZAIBases, path)
+}
+
+// ThinkingSwitch is the body field that turns a model's thinking on or
+// off at baseURL: Z.ai's "thinking" {"type": "enabled" | "disabled"}
+// (docs.z.ai/guides/capabilities/thinking-mode), else the chat template's
+// kwarg, chat_template_kwargs {"enable_thinking": on} (vLLM, SGLang,
+// llama.cpp with --jinja, for Qwen3's and GLM's templates).
+func ThinkingSwitch(baseURL string, on bool) (field string, value any) {
+	if ZAIBase(baseURL) {
+		return "thinking", map[string]any{"type": map[bool]string{true: "enabled", false: "disabled"}[on]}
+	}
+	return "chat_template_kwargs", map[string]any{"enable_thinking": on}
 }

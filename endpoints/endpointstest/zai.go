@@ -35,6 +35,13 @@ type ZAIOptions struct {
 	// Concurrency is the account's concurrency limit: past that many
 	// requests in flight, 429 with business code 1302 (0: none).
 	Concurrency int
+	// Overloaded is how many requests in flight the service takes before
+	// it sheds load: past it, 429 with business code 1305, "The service
+	// may be temporarily overloaded" (0: never).
+	Overloaded int
+	// OverloadInStream sends a stream's 1305 past Overloaded inside its
+	// 200, as StreamRefuse does, not as a 429.
+	OverloadInStream bool
 	// Refuse is a business code every generation request is refused with,
 	// HTTP 429 (the code's own message, zaiMessages): 1113 for an account
 	// in arrears, 1308 for a usage limit reached, 1305 for an overloaded
@@ -153,11 +160,20 @@ func (p *Personality) zaiChat(w http.ResponseWriter, r *http.Request, body []byt
 	p.mu.Lock()
 	p.seq++
 	seq := p.seq
-	if o.Concurrency > 0 && p.inflight >= o.Concurrency {
-		p.mu.Unlock()
-		p.notePrompt(g)
-		writeJSON(w, 429, zaiError("1302"))
-		return
+	for _, limit := range []struct {
+		n    int
+		code string
+	}{{o.Concurrency, "1302"}, {o.Overloaded, "1305"}} {
+		if limit.n > 0 && p.inflight >= limit.n {
+			p.mu.Unlock()
+			p.notePrompt(g)
+			if limit.code == "1305" && g.stream && o.OverloadInStream {
+				streamRefusal(w, zaiError(limit.code))
+				return
+			}
+			writeJSON(w, 429, zaiError(limit.code))
+			return
+		}
 	}
 	release := p.enterLocked(g)
 	defer release()
