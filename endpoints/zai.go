@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -114,4 +115,24 @@ func ThinkingSwitch(baseURL string, on bool) (field string, value any) {
 		return "thinking", map[string]any{"type": map[bool]string{true: "enabled", false: "disabled"}[on]}
 	}
 	return "chat_template_kwargs", map[string]any{"enable_thinking": on}
+}
+
+// zaiHosts are Z.ai's API hosts: the international one and Zhipu's
+// (docs.z.ai/api-reference/introduction, docs.bigmodel.cn).
+var zaiHosts = []string{"api.z.ai", "open.bigmodel.cn"}
+
+// checkZAIBase refuses a base URL on one of Z.ai's hosts whose path is
+// none of ZAIBases (https://api.z.ai/v1, say, by the OpenAI habit): every
+// request there would be a 404, so it is said at once, naming the bases.
+func checkZAIBase(u *url.URL, raw string) error {
+	if !slices.Contains(zaiHosts, strings.ToLower(u.Hostname())) || ZAIBase(u.String()) {
+		return nil
+	}
+	root := RedactURL((&url.URL{Scheme: u.Scheme, Host: u.Host}).String())
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return badinput.Errorf("endpoint URL %q: Z.ai's API base is %s%s (the GLM Coding Plan's: %s%s), not %s",
+		RedactURL(raw), root, ZAIBases[0], root, ZAIBases[1], path)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/internal/badinput"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -92,5 +93,25 @@ func TestZAIReasoningContentIsTheFirstToken(t *testing.T) {
 	res := zaiStream(t, endpointstest.ZAIOptions{Reasoning: 2})
 	if res.Class != "" || len(res.Events) != 4 || !res.Usage || res.CompletionTokens != 4 {
 		t.Fatalf("class %q (%s), %d events, usage %v %d; want a completed request of 4 events", res.Class, res.Detail, len(res.Events), res.Usage, res.CompletionTokens)
+	}
+}
+
+// Z.ai's API base is /api/paas/v4, the Coding Plan's /api/coding/paas/v4
+// (docs.z.ai/api-reference/introduction), on api.z.ai and on Zhipu's
+// open.bigmodel.cn: an --endpoint there with the OpenAI habit's /v1 (or
+// no path) is bad input said in one line naming both bases, before any
+// request. Those bases pass, and /v1 on any other host is no concern.
+func TestAZAIEndpointWithTheWrongBaseNamesItsBases(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{"https://api.z.ai/v1", "https://open.bigmodel.cn/", "https://API.Z.AI/api/v4"} {
+		_, err := endpoints.Resolve(endpoints.Flags{Endpoint: raw, Model: "glm-4.6"}, env(nil))
+		if !badinput.Is(err) || !strings.Contains(err.Error(), "/api/paas/v4") || !strings.Contains(err.Error(), "/api/coding/paas/v4") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v; want one line of bad input naming /api/paas/v4 and /api/coding/paas/v4", raw, err)
+		}
+	}
+	for _, raw := range []string{"https://api.z.ai/api/paas/v4", "https://api.z.ai/api/coding/paas/v4/", "https://open.bigmodel.cn/api/paas/v4", "https://api.example.com/v1"} {
+		if _, err := endpoints.Resolve(endpoints.Flags{Endpoint: raw, Model: "glm-4.6"}, env(nil)); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
 	}
 }
