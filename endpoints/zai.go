@@ -33,7 +33,7 @@ var zaiCodes = map[int]zaiCode{
 	1110: {schema.HTTP4xx, "account inactive"},
 	1111: {schema.HTTP4xx, "account does not exist"},
 	1112: {schema.HTTP4xx, "account locked"},
-	1113: {schema.HTTP4xx, "account in arrears: insufficient balance or no resource package"},
+	1113: {schema.HTTP4xx, "account in arrears"},
 	1121: {schema.HTTP4xx, "account locked for violations"},
 	// Policy blocks (13xx): a rate, an overload, or a quota used up.
 	1302: {schema.RateLimited, "concurrency limit"},
