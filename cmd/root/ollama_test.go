@@ -165,12 +165,7 @@ func TestRunAgainstOllamaCompletesOnEachRoute(t *testing.T) {
 func TestRunCountsOllamasServerBusyAsQueueFull(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.Ollama, endpointstest.Options{TTFT: 200 * time.Millisecond, Ollama: endpointstest.OllamaOptions{NumParallel: 1, MaxQueue: 2}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, _, _ := readReport(t, dir)
+	rep, _ := runBurst(t, p.BaseURL())
 	ph := rep.Phases[0]
 	if refused := ph.ByClass[schema.QueueFull]; refused == 0 || ph.Completed < 2 || ph.Completed > 3 || ph.Completed+refused != 16 || ph.Errors != refused {
 		t.Errorf("phase: %d completed, errors by class %v; want only queue_full refusals", ph.Completed, ph.ByClass)

@@ -61,6 +61,19 @@ func lastLine(s string) string {
 // wantExit2InOneLine fails unless the command exited 2 with a last line on
 // stderr that names every one of want, and wrote no report (nothing was
 // measured).
+// runBurst runs the phase burst=16/64/4 (16 requests at once) against
+// base, which must exit 0, and returns its report and records.
+func runBurst(t *testing.T, base string) (*schema.Report, []schema.Record) {
+	t.Helper()
+	dir := t.TempDir()
+	code, _, stderr := executeBounded(t, "run", "--endpoint", base, "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	rep, recs, _ := readReport(t, dir)
+	return rep, recs
+}
+
 func wantExit2InOneLine(t *testing.T, code int, stderr, dir string, want ...string) {
 	t.Helper()
 	line := lastLine(stderr)

@@ -34,12 +34,7 @@ func TestRunAgainstAZAIAccountInArrearsStopsAtTheFirstProbe(t *testing.T) {
 func TestRunCountsZAIsOverloadAsQueueFull(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.ZAI, endpointstest.Options{TTFT: 200 * time.Millisecond, ZAI: endpointstest.ZAIOptions{Overloaded: 2}})
-	dir := t.TempDir()
-	code, _, stderr := executeBounded(t, "run", "--endpoint", p.BaseURL(), "--phase", "burst=16/64/4", "--probe-timeout", "10s", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-	}
-	rep, _, _ := readReport(t, dir)
+	rep, _ := runBurst(t, p.BaseURL())
 	ph := rep.Phases[0]
 	full := ph.ByClass[schema.QueueFull]
 	if full == 0 || ph.ByClass[schema.RateLimited] != 0 || ph.Completed+full != 16 {
