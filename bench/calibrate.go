@@ -274,6 +274,11 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		msg = summary.ErrorMessage(res.Body)
 	}
 	pe := &ProbeError{Phase: p.phase, What: what, Status: res.Status, Class: res.Class, Msg: short(msg) + p.shape.refusedField(true, res.Status, msg)}
+	if res.Status == http.StatusTooManyRequests && res.Class == schema.HTTP4xx {
+		// A 429 that is no rate limit (a Z.ai account or quota code, not
+		// retried): its detail says what it is.
+		pe.Msg += "; " + strings.TrimPrefix(res.Detail, "HTTP 429, ")
+	}
 	switch {
 	case p.shape.API != endpoints.APICompletions:
 	case res.Status == http.StatusNotFound:

@@ -1075,11 +1075,15 @@ func ClassifyStatus(status int) schema.Class {
 // shedding a request that waited in its admission queue past
 // --queue-timeout-secs (model_gateway/src/middleware.rs shed_response), so
 // queue_full as a 503; any other 408 (nginx's client_body_timeout, the
-// older router's bare one) stays http_4xx.
+// older router's bare one) stays http_4xx. A 429 with a Z.ai business
+// code is classed by its code (zaiRefusal).
 func classifyRefusal(status int, body []byte) (schema.Class, string) {
 	detail := fmt.Sprintf("HTTP %d", status)
 	if status == http.StatusRequestTimeout && errorCode(body) == admissionQueueTimeout {
 		return schema.QueueFull, detail + " " + admissionQueueTimeout
+	}
+	if class, detail, ok := zaiRefusal(status, body); ok {
+		return class, detail
 	}
 	return ClassifyStatus(status), detail
 }
@@ -1117,6 +1121,9 @@ func classifyErrorEvent(c *Chunk) (schema.Class, string) {
 	}
 	if c.ErrorCode == statusOverloaded {
 		return schema.QueueFull, "error event with code 529 inside a 200 stream"
+	}
+	if class, detail, ok := zaiErrorEvent(c.ErrorCode); ok {
+		return class, detail
 	}
 	if string(c.ErrorType) == "overloaded" {
 		// TGI past --max-concurrent-requests: its 429 "Model is overloaded".

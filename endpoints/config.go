@@ -537,6 +537,9 @@ func checkBaseURL(raw string) (string, error) {
 		base.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), route)
 		return "", badinput.Errorf("endpoint URL %q ends in the route %s: give the API base, %s", RedactURL(raw), route, RedactURL(base.String()))
 	}
+	if err := checkZAIBase(u, raw); err != nil {
+		return "", err
+	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
 

@@ -315,14 +315,17 @@ func checkN(ctx context.Context, s *suite) outcome {
 }
 
 func checkReasoning(ctx context.Context, s *suite) outcome {
+	// The switch is the endpoint's own: Z.ai's thinking.type, else the
+	// chat template's enable_thinking (endpoints.ThinkingSwitch).
+	field, _ := endpoints.ThinkingSwitch(s.cfg.Endpoint.BaseURL, true)
 	ask := func(thinking bool) (*chatCompletion, *answer, string) {
-		return s.chatAnswer(ctx, s.chatBody(storyPrompt, 32, map[string]any{"temperature": 0,
-			"chat_template_kwargs": map[string]any{"enable_thinking": thinking}}))
+		k, v := endpoints.ThinkingSwitch(s.cfg.Endpoint.BaseURL, thinking)
+		return s.chatAnswer(ctx, s.chatBody(storyPrompt, 32, map[string]any{"temperature": 0, k: v}))
 	}
 	on, a, p := ask(true)
 	if p != "" {
-		if a.err == nil && a.Status == 400 && strings.Contains(string(a.Body), "chat_template_kwargs") {
-			return skip("the endpoint refuses chat_template_kwargs: %s", a.describe())
+		if a.err == nil && a.Status == 400 && strings.Contains(string(a.Body), field) {
+			return skip("the endpoint refuses %s: %s", field, a.describe())
 		}
 		return fail("thinking on: %s", p)
 	}
@@ -342,12 +345,12 @@ func checkReasoning(ctx context.Context, s *suite) outcome {
 	case thinkTag(mo.reasoning()+mo.content()) != "":
 		return fail("thinking off: %s in the text", thinkTag(mo.reasoning()+mo.content()))
 	case mo.reasoning() != "":
-		return fail("thinking off, yet %d characters of reasoning", utf8.RuneCountInString(mo.reasoning()))
+		return fail("thinking off (%s), yet %d characters of reasoning: the switch is not honoured", field, utf8.RuneCountInString(mo.reasoning()))
 	case mo.content() == "":
 		return fail("thinking off, yet no content")
 	}
-	return pass("thinking on: %d characters of reasoning, %d of content; off: %d of content and no reasoning",
-		utf8.RuneCountInString(m.reasoning()), utf8.RuneCountInString(m.content()), utf8.RuneCountInString(mo.content()))
+	return pass("thinking on: %d characters of reasoning, %d of content; off (%s): %d of content and no reasoning",
+		utf8.RuneCountInString(m.reasoning()), utf8.RuneCountInString(m.content()), field, utf8.RuneCountInString(mo.content()))
 }
 
 // thinkTag returns the first reasoning tag found in text, "" when none.

@@ -144,7 +144,7 @@ var Checks = []Check{
 		Request: "chat naming a model that does not exist", run: checkUnknownModel},
 	{ID: "reasoning", Title: "reasoning_content is split from content, thinking on and off", Needs: []string{"chat"},
 		Asserts: "thinking on: reasoning_content (or reasoning) holds text, no <think> tags anywhere; thinking off: no reasoning, content holds text",
-		Request: "2 × chat with chat_template_kwargs.enable_thinking true and false, max_tokens 32, temperature 0", run: checkReasoning},
+		Request: "2 × chat with the thinking switch on and off (chat_template_kwargs.enable_thinking; at a Z.ai base, thinking.type enabled and disabled), max_tokens 32, temperature 0", run: checkReasoning},
 	{ID: "tool-calls", Title: "a tool call is parsed into message.tool_calls", Needs: []string{"chat"},
 		Asserts: `a call the model makes comes as tool_calls (id, type "function", a declared name, JSON object arguments), finish_reason "tool_calls", no markup left in content; a skip when the model makes no call`,
 		Request: "chat with one function tool and a question it answers, tool_choice auto, max_tokens 128, temperature 0", run: checkToolCalls},

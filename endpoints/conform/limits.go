@@ -177,6 +177,47 @@ func checkQueueOverflow(ctx context.Context, s *suite) outcome {
 	if refused == 0 {
 		return b.say(skip("all %d requests at once were served: the burst did not overflow the endpoint (a larger --probe-limits may)", n))
 	}
-	return b.say(pass("of %d requests at once, %d served, %d refused with a status (%d × 429, %d × 503), none hung",
-		n, counts[""], refused, counts[schema.RateLimited], counts[schema.QueueFull]))
+	statuses, limited := b.refusedStatuses()
+	note := ""
+	if !limited {
+		note = " (no rate limit)"
+	}
+	return b.say(pass("of %d requests at once, %d served, %d refused with a status (%s)%s, none hung",
+		n, counts[""], refused, statuses, note))
+}
+
+// refusedStatuses counts the burst's refusals (rate_limited, queue_full)
+// by the status each got, as "N × 429, M × 503" (one refused inside its
+// 200 stream by the error event's code: "K × 503 error event in a 200
+// stream"), and whether any was rate_limited: a Z.ai 429 of business
+// code 1305 is an overload, queue_full, not a rate limit, and SGLang's
+// 503 event comes inside a 200.
+func (b *burst) refusedStatuses() (statuses string, limited bool) {
+	by := map[string]int{}
+	for _, r := range b.results {
+		if r.Cancelled != nil || (r.Class != schema.RateLimited && r.Class != schema.QueueFull) {
+			continue
+		}
+		label := strconv.Itoa(r.Status)
+		if r.Status == http.StatusOK {
+			var c endpoints.Chunk
+			_ = endpoints.ParseChunk(r.Body, &c)
+			label = "error event in a 200 stream"
+			if c.ErrorCode != 0 {
+				label = strconv.Itoa(c.ErrorCode) + " " + label
+			}
+		}
+		by[label]++
+		limited = limited || r.Class == schema.RateLimited
+	}
+	labels := make([]string, 0, len(by))
+	for l := range by {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	parts := make([]string, len(labels))
+	for i, l := range labels {
+		parts[i] = fmt.Sprintf("%d × %s", by[l], l)
+	}
+	return strings.Join(parts, ", "), limited
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/sse"
 	"github.com/glmbench/glmbench/internal/text"
+	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
 )
 
@@ -188,7 +189,11 @@ func isRedirect(status int) bool { return status >= 300 && status < 400 }
 // it.
 func statusLine(r redactor, status int, retryAfter string, body []byte) string {
 	s := fmt.Sprintf("HTTP %d", status)
-	if status == http.StatusTooManyRequests {
+	if class := endpoints.RefusalClass(status, body); status == http.StatusTooManyRequests && class != schema.RateLimited {
+		// A Z.ai 429 whose business code is an account, quota or
+		// overload refusal, not a rate limit.
+		s += " (" + string(class) + ", not a rate limit)"
+	} else if status == http.StatusTooManyRequests {
 		s += " rate limited"
 		if retryAfter != "" {
 			s += " (Retry-After " + retryAfter + ")"

@@ -31,6 +31,8 @@ const (
 	TGI      = "tgi"
 	LMStudio = "lmstudio"
 	TRTLLM   = "trtllm"
+	// ZAI is Z.ai's hosted GLM API (zai.go); its base is /api/paas/v4.
+	ZAI = "zai"
 	// SGLangRouter and Dynamo are routers in front of workers (router.go).
 	SGLangRouter = "sglang-router"
 	Dynamo       = "dynamo"
@@ -38,7 +40,7 @@ const (
 
 // Names lists the personalities.
 func Names() []string {
-	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, TRTLLM, SGLangRouter, Dynamo}
+	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, TRTLLM, SGLangRouter, Dynamo, ZAI}
 }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
@@ -201,6 +203,9 @@ type Options struct {
 	TRTLLM TRTLLMOptions
 	// Router configures the sglang-router and dynamo personalities (router.go).
 	Router RouterOptions
+	// ZAI configures the zai personality (zai.go); APIKey, Context,
+	// MaxOutput, TTFT and Gap apply to it as to OpenAI's.
+	ZAI ZAIOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -274,7 +279,7 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
 			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct", TRTLLM: "meta-llama/Llama-3.1-8B-Instruct",
-			SGLangRouter: "meta-llama/Llama-3.1-8B-Instruct", Dynamo: "meta-llama/Llama-3.1-8B-Instruct"}[name]
+			SGLangRouter: "meta-llama/Llama-3.1-8B-Instruct", Dynamo: "meta-llama/Llama-3.1-8B-Instruct", ZAI: "glm-4.6"}[name]
 	}
 	// Each personality's own options, defaulted only where they are its.
 	switch name {
@@ -288,6 +293,8 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 		o.TRTLLM.defaults()
 	case SGLangRouter, Dynamo:
 		o.Router.defaults(name)
+	case ZAI:
+		o.ZAI.defaults()
 	}
 	p := &Personality{Kind: name, Opts: o, vocab: newVocabIDs(), routes: map[string]int{}}
 	if name == Ollama {
@@ -302,8 +309,13 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 	return p, nil
 }
 
-// BaseURL is the API base to give a client.
-func (p *Personality) BaseURL() string { return p.URL + "/v1" }
+// BaseURL is the API base to give a client: /v1, but Z.ai's own.
+func (p *Personality) BaseURL() string {
+	if p.Kind == ZAI {
+		return p.URL + p.zaiBase()
+	}
+	return p.URL + "/v1"
+}
 
 // Requests is how many requests arrived for "METHOD /path" (e.g.
 // "POST /v1/chat/completions").
@@ -383,7 +395,8 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		size += int(rest)
 	}
 	var fields map[string]json.RawMessage
-	generation := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions")
+	generation := r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions" ||
+		p.Kind == ZAI && r.URL.Path == p.zaiBase()+"/chat/completions")
 	if generation && size <= MaxBody && json.Unmarshal(body, &fields) == nil {
 		delete(fields, "messages")
 		delete(fields, "prompt")
@@ -416,6 +429,9 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case TRTLLM:
 		p.serveTRTLLM(w, r, body)
+		return
+	case ZAI:
+		p.serveZAI(w, r, body)
 		return
 	}
 	if p.loading(w, r) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/evals"
 	"github.com/glmbench/glmbench/evals/equiv"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // Item is one prompt of a comparison: a chat prompt continued greedily on
@@ -213,7 +215,10 @@ func post(ctx context.Context, s Side, path string, body []byte, o Options) (*en
 	body = endpoints.WithExtra(body, o.Extra)
 	for try := 0; ; try++ {
 		resp, err := post1(ctx, s, path, body, o)
-		if err != nil || resp.Status != http.StatusTooManyRequests || try == Retries429 {
+		if err != nil || resp.Status != http.StatusTooManyRequests || try == Retries429 ||
+			endpoints.RefusalClass(resp.Status, resp.Body) == schema.HTTP4xx {
+			// A 429 that is no rate limit (a Z.ai account or quota code)
+			// is not asked again.
 			return resp, err
 		}
 		wait := time.Second
@@ -237,22 +242,39 @@ func post1(ctx context.Context, s Side, path string, body []byte, o Options) (*e
 	return s.Client.Post(ctx, path, body)
 }
 
+// thinkingField is the body field of a thinking switch beside the chat
+// template's: "thinking": {"type": "enabled" | "disabled"} (Z.ai,
+// docs.z.ai/guides/capabilities/thinking-mode).
+const thinkingField = "thinking"
+
+// reasoningOf is a choice's reasoning: reasoning_content, or reasoning
+// where it has none (the same under another name where both are).
+func reasoningOf(ch chatChoice) string {
+	if r := deref(ch.Message.ReasoningContent); r != "" {
+		return r
+	}
+	return deref(ch.Message.Reasoning)
+}
+
 // chatAnswer is the part of a chat completion the comparison reads.
 type chatAnswer struct {
-	Choices []struct {
-		Message struct {
-			Content *string `json:"content"`
-			// A reasoning parser's share of what was generated (vLLM and
-			// SGLang: reasoning_content; some: reasoning).
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			// OpenAI's refusal, in place of content.
-			Refusal *string `json:"refusal"`
-		} `json:"message"`
-		Logprobs *struct {
-			Content []evals.ChatTokenLogprob `json:"content"`
-		} `json:"logprobs"`
-	} `json:"choices"`
+	Choices []chatChoice `json:"choices"`
+}
+
+// chatChoice is one choice of a chat completion.
+type chatChoice struct {
+	Message struct {
+		Content *string `json:"content"`
+		// A reasoning parser's share of what was generated (vLLM and
+		// SGLang: reasoning_content; some: reasoning).
+		ReasoningContent *string `json:"reasoning_content"`
+		Reasoning        *string `json:"reasoning"`
+		// OpenAI's refusal, in place of content.
+		Refusal *string `json:"refusal"`
+	} `json:"message"`
+	Logprobs *struct {
+		Content []evals.ChatTokenLogprob `json:"content"`
+	} `json:"logprobs"`
 }
 
 // continuation asks for prompt's greedy continuation of o.Tokens tokens
@@ -302,12 +324,20 @@ func continuation(ctx context.Context, s Side, prompt string, o Options) (equiv.
 		return equiv.Continuation{}, "", "not a chat completion"
 	}
 	ch := ans.Choices[0]
-	// reasoning is reasoning_content under another name where both are.
-	text := deref(ch.Message.ReasoningContent)
-	if text == "" {
-		text = deref(ch.Message.Reasoning)
+	if reasoningOf(ch) != "" && !slices.Contains(endpoints.ExtraFields(o.Extra), thinkingField) {
+		// A reasoning model that thought with enable_thinking false (Z.ai
+		// reads no chat_template_kwargs): asked again with thinking
+		// {"type": "disabled"}, Z.ai's switch, its
+		// answer kept where it gives one. The extra body's thinking, when
+		// it sets one, is the user's choice and stands.
+		req[thinkingField] = map[string]string{"type": "disabled"}
+		body, _ = json.Marshal(req)
+		var again chatAnswer
+		if r, err := post(ctx, s, "/chat/completions", body, o); err == nil && r.Status == 200 && json.Unmarshal(r.Body, &again) == nil && len(again.Choices) > 0 {
+			ch = again.Choices[0]
+		}
 	}
-	text += deref(ch.Message.Content) + deref(ch.Message.Refusal)
+	text := reasoningOf(ch) + deref(ch.Message.Content) + deref(ch.Message.Refusal)
 	var c equiv.Continuation
 	if ch.Logprobs == nil || len(ch.Logprobs.Content) == 0 {
 		for _, r := range text {
