@@ -307,6 +307,9 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// partial output holds the function's name, several tokens in.
 		pe.Msg += toolHint
 	}
+	if res.Class == schema.StreamError && sessionLenText(msg) {
+		pe.Msg += sessionLenHint
+	}
 	p.timedOut(pe, res)
 	if mct && (pe.Runaway || res.Class == schema.StreamError && p.lim.MaxTokens > 0 && len(res.Events) > p.lim.MaxTokens) {
 		// llama.cpp before PR 19831 (February 2026) and Ollama read no
@@ -315,6 +318,18 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	}
 	return pe
 }
+
+// sessionLenText reports whether a server's words for an answer it gave up
+// on say the prompt is past its session length: LMDeploy's engine error
+// for an input too long (ResponseType.INPUT_LENGTH_ERROR, in the content of
+// a finish_reason "error" chunk) or a text naming session_len.
+func sessionLenText(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "input_length_error") || strings.Contains(m, "session_len") || strings.Contains(m, "session-len") || strings.Contains(m, "session len")
+}
+
+// sessionLenHint follows a probe LMDeploy gave up on as too long.
+const sessionLenHint = "; LMDeploy gives up on a prompt past its --session-len (prompt plus output) inside its 200, finish_reason \"error\": restart it with a larger --session-len, or lower this phase's IN+OUT"
 
 // toolHint follows a probe that got no content event while --extra-body
 // adds tools.
