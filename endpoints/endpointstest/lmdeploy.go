@@ -246,7 +246,7 @@ func (p *Personality) lmdeployStream(w http.ResponseWriter, r *http.Request, g *
 		if g.chat {
 			delta := map[string]any{"role": "assistant", "content": text, "reasoning_content": nil, "tool_calls": nil}
 			if g.tool != "" && t != nil {
-				delta = p.toolDelta(g, id, i, text, false)
+				delta = p.toolDelta(g, id, i, text, i == lastSent(a.toks) && a.finish != "length")
 				delta["role"] = "assistant"
 			}
 			c["delta"] = delta

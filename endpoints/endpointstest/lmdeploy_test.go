@@ -187,3 +187,28 @@ func TestLMDeployMetricsAndAPIKey(t *testing.T) {
 		t.Errorf("no key: %d %s", r.status, r.body)
 	}
 }
+
+// Without --tool-call-parser a request's tools are text to the template:
+// the answer is content, its finish "stop". With one, the call streams as
+// tool_calls deltas, its first naming the function, and the "stop" finish
+// becomes "tool_calls" (completion_stream_generator).
+func TestLMDeployCallsToolsOnlyWithAToolCallParser(t *testing.T) {
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}}
+	for _, parser := range []string{"", "glm45"} {
+		p := Start(t, LMDeploy, Options{EOSAfter: 4, LMDeploy: LMDeployOptions{ToolCallParser: parser}})
+		r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "weather?", 8, "stream", true, "tools", tools, "tool_choice", "required"))
+		s := readStream(t, r.body)
+		if len(s.events) != 5 || !s.done {
+			t.Fatalf("parser %q: %s; want 4 token chunks and a finish chunk", parser, r.body)
+		}
+		d, _ := choice0(s.events[0])["delta"].(map[string]any)
+		calls, _ := d["tool_calls"].([]any)
+		finish := choice0(s.events[4])["finish_reason"]
+		switch {
+		case parser == "" && (calls != nil || d["content"] == "" || finish != "stop"):
+			t.Errorf("no parser: first delta %v, finish %v; want content and stop", d, finish)
+		case parser != "" && (len(calls) != 1 || calls[0].(map[string]any)["function"].(map[string]any)["name"] != "get_weather" || finish != "tool_calls"):
+			t.Errorf("parser: first delta %v, finish %v; want a call of get_weather and tool_calls", d, finish)
+		}
+	}
+}
