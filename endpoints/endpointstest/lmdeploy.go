@@ -118,14 +118,15 @@ func (p *Personality) lmdeployMetrics(w http.ResponseWriter) {
 	p.mu.Lock()
 	running, c := p.inflight, p.lmdeploy
 	p.mu.Unlock()
-	l := fmt.Sprintf("engine=%q,model_name=%q", "0", p.Opts.Model)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	fmt.Fprintf(w, "# TYPE lmdeploy:num_requests_running gauge\nlmdeploy:num_requests_running{%[1]s} %[2]d.0\n"+
-		"# TYPE lmdeploy:num_requests_waiting gauge\nlmdeploy:num_requests_waiting{%[1]s} 0.0\n"+
-		"# TYPE lmdeploy:gpu_cache_usage_perc gauge\nlmdeploy:gpu_cache_usage_perc{%[1]s} 0.0\n"+
-		"# TYPE lmdeploy:prompt_tokens_total counter\nlmdeploy:prompt_tokens_total{%[1]s} %[3]d.0\n"+
-		"# TYPE lmdeploy:generation_tokens_total counter\nlmdeploy:generation_tokens_total{%[1]s} %[4]d.0\n",
-		l, running, c.prompt, c.generated)
+	for _, m := range []struct {
+		name, kind string
+		v          int
+	}{{"num_requests_running", "gauge", running}, {"num_requests_waiting", "gauge", 0}, {"gpu_cache_usage_perc", "gauge", 0},
+		{"prompt_tokens_total", "counter", c.prompt}, {"generation_tokens_total", "counter", c.generated}} {
+		// prometheus_client writes every value as a float.
+		fmt.Fprintf(w, "# TYPE lmdeploy:%s %s\nlmdeploy:%s{engine=\"0\",model_name=%q} %d.0\n", m.name, m.kind, m.name, p.Opts.Model, m.v)
+	}
 }
 
 // lmdeployGenerate answers /v1/chat/completions and /v1/completions.
