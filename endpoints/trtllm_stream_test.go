@@ -3,6 +3,9 @@ package endpoints_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +78,27 @@ func personalityClient(t *testing.T, name string, o endpointstest.Options) (*end
 	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
 	t.Cleanup(tr.Close)
 	return p, endpoints.NewClient(ep, tr)
+}
+
+// LMDeploy's GenOut.finish_reason "abort" (a session stopped by the
+// server: stop_all_session, sleep) ends a stream of empty content: a
+// stream_error too, not an empty answer.
+func TestAStreamTheServerAbortedIsAStreamError(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"7","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":"abort"}],"usage":null}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
+	defer tr.Close()
+	var res endpoints.StreamResult
+	endpoints.NewClient(ep, tr).StreamAPI(context.Background(), endpoints.APIChat, []byte(`{"model":"m","stream":true}`), endpoints.StreamLimits{MaxTokens: 4, Total: 10 * time.Second}, nil, &res)
+	if res.Class != schema.StreamError || res.Detail != `the server gave up on the answer (finish_reason "abort" inside a 200 stream)` {
+		t.Fatalf("class %q, detail %q; want stream_error saying abort", res.Class, res.Detail)
+	}
 }
