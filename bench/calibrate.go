@@ -307,8 +307,14 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// partial output holds the function's name, several tokens in.
 		pe.Msg += toolHint
 	}
-	if res.Class == schema.StreamError && sessionLenText(msg) {
+	switch {
+	case res.Class == schema.StreamError && sessionLenText(msg):
 		pe.Msg += sessionLenHint
+	case res.Class == schema.Empty && res.Finish == "length" && res.Usage && res.CompletionTokens == 0:
+		// LMDeploy before 2026 answers a prompt plus max_tokens past its
+		// --session-len so (InternLM/lmdeploy#1589), as does any build a
+		// prompt that leaves nothing when max_tokens is absent.
+		pe.Msg += "; finish_reason \"length\" with no token generated: the prompt plus max_tokens leave no room (LMDeploy answers so past its --session-len)"
 	}
 	p.timedOut(pe, res)
 	if mct && (pe.Runaway || res.Class == schema.StreamError && p.lim.MaxTokens > 0 && len(res.Events) > p.lim.MaxTokens) {
