@@ -304,11 +304,11 @@ func parseCompletion(resp *endpoints.Response, req map[string]any) (*completion,
 // prompt past --session-len or a stopped session: its GenOut in
 // lmdeploy/serve/core/async_engine.py), whose text is the server's reason,
 // not an answer to score.
-func gaveUp(resp *endpoints.Response, req map[string]any, finish *string, text string) *schema.EvalFailure {
+func gaveUp(resp *endpoints.Response, req map[string]any, finish *string, said string) *schema.EvalFailure {
 	if finish == nil || *finish != "error" && *finish != "abort" {
 		return nil
 	}
-	return newFailure(BadResponse, resp.Status, resp.Body, shape(req), fmt.Sprintf("the server gave up on the answer (finish_reason %q): %s", *finish, clipLine(text)))
+	return newFailure(BadResponse, resp.Status, resp.Body, shape(req), fmt.Sprintf("the server gave up on the answer (finish_reason %q): %s", *finish, clipLine(said)))
 }
 
 // httpFailure classes an error status of a request that is not an echo
