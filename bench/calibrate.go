@@ -312,6 +312,15 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 		// partial output holds the function's name, several tokens in.
 		pe.Msg += toolHint
 	}
+	switch {
+	case res.Class == schema.StreamError && sessionLenText(msg):
+		pe.Msg += sessionLenHint
+	case res.Class == schema.Empty && res.Finish == "length" && res.Usage && res.CompletionTokens == 0:
+		// LMDeploy before 2026 answers a prompt plus max_tokens past its
+		// --session-len so (InternLM/lmdeploy#1589), as does any build a
+		// prompt that leaves nothing when max_tokens is absent.
+		pe.Msg += "; finish_reason \"length\" with no token generated: the prompt plus max_tokens leave no room (LMDeploy answers so past its --session-len)"
+	}
 	p.timedOut(pe, res)
 	if mct && (pe.Runaway || res.Class == schema.StreamError && p.lim.MaxTokens > 0 && len(res.Events) > p.lim.MaxTokens) {
 		// llama.cpp before PR 19831 (February 2026) and Ollama read no
@@ -320,6 +329,18 @@ func (p *prober) fail(what string, res *endpoints.StreamResult) error {
 	}
 	return pe
 }
+
+// sessionLenText reports whether a server's words for an answer it gave up
+// on say the prompt is past its session length: LMDeploy's engine error
+// for an input too long (ResponseType.INPUT_LENGTH_ERROR, in the content of
+// a finish_reason "error" chunk) or a text naming session_len.
+func sessionLenText(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "input_length_error") || strings.Contains(m, "session_len") || strings.Contains(m, "session-len") || strings.Contains(m, "session len")
+}
+
+// sessionLenHint follows a probe LMDeploy gave up on as too long.
+const sessionLenHint = "; LMDeploy gives up on a prompt past its --session-len (prompt plus output) inside its 200, finish_reason \"error\": restart it with a larger --session-len, or lower this phase's IN+OUT"
 
 // toolHint follows a probe that got no content event while --extra-body
 // adds tools.

@@ -185,3 +185,38 @@ func TestTheExtraBodyIsInEveryBodyAndTemplatesStillPatch(t *testing.T) {
 		}
 	}
 }
+
+// LMDeploy refuses a prompt past --session-len with a 200 whose one chunk
+// has finish_reason "error" and the engine's ResponseType.INPUT_LENGTH_ERROR
+// as content (lmdeploy/serve/core/async_engine.py). Calibration toward a
+// target past the session length ends as bad input (exit 2) naming
+// --session-len, before any load; a target that fits calibrates.
+func TestCalibrationPastLMDeploysSessionLenSaysSessionLen(t *testing.T) {
+	t.Parallel()
+	o := lmdeployOptions(t, endpointstest.LMDeployOptions{})
+	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "long", N: 1, In: 2000, Out: 16}})
+	wantBadInput(t, err, "phase long", "stream_error", "INPUT_LENGTH_ERROR", "--session-len")
+	if _, _, err := Prepare(context.Background(), o, []Spec{{Name: "short", N: 1, In: 200, Out: 16}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// LMDeploy before 2026 answers a prompt plus max_tokens past --session-len
+// with an empty answer, finish_reason "length" and completion_tokens 0
+// (InternLM/lmdeploy#1589): the prompt calibrates (its probes ask one
+// token), and the probe of the load's shape fails saying there is no room.
+func TestAShapeProbeLMDeployAnswersEmptyAtLengthSaysThereIsNoRoom(t *testing.T) {
+	t.Parallel()
+	o := lmdeployOptions(t, endpointstest.LMDeployOptions{Before2026: true})
+	_, _, err := Prepare(context.Background(), o, []Spec{{Name: "x", N: 1, In: 480, Out: 64}})
+	wantBadInput(t, err, "probe of the load's request shape", "empty", "no token generated", "--session-len")
+}
+
+// lmdeployOptions are a run's options against an lmdeploy personality of
+// --session-len 512 and lo.
+func lmdeployOptions(t *testing.T, lo endpointstest.LMDeployOptions) *Options {
+	t.Helper()
+	p := endpointstest.Start(t, endpointstest.LMDeploy, endpointstest.Options{Context: 512, LMDeploy: lo})
+	return &Options{Endpoint: resolve(t, p.BaseURL(), p.Opts.Model), Shape: Shape{Model: p.Opts.Model, IgnoreEOS: true},
+		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}, ConnectTimeout: 2 * time.Second}
+}

@@ -922,6 +922,16 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			res.Class, res.Detail = classifyErrorEvent(&ch)
 			return nil, true
 		}
+		if gaveUp(ch.Finish) {
+			// The server gave up on the answer inside its 200 (LMDeploy:
+			// finish_reason "error" with its reason as the content, or
+			// "abort"): a failure, not the answer's end, and not the first
+			// content event a shape probe waits for.
+			res.End, res.Finish = at, string(ch.Finish)
+			res.Body = ep.ClipBody(ev.Data, false)
+			res.Class, res.Detail = schema.StreamError, gaveUpDetail(ev.Data, res.Finish)
+			return nil, true
+		}
 		if ch.Content {
 			if ch.Answer {
 				answers++
@@ -977,6 +987,39 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			}
 		}
 	}
+}
+
+// gaveUp reports whether a finish_reason says the server gave up on the
+// answer: "error" or "abort", LMDeploy's (lmdeploy/serve/core/async_engine.py
+// GenOut.finish_reason; "error" for a prompt past --session-len, "abort"
+// for a session stopped by the server).
+func gaveUp(finish []byte) bool {
+	return string(finish) == "error" || string(finish) == "abort"
+}
+
+// gaveUpDetail words a stream that ended with finish_reason finish: the
+// server's own words, the text its last chunk carried (off the hot path:
+// it allocates).
+func gaveUpDetail(data []byte, finish string) string {
+	var v struct {
+		Choices []struct {
+			Text  string `json:"text"`
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	msg := ""
+	if json.Unmarshal(data, &v) == nil {
+		for _, c := range v.Choices {
+			msg += c.Delta.Content + c.Text
+		}
+	}
+	d := fmt.Sprintf("the server gave up on the answer (finish_reason %q inside a 200 stream)", finish)
+	if msg = text.Clip(text.OneLine(strings.ToValidUTF8(msg, "?")), 200, "…"); msg != "" {
+		d += ": " + msg
+	}
+	return d
 }
 
 // badUsage words a chunk's unsound usage count (off the hot path: it allocates).

@@ -67,12 +67,16 @@ type ChatTokenLogprob struct {
 }
 
 // Top returns the entry's top_logprobs as a map from token text to logprob
-// (the likelier value where a text repeats), nil when there are none.
+// (the likelier value where a text repeats), nil when there are none. The
+// sampled token is in it even where the server's list leaves it out:
+// LMDeploy puts it in the entry's own token and logprob only, its
+// top_logprobs the other candidates (api_server.py
+// _create_chat_completion_logprobs), where OpenAI's list holds it.
 func (t ChatTokenLogprob) Top() map[string]float64 {
 	if len(t.TopLogprobs) == 0 {
 		return nil
 	}
-	m := make(map[string]float64, len(t.TopLogprobs))
+	m := make(map[string]float64, len(t.TopLogprobs)+1)
 	for _, e := range t.TopLogprobs {
 		if e.Logprob == nil {
 			continue
@@ -80,6 +84,9 @@ func (t ChatTokenLogprob) Top() map[string]float64 {
 		if old, ok := m[e.Token]; !ok || *e.Logprob > old {
 			m[e.Token] = *e.Logprob
 		}
+	}
+	if _, ok := m[t.Token]; !ok && t.Logprob != nil {
+		m[t.Token] = *t.Logprob
 	}
 	return m
 }
@@ -180,6 +187,9 @@ func (s sender) chat(ctx context.Context, req map[string]any) (*endpoints.Respon
 		return nil, nil, newFailure(BadResponse, resp.Status, resp.Body, shape(req), "the answer has no choices")
 	}
 	sort.SliceStable(c.Choices, func(i, j int) bool { return c.Choices[i].Index < c.Choices[j].Index })
+	if f := gaveUp(resp, req, c.Choices[0].FinishReason, c.content()); f != nil {
+		return nil, nil, f
+	}
 	return resp, &c, nil
 }
 

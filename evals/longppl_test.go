@@ -192,3 +192,15 @@ func TestLongPPLUntilEOSWhereEveryGenerationIsEmptyFails(t *testing.T) {
 		t.Fatalf("%+v %+v", res, res.Failure)
 	}
 }
+
+// On /v1/completions too, an answer LMDeploy gave up on (a prompt past
+// --session-len: finish_reason "error", the engine's error text as text,
+// no logprobs) is a bad_response saying so, not missing logprobs.
+func TestLongPPLOnAnAnswerLMDeployGaveUpOnIsABadResponse(t *testing.T) {
+	t.Parallel()
+	p := endpointstest.Start(t, endpointstest.LMDeploy, endpointstest.Options{Context: 8, LMDeploy: endpointstest.LMDeployOptions{LogprobsMode: "raw_logprobs"}})
+	res := runEval("long-ppl", Config{Endpoint: &endpoints.Endpoint{BaseURL: p.BaseURL(), Model: p.Opts.Model}, GenTokens: 24, Limit: 2}, SampleDocs())
+	if res.Failure == nil || res.Failure.Kind != string(BadResponse) || res.Failure.Detail != `the server gave up on the answer (finish_reason "error"): internal error happened, status code ResponseType.INPUT_LENGTH_ERROR` {
+		t.Fatalf("%+v %+v; want a bad_response saying the server gave up", res, res.Failure)
+	}
+}

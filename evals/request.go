@@ -293,7 +293,22 @@ func parseCompletion(resp *endpoints.Response, req map[string]any) (*completion,
 		return nil, newFailure(BadResponse, resp.Status, resp.Body, shape(req), "the answer has no choices")
 	}
 	sort.SliceStable(c.Choices, func(i, j int) bool { return c.Choices[i].Index < c.Choices[j].Index })
+	if f := gaveUp(resp, req, c.Choices[0].FinishReason, c.Choices[0].Text); f != nil {
+		return nil, f
+	}
 	return &c, nil
+}
+
+// gaveUp is a BadResponse failure for an answer the server gave up on,
+// nil for any other: finish_reason "error" or "abort" (LMDeploy's, for a
+// prompt past --session-len or a stopped session: its GenOut in
+// lmdeploy/serve/core/async_engine.py), whose text is the server's reason,
+// not an answer to score.
+func gaveUp(resp *endpoints.Response, req map[string]any, finish *string, said string) *schema.EvalFailure {
+	if finish == nil || *finish != "error" && *finish != "abort" {
+		return nil
+	}
+	return newFailure(BadResponse, resp.Status, resp.Body, shape(req), fmt.Sprintf("the server gave up on the answer (finish_reason %q): %s", *finish, clipLine(said)))
 }
 
 // httpFailure classes an error status of a request that is not an echo

@@ -33,6 +33,8 @@ const (
 	TRTLLM   = "trtllm"
 	// ZAI is Z.ai's hosted GLM API (zai.go); its base is /api/paas/v4.
 	ZAI = "zai"
+	// LMDeploy is lmdeploy serve api_server (lmdeploy.go).
+	LMDeploy = "lmdeploy"
 	// SGLangRouter and Dynamo are routers in front of workers (router.go).
 	SGLangRouter = "sglang-router"
 	Dynamo       = "dynamo"
@@ -40,7 +42,7 @@ const (
 
 // Names lists the personalities.
 func Names() []string {
-	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, TRTLLM, SGLangRouter, Dynamo, ZAI}
+	return []string{LlamaCpp, VLLM, SGLang, OpenAI, Gateway, Ollama, TGI, LMStudio, TRTLLM, SGLangRouter, Dynamo, ZAI, LMDeploy}
 }
 
 // LlamaOverflow is what llama.cpp does with a prompt of at least a slot's
@@ -206,6 +208,9 @@ type Options struct {
 	// ZAI configures the zai personality (zai.go); APIKey, Context,
 	// MaxOutput, TTFT and Gap apply to it as to OpenAI's.
 	ZAI ZAIOptions
+	// LMDeploy configures the lmdeploy personality (lmdeploy.go); Context
+	// is its --session-len, Metrics its --enable-metrics.
+	LMDeploy LMDeployOptions
 }
 
 // Issue12LlamaCpp is the server issue 12 ran: llama.cpp with -c 65536 -np 16
@@ -244,6 +249,8 @@ type Personality struct {
 	trtllm trtllmCounters
 	// router is a router's workers and counters (router.go).
 	router *routerState
+	// lmdeploy counts what LMDeploy's metrics report (lmdeploy.go).
+	lmdeploy lmdeployCounters
 }
 
 // Start starts the personality name (one of Names) and closes it when the
@@ -279,7 +286,8 @@ func NewPersonality(name string, o Options) (*Personality, error) {
 		o.Model = map[string]string{LlamaCpp: "tinyllama-random.gguf", VLLM: "meta-llama/Llama-3.1-8B-Instruct",
 			SGLang: "meta-llama/Llama-3.1-8B-Instruct", OpenAI: "gpt-4o-mini", Gateway: "meta-llama/llama-3.1-8b-instruct", Ollama: "llama3.2:latest",
 			TGI: "meta-llama/Llama-3.1-8B-Instruct", LMStudio: "meta-llama-3.1-8b-instruct", TRTLLM: "meta-llama/Llama-3.1-8B-Instruct",
-			SGLangRouter: "meta-llama/Llama-3.1-8B-Instruct", Dynamo: "meta-llama/Llama-3.1-8B-Instruct", ZAI: "glm-4.6"}[name]
+			SGLangRouter: "meta-llama/Llama-3.1-8B-Instruct", Dynamo: "meta-llama/Llama-3.1-8B-Instruct", ZAI: "glm-4.6",
+			LMDeploy: "zai-org/GLM-4.5-Air"}[name]
 	}
 	// Each personality's own options, defaulted only where they are its.
 	switch name {
@@ -432,6 +440,9 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case ZAI:
 		p.serveZAI(w, r, body)
+		return
+	case LMDeploy:
+		p.serveLMDeploy(w, r, body)
 		return
 	}
 	if p.loading(w, r) {

@@ -45,6 +45,7 @@ var Servers = []struct{ Name, Prefix string }{
 	{LlamaCpp, "llamacpp:"},
 	{TGI, "tgi_"},
 	{TRTLLM, "trtllm_"},
+	{LMDeploy, "lmdeploy:"},
 	{SGLangRouter, "sgl_router_"},
 	{SMG, "smg_"},
 	{Dynamo, "dynamo_frontend_"},
@@ -154,7 +155,7 @@ var Table = slices.Concat(sglangRows(SGLang, "sglang:", docSGLang), trtllmRows()
 	row(TGI, "tgi_request_generated_tokens", HistogramSum, schema.SrvGenerationTokens, docTGI, "the sum of a histogram of tokens per request"),
 	row(TGI, "tgi_request_mean_time_per_token_duration", Histogram, schema.SrvITL, docTGI, "one mean per request, not one observation per gap: its quantiles are of requests"),
 	row(TGI, "tgi_request_duration", Histogram, schema.SrvE2E, docTGI, ""),
-}, routerRows())
+}, lmdeployRows(), routerRows())
 
 // routerRows are the series of the routers in front of workers. What they
 // count is the router's view of the deployment: its in-flight requests are
