@@ -18,6 +18,9 @@ const HTMLSuffix = "(an HTML page)"
 // markup before their <title>, past the 200 a record keeps).
 const htmlNoText = "an HTML page"
 
+// htmlReadLimit is how much of a page HTMLPage reads for its title or text.
+const htmlReadLimit = 16 << 10
+
 // htmlMessageLimit bounds the title or text HTMLPage quotes, in bytes.
 const htmlMessageLimit = 100
 
@@ -41,6 +44,7 @@ func HTMLPage(body []byte) (string, bool) {
 	if !isPage && !(strings.HasPrefix(head, "<!--") && strings.Contains(head, "<html")) {
 		return "", false
 	}
+	b = b[:min(len(b), htmlReadLimit)]
 	msg := pageTitle(b)
 	if msg == "" {
 		msg = pageText(b)
