@@ -67,7 +67,7 @@ func (c *Client) Endpoint() *Endpoint { return c.ep }
 func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	cfg := openai.DefaultConfig(c.ep.apiKey)
 	cfg.BaseURL = c.ep.BaseURL
-	cfg.HTTPClient = NewHTTPClient(headerTransport{c.ep, c.http.Transport})
+	cfg.HTTPClient = NewHTTPClient(headerTransport{c.ep, c.http.Transport, c})
 	list, err := openai.NewClientWithConfig(cfg).ListModels(ctx)
 	if err != nil {
 		return nil, c.redactError(err)
@@ -79,10 +79,12 @@ func (c *Client) ListModels(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// headerTransport adds the endpoint's extra headers (go-openai sets only the key).
+// headerTransport adds the endpoint's extra headers (go-openai sets only
+// the key); c words an HTML page answered with a 2xx (pageAnswer).
 type headerTransport struct {
 	ep *Endpoint
 	rt http.RoundTripper
+	c  *Client
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -98,6 +100,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			resp.Body.Close()
 			return nil, &RedirectError{Status: resp.StatusCode, Origin: locationOrigin(resp)}
+		}
+		if perr := h.c.pageAnswer(resp); perr != nil {
+			return nil, perr
 		}
 	}
 	return resp, err
@@ -151,7 +156,8 @@ func (e *RedirectError) Error() string {
 }
 
 // UnreadableError is an answer that came but cannot be read (a compressed
-// body the request did not ask for): asking again gets the same answer.
+// body the request did not ask for, an HTML page where the API's JSON was
+// due): asking again gets the same answer.
 type UnreadableError struct {
 	Status int
 	Msg    string
@@ -717,10 +723,11 @@ func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
 		return true
 	}
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.window)+1))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, refusalWindow(resp, c.window)+1))
 		res.End = time.Since(res.T0)
 		res.Body = c.ep.ClipBody(b, false)
 		res.Class, res.Detail = classifyRefusal(resp.StatusCode, b)
+		res.Detail += pageDetail(b)
 		c.overrideByCause(s.ctx, s.parent, res)
 		return true
 	}
@@ -729,7 +736,7 @@ func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
 		res.Class, res.Detail = schema.StreamError, msg
 		return true
 	}
-	return false
+	return s.notEventStream(resp, res)
 }
 
 // readStream reads a 200 event stream to its end (or, with untilFirst, its
@@ -908,15 +915,18 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			res.Done = true
 			res.End = at
 			return nil, false
-		case len(d) == 0:
+		case len(d) == 0 && !ev.Error:
 			continue // an empty data line: no event, as the SSE rules say
 		}
-		if ParseChunk(ev.Data, &ch) != nil { // not one JSON object in valid UTF-8
+		if ParseChunk(ev.Data, &ch) != nil && !ev.Error { // not one JSON object in valid UTF-8
 			// Skipped, as OpenAI's clients skip what they cannot decode, but counted.
 			res.Malformed++
 			continue
 		}
-		if ch.Error {
+		if ch.Error || ev.Error {
+			// An error event of the SSE framing (event: error, llama.cpp's
+			// error line) is one whatever its data; a code or type in data
+			// that is JSON classes it.
 			res.End = at
 			res.Body = ep.ClipBody(ev.Data, false)
 			res.Class, res.Detail = classifyErrorEvent(&ch)
@@ -1212,8 +1222,9 @@ const maxResponse = 64 << 20
 // secrets redacted from it: all of them from an error answer, those of 8
 // bytes or more from a 2xx one (an eval or a probe may quote it; shorter
 // values could be JSON's own words). err is for a request that got no answer, an
-// answer it could not read (a compressed body), or a redirect, which is
-// never followed (a *RedirectError); an HTTP error status is a Response.
+// answer it could not read (a compressed body, or a 2xx HTML page where
+// JSON was due: an *UnreadableError), or a redirect, which is never
+// followed (a *RedirectError); an HTTP error status is a Response.
 func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ep.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
@@ -1227,6 +1238,11 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*Response,
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil {
 		return nil, fmt.Errorf("reading answer: %s", c.ep.Redact(err.Error()))
+	}
+	if resp.StatusCode/100 == 2 {
+		if err := c.pageError(resp.StatusCode, b); err != nil {
+			return nil, err
+		}
 	}
 	ss := c.ep.secretsToFind().all
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {

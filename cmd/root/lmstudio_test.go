@@ -74,8 +74,10 @@ func TestRunAgainstLMStudioCountsOutputFromEventsOnEachRoute(t *testing.T) {
 // in a stream (stream-usage, and so the checks that need it skip), a
 // max_tokens past the context accepted (context-overflow: it generates
 // until the context is full), and logprobs accepted but never answered
-// (logprobs, completions-echo); before 0.4 also its errors, {"error": "..."}
-// (a string, no object: bad-request, unknown-model). A tool call the fake's
+// (logprobs, completions-echo); its error object of 0.4 names no type
+// ({"error": {"message"}}: error-type); before 0.4 its errors are
+// {"error": "..."} (a string, no object: bad-request, unknown-model, and
+// error-type skips). A tool call the fake's
 // max_tokens cuts is a skip, as on llama.cpp.
 func TestConformAgainstLMStudioFailsItsDocumentedDeviationsOnly(t *testing.T) {
 	t.Parallel()
@@ -86,7 +88,7 @@ func TestConformAgainstLMStudioFailsItsDocumentedDeviationsOnly(t *testing.T) {
 			t.Fatalf("before 0.4 %v: exit %d, want 1; stderr:\n%s", before04, code, stderr)
 		}
 		fails := map[string]bool{"stream-usage": true, "context-overflow": true, "logprobs": true, "completions-echo": true,
-			"bad-request": before04, "unknown-model": before04}
+			"bad-request": before04, "unknown-model": before04, "error-type": !before04}
 		for id, c := range got {
 			if (c.Status == "fail") != fails[id] {
 				t.Errorf("before 0.4 %v: %s: %s (%s); want fail %v", before04, id, c.Status, c.Detail, fails[id])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -88,15 +89,7 @@ func (s *suite) contextLength(ctx context.Context) (int, string) {
 }
 
 func checkBadRequest(ctx context.Context, s *suite) outcome {
-	cut := fmt.Sprintf(`{"model": %q, "messages": [{"role": "user", "content": "hel`, s.cfg.Endpoint.Model)
-	wrongType, _ := json.Marshal(map[string]any{"model": s.cfg.Endpoint.Model, "messages": "hello", "max_tokens": 4})
-	for _, c := range []struct {
-		what string
-		body []byte
-	}{
-		{"malformed JSON", []byte(cut)},
-		{"messages of the wrong type", wrongType},
-	} {
+	for _, c := range s.badRequests() {
 		a := s.postRaw(ctx, "/chat/completions", c.body)
 		if a.err != nil || a.Status != http.StatusBadRequest {
 			return fail("%s: %s, want HTTP 400", c.what, a.describe())
@@ -106,6 +99,61 @@ func checkBadRequest(ctx context.Context, s *suite) outcome {
 		}
 	}
 	return pass("HTTP 400 with OpenAI error JSON for malformed JSON and for messages of the wrong type")
+}
+
+// badRequests are the requests bad-request and error-type send: a cut-off
+// JSON body, and messages of the wrong type.
+func (s *suite) badRequests() []struct {
+	what string
+	body []byte
+} {
+	cut := fmt.Sprintf(`{"model": %q, "messages": [{"role": "user", "content": "hel`, s.cfg.Endpoint.Model)
+	wrongType, _ := json.Marshal(map[string]any{"model": s.cfg.Endpoint.Model, "messages": "hello", "max_tokens": 4})
+	return []struct {
+		what string
+		body []byte
+	}{{"malformed JSON", []byte(cut)}, {"messages of the wrong type", wrongType}}
+}
+
+// checkErrorType asks more of a bad request's error than bad-request
+// does: OpenAI's error object, {"error": {"message", "type", "param",
+// "code"}}, names its kind in a non-empty string "type"
+// ("invalid_request_error"; vLLM's "BadRequestError"; llama.cpp's
+// "invalid_request_error"), the field OpenAI's clients class an error by
+// beside its status. An absent param or code (llama.cpp writes neither
+// param) is said, not failed.
+func checkErrorType(ctx context.Context, s *suite) outcome {
+	var types, absent []string
+	for _, c := range s.badRequests() {
+		a := s.postRaw(ctx, "/chat/completions", c.body)
+		if a.err != nil || a.Status != http.StatusBadRequest {
+			return fail("%s: %s, want HTTP 400", c.what, a.describe())
+		}
+		var v struct {
+			Error map[string]json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(a.Body, &v); err != nil || v.Error == nil {
+			return fail(`%s: the error body has no "error" object: %s`, c.what, a.r.clip(string(a.Body), 80))
+		}
+		var typ string
+		raw, ok := v.Error["type"]
+		switch {
+		case !ok:
+			return fail(`%s: the "error" object has no "type": %s`, c.what, a.r.clip(string(a.Body), 80))
+		case json.Unmarshal(raw, &typ) != nil || strings.TrimSpace(typ) == "":
+			return fail(`%s: the "error" object's "type" is %s, not a non-empty string`, c.what, a.r.clip(string(raw), 40))
+		}
+		types = append(types, fmt.Sprintf("%s %q", c.what, a.r.clip(typ, 40)))
+		for _, k := range []string{"param", "code"} {
+			if _, ok := v.Error[k]; !ok && !slices.Contains(absent, k) {
+				absent = append(absent, k)
+			}
+		}
+	}
+	if len(absent) > 0 {
+		return pass("error types: %s; without %s, which OpenAI's error object also has", strings.Join(types, ", "), strings.Join(absent, " and "))
+	}
+	return pass("error types: %s", strings.Join(types, ", "))
 }
 
 // overflowTokens is the max_tokens no model's context holds.

@@ -262,6 +262,12 @@ func TestEachCheckFailsAgainstAServerThatBreaksItsFeature(t *testing.T) {
 			delete(b, "error")
 			b["object"], b["message"] = "error", e["message"]
 		}), "bad-request", 0, `no "error" object`},
+		{"errors name no type", rewriteAnswer("/v1/chat/completions", 400, func(b map[string]any) {
+			delete(b["error"].(map[string]any), "type")
+		}), "error-type", 0, `malformed JSON: the "error" object has no "type"`},
+		{"errors give their type as a number", rewriteAnswer("/v1/chat/completions", 400, func(b map[string]any) {
+			b["error"].(map[string]any)["type"] = 400
+		}), "error-type", 0, `"type" is 400, not a non-empty string`},
 		{"overlong requests are cut to fit", rewriteRequest(func(_ string, b map[string]any) {
 			if b["max_tokens"] == float64(overflowTokens) {
 				b["max_tokens"] = 4

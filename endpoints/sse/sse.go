@@ -6,9 +6,13 @@
 // line returns, on the monotonic clock, and leaves JSON decoding to the caller.
 // It follows the WHATWG event-stream rules: lines end in CRLF, LF or CR; a line
 // starting with ':' is a comment; "data" lines of one event are joined with
-// "\n"; a blank line dispatches the event. Unlike the spec it also dispatches a
+// "\n"; a blank line dispatches the event; one UTF-8 byte order mark at the
+// very start of the stream is skipped. Unlike the spec it also dispatches a
 // last event cut off by EOF without its blank line, because some servers end
-// their stream with "data: [DONE]\n" and nothing after.
+// their stream with "data: [DONE]\n" and nothing after, and it reads an
+// "error" field as the data of an error event (Event.Error), because
+// llama.cpp's server before PR 16109 (September 2025) wrote a stream's
+// error as "error: {...}", a field the spec ignores.
 package sse
 
 import (
@@ -36,6 +40,11 @@ type Event struct {
 	Data []byte
 	// Type is the value of the event's "event:" field, empty when none.
 	Type []byte
+	// Error is true for an error event: its type is "error" (event: error,
+	// as OpenAI's Assistants stream and Anthropic's API send one), or it
+	// had an "error" field, whose value is then in Data (llama.cpp before
+	// PR 16109).
+	Error bool
 	// Time is when the Read that delivered the event's last line returned.
 	Time time.Time
 }
@@ -52,10 +61,12 @@ type Reader struct {
 	stamp      time.Time
 	err        error // sticky error from src
 	skipLF     bool  // the previous line ended in '\r': a leading '\n' belongs to it
+	atStart    bool  // nothing parsed yet: a byte order mark may come first
 
-	data    []byte
-	typ     []byte
-	hasData bool
+	data     []byte
+	typ      []byte
+	hasData  bool
+	hasError bool // the pending event had an "error" field
 	// Bytes is the number of bytes read from the source so far.
 	Bytes int64
 	// Reads is the number of Read calls that returned data.
@@ -87,9 +98,10 @@ func (r *Reader) Reset(src io.Reader) {
 	r.stamp = time.Time{}
 	r.err = nil
 	r.skipLF = false
+	r.atStart = true
 	r.data = r.data[:0]
 	r.typ = r.typ[:0]
-	r.hasData = false
+	r.hasData, r.hasError = false, false
 	r.Bytes, r.Reads = 0, 0
 }
 
@@ -110,6 +122,10 @@ func (r *Reader) LastRead() time.Time { return r.stamp }
 // from the source is returned as is.
 func (r *Reader) Next() (Event, error) {
 	for {
+		if r.atStart && !r.skipBOM() {
+			r.fill()
+			continue
+		}
 		line, ok := r.line()
 		if !ok {
 			if r.err != nil {
@@ -123,6 +139,7 @@ func (r *Reader) Next() (Event, error) {
 				return r.dispatch(), nil
 			}
 			r.typ = r.typ[:0]
+			r.hasError = false
 			continue
 		}
 		if err := r.field(line); err != nil {
@@ -150,9 +167,27 @@ func (r *Reader) finish() (Event, error) {
 	return Event{}, r.err
 }
 
+// bom is the UTF-8 encoding of U+FEFF.
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// skipBOM drops a byte order mark at the start of the stream, as the spec
+// says to; it returns false while the bytes read so far are too few to
+// tell (a mark split across reads).
+func (r *Reader) skipBOM() bool {
+	win := r.buf[r.start:r.end]
+	if len(win) < len(bom) && r.err == nil && bytes.HasPrefix(bom, win) {
+		return false
+	}
+	if bytes.HasPrefix(win, bom) {
+		r.start += len(bom)
+	}
+	r.atStart = false
+	return true
+}
+
 func (r *Reader) dispatch() Event {
-	ev := Event{Data: r.data, Type: r.typ, Time: r.stamp}
-	r.hasData = false
+	ev := Event{Data: r.data, Type: r.typ, Time: r.stamp, Error: r.hasError || string(r.typ) == "error"}
+	r.hasData, r.hasError = false, false
 	// The next event reuses the buffers; the caller was told Data is only valid until then.
 	r.data = r.data[:0:cap(r.data)]
 	r.typ = r.typ[:0:cap(r.typ)]
@@ -174,6 +209,10 @@ func (r *Reader) field(line []byte) error {
 		}
 	}
 	switch string(name) {
+	case "error":
+		// llama.cpp's error line: its value is the event's data.
+		r.hasError = true
+		fallthrough
 	case "data":
 		if r.hasData {
 			r.data = append(r.data, '\n')

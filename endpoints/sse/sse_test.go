@@ -12,8 +12,11 @@ import (
 )
 
 // refParse is a plain reading of the event-stream rules over a whole input,
-// the reference the streaming Reader must agree with however the bytes arrive.
+// the reference the streaming Reader must agree with however the bytes arrive:
+// a leading byte order mark is dropped, and an "error" field is data that
+// makes its event an error event, shown as show does.
 func refParse(in []byte) []string {
+	in = bytes.TrimPrefix(in, []byte("\xEF\xBB\xBF"))
 	var lines [][]byte
 	for len(in) > 0 {
 		i := bytes.IndexAny(in, "\r\n")
@@ -28,14 +31,17 @@ func refParse(in []byte) []string {
 		in = in[i+1:]
 	}
 	var out []string
-	var data []byte
-	has := false
+	var data, typ []byte
+	has, isErr := false, false
+	emit := func() {
+		if has {
+			out = append(out, show(Event{Data: data, Error: isErr || string(typ) == "error"}))
+		}
+		data, typ, has, isErr = nil, nil, false, false
+	}
 	for _, l := range lines {
 		if len(l) == 0 {
-			if has {
-				out = append(out, string(data))
-			}
-			data, has = nil, false
+			emit()
 			continue
 		}
 		if l[0] == ':' {
@@ -48,18 +54,31 @@ func refParse(in []byte) []string {
 				val = val[1:]
 			}
 		}
-		if string(name) == "data" {
+		switch string(name) {
+		case "error":
+			isErr = true
+			fallthrough
+		case "data":
 			if has {
 				data = append(data, '\n')
 			}
 			data = append(data, val...)
 			has = true
+		case "event":
+			typ = val
 		}
 	}
-	if has {
-		out = append(out, string(data))
-	}
+	emit()
 	return out
+}
+
+// show is an event as the tests compare it: its data, after "error! " for
+// an error event.
+func show(ev Event) string {
+	if ev.Error {
+		return "error! " + string(ev.Data)
+	}
+	return string(ev.Data)
 }
 
 func readAll(t testing.TB, r io.Reader) []string {
@@ -75,7 +94,7 @@ func readAll(t testing.TB, r io.Reader) []string {
 			}
 			return out
 		}
-		out = append(out, string(ev.Data))
+		out = append(out, show(ev))
 	}
 }
 
@@ -99,6 +118,17 @@ func TestReaderParsesEvents(t *testing.T) {
 		"colon inside the value is kept":        {"data: {\"k\": \"a:b\"}\n\n", []string{"{\"k\": \"a:b\"}"}},
 		"unknown field lines are ignored":       {"foo: bar\ndata: x\n\n", []string{"x"}},
 		"empty stream gives no event":           {"", nil},
+		// The spec: one leading U+FEFF is ignored; a second is part of the
+		// first line's field name, which is then unknown.
+		"a leading byte order mark is skipped":    {"\xEF\xBB\xBFdata: a\n\n", []string{"a"}},
+		"only one byte order mark is skipped":     {"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\ndata: b\n\n", []string{"b"}},
+		"a byte order mark later is data":         {"data: \xEF\xBB\xBFa\n\n", []string{"\xEF\xBB\xBFa"}},
+		"a stream of a lone partial mark is none": {"\xEF\xBB", nil},
+		// llama.cpp before PR 16109: "error: {json}" then data: [DONE].
+		"llama.cpp's error line is an error event": {"error: {\"code\":500,\"message\":\"x\"}\n\ndata: [DONE]\n\n", []string{"error! {\"code\":500,\"message\":\"x\"}", "[DONE]"}},
+		"event: error makes an error event":        {"event: error\ndata: {\"type\":\"error\"}\n\ndata: b\n\n", []string{"error! {\"type\":\"error\"}", "b"}},
+		"another event type is no error":           {"event: message\ndata: a\n\n", []string{"a"}},
+		"an error type without data is no event":   {"event: error\n\ndata: a\n\n", []string{"a"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -192,6 +222,7 @@ func FuzzReader(f *testing.F) {
 		"data: a\n\n", "data: a\r\n\r\n", "data: a\r\rdata:b\n", ": c\n\ndata\n\n",
 		"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n",
 		"event: e\ndata: 1\ndata: 2\n\n", "\r\n\r\n\n", "data:\r",
+		"\xEF\xBB\xBFdata: a\n\n", "\xEF\xBBdata: a\n\n", "error: {}\n\ndata: [DONE]\n\n", "event: error\ndata: e\n\n",
 	} {
 		f.Add([]byte(s), uint8(3))
 	}

@@ -63,8 +63,9 @@ func TestErrorKindQuotesTheMessageOfACutBody(t *testing.T) {
 	if got, want := ErrorMessage([]byte(trt)), trt[11:]; got != want {
 		t.Errorf("ErrorMessage(trtllm's cut refusal) = %q, want %q", got, want)
 	}
-	// Not JSON at all, or JSON with no message: the text, as before.
-	for _, s := range []string{`<html>429 Too Many Requests</html>`, `{"code": 503, "status": "UNAVAIL`} {
+	// Not JSON at all, or JSON with no message: the text, as before (an
+	// HTML page is worded by HTMLPage: html_test.go).
+	for _, s := range []string{`429 Too Many Requests`, `{"code": 503, "status": "UNAVAIL`} {
 		if got := ErrorMessage([]byte(s)); got != s {
 			t.Errorf("ErrorMessage(%s) = %q, want the text", s, got)
 		}

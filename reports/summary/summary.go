@@ -199,11 +199,25 @@ func ErrorKind(rec *schema.Record) string {
 	case rec.Class == schema.Redirect:
 		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(strings.TrimPrefix(rec.Detail, "a "), 60))
 	case rec.Status != 0 && rec.Status != 200:
-		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(noControl(ErrorMessage([]byte(rec.Body))), 60))
+		return fmt.Sprintf("HTTP %d: %s", rec.Status, first(noControl(statusMessage(rec)), 60))
 	case (rec.Class == schema.QueueFull || rec.Class == schema.StreamError) && FromErrorEvent(rec.Detail):
 		return fmt.Sprintf("stream error event: %s", first(noControl(ErrorMessage([]byte(rec.Body))), 60))
 	}
 	return fmt.Sprintf("%s: %s", rec.Class, first(rec.Detail, 60))
+}
+
+// statusMessage is the message of rec's refusal: ErrorMessage of its
+// body, or, for an HTML page whose title lies past the bytes the record
+// keeps, the page's words the client put in its detail ("HTTP 502: … (an
+// HTML page)").
+func statusMessage(rec *schema.Record) string {
+	msg := ErrorMessage([]byte(rec.Body))
+	if msg == htmlNoText {
+		if d, ok := strings.CutPrefix(rec.Detail, fmt.Sprintf("HTTP %d: ", rec.Status)); ok && strings.HasSuffix(d, HTMLSuffix) {
+			return d
+		}
+	}
+	return msg
 }
 
 // FromErrorEvent tells a failure the endpoint stated in an error event
@@ -233,12 +247,16 @@ func noControl(s string) string {
 // of Anthropic's {"type": "error", "error": {...}}, or of the first element
 // of Google's array ([{"error": {...}}], Gemini's OpenAI-compatible route);
 // of a body cut short (a record keeps its first 200 bytes: recordCut), the
-// first "message" string, to where the cut fell; else the text.
+// first "message" string, to where the cut fell; of an HTML page (a
+// proxy's error page), HTMLPage's words for it; else the text.
 func ErrorMessage(body []byte) string {
 	return text.OneLine(errorText(body))
 }
 
 func errorText(body []byte) string {
+	if msg, ok := HTMLPage(body); ok {
+		return msg
+	}
 	var list []json.RawMessage
 	// Google's shape is one array of objects: an array in an array is not
 	// read again, level by level (a hostile body nested thousands deep

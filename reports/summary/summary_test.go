@@ -80,7 +80,7 @@ func TestErrorMessageReadsCommonShapes(t *testing.T) {
 		`{"object":"error","message":"The request queue is full."}`:   "The request queue is full.",
 		`{"error":"model not found"}`:                                 "model not found",
 		`{"detail":"Not Found"}`:                                      "Not Found",
-		"<html>502 Bad Gateway</html>":                                "<html>502 Bad Gateway</html>",
+		"<html>502 Bad Gateway</html>":                                "502 Bad Gateway (an HTML page)",
 		`{"error":{"message":"ValidationError.__new__() missing 1"}}`: "ValidationError.__new__() missing 1",
 	} {
 		if got := ErrorMessage([]byte(in)); got != want {
