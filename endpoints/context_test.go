@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/glmbench/glmbench/endpoints"
 )
 
 // infoServer answers GET routes with fixed bodies, as the named server
@@ -104,13 +102,7 @@ func TestContextLengthIsReadWhereEachServerStatesIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: tc.srv.start(t) + "/v1", Model: tc.model}, env(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-			defer tr.Close()
-			n, source, err := endpoints.NewClient(ep, tr).ContextLength(context.Background())
+			n, source, err := modelClient(t, tc.srv.start(t)+"/v1", tc.model).ContextLength(context.Background())
 			if err != nil || n != tc.want || source != tc.source {
 				t.Fatalf("got %d from %q (err %v), want %d from %q", n, source, err, tc.want, tc.source)
 			}
@@ -129,12 +121,10 @@ func TestContextLengthEndsWithItsContext(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(hang)
-	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, env(nil))
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	defer tr.Close()
+	c := modelClient(t, srv.URL+"/v1", "m")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if n, _, err := endpoints.NewClient(ep, tr).ContextLength(ctx); err == nil || n != 0 {
+	if n, _, err := c.ContextLength(ctx); err == nil || n != 0 {
 		t.Fatalf("n %d err %v", n, err)
 	}
 }

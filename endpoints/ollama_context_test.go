@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
@@ -28,13 +27,7 @@ func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
 	t.Parallel()
 	contextOf := func(t *testing.T, base, model string) (int, string) {
 		t.Helper()
-		ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: base, Model: model}, env(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-		defer tr.Close()
-		c := endpoints.NewClient(ep, tr)
+		c := modelClient(t, base, model)
 		if total, source, err := c.ContextLength(context.Background()); err != nil || total != 0 {
 			t.Errorf("ContextLength %d from %q (%v); want none: Ollama bounds no prompt plus output", total, source, err)
 		}

@@ -63,11 +63,7 @@ func TestHTTPStatusOfEveryErrorBody(t *testing.T) {
 			w.WriteHeader(tc.status)
 			w.Write([]byte(tc.body))
 		}))
-		ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1"}, func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})).ListModels(context.Background())
+		_, err := modelClient(t, srv.URL+"/v1", "").ListModels(context.Background())
 		srv.Close()
 		if got := endpoints.HTTPStatus(err); got != tc.status {
 			t.Errorf("HTTP %d %q: HTTPStatus(%v) = %d", tc.status, tc.body, err, got)

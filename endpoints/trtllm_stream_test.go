@@ -20,13 +20,7 @@ import (
 func TestAStreamDroppedBeforeAnyEventIsTruncatedNotEmpty(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TRTLLM, endpointstest.Options{Context: 512})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	defer tr.Close()
-	c := endpoints.NewClient(ep, tr)
+	c := modelClient(t, p.BaseURL(), p.Opts.Model)
 	body, _ := json.Marshal(endpoints.ChatRequest{Model: p.Opts.Model, Messages: []endpoints.Message{{Role: "user", Content: strings.Repeat("abcd", 600)}},
 		MaxTokens: 4, Stream: true, StreamOptions: &endpoints.StreamOptions{IncludeUsage: true}})
 	var res endpoints.StreamResult
