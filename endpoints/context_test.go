@@ -15,19 +15,30 @@ type infoServer struct {
 	notFound func(w http.ResponseWriter)
 }
 
-// fastAPINotFound is vLLM's and SGLang's answer to an unknown route (FastAPI).
-func fastAPINotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
-	io.WriteString(w, `{"detail":"Not Found"}`)
+// answer is an answer of status with body of contentType ("": no header).
+func answer(status int, contentType, body string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}
 }
 
-// llamaNotFound is llama-server's answer to an unknown route (cpp-httplib).
-func llamaNotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(404)
-	io.WriteString(w, "File Not Found")
-}
+// Each server's answer to a route it does not serve.
+var (
+	// fastAPINotFound is vLLM's and SGLang's (FastAPI).
+	fastAPINotFound = answer(404, "application/json", `{"detail":"Not Found"}`)
+	// llamaNotFound is llama-server's (cpp-httplib).
+	llamaNotFound = answer(404, "text/plain", "File Not Found")
+	// ginNotFound is Ollama's (gin's default).
+	ginNotFound = answer(404, "text/plain", "404 page not found")
+	// axumNotFound is TGI's router's: 404, no body.
+	axumNotFound = answer(404, "", "")
+	// lmstudioNotFound is LM Studio's.
+	lmstudioNotFound = answer(404, "application/json", `{"error":"Unexpected endpoint or method."}`)
+)
 
 func (s infoServer) start(t *testing.T) string {
 	t.Helper()

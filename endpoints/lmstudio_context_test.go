@@ -2,19 +2,10 @@ package endpoints_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
-
-// lmstudioNotFound is LM Studio's answer to a route it does not serve.
-func lmstudioNotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
-	io.WriteString(w, `{"error":"Unexpected endpoint or method."}`)
-}
 
 // LM Studio states the context a model was loaded with only in its own
 // REST API, GET /api/v1/models (0.4.0+): loaded_instances[].config
@@ -76,10 +67,7 @@ func TestLMStudiosContextIsReadThoughEveryOtherRouteAnswers200(t *testing.T) {
 	srv := infoServer{map[string]string{
 		"/v1/models":     `{"object":"list","data":[{"id":"gemma-3-270m-it-qat","object":"model","owned_by":"organization_owner"}]}`,
 		"/api/v1/models": `{"models":[{"type":"llm","key":"gemma-3-270m-it-qat","loaded_instances":[{"id":"gemma-3-270m-it-qat","config":{"context_length":4096}}],"max_context_length":32768}]}`,
-	}, func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"error":"Unexpected endpoint or method."}`)
-	}}
+	}, answer(200, "application/json", `{"error":"Unexpected endpoint or method."}`)}
 	c := modelClient(t, srv.start(t)+"/v1", "gemma-3-270m-it-qat")
 	n, source, err := c.ContextLength(context.Background())
 	if err != nil || n != 4096 || source != "context_length of the loaded instance in GET /api/v1/models" {

@@ -2,19 +2,10 @@ package endpoints_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
-
-// ginNotFound is Ollama's answer to an unknown route (gin's default).
-func ginNotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(404)
-	io.WriteString(w, "404 page not found")
-}
 
 // Ollama states the context its requests get (num_ctx, from
 // OLLAMA_CONTEXT_LENGTH, a Modelfile or its VRAM-based default) only in

@@ -2,16 +2,12 @@ package endpoints_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
-
-// axumNotFound is TGI's router's answer to an unknown route: 404, no body.
-func axumNotFound(w http.ResponseWriter) { w.WriteHeader(404) }
 
 func TestContextLengthReadsTGIsInfo(t *testing.T) {
 	t.Parallel()
