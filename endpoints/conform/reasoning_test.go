@@ -70,9 +70,7 @@ func TestAReasoningModelsLongThinkingPassesTheStreamCheckInBoundedMemory(t *test
 	cfg.Only = []string{"stream"}
 	res := run(t, cfg)
 	want := fmt.Sprintf("%d chunks of reasoning alone", streamsInARow*thinkerThoughts)
-	if r := res["stream"]; r.Status != string(Pass) || !strings.Contains(r.Detail, want) {
-		t.Errorf("stream: %s %q, want a pass saying %q", r.Status, r.Detail, want)
-	}
+	wantResult(t, res, "stream", Pass, want)
 
 	s, done := newSuite(cfg)
 	defer done()
