@@ -20,6 +20,24 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// badInputLine reports whether err is one line of bad input that says each
+// of says, failing the test, with what it was given, where it is not.
+func badInputLine(t testing.TB, what any, err error, says ...string) bool {
+	t.Helper()
+	if err == nil || !badinput.Is(err) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("%v: %v, want one line of bad input", what, err)
+		return false
+	}
+	ok := true
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%v: %q, want it to say %q", what, err, s)
+			ok = false
+		}
+	}
+	return ok
+}
+
 // endpointOf is f resolved with the environment vars (nil: none), failing
 // the test where Resolve refuses it.
 func endpointOf(t testing.TB, f endpoints.Flags, vars map[string]string) *endpoints.Endpoint {
@@ -134,9 +152,7 @@ func TestResolveRejectsBadInputInOneLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := endpoints.Resolve(tc.f, env(nil))
-			if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("err = %v, want one bad-input line containing %q", err, tc.want)
-			}
+			badInputLine(t, tc.name, err, tc.want)
 		})
 	}
 }
