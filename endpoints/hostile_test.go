@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -24,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/endpoints/sse"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
@@ -262,21 +262,7 @@ func TestHostileHugeLineIsAStreamErrorNamingTheBound(t *testing.T) {
 
 func TestHostileSilentServersAreTimeouts(t *testing.T) {
 	t.Run("accepts and never answers", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() { io.Copy(io.Discard, c); c.Close() }()
-			}
-		}()
-		res := stream(t, hostileEndpoint("http://"+ln.Addr().String()), StreamLimits{TTFT: 300 * time.Millisecond})
+		res := stream(t, hostileEndpoint("http://"+endpointstest.Silent(t)), StreamLimits{TTFT: 300 * time.Millisecond})
 		if res.Class != schema.TTFTTimeout || res.Status != 0 {
 			t.Fatalf("class %q status %d, want ttft_timeout with no status", res.Class, res.Status)
 		}
