@@ -117,8 +117,7 @@ func TestAReasoningModelsLongThinkingPassesTheStreamCheckInBoundedMemory(t *test
 // role belongs.
 func TestEndlessReasoningIsCutAtRunsEventBound(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(endlessStream(thinkerChunk))
-	defer srv.Close()
+	srv := endlessStream(t, thinkerChunk)
 	cfg := testConfig(srv.URL, "m")
 	// The bound ends the stream; the limit only guards a regression.
 	cfg.Timeout = 30 * time.Second
