@@ -3,13 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -21,16 +20,7 @@ import (
 func TestARunawayStreamIsEndedAtItsBound(t *testing.T) {
 	t.Parallel()
 	block := []byte(strings.Repeat("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n", 64))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for r.Context().Err() == nil {
-			if _, err := w.Write(block); err != nil {
-				return
-			}
-			w.(http.Flusher).Flush()
-		}
-	}))
-	defer srv.Close()
+	srv := endpointstest.Endless(t, "", block)
 	ep := resolve(t, srv.URL+"/v1", "m")
 	o := &Options{Endpoint: ep, Shape: Shape{Model: "m"}, ConnectTimeout: 2 * time.Second, PhaseCap: 30 * time.Second, Nonce: "0a1b2c3d",
 		Limits: endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second}}

@@ -106,11 +106,7 @@ func TestACompletionsStreamIsMeasuredAlikeOnEveryServerThatServesIt(t *testing.T
 	for _, name := range []string{endpointstest.LlamaCpp, endpointstest.VLLM, endpointstest.SGLang} {
 		for _, usageChunk := range []bool{false, true} {
 			p := endpointstest.Start(t, name, endpointstest.Options{LlamaUsageChunk: usageChunk})
-			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, env(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: time.Second}))
+			c := modelClient(t, p.BaseURL(), p.Opts.Model)
 			const n = 24
 			var res endpoints.StreamResult
 			c.StreamAPI(context.Background(), endpoints.APICompletions, completionBody(t, p.Opts.Model, "the quick brown fox jumps", n), endpoints.StreamLimits{MaxTokens: n, Total: 10 * time.Second}, nil, &res)
@@ -131,11 +127,7 @@ func TestACompletionsStreamIsMeasuredAlikeOnEveryServerThatServesIt(t *testing.T
 func TestOpenAIAnswersAChatModelsCompletionsWith404(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.OpenAI, endpointstest.Options{})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: time.Second}))
+	c := modelClient(t, p.BaseURL(), p.Opts.Model)
 	var res endpoints.StreamResult
 	c.StreamAPI(context.Background(), endpoints.APICompletions, completionBody(t, p.Opts.Model, "hi", 4), endpoints.StreamLimits{MaxTokens: 4, Total: 10 * time.Second}, nil, &res)
 	if res.Status != 404 || res.Class != schema.HTTP4xx || !strings.Contains(string(res.Body), "not supported in the v1/completions endpoint") {

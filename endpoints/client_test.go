@@ -20,6 +20,50 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// badInputLine reports whether err is one line of bad input that says each
+// of says, failing the test, with what it was given, where it is not.
+func badInputLine(t testing.TB, what any, err error, says ...string) bool {
+	t.Helper()
+	if err == nil || !badinput.Is(err) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("%v: %v, want one line of bad input", what, err)
+		return false
+	}
+	ok := true
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%v: %q, want it to say %q", what, err, s)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// endpointOf is f resolved with the environment vars (nil: none), failing
+// the test where Resolve refuses it.
+func endpointOf(t testing.TB, f endpoints.Flags, vars map[string]string) *endpoints.Endpoint {
+	t.Helper()
+	ep, err := endpoints.Resolve(f, env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+// clientOf is a client of ep over a one-connection transport closed as the
+// test ends.
+func clientOf(t testing.TB, ep *endpoints.Endpoint) *endpoints.Client {
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
+	t.Cleanup(tr.Close)
+	return endpoints.NewClient(ep, tr)
+}
+
+// modelClient is clientOf the endpoint base (an API base, …/v1) serving
+// model, with no key.
+func modelClient(t testing.TB, base, model string) *endpoints.Client {
+	t.Helper()
+	return clientOf(t, endpointOf(t, endpoints.Flags{Endpoint: base, Model: model}, nil))
+}
+
 func TestResolveFromFlags(t *testing.T) {
 	t.Parallel()
 	ep, err := endpoints.Resolve(endpoints.Flags{
@@ -108,28 +152,22 @@ func TestResolveRejectsBadInputInOneLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := endpoints.Resolve(tc.f, env(nil))
-			if err == nil || !badinput.Is(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("err = %v, want one bad-input line containing %q", err, tc.want)
-			}
+			badInputLine(t, tc.name, err, tc.want)
 		})
 	}
 }
 
 func TestListModelsAndItsErrors(t *testing.T) {
 	t.Parallel()
-	client := func(srv *endpointstest.Server) *endpoints.Client {
-		ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL()}, env(nil))
-		return endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1}))
-	}
 	srv := endpointstest.New(nil, func(s *endpointstest.Server) { s.Models = []string{"glm-5", "other"} })
 	defer srv.Close()
-	ids, err := client(srv).ListModels(context.Background())
+	ids, err := modelClient(t, srv.BaseURL(), "").ListModels(context.Background())
 	if err != nil || strings.Join(ids, ",") != "glm-5,other" {
 		t.Fatalf("%v %v", ids, err)
 	}
 	locked := endpointstest.New(nil, func(s *endpointstest.Server) { s.ModelsStatus = 401 })
 	defer locked.Close()
-	if _, err := client(locked).ListModels(context.Background()); endpoints.HTTPStatus(err) != 401 {
+	if _, err := modelClient(t, locked.BaseURL(), "").ListModels(context.Background()); endpoints.HTTPStatus(err) != 401 {
 		t.Fatalf("status of %v = %d", err, endpoints.HTTPStatus(err))
 	}
 }
@@ -152,9 +190,7 @@ func countingServer(t *testing.T, conns *atomic.Int64) *endpointstest.Server {
 func TestStreamsReuseKeepAliveConnections(t *testing.T) {
 	t.Parallel()
 	var conns atomic.Int64
-	srv := countingServer(t, &conns)
-	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL()}, env(nil))
-	c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1}))
+	c := modelClient(t, countingServer(t, &conns).BaseURL(), "")
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"x-000001 hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`)
 	for range 5 {
 		var res endpoints.StreamResult
@@ -188,8 +224,7 @@ func TestConnectFailuresAreClassed(t *testing.T) {
 func BenchmarkClientStream(b *testing.B) {
 	srv := endpointstest.New(nil)
 	defer srv.Close()
-	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.BaseURL()}, env(nil))
-	c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1}))
+	c := modelClient(b, srv.BaseURL(), "")
 	const n = 256
 	body := []byte(fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"x-000001 hi"}],"max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, n))
 	res := endpoints.StreamResult{Events: make([]time.Duration, 0, n)}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/glmbench/glmbench/endpoints"
 )
 
 // infoServer answers GET routes with fixed bodies, as the named server
@@ -17,19 +15,30 @@ type infoServer struct {
 	notFound func(w http.ResponseWriter)
 }
 
-// fastAPINotFound is vLLM's and SGLang's answer to an unknown route (FastAPI).
-func fastAPINotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
-	io.WriteString(w, `{"detail":"Not Found"}`)
+// answer is an answer of status with body of contentType ("": no header).
+func answer(status int, contentType, body string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}
 }
 
-// llamaNotFound is llama-server's answer to an unknown route (cpp-httplib).
-func llamaNotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(404)
-	io.WriteString(w, "File Not Found")
-}
+// Each server's answer to a route it does not serve.
+var (
+	// fastAPINotFound is vLLM's and SGLang's (FastAPI).
+	fastAPINotFound = answer(404, "application/json", `{"detail":"Not Found"}`)
+	// llamaNotFound is llama-server's (cpp-httplib).
+	llamaNotFound = answer(404, "text/plain", "File Not Found")
+	// ginNotFound is Ollama's (gin's default).
+	ginNotFound = answer(404, "text/plain", "404 page not found")
+	// axumNotFound is TGI's router's: 404, no body.
+	axumNotFound = answer(404, "", "")
+	// lmstudioNotFound is LM Studio's.
+	lmstudioNotFound = answer(404, "application/json", `{"error":"Unexpected endpoint or method."}`)
+)
 
 func (s infoServer) start(t *testing.T) string {
 	t.Helper()
@@ -104,13 +113,7 @@ func TestContextLengthIsReadWhereEachServerStatesIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: tc.srv.start(t) + "/v1", Model: tc.model}, env(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-			defer tr.Close()
-			n, source, err := endpoints.NewClient(ep, tr).ContextLength(context.Background())
+			n, source, err := modelClient(t, tc.srv.start(t)+"/v1", tc.model).ContextLength(context.Background())
 			if err != nil || n != tc.want || source != tc.source {
 				t.Fatalf("got %d from %q (err %v), want %d from %q", n, source, err, tc.want, tc.source)
 			}
@@ -129,12 +132,10 @@ func TestContextLengthEndsWithItsContext(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(hang)
-	ep, _ := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, env(nil))
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	defer tr.Close()
+	c := modelClient(t, srv.URL+"/v1", "m")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if n, _, err := endpoints.NewClient(ep, tr).ContextLength(ctx); err == nil || n != 0 {
+	if n, _, err := c.ContextLength(ctx); err == nil || n != 0 {
 		t.Fatalf("n %d err %v", n, err)
 	}
 }

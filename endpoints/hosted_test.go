@@ -34,11 +34,7 @@ func streamOf(t *testing.T, pause time.Duration, comments int, events ...string)
 
 func streamFrom(t *testing.T, srv *httptest.Server, maxTokens int) *endpoints.StreamResult {
 	t.Helper()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1}))
+	c := modelClient(t, srv.URL+"/v1", "m")
 	body := fmt.Appendf(nil, `{"model":"m","messages":[{"role":"user","content":"x-000001 hi"}],"max_tokens":%d,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}`, maxTokens)
 	var res endpoints.StreamResult
 	c.StreamAPI(context.Background(), endpoints.APIChat, body, endpoints.StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second, MaxTokens: maxTokens}, nil, &res)

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -24,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/endpoints/sse"
 	"github.com/glmbench/glmbench/reports/schema"
 	"github.com/glmbench/glmbench/reports/summary"
@@ -100,28 +100,6 @@ func sseHeaders(w http.ResponseWriter) {
 	w.(http.Flusher).Flush()
 }
 
-// endless writes block until the client hangs up.
-func endless(w http.ResponseWriter, r *http.Request, block []byte) {
-	for r.Context().Err() == nil {
-		if _, err := w.Write(block); err != nil {
-			return
-		}
-		w.(http.Flusher).Flush()
-	}
-}
-
-// endlessServer starts a server that opens an event stream, writes head and
-// then block without end (endless); it is closed when the test ends.
-func endlessServer(t *testing.T, head string, block []byte) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sseHeaders(w)
-		io.WriteString(w, head)
-		endless(w, r, block)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // A server that ignores max_tokens is ended at AnswerBound (4×16+32 answer
 // events for max_tokens 16); one that streams reasoning without end, at
 // EventBound (16×16+65536 content events), the margin left for reasoning
@@ -137,7 +115,7 @@ func TestHostileEndlessContentEventsEndAtTheRunawayBound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			block := []byte(strings.Repeat(tc.event, 64))
-			srv := endlessServer(t, "", block)
+			srv := endpointstest.Endless(t, "", block)
 			var res *StreamResult
 			bounded(t, 64<<20, func() {
 				res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second, MaxTokens: 16})
@@ -220,7 +198,7 @@ func TestHostileEndlessStreamKeepsBoundedEventsWithoutMaxTokens(t *testing.T) {
 func TestHostileEndlessBytesAfterTheFirstEventEndAtTheByteBound(t *testing.T) {
 	// Keep-alive comments forever: bytes arrive, so the stall timer never fires.
 	block := []byte(strings.Repeat(": keep-alive\n", 512))
-	srv := endlessServer(t, contentEvent, block)
+	srv := endpointstest.Endless(t, contentEvent, block)
 	var res *StreamResult
 	bounded(t, 64<<20, func() {
 		res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 10 * time.Second, Stall: 10 * time.Second, MaxTokens: 16})
@@ -233,7 +211,7 @@ func TestHostileEndlessBytesAfterTheFirstEventEndAtTheByteBound(t *testing.T) {
 func TestHostileEndlessBodyWithoutEventsIsATTFTTimeout(t *testing.T) {
 	// Lines that are no SSE field, forever: no content event ever comes.
 	block := []byte(strings.Repeat("garbage\n", 512))
-	srv := endlessServer(t, "", block)
+	srv := endpointstest.Endless(t, "", block)
 	var res *StreamResult
 	bounded(t, 256<<20, func() {
 		res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 300 * time.Millisecond, Stall: 10 * time.Second})
@@ -247,7 +225,7 @@ func TestHostileHugeLineIsAStreamErrorNamingTheBound(t *testing.T) {
 	// One data line longer than the client reads (a 200 MB line was called
 	// "no content event" before); sent endlessly, without a line end.
 	block := bytes.Repeat([]byte("a"), 64<<10)
-	srv := endlessServer(t, "data: {\"choices\":[{\"delta\":{\"content\":\"", block)
+	srv := endpointstest.Endless(t, "data: {\"choices\":[{\"delta\":{\"content\":\"", block)
 	var res *StreamResult
 	bounded(t, 96<<20, func() {
 		res = stream(t, hostileEndpoint(srv.URL), StreamLimits{TTFT: 20 * time.Second})
@@ -262,21 +240,7 @@ func TestHostileHugeLineIsAStreamErrorNamingTheBound(t *testing.T) {
 
 func TestHostileSilentServersAreTimeouts(t *testing.T) {
 	t.Run("accepts and never answers", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() { io.Copy(io.Discard, c); c.Close() }()
-			}
-		}()
-		res := stream(t, hostileEndpoint("http://"+ln.Addr().String()), StreamLimits{TTFT: 300 * time.Millisecond})
+		res := stream(t, hostileEndpoint("http://"+endpointstest.Silent(t)), StreamLimits{TTFT: 300 * time.Millisecond})
 		if res.Class != schema.TTFTTimeout || res.Status != 0 {
 			t.Fatalf("class %q status %d, want ttft_timeout with no status", res.Class, res.Status)
 		}

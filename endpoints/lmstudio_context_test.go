@@ -2,20 +2,10 @@ package endpoints_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"testing"
 
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
-
-// lmstudioNotFound is LM Studio's answer to a route it does not serve.
-func lmstudioNotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(404)
-	io.WriteString(w, `{"error":"Unexpected endpoint or method."}`)
-}
 
 // LM Studio states the context a model was loaded with only in its own
 // REST API, GET /api/v1/models (0.4.0+): loaded_instances[].config
@@ -47,13 +37,7 @@ func TestContextLengthReadsLMStudiosLoadedInstance(t *testing.T) {
 				routes["/api/v1/models"] = tc.v1
 			}
 			srv := infoServer{routes, lmstudioNotFound}
-			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.start(t) + "/v1", Model: tc.model}, env(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-			defer tr.Close()
-			n, got, err := endpoints.NewClient(ep, tr).ContextLength(context.Background())
+			n, got, err := modelClient(t, srv.start(t)+"/v1", tc.model).ContextLength(context.Background())
 			want := source
 			if tc.want == 0 {
 				want = ""
@@ -68,13 +52,7 @@ func TestContextLengthReadsLMStudiosLoadedInstance(t *testing.T) {
 func TestContextLengthOfTheLMStudioPersonalityIsItsLoadedContext(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.LMStudio, endpointstest.Options{Context: 2048, LMStudio: endpointstest.LMStudioOptions{JIT: true}})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	defer tr.Close()
-	if n, source, err := endpoints.NewClient(ep, tr).ContextLength(context.Background()); err != nil || n != 2048 || source != "context_length of the loaded instance in GET /api/v1/models" {
+	if n, source, err := modelClient(t, p.BaseURL(), p.Opts.Model).ContextLength(context.Background()); err != nil || n != 2048 || source != "context_length of the loaded instance in GET /api/v1/models" {
 		t.Fatalf("got %d from %q (err %v), want the loaded 2048", n, source, err)
 	}
 }
@@ -89,17 +67,8 @@ func TestLMStudiosContextIsReadThoughEveryOtherRouteAnswers200(t *testing.T) {
 	srv := infoServer{map[string]string{
 		"/v1/models":     `{"object":"list","data":[{"id":"gemma-3-270m-it-qat","object":"model","owned_by":"organization_owner"}]}`,
 		"/api/v1/models": `{"models":[{"type":"llm","key":"gemma-3-270m-it-qat","loaded_instances":[{"id":"gemma-3-270m-it-qat","config":{"context_length":4096}}],"max_context_length":32768}]}`,
-	}, func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"error":"Unexpected endpoint or method."}`)
-	}}
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.start(t) + "/v1", Model: "gemma-3-270m-it-qat"}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	defer tr.Close()
-	c := endpoints.NewClient(ep, tr)
+	}, answer(200, "application/json", `{"error":"Unexpected endpoint or method."}`)}
+	c := modelClient(t, srv.start(t)+"/v1", "gemma-3-270m-it-qat")
 	n, source, err := c.ContextLength(context.Background())
 	if err != nil || n != 4096 || source != "context_length of the loaded instance in GET /api/v1/models" {
 		t.Fatalf("ContextLength %d from %q (err %v); want 4096 from the loaded instance", n, source, err)

@@ -2,20 +2,10 @@ package endpoints_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"testing"
 
-	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
-
-// ginNotFound is Ollama's answer to an unknown route (gin's default).
-func ginNotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(404)
-	io.WriteString(w, "404 page not found")
-}
 
 // Ollama states the context its requests get (num_ctx, from
 // OLLAMA_CONTEXT_LENGTH, a Modelfile or its VRAM-based default) only in
@@ -28,13 +18,7 @@ func TestContextLengthIsReadFromOllamasLoadedModels(t *testing.T) {
 	t.Parallel()
 	contextOf := func(t *testing.T, base, model string) (int, string) {
 		t.Helper()
-		ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: base, Model: model}, env(nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-		defer tr.Close()
-		c := endpoints.NewClient(ep, tr)
+		c := modelClient(t, base, model)
 		if total, source, err := c.ContextLength(context.Background()); err != nil || total != 0 {
 			t.Errorf("ContextLength %d from %q (%v); want none: Ollama bounds no prompt plus output", total, source, err)
 		}

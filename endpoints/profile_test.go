@@ -12,20 +12,20 @@ import (
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
-// profileClient is a client of base with key and the header X-Token=token.
-func profileClient(t *testing.T, base, key, token string) *endpoints.Client {
+// profileEndpoint is base with key and the header X-Token=token.
+func profileEndpoint(t *testing.T, base, key, token string) *endpoints.Endpoint {
 	t.Helper()
 	flags := endpoints.Flags{Endpoint: base, Model: "m"}
 	if token != "" {
 		flags.Headers = []string{"X-Token=" + token}
 	}
-	ep, err := endpoints.Resolve(flags, env(map[string]string{endpoints.DefaultAPIKeyEnv: key}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	t.Cleanup(tr.Close)
-	return endpoints.NewClient(ep, tr)
+	return endpointOf(t, flags, map[string]string{endpoints.DefaultAPIKeyEnv: key})
+}
+
+// profileClient is a client of base with key and the header X-Token=token.
+func profileClient(t *testing.T, base, key, token string) *endpoints.Client {
+	t.Helper()
+	return clientOf(t, profileEndpoint(t, base, key, token))
 }
 
 // The profiler routes of each fake: SGLang always, vLLM with its profiler
@@ -96,9 +96,13 @@ func TestProfileErrorsAreRedactedAndRedirectsNotFollowed(t *testing.T) {
 
 // SGLang started with --admin-api-key takes only that key on its
 // profiler routes (ADMIN_OPTIONAL in srt/utils/auth.py): the API key is
-// answered 401 {"error": "Unauthorized"}. The error says so and names the
-// flag, with the key itself redacted.
-func TestProfileUnauthorizedNamesSGLangsAdminKey(t *testing.T) {
+// answered 401 {"error": "Unauthorized"}. Where no admin key was sent the
+// error says so and names the flag, with the key itself redacted; where
+// the admin key itself was sent and refused (a wrong one, or a proxy in
+// front that takes another), it says the admin key was refused, not to
+// give one with --admin-api-key-env. The truth: the refusal's text names
+// what was sent.
+func TestProfileUnauthorizedSaysWhichKeyWasRefused(t *testing.T) {
 	t.Parallel()
 	const key = "sk-api-key-0123456789abcdef"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,10 +111,31 @@ func TestProfileUnauthorizedNamesSGLangsAdminKey(t *testing.T) {
 		io.WriteString(w, `{"error":"Unauthorized"}`)
 	}))
 	defer srv.Close()
-	c := profileClient(t, srv.URL+"/v1", key, "")
-	_, err := c.StartProfile(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "HTTP 401 (Unauthorized)") || !strings.Contains(err.Error(), "--admin-api-key") || strings.Contains(err.Error(), key) {
-		t.Fatalf("start: %v; want the 401 and SGLang's --admin-api-key named", err)
+	for _, tc := range []struct {
+		name, admin string
+		says, not   []string
+	}{
+		{"the API key alone: SGLang's --admin-api-key named", "", []string{"HTTP 401 (Unauthorized)", "--admin-api-key"}, []string{key}},
+		{"the admin key sent: said refused, not asked for", "sk-admin-key-fedcba9876543210", []string{"refused the admin key sent"}, []string{"give it with --admin-api-key-env"}},
+	} {
+		ep := profileEndpoint(t, srv.URL+"/v1", key, "")
+		if tc.admin != "" {
+			ep.SetAdminKey(tc.admin)
+		}
+		_, err := clientOf(t, ep).StartProfile(context.Background())
+		if err == nil {
+			t.Fatalf("%s: start succeeded", tc.name)
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: start: %v; want %q in it", tc.name, err, s)
+			}
+		}
+		for _, s := range tc.not {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%s: start: %v; want no %q in it", tc.name, err, s)
+			}
+		}
 	}
 }
 
@@ -129,14 +154,9 @@ func TestProfileSendsTheAdminKeyAndRedactsIt(t *testing.T) {
 		io.WriteString(w, `{"detail": "refused `+auth+`"}`)
 	}))
 	defer srv.Close()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "m"}, env(map[string]string{endpoints.DefaultAPIKeyEnv: key}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := profileEndpoint(t, srv.URL+"/v1", key, "")
 	ep.SetAdminKey(admin)
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	defer tr.Close()
-	_, err = endpoints.NewClient(ep, tr).StartProfile(context.Background())
+	_, err := clientOf(t, ep).StartProfile(context.Background())
 	got := <-sent
 	if got != "Bearer "+admin {
 		t.Errorf("the route received the %d-byte Authorization %q…, want the admin key's", len(got), got[:min(len(got), 10)])

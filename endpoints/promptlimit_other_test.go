@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/glmbench/glmbench/endpoints"
 )
 
 // PromptLimit is read on every server whose context is stated and fits
@@ -40,13 +38,7 @@ func TestPromptLimitIsNoneWhereNoOllamaOrTGIStatesOne(t *testing.T) {
 				io.WriteString(w, tc.answer(r.URL.Path))
 			}))
 			defer srv.Close()
-			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1", Model: "qwen2.5:7b"}, env(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-			defer tr.Close()
-			if n, source := endpoints.NewClient(ep, tr).PromptLimit(context.Background()); n != 0 || source != "" {
+			if n, source := modelClient(t, srv.URL+"/v1", "qwen2.5:7b").PromptLimit(context.Background()); n != 0 || source != "" {
 				t.Fatalf("PromptLimit %d from %q; want none", n, source)
 			}
 		})

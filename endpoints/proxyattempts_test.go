@@ -61,11 +61,7 @@ func TestAStreamKeepsTheRetriesALiteLLMProxySaysItMade(t *testing.T) {
 	// Every third request (the 1st, 4th) is retried twice inside the proxy.
 	p := endpointstest.Start(t, endpointstest.Gateway, endpointstest.Options{LiteLLM: endpointstest.LiteLLMOptions{
 		On: true, Retries: 2, RetryEvery: 3, RetryDelay: time.Millisecond}})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL()}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1}))
+	c := modelClient(t, p.BaseURL(), "")
 	const n = 6
 	sent := 0
 	for i := range n {
@@ -95,11 +91,7 @@ func TestAStreamWithAHostileRetryHeaderIsServedWithoutACount(t *testing.T) {
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 	}))
 	t.Cleanup(srv.Close)
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.URL + "/v1"}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := streamOnce(t, endpoints.NewClient(ep, endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})), "m")
+	res := streamOnce(t, modelClient(t, srv.URL+"/v1", ""), "m")
 	if res.Class != "" || !res.Done || res.ProxyRetries != 0 || res.ProxyFallbacks != 0 {
 		t.Errorf("class %q, done %v, proxy retries %d, fallbacks %d; want a completed stream with no count", res.Class, res.Done, res.ProxyRetries, res.ProxyFallbacks)
 	}

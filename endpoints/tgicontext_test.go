@@ -2,16 +2,12 @@ package endpoints_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
-
-// axumNotFound is TGI's router's answer to an unknown route: 404, no body.
-func axumNotFound(w http.ResponseWriter) { w.WriteHeader(404) }
 
 func TestContextLengthReadsTGIsInfo(t *testing.T) {
 	t.Parallel()
@@ -36,13 +32,7 @@ func TestContextLengthReadsTGIsInfo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := infoServer{map[string]string{"/v1/models": models, "/info": tc.info}, axumNotFound}
-			ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: srv.start(t) + "/v1", Model: "meta-llama/Llama-3.1-8B-Instruct"}, env(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-			defer tr.Close()
-			c := endpoints.NewClient(ep, tr)
+			c := modelClient(t, srv.start(t)+"/v1", "meta-llama/Llama-3.1-8B-Instruct")
 			n, source, err := c.ContextLength(context.Background())
 			if err != nil || n != tc.want || source != tc.source {
 				t.Fatalf("got %d from %q (err %v), want %d from %q", n, source, err, tc.want, tc.source)
@@ -59,13 +49,8 @@ func TestContextLengthReadsTGIsInfo(t *testing.T) {
 func TestContextLengthOfTheTGIPersonalityIsItsMaxTotalTokens(t *testing.T) {
 	t.Parallel()
 	p := endpointstest.Start(t, endpointstest.TGI, endpointstest.Options{Context: 3000, APIKey: "k-secret-0123456789"})
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, env(map[string]string{"OPENAI_API_KEY": "k-secret-0123456789"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	defer tr.Close()
-	if n, source, err := endpoints.NewClient(ep, tr).ContextLength(context.Background()); n != 3000 || source != "max_total_tokens in GET /info" || err != nil {
+	c := clientOf(t, endpointOf(t, endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, map[string]string{"OPENAI_API_KEY": "k-secret-0123456789"}))
+	if n, source, err := c.ContextLength(context.Background()); n != 3000 || source != "max_total_tokens in GET /info" || err != nil {
 		t.Fatalf("got %d from %q (err %v), want 3000 from max_total_tokens", n, source, err)
 	}
 }

@@ -96,19 +96,7 @@ func TestADERFileOrAFolderGivenAsCACertIsSaidSo(t *testing.T) {
 		{p7b, []string{"only PKCS7", "openssl pkcs7 -print_certs -in " + p7b + " -out ca.pem"}},
 	} {
 		_, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://127.0.0.1:1/v1", CACert: tc.path}, func(string) string { return "" })
-		if err == nil || !badinput.Is(err) {
-			t.Errorf("%s: err %v, want bad input", tc.path, err)
-			continue
-		}
-		msg := err.Error()
-		if strings.Contains(msg, "\n") || !strings.Contains(msg, "--ca-cert") || !strings.Contains(msg, tc.path) {
-			t.Errorf("%s: %q: want one line naming --ca-cert and the path", tc.path, msg)
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%s: %q lacks %q", tc.path, msg, w)
-			}
-		}
+		badInputLine(t, tc.path, err, append([]string{"--ca-cert", tc.path}, tc.want...)...)
 	}
 }
 

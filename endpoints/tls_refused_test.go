@@ -119,25 +119,7 @@ func serveOnce(t *testing.T, answer []byte) string {
 // deadline exceeded".
 func TestAHandshakeNeverAnsweredIsSaidWithItsLimit(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				for _, c := range held {
-					c.Close()
-				}
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://" + ln.Addr().String() + "/v1"}, nil)
+	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: "https://" + endpointstest.Silent(t) + "/v1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

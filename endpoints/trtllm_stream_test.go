@@ -71,13 +71,7 @@ func TestAStreamTheServerGaveUpOnIsAStreamErrorWithItsWords(t *testing.T) {
 func personalityClient(t *testing.T, name string, o endpointstest.Options) (*endpointstest.Personality, *endpoints.Client) {
 	t.Helper()
 	p := endpointstest.Start(t, name, o)
-	ep, err := endpoints.Resolve(endpoints.Flags{Endpoint: p.BaseURL(), Model: p.Opts.Model}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1})
-	t.Cleanup(tr.Close)
-	return p, endpoints.NewClient(ep, tr)
+	return p, modelClient(t, p.BaseURL(), p.Opts.Model)
 }
 
 // LMDeploy's GenOut.finish_reason "abort" (a session stopped by the

@@ -3,7 +3,6 @@ package conform
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
@@ -11,25 +10,13 @@ import (
 	"time"
 
 	"github.com/glmbench/glmbench/endpoints"
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 )
 
-// endlessStream answers every chat with a 200 event stream that never
-// ends, written as fast as the connection takes it: event, again and
-// again, until the client hangs up. It is an endpoint that ignores
-// max_tokens and never stops (a server bug, or a proxy looping), at the
-// speed that hurts a reader most.
-func endlessStream(event string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		// Many events per write, so the fake outruns the reader.
-		batch := []byte(strings.Repeat(event, 256))
-		for r.Context().Err() == nil {
-			if _, err := w.Write(batch); err != nil {
-				return
-			}
-		}
-	})
+// endlessStream is endpointstest.Endless of event again and again, many
+// events per write, so the fake outruns the reader.
+func endlessStream(t *testing.T, event string) *httptest.Server {
+	return endpointstest.Endless(t, "", []byte(strings.Repeat(event, 256)))
 }
 
 // The stream check sends max_tokens 8: its bounds are those of
@@ -61,8 +48,7 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 			fmt.Sprintf("the stream did not end: more than %d bytes for max_tokens %d (0 content events)", endpoints.BodyBound(streamCheckTokens), streamCheckTokens)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(endlessStream(tc.event))
-			defer srv.Close()
+			srv := endlessStream(t, tc.event)
 			cfg := testConfig(srv.URL, "m")
 			// The time limit is what the stream would run to without its
 			// bounds: long against them, which this fake reaches in well
@@ -100,8 +86,7 @@ func TestAStreamThatNeverEndsIsCutAtItsBoundWithBoundedMemory(t *testing.T) {
 // is always below run's EventBound, since conform keeps these chunks whole.
 func TestTheBoundsComeFromTheRequestsMaxTokens(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
-	defer srv.Close()
+	srv := endlessStream(t, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`+"\n\n")
 	cfg := testConfig(srv.URL, "m")
 	// The bound ends each stream (in well under a second); the limit only
 	// guards a regression, long enough that a loaded machine under -race
@@ -126,8 +111,7 @@ func TestTheBoundsComeFromTheRequestsMaxTokens(t *testing.T) {
 // the client's last-resort bound ended it.
 func TestTheProbeBurstEndsAnEndlessStreamAtItsBound(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(endlessStream(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"))
-	defer srv.Close()
+	srv := endlessStream(t, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`+"\n\n")
 	cfg := testConfig(srv.URL, "m")
 	// The bound ends each stream; the limit (the burst's TTFT, twice it
 	// in all) only guards a regression, long enough that a loaded machine

@@ -61,6 +61,15 @@ func run(t *testing.T, cfg Config) map[string]schema.CheckResult {
 	return out
 }
 
+// wantResult fails the test unless check id's result in res is st with a
+// detail that says says.
+func wantResult(t *testing.T, res map[string]schema.CheckResult, id string, st Status, says string) {
+	t.Helper()
+	if r := res[id]; r.Status != string(st) || !strings.Contains(r.Detail, says) {
+		t.Errorf("%s: %s %q, want %s saying %q", id, r.Status, r.Detail, st, says)
+	}
+}
+
 func describe(res map[string]schema.CheckResult) string {
 	var b strings.Builder
 	for _, id := range IDs() {
@@ -285,12 +294,8 @@ func TestTheQueueOverflowCheckPassesWhenTheEngineRefusesWith503(t *testing.T) {
 	cfg := testConfig(e.BaseURL(), e.ModelName())
 	cfg.Only, cfg.ProbeLimits = []string{"rate-limit", "queue-overflow"}, 8
 	res := run(t, cfg)
-	if r := res["queue-overflow"]; r.Status != string(Pass) || !strings.Contains(r.Detail, "× 503") {
-		t.Errorf("queue-overflow: %s %q, want a pass counting 503s", r.Status, r.Detail)
-	}
-	if r := res["rate-limit"]; r.Status != string(Skip) || !strings.Contains(r.Detail, "none of 8") {
-		t.Errorf("rate-limit: %s %q, want a skip: nothing was rate-limited", r.Status, r.Detail)
-	}
+	wantResult(t, res, "queue-overflow", Pass, "× 503")
+	wantResult(t, res, "rate-limit", Skip, "none of 8") // nothing was rate-limited
 }
 
 func TestAnInterruptedRunSkipsWhatItDidNotFinish(t *testing.T) {

@@ -328,9 +328,7 @@ func TestANumericsAnswerPastItsLimitIsNamedNotRead(t *testing.T) {
 	}
 	want := fmt.Sprintf("larger than %d KiB", numericsLimit>>10)
 	for _, id := range cfg.Only {
-		if r := res[id]; r.Status != string(Fail) || !strings.Contains(r.Detail, want) {
-			t.Errorf("%s: %s %q, want a failure saying %q", id, r.Status, r.Detail, want)
-		}
+		wantResult(t, res, id, Fail, want)
 	}
 }
 

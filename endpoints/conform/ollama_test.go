@@ -34,9 +34,7 @@ func TestAgainstOllamaADroppedIgnoreEOSFailsMaxTokensAlone(t *testing.T) {
 	if r := res["max-tokens"]; !strings.Contains(r.Detail, "does not honour ignore_eos") {
 		t.Errorf("max-tokens: %q; want it to name ignore_eos not honoured", r.Detail)
 	}
-	if r := res["concurrent-streams"]; r.Status != string(Pass) || !strings.Contains(r.Detail, "without ignore_eos, which max-tokens found not honoured") {
-		t.Errorf("concurrent-streams: %s %q; want a pass judged without ignore_eos", r.Status, r.Detail)
-	}
+	wantResult(t, res, "concurrent-streams", Pass, "without ignore_eos, which max-tokens found not honoured")
 }
 
 // sameIDs puts p behind a proxy that gives every answer the id
@@ -84,7 +82,5 @@ func TestConcurrentStreamsTellsRepeatedIDsFromCrossedStreams(t *testing.T) {
 	cfg := testConfig(sameIDs(t, p), p.Opts.Model)
 	cfg.Only = []string{"concurrent-streams"}
 	res := run(t, cfg)
-	if r := res["concurrent-streams"]; r.Status != string(Pass) || !strings.Contains(r.Detail, "31 share theirs with another stream") {
-		t.Errorf("concurrent-streams: %s %q; want a pass naming the 31 repeats", r.Status, r.Detail)
-	}
+	wantResult(t, res, "concurrent-streams", Pass, "31 share theirs with another stream")
 }

@@ -22,16 +22,10 @@ func TestAgainstTheOpenAIAPITheStreamChecksRunWithoutIgnoreEOS(t *testing.T) {
 	cfg := testConfig(p.BaseURL(), p.Opts.Model)
 	cfg.ProbeLimits = 8
 	res := run(t, cfg)
-	want := func(id string, st Status, says string) {
-		t.Helper()
-		if r := res[id]; r.Status != string(st) || !strings.Contains(r.Detail, says) {
-			t.Errorf("%s: %s %q, want %s saying %q", id, r.Status, r.Detail, st, says)
-		}
-	}
-	want("stream", Pass, "streams")
-	want("max-tokens", Skip, "refuses ignore_eos")
-	want("concurrent-streams", Pass, "without ignore_eos, which the endpoint refuses")
-	want("disconnect", Pass, "without ignore_eos, which the endpoint refuses")
+	wantResult(t, res, "stream", Pass, "streams")
+	wantResult(t, res, "max-tokens", Skip, "refuses ignore_eos")
+	wantResult(t, res, "concurrent-streams", Pass, "without ignore_eos, which the endpoint refuses")
+	wantResult(t, res, "disconnect", Pass, "without ignore_eos, which the endpoint refuses")
 	for _, id := range []string{"concurrent-streams", "disconnect", "rate-limit", "queue-overflow"} {
 		if r := res[id]; r.Status == string(Skip) && strings.Contains(r.Detail, "needs") {
 			t.Errorf("%s: a skip %q; it needs streams that end, not ignore_eos", id, r.Detail)
@@ -39,8 +33,8 @@ func TestAgainstTheOpenAIAPITheStreamChecksRunWithoutIgnoreEOS(t *testing.T) {
 	}
 	// The burst ran: the fake has no limiter, so all 8 are served, and
 	// the details say the burst went without ignore_eos.
-	want("rate-limit", Skip, "none of 8 requests at once was rate-limited")
-	want("queue-overflow", Skip, "all 8 requests at once were served")
+	wantResult(t, res, "rate-limit", Skip, "none of 8 requests at once was rate-limited")
+	wantResult(t, res, "queue-overflow", Skip, "all 8 requests at once were served")
 	for _, id := range []string{"rate-limit", "queue-overflow"} {
 		if r := res[id]; !strings.Contains(r.Detail, "the burst went without ignore_eos, which the endpoint refuses") {
 			t.Errorf("%s: %q does not say the burst went without ignore_eos", id, r.Detail)

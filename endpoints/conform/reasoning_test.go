@@ -70,9 +70,7 @@ func TestAReasoningModelsLongThinkingPassesTheStreamCheckInBoundedMemory(t *test
 	cfg.Only = []string{"stream"}
 	res := run(t, cfg)
 	want := fmt.Sprintf("%d chunks of reasoning alone", streamsInARow*thinkerThoughts)
-	if r := res["stream"]; r.Status != string(Pass) || !strings.Contains(r.Detail, want) {
-		t.Errorf("stream: %s %q, want a pass saying %q", r.Status, r.Detail, want)
-	}
+	wantResult(t, res, "stream", Pass, want)
 
 	s, done := newSuite(cfg)
 	defer done()
@@ -119,8 +117,7 @@ func TestAReasoningModelsLongThinkingPassesTheStreamCheckInBoundedMemory(t *test
 // role belongs.
 func TestEndlessReasoningIsCutAtRunsEventBound(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(endlessStream(thinkerChunk))
-	defer srv.Close()
+	srv := endlessStream(t, thinkerChunk)
 	cfg := testConfig(srv.URL, "m")
 	// The bound ends the stream; the limit only guards a regression.
 	cfg.Timeout = 30 * time.Second

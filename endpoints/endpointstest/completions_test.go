@@ -1,9 +1,6 @@
 package endpointstest
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // A streamed /v1/completions answer as each server sends it: no role
 // chunk, object "text_completion", the text in choices[0].text (a string,
@@ -27,18 +24,7 @@ func TestCompletionsStreamsHaveEachServersShape(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Start(t, tc.kind, tc.opts)
 			for _, incl := range []bool{true, false} {
-				body := map[string]any{"model": p.Opts.Model, "prompt": "Once upon a time", "max_tokens": 7, "stream": true, "ignore_eos": true}
-				if incl {
-					body["stream_options"] = map[string]any{"include_usage": true}
-				}
-				r := post(t, p.BaseURL()+"/completions", body)
-				if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-					t.Fatalf("status %d %s", r.status, r.body)
-				}
-				s := readStream(t, r.body)
-				if !s.done {
-					t.Fatal("no [DONE]")
-				}
+				s := streamed(t, p.BaseURL()+"/completions", withUsage(map[string]any{"model": p.Opts.Model, "prompt": "Once upon a time", "max_tokens": 7, "stream": true, "ignore_eos": true}, incl))
 				text, finishes := 0, 0
 				var finUsage, apartUsage map[string]any
 				var fin map[string]any

@@ -73,22 +73,9 @@ func TestOllamaStreamsARoleInEveryDeltaAndUsageOnlyWhenAsked(t *testing.T) {
 	p := Start(t, Ollama, Options{})
 	want := ChatPromptTokens([]string{"hello there"})
 	for _, asked := range []bool{false, true} {
-		body := chatBody("llama3.2:latest", "hello there", 5, "stream", true)
+		evs := streamed(t, p.BaseURL()+"/chat/completions", withUsage(chatBody("llama3.2:latest", "hello there", 5, "stream", true), asked)).events
 		if asked {
-			body["stream_options"] = map[string]any{"include_usage": true}
-		}
-		s := readStream(t, post(t, p.BaseURL()+"/chat/completions", body).body)
-		if !s.done {
-			t.Fatal("no [DONE]")
-		}
-		evs := s.events
-		if asked {
-			last := evs[len(evs)-1]
-			u, _ := last["usage"].(map[string]any)
-			if cs := last["choices"].([]any); len(cs) != 0 || num(u["prompt_tokens"]) != float64(want) || num(u["completion_tokens"]) != 5 {
-				t.Fatalf("last chunk %v; want choices [] and usage %d+5", last, want)
-			}
-			evs = evs[:len(evs)-1]
+			evs = usageApart(t, evs, want, 5)
 		}
 		// 5 content chunks, then the finish chunk.
 		if len(evs) != 6 {
@@ -111,19 +98,15 @@ func TestOllamaStreamsARoleInEveryDeltaAndUsageOnlyWhenAsked(t *testing.T) {
 func TestOllamaCompletionsStreamCarriesZeroUsageOnEveryChunk(t *testing.T) {
 	p := Start(t, Ollama, Options{})
 	body := map[string]any{"model": "llama3.2", "prompt": "one two three", "max_tokens": 4, "stream": true, "stream_options": map[string]any{"include_usage": true}}
-	evs := readStream(t, post(t, p.BaseURL()+"/completions", body).body).events
+	evs := streamed(t, p.BaseURL()+"/completions", body).events
 	if len(evs) != 6 {
 		t.Fatalf("%d chunks, want 4 text chunks, the finish chunk, the usage chunk", len(evs))
 	}
-	for i, ev := range evs[:5] {
+	for i, ev := range usageApart(t, evs, Tokens("one two three"), 4) {
 		u := ev["usage"].(map[string]any)
 		if num(u["prompt_tokens"]) != 0 || num(u["completion_tokens"]) != 0 || num(u["total_tokens"]) != 0 || ev["object"] != "text_completion" {
 			t.Errorf("chunk %d: %v; want usage all 0", i, ev)
 		}
-	}
-	last := evs[5]
-	if u := last["usage"].(map[string]any); len(last["choices"].([]any)) != 0 || num(u["prompt_tokens"]) != float64(Tokens("one two three")) || num(u["completion_tokens"]) != 4 {
-		t.Errorf("last %v", last)
 	}
 }
 
@@ -267,16 +250,8 @@ func TestOllamaAnswers503PastItsQueue(t *testing.T) {
 			}
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p.mu.Lock()
-		n := p.inflight
-		p.mu.Unlock()
-		if n == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests in flight, want 3", n)
-		}
+	if !eventually(10*time.Second, func() bool { return inflight(p) == 3 }) {
+		t.Fatalf("%d requests in flight, want 3", inflight(p))
 	}
 	r := post(t, p.BaseURL()+"/chat/completions", chatBody("llama3.2", "hi", 2))
 	e, _ := r.json(t)["error"].(map[string]any)

@@ -31,13 +31,9 @@ func hold(t *testing.T, p *Personality, n int) (release func()) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(p.PromptTokens()) < n {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("the workers admitted %d of %d held requests", len(p.PromptTokens()), n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return len(p.PromptTokens()) >= n }) {
+		cancel()
+		t.Fatalf("the workers admitted %d of %d held requests", len(p.PromptTokens()), n)
 	}
 	return func() {
 		cancel()
@@ -236,16 +232,13 @@ func TestSGLangRoutersOwnLimiterAnswers429WithNoBody(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	queued := func() bool {
 		p.mu.Lock()
-		q := p.router.queued
-		p.mu.Unlock()
-		if q == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second request never queued")
-		}
+		defer p.mu.Unlock()
+		return p.router.queued == 1
+	}
+	if !eventually(10*time.Second, queued) {
+		t.Fatal("the second request never queued")
 	}
 	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "refused", 4))
 	if r.status != 429 || len(r.body) != 0 || r.header.Get("Retry-After") != "" {

@@ -73,24 +73,10 @@ func TestTGIStreamsChatWithoutARoleChunkAndUsageOnlyWhenAsked(t *testing.T) {
 	t.Parallel()
 	p := Start(t, TGI, Options{})
 	prompt := "the cat sat"
-	wantPrompt := float64(ChatPromptTokens([]string{prompt}))
 	for _, asked := range []bool{false, true} {
-		body := chatBody(p.Opts.Model, prompt, 5, "stream", true)
+		content := streamed(t, p.BaseURL()+"/chat/completions", withUsage(chatBody(p.Opts.Model, prompt, 5, "stream", true), asked)).events
 		if asked {
-			body["stream_options"] = map[string]any{"include_usage": true}
-		}
-		s := readStream(t, post(t, p.BaseURL()+"/chat/completions", body).body)
-		if !s.done {
-			t.Fatal("no [DONE]")
-		}
-		content := s.events
-		if asked {
-			last := s.events[len(s.events)-1]
-			u, _ := last["usage"].(map[string]any)
-			if cs, _ := last["choices"].([]any); len(cs) != 0 || num(u["prompt_tokens"]) != wantPrompt || num(u["completion_tokens"]) != 5 {
-				t.Errorf("include_usage: last event %v; want choices [] and usage %v+5", last, wantPrompt)
-			}
-			content = s.events[:len(s.events)-1]
+			content = usageApart(t, content, ChatPromptTokens([]string{prompt}), 5)
 		}
 		// One chunk per token, each a delta of role and content, the last
 		// carrying finish_reason; none carries usage.
@@ -220,16 +206,8 @@ func TestTGIAnswersPastMaxConcurrentRequestsModelIsOverloaded(t *testing.T) {
 		post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hold", 2))
 	}()
 	// Wait until the first holds the one permit (the fake counts it).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p.mu.Lock()
-		n := p.inflight
-		p.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first request never arrived")
-		}
+	if !eventually(5*time.Second, func() bool { return inflight(p) == 1 }) {
+		t.Fatal("the first request never arrived")
 	}
 	r := post(t, p.BaseURL()+"/chat/completions", chatBody(p.Opts.Model, "hi", 2))
 	if v := r.json(t); r.status != 429 || v["error"] != "Model is overloaded" || v["error_type"] != "overloaded" {

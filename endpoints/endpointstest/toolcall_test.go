@@ -14,6 +14,14 @@ func toolsBody(model string, maxTokens int, choice any) map[string]any {
 		"tools", tools, "tool_choice", choice)
 }
 
+// unstreamed is b asking for a whole answer: stream false, no
+// stream_options.
+func unstreamed(b map[string]any) map[string]any {
+	b["stream"] = false
+	delete(b, "stream_options")
+	return b
+}
+
 // toolCallOf is the delta's only tool_calls entry, nil when it has none.
 func toolCallOf(t *testing.T, delta map[string]any) map[string]any {
 	t.Helper()
@@ -148,10 +156,7 @@ func TestToolChoiceDecidesWhetherTheModelCalls(t *testing.T) {
 func TestAWholeAnswerCarriesTheToolCall(t *testing.T) {
 	t.Parallel()
 	p := Start(t, SGLang, Options{EOSAfter: 5})
-	b := toolsBody(p.Opts.Model, 8, "required")
-	b["stream"] = false
-	delete(b, "stream_options")
-	v := post(t, p.BaseURL()+"/chat/completions", b).json(t)
+	v := post(t, p.BaseURL()+"/chat/completions", unstreamed(toolsBody(p.Opts.Model, 8, "required"))).json(t)
 	msg, _ := choice0(v)["message"].(map[string]any)
 	calls, _ := msg["tool_calls"].([]any)
 	u, _ := v["usage"].(map[string]any)
@@ -201,9 +206,7 @@ func TestVLLMSaysToolCallsAsItsSourceDoes(t *testing.T) {
 				}
 			}
 		} else {
-			b["stream"] = false
-			delete(b, "stream_options")
-			finish, _ = choice0(post(t, p.BaseURL()+"/chat/completions", b).json(t))["finish_reason"].(string)
+			finish, _ = choice0(post(t, p.BaseURL()+"/chat/completions", unstreamed(b)).json(t))["finish_reason"].(string)
 		}
 		if finish != c.want {
 			t.Errorf("tool_choice %v, stream %v: finish_reason %q, want %q", c.choice, c.stream, finish, c.want)
@@ -231,9 +234,7 @@ func TestAToolCallCutByAStopClosesItsArguments(t *testing.T) {
 					streamed += frag
 				}
 			}
-			b["stream"] = false
-			delete(b, "stream_options")
-			msg, _ := choice0(post(t, p.BaseURL()+"/chat/completions", b).json(t))["message"].(map[string]any)
+			msg, _ := choice0(post(t, p.BaseURL()+"/chat/completions", unstreamed(b)).json(t))["message"].(map[string]any)
 			calls, _ := msg["tool_calls"].([]any)
 			if len(calls) == 1 {
 				fn, _ := calls[0].(map[string]any)["function"].(map[string]any)

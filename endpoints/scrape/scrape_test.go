@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports/schema"
 )
 
@@ -286,27 +287,14 @@ func TestScrapeFollowsARedirectWithinItsOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var auth string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/metrics":
-			http.Redirect(w, r, "/metrics/", http.StatusTemporaryRedirect)
-		case "/metrics/":
-			auth = r.Header.Get("X-Api-Key")
-			w.Header().Set("Content-Type", ctText)
-			w.Write(body)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
+	srv, header := endpointstest.RedirectedMetrics(t, body)
 	h := http.Header{}
 	h.Set("X-Api-Key", "sk-origin-only-123456")
 	got := New(srv.URL+"/metrics", srv.Client(), h).Scrape(context.Background())
 	if got.Error != "" || got.Source != "vllm" {
 		t.Fatalf("source %q error %q: want vllm's series from /metrics/", got.Source, got.Error)
 	}
-	if auth != "sk-origin-only-123456" {
+	if auth := header().Get("X-Api-Key"); auth != "sk-origin-only-123456" {
 		t.Errorf("X-Api-Key at /metrics/ %q, want the endpoint's", auth)
 	}
 }
