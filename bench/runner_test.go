@@ -44,6 +44,15 @@ func testOptions(t testing.TB, srv *endpointstest.Server, nonce string) *Options
 	}
 }
 
+// fakeOptions is testOptions against a fake server of the default
+// behaviour, closed when t ends.
+func fakeOptions(t testing.TB, nonce string) *Options {
+	t.Helper()
+	srv := endpointstest.New(nil)
+	t.Cleanup(srv.Close)
+	return testOptions(t, srv, nonce)
+}
+
 // plan skips calibration: the fake server counts prompt tokens by length.
 func plan(n, in, out int) Plan {
 	return Plan{Spec: Spec{Name: "p", N: n, In: in, Out: out}, Cal: Calibration{Target: in, Chars: in * 4, PromptTokens: -1}}
@@ -422,9 +431,7 @@ func TestRequestRateSpreadsSendsAsAPoissonProcess(t *testing.T) {
 		t.Fatal("burst mode planned a delay")
 	}
 
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe0005")
+	o := fakeOptions(t, "cafe0005")
 	o.RequestRate = 50
 	run := RunPhase(context.Background(), o, plan(10, 16, 2))
 	last := 0.0
@@ -438,9 +445,7 @@ func TestRequestRateSpreadsSendsAsAPoissonProcess(t *testing.T) {
 
 func TestRequestsNeverSentAreCounted(t *testing.T) {
 	t.Parallel()
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe0006")
+	o := fakeOptions(t, "cafe0006")
 	o.RequestRate = 5 // one every 200 ms on average
 	o.PhaseCap = 300 * time.Millisecond
 	run := RunPhase(context.Background(), o, plan(40, 16, 2))

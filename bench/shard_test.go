@@ -60,9 +60,7 @@ func TestTwoShardsCoverEveryIndexOnceOnTheWholeSchedule(t *testing.T) {
 // of its requests are ever in flight, and all its n/2 still complete.
 func TestAShardKeepsToItsShareOfMaxConcurrency(t *testing.T) {
 	t.Parallel()
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe0a10")
+	o := fakeOptions(t, "cafe0a10")
 	o.Shard = &Shard{Index: 1, Count: 2}
 	o.MaxConcurrency = 3
 	run := RunPhase(context.Background(), o, plan(20, 16, 4))

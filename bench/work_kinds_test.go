@@ -217,9 +217,7 @@ func TestTheCurveStopsAtTheWorkloadsLongestPromptBelowTheContext(t *testing.T) {
 
 func TestAPlanBuiltWithoutARunNonceStillHasOne(t *testing.T) {
 	t.Parallel()
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "")
+	o := fakeOptions(t, "")
 	plans, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{{Phase: workload.Phase{Name: "r", Kind: workload.Random}, Reqs: []workload.Request{{Input: 40, Output: 2}, {I: 1, Input: 60, Output: 2}}}})
 	if err != nil {
 		t.Fatalf("a run without a nonce: %v", err)
@@ -248,9 +246,7 @@ func TestAPlanBuiltWithoutARunNonceStillHasOne(t *testing.T) {
 
 func TestADataSetItemWithoutAUserMessageIsRefused(t *testing.T) {
 	t.Parallel()
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe0104")
+	o := fakeOptions(t, "cafe0104")
 	wp := jsonlPhase(t, `{"prompt": "hello there", "max_tokens": 3}`+"\n"+`{"messages": [{"role": "system", "content": "only a system prompt"}], "max_tokens": 3}`+"\n")
 	_, _, err := PrepareWorkload(context.Background(), o, []WorkPhase{wp})
 	wantBadInput(t, err, "phase d: "+wp.Phase.Path+":2: no user message")
@@ -312,9 +308,7 @@ func TestATracePhaseSendsEachRequestAtItsScaledTimestamp(t *testing.T) {
 	if raceOn {
 		t.Skip("send timing under the race detector says nothing")
 	}
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe0105")
+	o := fakeOptions(t, "cafe0105")
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	ms := []int{1000, 1040, 1041, 1100, 1230, 1231, 1300, 1450}
 	var lines []string
@@ -533,9 +527,7 @@ func TestATurnThatFailsLeavesItsSessionGoingAndExpectingTheLastServedHistory(t *
 
 func TestRequestsPlannedOutOfIndexOrderAreSentInTimeOrderAndTheUnsentKeepTheirAnnotations(t *testing.T) {
 	t.Parallel()
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe0109")
+	o := fakeOptions(t, "cafe0109")
 	o.PhaseCap = 300 * time.Millisecond
 	// Planned at 200 ms, 0 and 100 ms, and one past the cap.
 	reqs := []workload.Request{
@@ -562,9 +554,7 @@ func TestRequestsPlannedOutOfIndexOrderAreSentInTimeOrderAndTheUnsentKeepTheirAn
 
 func TestASweepsCycleAnnotatesEachRequestWithItsWorkloadRequest(t *testing.T) {
 	t.Parallel()
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe010a")
+	o := fakeOptions(t, "cafe010a")
 	reqs := multiTurnReqs(2, 3, 20, 2, 0)
 	ph := workload.Phase{Name: "talk", Kind: workload.MultiTurn, Sessions: 2, Turns: 3, UserTokens: 20, OutputTokens: 2}
 	plans := mustPrepare(t, o, []WorkPhase{{Phase: ph, Reqs: reqs}})
@@ -582,9 +572,7 @@ func TestASweepsCycleAnnotatesEachRequestWithItsWorkloadRequest(t *testing.T) {
 
 func TestAWorkloadPlanHoldsNoBodyItIsNotSending(t *testing.T) {
 	// Not parallel: it reads the heap, which no other test then grows.
-	srv := endpointstest.New(nil)
-	defer srv.Close()
-	o := testOptions(t, srv, "cafe010b")
+	o := fakeOptions(t, "cafe010b")
 	// 30 sessions of 30 turns: each turn resends its history, so the
 	// bodies add up to the square of the turns.
 	reqs := multiTurnReqs(30, 30, 100, 8, 0)

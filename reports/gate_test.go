@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"io"
 	"strings"
 	"testing"
 
@@ -52,8 +53,14 @@ func mustParse(t *testing.T, exprs ...string) []threshold.Threshold {
 
 func gateLines(t *testing.T, g *gate.Result) string {
 	t.Helper()
+	return written(t, func(w io.Writer) error { return gate.WriteLines(w, g) })
+}
+
+// written is what write writes; its error fails t.
+func written(t *testing.T, write func(io.Writer) error) string {
+	t.Helper()
 	var buf bytes.Buffer
-	if err := gate.WriteLines(&buf, g); err != nil {
+	if err := write(&buf); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/internal/badinput"
@@ -13,10 +12,11 @@ import (
 // mistake) is bad input naming the bound, not read whole into memory; a
 // sparse file costs no disk.
 func TestLoadRefusesAReportOverTheBound(t *testing.T) {
-	dir := t.TempDir()
-	boundedfiletest.Sparse(t, filepath.Join(dir, ReportJSON), MaxReportFile+1)
-	_, err := Load(dir)
-	if !badinput.Is(err) || !strings.Contains(err.Error(), "over 256 MiB") {
-		t.Fatalf("Load(%d bytes) = %v, want bad input over 256 MiB", MaxReportFile+1, err)
+	err := boundedfiletest.OverBound(t, ReportJSON, MaxReportFile, "over 256 MiB", func(path string) error {
+		_, err := Load(filepath.Dir(path))
+		return err
+	})
+	if !badinput.Is(err) {
+		t.Fatalf("Load(%d bytes) = %v, want bad input", MaxReportFile+1, err)
 	}
 }

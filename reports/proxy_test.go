@@ -2,6 +2,7 @@ package reports_test
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -123,11 +124,7 @@ func TestTheSweepSummarySaysWhatTheProxyDid(t *testing.T) {
 // reportMD is report.md of rep.
 func reportMD(t *testing.T, rep *schema.Report) string {
 	t.Helper()
-	var b bytes.Buffer
-	if err := reports.WriteMarkdown(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return written(t, func(w io.Writer) error { return reports.WriteMarkdown(w, rep) })
 }
 
 // wantMD fails t for each of wants that report.md md lacks.

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/internal/boundedfile/boundedfiletest"
@@ -11,9 +9,8 @@ import (
 // A file past maxCostFile (/dev/zero, a wrong path) is refused with the bound
 // in the error, not read whole into memory; a sparse file costs no disk.
 func TestFileOverTheBoundIsRefused(t *testing.T) {
-	path := boundedfiletest.Sparse(t, filepath.Join(t.TempDir(), "huge"), maxCostFile+1)
-	_, err := ReadCost(path)
-	if err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
-		t.Fatalf("reading %d bytes: %v, want an over-16-MiB error", maxCostFile+1, err)
-	}
+	boundedfiletest.OverBound(t, "huge", maxCostFile, "over 16 MiB", func(path string) error {
+		_, err := ReadCost(path)
+		return err
+	})
 }

@@ -3,7 +3,6 @@ package threshold
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/internal/boundedfile/boundedfiletest"
@@ -12,10 +11,10 @@ import (
 // A threshold file past maxThresholdFile (/dev/zero, a report given by
 // mistake) is refused with the bound in the error, not read whole.
 func TestReadFileRefusesAFileOverTheBound(t *testing.T) {
-	path := boundedfiletest.Sparse(t, filepath.Join(t.TempDir(), "huge.yaml"), maxThresholdFile+1)
-	if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
-		t.Fatalf("ReadFile(%d bytes) = %v, want an over-16-MiB error", maxThresholdFile+1, err)
-	}
+	boundedfiletest.OverBound(t, "huge.yaml", maxThresholdFile, "over 16 MiB", func(path string) error {
+		_, err := ReadFile(path)
+		return err
+	})
 }
 
 // A small file is still read and parsed.

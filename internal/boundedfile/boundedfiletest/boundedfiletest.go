@@ -4,6 +4,8 @@ package boundedfiletest
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,4 +22,17 @@ func Sparse(t testing.TB, path string, size int64) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// OverBound makes name, in a directory of its own, a sparse file one byte
+// past max and returns read's error for it, failing t unless that error
+// says want (the bound, as "over 16 MiB"): the file is refused, not read
+// whole into memory.
+func OverBound(t testing.TB, name string, max int64, want string, read func(path string) error) error {
+	t.Helper()
+	err := read(Sparse(t, filepath.Join(t.TempDir(), name), max+1))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("reading %d bytes: %v, want an error saying %s", max+1, err, want)
+	}
+	return err
 }
