@@ -127,7 +127,7 @@ func TestEvalAllRunsTheFourOnTheBuiltinEngine(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	if md, _ := os.ReadFile(filepath.Join(dir, reports.ReportMD)); !strings.Contains(string(md), "## Evals") {
+	if md := cmdtest.ReadFile(t, dir, reports.ReportMD); !strings.Contains(md, "## Evals") {
 		t.Errorf("report.md:\n%s", md)
 	}
 }
