@@ -322,10 +322,7 @@ func TestEvalWritesItsItemsBesideTheReportAndARerunReplacesItsOwn(t *testing.T) 
 	dir := t.TempDir()
 	count := func() map[string]int {
 		t.Helper()
-		in, err := reports.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := cmdtest.Load(t, dir)
 		n := map[string]int{}
 		for _, it := range in.Items {
 			n[it.Eval]++
