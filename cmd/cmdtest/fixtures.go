@@ -10,6 +10,7 @@ import (
 
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports"
 )
 
 // WriteFile writes content to name in a fresh temporary folder and returns
@@ -68,4 +69,16 @@ func WantRefused(t testing.TB, code int, stderr string, hits *atomic.Int64, want
 	if n := hits.Load(); n != 0 {
 		t.Errorf("%d HTTP requests reached the endpoint; want none", n)
 	}
+}
+
+// Load is the report at path (a command's --out folder, or its report.json)
+// with its records and samples, as reports.Load reads it; a report that
+// cannot be read fails t.
+func Load(t testing.TB, path string) *reports.Input {
+	t.Helper()
+	in, err := reports.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }

@@ -127,7 +127,7 @@ func TestEvalAllRunsTheFourOnTheBuiltinEngine(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	if md, _ := os.ReadFile(filepath.Join(dir, reports.ReportMD)); !strings.Contains(string(md), "## Evals") {
+	if md := cmdtest.ReadFile(t, dir, reports.ReportMD); !strings.Contains(md, "## Evals") {
 		t.Errorf("report.md:\n%s", md)
 	}
 }
@@ -322,10 +322,7 @@ func TestEvalWritesItsItemsBesideTheReportAndARerunReplacesItsOwn(t *testing.T) 
 	dir := t.TempDir()
 	count := func() map[string]int {
 		t.Helper()
-		in, err := reports.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := cmdtest.Load(t, dir)
 		n := map[string]int{}
 		for _, it := range in.Items {
 			n[it.Eval]++

@@ -28,10 +28,7 @@ func compareBuiltins(t *testing.T, args ...string) *schema.Equivalence {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := cmdtest.Load(t, dir)
 	eq := in.Report.Equivalence
 	if eq == nil {
 		t.Fatal("no equivalence section")

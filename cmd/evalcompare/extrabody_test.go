@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/evals/compare"
@@ -37,10 +38,7 @@ func TestCompareExtraBodyGoesToBothSidesAndTheReport(t *testing.T) {
 			}
 		}
 	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := cmdtest.Load(t, dir)
 	if got := in.Report.Options.Extra(); got != `{"min_p":0,"top_k":1}` {
 		t.Errorf("the report records %q", got)
 	}
@@ -131,10 +129,7 @@ func TestCompareMergesOtherTemplateKwargsIntoItsOwn(t *testing.T) {
 			t.Errorf("%s: %d continuations, %d echoes", side, chats, echoes)
 		}
 	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := cmdtest.Load(t, dir)
 	if got := in.Report.Options.Extra(); got != `{"chat_template_kwargs":{"thinking":false},"top_k":1}` {
 		t.Errorf("the report records %q", got)
 	}

@@ -151,10 +151,7 @@ func TestRunBaselineCanRefuseAShapeBeforeSendingLoad(t *testing.T) {
 		t.Fatalf("a phase the baseline lacks: %v", err)
 	}
 	// What run has in memory is gated without writing it first.
-	cur, err := reports.Load(writeReport(t, "pr", 1000, 512))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cur := cmdtest.Load(t, writeReport(t, "pr", 1000, 512))
 	if err := Decide(f, p, "", []*schema.Report{cur.Report}); err != nil || !strings.Contains(out.String(), "✓ single.out_tput > -5%") {
 		t.Fatalf("%v\n%s", err, out)
 	}

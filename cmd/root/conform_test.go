@@ -2,11 +2,11 @@ package root
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/engine"
 	"github.com/glmbench/glmbench/engine/enginetest"
 	"github.com/glmbench/glmbench/reports"
@@ -39,12 +39,9 @@ func TestConformExitsByItsVerdictAndKeepsSecretsOut(t *testing.T) {
 		!strings.HasSuffix(stderr, "glmbench: 1 of 3 conformance checks failed: completions-echo\n") {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
 	}
-	report, err := os.ReadFile(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	report := cmdtest.ReadFile(t, dir, reports.ReportJSON)
 	for _, secret := range []string{secretKey, "hidden-header-value"} {
-		if strings.Contains(stdout+stderr+string(report), secret) {
+		if strings.Contains(stdout+stderr+report, secret) {
 			t.Errorf("a secret reached the output: %s", secret)
 		}
 	}

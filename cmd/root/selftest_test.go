@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/glmbench/glmbench/cmd/cmdtest"
 )
 
 // asMain makes this test binary act as glmbench itself when started with it
@@ -34,15 +35,12 @@ func TestSelftestMeasuresTheClientAgainstTheServersTruth(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "selftest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := cmdtest.ReadFile(t, dir, "selftest.json")
 	var res struct {
 		Levels []map[string]any `json:"levels"`
 		Python []map[string]any `json:"python_httpx"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil {
+	if err := json.Unmarshal([]byte(b), &res); err != nil {
 		t.Fatal(err)
 	}
 	check := func(who string, levels []map[string]any) {
@@ -82,15 +80,12 @@ func TestSelftestMeasuresTheClientAgainstTheServersTruth(t *testing.T) {
 		t.Errorf("stdout: %s", stdout)
 	}
 	// The truth file holds one line per request the server answered.
-	truth, err := os.ReadFile(filepath.Join(dir, "truth.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	truth := cmdtest.ReadFile(t, dir, "truth.jsonl")
 	want := 20
 	if python != "" {
 		want = 40
 	}
-	if n := strings.Count(string(truth), "\n"); n < want {
+	if n := strings.Count(truth, "\n"); n < want {
 		t.Errorf("truth.jsonl has %d lines, want at least %d", n, want)
 	}
 }

@@ -3,8 +3,6 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,20 +25,12 @@ func bufferedRun(t *testing.T, base, model string, extra ...string) (schema.Phas
 	if code := cmdutil.ExitCode(cmdtest.Execute(f, NewCmdRun, args...)); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	b, err := os.ReadFile(filepath.Join(out, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep schema.Report
-	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Phases) != 1 {
+	if err := json.Unmarshal([]byte(cmdtest.ReadFile(t, out, reports.ReportJSON)), &rep); err != nil || len(rep.Phases) != 1 {
 		t.Fatalf("report.json: %v, %d phases", err, len(rep.Phases))
 	}
 	recs := readRecords(t, out)
-	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep.Phases[0], recs, errOut.String() + "\n" + string(md)
+	return rep.Phases[0], recs, errOut.String() + "\n" + cmdtest.ReadFile(t, out, reports.ReportMD)
 }
 
 // readRecords is the requests.jsonl a run wrote in dir.

@@ -207,10 +207,7 @@ func TestAgentsSendTheExtraBody(t *testing.T) {
 
 func load(t *testing.T, path string) []*schema.Report {
 	t.Helper()
-	in, err := reports.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := cmdtest.Load(t, path)
 	return []*schema.Report{in.Report}
 }
 

@@ -98,10 +98,7 @@ func TestHeaderEnvTravelsToAgentsAsAVariableName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
-	in, err := reports.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := cmdtest.Load(t, dir)
 	if lacking.Load() != 0 || len(in.Records) != 6 || in.Report.Phases[0].Completed != 6 {
 		t.Errorf("%d requests lacked the key; %d records, %d completed: want 0, 6, 6", lacking.Load(), len(in.Records), in.Report.Phases[0].Completed)
 	}

@@ -2,14 +2,13 @@ package run
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports"
 )
 
 // SGLang started with --api-key and --admin-api-key takes only the admin key
@@ -59,12 +58,9 @@ func TestProfileOnSGLangWithAnAdminKeySendsItThereAlone(t *testing.T) {
 		t.Errorf("the second run's Authorization values (by count, keys hidden): admin %d, API %d, none %d (GET /health %d), %d distinct; want admin 2 (start, stop), none on /health alone, the API key on the rest",
 			sent["Bearer "+admin], sent["Bearer "+key], sent[""], health, len(sent))
 	}
-	report, rerr := os.ReadFile(filepath.Join(dir, "report.json"))
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
+	report := cmdtest.ReadFile(t, dir, reports.ReportJSON)
 	for _, s := range []string{key, admin, key[:12], admin[:12]} {
-		if strings.Contains(stderr, s) || strings.Contains(string(report), s) {
+		if strings.Contains(stderr, s) || strings.Contains(report, s) {
 			t.Errorf("%q reached stderr or report.json", s)
 		}
 	}

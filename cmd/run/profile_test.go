@@ -58,10 +58,7 @@ func TestProfileWrapsTheMeasuredLoad(t *testing.T) {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
 			checkProfiled(t, p, "POST /start_profile")
-			in, err := reports.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in := cmdtest.Load(t, dir)
 			if !in.Report.Options.Profile || !strings.Contains(cmdtest.ReadFile(t, dir, reports.ReportMD), "- profiled:") {
 				t.Errorf("report: options.profile %v, or report.md has no profiled line", in.Report.Options.Profile)
 			}

@@ -2,8 +2,6 @@ package run
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
+	"github.com/glmbench/glmbench/reports"
 )
 
 // The truth: the fake LiteLLM retries every second backend request twice
@@ -44,11 +43,7 @@ func TestARunThroughARetryingLiteLLMProxySaysWhichRequestsItRetried(t *testing.T
 	if s := errOut.String(); !strings.Contains(s, "phase p: 3 of 6 completed requests were retried inside the proxy") {
 		t.Errorf("stderr does not name the retried requests:\n%s", s)
 	}
-	md, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(md), "- p: 3 of 6 completed requests were retried inside the proxy (proxy_retried)") {
+	if md := cmdtest.ReadFile(t, out, reports.ReportMD); !strings.Contains(md, "- p: 3 of 6 completed requests were retried inside the proxy (proxy_retried)") {
 		t.Errorf("report.md does not show the retried requests:\n%s", md)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
-	"github.com/glmbench/glmbench/reports"
 )
 
 // vLLM's fake behind TLS with httptest's certificate (for 127.0.0.1,
@@ -49,10 +48,7 @@ func TestARunAgainstAPrivateCAsEndpointNeedsItsCAOrInsecure(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d\n%s", tc.flags, code, stderr)
 		}
-		in, err := reports.Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := cmdtest.Load(t, dir)
 		if len(in.Records) != 3 {
 			t.Errorf("%v: %d records, want 3", tc.flags, len(in.Records))
 		}
@@ -131,10 +127,7 @@ func TestAnEndpointsFilesCACertAndInsecureWorkAsTheFlags(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s", tc.name, code, stderr)
 		}
-		in, err := reports.Load(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := cmdtest.Load(t, out)
 		if ep := in.Report.Endpoint; ep.Insecure != tc.insecure || ep.CACert != tc.caCert || in.Report.Phases[0].Completed != 2 {
 			t.Errorf("%s: insecure %v, ca_cert %q, %d completed; want %v, %q, 2", tc.name, ep.Insecure, ep.CACert, in.Report.Phases[0].Completed, tc.insecure, tc.caCert)
 		}

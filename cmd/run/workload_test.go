@@ -108,11 +108,7 @@ func runSaying(t *testing.T, dir string, args ...string) (*reports.Input, string
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in, stderr
+	return cmdtest.Load(t, filepath.Join(dir, reports.ReportJSON)), stderr
 }
 
 // runEngine runs `glmbench run ARGS --out DIR` against e, fails t unless it

@@ -30,11 +30,7 @@ func sweepOK(t *testing.T, dir string, args ...string) *reports.Input {
 	if code, _, stderr := execute(t, append(args, "--out", dir)...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
+	return cmdtest.Load(t, filepath.Join(dir, reports.ReportJSON))
 }
 
 // Bad flags exit 2 in one line, before any endpoint is opened: the endpoint
@@ -91,10 +87,7 @@ func TestASweepWritesItsCapacityTableAndPlots(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	in, err := reports.Load(filepath.Join(dir, reports.ReportJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := cmdtest.Load(t, filepath.Join(dir, reports.ReportJSON))
 	if len(in.Report.Sweeps) != 1 || len(in.Recomputed) != 1 {
 		t.Fatalf("sweeps %d, recomputed %v, warnings %v", len(in.Report.Sweeps), in.Recomputed, in.Warnings)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdutil"
 	"github.com/glmbench/glmbench/cmd/conform"
 	"github.com/glmbench/glmbench/cmd/eval"
+	"github.com/glmbench/glmbench/cmd/evalcompare"
 	"github.com/glmbench/glmbench/cmd/run"
 	"github.com/glmbench/glmbench/cmd/sweep"
 )
@@ -74,6 +75,18 @@ var commands = []command{
 				return nil
 			})
 		}},
+}
+
+// endpointCommands is commands and eval compare: every command that opens
+// an endpoint by the shared endpoint flags (eval compare's reference has
+// flags of its own).
+var endpointCommands = append(append([]command(nil), commands...),
+	command{name: "eval compare", real: func(f *cmdutil.Factory) *cobra.Command { return evalcompare.NewCmdCompare(f, nil) }})
+
+// against is c's command line for the endpoint at base (model m, a fresh
+// --out), then extra.
+func (c command) against(t *testing.T, base string, extra ...string) []string {
+	return slices.Concat(c.args, []string{"--endpoint", base, "--model", "m", "--out", t.TempDir()}, extra)
 }
 
 func byName(t *testing.T, name string) command {
