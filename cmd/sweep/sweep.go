@@ -17,6 +17,7 @@ import (
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/phasewarn"
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
@@ -371,6 +372,9 @@ func Run(ctx context.Context, o *Options) error {
 			sampled = len(samples)
 			pt := &res.Points[len(res.Points)-1]
 			fmt.Fprintln(errOut, pointLine(res, pt))
+			for _, w := range pointWarnings(res, pt, records, tg.Endpoint.Model, bo.Shape.IgnoreEOS) {
+				fmt.Fprintln(errOut, w)
+			}
 			rep.Sweeps = []schema.SweepResult{*res}
 			if err := tg.WriteReport(o.F, rep, records); err != nil {
 				writeErr = err
@@ -460,6 +464,20 @@ func (o *Options) workPhase() (*bench.WorkPhase, string, error) {
 		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s: %s\n", ph.Name, w)
 	}
 	return &bench.WorkPhase{Phase: *ph, Reqs: reqs}, f.Source, nil
+}
+
+// pointWarnings are what run warns of after a phase (phasewarn.Lines), for
+// the point p of s: its PhaseResult is its window's measured requests, so
+// the records are those of all (every point's) that p measured.
+func pointWarnings(s *schema.SweepResult, p *schema.SweepPoint, all []schema.Record, model string, ignoreEOS bool) []string {
+	var measured []schema.Record
+	for i := range all {
+		if all[i].Point == p.Point && all[i].Window == schema.WindowMeasured {
+			measured = append(measured, all[i])
+		}
+	}
+	subject := fmt.Sprintf("point %d, %s %s", p.Point, s.Mode, reports.LoadString(p.Load))
+	return phasewarn.Lines(subject, &p.PhaseResult, measured, model, ignoreEOS)
 }
 
 // pointLine is the progress line after a point.
