@@ -166,9 +166,13 @@ func (o *Options) validate() ([]evals.Job, error) {
 		flag string
 		v    int
 		min  int
-	}{{"--window", o.Window, 3}, {"--gen-tokens", o.GenTokens, 1}, {"--concurrency", o.Concurrency, 1}, {"--limit", o.Limit, 0}} {
+		max  int // 0: none
+	}{{"--window", o.Window, 3, maxTokens}, {"--gen-tokens", o.GenTokens, 1, maxTokens}, {"--concurrency", o.Concurrency, 1, 0}, {"--limit", o.Limit, 0, 0}} {
 		if c.v < c.min {
 			return nil, badinput.Errorf("%s must be at least %d, got %d", c.flag, c.min, c.v)
+		}
+		if c.max > 0 && c.v > c.max {
+			return nil, badinput.Errorf("%s must be at most %d (2^24 tokens), got %d", c.flag, c.max, c.v)
 		}
 	}
 	// eval has always said this in one line for both of its limits.
@@ -199,6 +203,50 @@ func (o *Options) validate() ([]evals.Job, error) {
 		return nil, err
 	}
 	return jobs, nil
+}
+
+// maxTokens bounds --window and --gen-tokens: 2^24 tokens is past every
+// served context (the longest stated are 10M tokens), so a larger one is a
+// typo, said before any request rather than by the endpoint.
+const maxTokens = 1 << 24
+
+// checkContext refuses, before any eval request, a --window (ppl) or
+// --gen-tokens (long-ppl) past the context the endpoint states
+// (endpoints.Client.ContextLength: vLLM's max_model_len, SGLang's
+// context_length, llama.cpp's n_ctx per slot, TGI's max_total_tokens): each
+// of its requests would be refused or cut, and the eval would score
+// nothing. An endpoint that states none is not asked to.
+func checkContext(ctx context.Context, ep *endpoints.Endpoint, connect time.Duration, jobs []evals.Job, window, gen int) error {
+	type tokenFlag struct {
+		flag string
+		v    int
+	}
+	var checks []tokenFlag
+	for _, j := range jobs {
+		switch j.Eval.Name {
+		case "ppl":
+			checks = append(checks, tokenFlag{"--window", window})
+		case "long-ppl":
+			checks = append(checks, tokenFlag{"--gen-tokens", gen})
+		}
+	}
+	if len(checks) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, connect+20*time.Second)
+	defer cancel()
+	tr := endpoints.NewTransport(endpoints.TransportOptions{Conns: 1, ConnectTimeout: connect, Trust: ep.Trust})
+	defer tr.Close()
+	n, source, err := endpoints.NewClient(ep, tr).ContextLength(ctx)
+	if err != nil || n <= 0 {
+		return nil // not stated, or not said in time: the evals find out
+	}
+	for _, c := range checks {
+		if c.v > n {
+			return badinput.Errorf("%s %d passes the endpoint's context of %d tokens (%s): give %s %d or less", c.flag, c.v, n, source, c.flag, n)
+		}
+	}
+	return nil
 }
 
 func badData(name string, err error) error {
@@ -247,6 +295,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer tg.Close()
 	ep := tg.Endpoint
+	if err := checkContext(ctx, ep, o.ConnectTimeout, jobs, o.Window, o.GenTokens); err != nil {
+		return err
+	}
 	recorded := endpoints.RecordedExtra(o.extra, tg.Endpoint) // as the report records it, secrets hidden
 	ep.HideExtraSecrets(o.extra)                              // and as a server may quote them back
 	if err := checkExtraRecord(tg.Out, recorded, jobs); err != nil {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -212,19 +213,15 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	tg, err := o.shared().Open(ctx, o.F)
+	tg, ref, err := o.openBoth(ctx)
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
+	defer ref.Close()
 	if err := checkOut(tg.Out); err != nil {
 		return err
 	}
-	ref, err := target.OpenEndpoint(ctx, o.F, o.Reference, target.Wait{Connect: o.ConnectTimeout, Ready: o.WaitReady}, "--reference-endpoint", builtin(o.ReferenceWeightDType, o.ReferenceSeed))
-	if err != nil {
-		return err
-	}
-	defer ref.Close()
 	tg.Endpoint.HideExtraSecrets(o.extra) // a key sent in the body, quoted back in an error
 	ref.Endpoint.HideExtraSecrets(o.extra)
 	side := func(ep *endpoints.Endpoint) compare.Side {
@@ -262,6 +259,45 @@ func Run(ctx context.Context, o *Options) error {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: errors.New("no verdict: no prompt was answered by both endpoints")}
 	}
 	return nil
+}
+
+// openBoth opens the endpoint and the reference at once: each may wait up
+// to --wait-ready for a server still starting (or start a built-in
+// engine), and the two waits overlap rather than add up. The first side to
+// fail ends the other's wait, and its error is the one returned (the
+// other's, then, is only that it was stopped); the side that opened is
+// closed.
+func (o *Options) openBoth(ctx context.Context) (tg, ref *target.Target, err error) {
+	sides, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		once  sync.Once
+		first error
+	)
+	fail := func(err error) {
+		once.Do(func() { first = err; cancel() })
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var err error
+		if ref, err = target.OpenEndpoint(sides, o.F, o.Reference, target.Wait{Connect: o.ConnectTimeout, Ready: o.WaitReady}, "--reference-endpoint", builtin(o.ReferenceWeightDType, o.ReferenceSeed)); err != nil {
+			fail(err)
+		}
+	}()
+	if tg, err = o.shared().Open(sides, o.F); err != nil {
+		fail(err)
+	}
+	<-done
+	if first != nil {
+		for _, t := range []*target.Target{tg, ref} {
+			if t != nil {
+				t.Close()
+			}
+		}
+		return nil, nil, first
+	}
+	return tg, ref, nil
 }
 
 // writeItems merges one row per compared prompt into the folder's

@@ -8,8 +8,8 @@ import (
 
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/phasewarn"
 	"github.com/glmbench/glmbench/reports/schema"
-	"github.com/glmbench/glmbench/reports/summary"
 )
 
 // startProgress shows the phase in flight on stderr, with the event rate
@@ -91,76 +91,20 @@ func phaseLine(r *schema.PhaseResult) string {
 	return s
 }
 
-// proxyWarnings are the warnings for a phase whose answers said a proxy in
-// front of the server retried the backend or fell back to another model:
-// the client saw one slow success where the server failed, so the phase's
-// latency is not the server's. A fallback comes first: another model
-// answered, which measures the wrong model, not only a slower one.
-func proxyWarnings(r *schema.PhaseResult) []string {
-	var w []string
-	if r.ProxyFallback > 0 {
-		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were answered by a FALLBACK inside the proxy (x-litellm-attempted-fallbacks or cf-aig-step): another model or provider than the one asked for served them, so the phase did not measure the model asked for; remove the proxy's fallbacks to measure it",
-			r.Phase, r.ProxyFallback, r.Completed))
-	}
-	if r.ProxyRetried > 0 {
-		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests were retried inside the proxy (x-litellm-attempted-retries, x-portkey-retry-attempt-count or x-envoy-attempt-count): their latency includes the retries; set the proxy's num_retries to 0 to measure the server",
-			r.Phase, r.ProxyRetried, r.Completed))
-	}
-	return w
-}
-
-// phaseWarnings are the warnings for a finished phase, in the order they
-// are shown: a proxy's fallbacks and retries, a router's retries, another
-// model answering, buffered streams, answers stopped before max_tokens
-// though ignore_eos was sent, and answers the server cut short.
+// phaseWarnings are phasewarn.Lines for the phase r, as run says them.
 func phaseWarnings(r *schema.PhaseResult, recs []schema.Record, model string, ignoreEOS bool) []string {
-	w := proxyWarnings(r)
-	for _, s := range []string{routerRetriesWarning(r), otherModelWarning(r, recs, model), bufferWarning(r)} {
-		if s != "" {
-			w = append(w, s)
-		}
-	}
-	if n := stoppedEarly(r, recs); n > 0 && ignoreEOS {
-		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests stopped (finish_reason stop) before their max_tokens though ignore_eos was sent: the server does not honour it, so the phase measured shorter answers than asked", r.Phase, n, r.Completed))
-	}
-	if n := cutEarly(r, recs); n > 0 {
-		w = append(w, fmt.Sprintf("glmbench: warning: phase %s: %d of %d completed requests ended at finish_reason length before their max_tokens: the server cut max_tokens, as one does whose context the prompt and max_tokens pass (trtllm-serve cuts it to max_seq_len minus the prompt, llama.cpp stops when its slot is full), so the phase measured shorter answers than asked; a smaller IN+OUT fits", r.Phase, n, r.Completed))
-	}
-	return w
+	return phasewarn.Lines(phaseSubject(r), r, recs, model, ignoreEOS)
 }
 
-// cutEarly counts the completed requests of a phase that ended with
-// finish_reason "length" before their max_tokens: a cap of the server's
-// own, below the one asked. A server whose context the prompt and
-// max_tokens pass cuts max_tokens to what is left (trtllm-serve, with only
-// a logged warning: base_worker.py _deduce_max_tokens), or stops when its
-// slot is full (llama.cpp). Only an n of the server's own (usage) counts:
-// one counted from content events is short of the tokens wherever a chunk
-// carries several (SGLang's --stream-interval, speculative decoding).
-func cutEarly(r *schema.PhaseResult, recs []schema.Record) int {
-	return endedShort(r, recs, func(rec *schema.Record) bool {
-		return rec.Finish == "length" && rec.NSource == schema.NFromUsage
-	})
+// phaseSubject is what run's warnings are about: "phase NAME".
+func phaseSubject(r *schema.PhaseResult) string { return "phase " + r.Phase }
+
+// proxyWarnings, otherModelWarning and cutEarly are phasewarn's parts under
+// the names run's tests know them by, over the phase r.
+func proxyWarnings(r *schema.PhaseResult) []string { return phasewarn.Proxy(phaseSubject(r), r) }
+
+func otherModelWarning(r *schema.PhaseResult, recs []schema.Record, asked string) string {
+	return phasewarn.OtherModel(phaseSubject(r), r, recs, asked)
 }
 
-// stoppedEarly counts the completed requests of a phase that ended with
-// finish_reason "stop" before their max_tokens: with ignore_eos sent, each
-// is a model's EOS the server let through, since it dropped the field
-// (Ollama, OpenAI and most hosted APIs do). A "length" finish short of
-// max_tokens is a cap of the server's own, not counted.
-func stoppedEarly(r *schema.PhaseResult, recs []schema.Record) int {
-	return endedShort(r, recs, func(rec *schema.Record) bool { return rec.Finish == "stop" })
-}
-
-// endedShort counts the completed records of a phase that end as ends
-// says, with fewer tokens than they asked for (summary.Asked).
-func endedShort(r *schema.PhaseResult, recs []schema.Record, ends func(*schema.Record) bool) int {
-	n := 0
-	for i := range recs {
-		rec := &recs[i]
-		if rec.Completed() && ends(rec) && rec.N < summary.Asked(rec, r.OutputLen) {
-			n++
-		}
-	}
-	return n
-}
+var cutEarly = phasewarn.CutEarly

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/glmbench/glmbench/bench"
 	"github.com/glmbench/glmbench/bench/workload"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/cmd/phasewarn"
 	"github.com/glmbench/glmbench/cmd/target"
 	"github.com/glmbench/glmbench/endpoints"
 	"github.com/glmbench/glmbench/internal/badinput"
@@ -179,10 +181,15 @@ func (o *Options) validate() (*plan, error) {
 		p.mode, loads, integer = schema.SweepRate, o.RequestRate, false
 	}
 	switch {
-	case o.Duration <= 0:
-		return nil, badinput.Errorf("--duration must be positive")
-	case o.Warmup < 0, o.Drain < 0:
-		return nil, badinput.Errorf("--warmup and --drain must not be negative")
+	case o.Duration < minDuration || o.Duration > maxSpan:
+		// Under 100 ms a window holds no request of any real server; past
+		// a day it is a typo (--duration 10000h), and a window's end
+		// passed time.Duration's range.
+		return nil, badinput.Errorf("--duration must be from %s to %s, not %s", minDuration, maxSpan, o.Duration)
+	case o.Warmup < 0 || o.Warmup > maxSpan:
+		return nil, badinput.Errorf("--warmup must be from 0s to %s, not %s", maxSpan, o.Warmup)
+	case o.Drain < 0 || o.Drain > maxSpan:
+		return nil, badinput.Errorf("--drain must be from 0s to %s, not %s", maxSpan, o.Drain)
 	case o.Slice <= 0:
 		return nil, badinput.Errorf("--slice must be positive")
 	case sliceCount(o.Duration, o.Slice) > maxSlices:
@@ -217,6 +224,9 @@ func (o *Options) validate() (*plan, error) {
 		}
 		p.search.List, p.search.MaxPoints = list, 0
 	}
+	if err := o.checkRates(p.search); err != nil {
+		return nil, err
+	}
 	if p.slos, err = slo.ParseAll(o.SLOs); err != nil {
 		return nil, err
 	}
@@ -250,6 +260,39 @@ func parseLoads(s string, integer bool) ([]float64, error) {
 
 // maxLoad bounds a load sweep measures: a concurrency or a rate per second.
 const maxLoad = 1e6
+
+// minDuration and maxSpan bound a point's window (--duration), and maxSpan
+// its warm-up and drain.
+const (
+	minDuration = 100 * time.Millisecond
+	maxSpan     = 24 * time.Hour
+)
+
+// checkRates refuses a rate sweep whose first point (auto: --start) or any
+// listed point expects less than one request in its window: rate × duration
+// is the Poisson mean count of measured starts, and a window with none
+// measures nothing (every figure null, the point neither good nor bad).
+func (o *Options) checkRates(s *bench.Search) error {
+	if s.Integer {
+		return nil
+	}
+	rates, flag := s.List, "--request-rate"
+	if rates == nil {
+		rates, flag = []float64{s.Start}, "--start"
+	}
+	for _, r := range rates {
+		n := r * o.Duration.Seconds()
+		if n >= 1 {
+			continue
+		}
+		fix := "a higher rate" // even a day's window holds less than one
+		if need := math.Ceil(1e3 / r); need <= float64(maxSpan/time.Millisecond) {
+			fix = fmt.Sprintf("a --duration of at least %s or a higher rate", time.Duration(need)*time.Millisecond)
+		}
+		return badinput.Errorf("%s %g per second over --duration %s expects %.3g requests in a window, fewer than 1: give %s", flag, r, o.Duration, n, fix)
+	}
+	return nil
+}
 
 // maxSlices is the most slices --slice may cut a window into.
 const maxSlices = 1000
@@ -326,6 +369,9 @@ func Run(ctx context.Context, o *Options) error {
 			sampled = len(samples)
 			pt := &res.Points[len(res.Points)-1]
 			fmt.Fprintln(errOut, pointLine(res, pt))
+			for _, w := range pointWarnings(res, pt, records, tg.Endpoint.Model, bo.Shape.IgnoreEOS) {
+				fmt.Fprintln(errOut, w)
+			}
 			rep.Sweeps = []schema.SweepResult{*res}
 			if err := tg.WriteReport(o.F, rep, records); err != nil {
 				writeErr = err
@@ -415,6 +461,20 @@ func (o *Options) workPhase() (*bench.WorkPhase, string, error) {
 		fmt.Fprintf(o.F.IO.ErrOut, "glmbench: warning: phase %s: %s\n", ph.Name, w)
 	}
 	return &bench.WorkPhase{Phase: *ph, Reqs: reqs}, f.Source, nil
+}
+
+// pointWarnings are what run warns of after a phase (phasewarn.Lines), for
+// the point p of s: its PhaseResult is its window's measured requests, so
+// the records are those of all (every point's) that p measured.
+func pointWarnings(s *schema.SweepResult, p *schema.SweepPoint, all []schema.Record, model string, ignoreEOS bool) []string {
+	var measured []schema.Record
+	for i := range all {
+		if all[i].Point == p.Point && all[i].Window == schema.WindowMeasured {
+			measured = append(measured, all[i])
+		}
+	}
+	subject := fmt.Sprintf("point %d, %s %s", p.Point, s.Mode, reports.LoadString(p.Load))
+	return phasewarn.Lines(subject, &p.PhaseResult, measured, model, ignoreEOS)
 }
 
 // pointLine is the progress line after a point.
