@@ -987,15 +987,21 @@ func readEvents(rd *sse.Reader, res *StreamResult, live *atomic.Int64, untilFirs
 			res.Model = chunkModel(&ch, ep)
 		}
 		if ch.Usage {
-			res.Usage, res.BadUsage = ch.BadUsage == nil, ""
-			res.PromptTokens, res.CompletionTokens, res.ReasoningTokens = ch.PromptTokens, ch.CompletionTokens, ch.ReasoningTokens
-			if ch.BadUsage != nil {
-				res.BadUsage, res.CompletionTokens, res.ReasoningTokens = badUsage(&ch), 0, 0
-			}
-			if ch.CachedReported {
-				res.CachedTokens, res.CachedReported = ch.Cached, true
-			}
+			res.takeUsage(&ch)
 		}
+	}
+}
+
+// takeUsage keeps the usage of ch, a chunk that carries one: the last
+// usage of a stream decides, a bad one noted in BadUsage.
+func (res *StreamResult) takeUsage(ch *Chunk) {
+	res.Usage, res.BadUsage = ch.BadUsage == nil, ""
+	res.PromptTokens, res.CompletionTokens, res.ReasoningTokens = ch.PromptTokens, ch.CompletionTokens, ch.ReasoningTokens
+	if ch.BadUsage != nil {
+		res.BadUsage, res.CompletionTokens, res.ReasoningTokens = badUsage(ch), 0, 0
+	}
+	if ch.CachedReported {
+		res.CachedTokens, res.CachedReported = ch.Cached, true
 	}
 }
 
