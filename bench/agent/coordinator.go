@@ -77,7 +77,7 @@ func Dial(ctx context.Context, addrs []string, token string) ([]*Conn, error) {
 		if a == "" || strings.Contains(a, "/") {
 			return nil, badinput.Errorf("agent %q: want host:port", a)
 		}
-		c := &Conn{Addr: a, base: "http://" + a, client: &http.Client{}, token: token, hide: hide}
+		c := &Conn{Addr: a, base: "http://" + a, client: noRedirects, token: token, hide: hide}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, _, err := c.ping(pctx)
 		cancel()
@@ -202,6 +202,12 @@ func (c *Conn) authorize(req *http.Request) {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 }
+
+// noRedirects is the coordinator's client: it never follows a redirect.
+// Go's client forwards Authorization (the agents' token) to another port of
+// the same host, and any other header to any host; an agent never
+// redirects, so a 3xx is an answer, reported as one (answerError).
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // refusedError is an agent's 401: the token was wrong or missing. msg is
 // the agent's one line (which never quotes the token).
