@@ -59,13 +59,13 @@ func TestRefusalBackoff(t *testing.T) {
 		now.Add(3 * time.Second).Format(http.TimeFormat): 3 * time.Second,
 		now.Add(-time.Minute).Format(http.TimeFormat):    0,
 	} {
-		if got, ok := retryAfter(v, now); !ok || got != want {
-			t.Errorf("retryAfter(%q) = %v, %v; want %v", v, got, ok, want)
+		if got, ok := endpoints.RetryAfter(v, now); !ok || got != want {
+			t.Errorf("RetryAfter(%q) = %v, %v; want %v", v, got, ok, want)
 		}
 	}
 	for _, v := range []string{"", "soon", "-1", "NaN"} {
-		if got, ok := retryAfter(v, now); ok {
-			t.Errorf("retryAfter(%q) = %v, ok; want not ok", v, got)
+		if got, ok := endpoints.RetryAfter(v, now); ok {
+			t.Errorf("RetryAfter(%q) = %v, ok; want not ok", v, got)
 		}
 	}
 

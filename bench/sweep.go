@@ -3,10 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
-	"math"
-	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,30 +213,10 @@ func (b *refusalBackoff) after(res *endpoints.StreamResult, now time.Time) time.
 		return 0
 	}
 	b.last = min(max(2*b.last, firstRefusalPause), maxDoubledPause)
-	if d, ok := retryAfter(res.RetryAfter, now); ok && d > 0 {
+	if d, ok := endpoints.RetryAfter(res.RetryAfter, now); ok && d > 0 {
 		return min(d, maxRefusalPause)
 	}
 	return b.last
-}
-
-// retryAfter reads a Retry-After value: seconds (RFC 9110; a fraction is
-// taken too, as some gateways send one) or an HTTP date, as a wait from
-// now. ok is false when v is empty or neither.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if sec, err := strconv.ParseFloat(v, 64); err == nil {
-		if math.IsNaN(sec) || sec < 0 {
-			return 0, false
-		}
-		return workload.Seconds(sec), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // poisson sends requests at exponential gaps of mean 1/rate until the point

@@ -202,7 +202,7 @@ func asText(c equiv.Continuation, text string) equiv.Continuation {
 }
 
 // Retries429 is how many times a request answered 429 (rate limited) is
-// sent again, after the answer's Retry-After in seconds (at most
+// sent again, after the answer's Retry-After (endpoints.RetryAfter; at most
 // maxRetryAfter; 1 s without one); the last 429 is the request's failure.
 const (
 	Retries429    = 3
@@ -222,8 +222,8 @@ func post(ctx context.Context, s Side, path string, body []byte, o Options) (*en
 			return resp, err
 		}
 		wait := time.Second
-		if sec, err := strconv.Atoi(strings.TrimSpace(resp.RetryAfter)); err == nil && sec >= 0 {
-			wait = min(time.Duration(sec)*time.Second, maxRetryAfter)
+		if d, ok := endpoints.RetryAfter(resp.RetryAfter, time.Now()); ok {
+			wait = min(d, maxRetryAfter)
 		}
 		select {
 		case <-ctx.Done():
