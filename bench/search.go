@@ -17,13 +17,19 @@ import (
 // bisects between the largest good load and the smallest bad one until they
 // lie within Resolution of each other (for a concurrency, also until they
 // are neighbours), never measuring more than MaxPoints. A first point that
-// is bad halves the load until one is good (a concurrency of 1 that is bad
-// ends the search: no load met the SLOs).
+// is bad halves the load until one is good; a halving that would pass below
+// MinLoad measures MinLoad itself, and a bad MinLoad ends the search: no
+// load met the SLOs.
 type Search struct {
 	// Integer loads (concurrencies) are whole numbers ≥ 1.
 	Integer bool
 	List    []float64
 	Start   float64
+	// MinLoad is the lowest load auto mode measures: for a rate, the one
+	// whose window expects one request (1 / duration in seconds; below
+	// it a window measures nothing). A concurrency's floor is 1 whatever
+	// MinLoad says; 0 leaves a rate without one.
+	MinLoad float64
 	// Resolution is the bracket's relative width that ends bisection.
 	Resolution float64
 	MaxPoints  int
@@ -61,9 +67,12 @@ func (s *Search) Next() (float64, bool) {
 		next = s.hi / 2
 		if s.Integer {
 			next = math.Floor(next)
-			if next < 1 {
+		}
+		if floor := s.floor(); next < floor {
+			if s.hi <= floor {
 				return s.end(schema.StopNoneGood)
 			}
+			next = floor
 		}
 	default:
 		next = (s.lo + s.hi) / 2
@@ -72,6 +81,14 @@ func (s *Search) Next() (float64, bool) {
 		}
 	}
 	return next, true
+}
+
+// floor is the lowest load auto mode measures.
+func (s *Search) floor() float64 {
+	if s.Integer {
+		return 1
+	}
+	return s.MinLoad
 }
 
 func (s *Search) end(stop string) (float64, bool) {

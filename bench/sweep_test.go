@@ -369,3 +369,50 @@ func TestEachPointsPromptsStartWithTheRunsNonceAndItsNumber(t *testing.T) {
 		t.Fatalf("nonces %v, want cafe5ef2p1 then cafe5ef2p2", got)
 	}
 }
+
+// A rate search against a server that misses every SLO halves from --start
+// down to the lowest rate whose window expects one request, measures that
+// rate once, and ends with none_good: with a 10 s window the floor is
+// 1/10 = 0.1 per second, so from 1 it measures 1, 0.5, 0.25, 0.125 and 0.1
+// (0.0625 would expect 0.625 requests, a window measuring nothing). A
+// halving that lands on the floor measures it once; a concurrency's floor
+// stays 1.
+func TestAnAllBadSearchEndsAtItsFloor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		s     Search
+		loads []float64
+	}{
+		{"a rate halves to 1/duration, then stops", Search{Start: 1, MinLoad: 1 / 10.0, Resolution: 0.05, MaxPoints: 12}, []float64{1, 0.5, 0.25, 0.125, 0.1}},
+		{"a halving that lands on the floor measures it once", Search{Start: 0.4, MinLoad: 0.1, Resolution: 0.05, MaxPoints: 12}, []float64{0.4, 0.2, 0.1}},
+		{"a start at the floor is the only point", Search{Start: 0.1, MinLoad: 0.1, Resolution: 0.05, MaxPoints: 12}, []float64{0.1}},
+		{"a concurrency halves to 1 whatever MinLoad says", Search{Integer: true, Start: 12, MinLoad: 10, Resolution: 0.05, MaxPoints: 12}, []float64{12, 6, 3, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.s
+			var loads []float64
+			for {
+				v, ok := s.Next()
+				if !ok {
+					break
+				}
+				loads = append(loads, v)
+				s.Record(v, false)
+			}
+			if !slices.Equal(loads, tc.loads) || s.Stop() != schema.StopNoneGood {
+				t.Fatalf("loads %v, stop %s; want %v, %s", loads, s.Stop(), tc.loads, schema.StopNoneGood)
+			}
+			floor := tc.s.MinLoad
+			if tc.s.Integer {
+				floor = 1
+			}
+			for _, v := range loads {
+				if v < floor {
+					t.Errorf("measured %g, below the floor %g", v, floor)
+				}
+			}
+		})
+	}
+}

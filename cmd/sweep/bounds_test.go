@@ -1,11 +1,13 @@
 package sweep
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/cmd/cmdutil"
+	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // The window, warm-up and drain are bounded (--duration 100ms to 24h,
@@ -41,5 +43,29 @@ func TestOutOfBoundsTimesAndEmptyRatePointsExitTwoBeforeAnyLoad(t *testing.T) {
 	o := cmdtest.MustParse(t, NewCmdSweep, "--request-rate", "10", "--duration", "100ms", "--warmup", "24h", "--drain", "0s")
 	if _, err := o.validate(); err != nil {
 		t.Errorf("--request-rate 10 --duration 100ms --warmup 24h --drain 0s: %v; want it valid", err)
+	}
+}
+
+// An auto rate sweep whose every point is bad halves from --start only
+// down to the rate whose --duration window expects one request: 1 / 10 s
+// = 0.1 per second, measured once in place of 0.0625 (0.625 requests).
+func TestAnAutoRateSweepHalvesNoLowerThanOneRequestPerWindow(t *testing.T) {
+	t.Parallel()
+	o := cmdtest.MustParse(t, NewCmdSweep, "--request-rate", "auto", "--start", "1", "--duration", "10s")
+	p, err := o.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loads []float64
+	for {
+		v, ok := p.search.Next()
+		if !ok {
+			break
+		}
+		loads = append(loads, v)
+		p.search.Record(v, false)
+	}
+	if want := []float64{1, 0.5, 0.25, 0.125, 0.1}; !slices.Equal(loads, want) || p.search.Stop() != schema.StopNoneGood {
+		t.Errorf("loads %v, stop %s; want %v, %s", loads, p.search.Stop(), want, schema.StopNoneGood)
 	}
 }

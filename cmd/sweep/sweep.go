@@ -216,7 +216,9 @@ func (o *Options) validate() (*plan, error) {
 	if err := o.Metrics.Validate(); err != nil {
 		return nil, err
 	}
-	p.search = &bench.Search{Integer: integer, Start: o.Start, Resolution: o.Resolution, MaxPoints: o.MaxPoints}
+	// Auto's halving stops at the rate whose window expects one request,
+	// the bound checkRates holds --start and the listed rates to.
+	p.search = &bench.Search{Integer: integer, Start: o.Start, MinLoad: 1 / o.Duration.Seconds(), Resolution: o.Resolution, MaxPoints: o.MaxPoints}
 	if loads != "auto" {
 		list, err := parseLoads(loads, integer)
 		if err != nil {
