@@ -322,7 +322,8 @@ func (s sender) httpFailure(resp *endpoints.Response, req map[string]any) *schem
 // from Post redacted only of secrets of 8 bytes or more), so a secret across
 // the clip leaks no prefix.
 // A refusal of a field the extra body added is said after the line
-// (extraRefusal).
+// (extraRefusal), and LMDeploy's of chat logprobs with how to start it so
+// it gives them (lmdeployLogprobsHint).
 func (s sender) statusLine(resp *endpoints.Response) string {
 	var ep *endpoints.Endpoint
 	if s.c != nil {
@@ -330,7 +331,7 @@ func (s sender) statusLine(resp *endpoints.Response) string {
 	}
 	msg := summary.ErrorMessage(resp.Body)
 	line := "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(msg))
-	return line + s.extraRefusal(resp.Status, msg)
+	return line + lmdeployLogprobsHint(resp.Status, msg) + s.extraRefusal(resp.Status, msg)
 }
 
 // extraRefused says, in a failure's detail, that the endpoint refused a
