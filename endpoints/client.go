@@ -1366,11 +1366,12 @@ func (t TokenCount) MarshalJSON() ([]byte, error) {
 	return strconv.AppendInt(nil, int64(t.N), 10), nil
 }
 
-// ServerInfo fetches SGLang's GET /get_server_info, which sits beside the
-// /v1 API base, and returns it when the endpoint has one (nil otherwise).
+// ServerInfo fetches SGLang's GET /server_info (or /get_server_info, its
+// old name: sglangServerInfo), which sits beside the /v1 API base, and
+// returns it when the endpoint has one (nil otherwise).
 func (c *Client) ServerInfo(ctx context.Context) (map[string]any, error) {
 	var info map[string]any
-	if err := c.getJSON(ctx, c.root()+"/get_server_info", &info); err != nil {
+	if _, err := c.sglangServerInfo(ctx, &info); err != nil {
 		return nil, err
 	}
 	// SGLang's server info holds its own --api-key and --admin-api-key in

@@ -3,9 +3,11 @@ package endpoints
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -21,8 +23,9 @@ const maxContext = 1 << 40
 // where it was read. It asks, in order:
 //
 //   - GET /models: the served model's max_model_len (vLLM; SGLang too);
-//   - GET /get_server_info beside the API base: context_length (SGLang; null
-//     there unless --context-length was given);
+//   - GET /server_info beside the API base (or /get_server_info, its old
+//     name: sglangServerInfo): context_length (SGLang; null there unless
+//     --context-length was given);
 //   - GET /props beside the API base: default_generation_settings.n_ctx, the
 //     context of one slot (llama.cpp: -c 65536 -np 16 gives 4,096);
 //   - GET /info beside the API base: max_total_tokens (Hugging Face TGI),
@@ -58,8 +61,8 @@ func (c *Client) ContextLength(ctx context.Context) (n int, source string, err e
 	var info struct {
 		ContextLength *int64 `json:"context_length"`
 	}
-	if c.getJSON(ctx, c.root()+"/get_server_info", &info) == nil && info.ContextLength != nil && stated(*info.ContextLength) {
-		return int(*info.ContextLength), "context_length in GET /get_server_info", nil
+	if path, err := c.sglangServerInfo(ctx, &info); err == nil && info.ContextLength != nil && stated(*info.ContextLength) {
+		return int(*info.ContextLength), "context_length in GET " + path, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, "", err
@@ -177,6 +180,32 @@ func (c *Client) tgiInfo(ctx context.Context) (total, input int) {
 
 func stated(n int64) bool { return n > 0 && n < maxContext }
 
+// serverInfoPaths are SGLang's server-info route, /server_info, then
+// /get_server_info, its name before the rename, which current builds keep as
+// a deprecated alias (sgl-project/sglang #13607 removed it and #14533 put it
+// back; the model gateway's #24821 proposed removing its own).
+var serverInfoPaths = [...]string{"/server_info", "/get_server_info"}
+
+// sglangServerInfo decodes SGLang's server info into v: GET /server_info and,
+// only where that is a 404 (a build before the rename, a router that
+// proxies the old name alone), GET /get_server_info, so an old build gets
+// one request more. path is the route that answered; err is the last
+// route's error.
+func (c *Client) sglangServerInfo(ctx context.Context, v any) (path string, err error) {
+	for _, path = range serverInfoPaths {
+		var st statusError
+		if err = c.getJSON(ctx, c.root()+path, v); !errors.As(err, &st) || st != http.StatusNotFound {
+			break
+		}
+	}
+	return path, err
+}
+
+// statusError is doJSON's error for an answer whose status is not 200.
+type statusError int
+
+func (e statusError) Error() string { return "HTTP " + strconv.Itoa(int(e)) }
+
 // getJSON GETs url and decodes a 200 JSON answer into v; an error for
 // anything else (no answer, another status, no JSON).
 func (c *Client) getJSON(ctx context.Context, url string, v any) error {
@@ -200,11 +229,11 @@ func (c *Client) doJSON(req *http.Request, v any) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		return statusError(resp.StatusCode)
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, maxInfoBody)).Decode(v)
 }
 
 // root is the server's root, beside the /v1 API base (SGLang's
-// /get_server_info, llama.cpp's /props live there).
+// /server_info, llama.cpp's /props live there).
 func (c *Client) root() string { return strings.TrimSuffix(c.ep.BaseURL, "/v1") }

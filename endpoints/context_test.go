@@ -92,6 +92,11 @@ func TestContextLengthIsReadWhereEachServerStatesIt(t *testing.T) {
 				"/v1/models":       `{"object":"list","data":[{"id":"Qwen/Qwen2.5-7B-Instruct","object":"model","created":1735000000,"owned_by":"sglang","root":"Qwen/Qwen2.5-7B-Instruct"}]}`,
 				"/get_server_info": `{"model_path":"Qwen/Qwen2.5-7B-Instruct","context_length":8192,"tp_size":1,"version":"0.3.6"}`,
 			}, fastAPINotFound}, 8192, "context_length in GET /get_server_info"},
+		{"an SGLang without the /get_server_info alias states context_length in /server_info", "Qwen/Qwen2.5-7B-Instruct",
+			infoServer{map[string]string{
+				"/v1/models":   `{"object":"list","data":[{"id":"Qwen/Qwen2.5-7B-Instruct","object":"model","created":1735000000,"owned_by":"sglang","root":"Qwen/Qwen2.5-7B-Instruct"}]}`,
+				"/server_info": `{"model_path":"Qwen/Qwen2.5-7B-Instruct","context_length":16384,"tp_size":1,"version":"0.5.6"}`,
+			}, fastAPINotFound}, 16384, "context_length in GET /server_info"},
 		{"SGLang without --context-length states null, which is no statement", "Qwen/Qwen2.5-7B-Instruct",
 			infoServer{map[string]string{
 				"/v1/models":       `{"object":"list","data":[{"id":"Qwen/Qwen2.5-7B-Instruct","object":"model","created":1735000000,"owned_by":"sglang","root":"Qwen/Qwen2.5-7B-Instruct"}]}`,

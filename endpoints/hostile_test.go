@@ -427,7 +427,7 @@ func TestHostileEchoedSecretsAreRedactedEverywhere(t *testing.T) {
 			w.WriteHeader(401)
 			fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error","code":"invalid_api_key"}}`, r.Header.Get("Authorization"))
 			return
-		case "/get_server_info":
+		case "/server_info", "/get_server_info":
 			fmt.Fprintf(w, `{"api_key":%q,"tp_size":1}`, hostileKey)
 			return
 		}

@@ -207,6 +207,18 @@ func TestServersStateTheirContextWhereTheirSourcesSay(t *testing.T) {
 			t.Fatalf("server info %v", v)
 		}
 	})
+	t.Run("SGLang answers both /server_info and its deprecated alias; a build without the aliases only the new name", func(t *testing.T) {
+		for _, without := range []bool{false, true} {
+			p := Start(t, SGLang, Options{Context: 4096, SGLangContextArg: true, SGLangWithoutAliases: without})
+			if v := get(t, p.URL+"/server_info").json(t); num(v["context_length"]) != 4096 {
+				t.Fatalf("without aliases %v: /server_info %v", without, v)
+			}
+			r := get(t, p.URL+"/get_server_info")
+			if without && (r.status != 404 || string(r.body) != `{"detail":"Not Found"}`) || !without && (r.status != 200 || num(r.json(t)["context_length"]) != 4096) {
+				t.Fatalf("without aliases %v: /get_server_info %d %s", without, r.status, r.body)
+			}
+		}
+	})
 	t.Run("vLLM and OpenAI have no such route", func(t *testing.T) {
 		if r := get(t, Start(t, VLLM, Options{}).URL+"/get_server_info"); r.status != 404 || string(r.body) != `{"detail":"Not Found"}` {
 			t.Fatalf("vLLM: %d %s", r.status, r.body)

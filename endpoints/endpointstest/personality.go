@@ -122,9 +122,14 @@ type Options struct {
 	VLLMBefore018 bool
 	// SGLangTokenize serves /tokenize and /v1/tokenize on SGLang (newer versions).
 	SGLangTokenize bool
-	// SGLangContextArg reports Context as /get_server_info's context_length
+	// SGLangContextArg reports Context as /server_info's context_length
 	// (set when SGLang runs with --context-length; otherwise null).
 	SGLangContextArg bool
+	// SGLangWithoutAliases is an SGLang build without the deprecated
+	// aliases of its renamed routes: /server_info answers, /get_server_info
+	// is a 404 (sgl-project/sglang #13607 removed the aliases, #14533 put
+	// them back). Without it both names answer, as current builds do.
+	SGLangWithoutAliases bool
 	// VLLMProfiler serves vLLM's /start_profile and /stop_profile, as a
 	// server started with its profiler configured does (else 404).
 	VLLMProfiler bool
@@ -466,7 +471,7 @@ func (p *Personality) serve(w http.ResponseWriter, r *http.Request) {
 		p.health(w)
 	case path == "/props" && r.Method == http.MethodGet && p.Kind == LlamaCpp:
 		p.props(w)
-	case (path == "/get_server_info" || path == "/server_info") && p.Kind == SGLang:
+	case (path == "/server_info" || path == "/get_server_info" && !p.Opts.SGLangWithoutAliases) && p.Kind == SGLang:
 		p.serverInfo(w)
 	case path == "/metrics" && r.Method == http.MethodGet:
 		p.metrics(w, r)
@@ -738,7 +743,7 @@ func (p *Personality) props(w http.ResponseWriter) {
 }
 
 func (p *Personality) serverInfo(w http.ResponseWriter) {
-	// SGLang's /get_server_info: the ServerArgs dataclass (context_length is
+	// SGLang's /server_info (and /get_server_info): the ServerArgs dataclass (context_length is
 	// the --context-length argument, null when not given) merged with the
 	// scheduler's info; api_key is included unredacted
 	// (sglang/srt/entrypoints/http_server.py; reference dump

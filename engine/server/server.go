@@ -1,7 +1,7 @@
 // Package server is the reference engine's HTTP API, mirroring SGLang's
 // OpenAI-compatible server: POST /v1/chat/completions and /v1/completions
-// (streaming and not), GET /v1/models, /health, /get_server_info and
-// /metrics (Prometheus text).
+// (streaming and not), GET /v1/models, /health, /server_info (and
+// /get_server_info, its old name) and /metrics (Prometheus text).
 //
 // Handlers never block the model: they submit to the scheduler
 // (engine/sched), which runs the model on its own goroutine, and read each
@@ -281,6 +281,9 @@ func (s *Server) leave() {
 // route is one path's handlers by method.
 type route map[string]http.HandlerFunc
 
+// routes serves SGLang's route names: /server_info and /model_info, and
+// their old names /get_server_info and /get_model_info, which SGLang keeps
+// as deprecated aliases.
 func (s *Server) routes() http.Handler {
 	table := map[string]route{
 		"/v1/chat/completions": {http.MethodPost: s.generation(s.handleChat)},
@@ -288,7 +291,9 @@ func (s *Server) routes() http.Handler {
 		"/v1/models":           {http.MethodGet: s.handleModels},
 		"/health":              {http.MethodGet: s.handleHealth},
 		"/health_generate":     {http.MethodGet: s.handleHealth},
+		"/server_info":         {http.MethodGet: s.handleServerInfo},
 		"/get_server_info":     {http.MethodGet: s.handleServerInfo},
+		"/model_info":          {http.MethodGet: s.handleModelInfo},
 		"/get_model_info":      {http.MethodGet: s.handleModelInfo},
 		"/metrics":             {http.MethodGet: s.handleMetrics},
 		"/start_profile":       {http.MethodPost: s.handleStartProfile, http.MethodGet: s.handleStartProfile},
