@@ -324,15 +324,9 @@ func TestSearchBracketsAKnownCapacity(t *testing.T) {
 			t.Parallel()
 			s := tc.s
 			var lo, hi float64
-			var loads []float64
-			for {
-				v, ok := s.Next()
-				if !ok {
-					break
-				}
-				loads = append(loads, v)
+			loads := searchLoads(&s, func(v float64) bool { return v <= tc.truth })
+			for _, v := range loads {
 				good := v <= tc.truth
-				s.Record(v, good)
 				if good && v > lo {
 					lo = v
 				}
@@ -350,6 +344,20 @@ func TestSearchBracketsAKnownCapacity(t *testing.T) {
 				t.Fatalf("bracket [%g, %g) after %v does not hold %g within 5%%", lo, hi, loads, tc.truth)
 			}
 		})
+	}
+}
+
+// searchLoads runs s against an oracle that says which loads are good, and
+// returns the loads s measured, in order.
+func searchLoads(s *Search, good func(float64) bool) []float64 {
+	var loads []float64
+	for {
+		v, ok := s.Next()
+		if !ok {
+			return loads
+		}
+		loads = append(loads, v)
+		s.Record(v, good(v))
 	}
 }
 
@@ -392,15 +400,7 @@ func TestAnAllBadSearchEndsAtItsFloor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := tc.s
-			var loads []float64
-			for {
-				v, ok := s.Next()
-				if !ok {
-					break
-				}
-				loads = append(loads, v)
-				s.Record(v, false)
-			}
+			loads := searchLoads(&s, func(float64) bool { return false })
 			if !slices.Equal(loads, tc.loads) || s.Stop() != schema.StopNoneGood {
 				t.Fatalf("loads %v, stop %s; want %v, %s", loads, s.Stop(), tc.loads, schema.StopNoneGood)
 			}
