@@ -12,7 +12,6 @@ import (
 	"github.com/glmbench/glmbench/cmd/cmdtest"
 	"github.com/glmbench/glmbench/endpoints/endpointstest"
 	"github.com/glmbench/glmbench/reports"
-	"github.com/glmbench/glmbench/reports/schema"
 )
 
 // renamingProxy stands in front of p and answers every generation stream
@@ -100,25 +99,5 @@ func TestAnswersNamedByAnotherModelAreCountedAndSaid(t *testing.T) {
 				t.Errorf("completed %d, other_model %d, records naming it %d, warned %v; want 6, %d, %d, %v\n%s", ph.Completed, ph.OtherModel, named, warned, want, want, tc.other, stderr)
 			}
 		})
-	}
-}
-
-// Where only some answers named other models, the warning says the phase
-// mixes models, naming each with its count, most first. The truth: 5
-// completed records, 2 as model a, 1 as b, 2 as asked; a failed one naming
-// c is not counted.
-func TestTheWarningNamesAMixOfModelsByCount(t *testing.T) {
-	recs := []schema.Record{
-		{ModelAnswered: "b"}, {ModelAnswered: "a"}, {}, {ModelAnswered: "a"}, {},
-		{ModelAnswered: "c", Class: schema.HTTP5xx},
-	}
-	r := &schema.PhaseResult{Phase: "p", Completed: 5, OtherModel: 3}
-	got := otherModelWarning(r, recs, "m")
-	want := `glmbench: warning: phase p: 3 of 5 completed requests were answered as another model than "m" asked ("a" ×2, "b" ×1): a proxy answered them from another model`
-	if !strings.HasPrefix(got, want) {
-		t.Errorf("got  %s\nwant %s…", got, want)
-	}
-	if otherModelWarning(&schema.PhaseResult{Completed: 5}, recs, "m") != "" {
-		t.Error("a phase with other_model 0 got a warning")
 	}
 }

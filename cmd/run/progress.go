@@ -98,13 +98,3 @@ func phaseWarnings(r *schema.PhaseResult, recs []schema.Record, model string, ig
 
 // phaseSubject is what run's warnings are about: "phase NAME".
 func phaseSubject(r *schema.PhaseResult) string { return "phase " + r.Phase }
-
-// proxyWarnings, otherModelWarning and cutEarly are phasewarn's parts under
-// the names run's tests know them by, over the phase r.
-func proxyWarnings(r *schema.PhaseResult) []string { return phasewarn.Proxy(phaseSubject(r), r) }
-
-func otherModelWarning(r *schema.PhaseResult, recs []schema.Record, asked string) string {
-	return phasewarn.OtherModel(phaseSubject(r), r, recs, asked)
-}
-
-var cutEarly = phasewarn.CutEarly
