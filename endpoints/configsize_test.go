@@ -1,26 +1,16 @@
 package endpoints
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/glmbench/glmbench/internal/boundedfile/boundedfiletest"
 )
 
 // A file past maxEndpointsFile (/dev/zero, a wrong path) is refused with the bound
 // in the error, not read whole into memory; a sparse file costs no disk.
 func TestFileOverTheBoundIsRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "huge")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(maxEndpointsFile + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	_, err = loadEntry(path, "x")
-	if err == nil || !strings.Contains(err.Error(), "over 16 MiB") {
-		t.Fatalf("reading %d bytes: %v, want an over-16-MiB error", maxEndpointsFile+1, err)
-	}
+	boundedfiletest.OverBound(t, "huge", maxEndpointsFile, "over 16 MiB", func(path string) error {
+		_, err := loadEntry(path, "x")
+		return err
+	})
 }
