@@ -25,6 +25,7 @@ func TestServerInfoAsksTheNewNameAndTheOldOneOnlyAfterA404(t *testing.T) {
 		{"current SGLang, both names", endpointstest.SGLang, endpointstest.Options{}, 1, 0},
 		{"SGLang without the deprecated aliases", endpointstest.SGLang, endpointstest.Options{SGLangWithoutAliases: true}, 1, 0},
 		{"sgl-router, the old name only", endpointstest.SGLangRouter, endpointstest.Options{}, 1, 1},
+		{"the Model Gateway since the rename, both names", endpointstest.SGLangRouter, endpointstest.Options{Router: endpointstest.RouterOptions{NewInfoNames: true}}, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

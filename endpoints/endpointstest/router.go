@@ -72,6 +72,13 @@ type RouterOptions struct {
 	// admission_queue_timeout "timed out waiting for an admission slot".
 	// (Its newest middleware answers the timeout 503 with the same code.)
 	Admission bool
+	// NewInfoNames makes the router route SGLang's renamed info routes as
+	// the Model Gateway does since the rename (smg server.rs public
+	// routes): /server_info and /model_info beside /get_server_info and
+	// /get_model_info, the old names kept as deprecated aliases. Without
+	// it only the old names are proxied, as sgl-router's server.rs did, and
+	// /server_info is the fallback's 404.
+	NewInfoNames bool
 	// FailEvery is a worker-side fault of the fake's own: every
 	// FailEvery-th attempt the router sends to a worker is answered 500
 	// by that worker, a status sgl-router retries, so the run's requests
@@ -303,6 +310,12 @@ func (p *Personality) serveRouter(w http.ResponseWriter, r *http.Request, body [
 		}
 		writeJSON(w, 503, map[string]any{"status": "not_ready", "reason": "no healthy workers available", "total_workers": total})
 	case "GET /health_generate", "GET /get_server_info", "GET /v1/models", "GET /get_model_info":
+		p.sglangRouterFirstWorker(w, r)
+	case "GET /server_info", "GET /model_info":
+		if !p.Opts.Router.NewInfoNames {
+			w.WriteHeader(404) // the fallback, as below
+			return
+		}
 		p.sglangRouterFirstWorker(w, r)
 	default:
 		// The fallback (sink_handler): 404 with no body, /metrics too (the
