@@ -43,7 +43,7 @@ type Options struct {
 	Seed uint64
 	// WeightDType is the format the weights are rounded to at load, then
 	// computed in float32 (model.DType: fp32, bf16, fp8_e4m3, nvfp4; "":
-	// fp32), for a preset and a checkpoint alike; /get_server_info reports it.
+	// fp32), for a preset and a checkpoint alike; /server_info reports it.
 	WeightDType string
 	// ServedModelName is the id /v1/models lists (default: the preset or folder name).
 	ServedModelName string
@@ -557,7 +557,7 @@ func (e *Engine) Wait() error {
 }
 
 // ApplyServerConfig reads an SGLang server-args JSON (the output of its
-// /get_server_info) into opts: the keys the engine understands are applied,
+// /server_info) into opts: the keys the engine understands are applied,
 // and the others are returned by name, sorted, for the caller to report.
 func ApplyServerConfig(path string, opts *Options) (ignored []string, err error) {
 	b, err := boundedfile.Read(path, maxServerConfigFile, "an SGLang server-args file")
@@ -581,7 +581,7 @@ func ApplyServerConfig(path string, opts *Options) (ignored []string, err error)
 	// The scheduler's settings by their SGLang names, and the server's own.
 	known := opts.Sched.ServerArgs()
 	known["host"], known["port"], known["served_model_name"] = &opts.Host, &opts.Port, &opts.ServedModelName
-	// glmbench's own key, which /get_server_info reports: a server's info
+	// glmbench's own key, which /server_info reports: a server's info
 	// fed back serves its weights as rounded.
 	known["weight_dtype"] = &opts.WeightDType
 	// SGLang's "device" (always "cuda" in its server info) is left out on
@@ -600,6 +600,6 @@ func ApplyServerConfig(path string, opts *Options) (ignored []string, err error)
 	return ignored, nil
 }
 
-// maxServerConfigFile is the most bytes of an SGLang server-args file read: SGLang's /get_server_info answer is a few KiB, so /dev/zero or a wrong
+// maxServerConfigFile is the most bytes of an SGLang server-args file read: SGLang's /server_info answer is a few KiB, so /dev/zero or a wrong
 // path is refused in one line instead of read whole until out of memory.
 const maxServerConfigFile = 16 << 20

@@ -121,7 +121,7 @@ Phases (requests, input tokens, output tokens):
   throughput_8k 929 at once,   8192 in / 1024 out
 
 Before any load, each phase's IN+OUT is checked against the context the server
-states (max_model_len in /v1/models, /get_server_info, llama.cpp's /props),
+states (max_model_len in /v1/models, /server_info, llama.cpp's /props),
 each phase's prompt is calibrated against the endpoint's own
 usage.prompt_tokens (each probe within --probe-timeout; a server that
 truncates long prompts exits 2 at once), and a request of the load's exact

@@ -52,10 +52,10 @@ sparse attention, sigmoid-routed MoE, MTP) at toy scale on CPU kernels, or on
 an NVIDIA GPU with --device cuda (see below) — behind
 an SGLang-like scheduler and an OpenAI-compatible HTTP API:
 POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
-GET /get_server_info, GET /metrics.
+GET /server_info (and /get_server_info, its old name), GET /metrics.
 
 Scheduler flags are named as SGLang's. --server-config reads an SGLang
-server-args JSON (its /get_server_info output), applies the keys the engine
+server-args JSON (its /server_info output), applies the keys the engine
 understands and lists the ones it ignores; flags given on the command line win.
 Mixed chunks are on by default (SGLang's default is off): a CPU prefills about
 a thousand times slower than a GPU, so pausing decode while prefills keep
@@ -72,7 +72,7 @@ even), fp8_e4m3 (OCP E4M3 with one scale per tensor, amax/448) or nvfp4
 per tensor, as NVIDIA's ModelOpt). It rounds every Linear weight (attention,
 indexer, MLPs, experts, MTP) and keeps embeddings, norms, biases, lm_head, the
 router and the indexer's weights_proj in fp32, as ModelOpt and DeepSeek's FP8
-checkpoints keep them in high precision. /get_server_info reports the
+checkpoints keep them in high precision. /server_info reports the
 checkpoint (preset and seed, or path), weight_dtype and the tensors rounded.
 --device picks what the model runs on: cpu (the default: engine/model on the
 CPU kernels), cuda (the same forward pass as kernels on the first NVIDIA GPU,

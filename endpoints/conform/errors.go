@@ -62,7 +62,7 @@ func checkModels(ctx context.Context, s *suite) outcome {
 // contextLength is the model's context length and where it was read:
 // /models' max_model_len or context_length, else where the server states
 // it beside the API (endpoints.Client.ContextLength: SGLang's
-// /get_server_info, llama.cpp's /props, TGI's /info, LM Studio's
+// /server_info, llama.cpp's /props, TGI's /info, LM Studio's
 // /api/v1/models), else the longest prompt it states
 // (endpoints.Client.PromptLimit: Ollama's /api/ps); 0 when none does.
 func (s *suite) contextLength(ctx context.Context) (int, string) {

@@ -8,7 +8,7 @@ import (
 	"github.com/glmbench/glmbench/engine/sched"
 )
 
-// Checkpoint is the weights a server serves, as /get_server_info reports
+// Checkpoint is the weights a server serves, as /server_info reports
 // them: a preset and the seed that drew it, or a checkpoint folder, and the
 // format the weights were rounded to at load (engine/model's DType).
 type Checkpoint struct {
@@ -29,7 +29,7 @@ type Checkpoint struct {
 	Device, DeviceName string
 }
 
-// SetCheckpoint records the weights s serves, for /get_server_info.
+// SetCheckpoint records the weights s serves, for /server_info.
 func (s *Server) SetCheckpoint(c Checkpoint) { s.checkpoint.Store(&c) }
 
 // Checkpoint is the weights s serves: SetCheckpoint's, or by default the
@@ -41,7 +41,7 @@ func (s *Server) Checkpoint() Checkpoint {
 	return Checkpoint{Path: s.opts.ModelPath}
 }
 
-// checkpointInfo is /get_server_info's account of the weights: checkpoint
+// checkpointInfo is /server_info's account of the weights: checkpoint
 // ({"preset", "seed"} or {"path"}), weight_dtype, weight_dtype_tensors (how
 // many were rounded), and SGLang's own quantization key as SGLang would name
 // a deployment so stored (null for fp32 and bf16, "fp8" for per-tensor FP8,
@@ -74,7 +74,7 @@ func (c Checkpoint) info() map[string]any {
 // modelCard is a /v1/models entry. max_model_len, the context length, is
 // where SGLang (ModelCard in python/sglang/srt/entrypoints/openai/
 // protocol.py) and vLLM (its ModelCard) report it, so a client can check a
-// request's prompt + max_tokens before sending any load; /get_server_info
+// request's prompt + max_tokens before sending any load; /server_info
 // gives the same number as context_length.
 type modelCard struct {
 	ID          string `json:"id"`
@@ -124,7 +124,7 @@ func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// handleServerInfo serves GET /get_server_info: the effective settings
+// handleServerInfo serves GET /server_info: the effective settings
 // under SGLang's server-args names (so the output can be fed back as
 // --server-config), the version, and live scheduler figures in
 // internal_states as SGLang reports them (the accept length and the
@@ -167,7 +167,7 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-// acceptLength is Stats.AcceptLength for /get_server_info: nil (null) with
+// acceptLength is Stats.AcceptLength for /server_info: nil (null) with
 // no verify step, where SGLang has no avg_spec_accept_length either.
 func acceptLength(st sched.Stats) any {
 	if st.SpecSteps == 0 {

@@ -45,7 +45,7 @@ type Options struct {
 	// ModelName is the id /v1/models lists and requests must name (or
 	// leave out); default "glmbench".
 	ModelName string
-	// ModelPath is reported by /get_server_info (a folder, or "preset:nano").
+	// ModelPath is reported by /server_info (a folder, or "preset:nano").
 	ModelPath string
 	// RateLimitConcurrency caps requests in flight on the two POST
 	// endpoints; beyond it a request gets 429 with Retry-After: 1. 0 is off.
@@ -53,7 +53,7 @@ type Options struct {
 	// RateLimitRPM admits that many POST requests per minute (a token
 	// bucket holding a minute's worth); beyond it 429 with Retry-After. 0 is off.
 	RateLimitRPM int
-	// Version is reported by /get_server_info.
+	// Version is reported by /server_info.
 	Version string
 	// Logger hears panics and refusals; nil discards.
 	Logger *slog.Logger
