@@ -19,7 +19,7 @@ func TestAZAIAccountRefusalStopsTheCalibrationAtItsFirstProbe(t *testing.T) {
 		code, words string
 		probes      int
 	}{
-		{"1113", "Insufficient balance or no resource package. Please recharge.; Z.ai code 1113 (account in arrears", 1},
+		{"1113", "Insufficient balance or no resource package. Please recharge.; Z.ai code 1113 (account in arrears): not a rate limit, waiting will not lift it (a GLM Coding Plan key is billed only at /api/coding/paas/v4", 1},
 		{"1308", "Z.ai code 1308 (usage limit reached until its reset): not a rate limit", 1},
 		{"1302", "Rate limit reached for requests", 3},
 	} {

@@ -115,3 +115,29 @@ func TestAZAIEndpointWithTheWrongBaseNamesItsBases(t *testing.T) {
 		}
 	}
 }
+
+// Z.ai bills its general base and the GLM Coding Plan's apart: a Coding
+// Plan key has its quota only at /api/coding/paas/v4, and on the general
+// /api/paas/v4 it is refused 429 1113 "Insufficient balance or no resource
+// package", the usual first failure of a plan subscriber (zai-org/feedback
+// #789; opencode #12671; garcon #142). The truth: 1113 on the general base
+// says the Coding Plan's base; on the Coding Plan's base, where the plan is
+// what ran out, it does not, nor does any other code on the general base.
+func TestAZAIBalanceRefusalOnTheGeneralBaseNamesTheCodingPlansBase(t *testing.T) {
+	t.Parallel()
+	const hint = "a GLM Coding Plan key is billed only at /api/coding/paas/v4"
+	for _, tc := range []struct {
+		name string
+		o    endpointstest.ZAIOptions
+		want bool
+	}{
+		{"1113 on the general base", endpointstest.ZAIOptions{Refuse: "1113"}, true},
+		{"1113 on the Coding Plan's base", endpointstest.ZAIOptions{Refuse: "1113", Coding: true}, false},
+		{"1302 on the general base", endpointstest.ZAIOptions{Refuse: "1302"}, false},
+	} {
+		res := zaiStream(t, tc.o)
+		if got := strings.Contains(res.Detail, hint); got != tc.want || res.Class == "" {
+			t.Errorf("%s: class %s, detail %q; want the Coding Plan hint %v", tc.name, res.Class, res.Detail, tc.want)
+		}
+	}
+}
