@@ -727,7 +727,7 @@ func (s *Stream) settleNonStream(resp *http.Response, res *StreamResult) bool {
 		res.End = time.Since(res.T0)
 		res.Body = c.ep.ClipBody(b, false)
 		res.Class, res.Detail = classifyRefusal(resp.StatusCode, b)
-		res.Detail += zaiPlanHint(c.ep.BaseURL, resp.StatusCode, b) + pageDetail(b)
+		res.Detail += ZAIPlanHint(c.ep.BaseURL, resp.StatusCode, b) + pageDetail(b)
 		c.overrideByCause(s.ctx, s.parent, res)
 		return true
 	}

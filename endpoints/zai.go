@@ -65,12 +65,12 @@ func zaiRefusal(status int, body []byte) (class schema.Class, detail string, ok 
 	return zc.class, detail, true
 }
 
-// zaiPlanHint is what a 429 1113 (no balance) on the general base
+// ZAIPlanHint is what a 429 1113 (no balance) on the general base
 // (/api/paas/v4, on any host) adds to its detail: Z.ai bills the general
 // base and the GLM Coding Plan's apart, and a Coding Plan key has its
 // quota only at /api/coding/paas/v4, so 1113 on the general base is most
 // often a plan subscriber at the wrong base. "" for anything else.
-func zaiPlanHint(baseURL string, status int, body []byte) string {
+func ZAIPlanHint(baseURL string, status int, body []byte) string {
 	u, err := url.Parse(baseURL)
 	if err != nil || status != http.StatusTooManyRequests || errorCode(body) != "1113" ||
 		strings.TrimRight(u.Path, "/") != ZAIBases[0] {

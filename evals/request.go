@@ -331,6 +331,9 @@ func (s sender) statusLine(resp *endpoints.Response) string {
 	}
 	msg := summary.ErrorMessage(resp.Body)
 	line := "HTTP " + strconv.Itoa(resp.Status) + ": " + clipLine(ep.Redact(msg))
+	if ep != nil {
+		line += endpoints.ZAIPlanHint(ep.BaseURL, resp.Status, resp.Body)
+	}
 	return line + lmdeployLogprobsHint(resp.Status, msg) + s.extraRefusal(resp.Status, msg)
 }
 
